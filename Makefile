@@ -1,0 +1,25 @@
+# Refinery: the two Quick-start commands are `make demo` and `make test`.
+# Each bootstraps .venv from requirements.lock (and Chromium) on first use.
+SHELL := /bin/bash
+VENV := .venv
+
+.PHONY: demo test bootstrap ui lint lock bench
+
+bootstrap:
+	@bash scripts/bootstrap.sh
+
+demo: bootstrap
+	$(VENV)/bin/refinery demo
+
+test: bootstrap
+	$(VENV)/bin/python -m pytest -x -q
+
+ui: bootstrap
+	DAGSTER_HOME=$(CURDIR)/dagster_home $(VENV)/bin/dagster dev -w dagster_home/workspace.yaml -h 127.0.0.1 -p 3000
+
+lint: bootstrap
+	$(VENV)/bin/ruff check . && $(VENV)/bin/ruff format --check .
+
+# Re-resolve the lock after editing pyproject.toml dependencies.
+lock: bootstrap
+	$(VENV)/bin/uv pip compile pyproject.toml --extra dev --python-version 3.11 -o requirements.lock

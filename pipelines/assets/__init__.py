@@ -1,0 +1,1 @@
+"""Dagster assets, one module per stage area; `pipelines.definitions` loads them all."""

@@ -1,0 +1,1 @@
+"""Stage entry points shared by the CLI, the Dagster assets and the demo."""

@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Bootstrap what the project needs on a fresh machine: .venv from the lock file, and a Chromium
+# that Playwright can drive. Idempotent: a second run with nothing changed takes about a second.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$(pwd)
+VENV="$ROOT/.venv"
+PY=${PYTHON:-python3}
+STAMP="$VENV/.refinery-lock.sha256"
+want=$(cat requirements.lock pyproject.toml | sha256sum | cut -d' ' -f1)
+
+if [ ! -x "$VENV/bin/python" ]; then
+  echo "[bootstrap] creating $VENV"
+  "$PY" -m venv "$VENV"
+fi
+if [ ! -x "$VENV/bin/uv" ]; then
+  "$VENV/bin/pip" install -q --disable-pip-version-check "uv==0.13.8"
+fi
+if [ ! -f "$STAMP" ] || [ "$(cat "$STAMP")" != "$want" ]; then
+  echo "[bootstrap] installing locked dependencies (first run downloads about 6 GB)"
+  "$VENV/bin/uv" pip sync --python "$VENV/bin/python" requirements.lock
+  "$VENV/bin/uv" pip install --python "$VENV/bin/python" --no-deps -e .
+  echo "$want" > "$STAMP"
+fi
+
+# Chromium for Playwright: Playwright's own browser if it was installed, else the system one.
+if ! "$VENV/bin/python" -m pipelines.browser_path >/dev/null 2>&1; then
+  if [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then
+    echo "[bootstrap] installing Debian's chromium for Playwright"
+    (apt-get install -y -q chromium >/dev/null 2>&1 || { apt-get update -q >/dev/null && apt-get install -y -q chromium >/dev/null; })
+  else
+    echo "[bootstrap] no Chromium found: run 'playwright install chromium' or install your distribution's chromium" >&2
+    exit 1
+  fi
+fi
