@@ -37,7 +37,7 @@ def step_sample_web(state: DemoState) -> tuple[dict[str, Any], Path]:
 
     out = lake.stage_dir("sampleweb", state.root)
     summary = run_sampleweb_write(out)
-    return {k: summary[k] for k in ("sites", "pages", "languages")}, out
+    return {k: summary[k] for k in ("sites", "content_pages", "images", "languages")}, out
 
 
 # Stages in order; each later issue appends its step here.

@@ -15,7 +15,9 @@ def sample_web(context: AssetExecutionContext, lake: LakeResource) -> Materializ
         metadata={
             "path": MetadataValue.path(str(out)),
             "sites": summary["sites"],
-            "pages": summary["pages"],
+            "pages": summary["content_pages"],
+            "responses": summary["pages"],
+            "images": summary["images"],
             "languages": MetadataValue.text(", ".join(summary["languages"])),
             "labels": MetadataValue.path(str(out / "labels.parquet")),
         }
