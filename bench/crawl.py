@@ -1,0 +1,270 @@
+"""Crawl throughput next to the politeness bound, Refinery vs Scrapy, on copies of the sample web.
+
+    .venv/bin/python bench/crawl.py [--quick] [--delay 0.1] [--copies 3] [--max-pages 600]
+
+Each crawler runs against a fresh server process (its own GIL) serving `--copies` instances of
+the sample web (18 hosts each, on distinct 127.0.0.N). The server logs every request, and
+throughput, robots violations (requests for URLs the labels forbid) and delay violations
+(two requests to a host closer than max(delay, Crawl-delay), or overlapping) are computed from
+that log for both crawlers identically. Scrapy is installed on first run into bench/.venvs/scrapy.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+from collections import defaultdict
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+SCRAPY_VENV = ROOT / "bench" / ".venvs" / "scrapy"
+UA = "Mozilla/5.0 (compatible; RefineryBot/0.1; +https://example.invalid/bot)"
+FIRST_OCTETS = (10, 40, 70, 100, 130, 160)
+
+# The server: sample web copies with a request log (start/end per request), in its own process.
+SERVER = textwrap.dedent(
+    """
+    import json, sys, time, threading, signal
+    from crawlers.sampleweb import build_web, serve
+    from crawlers.sampleweb import server as sws
+    log, lock = [], threading.Lock()
+    orig = sws._Handler._respond
+    def logged(self, head):
+        start = time.monotonic()
+        try:
+            orig(self, head)
+        finally:
+            with lock:
+                log.append((self.server.server_address[0], self.path, self.headers.get("User-Agent", ""), start, time.monotonic()))
+    sws._Handler._respond = logged
+    octets, info_path, log_path = json.loads(sys.argv[1]), sys.argv[2], sys.argv[3]
+    web = build_web(0)
+    servers = [serve(web, first_octet=o) for o in octets]
+    labels = {}
+    for sw in servers:
+        for r in sw.labels_table().select(["url", "expect_crawl_allowed"]).to_pylist():
+            labels[r["url"]] = r["expect_crawl_allowed"]
+    delays = {}
+    for sw in servers:
+        for s in web.sites:
+            delays[sw.base_url(s.name).split("//")[1].split(":")[0]] = s.crawl_delay or 0.0
+    seeds = [u for sw in servers for u in sw.seeds()]
+    json.dump({"seeds": seeds, "labels": labels, "crawl_delays": delays}, open(info_path, "w"))
+    done = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *a: done.set())
+    done.wait()
+    json.dump(log, open(log_path, "w"))
+    for sw in servers:
+        sw.stop()
+    """
+)
+
+SPIDER = textwrap.dedent(
+    """
+    import json, sys, scrapy
+    from scrapy.crawler import CrawlerProcess
+    from scrapy.linkextractors import LinkExtractor
+    seeds, max_pages, delay, ua, out = json.loads(sys.argv[1]), int(sys.argv[2]), float(sys.argv[3]), sys.argv[4], sys.argv[5]
+    hosts = sorted({u.split("//")[1].split("/")[0] for u in seeds})  # host:port, as w3lib compares netlocs
+    class Bench(scrapy.Spider):
+        name = "bench"
+        start_urls = seeds
+        links = LinkExtractor(allow_domains=hosts)
+        def parse(self, response):
+            yield {"url": response.url, "status": response.status}
+            if hasattr(response, "text"):
+                for link in self.links.extract_links(response):
+                    if not link.nofollow:
+                        yield response.follow(link.url, callback=self.parse)
+    p = CrawlerProcess(settings={
+        "USER_AGENT": ua, "ROBOTSTXT_OBEY": True, "ROBOTSTXT_USER_AGENT": "RefineryBot",
+        "DOWNLOAD_DELAY": delay, "RANDOMIZE_DOWNLOAD_DELAY": False,
+        "CONCURRENT_REQUESTS": 64, "CONCURRENT_REQUESTS_PER_DOMAIN": 1, "AUTOTHROTTLE_ENABLED": False,
+        "CLOSESPIDER_PAGECOUNT": max_pages, "LOG_LEVEL": "ERROR", "TELNETCONSOLE_ENABLED": False,
+        "COOKIES_ENABLED": False, "RETRY_TIMES": 2, "DOWNLOAD_TIMEOUT": 20,
+        "FEEDS": {out: {"format": "jsonlines"}},
+    })
+    p.crawl(Bench)
+    p.start()
+    """
+)
+
+
+def ensure_scrapy() -> Path:
+    """The throwaway venv with Scrapy (created on first run)."""
+    py = SCRAPY_VENV / "bin" / "python"
+    if not py.exists():
+        subprocess.run([sys.executable, "-m", "venv", str(SCRAPY_VENV)], check=True)
+    if subprocess.run([str(py), "-c", "import scrapy"], capture_output=True).returncode != 0:
+        subprocess.run([str(py), "-m", "pip", "install", "-q", "scrapy"], check=True)
+    return py
+
+
+def start_server(octets: list[int], work: Path) -> tuple[subprocess.Popen, dict, Path]:
+    """Start the logging sample-web server process; returns (process, info, log path)."""
+    info, log = work / f"info-{time.monotonic_ns()}.json", work / f"log-{time.monotonic_ns()}.json"
+    proc = subprocess.Popen(
+        [str(ROOT / ".venv/bin/python"), "-c", SERVER, json.dumps(octets), str(info), str(log)],
+        cwd=ROOT,
+    )
+    deadline = time.monotonic() + 120
+    while not info.exists() or info.stat().st_size == 0:
+        if proc.poll() is not None or time.monotonic() > deadline:
+            raise RuntimeError("sample web server did not start")
+        time.sleep(0.1)
+    time.sleep(0.2)
+    return proc, json.loads(info.read_text()), log
+
+
+def stop_server(proc: subprocess.Popen, log: Path) -> list:
+    """Stop the server (SIGTERM to its PID) and read its request log."""
+    proc.send_signal(signal.SIGTERM)
+    proc.wait(60)
+    return json.loads(log.read_text())
+
+
+def analyse(log: list, info: dict, delay: float) -> dict:
+    """Throughput and violations from the server-side log."""
+    labels, crawl_delays = info["labels"], info["crawl_delays"]
+    content = [r for r in log if r[1] != "/robots.txt" and "sitemap" not in r[1]]
+    port = info["seeds"][0].rsplit(":", 1)[1].split("/")[0]
+    robots_viol = sum(1 for ip, path, *_ in log if labels.get(f"http://{ip}:{port}{path}") is False)
+    by_host = defaultdict(list)
+    for ip, _path, _ua, start, end in log:
+        by_host[ip].append((start, end))
+    delay_viol = overlap = 0
+    for ip, hits in by_host.items():
+        hits.sort()
+        need = max(delay, crawl_delays.get(ip, 0.0)) - 0.005
+        for (s0, e0), (s1, _e1) in zip(hits, hits[1:], strict=False):
+            overlap += s1 < e0
+            delay_viol += s1 - s0 < need
+    span = max(r[4] for r in log) - min(r[3] for r in log) if log else 0.0
+    return {
+        "content_requests": len(content),
+        "requests": len(log),
+        "span_s": span,
+        "pages_per_s": len(content) / span if span else 0.0,
+        "robots_violations": robots_viol,
+        "delay_violations": delay_viol,
+        "overlaps": overlap,
+        "hosts": len(by_host),
+        "ua_ok": all("RefineryBot" in r[2] for r in log),
+    }
+
+
+def run_refinery(info: dict, work: Path, max_pages: int, delay: float) -> float:
+    """Crawl with Refinery in a subprocess; returns wall seconds."""
+    seeds = work / "seeds.txt"
+    seeds.write_text("\n".join(info["seeds"]) + "\n")
+    cfg = {
+        "delay": delay,
+        "max_pages": max_pages,
+        "allow_private_networks": True,
+        "concurrency": 64,
+    }
+    out = work / f"refinery-{time.monotonic_ns()}"
+    t = time.monotonic()
+    subprocess.run([str(ROOT / ".venv/bin/python"), "-m", "crawlers.crawl", str(seeds), str(out), "--config", json.dumps(cfg)],
+                   cwd=ROOT, check=True, stdout=subprocess.DEVNULL)  # fmt: skip
+    return time.monotonic() - t
+
+
+def run_scrapy(py: Path, info: dict, work: Path, max_pages: int, delay: float) -> float:
+    """Crawl with Scrapy in its own venv; returns wall seconds."""
+    out = work / f"scrapy-{time.monotonic_ns()}.jsonl"
+    t = time.monotonic()
+    subprocess.run([str(py), "-c", SPIDER, json.dumps(info["seeds"]), str(max_pages), str(delay), UA, str(out)],
+                   check=True, cwd=work, env={**os.environ, "PYTHONPATH": ""})  # fmt: skip
+    return time.monotonic() - t
+
+
+def main() -> None:
+    """Run both crawlers on the same hosts (alternating, --repeat times) and print the comparison."""
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    ap.add_argument("--quick", action="store_true", help="1 copy (18 hosts), 150 pages")
+    ap.add_argument("--delay", type=float, default=0.1)
+    ap.add_argument(
+        "--copies", type=int, default=3, help="sample web copies (18 hosts each, max 6)"
+    )
+    ap.add_argument("--max-pages", type=int, default=600)
+    ap.add_argument("--repeat", type=int, default=3, help="runs per crawler (median reported)")
+    a = ap.parse_args()
+    copies, max_pages = (1, 150) if a.quick else (min(a.copies, len(FIRST_OCTETS)), a.max_pages)
+    a.repeat = 1 if a.quick else a.repeat
+    octets = list(FIRST_OCTETS[:copies])
+    py = ensure_scrapy()
+    runs: dict[str, list[dict]] = {"refinery": [], "scrapy": []}
+    with tempfile.TemporaryDirectory(prefix="bench-crawl-") as tmp:
+        work = Path(tmp)
+        for rep in range(a.repeat):
+            # Alternate the order so neither crawler always gets the quieter moment of a noisy machine.
+            for name in ("refinery", "scrapy") if rep % 2 == 0 else ("scrapy", "refinery"):
+                proc, info, log = start_server(octets, work)
+                try:
+                    if name == "refinery":
+                        wall = run_refinery(info, work, max_pages, a.delay)
+                    else:
+                        wall = run_scrapy(py, info, work, max_pages, a.delay)
+                finally:
+                    records = stop_server(proc, log)
+                runs[name].append({**analyse(records, info, a.delay), "wall_s": wall})
+    # Report the median run by throughput; violations are summed over all runs.
+    rows = {}
+    for name, rs in runs.items():
+        med = sorted(rs, key=lambda r: r["pages_per_s"])[len(rs) // 2]
+        rows[name] = {**med, "robots_violations": sum(r["robots_violations"] for r in rs),
+                      "delay_violations": sum(r["delay_violations"] for r in rs),
+                      "overlaps": sum(r["overlaps"] for r in rs),
+                      "all_pages_per_s": [round(r["pages_per_s"], 1) for r in rs]}  # fmt: skip
+    hosts = rows["refinery"]["hosts"]
+    bound = hosts / a.delay
+    print(
+        f"\ncrawl benchmark: {hosts} hosts, delay {a.delay}s (politeness bound {bound:.0f} pages/s), max {max_pages} pages; machine load: {os.getloadavg()[0]:.1f}"
+    )
+    print(
+        f"{'crawler':10} {'pages':>6} {'reqs':>6} {'span s':>7} {'pages/s':>8} {'% bound':>8} {'robots viol':>11} {'delay viol':>10} {'overlaps':>8} {'wall s':>7}"
+    )
+    for name, r in rows.items():
+        print(f"{name:10} {r['content_requests']:6d} {r['requests']:6d} {r['span_s']:7.2f} {r['pages_per_s']:8.1f} {100 * r['pages_per_s'] / bound:7.1f}% "
+              f"{r['robots_violations']:11d} {r['delay_violations']:10d} {r['overlaps']:8d} {r['wall_s']:7.1f}")  # fmt: skip
+    ratio = (
+        rows["refinery"]["pages_per_s"] / rows["scrapy"]["pages_per_s"]
+        if rows["scrapy"]["pages_per_s"]
+        else float("inf")
+    )
+    print(
+        f"ratio refinery/scrapy pages/s (median runs): {ratio:.2f}x; all runs pages/s: "
+        + ", ".join(f"{n} {r['all_pages_per_s']}" for n, r in rows.items())
+    )
+    print(
+        "violations are summed over all runs, from the server-side log (delay: max(delay, Crawl-delay)"
+        " between request starts to one host)"
+    )
+    results = ROOT / "bench" / "results"
+    results.mkdir(parents=True, exist_ok=True)
+    (results / "crawl.json").write_text(
+        json.dumps(
+            {
+                "delay": a.delay,
+                "max_pages": max_pages,
+                "bound": bound,
+                "rows": rows,
+                "ratio": ratio,
+            },
+            indent=2,
+        )
+    )
+
+
+if __name__ == "__main__":
+    main()

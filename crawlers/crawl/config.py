@@ -1,0 +1,106 @@
+"""Crawl configuration: data validated by pydantic, errors name the field."""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+from urllib.parse import urlsplit
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+DEFAULT_TARGET_LANGUAGES = ["en", "de", "fr", "es", "ja", "zh", "it", "pt", "nl", "pl", "ru", "ko"]
+
+
+class CrawlConfig(BaseModel):
+    """Every knob of a crawl; defaults are the polite ones."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    agent: str = Field("RefineryBot", min_length=1, description="crawl product token")
+    training_agent: str = Field(
+        "RefineryBot-Extended", min_length=1, description="training product token"
+    )
+    user_agent: str = Field(
+        "Mozilla/5.0 (compatible; {agent}/0.1; +https://example.invalid/bot)",
+        description="User-Agent header; {agent} is replaced by the crawl token",
+    )
+    max_pages: int | None = Field(
+        None, ge=0, description="content pages to fetch (robots/sitemaps excluded)"
+    )
+    delay: float = Field(1.0, ge=0, description="minimum seconds between requests to one host")
+    max_crawl_delay: float = Field(10.0, ge=0, description="cap on robots.txt Crawl-delay")
+    concurrency: int = Field(64, ge=1, description="hosts fetched at once")
+    allow_private_networks: bool = False
+    connect_timeout: float = Field(10.0, gt=0)
+    read_timeout: float = Field(20.0, gt=0)
+    total_timeout: float = Field(60.0, gt=0)
+    max_body_bytes: int = Field(5 * 2**20, gt=0)
+    max_decompressed_bytes: int = Field(20 * 2**20, gt=0)
+    max_redirects: int = Field(
+        5, ge=0, description="redirect chain length per page (followed via the frontier)"
+    )
+    robots_max_redirects: int = Field(5, ge=0)
+    robots_max_age_s: float = Field(86400.0, gt=0, le=86400)
+    robots_retries: int = Field(1, ge=0)
+    wanted_types: list[str] = ["text/html", "application/xhtml+xml"]
+    max_retries: int = Field(2, ge=0, description="retries of a page after 429/5xx/network errors")
+    backoff_base: float = Field(1.0, ge=0)
+    backoff_max: float = Field(120.0, ge=0)
+    max_retry_after: float = Field(300.0, ge=0)
+    breaker_threshold: int = Field(5, ge=1)
+    breaker_cooldown: float = Field(30.0, ge=0)
+    breaker_max_trips: int = Field(3, ge=1)
+    seed: int = 0
+    max_depth: int = Field(12, ge=0)
+    max_pages_per_host: int | None = Field(None, ge=1)
+    max_url_length: int = Field(2048, ge=64)
+    max_repeated_segments: int = Field(2, ge=1)
+    max_urls_per_pattern: int = Field(100, ge=1)
+    max_calendar_urls: int = Field(
+        12, ge=1, description="cap on date-only URLs per pattern (calendar traps)"
+    )
+    target_languages: list[str] = DEFAULT_TARGET_LANGUAGES
+    host_languages_path: str | None = None
+    topic_max_share: float = Field(0.4, gt=0, le=1)
+    use_sitemaps: bool = True
+    max_sitemap_urls: int = Field(50000, ge=0)
+    max_sitemap_depth: int = Field(3, ge=0)
+    follow_external: bool = True
+    shard: int = Field(0, ge=0)
+    shards: int = Field(1, ge=1)
+    warc_prefix: str = "refinery"
+    warc_max_bytes: int = Field(2**30, gt=0)
+    fsync: bool = False
+    checkpoint_every: int = Field(1000, ge=1, description="rebuild pages.parquet every N pages")
+
+    @model_validator(mode="after")
+    def _check(self) -> CrawlConfig:
+        if self.shard >= self.shards:
+            raise ValueError(f"shard={self.shard} must be < shards={self.shards}")
+        if self.agent.lower() == self.training_agent.lower():
+            raise ValueError(
+                "agent and training_agent must differ (one decides fetching, one training use)"
+            )
+        return self
+
+    def user_agent_header(self) -> str:
+        """The User-Agent string sent with every request (contains the crawl token)."""
+        ua = self.user_agent.format(agent=self.agent)
+        if self.agent.lower() not in ua.lower():
+            raise ValueError(f"user_agent {ua!r} must contain the crawl token {self.agent!r}")
+        return ua
+
+    @classmethod
+    def from_any(cls, config: CrawlConfig | dict[str, Any] | None) -> CrawlConfig:
+        """Accept a CrawlConfig, a dict (validated) or None (defaults)."""
+        if isinstance(config, CrawlConfig):
+            return config
+        return cls.model_validate(config or {})
+
+
+def shard_of(host: str, shards: int) -> int:
+    """Stable shard of a host (no host is ever split across shards)."""
+    # The port is dropped so a host keeps its shard when served on another port.
+    name = urlsplit("//" + host).hostname or host
+    digest = hashlib.sha1(name.lower().encode()).digest()
+    return int.from_bytes(digest[:8], "big") % shards

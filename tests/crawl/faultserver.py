@@ -1,0 +1,264 @@
+"""A misbehaving web on loopback for crawler tests: each 127.0.0.N host has one robots.txt
+behaviour, and paths trigger faults (5xx, 429 + Retry-After, resets, slow drip, huge bodies,
+gzip bombs, redirect loops). Every request is logged server-side with start/end times and the
+connection it came on, which is what politeness is checked against.
+
+Runs in a daemon thread with its own event loop; `stop()` (or the context manager) ends it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import email.utils
+import gzip
+import threading
+import time
+import zlib
+from dataclasses import dataclass, field
+
+from aiohttp import web
+
+ENDED = web.RequestKey("ended", float)  # set when a handler cut the connection early
+
+ROBOTS = {
+    "ok": (
+        b"User-agent: *\nDisallow: /private/\nCrawl-delay: {delay}\n\n"
+        b"User-agent: RefineryBot-Extended\nDisallow: /no-training/\nDisallow: /private/\n\n"
+        b"Sitemap: {base}/sitemap.xml\n"
+    ),
+    "malformed": b"\xef\xbb\xbfUser-agent *\nDisalow: /private/\n<html>not robots</html>\nAllow /\n\x00\x01garbage:::\n",
+}
+
+
+@dataclass
+class Hit:
+    """One request as the server saw it."""
+
+    host: str
+    path: str
+    user_agent: str
+    start: float
+    end: float = 0.0
+    conn: int = 0
+
+
+@dataclass
+class Site:
+    """One host's behaviour: robots mode ('ok', 'malformed', '503', 'timeout', '404', 'redirect')."""
+
+    ip: str
+    robots: str = "ok"
+    crawl_delay: float = 0.0
+    counters: dict[str, int] = field(default_factory=dict)
+
+
+def _links(paths: list[str]) -> bytes:
+    items = "".join(f'<li><a href="{p}">link to {p}</a></li>' for p in paths)
+    return f"<html><head><title>index</title></head><body><ul>{items}</ul></body></html>".encode()
+
+
+PAGE = b"<html><head><title>%s</title></head><body><p>Plain English text about science research and experiments on %s.</p></body></html>"
+INDEX_LINKS = [
+    "/a",
+    "/b",
+    "/private/secret",
+    "/no-training/page",
+    "/err500",
+    "/429",
+    "/503date",
+    "/reset",
+    "/drip",
+    "/huge",
+    "/bomb",
+    "/loop1",
+    "/image.png",
+    "/noai",
+    "/meta-nofollow",
+    "/xrobots",
+]
+
+
+class FaultServer:
+    """Serve misbehaving hosts on 127.0.0.N:port; `url(ip, path)` builds URLs."""
+
+    def __init__(
+        self,
+        sites: list[Site],
+        *,
+        drip_s: float = 0.3,
+        huge_bytes: int = 3 * 2**20,
+        bomb_bytes: int = 64 * 2**20,
+        tree_size: int = 0,
+    ):
+        self.sites = {s.ip: s for s in sites}
+        self.tree_size = tree_size
+        self.drip_s, self.huge_bytes = drip_s, huge_bytes
+        self.hits: list[Hit] = []
+        self.port = 0
+        self._bomb = gzip.compress(b"\0" * bomb_bytes, compresslevel=9)
+        self._conn_ids: dict[int, int] = {}
+        self._loop = asyncio.new_event_loop()
+        self._ready = threading.Event()
+        self._thread = threading.Thread(target=self._serve, daemon=True)
+
+    def url(self, ip: str, path: str = "/") -> str:
+        """Absolute URL on one of the hosts."""
+        return f"http://{ip}:{self.port}{path}"
+
+    def __enter__(self) -> FaultServer:
+        self._thread.start()
+        if not self._ready.wait(10):
+            raise RuntimeError("fault server did not start")
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def stop(self) -> None:
+        """Stop the server and its thread."""
+        if self._loop.is_running():
+            self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(10)
+
+    def _serve(self) -> None:
+        asyncio.set_event_loop(self._loop)
+        app = web.Application()
+        app.router.add_route("GET", "/{tail:.*}", self._handle)
+        runner = web.AppRunner(app, access_log=None, shutdown_timeout=0.5)
+        self._loop.run_until_complete(runner.setup())
+        ips = list(self.sites)
+        first = web.TCPSite(runner, ips[0], 0)
+        self._loop.run_until_complete(first.start())
+        self.port = first._server.sockets[0].getsockname()[1]
+        for ip in ips[1:]:
+            self._loop.run_until_complete(web.TCPSite(runner, ip, self.port).start())
+        self._ready.set()
+        try:
+            self._loop.run_forever()
+        finally:
+            self._loop.run_until_complete(runner.cleanup())
+            self._loop.close()
+
+    def hits_for(self, ip: str, path: str | None = None) -> list[Hit]:
+        """Requests to a host (and path)."""
+        return [h for h in self.hits if h.host == ip and (path is None or h.path == path)]
+
+    async def _handle(self, request: web.Request) -> web.StreamResponse:
+        ip = request.transport.get_extra_info("sockname")[0]
+        site = self.sites[ip]
+        conn = self._conn_ids.setdefault(id(request.transport), len(self._conn_ids) + 1)
+        hit = Hit(
+            ip, request.path_qs, request.headers.get("User-Agent", ""), time.monotonic(), conn=conn
+        )
+        self.hits.append(hit)
+        try:
+            return await self._respond(request, site)
+        finally:
+            hit.end = request.get(ENDED) or time.monotonic()
+
+    def _count(self, site: Site, key: str) -> int:
+        site.counters[key] = site.counters.get(key, 0) + 1
+        return site.counters[key]
+
+    async def _respond(self, request: web.Request, site: Site) -> web.StreamResponse:
+        path = request.path
+        base = f"http://{site.ip}:{self.port}"
+        html = "text/html; charset=utf-8"
+        if path == "/robots.txt":
+            mode = site.robots
+            if mode == "503":
+                return web.Response(status=503, text="busy")
+            if mode == "404":
+                return web.Response(status=404, text="none")
+            if mode == "timeout":
+                await asyncio.sleep(5)
+                return web.Response(text="User-agent: *\nAllow: /\n")
+            if mode == "redirect":
+                raise web.HTTPFound("/robots-real.txt")
+            body = (
+                ROBOTS[mode]
+                .replace(b"{delay}", str(site.crawl_delay).encode())
+                .replace(b"{base}", base.encode())
+            )
+            return web.Response(body=body, content_type="text/plain")
+        if path == "/robots-real.txt":
+            return web.Response(
+                text="User-agent: *\nDisallow: /private/\n", content_type="text/plain"
+            )
+        if path == "/sitemap.xml":
+            body = f'<?xml version="1.0"?><urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9"><url><loc>{base}/from-sitemap</loc></url></urlset>'
+            return web.Response(text=body, content_type="application/xml")
+        if path == "/":
+            return web.Response(body=_links(INDEX_LINKS), content_type="text/html")
+        if path == "/err500":
+            return web.Response(status=500, text="boom")
+        if path == "/429":
+            if self._count(site, path) == 1:
+                return web.Response(status=429, headers={"Retry-After": "1"}, text="slow down")
+            return web.Response(body=PAGE % (b"after 429", b"patience"), content_type="text/html")
+        if path == "/503date":
+            if self._count(site, path) == 1:
+                when = email.utils.formatdate(
+                    time.time() + 2, usegmt=True
+                )  # >= 1 s after truncation
+                return web.Response(status=503, headers={"Retry-After": when}, text="maintenance")
+            return web.Response(body=PAGE % (b"after 503", b"dates"), content_type="text/html")
+        if path == "/reset":
+            request.transport.abort()  # connection reset mid-request
+            request[ENDED] = time.monotonic()  # what the client saw as the end of this request
+            await asyncio.sleep(0.05)
+            return web.Response(text="never sent")
+        if path == "/drip":
+            resp = web.StreamResponse(headers={"Content-Type": html})
+            await resp.prepare(request)
+            try:
+                for _ in range(200):
+                    await resp.write(b"<")
+                    await asyncio.sleep(self.drip_s)
+            except ConnectionError:
+                pass  # the crawler gave up on the drip, as it should
+            return resp
+        if path == "/huge":
+            resp = web.StreamResponse(headers={"Content-Type": html})
+            await resp.prepare(request)
+            chunk = b"x" * 65536
+            try:
+                for _ in range(self.huge_bytes // len(chunk)):
+                    await resp.write(chunk)
+            except ConnectionError:
+                pass  # the crawler stopped reading at its cap
+            return resp
+        if path == "/bomb":
+            return web.Response(
+                body=self._bomb, headers={"Content-Type": html, "Content-Encoding": "gzip"}
+            )
+        if path in ("/loop1", "/loop2"):
+            raise web.HTTPFound("/loop2" if path == "/loop1" else "/loop1")
+        if path == "/image.png":
+            return web.Response(body=b"\x89PNG\r\n\x1a\n" + b"\0" * 100, content_type="image/png")
+        if path == "/noai":
+            return web.Response(
+                body=b'<html><head><meta name="robots" content="noai"></head><body>no AI please</body></html>',
+                content_type="text/html",
+            )
+        if path == "/meta-nofollow":
+            body = b'<html><head><meta name="robots" content="noindex, nofollow"></head><body><a href="/hidden">hidden</a></body></html>'
+            return web.Response(body=body, content_type="text/html")
+        if path == "/xrobots":
+            body = b'<html><body><a href="/visible">v</a><a rel="nofollow" href="/nf">nf</a></body></html>'
+            return web.Response(
+                body=body,
+                content_type="text/html",
+                headers={"X-Robots-Tag": "RefineryBot-Extended: noai"},
+            )
+        if path.startswith("/tree/"):
+            # A binary tree of pages: /tree/n links to 2n+1 and 2n+2 below tree_size.
+            n = int(path.rsplit("/", 1)[1])
+            kids = [f"/tree/{k}" for k in (2 * n + 1, 2 * n + 2) if k < self.tree_size]
+            return web.Response(body=_links(kids), content_type="text/html")
+        if path == "/deflate":
+            return web.Response(
+                body=zlib.compress(PAGE % (b"d", b"d")),
+                headers={"Content-Type": html, "Content-Encoding": "deflate"},
+            )
+        return web.Response(body=PAGE % (path.encode(), path.encode()), content_type="text/html")

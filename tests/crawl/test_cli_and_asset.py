@@ -1,0 +1,101 @@
+"""The `refinery crawl` command and the `raw_pages` Dagster asset, against the fault server."""
+
+from __future__ import annotations
+
+import json
+
+import pyarrow.parquet as pq
+import pytest
+import typer
+from faultserver import FaultServer, Site
+from typer.testing import CliRunner
+
+from crawlers.crawl import shard_of
+
+pytestmark = pytest.mark.timeout(90)
+
+
+@pytest.fixture
+def server():
+    with FaultServer([Site("127.0.0.91"), Site("127.0.0.92")], tree_size=30) as fs:
+        yield fs
+
+
+def test_cli_crawls_with_max_pages_and_writes_manifests(server, tmp_path):
+    from pipelines.cli.crawl import register
+
+    app = typer.Typer()
+    register(app)
+    app.command("noop")(lambda: None)  # a second command keeps typer's sub-command parsing
+    seeds = tmp_path / "seeds.txt"
+    seeds.write_text(
+        f"# comment\n{server.url('127.0.0.91', '/tree/0')}\n{server.url('127.0.0.92', '/tree/0')}\n"
+    )
+    out = tmp_path / "out"
+    args = [
+        "crawl",
+        "--seeds",
+        str(seeds),
+        "--out",
+        str(out),
+        "--max-pages",
+        "9",
+        "--delay",
+        "0",
+        "--allow-private-networks",
+        "--quiet",
+    ]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    summary = json.loads(result.output[result.output.index("{") :])
+    pages = pq.read_table(out / "pages.parquet").to_pylist()
+    assert summary["fetched"] == 9 == sum(1 for p in pages if p["warc_file"])
+    assert (out / "pages.parquet.manifest.json").exists() and (
+        out / "warc" / "manifest.json"
+    ).exists()
+    # robots.txt and sitemaps are not content pages: they never count toward --max-pages
+    assert sum(h.path == "/robots.txt" for h in server.hits) == 2
+    again = CliRunner().invoke(app, args)
+    assert again.exit_code != 0 and "--resume" in str(again.exception)
+
+
+def test_cli_refuses_without_private_network_flag(server, tmp_path):
+    from pipelines.cli.crawl import register
+
+    app = typer.Typer()
+    register(app)
+    app.command("noop")(lambda: None)
+    seeds = tmp_path / "seeds.txt"
+    seeds.write_text(server.url("127.0.0.91", "/tree/0") + "\n")
+    result = CliRunner().invoke(
+        app,
+        ["crawl", "--seeds", str(seeds), "--out", str(tmp_path / "o"), "--delay", "0", "--quiet"],
+    )
+    assert result.exit_code == 0, result.output
+    row = pq.read_table(tmp_path / "o" / "pages.parquet").to_pylist()[0]
+    assert row["crawl_allowed"] is False and row["robots_crawl"] == "unreachable"
+    assert server.hits == []
+
+
+def test_raw_pages_asset_crawls_only_its_shard(server, tmp_path):
+    from dagster import materialize
+
+    from pipelines.assets.crawl import CRAWL_SHARDS, raw_pages
+    from pipelines.resources import LakeResource
+
+    seeds = [server.url("127.0.0.91", "/tree/0"), server.url("127.0.0.92", "/tree/0")]
+    shard = shard_of("127.0.0.91", CRAWL_SHARDS)
+    config = {"seeds": seeds, "delay": 0.0, "extra": {"allow_private_networks": True}}
+    result = materialize(
+        [raw_pages],
+        partition_key=str(shard),
+        resources={"lake": LakeResource(root=str(tmp_path / "lake"))},
+        run_config={"ops": {"raw_pages": {"config": config}}},
+    )
+    assert result.success
+    out = tmp_path / "lake" / "crawl" / f"shard={shard}"
+    hosts = {p["host"].split(":")[0] for p in pq.read_table(out / "pages.parquet").to_pylist()}
+    expected = {ip for ip in ("127.0.0.91", "127.0.0.92") if shard_of(ip, CRAWL_SHARDS) == shard}
+    assert hosts == expected
+    meta = result.asset_materializations_for_node("raw_pages")[0].metadata
+    assert meta["pages_fetched"].value == 31 * len(expected)  # 30 tree pages + the sitemap page
