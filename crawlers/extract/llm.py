@@ -1,0 +1,61 @@
+"""Optional LLM extraction for domain-specific pages: a teacher model turns cleaned HTML into Markdown."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from urllib.parse import urlsplit
+
+from lxml import html as lxml_html
+from lxml_html_clean import Cleaner
+
+SYSTEM_PROMPT = (
+    "You extract the main content of a web page. Answer with that content only, as Markdown: "
+    "keep headings, lists and tables (as Markdown tables), drop navigation, ads, footers and "
+    "cookie notices. Do not add commentary."
+)
+_CLEANER = Cleaner(scripts=True, javascript=True, style=True, comments=True, forms=True, meta=True)
+_MD_SYNTAX = re.compile(
+    r"^\s{0,3}(#{1,6}\s+|[-*+]\s+|\d+\.\s+|>\s?)|[*_`]|!?\[([^\]]*)\]\([^)]*\)", re.M
+)
+
+
+class LLMExtractor:
+    """Send pages of selected hosts to a teacher (`synth.teacher.TeacherClient`-like `.chat`)."""
+
+    def __init__(self, client, hosts: Iterable[str], *, max_input_chars: int = 24_000):
+        self.client = client
+        self.hosts = {h.lower() for h in hosts}
+        if not self.hosts:
+            raise ValueError(
+                "LLMExtractor needs at least one host to apply to (e.g. docs.example.org)"
+            )
+        self.max_input_chars = max_input_chars
+
+    def applies_to(self, url: str) -> bool:
+        """True if the page's host is one the LLM path is configured for."""
+        return (urlsplit(url).hostname or "").lower() in self.hosts
+
+    def prompt(self, html: str, url: str) -> list[dict[str, str]]:
+        """Chat messages for one page: cleaned, truncated HTML and its URL."""
+        cleaned = lxml_html.tostring(
+            _CLEANER.clean_html(lxml_html.fromstring(html)), encoding="unicode"
+        )
+        return [
+            {"role": "system", "content": SYSTEM_PROMPT},
+            {"role": "user", "content": f"URL: {url}\n\nHTML:\n{cleaned[: self.max_input_chars]}"},
+        ]
+
+    def extract(self, html: str, url: str) -> str:
+        """The teacher's Markdown for this page; raise ValueError if it is empty."""
+        answer = self.client.chat(self.prompt(html, url), temperature=0).strip()
+        if answer.startswith("```"):
+            answer = re.sub(r"^```\w*\n?|\n?```$", "", answer).strip()
+        if not answer:
+            raise ValueError(f"teacher returned empty content for {url}")
+        return answer
+
+    @staticmethod
+    def plain_text(markdown: str) -> str:
+        """Markdown without its syntax (link text and alt text kept), for the `text` column."""
+        return _MD_SYNTAX.sub(lambda m: m.group(2) or "", markdown).strip()

@@ -1,0 +1,170 @@
+"""One crawl record in, one document (with its images, tables and interleaved form) or one reject out."""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import urlsplit
+
+from lxml import etree
+from lxml import html as lxml_html
+
+from crawlers.extract.content import extract_content, image_refs
+from crawlers.extract.decode import BadPage, decode_html
+from crawlers.extract.tables import extract_tables
+
+# Crawl-record fields that travel unchanged to every document (robots decisions included).
+CARRIED_FIELDS = (
+    "crawl_allowed",
+    "robots_crawl",
+    "robots_training",
+    "noindex",
+    "nofollow",
+    "noai",
+    "status",
+    "content_sha256",
+)
+
+
+@dataclass
+class ExtractConfig:
+    """Knobs of static extraction; the defaults are the pipeline's."""
+
+    max_body_bytes: int = 8_000_000
+    max_elements: int = 200_000
+    favor: str = "balanced"  # balanced | precision | recall (trafilatura's modes)
+    llm: Any = None  # a crawlers.extract.llm.LLMExtractor, or None for trafilatura only
+
+
+@dataclass
+class ExtractResult:
+    """What one page yields: a document row and its children, or a reject row."""
+
+    document: dict | None = None
+    reject: dict | None = None
+    image_refs: list[dict] = field(default_factory=list)
+    tables: list[dict] = field(default_factory=list)
+    interleaved: dict | None = None
+
+
+def doc_id(url: str) -> str:
+    """Stable document id: the first 16 hex digits of sha256(url)."""
+    return hashlib.sha256(url.encode("utf-8")).hexdigest()[:16]
+
+
+def _reject(record: dict, reason: str, detail: str) -> ExtractResult:
+    url = record["url"]
+    return ExtractResult(
+        reject={
+            "id": doc_id(url),
+            "url": url,
+            "reason": reason,
+            "detail": detail,
+            "status": record.get("status"),
+            "training_allowed": bool(record.get("training_allowed")),
+        }
+    )
+
+
+def _check_record(record: dict) -> None:
+    if record.get("crawl_allowed") is False:
+        raise BadPage("robots_denied", "robots.txt denied the crawl, so the page was never fetched")
+    if record.get("duplicate_of"):
+        raise BadPage(
+            "duplicate_url", f"same URL as an earlier pages row ({record['duplicate_of']})"
+        )
+    if record.get("warc_error"):
+        raise BadPage("warc_unreadable", str(record["warc_error"]))
+    status = record.get("status")
+    if status is None:
+        detail = record.get("error") or "no HTTP status and no stored response"
+        raise BadPage("fetch_error", str(detail))
+    if int(status) != 200:
+        target = f" to {record['redirect_to']}" if record.get("redirect_to") else ""
+        raise BadPage(
+            "http_status", f"HTTP status {status}{target}; only 200 responses become documents"
+        )
+
+
+def extract_page(record: dict, config: ExtractConfig | None = None) -> ExtractResult:
+    """Extract one crawl record (pages row + `body` bytes, optional `rendered_html`); never raises on bad pages."""
+    config = config or ExtractConfig()
+    url = record["url"]
+    try:
+        _check_record(record)
+        html = record.get("rendered_html")
+        if not html:
+            html = decode_html(
+                record.get("body"), record.get("content_type"), max_bytes=config.max_body_bytes
+            )
+        try:
+            tree = lxml_html.fromstring(html)
+        except (etree.ParserError, ValueError) as exc:
+            raise BadPage("unparseable_html", str(exc) or "lxml found no document") from exc
+        n_elements = sum(1 for _ in tree.iter())
+        if n_elements > config.max_elements:
+            raise BadPage(
+                "dom_too_large", f"{n_elements} elements, above the {config.max_elements} limit"
+            )
+        content = extract_content(html, url, favor=config.favor)
+        if content is None:
+            raise BadPage("no_main_content", "trafilatura found no main content")
+    except BadPage as bad:
+        return _reject(record, bad.reason, bad.detail)
+    method, llm_error = "trafilatura", None
+    if config.llm is not None and config.llm.applies_to(url):
+        try:
+            content.markdown = config.llm.extract(html, url)
+            content.text = config.llm.plain_text(content.markdown)
+            method = "llm"
+        except Exception as exc:  # the teacher is optional: keep trafilatura's output, record why
+            llm_error = f"{type(exc).__name__}: {exc}"
+    return _result(record, content, tree, method, llm_error)
+
+
+def _result(record: dict, content, tree, method: str, llm_error: str | None) -> ExtractResult:
+    url = record["url"]
+    did = doc_id(url)
+    allowed = bool(record.get("training_allowed"))
+    document = {
+        "id": did,
+        "url": url,
+        "host": urlsplit(url).hostname or "",
+        "text": content.text,
+        "markdown": content.markdown,
+        "title": content.title,
+        "author": content.author,
+        "date": content.date,
+        "sitename": content.sitename,
+        "canonical_url": content.canonical_url,
+        "lang_hint": content.lang_hint,
+        "rendered": bool(record.get("rendered")),
+        "render_reason": record.get("render_reason") or "",
+        "render_error": record.get("render_error"),
+        "extraction_method": method,
+        "llm_error": llm_error,
+        "training_allowed": allowed,
+        **{k: record.get(k) for k in CARRIED_FIELDS},
+        "fetched_at": str(record["fetched_at"]) if record.get("fetched_at") is not None else None,
+    }
+    refs = [
+        {"doc_id": did, "url": url, **ref, "training_allowed": allowed}
+        for ref in image_refs(content.blocks)
+    ]
+    tables = [
+        {
+            "doc_id": did,
+            "url": url,
+            "table_index": t.index,
+            "markdown": t.markdown,
+            "header": t.header,
+            "cells": t.cells,
+            "n_rows": t.n_rows,
+            "n_cols": t.n_cols,
+            "training_allowed": allowed,
+        }
+        for t in extract_tables(tree)
+    ]
+    interleaved = {"doc_id": did, "url": url, "blocks": content.blocks, "training_allowed": allowed}
+    return ExtractResult(document=document, image_refs=refs, tables=tables, interleaved=interleaved)

@@ -1,0 +1,66 @@
+"""Render the pages of a crawl that need it: plan from static HTML, then drive the browser."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from crawlers.extract.crawl_io import iter_crawl_records
+from crawlers.extract.decode import BadPage, decode_html
+from crawlers.render.decide import needs_render
+from crawlers.render.session import RenderConfig, RenderJob, RenderOutcome, render_pages
+
+RENDER_MODES = ("auto", "never", "always")
+
+
+def plan_renders(crawl_dir: str | Path, mode: str = "auto") -> tuple[list[dict], list[RenderJob]]:
+    """One decision row per fetched HTML page (url, rendered, render_reason) and the jobs to render."""
+    if mode not in RENDER_MODES:
+        raise ValueError(f"render mode {mode!r}: choose one of {', '.join(RENDER_MODES)}")
+    decisions, jobs = [], []
+    seen = set()
+    for rec in iter_crawl_records(crawl_dir):
+        if rec.get("body") is None or rec.get("status") != 200 or rec["url"] in seen:
+            continue  # extraction rejects these with their reason; nothing to render
+        seen.add(rec["url"])
+        try:
+            html = decode_html(rec["body"], rec.get("content_type"))
+        except BadPage:
+            continue
+        if mode == "never":
+            render, reason = False, "render mode never"
+        elif mode == "always":
+            render, reason = True, "render mode always"
+        else:
+            decision = needs_render(html)
+            render, reason = decision.render, decision.reason
+        decisions.append({"url": rec["url"], "rendered": render, "render_reason": reason})
+        if render:
+            jobs.append(RenderJob(rec["url"], html))
+    return decisions, jobs
+
+
+def render_crawl(
+    crawl_dir: str | Path,
+    mode: str = "auto",
+    config: RenderConfig | None = None,
+    on_result: Callable[[RenderOutcome], None] | None = None,
+) -> list[dict]:
+    """Rows of rendered.parquet: every decision, with the final DOM of pages that were rendered."""
+    decisions, jobs = plan_renders(crawl_dir, mode)
+    outcomes = {o.url: o for o in render_pages(jobs, config, on_result)} if jobs else {}
+    rows = []
+    for d in decisions:
+        o = outcomes.get(d["url"])
+        rows.append(
+            {
+                **d,
+                "html": o.html if o else None,
+                "error": o.error if o else None,
+                "render_ms": o.render_ms if o else None,
+                "blocked_requests": o.blocked_requests if o else [],
+                "media_blocked": o.media_blocked if o else 0,
+                "interactions": o.interactions if o else 0,
+            }
+        )
+    return rows

@@ -1,0 +1,1 @@
+"""Apache Beam pipelines, one module per stage area."""

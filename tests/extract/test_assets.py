@@ -1,0 +1,51 @@
+"""The Dagster assets `rendered_pages` and `documents` materialise from a lake with a crawl in it."""
+
+from __future__ import annotations
+
+import pytest
+from conftest import write_crawl
+from pages import article, js_page
+
+pytestmark = pytest.mark.timeout(180)
+
+
+def test_assets_materialise_with_counts_and_reject_metadata(
+    tmp_path, subresources, no_browser_leak
+):
+    from dagster import materialize
+
+    from pipelines.assets.extract import documents, rendered_pages
+    from pipelines.resources import (
+        BeamRunnerResource,
+        BrowserResource,
+        LakeResource,
+        TeacherResource,
+    )
+
+    base = subresources.base
+    write_crawl(
+        tmp_path / "crawl",
+        [
+            {"url": f"{base}/a", "status": 200, "body": article().encode()},
+            {"url": f"{base}/live", "status": 200, "body": js_page(base).encode()},
+            {"url": f"{base}/gone", "status": 410, "body": b"gone"},
+        ],
+    )
+    resources = {
+        "lake": LakeResource(root=str(tmp_path)),
+        "browser": BrowserResource(pages_in_flight=2, page_timeout_s=20),
+        "beam": BeamRunnerResource(),
+        "teacher": TeacherResource(),
+    }
+    result = materialize([rendered_pages, documents], resources=resources)
+    assert result.success
+    materializations = [
+        e.event_specific_data.materialization for e in result.get_asset_materialization_events()
+    ]
+    by_key = {m.asset_key.to_user_string(): m.metadata for m in materializations}
+    assert by_key["rendered_pages"]["rendered"].value == 1
+    docs = by_key["documents"]
+    assert docs["documents"].value == 2 and docs["rejects"].value == 1
+    assert docs["rejects_by_reason"].value == {"http_status": 1}
+    assert docs["rendered_fraction"].value == 0.5
+    assert (tmp_path / "extract" / "documents.parquet").exists()
