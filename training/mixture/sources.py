@@ -1,0 +1,169 @@
+"""Reading mixture sources: the one read path, where the consent rule is applied.
+
+Work is cut into `ReadUnit`s (one Parquet file of one source of one bucket), in a fixed order, so
+the in-process builder and the Beam pipeline tokenize the same units and assemble them identically.
+"""
+
+from __future__ import annotations
+
+import glob
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from training.mixture.spec import MixtureSpec, SpecError, resolve_path
+from training.tokenizer import encode_texts
+
+ALL_GROUP = "all"
+
+
+@dataclass(frozen=True)
+class ReadUnit:
+    """One Parquet file of one source of one bucket."""
+
+    bucket: str
+    source: int
+    file: str
+    where: str | None
+    text_column: str
+    split_by: str | None
+    repeat: tuple[tuple[str, float], ...]
+
+
+@dataclass
+class DocBatch:
+    """A tokenized unit: concatenated tokens, per-document lengths, group names, repeat weights, row ids."""
+
+    tokens: np.ndarray
+    lengths: np.ndarray
+    groups: list[str]
+    repeat: np.ndarray
+    rows: np.ndarray
+
+    def save(self, path: str | Path) -> None:
+        """Write to .npz (used to hand units between Beam workers and the assembler)."""
+        np.savez(path, tokens=self.tokens, lengths=self.lengths, groups=np.array(self.groups, dtype=object),
+                 repeat=self.repeat, rows=self.rows)  # fmt: skip
+
+    @classmethod
+    def load(cls, path: str | Path) -> DocBatch:
+        """Read a batch written by `save`."""
+        with np.load(path, allow_pickle=True) as z:
+            return cls(
+                z["tokens"], z["lengths"], [str(g) for g in z["groups"]], z["repeat"], z["rows"]
+            )
+
+
+def source_files(
+    spec: MixtureSpec, bucket: str, index: int, spec_dir: Path, lake_root: Path | None
+) -> list[str]:
+    """Sorted files a source's path/glob matches; a clear error when a required source has none."""
+    src = spec.buckets[bucket].sources[index]
+    pattern = resolve_path(src.path, spec_dir, lake_root)
+    files = sorted(glob.glob(str(pattern)))
+    if not files and not src.optional:
+        raise SpecError(
+            f"buckets.{bucket}.sources[{index}].path: {src.path} (resolved to {pattern}) matches no file; "
+            "build that dataset first or mark the source `optional: true`"
+        )
+    return files
+
+
+def plan_units(spec: MixtureSpec, spec_dir: Path, lake_root: Path | None = None) -> list[ReadUnit]:
+    """Every read unit of the spec, in bucket / source / file order."""
+    units = []
+    for name, bucket in spec.buckets.items():
+        for i, src in enumerate(bucket.sources):
+            for f in source_files(spec, name, i, spec_dir, lake_root):
+                rep = tuple((r.where, r.times) for r in bucket.repeat)
+                units.append(ReadUnit(name, i, f, src.where, src.text_column, bucket.split_by, rep))
+    return units
+
+
+def _select_sql(unit: ReadUnit) -> str:
+    group = f'CAST("{unit.split_by}" AS VARCHAR)' if unit.split_by else f"'{ALL_GROUP}'"
+    cases = " ".join(f"WHEN ({w}) THEN {float(t)!r}" for w, t in unit.repeat)
+    repeat = f"CASE {cases} ELSE 1.0 END" if cases else "1.0"
+    where = f" AND ({unit.where})" if unit.where else ""
+    # The consent rule lives here and nowhere else; it has no switch. NULL counts as not allowed.
+    return (
+        f'SELECT "{unit.text_column}" AS text, {group} AS grp, {repeat} AS rep, file_row_number AS row '
+        f"FROM read_parquet(?, file_row_number=true) WHERE training_allowed IS TRUE{where} "
+        "ORDER BY file_row_number"
+    )
+
+
+def _where_error(unit: ReadUnit, exc: Exception) -> SpecError:
+    field = f"buckets.{unit.bucket}.sources[{unit.source}]"
+    msg = str(exc).splitlines()[0]
+    if "training_allowed" in msg:
+        return SpecError(
+            f"{field}: {unit.file} has no boolean training_allowed column; every source must carry it"
+        )
+    return SpecError(
+        f"{field}: cannot select from {unit.file} (where={unit.where!r}, text_column={unit.text_column!r}, "
+        f"split_by={unit.split_by!r}, repeat={[w for w, _ in unit.repeat]}): {msg}"
+    )
+
+
+def read_unit(unit: ReadUnit) -> tuple[list[str], list[str], np.ndarray, np.ndarray]:
+    """Texts, groups, repeat weights and row numbers of a unit's training-allowed rows."""
+    import duckdb
+
+    con = duckdb.connect()
+    try:
+        table = con.sql(_select_sql(unit), params=[unit.file]).to_arrow_table()
+    except duckdb.Error as exc:
+        raise _where_error(unit, exc) from None
+    finally:
+        con.close()
+    texts = [t or "" for t in table.column("text").to_pylist()]
+    groups = [g if g is not None else "null" for g in table.column("grp").to_pylist()]
+    rep = table.column("rep").to_numpy().astype(np.float64)
+    rows = table.column("row").to_numpy().astype(np.int64)
+    return texts, groups, rep, rows
+
+
+def check_unit(unit: ReadUnit) -> int:
+    """Validate a unit's columns and predicates against its file; return its training-allowed row count."""
+    import duckdb
+
+    con = duckdb.connect()
+    try:
+        return int(
+            con.execute(f"SELECT count(*) FROM ({_select_sql(unit)})", [unit.file]).fetchone()[0]
+        )
+    except duckdb.Error as exc:
+        raise _where_error(unit, exc) from None
+    finally:
+        con.close()
+
+
+def tokenize_unit(unit: ReadUnit, tokenizer) -> DocBatch:
+    """Read and tokenize one unit (batch encode; the Rust side runs the batch on all cores)."""
+    texts, groups, rep, rows = read_unit(unit)
+    tokens, lengths = encode_texts(tokenizer, texts)
+    return DocBatch(tokens, lengths, groups, rep, rows)
+
+
+def check_spec_data(
+    spec: MixtureSpec, spec_dir: Path, lake_root: Path | None = None
+) -> dict[str, int]:
+    """Data checks: every required source exists, its columns and `where` are valid, and it offers rows."""
+    counts: dict[str, int] = {}
+    units = plan_units(spec, spec_dir, lake_root)
+    for unit in units:
+        key = f"buckets.{unit.bucket}.sources[{unit.source}]"
+        counts[key] = counts.get(key, 0) + check_unit(unit)
+    for name, bucket in spec.buckets.items():
+        for i, src in enumerate(bucket.sources):
+            key = f"buckets.{name}.sources[{i}]"
+            counts.setdefault(key, 0)
+            if counts[key] == 0 and not src.optional:
+                raise SpecError(
+                    f"{key}: {src.path} offers no rows with training_allowed = true"
+                    + (f" matching where {src.where!r}" if src.where else "")
+                    + "; loosen the predicate, fix the path, or mark the source `optional: true`"
+                )
+    return counts

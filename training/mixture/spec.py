@@ -1,0 +1,228 @@
+"""Mixture specs: YAML validated by pydantic, with errors that name the field and the fix.
+
+Path rule (sources, tokenizer): a path starting with `lake/` is resolved against the lake root
+(`$REFINERY_HOME`, else `./lake`), so `lake/filter/documents.parquet` means
+`$REFINERY_HOME/filter/documents.parquet`; an absolute path is used as is; any other path is
+relative to the directory of the spec file. Globs (`*.parquet`) are allowed in source paths.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+Modality = Literal["text", "interleaved", "image_caption", "domain_image_text"]
+WEIGHT_EPS = 1e-6
+
+
+class SpecError(ValueError):
+    """A mixture spec is invalid; the message lists `field: problem` lines."""
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class RepeatRule(_Strict):
+    """Per-document repetition: documents matching `where` count `times` as often (first match wins)."""
+
+    where: str = Field(min_length=1)
+    times: float = Field(gt=0)
+
+
+class SourceSpec(_Strict):
+    """One dataset feeding a bucket."""
+
+    path: str = Field(min_length=1)
+    where: str | None = None
+    weight: float | None = Field(default=None, ge=0, le=1)
+    text_column: str = "text"
+    # Optional sources may be missing or empty (e.g. image stages not run yet); the report says so.
+    optional: bool = False
+
+
+class BucketSpec(_Strict):
+    """A named share of the mixture, optionally split into groups by a column (e.g. lang)."""
+
+    weight: float = Field(ge=0, le=1)
+    sources: list[SourceSpec] = Field(min_length=1)
+    split_by: str | None = None
+    temperature: float = Field(default=1.0, gt=0)
+    max_epochs: float | None = Field(default=None, gt=0)
+    modality: Modality = "text"
+    repeat: list[RepeatRule] = []
+
+    @model_validator(mode="after")
+    def _source_weights(self) -> BucketSpec:
+        given = [s.weight is not None for s in self.sources]
+        if any(given) and not all(given):
+            raise ValueError("sources: give a weight to every source of the bucket or to none")
+        if all(given):
+            if self.split_by:
+                raise ValueError(
+                    "sources[].weight cannot be combined with split_by (groups come from the column)"
+                )
+            total = sum(s.weight or 0 for s in self.sources)
+            if abs(total - 1) > WEIGHT_EPS:
+                raise ValueError(f"sources[].weight sum to {total:g}, must sum to 1")
+        return self
+
+
+class TokenizerTrainSpec(_Strict):
+    """Train a tokenizer as part of the build (saved into the mixture directory)."""
+
+    vocab_size: int = Field(default=150_000, ge=261)
+    sample_tokens: int = Field(default=10_000_000, gt=0)
+    sources: list[str] | None = None  # default: every source of every bucket
+
+
+class TokenizerTrain(_Strict):
+    train: TokenizerTrainSpec
+
+
+class StageSpec(_Strict):
+    """A curriculum stage: from the previous stage's end to `until` (fraction of total_tokens)."""
+
+    name: str = Field(min_length=1)
+    until: float = Field(gt=0, le=1)
+    weights: dict[str, float] = {}  # buckets not named keep their top-level weight
+
+
+class EvalSpec(_Strict):
+    """Held-out eval sequences per bucket/group, taken from documents kept out of the shards."""
+
+    sequences_per_group: int = Field(default=4, ge=0)
+    max_fraction: float = Field(default=0.05, ge=0, lt=1)
+
+
+class MixtureSpec(_Strict):
+    """A whole mixture: buckets and their weights, sequence length, token budget, seed."""
+
+    name: str = Field(min_length=1, pattern=r"^[A-Za-z0-9_.-]+$")
+    seq_len: int = Field(ge=8, le=1_048_576)
+    total_tokens: int = Field(gt=0)
+    seed: int = 0
+    tokenizer: str | TokenizerTrain
+    buckets: dict[str, BucketSpec] = Field(min_length=1)
+    tolerance: float = Field(default=0.01, gt=0, lt=1)
+    allow_shortfall: bool = False
+    shard_sequences: int = Field(default=4096, ge=1)
+    stages: list[StageSpec] = []
+    eval: EvalSpec = EvalSpec()
+
+    @field_validator("buckets")
+    @classmethod
+    def _bucket_names(cls, v: dict[str, BucketSpec]) -> dict[str, BucketSpec]:
+        for name in v:
+            if not name or "." in name or "/" in name:
+                raise ValueError(
+                    f"bucket name {name!r} must be non-empty and contain no '.' or '/'"
+                )
+        return v
+
+    @model_validator(mode="after")
+    def _weights(self) -> MixtureSpec:
+        total = sum(b.weight for b in self.buckets.values())
+        if abs(total - 1) > WEIGHT_EPS:
+            parts = ", ".join(f"{k}={b.weight:g}" for k, b in self.buckets.items())
+            raise ValueError(f"buckets: weights sum to {total:g} ({parts}); they must sum to 1")
+        last = 0.0
+        for i, stage in enumerate(self.stages):
+            if stage.until <= last:
+                raise ValueError(
+                    f"stages[{i}].until: {stage.until:g} must be greater than the previous stage's {last:g}"
+                )
+            last = stage.until
+            unknown = sorted(set(stage.weights) - set(self.buckets))
+            if unknown:
+                raise ValueError(
+                    f"stages[{i}].weights: unknown bucket(s) {unknown}; known: {sorted(self.buckets)}"
+                )
+            s = sum(self.stage_weights(stage).values())
+            if abs(s - 1) > WEIGHT_EPS:
+                raise ValueError(
+                    f"stages[{i}] ({stage.name}): weights sum to {s:g}; they must sum to 1"
+                )
+        if self.stages and abs(last - 1) > WEIGHT_EPS:
+            raise ValueError(f"stages: the last stage must end at until: 1.0, not {last:g}")
+        return self
+
+    def stage_weights(self, stage: StageSpec) -> dict[str, float]:
+        """A stage's weight per bucket (top-level weight where the stage names none)."""
+        return {k: stage.weights.get(k, b.weight) for k, b in self.buckets.items()}
+
+    def stage_spans(self) -> list[tuple[str, float, dict[str, float]]]:
+        """(name, fraction of total_tokens, bucket weights) per stage; one `main` stage if none given."""
+        if not self.stages:
+            return [("main", 1.0, {k: b.weight for k, b in self.buckets.items()})]
+        out, start = [], 0.0
+        for stage in self.stages:
+            out.append((stage.name, stage.until - start, self.stage_weights(stage)))
+            start = stage.until
+        return out
+
+    def effective_weights(self) -> dict[str, float]:
+        """Each bucket's share of the whole run, curriculum stages included."""
+        eff = dict.fromkeys(self.buckets, 0.0)
+        for _, frac, weights in self.stage_spans():
+            for k, w in weights.items():
+                eff[k] += frac * w
+        return eff
+
+    def sha256(self) -> str:
+        """Stable hash of the parsed spec."""
+        return hashlib.sha256(
+            json.dumps(self.model_dump(mode="json"), sort_keys=True).encode()
+        ).hexdigest()
+
+
+def default_lake_root() -> Path:
+    """$REFINERY_HOME or ./lake (same rule as pipelines.lake, kept here so training/ stands alone)."""
+    return Path(os.environ.get("REFINERY_HOME") or "lake").resolve()
+
+
+def resolve_path(path: str, spec_dir: Path, lake_root: Path | None = None) -> Path:
+    """Resolve a spec path: `lake/...` against the lake root, absolute as is, else against spec_dir."""
+    if path == "lake" or path.startswith("lake/"):
+        return (lake_root or default_lake_root()) / path[len("lake/") :]
+    p = Path(path)
+    return p if p.is_absolute() else (spec_dir / p)
+
+
+def _format_errors(source: str, exc: ValidationError) -> str:
+    lines = []
+    for err in exc.errors():
+        loc = ".".join(str(x) for x in err["loc"] if x not in ("function-after",))
+        msg = err["msg"].removeprefix("Value error, ")
+        lines.append(f"  {loc or '(top level)'}: {msg}")
+    return f"{source}: invalid mixture spec\n" + "\n".join(lines)
+
+
+def parse_spec(data: Any, source: str = "<spec>") -> MixtureSpec:
+    """Validate a spec given as a mapping; raise SpecError naming each bad field."""
+    if not isinstance(data, dict):
+        raise SpecError(
+            f"{source}: a mixture spec must be a YAML mapping, got {type(data).__name__}"
+        )
+    try:
+        return MixtureSpec.model_validate(data)
+    except ValidationError as exc:
+        raise SpecError(_format_errors(source, exc)) from None
+
+
+def load_spec(path: str | Path) -> MixtureSpec:
+    """Read and validate a spec YAML file."""
+    path = Path(path)
+    if not path.exists():
+        raise SpecError(f"{path}: spec file does not exist")
+    try:
+        data = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as exc:
+        raise SpecError(f"{path}: not valid YAML: {exc}") from None
+    return parse_spec(data, str(path))

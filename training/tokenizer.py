@@ -1,0 +1,147 @@
+"""Byte-level BPE tokenizer (Hugging Face `tokenizers`) trained on a sample of the lake.
+
+The saved file is a standard `tokenizer.json`: `tokenizers.Tokenizer.from_file(path)` and
+`transformers.PreTrainedTokenizerFast(tokenizer_file=path)` both load it. Special tokens take
+the first ids, in the order of `SPECIAL_TOKENS`.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+import numpy as np
+
+# Role -> token. Roles are the keys the manifest's `special_tokens` uses.
+SPECIAL_TOKENS: dict[str, str] = {
+    "boundary": "<|endoftext|>",
+    "pad": "<|pad|>",
+    "image": "<|image|>",
+    "image_start": "<|image_start|>",
+    "image_end": "<|image_end|>",
+}
+CHARS_PER_TOKEN = 4  # rough sizing of a text sample before any tokenizer exists
+MIN_VOCAB = 256 + len(SPECIAL_TOKENS)
+
+
+def train_tokenizer(
+    texts: Iterable[str], vocab_size: int, out: str | Path, *, min_frequency: int = 2
+) -> Path:
+    """Train a byte-level BPE tokenizer on texts and save it as tokenizer.json at `out`."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+
+    if vocab_size < MIN_VOCAB:
+        raise ValueError(
+            f"vocab_size {vocab_size} is too small: byte-level BPE needs at least {MIN_VOCAB}"
+        )
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(
+        vocab_size=vocab_size,
+        min_frequency=min_frequency,
+        special_tokens=list(SPECIAL_TOKENS.values()),
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        show_progress=False,
+    )
+    tok.train_from_iterator(texts, trainer=trainer)
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_name(out.name + ".tmp")
+    tok.save(str(tmp))
+    os.replace(tmp, out)
+    return out
+
+
+def load_tokenizer(path: str | Path):
+    """Load a tokenizer.json and check it carries every Refinery special token."""
+    from tokenizers import Tokenizer
+
+    path = Path(path)
+    if not path.exists():
+        raise FileNotFoundError(
+            f"tokenizer {path} does not exist; train one with `refinery tokenizer train --out {path}`"
+        )
+    tok = Tokenizer.from_file(str(path))
+    special_token_ids(tok, path)
+    return tok
+
+
+def special_token_ids(tok, path: str | Path = "<tokenizer>") -> dict[str, int]:
+    """Role -> id of the special tokens; a clear error naming the missing token."""
+    ids = {}
+    for role, token in SPECIAL_TOKENS.items():
+        tid = tok.token_to_id(token)
+        if tid is None:
+            raise ValueError(
+                f"{path}: special token {token} ({role}) missing; train it with `refinery tokenizer train`"
+            )
+        ids[role] = tid
+    return ids
+
+
+def encode_texts(
+    tok, texts: Sequence[str], batch_size: int = 2048
+) -> tuple[np.ndarray, np.ndarray]:
+    """Tokenize texts in parallel batches; return (uint32 concatenated ids, int64 lengths)."""
+    parts: list[np.ndarray] = []
+    lengths = np.zeros(len(texts), dtype=np.int64)
+    for start in range(0, len(texts), batch_size):
+        # encode_batch_fast skips offset tracking, which packing never needs; Rust threads do the batch.
+        encs = tok.encode_batch_fast(
+            list(texts[start : start + batch_size]), add_special_tokens=False
+        )
+        for i, enc in enumerate(encs):
+            ids = np.asarray(enc.ids, dtype=np.uint32)
+            lengths[start + i] = len(ids)
+            parts.append(ids)
+    tokens = np.concatenate(parts) if parts else np.zeros(0, dtype=np.uint32)
+    return tokens, lengths
+
+
+def expand_sources(patterns: Sequence[str | Path]) -> list[Path]:
+    """Expand paths/globs to a sorted list of existing Parquet files; error if a pattern matches nothing."""
+    files: list[Path] = []
+    for pattern in patterns:
+        matches = sorted(glob.glob(str(pattern)))
+        if not matches:
+            raise FileNotFoundError(f"tokenizer source {pattern} matches no file")
+        files.extend(Path(m) for m in matches)
+    return files
+
+
+def sample_texts(
+    files: Sequence[Path], sample_tokens: int, seed: int = 0, text_column: str = "text"
+) -> list[str]:
+    """A deterministic sample of about `sample_tokens` tokens of training-allowed text from Parquet files."""
+    import duckdb
+
+    budget_chars = sample_tokens * CHARS_PER_TOKEN
+    con = duckdb.connect()
+    try:
+        # Same consent rule as shards: text from opted-out pages never shapes the vocabulary either.
+        rows = con.execute(
+            f'SELECT "{text_column}" FROM read_parquet(?, filename=true, file_row_number=true) '
+            'WHERE training_allowed IS TRUE AND length("{0}") > 0 '
+            "ORDER BY hash(filename || ':' || file_row_number::VARCHAR || ':' || ?::VARCHAR)".format(
+                text_column
+            ),
+            [[str(f) for f in files], seed],
+        ).fetchall()
+    except duckdb.Error as exc:
+        raise ValueError(f"cannot read tokenizer sources {[str(f) for f in files]}: {exc}") from exc
+    finally:
+        con.close()
+    out, used = [], 0
+    for (text,) in rows:
+        if used >= budget_chars:
+            break
+        out.append(text[: budget_chars - used])
+        used += len(out[-1])
+    if not out:
+        raise ValueError(
+            f"tokenizer sources {[str(f) for f in files]} hold no training-allowed text"
+        )
+    return out
