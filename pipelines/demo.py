@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -40,9 +41,85 @@ def step_sample_web(state: DemoState) -> tuple[dict[str, Any], Path]:
     return {k: summary[k] for k in ("sites", "content_pages", "images", "languages")}, out
 
 
+def _fresh(path: Path) -> Path:
+    """A demo run starts each stage's output afresh, so reruns never mix old and new files."""
+    if path.exists():
+        shutil.rmtree(path)
+    path.mkdir(parents=True)
+    return path
+
+
+def step_crawl(state: DemoState) -> tuple[dict[str, Any], Path]:
+    """Crawl the served sample web from its home pages (loopback allowed, short politeness delay)."""
+    from pipelines.stages.crawl import run_crawl
+
+    out = _fresh(state.root / lake.STAGE_DIRS["crawl"])
+    config = {"delay": DEMO_CRAWL_DELAY_S, "allow_private_networks": True}
+    summary = run_crawl(state.served.seeds(), out, config=config)
+    keys = ("pages", "fetched", "denied", "skipped", "errors", "pages_per_s")
+    return {k: summary[k] for k in keys if k in summary}, out
+
+
+def step_extract(state: DemoState) -> tuple[dict[str, Any], Path]:
+    """Render the pages that need JavaScript and extract every page's main content."""
+    from pipelines.stages.extract import run_extract
+
+    out = _fresh(state.root / lake.STAGE_DIRS["extract"])
+    summary = run_extract(state.root / lake.STAGE_DIRS["crawl"], out, "auto")
+    keys = ("pages", "documents", "rejects", "rendered", "image_refs", "tables")
+    return {k: summary[k] for k in keys if k in summary}, out
+
+
+DEMO_MIXTURES = ("pretrain", "cpt", "long_context", "multimodal")
+
+
+def step_mix(state: DemoState) -> tuple[dict[str, Any], Path]:
+    """Train the demo tokenizer on the filtered documents and build the tiny stage mixtures."""
+    from pipelines.stages.mix import run_mix_build, run_tokenizer_train
+
+    tok = run_tokenizer_train(vocab_size=DEMO_VOCAB_SIZE, lake_root=state.root)
+    out = state.root / lake.STAGE_DIRS["mixtures"]
+    summary: dict[str, Any] = {"vocab": tok.get("vocab_size", DEMO_VOCAB_SIZE)}
+    for stage in DEMO_MIXTURES:
+        spec = f"tiny/{stage}"
+        name = "tiny-" + stage.replace("_", "-")
+        built = run_mix_build(spec, _fresh(out / name), lake_root=state.root)
+        summary[f"{stage}_tokens"] = built.get("tokens")
+        state.outputs[f"mixture:{stage}"] = out / name
+    return summary, out
+
+
+def step_train(state: DemoState) -> tuple[dict[str, Any], Path]:
+    """Run pretraining, continued pretraining and context lengthening on the tiny mixtures."""
+    from pipelines.stages.train import run_train
+
+    runs = state.root / lake.STAGE_DIRS["runs"]
+    summary: dict[str, Any] = {}
+    init = None
+    for stage, mixture, steps in DEMO_TRAIN_STEPS:
+        out = runs / stage
+        if out.exists():
+            shutil.rmtree(out)
+        result = run_train(stage, "tiny", state.outputs[f"mixture:{mixture}"], out, init=init, steps=steps)
+        summary[f"{stage}_loss"] = result.get("final_loss")
+        if stage == "long-context":
+            summary["long_eval_before"] = result.get("eval_mean_before")
+            summary["long_eval_after"] = result.get("eval_mean")
+        init = out
+    return summary, runs
+
+
+DEMO_VOCAB_SIZE = 4096
+DEMO_TRAIN_STEPS = (("pretrain", "pretrain", 200), ("cpt", "cpt", 60), ("long-context", "long_context", 60))
+
+# The sample web is on loopback: a short delay keeps the demo quick; robots and Crawl-delay still apply.
+DEMO_CRAWL_DELAY_S = 0.2
+
 # Stages in order; each later issue appends its step here.
 STEPS: list[tuple[str, Callable[[DemoState], tuple[dict[str, Any], Path]]]] = [
     ("sample web", step_sample_web),
+    ("crawl", step_crawl),
+    ("render + extract", step_extract),
 ]
 
 
