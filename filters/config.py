@@ -1,0 +1,141 @@
+"""Filter configuration: one YAML file validated by pydantic, with per-language overrides.
+
+Errors name the offending field (pydantic's location path), so a bad YAML is fixed in one go.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+# Languages written without spaces between words: lengths and shingles count characters.
+CHAR_LANGS = frozenset({"zh", "ja", "th", "lo", "km", "my", "bo", "wuu", "yue"})
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class HeuristicsConfig(_Strict):
+    """Relaxed Gopher-style rules; each produces its own drop reason."""
+
+    min_words: int = Field(30, ge=0)
+    max_words: int = Field(200_000, ge=1)
+    min_chars_cjk: int = Field(80, ge=0)
+    max_symbol_ratio: float = Field(0.25, ge=0, le=1)
+    max_dup_line_frac: float = Field(0.4, ge=0, le=1)
+    max_dup_ngram_frac: float = Field(0.25, ge=0, le=1)
+    dup_ngram_n: int = Field(3, ge=1, le=10)
+    max_boilerplate_line_frac: float = Field(0.6, ge=0, le=1)
+    boilerplate_patterns: list[str] = Field(
+        default_factory=lambda: [
+            r"(?i)\b(cookies?|cookie policy|accept all)\b",
+            r"(?i)\ball rights reserved\b",
+            r"(?i)^(home|menu|login|log in|sign in|sign up|subscribe|share|next|previous|back to top)$",
+            r"(?i)\b(privacy policy|terms of (use|service))\b",
+            r"^©",
+        ]
+    )
+
+
+class SafetyConfig(_Strict):
+    """Per-language word lists (filters/wordlists/<lang>.txt unless wordlist_dir is set)."""
+
+    wordlist_dir: str = ""
+    max_flagged_ratio: float = Field(0.01, ge=0, le=1)
+    min_flagged: int = Field(3, ge=1)
+
+
+class Threshold(_Strict):
+    """A language's quality cut: a score, or a target keep-rate mapped through the model's calibration."""
+
+    score: float | None = Field(None, ge=0, le=1)
+    keep_rate: float | None = Field(None, gt=0, le=1)
+
+    @model_validator(mode="after")
+    def _one_of(self) -> Threshold:
+        if (self.score is None) == (self.keep_rate is None):
+            raise ValueError("set exactly one of `score` or `keep_rate`")
+        return self
+
+
+class QualityConfig(_Strict):
+    """Quality classifiers: where models live and per-language cuts (default: the model's own)."""
+
+    thresholds: dict[str, Threshold] = Field(default_factory=dict)
+
+
+class DedupConfig(_Strict):
+    """Exact, URL and MinHash near-duplicate settings."""
+
+    exact: bool = True
+    url: bool = True
+    near: bool = True
+    num_perm: int = Field(128, ge=16, le=1024)
+    # 32 bands x 4 rows puts the LSH S-curve near J = 0.45: syndicated copies that drop a
+    # paragraph of four share about half their shingles and must still meet.
+    bands: int = Field(32, ge=1)
+    rows: int = Field(4, ge=1)
+    word_ngram: int = Field(5, ge=1, le=20)
+    char_ngram: int = Field(5, ge=1, le=20)
+    jaccard_threshold: float = Field(0.5, gt=0, le=1)
+    seed: int = 1
+
+    @model_validator(mode="after")
+    def _bands_fit(self) -> DedupConfig:
+        if self.bands * self.rows > self.num_perm:
+            raise ValueError(
+                f"bands*rows = {self.bands * self.rows} exceeds num_perm = {self.num_perm}"
+            )
+        return self
+
+
+class FilterConfig(_Strict):
+    """The whole filter stage configuration."""
+
+    languages: list[str] = Field(default_factory=lambda: ["en", "de", "fr", "es", "zh", "ja"])
+    min_lang_score: float = Field(0.5, ge=0, le=1)
+    pii: bool = True
+    heuristics: HeuristicsConfig = Field(default_factory=HeuristicsConfig)
+    heuristics_by_lang: dict[str, HeuristicsConfig] = Field(default_factory=dict)
+    safety: SafetyConfig = Field(default_factory=SafetyConfig)
+    quality: QualityConfig = Field(default_factory=QualityConfig)
+    dedup: DedupConfig = Field(default_factory=DedupConfig)
+
+    def heuristics_for(self, lang: str) -> HeuristicsConfig:
+        """The heuristics of one language (its override, else the defaults)."""
+        return self.heuristics_by_lang.get(lang, self.heuristics)
+
+
+class ConfigError(ValueError):
+    """A configuration file that does not validate; the message names each bad field."""
+
+
+def load_config(path: str | Path | None = None) -> FilterConfig:
+    """Load and validate a YAML filter config; None gives the defaults."""
+    if path is None:
+        return FilterConfig()
+    path = Path(path)
+    if not path.exists():
+        raise ConfigError(f"{path}: filter config not found")
+    try:
+        data = yaml.safe_load(path.read_text()) or {}
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{path}: not valid YAML: {exc}") from exc
+    return config_from_dict(data, source=str(path))
+
+
+def config_from_dict(data: dict, source: str = "<config>") -> FilterConfig:
+    """Validate a config mapping; errors list `field.path: message` for every problem."""
+    if not isinstance(data, dict):
+        raise ConfigError(f"{source}: top level must be a mapping, got {type(data).__name__}")
+    try:
+        return FilterConfig.model_validate(data)
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in err['loc']) or '<root>'}: {err['msg']}"
+            for err in exc.errors()
+        )
+        raise ConfigError(f"{source}: invalid filter config: {problems}") from exc

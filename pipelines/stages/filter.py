@@ -1,0 +1,220 @@
+"""Filter stage entry points: `run_filter` (annotate + dedup via Beam) and `run_quality_train`."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from filters.config import FilterConfig, config_from_dict, load_config
+from pipelines.lake import write_manifest, write_parquet
+
+REQUIRED_COLUMNS = ("id", "url", "text", "training_allowed")
+
+
+def _config(config: FilterConfig | dict | str | Path | None) -> FilterConfig:
+    if isinstance(config, FilterConfig):
+        return config
+    if isinstance(config, dict):
+        return config_from_dict(config)
+    return load_config(config)
+
+
+def _check_input(path: Path) -> pa.Schema:
+    if not path.exists():
+        raise FileNotFoundError(f"{path}: no documents.parquet (run `refinery extract` first)")
+    schema = pq.read_schema(path)
+    missing = [c for c in REQUIRED_COLUMNS if c not in schema.names]
+    if missing:
+        raise ValueError(
+            f"{path}: missing required column(s) {', '.join(missing)}; "
+            f"documents.parquet needs {', '.join(REQUIRED_COLUMNS)}"
+        )
+    if not pa.types.is_string(schema.field("id").type) and not pa.types.is_large_string(
+        schema.field("id").type
+    ):
+        raise ValueError(f"{path}: column `id` must be a string, got {schema.field('id').type}")
+    ids = pq.read_table(path, columns=["id"])["id"]
+    if pc.count_distinct(ids).as_py() != len(ids) or ids.null_count:
+        raise ValueError(
+            f"{path}: column `id` must be unique and non-null (duplicate_of refers to it)"
+        )
+    return schema
+
+
+def _read_shards(work: Path, prefix: str, schema: pa.Schema) -> pa.Table:
+    files = sorted(work.glob(f"{prefix}*.parquet"))
+    tables = [pq.read_table(f, schema=schema) for f in files]
+    return pa.concat_tables(tables) if tables else schema.empty_table()
+
+
+def run_filter(
+    docs_dir: str | Path,
+    out_dir: str | Path,
+    *,
+    models_dir: str | Path | None = None,
+    config: FilterConfig | dict | str | Path | None = None,
+    beam_args: Sequence[str] = (),
+) -> dict[str, Any]:
+    """Filter DIR2/documents.parquet into DIR3 (annotated, documents, dup_clusters, host_languages, funnel)."""
+    from filters import report
+    from filters.quality import load_models
+    from pipelines.beam.filter import CLUSTER_SCHEMA, build_and_run, output_schema
+
+    cfg = _config(config)
+    docs_path = Path(docs_dir) / "documents.parquet"
+    in_schema = _check_input(docs_path)
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    models = load_models(models_dir, cfg.languages)
+    schema = output_schema(in_schema)
+    args = list(beam_args)
+    if not any(a.startswith("--runner") for a in args):
+        args.insert(0, "--runner=DirectRunner")
+    work = Path(tempfile.mkdtemp(prefix="_beam-", dir=out))
+    try:
+        build_and_run(
+            str(docs_path), str(work), schema, cfg, str(models_dir) if models_dir else None, args
+        )
+        annotated = _read_shards(work, "annotated", schema)
+        clusters = _read_shards(work, "clusters", CLUSTER_SCHEMA)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    # Input order, so annotated rows line up with documents.parquet.
+    input_ids = pq.read_table(docs_path, columns=["id"])["id"]
+    if annotated.num_rows != len(input_ids):
+        raise RuntimeError(f"filter lost rows: {len(input_ids)} in, {annotated.num_rows} annotated")
+    annotated = annotated.take(pc.sort_indices(pc.index_in(annotated["id"], input_ids)))
+    clusters = clusters.sort_by([("cluster_id", "ascending"), ("id", "ascending")])
+    kept = annotated.filter(pc.is_null(annotated["drop_reason"]))
+    manifest_cfg = {
+        "filter": json.loads(cfg.model_dump_json()),
+        "models": {k: m.meta.get("training_set_sha256") for k, m in models.items()},
+    }
+    inputs = [str(docs_path)]
+    write_parquet(annotated, out / "annotated.parquet", inputs=inputs, config=manifest_cfg)
+    write_parquet(
+        kept,
+        out / "documents.parquet",
+        inputs=[str(out / "annotated.parquet")],
+        config=manifest_cfg,
+    )
+    write_parquet(
+        clusters,
+        out / "dup_clusters.parquet",
+        inputs=[str(out / "annotated.parquet")],
+        config=manifest_cfg,
+    )
+    write_parquet(report.host_languages(annotated), out / "host_languages.parquet", inputs=inputs)
+    funnel = report.funnel(annotated)
+    unscored = [lang for lang in cfg.languages if lang not in models]
+    md = report.funnel_markdown(funnel, unscored)
+    (out / "funnel.md").write_text(md)
+    report.funnel_plot(funnel, out / "funnel.png")
+    summary = report.summary(annotated)
+    summary.update(
+        {
+            "out_dir": str(out),
+            "funnel": funnel,
+            "funnel_markdown": md,
+            "funnel_plot": str(out / "funnel.png"),
+            "unscored_languages": unscored,
+            "quality_models": sorted(models),
+            "clusters": len(set(clusters["cluster_id"].to_pylist())),
+        }
+    )
+    (out / "funnel.json").write_text(
+        json.dumps({k: v for k, v in summary.items() if k != "funnel_markdown"}, indent=2)
+    )
+    write_manifest(out / "funnel.json", rows=len(funnel), inputs=[str(out / "annotated.parquet")])
+    return summary
+
+
+def run_quality_train(
+    lang: str,
+    labels: str | Path,
+    out: str | Path,
+    *,
+    source: str = "reference",
+    seed: int = 0,
+    threshold: float | None = None,
+    keep_rate: float | None = None,
+    teacher_url: str = "",
+    teacher_model: str = "",
+    teacher_api_key: str | None = None,
+    targets: str | Path | None = None,
+    top_frac: float = 0.3,
+) -> dict[str, Any]:
+    """Train one language's quality classifier from a label source; returns its metadata."""
+    from filters.labels import LabelOptions, build_training_set, load_label_rows
+    from filters.quality import train_model
+
+    rows = load_label_rows(labels)
+    target_texts: list[str] = []
+    if targets:
+        tpath = Path(targets)
+        if not tpath.exists():
+            raise FileNotFoundError(
+                f"--targets {tpath}: no such file (one example per line or .jsonl with `text`)"
+            )
+        lines = [line for line in tpath.read_text().splitlines() if line.strip()]
+        target_texts = (
+            [json.loads(line)["text"] for line in lines] if tpath.suffix == ".jsonl" else lines
+        )
+    opts = LabelOptions(
+        seed=seed,
+        teacher_url=teacher_url,
+        teacher_model=teacher_model,
+        teacher_api_key=teacher_api_key,
+        targets=target_texts,
+        top_frac=top_frac,
+    )
+    ts = build_training_set(rows, lang, source, opts)
+    meta = train_model(ts, out, seed=seed, threshold=threshold, keep_rate=keep_rate)
+    meta["model_path"] = str(out)
+    return meta
+
+
+def run_language_ids(
+    docs_dir: str | Path, out_dir: str | Path, batch: int = 2048
+) -> dict[str, Any]:
+    """lid.176 label per document (DIR3/language_ids.parquet) and per-host shares (host_languages.parquet)."""
+    from filters import report
+    from filters.langid import LanguageIdentifier
+
+    docs_path = Path(docs_dir) / "documents.parquet"
+    _check_input(docs_path)
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    table = pq.read_table(docs_path, columns=["id", "url", "text"])
+    lid = LanguageIdentifier()
+    texts = table["text"].to_pylist()
+    preds = [
+        p for i in range(0, len(texts), batch) for p in lid.predict_batch(texts[i : i + batch])
+    ]
+    ids = pa.table(
+        {
+            "id": table["id"],
+            "url": table["url"],
+            "lang": pa.array([p[0] for p in preds], pa.string()),
+            "lang_score": pa.array([p[1] for p in preds], pa.float64()),
+        }
+    )
+    write_parquet(ids, out / "language_ids.parquet", inputs=[str(docs_path)])
+    hosts = report.host_languages(ids)
+    write_parquet(hosts, out / "host_languages.parquet", inputs=[str(docs_path)])
+    langs: dict[str, int] = {}
+    for p in preds:
+        langs[p[0]] = langs.get(p[0], 0) + 1
+    return {
+        "rows": ids.num_rows,
+        "languages": dict(sorted(langs.items())),
+        "host_languages": str(out / "host_languages.parquet"),
+    }

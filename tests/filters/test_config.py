@@ -1,0 +1,50 @@
+"""Filter config: YAML validated by pydantic; errors name the field."""
+
+import pytest
+
+from filters.config import ConfigError, config_from_dict, load_config
+
+
+def test_defaults_load_without_a_file():
+    cfg = load_config(None)
+    assert "de" in cfg.languages and cfg.dedup.bands * cfg.dedup.rows <= cfg.dedup.num_perm
+
+
+def test_yaml_overrides_per_language(tmp_path):
+    path = tmp_path / "f.yaml"
+    path.write_text(
+        "languages: [en, de]\n"
+        "heuristics_by_lang:\n  de: {min_words: 5}\n"
+        "quality:\n  thresholds:\n    de: {keep_rate: 0.5}\n    en: {score: 0.4}\n"
+    )
+    cfg = load_config(path)
+    assert cfg.heuristics_for("de").min_words == 5
+    assert cfg.heuristics_for("en").min_words == cfg.heuristics.min_words
+    assert cfg.quality.thresholds["de"].keep_rate == 0.5
+
+
+@pytest.mark.parametrize(
+    ("data", "field"),
+    [
+        ({"heuristics": {"max_symbol_ratio": 2}}, "heuristics.max_symbol_ratio"),
+        ({"dedup": {"num_perm": 64, "bands": 16, "rows": 8}}, "dedup"),
+        (
+            {"quality": {"thresholds": {"de": {"score": 0.3, "keep_rate": 0.5}}}},
+            "quality.thresholds.de",
+        ),
+        ({"heuristcs": {}}, "heuristcs"),
+    ],
+)
+def test_invalid_config_names_the_field(data, field):
+    with pytest.raises(ConfigError) as err:
+        config_from_dict(data, source="f.yaml")
+    assert field in str(err.value) and "f.yaml" in str(err.value)
+
+
+def test_missing_and_malformed_files_are_clear_errors(tmp_path):
+    with pytest.raises(ConfigError, match="not found"):
+        load_config(tmp_path / "nope.yaml")
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("languages: [en\n")
+    with pytest.raises(ConfigError, match="not valid YAML"):
+        load_config(bad)

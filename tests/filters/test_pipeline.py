@@ -1,0 +1,228 @@
+"""The Beam filter pipeline: rows in = rows out, outputs, runner equality, CLI and errors."""
+
+import math
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections import defaultdict
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from typer.testing import CliRunner
+
+from pipelines.cli import app
+from pipelines.stages.filter import run_filter
+
+
+def _plain(table: pa.Table) -> list[dict]:
+    rows = table.to_pylist()
+    for r in rows:
+        for k, v in r.items():
+            if isinstance(v, float) and math.isnan(v):
+                r[k] = "NaN"
+    return rows
+
+
+@pytest.fixture(scope="module")
+def direct_out(tmp_path_factory, docs_dir, models_dir):
+    out = tmp_path_factory.mktemp("filtered")
+    summary = run_filter(docs_dir, out, models_dir=models_dir)
+    return out, summary
+
+
+def test_every_input_row_is_annotated_and_kept_rows_match(direct_out, docs_dir):
+    out, summary = direct_out
+    src = pq.read_table(docs_dir / "documents.parquet")
+    ann = pq.read_table(out / "annotated.parquet")
+    assert ann.num_rows == src.num_rows == summary["rows_in"]
+    assert ann["id"].to_pylist() == src["id"].to_pylist()
+    for col in (
+        "lang",
+        "lang_score",
+        "quality_score",
+        "drop_reason",
+        "duplicate_of",
+        "title",
+        "rendered",
+    ):
+        assert col in ann.column_names
+    kept = pq.read_table(out / "documents.parquet")
+    assert kept["id"].to_pylist() == [r["id"] for r in ann.to_pylist() if r["drop_reason"] is None]
+    assert all(r["training_allowed"] for r in kept.to_pylist())
+    assert sum(summary["dropped"].values()) + summary["rows_kept"] == src.num_rows
+
+
+def test_language_accuracy_on_the_sample_web(direct_out, labelled_docs):
+    ann = {r["id"]: r for r in pq.read_table(direct_out[0] / "annotated.parquet").to_pylist()}
+    labelled = [d for d in labelled_docs if d["lang"] and len(d["text"]) > 100]
+    correct = sum(ann[d["id"]]["lang"] == d["lang"] for d in labelled)
+    assert correct / len(labelled) >= 0.95, (correct, len(labelled))
+
+
+def test_pii_is_scrubbed_in_the_output(direct_out, labelled_docs):
+    ann = {r["id"]: r for r in pq.read_table(direct_out[0] / "annotated.parquet").to_pylist()}
+    with_pii = [d for d in labelled_docs if d["pii"]]
+    assert with_pii
+    for d in with_pii:
+        for item in d["pii"]:
+            assert item["value"] not in ann[d["id"]]["text"], (d["id"], item)
+
+
+def test_duplicates_point_at_a_kept_representative(direct_out):
+    out, summary = direct_out
+    ann = {r["id"]: r for r in pq.read_table(out / "annotated.parquet").to_pylist()}
+    clusters = pq.read_table(out / "dup_clusters.parquet").to_pylist()
+    assert clusters and summary["dedup_rate"] > 0
+    for c in clusters:
+        rep = ann[c["cluster_id"]]
+        assert rep["drop_reason"] is None and rep["duplicate_of"] is None
+        if c["duplicate_of"]:
+            assert ann[c["id"]]["duplicate_of"] == c["cluster_id"]
+            assert ann[c["id"]]["drop_reason"] == f"{c['match']}_duplicate"
+
+
+def test_host_languages_shares_sum_to_one(direct_out):
+    rows = pq.read_table(direct_out[0] / "host_languages.parquet").to_pylist()
+    per_host = defaultdict(float)
+    for r in rows:
+        per_host[r["host"]] += r["share"]
+    assert len(per_host) > 3 and all(abs(s - 1) < 1e-9 for s in per_host.values())
+
+
+def test_funnel_is_written_with_plot_and_manifest(direct_out):
+    out, summary = direct_out
+    assert (out / "funnel.png").stat().st_size > 1000
+    assert "| kept |" in summary["funnel_markdown"].replace("| lang | kept |", "| kept |")
+    assert (out / "annotated.parquet.manifest.json").exists()
+    assert summary["unscored_languages"] == [] and summary["tokens_kept"] > 0
+
+
+def test_missing_quality_model_leaves_language_unscored(tmp_path, docs_dir, models_dir):
+    partial = tmp_path / "models"
+    partial.mkdir()
+    for name in ("en.bin", "en.json"):
+        (partial / name).write_bytes((models_dir / name).read_bytes())
+    summary = run_filter(
+        docs_dir, tmp_path / "out", models_dir=partial, config={"languages": ["en", "de"]}
+    )
+    ann = pq.read_table(tmp_path / "out" / "annotated.parquet").to_pylist()
+    de = [r for r in ann if r["lang"] == "de"]
+    assert de and all(math.isnan(r["quality_score"]) for r in de)
+    assert not any(r["drop_reason"] == "low_quality" for r in de)
+    assert summary["unscored_languages"] == ["de"] and "unscored" in summary["funnel_markdown"]
+
+
+def test_missing_required_column_names_it(tmp_path):
+    pq.write_table(
+        pa.table({"id": ["a"], "url": ["http://x/"], "text": ["hi"]}),
+        tmp_path / "documents.parquet",
+    )
+    with pytest.raises(ValueError, match="training_allowed"):
+        run_filter(tmp_path, tmp_path / "out")
+
+
+@pytest.mark.timeout(240)
+def test_multi_processing_runner_gives_the_same_output(tmp_path, direct_out, docs_dir, models_dir):
+    args = ["--direct_running_mode=multi_processing", "--direct_num_workers=2"]
+    run_filter(docs_dir, tmp_path, models_dir=models_dir, beam_args=args)
+    for name in ("annotated.parquet", "dup_clusters.parquet"):
+        assert _plain(pq.read_table(tmp_path / name)) == _plain(pq.read_table(direct_out[0] / name))
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture
+def job_service():
+    port = _free_port()
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "apache_beam.runners.portability.local_job_service_main",
+            "--port",
+            str(port),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    try:
+        deadline = time.time() + 60
+        while time.time() < deadline:
+            with socket.socket() as s:
+                if s.connect_ex(("127.0.0.1", port)) == 0:
+                    break
+            time.sleep(0.3)
+        else:
+            raise RuntimeError("Beam job service did not start")
+        yield f"localhost:{port}"
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(timeout=30)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+def test_portable_runner_gives_the_same_output(
+    tmp_path, job_service, direct_out, docs_dir, models_dir
+):
+    args = [
+        "--runner=PortableRunner",
+        f"--job_endpoint={job_service}",
+        "--environment_type=LOOPBACK",
+    ]
+    run_filter(docs_dir, tmp_path, models_dir=models_dir, beam_args=args)
+    for name in ("annotated.parquet", "dup_clusters.parquet", "documents.parquet"):
+        assert _plain(pq.read_table(tmp_path / name)) == _plain(pq.read_table(direct_out[0] / name))
+
+
+@pytest.mark.timeout(240)
+def test_cli_trains_a_model_and_filters_end_to_end(tmp_path, docs_dir):
+    runner = CliRunner()
+    model = tmp_path / "models" / "en.bin"
+    res = runner.invoke(
+        app,
+        [
+            "quality",
+            "train",
+            "--lang",
+            "en",
+            "--labels",
+            "sampleweb",
+            "--out",
+            str(model),
+            "--keep-rate",
+            "0.8",
+        ],
+    )
+    assert res.exit_code == 0, res.output
+    assert "AUC" in res.output and model.with_suffix(".json").exists()
+    res = runner.invoke(
+        app,
+        [
+            "filter",
+            "--docs",
+            str(docs_dir),
+            "--out",
+            str(tmp_path / "out"),
+            "--models",
+            str(model.parent),
+        ],
+    )
+    assert res.exit_code == 0, res.output
+    assert (
+        pq.read_table(tmp_path / "out" / "annotated.parquet").num_rows
+        == pq.read_table(docs_dir / "documents.parquet").num_rows
+    )
+    bad = runner.invoke(
+        app, ["filter", "--docs", str(tmp_path / "none"), "--out", str(tmp_path / "o2")]
+    )
+    assert bad.exit_code == 2 and "documents.parquet" in bad.output
