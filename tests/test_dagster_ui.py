@@ -4,8 +4,8 @@ shown in headless Chromium, and `sample_web` materialized from the UI."""
 from __future__ import annotations
 
 import json
-import re
 import os
+import re
 import shutil
 import signal
 import socket

@@ -3,17 +3,13 @@
 from __future__ import annotations
 
 import asyncio
-import sys
-from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parent))  # faultserver.py lives beside the tests
+from crawlers.crawl import crawl
 
-from faultserver import FaultServer, Site  # noqa: E402
-
-from crawlers.crawl import crawl  # noqa: E402
+from .faultserver import FaultServer, Site
 
 # Fast but still polite settings for loopback tests.
 FAST = dict(

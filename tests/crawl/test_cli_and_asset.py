@@ -7,10 +7,11 @@ import json
 import pyarrow.parquet as pq
 import pytest
 import typer
-from faultserver import FaultServer, Site
 from typer.testing import CliRunner
 
 from crawlers.crawl import shard_of
+
+from .faultserver import FaultServer, Site
 
 pytestmark = pytest.mark.timeout(90)
 

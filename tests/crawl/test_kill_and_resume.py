@@ -15,8 +15,9 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
-from faultserver import FaultServer, Site
 from warcio.archiveiterator import ArchiveIterator
+
+from .faultserver import FaultServer, Site
 
 ROOT = Path(__file__).resolve().parents[2]
 HOSTS = [f"127.0.0.{n}" for n in (71, 72, 73, 74)]

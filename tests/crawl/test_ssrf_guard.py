@@ -107,7 +107,7 @@ def test_guarded_resolver_checks_every_resolved_address():
 
 @pytest.mark.timeout(30)
 def test_fetcher_refuses_loopback_by_default_and_sends_nothing():
-    from faultserver import FaultServer, Site
+    from .faultserver import FaultServer, Site
 
     with FaultServer([Site("127.0.0.31")]) as fs:
 

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import pytest
-from conftest import write_crawl
-from pages import article, js_page
+
+from .conftest import write_crawl
+from .pages import article, js_page
 
 pytestmark = pytest.mark.timeout(180)
 

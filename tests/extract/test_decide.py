@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import pytest
-from pages import article, js_page
 
 from crawlers.render import needs_render
+
+from .pages import article, js_page
 
 
 def test_static_article_is_not_rendered():

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import pytest
-from pages import article
 
 from crawlers.extract import ExtractConfig, doc_id, extract_page
+
+from .pages import article
 
 URL = "http://127.0.0.9:8000/articles/otters?ref=feed"
 

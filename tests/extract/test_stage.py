@@ -6,11 +6,12 @@ import json
 
 import pyarrow.parquet as pq
 import pytest
-from conftest import write_crawl
-from pages import JS_PASSAGES, article, js_page
 
 from pipelines import lake
 from pipelines.stages.extract import run_extract
+
+from .conftest import write_crawl
+from .pages import JS_PASSAGES, article, js_page
 
 pytestmark = pytest.mark.timeout(180)
 

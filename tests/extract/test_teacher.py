@@ -7,11 +7,12 @@ import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
-from pages import article
 
 from crawlers.extract import ExtractConfig, extract_page
 from crawlers.extract.llm import LLMExtractor
 from synth.teacher import TeacherClient, TeacherError
+
+from .pages import article
 
 pytestmark = pytest.mark.timeout(60)
 

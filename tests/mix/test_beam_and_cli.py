@@ -5,13 +5,14 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import base_spec
 from tokenizers import Tokenizer
 from typer.testing import CliRunner
 
 from pipelines.beam.mix import build_mixture_beam
 from pipelines.cli import app
 from training.mixture.builder import build_mixture
+
+from .conftest import base_spec
 
 
 @pytest.mark.timeout(180)

@@ -7,10 +7,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import OPTED_OUT_MARKER, base_spec
 from tokenizers import Tokenizer
 
 from training.mixture.builder import build_mixture
+
+from .conftest import OPTED_OUT_MARKER, base_spec
 
 pytestmark = pytest.mark.timeout(120)
 

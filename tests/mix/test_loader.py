@@ -7,10 +7,11 @@ import itertools
 import numpy as np
 import pytest
 import yaml
-from conftest import base_spec
 
 from training.loader import EvalSets, ShardLoader
 from training.mixture.builder import build_mixture
+
+from .conftest import base_spec
 
 pytestmark = pytest.mark.timeout(120)
 

@@ -5,11 +5,12 @@ from __future__ import annotations
 import copy
 
 import pytest
-from conftest import base_spec
 
 from training.mixture.builder import build_mixture
 from training.mixture.sources import check_spec_data
 from training.mixture.spec import SpecError, load_spec, parse_spec, resolve_path
+
+from .conftest import base_spec
 
 
 def _err(lake, mutate) -> str:

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import pytest
 from gpyrobotstxt.robots_cc import RobotsMatcher
-from robots_conformance_cases import CASES, Case
 
 from crawlers.robots import RobotsTxt
+
+from .robots_conformance_cases import CASES, Case
 
 # Bugs of the gpyrobotstxt port itself (Google's C++ parser agrees with the table here):
 # a colon-less one-word line ("EOF") crashes it, and it rejects "key    value" with several

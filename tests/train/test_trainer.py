@@ -7,11 +7,12 @@ from pathlib import Path
 
 import pytest
 import torch
-from conftest import write_config, write_mixture
 
 from training.checkpoint import list_checkpoints, load_checkpoint
 from training.train_config import ConfigError, load_run_config
 from training.trainer import TrainError, run_stage
+
+from .conftest import write_config, write_mixture
 
 pytestmark = pytest.mark.timeout(120)
 
