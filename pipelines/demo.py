@@ -21,6 +21,7 @@ class DemoState:
 
     root: Path
     served: Any = None
+    train_steps: tuple[int, ...] = ()
     outputs: dict[str, Path] = field(default_factory=dict)
 
 
@@ -70,6 +71,26 @@ def step_extract(state: DemoState) -> tuple[dict[str, Any], Path]:
     return {k: summary[k] for k in keys if k in summary}, out
 
 
+DEMO_LANGS = ("en", "de", "fr", "es", "ja", "zh")
+
+
+def step_filter(state: DemoState) -> tuple[dict[str, Any], Path]:
+    """Train a quality classifier per language from the sample web's reference pages, then filter."""
+    from pipelines.stages.filter import run_filter, run_quality_train
+
+    models = _fresh(state.root / lake.STAGE_DIRS["quality_models"])
+    aucs = {}
+    for lang in DEMO_LANGS:
+        trained = run_quality_train(lang, "sampleweb", models / f"{lang}.bin")
+        aucs[lang] = (trained.get("metrics") or {}).get("auc")
+    out = _fresh(state.root / lake.STAGE_DIRS["filter"])
+    summary = run_filter(state.root / lake.STAGE_DIRS["extract"], out, models_dir=models)
+    keys = ("rows_in", "rows_kept", "dedup_rate", "tokens_kept", "dropped")
+    result = {k: summary[k] for k in keys if k in summary}
+    result["quality_auc"] = {k: round(v, 2) for k, v in aucs.items() if v is not None}
+    return result, out
+
+
 DEMO_MIXTURES = ("pretrain", "cpt", "long_context", "multimodal")
 
 
@@ -96,11 +117,19 @@ def step_train(state: DemoState) -> tuple[dict[str, Any], Path]:
     runs = state.root / lake.STAGE_DIRS["runs"]
     summary: dict[str, Any] = {}
     init = None
-    for stage, mixture, steps in DEMO_TRAIN_STEPS:
+    plan = DEMO_TRAIN_STEPS
+    if state.train_steps:
+        plan = tuple(
+            (stage, mix, n)
+            for (stage, mix, _), n in zip(DEMO_TRAIN_STEPS, state.train_steps, strict=True)
+        )
+    for stage, mixture, steps in plan:
         out = runs / stage
         if out.exists():
             shutil.rmtree(out)
-        result = run_train(stage, "tiny", state.outputs[f"mixture:{mixture}"], out, init=init, steps=steps)
+        result = run_train(
+            stage, "tiny", state.outputs[f"mixture:{mixture}"], out, init=init, steps=steps
+        )
         summary[f"{stage}_loss"] = result.get("final_loss")
         if stage == "long-context":
             summary["long_eval_before"] = result.get("eval_mean_before")
@@ -110,7 +139,11 @@ def step_train(state: DemoState) -> tuple[dict[str, Any], Path]:
 
 
 DEMO_VOCAB_SIZE = 4096
-DEMO_TRAIN_STEPS = (("pretrain", "pretrain", 200), ("cpt", "cpt", 60), ("long-context", "long_context", 60))
+DEMO_TRAIN_STEPS = (
+    ("pretrain", "pretrain", 200),
+    ("cpt", "cpt", 60),
+    ("long-context", "long_context", 60),
+)
 
 # The sample web is on loopback: a short delay keeps the demo quick; robots and Crawl-delay still apply.
 DEMO_CRAWL_DELAY_S = 0.2
@@ -120,6 +153,9 @@ STEPS: list[tuple[str, Callable[[DemoState], tuple[dict[str, Any], Path]]]] = [
     ("sample web", step_sample_web),
     ("crawl", step_crawl),
     ("render + extract", step_extract),
+    ("filter + dedup", step_filter),
+    ("tokenizer + mixtures", step_mix),
+    ("train", step_train),
 ]
 
 
@@ -130,29 +166,47 @@ def _fmt(summary: dict[str, Any]) -> str:
             value = f"{value:.3g}"
         elif isinstance(value, list | tuple):
             value = ",".join(map(str, value))
+        elif isinstance(value, dict):
+            value = ",".join(
+                f"{k}:{v:.3g}" if isinstance(v, float) else f"{k}:{v}" for k, v in value.items()
+            )
         parts.append(f"{key}={value}")
     return "  ".join(parts)
 
 
-def run_demo(root: Path | None = None, console: Console | None = None) -> list[StepResult]:
-    """Serve the sample web on loopback and run every stage on it; print a summary table."""
+def run_demo(
+    root: Path | None = None,
+    console: Console | None = None,
+    *,
+    train_steps: tuple[int, int, int] | None = None,
+) -> list[StepResult]:
+    """Serve the sample web on loopback and run every stage on it; print a summary table.
+
+    train_steps overrides the (pretrain, cpt, long-context) step counts, e.g. for a quick check.
+    """
     from crawlers.sampleweb import build_web, serve
 
     console = console or Console()
     state = DemoState(root=(root or lake.lake_root()))
+    if train_steps:
+        state.train_steps = tuple(train_steps)
     state.root.mkdir(parents=True, exist_ok=True)
     results: list[StepResult] = []
     started = time.perf_counter()
     with serve(build_web()) as served:
         state.served = served
-        console.print(f"[bold]Refinery demo[/] lake={state.root}  sample web: {len(served.seeds())} sites on loopback")
+        console.print(
+            f"[bold]Refinery demo[/] lake={state.root}  sample web: {len(served.seeds())} sites on loopback"
+        )
         for name, step in STEPS:
             console.rule(name)
             t0 = time.perf_counter()
             summary, output = step(state)
             results.append(StepResult(name, time.perf_counter() - t0, summary, output))
             console.print(f"{name}: {_fmt(summary)}")
-    table = Table(title=f"Refinery demo: {len(results)} stages in {time.perf_counter() - started:.0f} s")
+    table = Table(
+        title=f"Refinery demo: {len(results)} stages in {time.perf_counter() - started:.0f} s"
+    )
     table.add_column("stage")
     table.add_column("seconds", justify="right")
     table.add_column("summary")

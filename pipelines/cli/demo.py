@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Annotated
 
 import typer
 
@@ -10,9 +11,25 @@ import typer
 def register(app: typer.Typer) -> None:
     @app.command("demo")
     def demo(
-        lake_dir: Path = typer.Option(None, "--lake", help="Lake root (default: $REFINERY_HOME or ./lake)."),
+        lake_dir: Annotated[
+            Path | None,
+            typer.Option("--lake", help="Lake root (default: $REFINERY_HOME or ./lake)."),
+        ] = None,
+        train_steps: Annotated[
+            str | None,
+            typer.Option(help="Training steps as PRETRAIN,CPT,LONG (default 200,60,60)."),
+        ] = None,
     ) -> None:
         """Serve the sample web on loopback and run every stage on it, end to end, into the lake."""
         from pipelines.demo import run_demo
 
-        run_demo(lake_dir.resolve() if lake_dir else None)
+        steps = None
+        if train_steps:
+            try:
+                steps = tuple(int(x) for x in train_steps.split(","))
+                assert len(steps) == 3 and all(n > 0 for n in steps)
+            except (ValueError, AssertionError):
+                raise typer.BadParameter(
+                    "--train-steps takes three positive integers, e.g. 200,60,60"
+                ) from None
+        run_demo(lake_dir.resolve() if lake_dir else None, train_steps=steps)

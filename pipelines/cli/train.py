@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Annotated
 
@@ -24,8 +23,6 @@ def _train(
     steps: int | None,
     resume: bool,
 ) -> None:
-    # Shared CPUs: spin-waiting OpenMP threads stall when oversubscribed; must precede torch import.
-    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     from rich.console import Console
     from rich.progress import (
         BarColumn,
