@@ -10,9 +10,14 @@ from __future__ import annotations
 import glob
 import os
 from collections.abc import Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 # Role -> token. Roles are the keys the manifest's `special_tokens` uses.
 SPECIAL_TOKENS: dict[str, str] = {
@@ -83,20 +88,38 @@ def special_token_ids(tok, path: str | Path = "<tokenizer>") -> dict[str, int]:
 
 
 def encode_texts(
-    tok, texts: Sequence[str], batch_size: int = 2048
+    tok, texts: Sequence[str] | pa.ChunkedArray, batch_size: int = 1024
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Tokenize texts in parallel batches; return (uint32 concatenated ids, int64 lengths)."""
+    """Tokenize texts (a sequence of str, or an Arrow string array without nulls) in batches;
+    return (uint32 concatenated ids, int64 lengths).
+
+    encode_batch_fast skips offset tracking, which packing never needs, and runs each batch on the Rust
+    (Rayon) threads with the GIL released. One helper thread feeds it, so while batch k+1 is encoded
+    this thread turns batch k's ids into arrays; at most two batches of encodings are alive at once.
+    Arrow input is turned into Python strings a batch at a time.
+    """
+    n = len(texts)
+
+    def encode(start: int):
+        part = texts[start : start + batch_size]
+        part = part.to_pylist() if hasattr(part, "to_pylist") else list(part)
+        return tok.encode_batch_fast(part, add_special_tokens=False)
+
     parts: list[np.ndarray] = []
-    lengths = np.zeros(len(texts), dtype=np.int64)
-    for start in range(0, len(texts), batch_size):
-        # encode_batch_fast skips offset tracking, which packing never needs; Rust threads do the batch.
-        encs = tok.encode_batch_fast(
-            list(texts[start : start + batch_size]), add_special_tokens=False
-        )
-        for i, enc in enumerate(encs):
-            ids = np.asarray(enc.ids, dtype=np.uint32)
-            lengths[start + i] = len(ids)
-            parts.append(ids)
+
+    def collect(encoded) -> None:
+        parts.extend(np.asarray(enc.ids, dtype=np.uint32) for enc in encoded.result())
+
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        pending = None
+        for start in range(0, n, batch_size):
+            submitted = pool.submit(encode, start)
+            if pending is not None:
+                collect(pending)
+            pending = submitted
+        if pending is not None:
+            collect(pending)
+    lengths = np.fromiter(map(len, parts), dtype=np.int64, count=len(parts))
     tokens = np.concatenate(parts) if parts else np.zeros(0, dtype=np.uint32)
     return tokens, lengths
 

@@ -59,24 +59,26 @@ class Corpus:
 
     @classmethod
     def from_batches(cls, units: Sequence[ReadUnit], batches: Sequence[DocBatch]) -> Corpus:
-        """Concatenate tokenized units in unit order."""
-        lengths = np.concatenate([b.lengths for b in batches] or [np.zeros(0, np.int64)])
-        tokens = np.concatenate([b.tokens for b in batches] or [np.zeros(0, np.uint32)]).astype(
-            np.uint32, copy=False
-        )
-        offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+        """Concatenate tokenized units in unit order (a single unit's arrays are used as they are)."""
+        lengths = _concat([b.lengths for b in batches], np.int64)
+        tokens = _concat([b.tokens for b in batches], np.uint32)
+        offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
+        np.cumsum(lengths, out=offsets[1:])
         n = [len(b.lengths) for b in batches]
         return cls(
             store=TokenStore(tokens, offsets),
-            bucket=np.array(
-                [u.bucket for u, k in zip(units, n, strict=True) for _ in range(k)], dtype=object
-            ),
-            source=np.array(
-                [u.source for u, k in zip(units, n, strict=True) for _ in range(k)], dtype=np.int64
-            ),
+            bucket=np.repeat(np.array([u.bucket for u in units], dtype=object), n),
+            source=np.repeat(np.array([u.source for u in units], dtype=np.int64), n),
             group=np.array([g for b in batches for g in b.groups], dtype=object),
-            repeat=np.concatenate([b.repeat for b in batches] or [np.zeros(0)]).astype(np.float64),
+            repeat=_concat([b.repeat for b in batches], np.float64),
         )
+
+
+def _concat(arrays: Sequence[np.ndarray], dtype) -> np.ndarray:
+    """np.concatenate as dtype, without copying a lone array that already has it."""
+    if len(arrays) == 1:
+        return np.asarray(arrays[0]).astype(dtype, copy=False)
+    return np.concatenate(arrays or [np.zeros(0, dtype)]).astype(dtype, copy=False)
 
 
 def prepare_tokenizer(

@@ -45,6 +45,10 @@ class PackStats:
     sequences: int = 0
 
 
+# Stream positions gathered per NumPy call: bounds the int64 index temporaries to a few MB.
+GATHER_CHUNK = 1 << 18
+
+
 def pack_sequences(
     store: TokenStore,
     docs: np.ndarray,
@@ -55,34 +59,47 @@ def pack_sequences(
     block_sequences: int,
     stats: PackStats,
 ) -> Iterator[np.ndarray]:
-    """Yield uint32 blocks of at most `block_sequences` rows × seq_len, packing the copies in order."""
+    """Yield uint32 blocks of at most `block_sequences` rows × seq_len, packing the copies in order.
+
+    Copy j (the first lengths[j] tokens of document docs[j]) plus its boundary token occupies stream
+    positions [starts[j], ends[j]); a stream position p inside it reads token p + shift[j] of the store.
+    Blocks are filled by gathering with those indices, without a Python loop per document.
+    """
+    docs = np.asarray(docs, dtype=np.int64)
+    lengths = np.asarray(lengths, dtype=np.int64)
+    ends = np.cumsum(lengths + 1)
+    starts = ends - (lengths + 1)
+    shift = store.offsets[docs] - starts
+    total = int(ends[-1]) if len(ends) else 0
+    stats.doc_tokens += int(lengths.sum())
+    stats.boundary_tokens += len(docs)
     block_tokens = block_sequences * seq_len
-    buf = np.empty(block_tokens, dtype=np.uint32)
-    fill = 0
-    for d, n in zip(docs.tolist(), lengths.tolist(), strict=True):
-        piece = store.doc(d, n)
-        stats.doc_tokens += n
-        stats.boundary_tokens += 1
-        pos = 0
-        while pos < n + 1:  # n document tokens then one boundary
-            room = block_tokens - fill
-            take = min(room, n + 1 - pos)
-            doc_part = min(take, max(n - pos, 0))
-            buf[fill : fill + doc_part] = piece[pos : pos + doc_part]
-            if doc_part < take:
-                buf[fill + doc_part] = boundary_id
-            fill += take
-            pos += take
-            if fill == block_tokens:
-                stats.sequences += block_sequences
-                yield buf.reshape(block_sequences, seq_len).copy()
-                fill = 0
-    if fill:
-        rows = -(-fill // seq_len)
-        buf[fill : rows * seq_len] = pad_id
-        stats.padding_tokens += rows * seq_len - fill
+    for lo in range(0, total, block_tokens):
+        hi = min(lo + block_tokens, total)
+        rows = -(-(hi - lo) // seq_len)
+        block = np.empty(rows * seq_len, dtype=np.uint32)
+        for a in range(lo, hi, GATHER_CHUNK):
+            b = min(a + GATHER_CHUNK, hi)
+            _gather(store.tokens, starts, ends, shift, a, b, boundary_id, block[a - lo : b - lo])
+        block[hi - lo :] = pad_id  # only the stream's last block can be short
+        stats.padding_tokens += rows * seq_len - (hi - lo)
         stats.sequences += rows
-        yield buf[: rows * seq_len].reshape(rows, seq_len).copy()
+        yield block.reshape(rows, seq_len)
+
+
+def _gather(tokens, starts, ends, shift, a: int, b: int, boundary_id: int, out: np.ndarray) -> None:
+    """Write stream positions [a, b) into out: document tokens, and boundary_id where a copy ends."""
+    j0 = int(np.searchsorted(ends, a, side="right"))  # first copy still running at a
+    j1 = int(np.searchsorted(starts, b, side="left"))  # copies starting before b
+    # how many positions of [a, b) each of those copies holds
+    seg = np.minimum(ends[j0:j1], b) - np.maximum(starts[j0:j1], a)
+    idx = np.repeat(shift[j0:j1], seg)
+    idx += np.arange(a, b, dtype=np.int64)
+    # A boundary position indexes one past its copy (maybe past the store's end): clip, then overwrite.
+    if len(tokens):  # an empty store means every copy is empty and [a, b) holds only boundaries
+        np.take(tokens, idx, out=out, mode="clip")
+    bounds = ends[j0:j1] - 1
+    out[bounds[bounds < b] - a] = boundary_id
 
 
 def save_array(arr: np.ndarray, path: Path) -> str:

@@ -9,11 +9,15 @@ from __future__ import annotations
 import glob
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from training.mixture.spec import MixtureSpec, SpecError, resolve_path
 from training.tokenizer import encode_texts
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 ALL_GROUP = "all"
 
@@ -86,9 +90,10 @@ def _select_sql(unit: ReadUnit) -> str:
     cases = " ".join(f"WHEN ({w}) THEN {float(t)!r}" for w, t in unit.repeat)
     repeat = f"CASE {cases} ELSE 1.0 END" if cases else "1.0"
     where = f" AND ({unit.where})" if unit.where else ""
+    text = f"""COALESCE("{unit.text_column}", '')"""  # a NULL text tokenizes as an empty document
     # The consent rule lives here and nowhere else; it has no switch. NULL counts as not allowed.
     return (
-        f'SELECT "{unit.text_column}" AS text, {group} AS grp, {repeat} AS rep, file_row_number AS row '
+        f"SELECT {text} AS text, {group} AS grp, {repeat} AS rep, file_row_number AS row "
         f"FROM read_parquet(?, file_row_number=true) WHERE training_allowed IS TRUE{where} "
         "ORDER BY file_row_number"
     )
@@ -107,8 +112,12 @@ def _where_error(unit: ReadUnit, exc: Exception) -> SpecError:
     )
 
 
-def read_unit(unit: ReadUnit) -> tuple[list[str], list[str], np.ndarray, np.ndarray]:
-    """Texts, groups, repeat weights and row numbers of a unit's training-allowed rows."""
+def read_unit(unit: ReadUnit) -> tuple[pa.ChunkedArray, list[str], np.ndarray, np.ndarray]:
+    """Texts, groups, repeat weights and row numbers of a unit's training-allowed rows.
+
+    Texts stay an Arrow column (nulls already ''), so the tokenizer makes Python strings of one batch
+    at a time. Numbers go through to_pylist: pyarrow's to_numpy imports pandas (a second per process).
+    """
     import duckdb
 
     con = duckdb.connect()
@@ -118,11 +127,10 @@ def read_unit(unit: ReadUnit) -> tuple[list[str], list[str], np.ndarray, np.ndar
         raise _where_error(unit, exc) from None
     finally:
         con.close()
-    texts = [t or "" for t in table.column("text").to_pylist()]
     groups = [g if g is not None else "null" for g in table.column("grp").to_pylist()]
-    rep = table.column("rep").to_numpy().astype(np.float64)
-    rows = table.column("row").to_numpy().astype(np.int64)
-    return texts, groups, rep, rows
+    rep = np.array(table.column("rep").to_pylist(), dtype=np.float64)  # DECIMAL -> float, as before
+    rows = np.array(table.column("row").to_pylist(), dtype=np.int64)
+    return table.column("text"), groups, rep, rows
 
 
 def check_unit(unit: ReadUnit) -> int:
@@ -141,7 +149,7 @@ def check_unit(unit: ReadUnit) -> int:
 
 
 def tokenize_unit(unit: ReadUnit, tokenizer) -> DocBatch:
-    """Read and tokenize one unit (batch encode; the Rust side runs the batch on all cores)."""
+    """Read and tokenize one unit (batch encode; the Rust side runs each batch on all cores)."""
     texts, groups, rep, rows = read_unit(unit)
     tokens, lengths = encode_texts(tokenizer, texts)
     return DocBatch(tokens, lengths, groups, rep, rows)
