@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
-from dagster import Definitions, load_asset_checks_from_package_module, load_assets_from_package_module
+from dagster import (
+    Definitions,
+    load_asset_checks_from_package_module,
+    load_assets_from_package_module,
+)
 
 from pipelines import assets as assets_package
 from pipelines.resources import default_resources
