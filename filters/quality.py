@@ -3,6 +3,12 @@
 A model is `<name>.bin` with `<name>.json` beside it (language, label source, training-set
 hash, threshold, held-out metrics and score quantiles on the unlabelled crawl used to map a
 target keep-rate to a score). `quality_score` is P(high quality) in [0, 1].
+
+Thresholds are set out of sample: `train_model` trains OOF_FOLDS extra models on grouped folds
+and scores every training example and every calibration crawl document with the model that did
+not see it (its group). The cut then comes from those out-of-fold (OOF) scores, never from the
+scores of documents the final model trained on (those are memorised: crawl negatives score near
+0, which made in-sample keep-rate quantiles bunch together and swing between retrainings).
 """
 
 from __future__ import annotations
@@ -23,9 +29,29 @@ from filters.heuristics import tokens
 POS, NEG = "__label__hq", "__label__lq"
 MAX_TOKENS = 1500
 MIN_PER_CLASS = 3
-# Default cut: keep 90 % of the crawl. On the sample web (bench/filter.py, cross-fitted) this
-# keeps about as many good tokens as Gopher rules alone (-0.5 %) and ~45 % fewer bad ones.
+# Keep-rate cut (`keep_rate=`): keep this fraction of the calibration crawl, read off the crawl
+# documents' OOF scores (their quantiles are stored as `calibration_quantiles`).
 DEFAULT_KEEP_RATE = 0.9
+# Positive-recall cut (`positive_recall=`): the highest cut that keeps at least this fraction of
+# the positive (reference / high-grade) class, on OOF scores.
+# Default (neither given): the LOWER of the two cuts, so a cut must keep both 90 % of the crawl
+# and 98 % of the positives. Decided on the training data only (OOF metrics in the metadata of
+# models trained on the sample web's training halves): out of fold the reference-vs-crawl
+# task is weak (passage-level OOF AUC 0.44-0.91 per language), so the recall cut alone is set by
+# the one or two worst-scoring positives and swung from 0.004 to 0.43 (one language's recall
+# cut kept only 40 % of its OOF crawl), while the crawl keep-rate alone ignores how the known-good
+# class scores (de's old 0.49 cut removed reference-like guides). Taking the lower cut bounds
+# both losses; it is the conservative choice because good crawl pages (not reference-like) are
+# the bulk of what the filter must keep.
+DEFAULT_POSITIVE_RECALL = 0.98
+# Out-of-fold calibration: folds (grouped, deterministic for the seed) and the minimum number of
+# OOF scores a rule needs; below it the documented fallback chain is
+# positive_recall -> keep-rate on OOF crawl scores -> keep-rate on in-sample crawl quantiles.
+OOF_FOLDS = 4
+MIN_CALIBRATION = 10
+# Lines at least this long (whitespace-normalised) that two texts share put them in one group
+# (a passage and its source document, syndicated copies), so no copy straddles the folds.
+GROUP_LINE_CHARS = 30
 
 # One thread and a fixed seed for determinism; 16-dim vectors. The hash table keeps fastText's
 # default 2M buckets: with fasttext-numpy2 0.10.4 small tables (<= 200k) make training
@@ -136,6 +162,10 @@ class TrainingSet:
     labels: list[int]
     source: str
     calibration: list[str]
+    # Optional group key per labelled text (e.g. the source document or near-duplicate cluster);
+    # examples of one group always share an OOF fold. Without it groups are inferred (see
+    # `_oof_groups`).
+    groups: list[str] | None = None
 
     def sha256(self) -> str:
         """Content hash of the labelled examples (order-independent)."""
@@ -180,6 +210,157 @@ def _train_fasttext(train_file: Path, seed: int):
     )
 
 
+def _norm_lines(text: str) -> set[str]:
+    return {
+        " ".join(line.split())
+        for line in text.splitlines()
+        if len(" ".join(line.split())) >= GROUP_LINE_CHARS
+    }
+
+
+def _oof_groups(ts: TrainingSet, k: int) -> tuple[list[int], list[int]]:
+    """Group ids for the labelled texts and for the calibration documents.
+
+    With `ts.groups` the labelled texts use it. Otherwise (and always for linking calibration
+    documents) texts that share a long line are joined (union-find): a passage with the crawl
+    document it was cut from, copies of one page with each other. Positives linked to nothing
+    (passages of reference documents, which never enter the calibration crawl) are grouped in
+    k contiguous blocks of the label source's order, which keeps the consecutive passages of
+    one reference document together apart from the block edges.
+    """
+    n, m = len(ts.texts), len(ts.calibration)
+    parent = list(range(n + m))
+
+    def find(a: int) -> int:
+        while parent[a] != a:
+            parent[a] = parent[parent[a]]
+            a = parent[a]
+        return a
+
+    def union(a: int, b: int) -> None:
+        ra, rb = find(a), find(b)
+        if ra != rb:
+            parent[max(ra, rb)] = min(ra, rb)
+
+    owner: dict[str, int] = {}
+    all_texts = list(ts.texts) + list(ts.calibration)
+    linked = [False] * (n + m)
+    for i, text in enumerate(all_texts):
+        for line in _norm_lines(text):
+            j = owner.setdefault(line, i)
+            if j != i:
+                union(i, j)
+                linked[i] = linked[j] = True
+    if ts.groups is not None:
+        first: dict[str, int] = {}
+        for i, g in enumerate(ts.groups):
+            union(i, first.setdefault(str(g), i))
+    else:
+        lonely = [i for i in range(n) if ts.labels[i] and not linked[i]]
+        for b in range(k):
+            block = lonely[b * len(lonely) // k : (b + 1) * len(lonely) // k]
+            for i in block[1:]:
+                union(i, block[0])
+    roots = [find(i) for i in range(n + m)]
+    return roots[:n], roots[n:]
+
+
+def _assign_folds(groups: list[int], labels: list[int], k: int, seed: int) -> dict[int, int]:
+    """Groups -> folds, balancing each class's count (largest groups first, seeded tie order)."""
+    members: dict[int, list[int]] = {}
+    for i, g in enumerate(groups):
+        members.setdefault(g, []).append(i)
+    order = sorted(members)
+    random.Random(seed).shuffle(order)
+    order.sort(key=lambda g: -len(members[g]))  # stable: the shuffle breaks ties
+    load = [[0, 0] for _ in range(k)]
+    fold = {}
+    for g in order:
+        npos = sum(labels[i] for i in members[g])
+        nneg = len(members[g]) - npos
+        cls = 1 if npos >= nneg else 0
+        f = min(range(k), key=lambda j: (load[j][cls], load[j][1 - cls], j))
+        fold[g] = f
+        load[f][0] += nneg
+        load[f][1] += npos
+    return fold
+
+
+def _fit(ts: TrainingSet, idx: Sequence[int], seed: int, tmp: Path, out: Path) -> dict:
+    """Train (and quantize) a model on the examples `idx`, save it to `out`; return fastText params."""
+    train_file = tmp / f"{out.stem}.train.txt"
+    rng = random.Random(seed)
+    order = list(idx)
+    rng.shuffle(order)  # fastText reads in file order; interleave the classes
+    train_file.write_text(
+        "".join(
+            f"{POS if ts.labels[i] else NEG} {fasttext_line(ts.texts[i], ts.lang)}\n" for i in order
+        ),
+        encoding="utf-8",
+    )
+    model, params = _train_fasttext(train_file, seed)
+    # Prune to the QUANTIZE_CUTOFF strongest rows, then retrain them (without the retrain,
+    # pruning alone loses most of the signal on small sets); one thread keeps it deterministic.
+    model.quantize(
+        input=str(train_file), qnorm=True, retrain=True, cutoff=QUANTIZE_CUTOFF,
+        epoch=params["epoch"], lr=params["lr"], thread=1, verbose=0,
+    )  # fmt: skip
+    model.save_model(str(out))
+    return params
+
+
+def _load_raw(path: Path, lang: str) -> QualityModel:
+    """A QualityModel around a bare .bin (placeholder metadata) for scoring."""
+    metadata_path(path).write_text(
+        json.dumps({"lang": lang, "calibration_quantiles": [0.0, 1.0], "threshold": 0.5})
+    )
+    return QualityModel(path)
+
+
+def out_of_fold_scores(
+    ts: TrainingSet, seed: int, k: int, tmp: Path
+) -> tuple[list[float], list[float], dict] | None:
+    """OOF scores of the labelled texts and of the calibration documents, plus fold info.
+
+    None when the folds cannot each leave >= MIN_PER_CLASS of both classes to train on.
+    """
+    groups, calib_groups = _oof_groups(ts, k)
+    fold_of = _assign_folds(groups, ts.labels, k, seed)
+    # Calibration documents outside every labelled group: spread by position (any fold's model
+    # is out of sample for them).
+    cfold = [fold_of.get(g, j % k) for j, g in enumerate(calib_groups)]
+    tfold = [fold_of[g] for g in groups]
+    for f in range(k):
+        tr = [ts.labels[i] for i in range(len(ts.texts)) if tfold[i] != f]
+        if sum(tr) < MIN_PER_CLASS or len(tr) - sum(tr) < MIN_PER_CLASS:
+            return None
+    oof = [float("nan")] * len(ts.texts)
+    coof = [float("nan")] * len(ts.calibration)
+    for f in range(k):
+        path = tmp / f"oof{f}.bin"
+        _fit(ts, [i for i in range(len(ts.texts)) if tfold[i] != f], seed, tmp, path)
+        qm = _load_raw(path, ts.lang)
+        ti = [i for i in range(len(ts.texts)) if tfold[i] == f]
+        ci = [j for j in range(len(ts.calibration)) if cfold[j] == f]
+        for i, s in zip(ti, qm.score([ts.texts[i] for i in ti]), strict=True):
+            oof[i] = s
+        for j, s in zip(ci, qm.score([ts.calibration[j] for j in ci]), strict=True):
+            coof[j] = s
+    info = {
+        "folds": k,
+        "n_groups": len(set(groups)),
+        "grouped_by": "key" if ts.groups else "inferred",
+    }
+    return oof, coof, info
+
+
+def _cut_for_recall(scores: Sequence[float], recall: float) -> float:
+    """Highest cut t with mean(scores >= t) >= recall (t is one of the scores)."""
+    s = np.sort(np.asarray(scores, dtype=float))[::-1]
+    need = max(1, math.ceil(recall * len(s) - 1e-9))
+    return float(s[need - 1])
+
+
 def train_model(
     ts: TrainingSet,
     out: str | Path,
@@ -187,53 +368,99 @@ def train_model(
     seed: int = 0,
     threshold: float | None = None,
     keep_rate: float | None = None,
+    positive_recall: float | None = None,
     test_frac: float = 0.2,
+    folds: int = OOF_FOLDS,
 ) -> dict:
-    """Train, evaluate on a held-out split, calibrate and save a model; return its metadata."""
+    """Train, evaluate on a held-out split, calibrate out of fold and save a model; return its metadata.
+
+    The cut is, in order of precedence: `threshold` (a score); `keep_rate` (fraction of the
+    calibration crawl kept, on its OOF scores); `positive_recall` (highest cut keeping that
+    fraction of the positive class OOF; default DEFAULT_POSITIVE_RECALL). A rule with fewer than
+    MIN_CALIBRATION OOF scores falls back: positive_recall -> keep_rate DEFAULT_KEEP_RATE on OOF
+    crawl scores -> keep_rate on the final model's in-sample crawl quantiles (the old behaviour);
+    `threshold_method` in the metadata names the rule actually used.
+    """
     n_pos = sum(ts.labels)
     if n_pos < MIN_PER_CLASS or len(ts.labels) - n_pos < MIN_PER_CLASS:
         raise ValueError(
             f"quality training for {ts.lang!r} ({ts.source}) needs >= {MIN_PER_CLASS} positives and negatives, "
             f"got {n_pos} and {len(ts.labels) - n_pos}; supply more labelled documents"
         )
-    if threshold is not None and keep_rate is not None:
-        raise ValueError("give either threshold or keep_rate, not both")
+    if sum(x is not None for x in (threshold, keep_rate, positive_recall)) > 1:
+        raise ValueError("give at most one of threshold, keep_rate or positive_recall")
+    if positive_recall is not None and not 0 < positive_recall <= 1:
+        raise ValueError(f"positive_recall must be in (0, 1], got {positive_recall}")
+    if not 2 <= folds <= 10:
+        raise ValueError(f"folds must be in [2, 10], got {folds}")
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     train_idx, test_idx = _split(len(ts.texts), ts.labels, test_frac, seed)
+    calib_texts = ts.calibration or ts.texts
     with tempfile.TemporaryDirectory() as tmp:
-        train_file = Path(tmp) / "train.txt"
-        rng = random.Random(seed)
-        order = list(train_idx)
-        rng.shuffle(order)  # fastText reads in file order; interleave the classes
-        train_file.write_text(
-            "".join(
-                f"{POS if ts.labels[i] else NEG} {fasttext_line(ts.texts[i], ts.lang)}\n"
-                for i in order
-            ),
-            encoding="utf-8",
-        )
-        model, params = _train_fasttext(train_file, seed)
-        # Prune to the QUANTIZE_CUTOFF strongest rows, then retrain them (without the retrain,
-        # pruning alone loses most of the signal on small sets); one thread keeps it deterministic.
-        model.quantize(
-            input=str(train_file), qnorm=True, retrain=True, cutoff=QUANTIZE_CUTOFF,
-            epoch=params["epoch"], lr=params["lr"], thread=1, verbose=0,
-        )  # fmt: skip
-        model.save_model(str(out))
+        params = _fit(ts, train_idx, seed, Path(tmp), out)
+        # OOF scores: the same recipe on all labelled texts, k times, each group held out once.
+        oof_ts = TrainingSet(ts.lang, ts.texts, ts.labels, ts.source, calib_texts, ts.groups)
+        oof = out_of_fold_scores(oof_ts, seed, folds, Path(tmp))
     meta = {"lang": ts.lang, "calibration_quantiles": [0.0, 1.0], "threshold": 0.5}
     metadata_path(out).write_text(json.dumps(meta))
     qm = QualityModel(out)
     test_scores = qm.score([ts.texts[i] for i in test_idx])
     test_labels = [ts.labels[i] for i in test_idx]
-    calib = qm.score(ts.calibration or ts.texts)
-    quantiles = np.quantile(np.asarray(calib), np.linspace(0, 1, 101)).tolist()
+    in_sample = np.quantile(np.asarray(qm.score(calib_texts)), np.linspace(0, 1, 101)).tolist()
+    oof_meta: dict = {"available": oof is not None}
+    quantiles = in_sample
+    pos_oof: list[float] = []
+    if oof is not None:
+        scores, calib_oof, info = oof
+        pos_oof = [s for s, y in zip(scores, ts.labels, strict=True) if y]
+        if len(calib_oof) >= MIN_CALIBRATION:
+            # The crawl as an unseen model scores it: what keep-rates at annotation time mean.
+            quantiles = np.quantile(np.asarray(calib_oof), np.linspace(0, 1, 101)).tolist()
+        oof_meta.update(info)
+        oof_meta.update(
+            {"n_positive": len(pos_oof), "n_calibration": len(calib_oof),
+             "auc": _finite(roc_auc(ts.labels, scores))}
+        )  # fmt: skip
     meta["calibration_quantiles"] = quantiles
-    if threshold is None:
-        qm.meta = meta
-        keep_rate = DEFAULT_KEEP_RATE if keep_rate is None else keep_rate
+    meta["calibration_quantiles_source"] = "oof" if quantiles is not in_sample else "in_sample"
+    qm.meta = meta
+    if threshold is not None:
+        method = "score"
+    elif keep_rate is not None:
+        method = "keep_rate_" + meta["calibration_quantiles_source"]
         threshold = qm.score_for_keep_rate(keep_rate)
+    elif positive_recall is not None:
+        if len(pos_oof) < MIN_CALIBRATION:
+            raise ValueError(
+                f"positive_recall needs >= {MIN_CALIBRATION} out-of-fold positives for "
+                f"{ts.lang!r}, got {len(pos_oof)}; give keep_rate or threshold instead"
+            )
+        method, threshold = "positive_recall_oof", _cut_for_recall(pos_oof, positive_recall)
+    else:
+        # Default: the lower of the two OOF cuts, i.e. the cut must both keep DEFAULT_KEEP_RATE
+        # of the crawl and DEFAULT_POSITIVE_RECALL of the positives. Either alone misfires on
+        # the training data: on OOF scores the reference-vs-crawl task is weak (passage-level
+        # OOF AUC 0.5-0.9 per language on the sample web's training halves), so the recall
+        # cut swings with a single positive (one language's recall cut kept only 40 % of its
+        # OOF crawl), while the crawl quantile alone ignores how reference-like texts score.
+        keep_rate = DEFAULT_KEEP_RATE
+        method = "keep_rate_" + meta["calibration_quantiles_source"]
+        threshold = qm.score_for_keep_rate(keep_rate)
+        if len(pos_oof) >= MIN_CALIBRATION:  # documented fallback: keep-rate cut alone
+            recall_cut = _cut_for_recall(pos_oof, DEFAULT_POSITIVE_RECALL)
+            positive_recall = DEFAULT_POSITIVE_RECALL
+            if recall_cut < threshold:
+                method, threshold = "positive_recall_oof", recall_cut
+            method = f"min(keep_rate,positive_recall):{method}"
     precision, recall = precision_recall(test_labels, test_scores, threshold)
+    if oof is not None:
+        o_prec, o_rec = precision_recall(ts.labels, oof[0], threshold)
+        oof_meta.update(
+            {"precision": _finite(o_prec), "positive_recall": _finite(o_rec),
+             "calibration_keep_rate": float(np.mean(np.asarray(oof[1]) >= threshold))
+             if oof[1] else None}
+        )  # fmt: skip
     meta.update(
         {
             "label_source": ts.source,
@@ -243,7 +470,9 @@ def train_model(
             "n_positive": n_pos,
             "seed": seed,
             "threshold": float(threshold),
+            "threshold_method": method,
             "keep_rate": keep_rate,
+            "positive_recall": positive_recall,
             "fasttext": params,
             # Undefined metrics (no predicted positives) are null, not NaN: strict JSON.
             "metrics": {
@@ -252,6 +481,7 @@ def train_model(
                 "recall": _finite(recall),
                 "threshold": float(threshold),
             },
+            "oof": oof_meta,
         }
     )
     metadata_path(out).write_text(json.dumps(meta, indent=2, sort_keys=True))

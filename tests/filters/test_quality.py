@@ -8,7 +8,15 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 from filters.labels import LabelOptions, build_training_set
-from filters.quality import DEFAULT_KEEP_RATE, QualityModel, metadata_path, roc_auc, train_model
+from filters.quality import (
+    DEFAULT_KEEP_RATE,
+    DEFAULT_POSITIVE_RECALL,
+    QualityModel,
+    _cut_for_recall,
+    metadata_path,
+    roc_auc,
+    train_model,
+)
 
 
 def test_roc_auc_matches_pairwise_definition():
@@ -34,7 +42,7 @@ def test_every_language_model_separates_quality(models_dir, labelled_docs, langu
         assert auc >= 0.85, (lang, auc)
 
 
-def test_model_metadata_is_complete_and_threshold_follows_keep_rate(models_dir, languages):
+def test_model_metadata_is_complete_and_threshold_is_out_of_fold(models_dir, languages):
     meta = json.loads(metadata_path(models_dir / f"{languages[0]}.bin").read_text())
     for key in (
         "training_set_sha256",
@@ -46,8 +54,32 @@ def test_model_metadata_is_complete_and_threshold_follows_keep_rate(models_dir, 
         assert key in meta
     assert meta["label_source"] == "reference" and meta["fasttext"]["dim"] <= 32
     model = QualityModel(models_dir / f"{languages[0]}.bin")
-    assert model.threshold == pytest.approx(model.score_for_keep_rate(DEFAULT_KEEP_RATE))
+    # Default cut: the lower of the OOF keep-rate cut and the OOF positive-recall cut.
+    assert meta["calibration_quantiles_source"] == "oof" and meta["oof"]["available"]
+    assert model.threshold <= model.score_for_keep_rate(DEFAULT_KEEP_RATE) + 1e-12
+    assert meta["threshold_method"].startswith("min(keep_rate,positive_recall)")
+    assert meta["oof"]["positive_recall"] >= DEFAULT_POSITIVE_RECALL
+    assert meta["oof"]["calibration_keep_rate"] >= DEFAULT_KEEP_RATE - 0.05
     assert model.score_for_keep_rate(0.3) >= model.score_for_keep_rate(0.9)
+
+
+def test_cut_for_recall_is_the_highest_cut_meeting_the_target():
+    scores = [0.9, 0.8, 0.7, 0.6, 0.5, 0.4, 0.3, 0.2, 0.1, 0.05]
+    assert _cut_for_recall(scores, 1.0) == 0.05
+    assert _cut_for_recall(scores, 0.9) == 0.1
+    assert _cut_for_recall(scores, 0.85) == 0.1
+    assert _cut_for_recall(scores, 0.1) == 0.9
+
+
+def test_explicit_cut_rules(tmp_path, labelled_docs):
+    ts = build_training_set(labelled_docs, "en", "reference")
+    a = train_model(ts, tmp_path / "a.bin", positive_recall=0.9, folds=3)
+    assert a["threshold_method"] == "positive_recall_oof" and a["oof"]["positive_recall"] >= 0.9
+    b = train_model(ts, tmp_path / "b.bin", keep_rate=0.5, folds=3)
+    assert b["threshold_method"] == "keep_rate_oof"
+    assert b["oof"]["calibration_keep_rate"] == pytest.approx(0.5, abs=0.1)
+    with pytest.raises(ValueError, match="at most one"):
+        train_model(ts, tmp_path / "c.bin", keep_rate=0.5, positive_recall=0.9)
 
 
 def test_training_is_deterministic_for_a_seed(tmp_path, labelled_docs):
