@@ -310,7 +310,7 @@ def _fit(ts: TrainingSet, idx: Sequence[int], seed: int, tmp: Path, out: Path) -
 
 
 def _load_raw(path: Path, lang: str) -> QualityModel:
-    """A QualityModel around a bare .bin (placeholder metadata) for scoring."""
+    """A QualityModel around a fold model's .bin, for raw scores only (its threshold is never used)."""
     metadata_path(path).write_text(
         json.dumps({"lang": lang, "calibration_quantiles": [0.0, 1.0], "threshold": 0.5})
     )
