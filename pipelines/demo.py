@@ -140,9 +140,9 @@ def step_train(state: DemoState) -> tuple[dict[str, Any], Path]:
 
 DEMO_VOCAB_SIZE = 4096
 DEMO_TRAIN_STEPS = (
-    ("pretrain", "pretrain", 200),
-    ("cpt", "cpt", 60),
-    ("long-context", "long_context", 60),
+    ("pretrain", "pretrain", 300),
+    ("cpt", "cpt", 100),
+    ("long-context", "long_context", 100),
 )
 
 # The sample web is on loopback: a short delay keeps the demo quick; robots and Crawl-delay still apply.

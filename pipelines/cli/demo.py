@@ -17,7 +17,9 @@ def register(app: typer.Typer) -> None:
         ] = None,
         train_steps: Annotated[
             str | None,
-            typer.Option(help="Training steps as PRETRAIN,CPT,LONG (default 200,60,60)."),
+            typer.Option(
+                help="Training steps as PRETRAIN,CPT,LONG (default 300,100,100, the tiny config's own)."
+            ),
         ] = None,
     ) -> None:
         """Serve the sample web on loopback and run every stage on it, end to end, into the lake."""
@@ -30,6 +32,6 @@ def register(app: typer.Typer) -> None:
                 assert len(steps) == 3 and all(n > 0 for n in steps)
             except (ValueError, AssertionError):
                 raise typer.BadParameter(
-                    "--train-steps takes three positive integers, e.g. 200,60,60"
+                    "--train-steps takes three positive integers, e.g. 300,100,100"
                 ) from None
         run_demo(lake_dir.resolve() if lake_dir else None, train_steps=steps)
