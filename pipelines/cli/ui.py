@@ -6,6 +6,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Annotated
 
 import typer
 
@@ -15,9 +16,9 @@ PROJECT_ROOT = Path(__file__).resolve().parents[2]
 def register(app: typer.Typer) -> None:
     @app.command("ui")
     def ui(
-        host: str = typer.Option("127.0.0.1", help="Address the webserver binds."),
-        port: int = typer.Option(3000, help="Port of the webserver."),
-        dagster_home: Path = typer.Option(PROJECT_ROOT / "dagster_home", help="DAGSTER_HOME to use."),
+        host: Annotated[str, typer.Option(help="Address the webserver binds.")] = "127.0.0.1",
+        port: Annotated[int, typer.Option(help="Port of the webserver.")] = 3000,
+        dagster_home: Annotated[Path, typer.Option(help="DAGSTER_HOME to use.")] = PROJECT_ROOT / "dagster_home",
     ) -> None:
         """Start `dagster dev` (webserver + daemon) on dagster_home/ and the project's workspace."""
         env = dict(os.environ, DAGSTER_HOME=str(dagster_home.resolve()))
