@@ -16,15 +16,15 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import tempfile
 import textwrap
 import time
 from collections import defaultdict
 from pathlib import Path
 
+from _peers import SCRAPY, peer_python
+
 ROOT = Path(__file__).resolve().parents[1]
-SCRAPY_VENV = ROOT / "bench" / ".venvs" / "scrapy"
 UA = "Mozilla/5.0 (compatible; RefineryBot/0.1; +https://example.invalid/bot)"
 FIRST_OCTETS = (10, 40, 70, 100, 130, 160)
 
@@ -98,13 +98,8 @@ SPIDER = textwrap.dedent(
 
 
 def ensure_scrapy() -> Path:
-    """The throwaway venv with Scrapy (created on first run)."""
-    py = SCRAPY_VENV / "bin" / "python"
-    if not py.exists():
-        subprocess.run([sys.executable, "-m", "venv", str(SCRAPY_VENV)], check=True)
-    if subprocess.run([str(py), "-c", "import scrapy"], capture_output=True).returncode != 0:
-        subprocess.run([str(py), "-m", "pip", "install", "-q", "scrapy"], check=True)
-    return py
+    """The throwaway venv with Scrapy (bench/_peers.py)."""
+    return peer_python("scrapy", *SCRAPY)
 
 
 def start_server(octets: list[int], work: Path) -> tuple[subprocess.Popen, dict, Path]:

@@ -31,13 +31,12 @@ sys.path.insert(0, str(ROOT))
 
 import pyarrow as pa  # noqa: E402
 import pyarrow.parquet as pq  # noqa: E402
+from _peers import DATATROVE, peer_python  # noqa: E402
 
 from filters.heuristics import check, gopher_baseline, tokens  # noqa: E402
 from filters.labels import build_training_set, sampleweb_documents  # noqa: E402
 from filters.langid import lid176_path  # noqa: E402
 from filters.quality import QualityModel, train_model  # noqa: E402
-
-VENV = ROOT / "bench" / ".venvs" / "datatrove"
 
 
 def build_corpus(docs: list[dict], n: int, seed: int = 0) -> list[dict]:
@@ -70,15 +69,8 @@ def build_corpus(docs: list[dict], n: int, seed: int = 0) -> list[dict]:
 
 
 def ensure_datatrove() -> Path:
-    """Create bench/.venvs/datatrove on first use (pip from the registry), reuse afterwards."""
-    py = VENV / "bin" / "python"
-    if not py.exists():
-        subprocess.run([sys.executable, "-m", "venv", str(VENV)], check=True)
-        subprocess.run(
-            [str(py), "-m", "pip", "install", "-q", "datatrove[processing]", "spacy", "pyarrow"],
-            check=True,
-        )
-    return py
+    """The shared datatrove venv (bench/_peers.py)."""
+    return peer_python("datatrove", *DATATROVE)
 
 
 def cpu_children() -> float:

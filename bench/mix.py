@@ -21,10 +21,10 @@ import time
 from pathlib import Path
 
 import numpy as np
+from _peers import DATATROVE, peer_python
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "bench" / "results" / "mix"
-DT_VENV = ROOT / "bench" / ".venvs" / "datatrove"
 LANGS = {"en": "th st an er in re nd on en at ou ed ha", "de": "ch sch ei ie en er un de ge ng st au",
          "fr": "ou ai eu on an en es le re qu oi ui", "es": "os as es el la ci on ad ue ar ra do"}  # fmt: skip
 
@@ -121,15 +121,8 @@ def run_child(python: str, code: str, args: list[str], env: dict | None = None) 
 
 
 def ensure_datatrove() -> str:
-    """Create bench/.venvs/datatrove on first use (datatrove is not a project dependency)."""
-    py = DT_VENV / "bin" / "python"
-    if not py.exists():
-        subprocess.run([sys.executable, "-m", "venv", str(DT_VENV)], check=True)
-        subprocess.run(
-            [str(py), "-m", "pip", "install", "-q", "datatrove", "tokenizers", "pyarrow"],
-            check=True,
-        )
-    return str(py)
+    """The shared datatrove venv (bench/_peers.py)."""
+    return str(peer_python("datatrove", *DATATROVE))
 
 
 def main() -> None:
