@@ -28,10 +28,17 @@ class HeuristicsConfig(_Strict):
     max_dup_line_frac: float = Field(0.4, ge=0, le=1)
     max_dup_ngram_frac: float = Field(0.25, ge=0, le=1)
     dup_ngram_n: int = Field(3, ge=1, le=10)
+    # Share of characters in mojibake sequences (UTF-8 read as Latin-1/cp1252: "Ã©", "â€™") or
+    # U+FFFD replacement characters; above it the document is dropped as `encoding_errors`.
+    max_mojibake_ratio: float = Field(0.01, ge=0, le=1)
     max_boilerplate_line_frac: float = Field(0.6, ge=0, le=1)
+    # Per-language line lexicons (`<lang>.txt`, one regex per line, case-insensitive) applied on
+    # top of `boilerplate_patterns`; empty = the shipped filters/boilerplate/ directory.
+    boilerplate_lexicon: bool = True
+    boilerplate_lexicon_dir: str = ""
     boilerplate_patterns: list[str] = Field(
         default_factory=lambda: [
-            r"(?i)\b(cookies?|cookie policy|accept all)\b",
+            r"(?i)\b(we use cookies|this (web)?site uses cookies|cookie (policy|settings|preferences|consent)|accept all( cookies)?)\b",
             r"(?i)\ball rights reserved\b",
             r"(?i)^(home|menu|login|log in|sign in|sign up|subscribe|share|next|previous|back to top)$",
             r"(?i)\b(privacy policy|terms of (use|service))\b",
@@ -49,15 +56,18 @@ class SafetyConfig(_Strict):
 
 
 class Threshold(_Strict):
-    """A language's quality cut: a score, or a target keep-rate mapped through the model's calibration."""
+    """A language's quality cut: a score; a target keep-rate of the crawl, mapped through the
+    model's out-of-fold crawl quantiles; or a target recall of the positive (reference) class,
+    mapped through the model's out-of-fold positive quantiles."""
 
     score: float | None = Field(None, ge=0, le=1)
     keep_rate: float | None = Field(None, gt=0, le=1)
+    positive_recall: float | None = Field(None, gt=0, le=1)
 
     @model_validator(mode="after")
     def _one_of(self) -> Threshold:
-        if (self.score is None) == (self.keep_rate is None):
-            raise ValueError("set exactly one of `score` or `keep_rate`")
+        if sum(v is not None for v in (self.score, self.keep_rate, self.positive_recall)) != 1:
+            raise ValueError("set exactly one of `score`, `keep_rate` or `positive_recall`")
         return self
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from functools import lru_cache
+from pathlib import Path
 
 from filters.config import CHAR_LANGS, HeuristicsConfig
 
@@ -27,14 +28,55 @@ def tokens(text: str, lang: str) -> list[str]:
     return _WORD.findall(text.lower())
 
 
+DEFAULT_LEXICON_DIR = Path(__file__).with_name("boilerplate")
+# Mojibake: UTF-8 bytes decoded as Latin-1 or cp1252 ("é" -> "Ã©", "’" -> "â€™"), plus U+FFFD.
+_CP1252_HIGH = "€‚ƒ„…†‡ˆ‰Š‹ŒŽ‘’“”•–—˜™š›œžŸ"
+_MOJIBAKE = re.compile(f"[ÂÃ][\u0080-\u00bf{_CP1252_HIGH}]|â€[\u0080-\u00bf{_CP1252_HIGH}]?|\ufffd")
+
+
 @lru_cache(maxsize=64)
 def _patterns(patterns: tuple[str, ...]) -> list[re.Pattern[str]]:
     return [re.compile(p) for p in patterns]
 
 
-def strip_boilerplate(text: str, cfg: HeuristicsConfig) -> tuple[str, int, int]:
-    """Drop boilerplate lines; return (clean text, lines kept, lines removed)."""
+@lru_cache(maxsize=64)
+def load_lexicon(directory: str, lang: str) -> tuple[re.Pattern[str], ...]:
+    """Compiled boilerplate patterns of one language (`<dir>/<lang>.txt`; none if absent)."""
+    path = Path(directory or DEFAULT_LEXICON_DIR) / f"{lang}.txt"
+    if directory and not Path(directory).is_dir():
+        raise FileNotFoundError(
+            f"heuristics.boilerplate_lexicon_dir {directory} does not exist; "
+            "set it to a directory of <lang>.txt regex files or leave it empty"
+        )
+    if not path.exists():
+        return ()
+    out = []
+    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        try:
+            out.append(re.compile(line.strip(), re.IGNORECASE))
+        except re.error as exc:
+            raise ValueError(f"{path}:{n}: invalid regular expression: {exc}") from exc
+    return tuple(out)
+
+
+def mojibake_ratio(text: str) -> float:
+    """Share of non-space characters inside mojibake sequences or replacement characters."""
+    chars = sum(1 for c in text if not c.isspace())
+    if not chars:
+        return 0.0
+    return sum(len(m.group()) for m in _MOJIBAKE.finditer(text)) / chars
+
+
+def strip_boilerplate(
+    text: str, cfg: HeuristicsConfig, lang: str | None = None
+) -> tuple[str, int, int]:
+    """Drop boilerplate lines (config patterns, plus the lexicon of `lang` if given and enabled);
+    return (clean text, lines kept, lines removed)."""
     pats = _patterns(tuple(cfg.boilerplate_patterns))
+    if lang and cfg.boilerplate_lexicon:
+        pats = [*pats, *load_lexicon(cfg.boilerplate_lexicon_dir, lang)]
     kept: list[str] = []
     removed = 0
     for line in text.splitlines():
@@ -89,9 +131,11 @@ def top_ngram_frac(toks: list[str], n: int) -> float:
 
 def check(text: str, lang: str, cfg: HeuristicsConfig) -> tuple[str, str | None]:
     """Apply the rules to one document; return (boilerplate-stripped text, drop reason or None)."""
-    clean, kept_lines, removed = strip_boilerplate(text, cfg)
+    clean, kept_lines, removed = strip_boilerplate(text, cfg, lang)
     if kept_lines + removed and removed / (kept_lines + removed) > cfg.max_boilerplate_line_frac:
         return clean, "boilerplate"
+    if mojibake_ratio(clean) > cfg.max_mojibake_ratio:
+        return clean, "encoding_errors"
     toks = tokens(clean, lang)
     if is_char_lang(lang):
         if len(toks) < cfg.min_chars_cjk:

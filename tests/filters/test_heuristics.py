@@ -1,7 +1,9 @@
 """Relaxed heuristics: each rule has its own reason; CJK lengths count characters."""
 
+import pytest
+
 from filters.config import HeuristicsConfig
-from filters.heuristics import check, gopher_baseline, strip_boilerplate
+from filters.heuristics import check, gopher_baseline, mojibake_ratio, strip_boilerplate
 
 CFG = HeuristicsConfig()
 PROSE = (
@@ -64,3 +66,106 @@ def test_gopher_baseline_is_stricter_than_relaxed_rules():
     short_but_fine = " ".join(PROSE.split()[:45])
     assert check(short_but_fine, "en", CFG)[1] is None
     assert gopher_baseline(short_but_fine, "en") == "gopher_length"
+
+
+def _mojibake(text: str) -> str:
+    """What a page looks like when its UTF-8 bytes are read as Windows-1252."""
+    return text.encode("utf-8").decode("cp1252", errors="replace")
+
+
+@pytest.mark.parametrize(
+    ("lang", "text"),
+    [
+        (
+            "fr",
+            "Le comité a présenté son rapport sur la qualité de l’eau dans les quartiers du nord.\n"
+            "Les habitants se plaignaient depuis des années d’un goût étrange au robinet.\n"
+            "Les vieilles canalisations sous la place du marché seront remplacées avant l’hiver.\n"
+            "La municipalité publiera chaque trimestre les résultats des analyses effectuées.",
+        ),
+        (
+            "de",
+            "Die Bürgerinitiative übergab am Freitag fünftausend Unterschriften gegen die Schließung.\n"
+            "Die Bücherei im Südviertel ist seit über fünfzig Jahren ein Treffpunkt für Schüler.\n"
+            "Der Gemeinderat will im Frühjahr über eine günstigere Lösung für das Gebäude beraten.\n"
+            "Bis dahin bleiben die Öffnungszeiten unverändert, teilte die Verwaltung mit.",
+        ),
+        (
+            "es",
+            "La reunión del comité terminó tarde y la votación se aplazó hasta después del verano.\n"
+            "Los vecinos pidieron más información sobre el coste de las obras en la plaza mayor.\n"
+            "El alcalde prometió publicar el presupuesto detallado antes de la próxima sesión.\n"
+            "Mientras tanto, la biblioteca seguirá abierta por las tardes durante todo el año.",
+        ),
+    ],
+)
+def test_mojibake_is_dropped_but_clean_accented_text_is_kept(lang, text):
+    assert check(text, lang, CFG)[1] is None
+    assert mojibake_ratio(text) == 0.0
+    garbled = _mojibake(text)
+    assert mojibake_ratio(garbled) > CFG.max_mojibake_ratio
+    assert check(garbled, lang, CFG)[1] == "encoding_errors"
+
+
+def test_replacement_characters_count_as_encoding_errors_but_one_stray_is_tolerated():
+    assert check(PROSE + "\ufffd", "en", CFG)[1] is None
+    broken = PROSE.replace("e", "\ufffd")
+    assert check(broken, "en", CFG)[1] == "encoding_errors"
+    assert check(broken, "en", HeuristicsConfig(max_mojibake_ratio=1.0))[1] is None
+
+
+@pytest.mark.parametrize(
+    ("lang", "lines"),
+    [
+        ("de", ["Wir verwenden Cookies, um Ihnen ein besseres Nutzererlebnis zu bieten.",
+                "Alle Rechte vorbehalten.", "Zum Inhalt springen"]),
+        ("fr", ["En poursuivant votre navigation, vous acceptez notre politique de confidentialité.",
+                "Tous droits réservés.", "Retour en haut de page"]),
+        ("es", ["Utilizamos cookies para mejorar su experiencia.", "Todos los derechos reservados.",
+                "Ir al contenido principal"]),
+        ("zh", ["本网站使用Cookie来改善您的体验。", "版权所有，未经许可不得转载。", "返回顶部"]),
+        ("ja", ["当サイトではクッキーを使用しています。", "無断転載を禁じます。", "ページの先頭へ戻る"]),
+    ],
+)  # fmt: skip
+def test_per_language_boilerplate_lexicons_strip_lines(lang, lines):
+    clean, _, removed = strip_boilerplate("\n".join(lines), CFG, lang)
+    assert removed == len(lines) and clean == ""
+    # Without the language (or with the lexicon off) only the generic patterns apply.
+    assert strip_boilerplate("\n".join(lines), CFG)[2] < len(lines)
+    off = HeuristicsConfig(boilerplate_lexicon=False)
+    assert strip_boilerplate("\n".join(lines), off, lang)[2] < len(lines)
+
+
+def test_cookie_recipes_are_not_boilerplate():
+    line = "Bake the cookies for twelve minutes, until the edges turn golden and the centres set."
+    assert strip_boilerplate(line, CFG, "en")[2] == 0
+
+
+def test_lexicons_spare_every_good_sample_web_line_and_drop_every_boilerplate_page():
+    from filters.config import FilterConfig
+    from filters.labels import sampleweb_documents
+
+    cfg = FilterConfig()
+    for doc in sampleweb_documents(0):
+        if not doc["lang"]:
+            continue
+        h = cfg.heuristics_for(doc["lang"])
+        if doc["quality"] in ("high", "medium"):
+            assert strip_boilerplate(doc["text"], h, doc["lang"])[2] == 0, doc["id"]
+        elif doc["page_type"] == "boilerplate":
+            assert check(doc["text"], doc["lang"], h)[1] == "boilerplate", doc["id"]
+        elif doc["page_type"] == "garbled":
+            assert check(doc["text"], doc["lang"], h)[1] == "encoding_errors", doc["id"]
+
+
+def test_custom_lexicon_dir_and_clear_errors(tmp_path):
+    (tmp_path / "en.txt").write_text("# comment\n\\bbuy now\\b\n")
+    cfg = HeuristicsConfig(boilerplate_lexicon_dir=str(tmp_path), boilerplate_patterns=[])
+    assert strip_boilerplate("Buy now!\nA real sentence about rivers.", cfg, "en")[2] == 1
+    assert strip_boilerplate("Buy now!", cfg, "de")[2] == 0  # no de.txt there: no lexicon
+    (tmp_path / "fr.txt").write_text("ok\n(unclosed\n")
+    with pytest.raises(ValueError, match=r"fr\.txt:2: invalid regular expression"):
+        strip_boilerplate("x", cfg, "fr")
+    missing = HeuristicsConfig(boilerplate_lexicon_dir=str(tmp_path / "nope"))
+    with pytest.raises(FileNotFoundError, match="boilerplate_lexicon_dir"):
+        strip_boilerplate("x", missing, "en")
