@@ -43,7 +43,11 @@ class DocumentAnnotator:
         t = self.cfg.quality.thresholds.get(lang)
         if t is None:
             return model.threshold
-        return t.score if t.score is not None else model.score_for_keep_rate(t.keep_rate)
+        if t.score is not None:
+            return t.score
+        if t.keep_rate is not None:
+            return model.score_for_keep_rate(t.keep_rate)
+        return model.score_for_positive_recall(t.positive_recall)
 
     def annotate(self, row: dict) -> dict:
         """Annotate one document row (a dict with at least id, url, text, training_allowed)."""

@@ -93,12 +93,27 @@ def reference_labels(rows: list[dict], lang: str, opts: LabelOptions) -> Trainin
     if "is_reference" not in docs[0]:
         raise KeyError("the reference label source needs an `is_reference` column in the labels")
     min_tokens = 80 if is_char_lang(lang) else 40
-    pos = [p for r in docs if r["is_reference"] for p in passages(r["text"], lang, min_tokens)]
-    crawl_docs = [r["text"] for r in docs if not r["is_reference"]]
-    crawl = [p for t in crawl_docs for p in passages(t, lang, min_tokens)]
+    pos, pos_groups = [], []
+    for i, r in enumerate(docs):
+        if r["is_reference"]:
+            for p in passages(r["text"], lang, min_tokens):
+                pos.append(p)
+                pos_groups.append(f"ref:{r.get('id', i)}")
+    crawl_rows = [(i, r) for i, r in enumerate(docs) if not r["is_reference"]]
+    crawl_docs = [r["text"] for _, r in crawl_rows]
+    crawl = [
+        (p, f"crawl:{r.get('id', i)}")
+        for i, r in crawl_rows
+        for p in passages(r["text"], lang, min_tokens)
+    ]
     k = min(len(crawl), max(len(pos), round(opts.neg_ratio * len(pos))))
-    neg = random.Random(opts.seed).sample(crawl, k)
-    return TrainingSet(lang, pos + neg, [1] * len(pos) + [0] * len(neg), "reference", crawl_docs)
+    neg = [crawl[j] for j in random.Random(opts.seed).sample(range(len(crawl)), k)]
+    # Group keys: a document's passages share an out-of-fold fold, and a reference document's
+    # out-of-fold score (what the recall cut reads) is taken on the whole document.
+    return TrainingSet(
+        lang, pos + [p for p, _ in neg], [1] * len(pos) + [0] * len(neg), "reference",
+        crawl_docs, groups=pos_groups + [g for _, g in neg],
+    )  # fmt: skip
 
 
 @register_label_source("llm")

@@ -91,7 +91,9 @@ def read_manifest(dataset: Path) -> dict[str, Any]:
     """Read a dataset's manifest; a clear error if it has none."""
     path = manifest_path(dataset)
     if not path.exists():
-        raise FileNotFoundError(f"{dataset}: no manifest at {path}; was it written by a Refinery stage?")
+        raise FileNotFoundError(
+            f"{dataset}: no manifest at {path}; was it written by a Refinery stage?"
+        )
     return json.loads(path.read_text())
 
 

@@ -12,7 +12,6 @@ from dagster import (
 )
 
 from filters.config import FilterConfig
-from filters.quality import DEFAULT_KEEP_RATE
 from pipelines.resources import BeamRunnerResource, LakeResource, TeacherResource
 from pipelines.stages.filter import run_filter, run_language_ids, run_quality_train
 
@@ -41,7 +40,9 @@ class QualityTrainConfig(Config):
 
     source: str = "reference"
     labels: str = "sampleweb"
-    keep_rate: float = DEFAULT_KEEP_RATE
+    # Neither set: the default cut, the lower of the keep-rate 0.95 and positive-recall 0.98 cuts.
+    keep_rate: float | None = None
+    positive_recall: float | None = None
     seed: int = 0
 
 
@@ -66,6 +67,7 @@ def quality_models(
         source=config.source,
         seed=config.seed,
         keep_rate=config.keep_rate,
+        positive_recall=config.positive_recall,
         teacher_url=teacher.base_url,
         teacher_model=teacher.model,
         teacher_api_key=teacher.api_key(),
@@ -79,6 +81,9 @@ def quality_models(
             "precision": m["precision"],
             "recall": m["recall"],
             "threshold": m["threshold"],
+            "threshold_method": meta["threshold_method"],
+            "oof_auc": meta["oof"].get("auc"),
+            "ensemble_members": len(meta["ensemble"]),
             "training_set_sha256": meta["training_set_sha256"],
         }
     )

@@ -6,7 +6,10 @@ from pipelines.resources import LakeResource
 from pipelines.stages.sampleweb import run_sampleweb_write
 
 
-@asset(group_name="crawl", description="The bundled sample web: pages, images, robots.txt variants and labels.")
+@asset(
+    group_name="crawl",
+    description="The bundled sample web: pages, images, robots.txt variants and labels.",
+)
 def sample_web(context: AssetExecutionContext, lake: LakeResource) -> MaterializeResult:
     out = lake.stage_dir("sampleweb")
     summary = run_sampleweb_write(out)

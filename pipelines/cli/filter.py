@@ -55,7 +55,8 @@ def register(app: typer.Typer) -> None:
         source: Annotated[str, Opt("--source", help="Label source: reference, llm or benchmark.")] = "reference",
         seed: Annotated[int, Opt("--seed")] = 0,
         threshold: Annotated[float | None, Opt("--threshold", help="Score cut in [0,1].")] = None,
-        keep_rate: Annotated[float | None, Opt("--keep-rate", help="Share of the crawl to keep (sets the cut; default 0.9).")] = None,
+        keep_rate: Annotated[float | None, Opt("--keep-rate", help="Share of the crawl to keep, on out-of-fold scores (sets the cut).")] = None,
+        positive_recall: Annotated[float | None, Opt("--positive-recall", help="Share of the positive class to keep, on out-of-fold scores (sets the cut). Default: the lower of the --keep-rate 0.95 and --positive-recall 0.98 cuts.")] = None,
         teacher_url: Annotated[str, Opt("--teacher-url", envvar="REFINERY_TEACHER_URL", help="OpenAI-compatible base URL (llm source).")] = "",
         teacher_model: Annotated[str, Opt("--teacher-model", envvar="REFINERY_TEACHER_MODEL")] = "",
         targets: Annotated[Path | None, Opt("--targets", help="Target examples, one per line (benchmark source).")] = None,
@@ -69,7 +70,7 @@ def register(app: typer.Typer) -> None:
         try:
             meta = run_quality_train(
                 lang, labels, out, source=source, seed=seed, threshold=threshold, keep_rate=keep_rate,
-                teacher_url=teacher_url, teacher_model=teacher_model,
+                positive_recall=positive_recall, teacher_url=teacher_url, teacher_model=teacher_model,
                 teacher_api_key=os.environ.get("REFINERY_TEACHER_API_KEY"), targets=targets, top_frac=top_frac,
             )  # fmt: skip
         except (FileNotFoundError, ValueError, KeyError) as exc:

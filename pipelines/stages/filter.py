@@ -146,6 +146,7 @@ def run_quality_train(
     seed: int = 0,
     threshold: float | None = None,
     keep_rate: float | None = None,
+    positive_recall: float | None = None,
     teacher_url: str = "",
     teacher_model: str = "",
     teacher_api_key: str | None = None,
@@ -177,7 +178,14 @@ def run_quality_train(
         top_frac=top_frac,
     )
     ts = build_training_set(rows, lang, source, opts)
-    meta = train_model(ts, out, seed=seed, threshold=threshold, keep_rate=keep_rate)
+    meta = train_model(
+        ts,
+        out,
+        seed=seed,
+        threshold=threshold,
+        keep_rate=keep_rate,
+        positive_recall=positive_recall,
+    )
     meta["model_path"] = str(out)
     return meta
 

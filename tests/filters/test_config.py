@@ -33,6 +33,12 @@ def test_yaml_overrides_per_language(tmp_path):
             "quality.thresholds.de",
         ),
         ({"heuristcs": {}}, "heuristcs"),
+        (
+            {"quality": {"thresholds": {"fr": {"positive_recall": 1.5}}}},
+            "quality.thresholds.fr.positive_recall",
+        ),
+        ({"quality": {"thresholds": {"fr": {}}}}, "quality.thresholds.fr"),
+        ({"heuristics": {"max_mojibake_ratio": -0.1}}, "heuristics.max_mojibake_ratio"),
     ],
 )
 def test_invalid_config_names_the_field(data, field):

@@ -1,5 +1,6 @@
 """The Beam filter pipeline: rows in = rows out, outputs, runner equality, CLI and errors."""
 
+import json
 import math
 import os
 import signal
@@ -104,8 +105,8 @@ def test_funnel_is_written_with_plot_and_manifest(direct_out):
 def test_missing_quality_model_leaves_language_unscored(tmp_path, docs_dir, models_dir):
     partial = tmp_path / "models"
     partial.mkdir()
-    for name in ("en.bin", "en.json"):
-        (partial / name).write_bytes((models_dir / name).read_bytes())
+    for path in models_dir.glob("en.*"):  # en.bin, en.json and en's fold models
+        (partial / path.name).write_bytes(path.read_bytes())
     summary = run_filter(
         docs_dir, tmp_path / "out", models_dir=partial, config={"languages": ["en", "de"]}
     )
@@ -205,6 +206,22 @@ def test_cli_trains_a_model_and_filters_end_to_end(tmp_path, docs_dir):
     )
     assert res.exit_code == 0, res.output
     assert "AUC" in res.output and model.with_suffix(".json").exists()
+    ja = tmp_path / "ja.bin"
+    res = runner.invoke(
+        app,
+        ["quality", "train", "--lang", "ja", "--labels", "sampleweb", "--out", str(ja),
+         "--positive-recall", "0.9"],
+    )  # fmt: skip
+    assert res.exit_code == 0, res.output
+    assert (
+        json.loads(ja.with_suffix(".json").read_text())["threshold_method"] == "positive_recall_oof"
+    )
+    both = runner.invoke(
+        app,
+        ["quality", "train", "--lang", "ja", "--labels", "sampleweb", "--out", str(ja),
+         "--keep-rate", "0.8", "--positive-recall", "0.9"],
+    )  # fmt: skip
+    assert both.exit_code == 2 and "at most one" in both.output
     res = runner.invoke(
         app,
         [

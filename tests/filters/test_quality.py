@@ -13,6 +13,7 @@ from filters.quality import (
     DEFAULT_POSITIVE_RECALL,
     QualityModel,
     _cut_for_recall,
+    fasttext_line,
     metadata_path,
     roc_auc,
     train_model,
@@ -42,7 +43,9 @@ def test_every_language_model_separates_quality(models_dir, labelled_docs, langu
         assert auc >= 0.85, (lang, auc)
 
 
-def test_model_metadata_is_complete_and_threshold_is_out_of_fold(models_dir, languages):
+def test_model_metadata_is_complete_and_threshold_is_out_of_fold(
+    models_dir, languages, labelled_docs
+):
     meta = json.loads(metadata_path(models_dir / f"{languages[0]}.bin").read_text())
     for key in (
         "training_set_sha256",
@@ -61,6 +64,83 @@ def test_model_metadata_is_complete_and_threshold_is_out_of_fold(models_dir, lan
     assert meta["oof"]["positive_recall"] >= DEFAULT_POSITIVE_RECALL
     assert meta["oof"]["calibration_keep_rate"] >= DEFAULT_KEEP_RATE - 0.05
     assert model.score_for_keep_rate(0.3) >= model.score_for_keep_rate(0.9)
+    # The recall cut reads whole reference documents (as annotation scores whole documents),
+    # and its quantiles are stored so a config can ask for a positive recall at annotation time.
+    assert meta["oof"]["positive_units"] == "groups"
+    assert meta["oof"]["n_positive"] == sum(
+        1 for d in labelled_docs if d["lang"] == languages[0] and d["is_reference"]
+    )
+    assert model.score_for_positive_recall(0.5) >= model.score_for_positive_recall(0.98)
+
+
+def test_annotator_maps_every_threshold_kind(models_dir, languages):
+    from filters.annotate import DocumentAnnotator
+    from filters.config import config_from_dict
+
+    lang = languages[0]
+    model = QualityModel(models_dir / f"{lang}.bin")
+    for spec, want in (
+        ({"score": 0.42}, 0.42),
+        ({"keep_rate": 0.7}, model.score_for_keep_rate(0.7)),
+        ({"positive_recall": 0.9}, model.score_for_positive_recall(0.9)),
+    ):
+        cfg = config_from_dict({"languages": [lang], "quality": {"thresholds": {lang: spec}}})
+        assert DocumentAnnotator(cfg, models_dir).thresholds[lang] == pytest.approx(want)
+    assert DocumentAnnotator(config_from_dict({"languages": [lang]}), models_dir).thresholds[
+        lang
+    ] == pytest.approx(model.threshold)
+
+
+def test_score_is_the_mean_of_the_fold_models_and_they_must_be_present(
+    tmp_path, models_dir, languages
+):
+    import shutil
+
+    import fasttext
+
+    lang = languages[0]
+    model = QualityModel(models_dir / f"{lang}.bin")
+    names = model.meta["ensemble"]
+    assert len(names) == model.meta["oof"]["folds"] and all(n.endswith(".ftz") for n in names)
+    text = "A plain paragraph about rivers, bridges and the people who keep them in good repair."
+    probs = []
+    for name in names:
+        labels, ps = fasttext.load_model(str(models_dir / name)).predict(
+            fasttext_line(text, lang), k=2
+        )
+        probs.append(dict(zip(labels, ps, strict=True)).get("__label__hq", 0.0))
+    assert model.score([text])[0] == pytest.approx(sum(probs) / len(probs), abs=1e-6)
+    shutil.copy(models_dir / f"{lang}.bin", tmp_path / f"{lang}.bin")
+    shutil.copy(models_dir / f"{lang}.json", tmp_path / f"{lang}.json")
+    with pytest.raises(FileNotFoundError, match="ensemble member"):
+        QualityModel(tmp_path / f"{lang}.bin")
+
+
+def test_retraining_replaces_the_fold_models(tmp_path, labelled_docs):
+    ts = build_training_set(labelled_docs, "ja", "reference")
+    train_model(ts, tmp_path / "ja.bin", folds=3)
+    assert sorted(p.name for p in tmp_path.glob("ja.fold*.ftz")) == [
+        f"ja.fold{k}.ftz" for k in range(3)
+    ]
+    meta = train_model(ts, tmp_path / "ja.bin", folds=2)
+    assert (
+        sorted(p.name for p in tmp_path.glob("ja.fold*.ftz"))
+        == meta["ensemble"]
+        == ["ja.fold0.ftz", "ja.fold1.ftz"]
+    )
+
+
+def test_positive_recall_needs_stored_quantiles(tmp_path, models_dir, languages):
+    import shutil
+
+    src = models_dir / f"{languages[0]}.bin"
+    shutil.copy(src, tmp_path / "old.bin")
+    meta = json.loads(metadata_path(src).read_text())
+    meta.pop("positive_quantiles")
+    meta["ensemble"] = []  # an older model: the .bin alone
+    metadata_path(tmp_path / "old.bin").write_text(json.dumps(meta))
+    with pytest.raises(ValueError, match="positive_quantiles"):
+        QualityModel(tmp_path / "old.bin").score_for_positive_recall(0.9)
 
 
 def test_cut_for_recall_is_the_highest_cut_meeting_the_target():
