@@ -1,9 +1,15 @@
 """robots.txt matching primitives: product tokens, URL paths, percent-encoding, patterns.
 
-Behaviour follows Google's reference parser (github.com/google/robotstxt, robots.cc) except
-where RFC 9309 §2.2.2 asks for more: both the pattern and the URL path are normalised the same
-way before matching (unreserved escapes decoded, hex upper-cased, non-ASCII UTF-8 escaped, a
-literal ``*``/``$`` in a URL equal to ``%2A``/``%24``), so equivalent spellings always match.
+Matching follows Google's reference parser (github.com/google/robotstxt, robots.cc): a URL is
+compared as the caller gives it (our crawler's canonicaliser percent-encodes URLs before it
+asks), while an allow/disallow pattern is escaped like Google's ``MaybeEscapePattern``: bytes
+outside ASCII become UTF-8 %XX escapes and existing escapes get upper-case hex, nothing is
+decoded. So ``Allow: /foo/bar/ツ`` matches ``/foo/bar/%E3%83%84`` but not a raw ``/foo/bar/ツ``,
+and ``Allow: /a/%62`` does not match ``/a/b``.
+
+Two RFC 9309 refinements that never change an answer on Google-style input remain: hex digits of
+a URL's escapes are compared case-insensitively (``%2f`` == ``%2F``, RFC 3986 §6.2.2.1), and a
+pattern's ``%2A`` / ``%24`` match a literal ``*`` / ``$`` in the URL (RFC 9309 §2.2.3).
 """
 
 from __future__ import annotations
@@ -21,42 +27,50 @@ __all__ = [
     "robots_line_token",
 ]
 
-_UNRESERVED = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
-# A %XX escape, any byte outside printable ASCII, or a printable ASCII char that is not legal
-# in a URI (RFC 3986 §2): all get rewritten into one canonical spelling.
-_ESCAPE_RE = re.compile(r'%[0-9A-Fa-f]{2}|[^\x21-\x7e]|["<>\\^`{|}]')
+# A %XX escape (hex case gets normalised) or a byte outside ASCII (gets escaped); nothing else.
+_PATTERN_ESCAPE_RE = re.compile(r"%[0-9A-Fa-f]{2}|[^\x00-\x7f]+")
+_HEX_ESCAPE_RE = re.compile(r"%[0-9A-Fa-f]{2}")
 _URL_SPECIAL_RE = re.compile(r"[*$]")
+# Robots.txt side (Google's ExtractUserAgent): the leading run of letters, '-' and '_'.
 _TOKEN_RE = re.compile(r"[A-Za-z_-]*")
-_COMPATIBLE_RE = re.compile(r"compatible;\s*([A-Za-z_-]+)", re.IGNORECASE)
+# Caller side: the agent's name up to its version, comment or parameters ("FooBot/1.0 (...)").
+_AGENT_NAME_RE = re.compile(r"[^\s/;()]*")
+_COMPATIBLE_RE = re.compile(r"compatible;\s*([^\s/;()]+)", re.IGNORECASE)
 
 
-def _escape_repl(m: re.Match[str]) -> str:
+def _pattern_repl(m: re.Match[str]) -> str:
     text = m.group()
-    if text[0] == "%" and len(text) == 3:
-        char = chr(int(text[1:], 16))
-        return char if char in _UNRESERVED else "%" + text[1:].upper()
+    if text[0] == "%":
+        return text.upper()
     # surrogateescape lets undecodable robots.txt bytes round-trip to their original octets.
     return "".join(f"%{b:02X}" for b in text.encode("utf-8", "surrogateescape"))
 
 
-def _canonical(text: str) -> str:
-    if _ESCAPE_RE.search(text) is None:
-        return text
-    return _ESCAPE_RE.sub(_escape_repl, text)
+def _upper_hex(m: re.Match[str]) -> str:
+    return m.group().upper()
 
 
 def normalize_path(path: str) -> str:
-    """Canonical percent-encoding of a URL path+query for matching (RFC 9309 §2.2.2)."""
-    canon = _canonical(path)
-    # In a URL '*' and '$' are plain characters; patterns spell those literals %2A / %24.
-    if _URL_SPECIAL_RE.search(canon) is None:
-        return canon
-    return canon.replace("*", "%2A").replace("$", "%24")
+    """A URL path+query as matched: the caller's bytes, escapes' hex upper-cased.
+
+    Nothing is encoded or decoded (Google compares the URL as given, so pass URLs already
+    percent-encoded, as a canonicaliser produces them); a literal ``*`` / ``$`` is spelled
+    ``%2A`` / ``%24`` so that only an escaped pattern matches it (RFC 9309 §2.2.3).
+    """
+    if "%" in path:
+        path = _HEX_ESCAPE_RE.sub(_upper_hex, path)
+    if _URL_SPECIAL_RE.search(path) is None:
+        return path
+    return path.replace("*", "%2A").replace("$", "%24")
 
 
 def normalize_pattern(pattern: str) -> str:
-    """Canonical percent-encoding of an allow/disallow pattern; '*' and a final '$' stay special."""
-    canon = _canonical(pattern)
+    """Escape a pattern like Google's MaybeEscapePattern; '*' and a final '$' stay special."""
+    canon = (
+        pattern
+        if pattern.isascii() and "%" not in pattern
+        else (_PATTERN_ESCAPE_RE.sub(_pattern_repl, pattern))
+    )
     body, end = (canon[:-1], "$") if canon.endswith("$") else (canon, "")
     return body.replace("$", "%24") + end
 
@@ -90,13 +104,19 @@ def _first_of(text: str, chars: str, start: int) -> int:
 
 
 def product_token(user_agent: str) -> str:
-    """The robots.txt product token of a crawler UA: 'Mozilla/5.0 (compatible; FooBot/1.0)' -> 'FooBot'."""
+    """The product token of a crawler UA: 'Mozilla/5.0 (compatible; FooBot/1.0)' -> 'FooBot'.
+
+    The name runs up to its version ('/'), a space, ';' or a parenthesis and keeps digits:
+    'AB42bot/1.0' -> 'AB42bot'. A robots.txt group line keeps only leading letters, '-' and
+    '_' (``robots_line_token``), so an agent whose token has other characters matches no
+    named group, exactly as in Google's parser.
+    """
     ua = user_agent.strip()
     if ua.lower().startswith("mozilla/"):
         m = _COMPATIBLE_RE.search(ua)
         if m:
             return m.group(1)
-    return _TOKEN_RE.match(ua).group()
+    return _AGENT_NAME_RE.match(ua).group()
 
 
 def robots_line_token(value: str) -> str:

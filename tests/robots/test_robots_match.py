@@ -50,11 +50,12 @@ def test_path_params_query_matches_googles_extraction(url: str, path: str) -> No
         ("/foo/bar?baz=https%3A%2F%2Ffoo.bar", "/foo/bar?baz=https%3A%2F%2Ffoo.bar"),
         ("/foo/bar/ツ", "/foo/bar/%E3%83%84"),
         ("/foo/bar/%E3%83%84", "/foo/bar/%E3%83%84"),
-        ("/foo/bar/%62%61%7A", "/foo/bar/baz"),
+        ("/foo/bar/%62%61%7A", "/foo/bar/%62%61%7A"),  # nothing is decoded
         ("/a$b$", "/a%24b$"),
         ("/*.gif$", "/*.gif$"),
         ("/100%", "/100%"),
-        ("/a b", "/a%20b"),
+        ("/a b", "/a b"),  # only bytes outside ASCII are escaped (MaybeEscapePattern)
+        ("/a%2fb\xe9", "/a%2Fb%C3%A9"),
     ],
 )
 def test_normalize_pattern(pattern: str, normalised: str) -> None:
@@ -64,9 +65,9 @@ def test_normalize_pattern(pattern: str, normalised: str) -> None:
 @pytest.mark.parametrize(
     ("path", "normalised"),
     [
-        ("/foo/bar/ツ", "/foo/bar/%E3%83%84"),
+        ("/foo/bar/ツ", "/foo/bar/ツ"),  # compared as given: callers pass encoded URLs
         ("/a%2fb", "/a%2Fb"),
-        ("/%7Euser", "/~user"),
+        ("/%7Euser", "/%7Euser"),
         ("/file-with-a-*.html", "/file-with-a-%2A.html"),
         ("/foo-$", "/foo-%24"),
         ("/plain/path?q=1", "/plain/path?q=1"),
