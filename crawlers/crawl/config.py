@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import hashlib
-from typing import Any
+from typing import Any, Literal
 from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -29,7 +29,15 @@ class CrawlConfig(BaseModel):
     )
     delay: float = Field(1.0, ge=0, description="minimum seconds between requests to one host")
     max_crawl_delay: float = Field(10.0, ge=0, description="cap on robots.txt Crawl-delay")
-    concurrency: int = Field(64, ge=1, description="hosts fetched at once")
+    concurrency: int = Field(64, ge=1, description="requests in flight at once (all servers)")
+    per_host_connections: int = Field(
+        1, ge=1, description="requests in flight at once to one server (politeness key)"
+    )
+    politeness_key: Literal["ip", "domain", "host"] = Field(
+        "ip",
+        description="what one politeness slot covers: the resolved IP address (default), the "
+        "registered domain, or host:port",
+    )
     allow_private_networks: bool = False
     connect_timeout: float = Field(10.0, gt=0)
     read_timeout: float = Field(20.0, gt=0)
@@ -41,7 +49,24 @@ class CrawlConfig(BaseModel):
     )
     robots_max_redirects: int = Field(5, ge=0)
     robots_max_age_s: float = Field(86400.0, gt=0, le=86400)
-    robots_retries: int = Field(1, ge=0)
+    robots_retries: int = Field(
+        3,
+        ge=0,
+        description="re-fetches of a robots.txt that answered 5xx/429 or timed out, with backoff; "
+        "its URLs stay queued meanwhile (0: the first failure is final, disallow all)",
+    )
+    robots_retry_base_s: float = Field(
+        1.0, ge=0, description="first robots.txt re-fetch wait; doubles per failure"
+    )
+    robots_retry_max_s: float = Field(
+        300.0, ge=0, description="cap on one robots.txt re-fetch wait"
+    )
+    robots_give_up_s: float = Field(
+        3600.0,
+        ge=0,
+        description="after this long unreachable (or robots_retries failures) robots.txt counts "
+        "as disallow-all and its URLs are denied",
+    )
     wanted_types: list[str] = ["text/html", "application/xhtml+xml"]
     max_retries: int = Field(2, ge=0, description="retries of a page after 429/5xx/network errors")
     backoff_base: float = Field(1.0, ge=0)
@@ -68,10 +93,17 @@ class CrawlConfig(BaseModel):
     follow_external: bool = True
     shard: int = Field(0, ge=0)
     shards: int = Field(1, ge=1)
+    shard_root: str | None = Field(
+        None,
+        description="directory shared by all shards for cross-shard links (outbox/to-<j>/); "
+        "default: the parent of an output directory named shard=<k>, else the output directory",
+    )
     warc_prefix: str = "refinery"
     warc_max_bytes: int = Field(2**30, gt=0)
     fsync: bool = False
-    checkpoint_every: int = Field(1000, ge=1, description="rebuild pages.parquet every N pages")
+    checkpoint_every: int = Field(
+        1000, ge=1, description="append a checkpoint part (checkpoints/) every N pages"
+    )
 
     @model_validator(mode="after")
     def _check(self) -> CrawlConfig:

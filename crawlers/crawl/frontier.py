@@ -1,7 +1,8 @@
 """Persistent crawl frontier in SQLite: every URL once (canonical), its signals, its outcome.
 
 States: queued (to fetch), done (fetched; may be an error or redirect row), denied (robots said
-no, not fetched), skipped (never fetched: trap, depth, budget, other shard; with its reason).
+no, not fetched), skipped (never fetched: trap, depth, budget, routed to another shard; with its
+reason). `tier` orders work before priority: 0 for seeds (and their redirects), 1 otherwise.
 A page's outcome, its new outlinks and its WARC file's committed end are written in one
 transaction, which is what makes `--resume` after `kill -9` exact.
 """
@@ -57,6 +58,7 @@ URL_COLUMNS = {
     "elapsed_s": "REAL",
     "redirect_hops": "INTEGER DEFAULT 0",
     "seq": "INTEGER",
+    "tier": "INTEGER DEFAULT 1",
 }
 SCHEMA = f"""
 CREATE TABLE IF NOT EXISTS urls ({", ".join(f"{k} {v}" for k, v in URL_COLUMNS.items())});
@@ -81,6 +83,10 @@ class Frontier:
         self.db.execute("PRAGMA journal_mode=WAL")
         self.db.execute("PRAGMA synchronous=NORMAL")
         self.db.executescript(SCHEMA)
+        have = {r[1] for r in self.db.execute("PRAGMA table_info(urls)")}
+        for col, decl in URL_COLUMNS.items():
+            if col not in have:  # a frontier written by an older version: add the new columns
+                self.db.execute(f"ALTER TABLE urls ADD COLUMN {col} {decl}")
         self._seq = self.db.execute("SELECT COALESCE(MAX(seq), 0) FROM urls").fetchone()[0]
 
     def close(self) -> None:
@@ -113,6 +119,26 @@ class Frontier:
             )
         for row in cur:
             yield dict(row)
+
+    def rows_by_url(self, urls: list[str]) -> list[dict[str, Any]]:
+        """The rows of some URLs (in discovery order); unknown URLs are left out."""
+        out: list[dict[str, Any]] = []
+        for i in range(0, len(urls), 500):
+            chunk = urls[i : i + 500]
+            marks = ",".join("?" * len(chunk))
+            out += [
+                dict(r)
+                for r in self.db.execute(f"SELECT * FROM urls WHERE url IN ({marks})", chunk)
+            ]
+        return sorted(out, key=lambda r: r["seq"] or 0)
+
+    def skipped_since(self, seq: int, prefix: str) -> list[dict[str, Any]]:
+        """Skipped rows added after `seq` whose skip_reason starts with `prefix`."""
+        cur = self.db.execute(
+            "SELECT * FROM urls WHERE state='skipped' AND seq>? AND skip_reason LIKE ? ORDER BY seq",
+            (seq, prefix + "%"),
+        )
+        return [dict(r) for r in cur]
 
     def warc_ends(self) -> dict[str, int]:
         """Committed end offset of each WARC file."""

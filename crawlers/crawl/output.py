@@ -1,8 +1,17 @@
-"""pages.parquet and skipped.parquet, (re)built from the frontier database."""
+"""pages.parquet and skipped.parquet, built from the frontier database.
+
+During a crawl, checkpoints are incremental: every `checkpoint_every` pages the rows finished
+since the last checkpoint are appended as `checkpoints/pages-<n>.parquet` and
+`checkpoints/skipped-<n>.parquet` (same columns as the final files), so a checkpoint costs what it
+adds, not the size of the crawl. At the end (and after a resumed crawl ends) the frontier is
+compacted into `pages.parquet` / `skipped.parquet` and the parts are removed. A part may repeat a
+URL that a later part has again (a URL re-queued on --resume); the last one wins.
+"""
 
 from __future__ import annotations
 
 import os
+import shutil
 from pathlib import Path
 
 import pyarrow as pa
@@ -81,10 +90,30 @@ def _write(table: pa.Table, path: Path) -> Path:
     return path
 
 
+CHECKPOINTS = "checkpoints"
+
+
 def write_outputs(frontier: Frontier, out_dir: Path) -> dict[str, int]:
-    """Write OUT/pages.parquet (fetched + robots-denied) and OUT/skipped.parquet; return row counts."""
+    """Compact: write OUT/pages.parquet (fetched + robots-denied) and OUT/skipped.parquet from the
+    frontier, then drop the checkpoint parts; return row counts."""
     pages = list(frontier.rows(["done", "denied"]))
     skipped = list(frontier.rows(["skipped"]))
     _write(_table(pages, PAGES_SCHEMA), Path(out_dir) / "pages.parquet")
     _write(_table(skipped, SKIPPED_SCHEMA), Path(out_dir) / "skipped.parquet")
+    shutil.rmtree(Path(out_dir) / CHECKPOINTS, ignore_errors=True)
     return {"pages": len(pages), "skipped": len(skipped)}
+
+
+def write_checkpoint(frontier: Frontier, out_dir: Path, urls: list[str]) -> int:
+    """Append the rows of `urls` (finished since the last checkpoint) as new parts; returns rows."""
+    rows = frontier.rows_by_url(urls)
+    pages = [r for r in rows if r["state"] in ("done", "denied")]
+    skipped = [r for r in rows if r["state"] == "skipped"]
+    parts = Path(out_dir) / CHECKPOINTS
+    parts.mkdir(exist_ok=True)
+    n = 1 + max((int(p.stem.rsplit("-", 1)[1]) for p in parts.glob("*-*.parquet")), default=0)
+    if pages:
+        _write(_table(pages, PAGES_SCHEMA), parts / f"pages-{n:06d}.parquet")
+    if skipped:
+        _write(_table(skipped, SKIPPED_SCHEMA), parts / f"skipped-{n:06d}.parquet")
+    return len(pages) + len(skipped)

@@ -3,6 +3,11 @@
 Outcomes per RFC 9309 come from `crawlers.robots.RobotsTxt.from_response`: 4xx allow all,
 5xx / timeouts / network errors disallow all. Decisions are reported as 'allowed',
 'disallowed' or 'unreachable' (disallowed because robots.txt could not be read).
+
+An unreachable robots.txt (5xx, 429, timeout, network error) is never cached as final at once:
+it is re-fetched with exponential backoff (`retries` times, for at most `give_up_s`), and until
+then `retry_at(url)` tells the caller when to ask again, so URLs wait instead of being denied.
+Only after giving up is disallow-all cached (for this run; a resumed crawl asks again).
 """
 
 from __future__ import annotations
@@ -37,6 +42,20 @@ def decision(robots: RobotsTxt, agent: str, url: str) -> str:
     return UNREACHABLE if unreachable else DISALLOWED
 
 
+def transient(status: int | None, error: str | None) -> bool:
+    """True for a robots.txt outcome worth asking again (5xx, 429, timeout, network error)."""
+    if error and error.startswith("ssrf-blocked"):
+        return False  # the address is refused by policy: asking again changes nothing
+    return status is None or status >= 500 or status == 429
+
+
+@dataclass
+class _Pending:
+    first_failed: float  # monotonic
+    failures: int
+    retry_at: float  # monotonic
+
+
 class RobotsPolicy:
     """Per-origin robots.txt for a crawl token and a training token, fetched through a Fetcher."""
 
@@ -48,18 +67,29 @@ class RobotsPolicy:
         training_agent: str,
         max_age_s: float = 86400.0,
         max_redirects: int = 5,
-        retries: int = 1,
+        retries: int = 3,
+        retry_base_s: float = 1.0,
+        retry_max_s: float = 300.0,
+        give_up_s: float = 3600.0,
         on_fetch: Callable[[RobotsFetch], None] | None = None,
     ):
         self.fetcher = fetcher
         self.agent, self.training_agent = agent, training_agent
         self.cache = RobotsCache(max_age_s)
         self.max_redirects, self.retries = max_redirects, retries
+        self.retry_base_s, self.retry_max_s, self.give_up_s = retry_base_s, retry_max_s, give_up_s
         self.on_fetch = on_fetch  # the crawl persists fetches here for --resume
         self._locks: dict[str, asyncio.Lock] = {}
+        self._pending: dict[str, _Pending] = {}
 
     def preload(self, record: RobotsFetch) -> None:
-        """Seed the cache from a stored fetch if it is still within max age."""
+        """Seed the cache from a stored fetch if it is still within max age.
+
+        A stored failure (5xx, timeout, ...) is not preloaded: a resumed crawl asks again rather
+        than denying for the rest of the day what an outage once denied.
+        """
+        if transient(record.status, record.error):
+            return
         age = time.time() - record.fetched_at
         if age < self.cache.max_age_s:
             robots = RobotsTxt.from_response(record.status, record.body)
@@ -68,6 +98,12 @@ class RobotsPolicy:
     def cached(self, url: str) -> RobotsTxt | None:
         """The cached policy for a URL's origin, or None when it must be fetched."""
         return self.cache.get(origin_of(url))
+
+    def retry_at(self, url: str) -> float | None:
+        """Monotonic time of the next robots.txt re-fetch while the origin's outage is provisional
+        (its URLs should wait, not be denied); None when the cached policy is final."""
+        pending = self._pending.get(origin_of(url))
+        return None if pending is None else pending.retry_at
 
     async def get(self, url: str) -> RobotsTxt:
         """The policy for a URL's origin, fetching robots.txt when not cached."""
@@ -79,27 +115,40 @@ class RobotsPolicy:
                 return robots
             record = await self._fetch(origin)
             robots = RobotsTxt.from_response(record.status, record.body)
-            self.cache.put(origin, robots)
+            if transient(record.status, record.error):
+                now = time.monotonic()
+                pending = self._pending.get(origin) or _Pending(now, 0, now)
+                pending.failures += 1
+                wait = min(self.retry_max_s, self.retry_base_s * 2 ** (pending.failures - 1))
+                if (
+                    pending.failures > self.retries
+                    or now + wait - pending.first_failed > self.give_up_s
+                ):
+                    self._pending.pop(origin, None)  # give up: disallow all, final for this run
+                    self.cache.put(origin, robots)
+                else:
+                    pending.retry_at = now + wait
+                    self._pending[origin] = pending
+                    self.cache.put(origin, robots, max_age_s=max(wait, 1e-3))
+            else:
+                self._pending.pop(origin, None)
+                self.cache.put(origin, robots)
             if self.on_fetch is not None:
                 self.on_fetch(record)
             return robots
 
     async def _fetch(self, origin: str) -> RobotsFetch:
-        for attempt in range(self.retries + 1):
-            res = await self.fetcher.fetch(
-                origin + "/robots.txt", max_redirects=self.max_redirects, wanted_types=("*",)
-            )
-            status = res.status
-            if res.error and not res.error.startswith("body-too-large"):
-                # Timeouts, resets, loops, refused addresses: robots.txt is unreachable.
-                status = None
-            transient = status is None or status >= 500 or status == 429
-            if not transient or attempt == self.retries:
-                body = res.body if status is not None and res.error is None else b""
-                if res.error and res.error.startswith("body-too-large") and res.hops:
-                    body = res.hops[-1].raw_body  # RFC 9309: parse at least the first 500 KiB
-                return RobotsFetch(origin, status, body, time.time(), res.error)
-        raise AssertionError("unreachable")
+        res = await self.fetcher.fetch(
+            origin + "/robots.txt", max_redirects=self.max_redirects, wanted_types=("*",)
+        )
+        status = res.status
+        if res.error and not res.error.startswith("body-too-large"):
+            # Timeouts, resets, loops, refused addresses: robots.txt is unreachable.
+            status = None
+        body = res.body if status is not None and res.error is None else b""
+        if res.error and res.error.startswith("body-too-large") and res.hops:
+            body = res.hops[-1].raw_body  # RFC 9309: parse at least the first 500 KiB
+        return RobotsFetch(origin, status, body, time.time(), res.error)
 
     async def decide(self, url: str) -> tuple[str, str, RobotsTxt]:
         """(crawl decision, training decision, policy) for a URL."""
