@@ -9,7 +9,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from crawlers.extract.warc import find_pages_files, read_response
+from crawlers.extract.decode import BadPage
+from crawlers.extract.warc import MAX_DECOMPRESSED_BYTES, find_pages_files, read_response
 
 
 def crawl_shards(crawl_dir: str | Path) -> list[tuple[str, str]]:
@@ -27,8 +28,15 @@ def count_pages(crawl_dir: str | Path) -> int:
     return sum(pq.ParquetFile(p).metadata.num_rows for p in find_pages_files(crawl_dir))
 
 
-def iter_shard_records(pages_file: str, warc_file: str) -> Iterator[dict]:
-    """Records of one shard: each pages row plus `body` and `content_type`, or `warc_error`."""
+def iter_shard_records(
+    pages_file: str, warc_file: str, *, max_decompressed_bytes: int = MAX_DECOMPRESSED_BYTES
+) -> Iterator[dict]:
+    """Records of one shard: each pages row plus `body` and `content_type`.
+
+    A row whose stored response cannot be used gets no body but `warc_error` (unreadable) or
+    `body_reject` + `body_reject_detail` (a BadPage reason such as truncated or too_large), so
+    extraction rejects it with that reason.
+    """
     table = pq.read_table(pages_file)
     urls = table.column("url").to_pylist()
     first_row = {}
@@ -46,15 +54,27 @@ def iter_shard_records(pages_file: str, warc_file: str) -> Iterator[dict]:
             row["duplicate_of"] = f"{Path(pages_file).name} row {first_row[row['url']]}"
         elif warc_file and row.get("warc_offset") is not None and row.get("status") is not None:
             try:
-                resp = read_response(base / warc_file, row["warc_offset"], row.get("warc_length"))
+                resp = read_response(
+                    base / warc_file,
+                    row["warc_offset"],
+                    row.get("warc_length"),
+                    max_decompressed_bytes=max_decompressed_bytes,
+                )
                 row["body"] = resp.body
                 row["content_type"] = row.get("content_type") or resp.headers.get("content-type")
-            except (OSError, ValueError, EOFError) as exc:
+            except BadPage as bad:  # a stored body we refuse to trust: truncated, bomb, ...
+                row["body_reject"] = bad.reason
+                row["body_reject_detail"] = bad.detail
+            except Exception as exc:  # any unreadable record is one reject, never a dead run
                 row["warc_error"] = f"{warc_file}@{row['warc_offset']}: {type(exc).__name__}: {exc}"
         yield row
 
 
-def iter_crawl_records(crawl_dir: str | Path) -> Iterator[dict]:
+def iter_crawl_records(
+    crawl_dir: str | Path, *, max_decompressed_bytes: int = MAX_DECOMPRESSED_BYTES
+) -> Iterator[dict]:
     """Every record of a crawl, shard by shard (for code paths that do not need Beam)."""
     for pages_file, warc_file in crawl_shards(crawl_dir):
-        yield from iter_shard_records(pages_file, warc_file)
+        yield from iter_shard_records(
+            pages_file, warc_file, max_decompressed_bytes=max_decompressed_bytes
+        )

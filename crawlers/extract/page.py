@@ -54,14 +54,18 @@ def doc_id(url: str) -> str:
 
 
 def _reject(record: dict, reason: str, detail: str) -> ExtractResult:
-    url = record["url"]
+    url = str(record.get("url") or "")
+    try:
+        status = int(record["status"]) if record.get("status") is not None else None
+    except (TypeError, ValueError):
+        status = None  # the reject row must stay writable whatever the record holds
     return ExtractResult(
         reject={
             "id": doc_id(url),
             "url": url,
             "reason": reason,
             "detail": detail,
-            "status": record.get("status"),
+            "status": status,
             "training_allowed": bool(record.get("training_allowed")),
         }
     )
@@ -76,6 +80,8 @@ def _check_record(record: dict) -> None:
         )
     if record.get("warc_error"):
         raise BadPage("warc_unreadable", str(record["warc_error"]))
+    if record.get("body_reject"):  # set by crawl_io: truncated, too_large, decode_error, ...
+        raise BadPage(str(record["body_reject"]), str(record.get("body_reject_detail") or ""))
     status = record.get("status")
     if status is None:
         detail = record.get("error") or "no HTTP status and no stored response"
@@ -85,33 +91,55 @@ def _check_record(record: dict) -> None:
         raise BadPage(
             "http_status", f"HTTP status {status}{target}; only 200 responses become documents"
         )
+    error = str(record.get("error") or "")
+    if error.startswith("body-too-large"):  # the crawler stopped reading: the body is partial
+        raise BadPage("truncated", f"crawl error {error!r}: the stored body is not the whole page")
+    if error.startswith("decode-error"):
+        reason = "too_large" if "exceeds" in error else "decode_error"
+        raise BadPage(reason, f"crawl error {error!r}")
 
 
 def extract_page(record: dict, config: ExtractConfig | None = None) -> ExtractResult:
-    """Extract one crawl record (pages row + `body` bytes, optional `rendered_html`); never raises on bad pages."""
+    """Extract one crawl record (pages row + `body` bytes, optional `rendered_html`).
+
+    Never raises: every page yields exactly one document or one reject (pages in = documents +
+    rejects). A bad page is rejected with its BadPage reason; any other error on this page
+    (a bug, or input the libraries choke on) is rejected as `extract_error` naming the exception.
+    """
     config = config or ExtractConfig()
-    url = record["url"]
     try:
-        _check_record(record)
-        html = record.get("rendered_html")
-        if not html:
-            html = decode_html(
-                record.get("body"), record.get("content_type"), max_bytes=config.max_body_bytes
-            )
-        try:
-            tree = lxml_html.fromstring(html)
-        except (etree.ParserError, ValueError) as exc:
-            raise BadPage("unparseable_html", str(exc) or "lxml found no document") from exc
-        n_elements = sum(1 for _ in tree.iter())
-        if n_elements > config.max_elements:
-            raise BadPage(
-                "dom_too_large", f"{n_elements} elements, above the {config.max_elements} limit"
-            )
-        content = extract_content(html, url, favor=config.favor)
-        if content is None:
-            raise BadPage("no_main_content", "trafilatura found no main content")
+        return _extract(record, config)
     except BadPage as bad:
         return _reject(record, bad.reason, bad.detail)
+    except Exception as exc:  # one page must never end the run
+        return _reject(
+            record,
+            "extract_error",
+            f"{type(exc).__name__}: {exc}"[:2000]
+            + " (unexpected error while extracting this page; the run went on)",
+        )
+
+
+def _extract(record: dict, config: ExtractConfig) -> ExtractResult:
+    url = record["url"]
+    _check_record(record)
+    html = record.get("rendered_html")
+    if not html:
+        html = decode_html(
+            record.get("body"), record.get("content_type"), max_bytes=config.max_body_bytes
+        )
+    try:
+        tree = lxml_html.fromstring(html)
+    except (etree.ParserError, ValueError) as exc:
+        raise BadPage("unparseable_html", str(exc) or "lxml found no document") from exc
+    n_elements = sum(1 for _ in tree.iter())
+    if n_elements > config.max_elements:
+        raise BadPage(
+            "dom_too_large", f"{n_elements} elements, above the {config.max_elements} limit"
+        )
+    content = extract_content(html, url, favor=config.favor)
+    if content is None:
+        raise BadPage("no_main_content", "trafilatura found no main content")
     method, llm_error = "trafilatura", None
     if config.llm is not None and config.llm.applies_to(url):
         try:

@@ -1,16 +1,36 @@
-"""Read the crawl: its pages tables (one per host-hash shard) and single records out of its WARCs."""
+"""Read the crawl: its pages tables (one per host-hash shard) and single records out of its WARCs.
+
+A stored body is not trusted: it is read with a byte cap, its ``Content-Encoding`` layers are
+undone one by one with the crawler's own capped, streaming decoder
+(``crawlers.crawl.fetcher.decode_body``, capped at ``CrawlConfig.max_decompressed_bytes``), and a
+record the crawler cut short (``WARC-Truncated``) is refused. Each refusal is a ``BadPage`` whose
+reason becomes the page's reject reason.
+"""
 
 from __future__ import annotations
 
+import struct
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
 from warcio.archiveiterator import ArchiveIterator
+from warcio.bufferedreaders import ChunkedDataReader
+
+from crawlers.crawl.config import CrawlConfig
+from crawlers.crawl.fetcher import decode_body
+from crawlers.extract.decode import BadPage
+
+# The crawler's own cap on a decoded body, so extraction accepts exactly what a crawl could.
+MAX_DECOMPRESSED_BYTES: int = CrawlConfig.model_fields["max_decompressed_bytes"].default
+MAX_ENCODING_LAYERS = 4  # "gzip, gzip" is legal; a long stack is an attack, not a server
+_ZLIB_CODINGS = ("gzip", "x-gzip", "deflate")
+_READ_CHUNK = 1 << 16
 
 
 @dataclass
 class WarcResponse:
-    """The HTTP response stored in one WARC record."""
+    """The HTTP response stored in one WARC record (body decoded, Content-Encoding undone)."""
 
     status: int | None
     headers: dict[str, str]
@@ -31,21 +51,120 @@ def find_pages_files(crawl_dir: str | Path) -> list[Path]:
     return found
 
 
-def read_response(warc_path: str | Path, offset: int, length: int | None = None) -> WarcResponse:
-    """Read the response record that starts at `offset` (skipping a request record if one is there)."""
+def _read_capped(stream, limit: int, where: str, what: str) -> bytes:
+    out = bytearray()
+    while len(out) <= limit:
+        chunk = stream.read(min(_READ_CHUNK, limit + 1 - len(out)))
+        if not chunk:
+            return bytes(out)
+        out += chunk
+    raise BadPage(
+        "too_large",
+        f"{where}: {what} is over {limit} bytes (the crawl's max_decompressed_bytes); raise "
+        "max_decompressed_bytes to accept it",
+    )
+
+
+def decode_content(raw: bytes, content_encoding: str | None, limit: int, where: str = "") -> bytes:
+    """Undo every Content-Encoding layer (last applied first), each output capped at `limit`.
+
+    BadPage reasons: ``too_large`` (a layer would inflate past the cap: a compression bomb),
+    ``decode_error`` (corrupt data), ``unsupported_encoding`` (a coding we cannot decode).
+    """
+    codings = [c.strip().lower() for c in (content_encoding or "").split(",")]
+    codings = [c for c in codings if c and c != "identity"]
+    if len(codings) > MAX_ENCODING_LAYERS:
+        raise BadPage(
+            "unsupported_encoding",
+            f"{where}: Content-Encoding {content_encoding!r} stacks {len(codings)} layers; at most "
+            f"{MAX_ENCODING_LAYERS} are decoded",
+        )
+    body = raw
+    for coding in reversed(codings):
+        if coding not in _ZLIB_CODINGS:
+            raise BadPage(
+                "unsupported_encoding",
+                f"{where}: Content-Encoding {coding!r} has no decoder here (gzip, x-gzip and "
+                "deflate do; the crawler only asks for those)",
+            )
+        try:
+            decoded = decode_body(body, coding, limit)
+        except ValueError as exc:
+            reason = "too_large" if "exceeds" in str(exc) else "decode_error"
+            raise BadPage(reason, f"{where}: Content-Encoding {coding}: {exc}") from exc
+        if not _stream_complete(body, coding, decoded):
+            raise BadPage(
+                "decode_error",
+                f"{where}: Content-Encoding {coding}: the compressed stream ends early, or more "
+                "data follows its end (a cut or multi-part body), so the decoded page is partial",
+            )
+        body = decoded
+    return body
+
+
+def _stream_complete(raw: bytes, coding: str, decoded: bytes) -> bool:
+    """True if `raw` is exactly one whole stream that decodes to `decoded` (checked by trailer).
+
+    The capped decoder stops quietly at the end of the input, so a cut stream would otherwise
+    pass as a shorter page.
+    """
+    if coding in ("gzip", "x-gzip"):  # trailer: CRC-32 and size mod 2**32, little-endian
+        trailer = struct.pack("<II", zlib.crc32(decoded), len(decoded) & 0xFFFFFFFF)
+        return len(raw) >= 18 and raw[-8:] == trailer
+    if len(raw) >= 6 and raw[-4:] == struct.pack(">I", zlib.adler32(decoded)):
+        return True  # zlib-wrapped deflate: Adler-32 trailer
+    # Raw deflate has no trailer: replay it, discarding output, to see that it reaches its end.
+    dec = zlib.decompressobj(-zlib.MAX_WBITS)
+    data = raw
+    try:
+        while data and not dec.eof:
+            dec.decompress(data, _READ_CHUNK)
+            data = dec.unconsumed_tail
+    except zlib.error:
+        return False
+    return dec.eof and not dec.unused_data
+
+
+def read_response(
+    warc_path: str | Path,
+    offset: int,
+    length: int | None = None,
+    *,
+    max_decompressed_bytes: int = MAX_DECOMPRESSED_BYTES,
+) -> WarcResponse:
+    """Read the response record that starts at `offset` (skipping a request record if one is there).
+
+    ValueError if no response record is there; BadPage(truncated | too_large | decode_error |
+    unsupported_encoding) if its body cannot be trusted as a whole page.
+    """
+    where = f"{warc_path}@{offset}"
     with open(warc_path, "rb") as fh:
         fh.seek(int(offset))
         for n, record in enumerate(ArchiveIterator(fh)):
             if record.rec_type in ("response", "resource"):
-                status = None
-                headers: dict[str, str] = {}
-                if record.http_headers is not None:
-                    code = record.http_headers.get_statuscode()
-                    status = int(code) if code and code.isdigit() else None
-                    headers = {k.lower(): v for k, v in record.http_headers.headers}
-                return WarcResponse(status, headers, record.content_stream().read())
+                return _response(record, where, max_decompressed_bytes)
             if n >= 2:
                 break
-    raise ValueError(
-        f"{warc_path}@{offset}: no response record there; the pages table and WARC disagree"
-    )
+    raise ValueError(f"{where}: no response record there; the pages table and WARC disagree")
+
+
+def _response(record, where: str, limit: int) -> WarcResponse:
+    truncated = record.rec_headers.get_header("WARC-Truncated")
+    if truncated:
+        raise BadPage(
+            "truncated",
+            f"{where}: WARC-Truncated: {truncated}: the crawler cut this body at its cap "
+            "(max_body_bytes), so it is not the whole page; re-crawl with a larger cap",
+        )
+    status = None
+    headers: dict[str, str] = {}
+    stream = record.raw_stream  # never content_stream(): it would inflate without a cap
+    if record.http_headers is not None:
+        code = record.http_headers.get_statuscode()
+        status = int(code) if code and code.isdigit() else None
+        headers = {k.lower(): v for k, v in record.http_headers.headers}
+        if "chunked" in headers.get("transfer-encoding", "").lower():
+            stream = ChunkedDataReader(record.raw_stream)  # de-chunk only, no decompression
+    raw = _read_capped(stream, limit, where, "the stored body")
+    body = decode_content(raw, headers.get("content-encoding"), limit, where)
+    return WarcResponse(status, headers, body)
