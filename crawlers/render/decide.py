@@ -1,20 +1,42 @@
 """Decide from the static HTML alone whether a page needs a browser to show its content.
 
-Rendering costs ~100x static extraction, so only pages with evidence of script-made content
-are rendered: an app shell with little text, framework markers, noscript hints, inline
-scripts that fetch data or insert DOM, load-more controls, infinite scroll, shadow DOM.
+Rendering costs ~100x static extraction, so a page is rendered only on evidence that part of its
+main content is missing from the HTML and would be produced by a script:
+
+* visible text versus markup: the main content region has (almost) no text while scripts run;
+* empty containers that scripts target: an empty element an inline script writes into, an empty
+  id-named element (or an empty custom element) in the main content next to external scripts;
+* loading placeholders: "Loading…" in many languages, aria-busy, progress bars, spinner and
+  skeleton elements in the main content;
+* scripts that write into the main content: an inline script that fetches data (GET), waits on a
+  timer or observes scrolling and writes text into the page, `document.write` of content, shadow
+  roots, and prose carried by scripts or JSON data blobs that the visible page does not show.
+
+Script loaders that only add other scripts (analytics, tag managers, pixels, SDKs), <noscript>
+fallbacks, plain "Read more" links, JSON-LD, menus and lazy images are not evidence: a
+page whose content is all in its HTML is left static however many of them it carries.
+
+Weak evidence alone (a class-only empty box next to external scripts, a load-more button with
+nothing to load into, little text) makes a decision `ambiguous`: not rendered by `needs_render`,
+and settled by a short probe render where the caller can afford one (`crawlers.render.probe`).
 """
 
 from __future__ import annotations
 
+import html as html_lib
+import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from lxml import etree
 from lxml import html as lxml_html
 
-# Below this much visible body text, an app shell is taken to be hiding the content.
+# Main content with less text than this (CJK characters count double) is taken as empty.
+EMPTY_MAIN_CHARS = 100
+# Below this much main-content text, a page with scripts is weak evidence on its own.
 SHELL_TEXT_CHARS = 400
+# Prose in scripts or data blobs that the page does not show: at least this much is evidence.
+MISSING_PROSE_CHARS = 150
 
 LOAD_MORE_TEXTS = (
     "load more",
@@ -56,109 +78,457 @@ LOAD_MORE_TEXTS = (
     "vis flere",
     "näytä lisää",
 )
-_SHELL_IDS = ("root", "app", "__next", "__nuxt", "svelte", "main-app", "react-root")
-_FRAMEWORK_MARKERS = (
-    ("__NEXT_DATA__", "next.js data"),
-    ("data-reactroot", "react root"),
-    ("ng-version", "angular"),
-    ("ng-app", "angular"),
-    ("data-v-app", "vue"),
-    ("window.__NUXT__", "nuxt"),
-    ("data-server-rendered", "vue ssr"),
-    ("__sveltekit", "sveltekit"),
+# "Loading" as a placeholder says in many languages (matched on short element texts only).
+LOADING_TEXTS = (
+    "loading",
+    "please wait",
+    "wird geladen",
+    "lädt",
+    "laden …",
+    "laden...",
+    "chargement",
+    "cargando",
+    "carregando",
+    "a carregar",
+    "caricamento",
+    "загрузка",
+    "загружается",
+    "ładowanie",
+    "wczytywanie",
+    "yükleniyor",
+    "načítání",
+    "betöltés",
+    "φόρτωση",
+    "טוען",
+    "جارٍ التحميل",
+    "جار التحميل",
+    "جاري التحميل",
+    "लोड हो रहा",
+    "लोड हो रही",
+    "読み込み中",
+    "ロード中",
+    "加载中",
+    "載入中",
+    "正在加载",
+    "불러오는 중",
+    "로딩 중",
+    "đang tải",
+    "memuat",
+    "กำลังโหลด",
 )
-_FETCH_RE = re.compile(
-    r"\bfetch\s*\(|XMLHttpRequest|\$\.(ajax|get|getJSON)\s*\(|axios\.|\.load\s*\("
+_PLACEHOLDER_CLASS = re.compile(
+    r"(^|[-_ ])(spinner|skeleton|loader|loading|shimmer|preloader)($|[-_ ])", re.I
 )
-_INSERT_RE = re.compile(
-    r"innerHTML|insertAdjacentHTML|appendChild|append\s*\(|replaceChildren|textContent\s*=|"
-    r"document\.write|createElement"
+
+_SKIP_TEXT = {"script", "style", "noscript", "template"}
+_CHROME = {"nav", "header", "footer", "aside", "form", "button", "select", "label"}
+_CONTAINERS = {"div", "section", "main", "article", "ul", "ol", "tbody", "table", "dl", "aside"}
+_MEDIA = "img|picture|video|audio|iframe|svg|canvas|object|embed|input|textarea|select|math"
+_JS_TYPES = {"", "text/javascript", "application/javascript", "module", "text/ecmascript"}
+_DATA_TYPES = {"application/json", "text/json", "text/x-template", "text/template"}
+
+_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]")
+# Writes that put text or markup into the DOM (not attribute, class or style changes).
+_TEXT_WRITE = re.compile(
+    r"\.innerHTML\s*\+?=|\.outerHTML\s*=|insertAdjacent(HTML|Text)\s*\(|document\.write(ln)?\s*\(|"
+    r"\btextContent\s*[:=](?!=)|\binnerText\s*=(?!=)|createTextNode\s*\(|replaceChildren\s*\(|"
+    r"\.(append|prepend|before|after|html|text)\s*\(\s*[^)\s]|attachShadow\s*\(|importNode\s*\(|"
+    r"\.content\.cloneNode\s*\("
 )
-_SCROLL_RE = re.compile(r"IntersectionObserver|addEventListener\(\s*['\"]scroll|onscroll")
-_SHADOW_RE = re.compile(r"attachShadow|customElements\.define")
+_FETCH = re.compile(
+    r"\bfetch\s*\(|XMLHttpRequest|\$\.(ajax|get|getJSON|post)\s*\(|\baxios\b|\bimport\s*\("
+)
+_WRITE_METHOD = re.compile(r"""method\s*:\s*['"`](POST|PUT|PATCH|DELETE)""", re.I)
+_TIMER = re.compile(
+    r"\bset(Timeout|Interval)\s*\(|requestAnimationFrame\s*\(|requestIdleCallback\s*\("
+)
+_SCROLL = re.compile(
+    r"IntersectionObserver|addEventListener\(\s*['\"]scroll|\bonscroll\b|\.scroll\s*\("
+)
+_SUBMIT_ONLY = re.compile(r"addEventListener\(\s*['\"]submit|\.submit\s*\(|onsubmit")
+_DOC_WRITE = re.compile(r"document\.write(ln)?\s*\(")
+_SHADOW = re.compile(r"attachShadow\s*\(")
+_REFS = re.compile(
+    r"""getElementById\(\s*['"]([\w:-]+)['"]|getElementsByClassName\(\s*['"]([\w -]+)['"]|"""
+    r"""querySelector(?:All)?\(\s*['"]([^'"]+)['"]|\$\(\s*['"]([^'"]+)['"]"""
+)
+_STRING = re.compile(
+    r""""((?:[^"\\\n]|\\.){12,})"|'((?:[^'\\\n]|\\.){12,})'|`((?:[^`\\]|\\.){12,})`""", re.S
+)
+_TAG = re.compile(r"<[^>]*>")
+_SENTENCE = re.compile(r"(?<=[.!?。！？।])\s*")
 
 
 @dataclass(frozen=True)
 class RenderDecision:
-    """Whether to render, and the evidence for it (or why not)."""
+    """Whether to render, the evidence for it (or why not), and whether the evidence was weak.
+
+    `ambiguous` decisions are not rendered by `needs_render`; a probe render can settle them.
+    `evidence` names each piece found, strongest first.
+    """
 
     render: bool
     reason: str
+    ambiguous: bool = False
+    evidence: tuple[str, ...] = field(default=(), compare=False)
 
 
-def _visible_text_len(tree) -> int:
-    body = tree.find(".//body")
-    root = body if body is not None else tree
-    n = 0
-    for el in root.iter():
-        if el.tag in ("script", "style", "noscript", "template") or not isinstance(el.tag, str):
+def text_weight(text: str) -> int:
+    """Characters of text without spaces, CJK characters counting double (they carry more)."""
+    compact = "".join(text.split())
+    return len(compact) + len(_CJK.findall(compact))
+
+
+def _norm(text: str) -> str:
+    return " ".join(text.split()).lower()
+
+
+def _texts(el, skip: set[str] = _SKIP_TEXT, links: bool = True):
+    """Text nodes below el, skipping script-like elements (and links/chrome when asked)."""
+    if not isinstance(el.tag, str) or el.tag in skip or (not links and el.tag == "a"):
+        return
+    if el.text:
+        yield el.text
+    for child in el:
+        yield from _texts(child, skip, links)
+        if child.tail:
+            yield child.tail
+
+
+def _weight(el, skip: set[str] = _SKIP_TEXT, links: bool = True) -> int:
+    return sum(text_weight(t) for t in _texts(el, skip, links))
+
+
+def _hidden(el) -> bool:
+    style = (el.get("style") or "").replace(" ", "").lower()
+    return el.get("hidden") is not None or "display:none" in style
+
+
+def _describe(el) -> str:
+    if el.get("id"):
+        return f"#{el.get('id')}"
+    cls = (el.get("class") or "").split()
+    return f"<{el.tag}{'.' + cls[0] if cls else ''}>"
+
+
+def _main_region(body):
+    """The element holding the main content: <main>, role=main, the article, or the densest block."""
+    for xp in (".//main", ".//*[@role='main']"):
+        found = body.xpath(xp)
+        if found:
+            return found[0]
+    articles = body.xpath(".//article")
+    if len(articles) == 1:
+        return articles[0]
+    if articles:
+        parents = {a.getparent() for a in articles}
+        return parents.pop() if len(parents) == 1 else body
+    # Else the deepest block holding most of the paragraph text.
+    weights = {p: _weight(p) for p in body.iter("p")}
+    total = sum(weights.values())
+    if not total:
+        return body
+    best = body
+    for el in body.iter(*_CONTAINERS):
+        held = sum(w for p, w in weights.items() if el in p.iterancestors())
+        if held >= 0.6 * total and (best is body or best in el.iterancestors()):
+            best = el
+    return best
+
+
+def _main_flow(region) -> list:
+    """The region and the siblings after it (comments, a second half) that are not page chrome."""
+    flow = [region]
+    for sib in region.itersiblings():
+        if sib.tag == "footer":
+            break  # what follows the page footer is page furniture (banners, SDK roots)
+        if isinstance(sib.tag, str) and sib.tag not in _CHROME | _SKIP_TEXT:
+            flow.append(sib)
+    return flow
+
+
+def _empty(el) -> bool:
+    """No text and no media below (placeholders count as empty: they are what scripts replace)."""
+    if el.xpath(f".//*[self::{' or self::'.join(_MEDIA.split('|'))}]"):
+        return False
+    return _weight(el) == 0 or _is_loading_text(" ".join(_texts(el)))
+
+
+def _is_loading_text(text: str) -> bool:
+    t = _norm(text)
+    return 0 < len(t) <= 60 and any(t.startswith(w) or f" {w}" in t for w in LOADING_TEXTS)
+
+
+def _js_strings(source: str):
+    for m in _STRING.finditer(source):
+        raw = next(g for g in m.groups() if g is not None)
+        raw = re.sub(r"\$\{[^}]*\}", " ", raw)
+        try:
+            yield json.loads(f'"{raw}"') if "\\" in raw else raw
+        except ValueError:
+            yield raw.replace("\\'", "'").replace('\\"', '"')
+
+
+def _json_strings(value):
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for v in value.values():
+            yield from _json_strings(v)
+    elif isinstance(value, list):
+        for v in value:
+            yield from _json_strings(v)
+
+
+def _prose_missing(strings, visible: str) -> int:
+    """Weight of sentences in prose-like strings that the visible page does not contain."""
+    missing = 0
+    for s in strings:
+        text = html_lib.unescape(_TAG.sub(" ", s))
+        if text_weight(text) < 40 or (len(text.split()) < 6 and not _CJK.search(text)):
             continue
-        for chunk in (el.text,):
-            if chunk:
-                n += len(chunk.strip())
-        parent = el.getparent()
-        if el.tail and (parent is None or parent.tag not in ("script", "style", "noscript")):
-            n += len(el.tail.strip())
-    return n
+        if "http://" in text or "https://" in text or "{" in text or "=>" in text:
+            continue
+        for chunk in _SENTENCE.split(text):
+            if text_weight(chunk) >= 12 and _norm(chunk) not in visible:
+                missing += text_weight(chunk)
+    return missing
 
 
-def _control_texts(tree) -> list[str]:
+class _Page:
+    """What the evidence checks need: parsed tree, scripts, text measures, main region."""
+
+    def __init__(self, tree):
+        self.tree = tree
+        self.body = tree.find(".//body")
+        if self.body is None:
+            self.body = tree
+        self.inline: list[str] = []
+        self.external: list[str] = []
+        self.islands: list[tuple[str, str]] = []
+        for s in tree.iter("script"):
+            kind = (s.get("type") or "").strip().lower()
+            if kind in _JS_TYPES:
+                if s.get("src"):
+                    self.external.append(s.get("src"))
+                elif (s.text or "").strip():
+                    self.inline.append(s.text)
+            elif kind in _DATA_TYPES:
+                self.islands.append((s.get("id") or kind, s.text or ""))
+        self.handlers = any(
+            k.startswith("on") for el in tree.iter() if isinstance(el.tag, str) for k in el.attrib
+        )
+        self.region = _main_region(self.body)
+        self.flow = _main_flow(self.region)
+        self.main_weight = _weight(self.region, _SKIP_TEXT | _CHROME, links=False)
+        self.visible = _norm(" ".join(_texts(self.body)) + " " + (tree.findtext(".//title") or ""))
+
+    @property
+    def runs_scripts(self) -> bool:
+        return bool(self.inline or self.external or self.handlers)
+
+    def in_flow(self, el) -> bool:
+        return any(el is f or f in el.iterancestors() for f in self.flow)
+
+    def flow_elements(self):
+        for f in self.flow:
+            yield from f.iter()
+
+
+def _refs(source: str) -> tuple[set[str], set[str], set[str]]:
+    """Ids, classes and tag names an inline script looks up."""
+    ids, classes, tags = set(), set(), set()
+    for m in _REFS.finditer(source):
+        by_id, by_class, sel, jq = m.groups()
+        if by_id:
+            ids.add(by_id)
+        if by_class:
+            classes.update(by_class.split())
+        for s in (sel, jq):
+            if s:
+                ids.update(re.findall(r"#([\w-]+)", s))
+                classes.update(re.findall(r"\.([\w-]+)", s))
+                tags.update(t for t in re.findall(r"(?:^|[\s>,])([a-z][\w-]*)", s))
+    return ids, classes, tags
+
+
+def _fetches_content(source: str) -> bool:
+    n = len(_FETCH.findall(source))
+    return n > len(_WRITE_METHOD.findall(source))
+
+
+def _script_evidence(page: _Page) -> tuple[list[str], set[int]]:
+    """Strong evidence from inline scripts; also the ids of empty elements they write into."""
+    found: list[str] = []
+    written: set[int] = set()
+    empties = [
+        el
+        for el in page.body.iter()
+        if isinstance(el.tag, str) and (el.tag in _CONTAINERS or "-" in el.tag) and _empty(el)
+    ]
+    for src in page.inline:
+        writes = bool(_TEXT_WRITE.search(src))
+        if not writes:
+            continue
+        ids, classes, tags = _refs(src)
+        targets = [
+            el
+            for el in empties
+            if el.get("id") in ids
+            or set((el.get("class") or "").split()) & classes
+            or (el.tag in tags and el.tag in ("main", "article", "section"))
+        ]
+        written.update(id(el) for el in targets)
+        submit_only = bool(_SUBMIT_ONLY.search(src))
+        if _fetches_content(src) and not submit_only:
+            where = f" into {_describe(targets[0])}" if targets else " into the page"
+            found.append(f"inline script fetches data and writes it{where}")
+            if _SCROLL.search(src):
+                found.append("infinite scroll: inline script loads more on scroll")
+        elif targets and not submit_only:
+            when = " after a timer" if _TIMER.search(src) else ""
+            found.append(f"inline script writes text into empty {_describe(targets[0])}{when}")
+        if _DOC_WRITE.search(src) and any(
+            "<script" not in s.lower() for s in _js_strings(src) if "<" in s or len(s) > 40
+        ):
+            found.append("document.write of content")
+        if _SHADOW.search(src):
+            found.append("shadow dom: inline script attaches a shadow root")
+    return list(dict.fromkeys(found)), written
+
+
+def _placeholders(page: _Page) -> list[str]:
+    found = []
+    for el in page.flow_elements():
+        if not isinstance(el.tag, str) or el.tag in _SKIP_TEXT:
+            continue
+        if _hidden(el) or any(a.tag in ("form", "button") for a in el.iterancestors()):
+            continue
+        if el.get("aria-busy") == "true":
+            found.append(f"aria-busy {_describe(el)}")
+        elif el.get("role") == "progressbar" or el.tag == "progress":
+            found.append(f"progress indicator {_describe(el)}")
+        elif _PLACEHOLDER_CLASS.search(el.get("class") or "") and _weight(el) == 0:
+            found.append(
+                f"{_PLACEHOLDER_CLASS.search(el.get('class')).group(2).lower()} {_describe(el)}"
+            )
+        elif el.text and _is_loading_text(el.text) and len(el) == 0:
+            found.append(f'"{" ".join(el.text.split())}"')
+    return list(dict.fromkeys(found))
+
+
+def _load_more_controls(page: _Page) -> list[str]:
     out = []
-    for el in tree.iter("button", "a"):
+    for el in page.body.iter("button", "a", "span", "div"):
+        if el.tag in ("span", "div") and el.get("role") != "button":
+            continue
+        href = (el.get("href") or "").strip()
+        if el.tag == "a" and href and not href.startswith(("#", "javascript:")):
+            continue  # a real link: it navigates, it loads nothing into this page
+        if any(a.tag == "form" for a in el.iterancestors()):
+            continue
+        controls = el.get("aria-controls")
+        if controls:
+            target = page.tree.xpath(f"//*[@id='{controls}']")
+            if target and _weight(target[0]) > 0:
+                continue  # an expander over text already in the page
         text = " ".join(el.text_content().split()).lower()
         if text and len(text) < 60:
-            out.append(text)
+            hit = next((m for m in LOAD_MORE_TEXTS if m in text), None)
+            if hit:
+                out.append(text)
     return out
 
 
+def _evidence(page: _Page) -> tuple[list[str], list[str], list[str]]:
+    """(strong, weak, supporting) evidence of script-made main content."""
+    strong: list[str] = []
+    weak: list[str] = []
+    support: list[str] = []
+    kb = len(etree.tostring(page.tree)) / 1024
+    if page.main_weight < EMPTY_MAIN_CHARS:
+        strong.append(
+            f"app shell: {page.main_weight} chars of text in the main content "
+            f"({_describe(page.region)}), {kb:.1f} KB of markup"
+        )
+    elif page.main_weight < SHELL_TEXT_CHARS:
+        weak.append(
+            f"little text: {page.main_weight} chars in the main content, {kb:.1f} KB of markup"
+        )
+    script_found, written = _script_evidence(page)
+    strong += script_found
+    # Empty containers in the main content that no inline script explains: external scripts may fill them.
+    explained = set(written)
+    quoted = " ".join(page.inline)
+    for el in page.flow_elements():
+        if not isinstance(el.tag, str) or id(el) in explained or el is page.region:
+            continue
+        custom = "-" in el.tag
+        if not (custom or el.tag in _CONTAINERS) or not _empty(el):
+            continue
+        if custom:
+            strong.append(f"shadow dom: empty custom element <{el.tag}> in the main content")
+        elif el.get("id") and re.search(rf"""['"`]#?{re.escape(el.get("id"))}['"`]""", quoted):
+            continue  # an inline script handles it and writes no text (an ad slot, a widget)
+        elif page.external and el.get("id"):
+            strong.append(
+                f"empty container {_describe(el)} in the main content, with external scripts"
+            )
+        elif page.external and el.get("class"):
+            weak.append(f"empty box {_describe(el)} in the main content, with external scripts")
+    if page.runs_scripts:
+        holders = _placeholders(page)
+        if holders:
+            strong.append(f"loading placeholder ({', '.join(holders[:3])})")
+    strings = [s for src in page.inline for s in _js_strings(src)]
+    missing = _prose_missing(strings, page.visible) if page.inline else 0
+    if missing >= MISSING_PROSE_CHARS:
+        strong.append(f"scripts carry {missing} chars of text the page does not show")
+    for name, blob in page.islands:
+        try:
+            values = list(_json_strings(json.loads(blob)))
+        except ValueError:
+            values = list(_js_strings(blob)) or [blob]
+        missing = _prose_missing(values, page.visible)
+        if missing >= MISSING_PROSE_CHARS and page.runs_scripts:
+            strong.append(
+                f"data blob #{name} carries {missing} chars of text the page does not show"
+            )
+    templates = [" ".join(_texts(t, set())) for t in page.body.iter("template")]
+    if templates and page.inline:
+        missing = _prose_missing(templates, page.visible)
+        if missing >= MISSING_PROSE_CHARS:
+            strong.append(f"template carries {missing} chars of text a script shows")
+    controls = _load_more_controls(page)
+    if controls and page.runs_scripts:
+        (strong if strong else weak).append(f"load-more control ({controls[0]})")
+    noscript = " ".join(" ".join(n.itertext()) for n in page.tree.iter("noscript")).strip()
+    if noscript and page.runs_scripts:
+        support.append("noscript hint")
+    return strong, weak, support
+
+
 def needs_render(html: str) -> RenderDecision:
-    """Look at static HTML for script-made content; reasons are joined with ';' in order found."""
+    """Decide from static HTML; the reason names every piece of evidence, strongest first."""
     try:
         tree = lxml_html.fromstring(html)
     except (etree.ParserError, ValueError):
         return RenderDecision(False, "static: unparseable html")
-    reasons: list[str] = []
-    text_len = _visible_text_len(tree)
-    scripts = " ".join((s.text or "") for s in tree.iter("script") if not s.get("src"))
-    has_scripts = bool(scripts.strip()) or any(s.get("src") for s in tree.iter("script"))
-    shell = [
-        el.get("id")
-        for el in tree.iter("div", "main", "section")
-        if el.get("id") in _SHELL_IDS and not el.text_content().strip()
-    ]
-    markers = [name for needle, name in _FRAMEWORK_MARKERS if needle in html]
-    if text_len < SHELL_TEXT_CHARS and (shell or markers):
-        reasons.append(f"app shell ({', '.join(shell + markers)}) with {text_len} chars of text")
-    elif markers:
-        reasons.append(f"framework markers ({', '.join(markers)})")
-    noscript = " ".join(n.text_content() for n in tree.iter("noscript")).strip()
-    if noscript and has_scripts:
-        reasons.append("noscript hint")
-    if _FETCH_RE.search(scripts):
-        reasons.append("inline script fetches data")
-    elif _INSERT_RE.search(scripts):
-        reasons.append("inline script inserts content")
-    controls = _control_texts(tree)
-    hits = sorted({t for t in controls for m in LOAD_MORE_TEXTS if m in t})
-    if hits:
-        reasons.append(f"load-more control ({hits[0]})")
-    if _SCROLL_RE.search(scripts):
-        reasons.append("infinite scroll")
-    if _SHADOW_RE.search(scripts) or tree.xpath("//template[@shadowrootmode or @shadowroot]"):
-        reasons.append("shadow dom")
-    placeholders = [
-        el.get("id")
-        for el in tree.iter("div", "section", "ul", "ol")
-        if el.get("id")
-        and el.get("id") not in _SHELL_IDS
-        and len(el) == 0
-        and not (el.text or "").strip()
-    ]
-    if has_scripts and placeholders and not reasons:
-        # An empty, named container next to scripts is where script-made content lands.
-        reasons.append(f"empty container #{placeholders[0]} filled by script")
-    if not reasons and has_scripts and text_len < SHELL_TEXT_CHARS:
-        reasons.append(f"scripts with only {text_len} chars of static text")
-    if reasons:
-        return RenderDecision(True, "; ".join(reasons))
-    return RenderDecision(False, f"static: {text_len} chars of text, no script-made content found")
+    page = _Page(tree)
+    if not page.runs_scripts and not page.islands:
+        return RenderDecision(False, f"static: no scripts, {page.main_weight} chars of text")
+    strong, weak, support = _evidence(page)
+    if not page.runs_scripts:  # a data blob alone renders nothing unless its page is empty
+        strong = [s for s in strong if s.startswith("app shell")]
+        weak = []
+    if strong:
+        ev = tuple(strong + weak + support)
+        return RenderDecision(True, "; ".join(ev), evidence=ev)
+    if weak:
+        ev = tuple(weak + support)
+        return RenderDecision(
+            False, f"static, ambiguous: {'; '.join(ev)}", ambiguous=True, evidence=ev
+        )
+    return RenderDecision(
+        False, f"static: {page.main_weight} chars of text, no evidence of script-made content"
+    )
