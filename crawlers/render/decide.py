@@ -254,6 +254,33 @@ def _empty(el) -> bool:
     return _weight(el) == 0 or _is_loading_text(" ".join(_texts(el)))
 
 
+def _ends_flow(el, page) -> bool:
+    """True if no text follows el in the main content (where "the rest" of a page would go)."""
+    flow = {id(f) for f in page.flow}
+    node = el
+    while True:
+        top = id(node) in flow
+        for sib in node.itersiblings():
+            if top and id(sib) not in flow:
+                continue
+            if isinstance(sib.tag, str) and sib.tag not in _SKIP_TEXT | _CHROME and _weight(sib):
+                return False
+        if top or node.getparent() is None:
+            return True
+        node = node.getparent()
+
+
+def _heading_only(el) -> bool:
+    """A box whose only content is one heading: a section whose items have not arrived."""
+    kids = [k for k in el if isinstance(k.tag, str) and k.tag not in _SKIP_TEXT]
+    return (
+        len(kids) == 1
+        and kids[0].tag in ("h2", "h3", "h4", "h5", "h6")
+        and not (el.text or "").strip()
+        and not (kids[0].tail or "").strip()
+    )
+
+
 def _is_loading_text(text: str) -> bool:
     t = _norm(text)
     return 0 < len(t) <= 60 and any(t.startswith(w) or f" {w}" in t for w in LOADING_TEXTS)
@@ -455,6 +482,7 @@ def _evidence(page: _Page) -> tuple[list[str], list[str], list[str]]:
         weak.append(
             f"little text: {page.main_weight} chars in the main content, {kb:.1f} KB of markup"
         )
+    little_text = page.main_weight < SHELL_TEXT_CHARS
     script_found, written = _script_evidence(page)
     strong += script_found
     # Empty containers in the main content that no inline script explains: external scripts may fill them.
@@ -470,12 +498,19 @@ def _evidence(page: _Page) -> tuple[list[str], list[str], list[str]]:
             strong.append(f"shadow dom: empty custom element <{el.tag}> in the main content")
         elif el.get("id") and re.search(rf"""['"`]#?{re.escape(el.get("id"))}['"`]""", quoted):
             continue  # an inline script handles it and writes no text (an ad slot, a widget)
-        elif page.external and el.get("id"):
+        elif page.external and el.get("id") and (_ends_flow(el, page) or little_text):
             strong.append(
-                f"empty container {_describe(el)} in the main content, with external scripts"
+                f"empty container {_describe(el)} ends the main content, with external scripts"
             )
-        elif page.external and el.get("class"):
+        elif page.external and (el.get("id") or el.get("class")):
             weak.append(f"empty box {_describe(el)} in the main content, with external scripts")
+    if page.external:
+        for el in page.flow_elements():
+            if isinstance(el.tag, str) and el.tag in _CONTAINERS and _heading_only(el):
+                weak.append(
+                    f"heading with nothing under it in {_describe(el)}, with external scripts"
+                )
+                break
     if page.runs_scripts:
         holders = _placeholders(page)
         if holders:
@@ -501,7 +536,13 @@ def _evidence(page: _Page) -> tuple[list[str], list[str], list[str]]:
             strong.append(f"template carries {missing} chars of text a script shows")
     controls = _load_more_controls(page)
     if controls and page.runs_scripts:
-        (strong if strong else weak).append(f"load-more control ({controls[0]})")
+        # A load-more control next to an empty box: the box is where the loaded items go.
+        boxes = [w for w in weak if w.startswith("empty box")]
+        if strong or boxes:
+            strong += boxes + [f"load-more control ({controls[0]})"]
+            weak = [w for w in weak if w not in boxes]
+        else:
+            weak.append(f"load-more control ({controls[0]})")
     noscript = " ".join(" ".join(n.itertext()) for n in page.tree.iter("noscript")).strip()
     if noscript and page.runs_scripts:
         support.append("noscript hint")

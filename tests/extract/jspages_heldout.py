@@ -12,7 +12,12 @@
   (gtag, GTM, a tracking pixel, all `createElement('script')` loaders), cookie banners, <noscript>
   iframes and "enable JavaScript" notes, plain "Read more"/"Show more" links, share widgets, JSON-LD,
   jQuery menus, lazy-loading images, ad slots, SSR app pages with their data blob
-  (`__NEXT_DATA__`, `window.__NUXT__`, ...), forms that post by fetch, short pages.
+  (`__NEXT_DATA__`, `window.__NUXT__`, ...), forms that post by fetch, short pages, and maps,
+  players or charts mounted in an empty box mid-article.
+
+Some JS pages are hard on purpose (a class-only box or a titled section filled by an external
+script): static evidence is weak there, and only a probe render can tell them apart from the
+static pages' widget boxes.
 
 Text comes from per-language phrase pools in 13 languages and 7 scripts, so nothing here matches
 the sample web's documents. Each page lives under its own path prefix and lists the sub-resources
@@ -52,6 +57,7 @@ STATIC_KINDS = (
     "ad_slots",
     "post_form",
     "short_page",
+    "embeds",
 )
 
 # Phrase pools: subjects x predicates x complements give thousands of distinct sentences per language.
@@ -666,7 +672,15 @@ def _timer(p: _Page) -> str:
     box = p.ident("late-content", "story-rest", "continued", "body-2")
     f, adder = _adder(p)
     placeholder = escape(p.ui["loading"]) if p.rng.random() < 0.3 else ""
-    p.variant = p.ident("inline_text", "then_fetch", "external")
+    p.variant = p.ident("inline_text", "then_fetch", "external", "external_class_box")
+    if p.variant == "external_class_box":  # no id, no placeholder: only a probe can tell
+        src = p.js_res(
+            "bundle.js",
+            f"{adder}\nsetTimeout(()=>{f}(document.querySelector('.{box}'),{_js(later)}),{delay});\n",
+        )
+        script = f'<script src="{src}" async></script>'
+        main = _article(p, title, f'{_ps(first)}<div class="{box}"></div>')
+        return _chrome(p, title, main, body_end=script)
     if p.variant == "inline_text":
         script = f"<script>{adder}setTimeout(function(){{var b=document.getElementById('{box}');b.textContent='';{f}(b,{_js(later)});}},{delay});</script>"
     elif p.variant == "then_fetch":
@@ -924,7 +938,20 @@ def _partial(p: _Page) -> str:
     first, rest = p.paras(p.rng.randint(2, 4)), p.paras(p.rng.randint(2, 4))
     p.static_text, p.js_only = first, rest
     f, adder = _adder(p)
-    p.variant = p.ident("comments_fetch", "second_half_external", "second_half_xhr_class")
+    p.variant = p.ident(
+        "comments_fetch", "second_half_external", "second_half_xhr_class", "titled_section_external"
+    )
+    if p.variant == "titled_section_external":  # a heading with nothing under it yet
+        api = p.json_res("reviews.json", {"reviews": rest})
+        src = p.js_res(
+            "reviews.js",
+            f"{adder}\nfetch('{api}').then(r=>r.json()).then(d=>{f}(document.getElementById('reviews'),d.reviews));\n",
+        )
+        script = f'<script src="{src}" defer></script>'
+        main = _article(p, title, _ps(first)) + (
+            f'<section id="reviews"><h2>{escape(p.ui["comments"])}</h2></section>'
+        )
+        return _chrome(p, title, main, body_end=script)
     if p.variant == "comments_fetch":
         api = p.json_res("comments.json", {"comments": [{"author": "r", "body": t} for t in rest]})
         ph = p.ident(escape(p.ui["loading_comments"]), "")
@@ -1240,6 +1267,19 @@ def _short_page(p: _Page) -> str:
     return _chrome(p, title, _article(p, title, inner), head=head)
 
 
+def _embeds(p: _Page) -> str:
+    title = p.title()
+    body = p.paras(p.rng.randint(5, 8))
+    p.static_text = body
+    p.variant = p.ident("map", "player", "chart")
+    box = {"map": "map-canvas", "player": "video-player", "chart": "price-chart"}[p.variant]
+    at = p.rng.randint(1, len(body) - 2)
+    inner = _ps(body[:at]) + f'<div id="{box}" style="height:360px"></div>' + _ps(body[at:])
+    scripts = f'<script src="{p.third_party}/{p.variant}/v3/embed.js" async></script>'
+    scripts += f'<script src="{p.prefix}/js/{p.variant}-init.js" defer></script>'
+    return _chrome(p, title, _article(p, title, inner), body_end=scripts)
+
+
 _BUILDERS = {
     "timer": _timer,
     "fetch": _fetch,
@@ -1263,6 +1303,7 @@ _BUILDERS = {
     "ad_slots": _ad_slots,
     "post_form": _post_form,
     "short_page": _short_page,
+    "embeds": _embeds,
 }
 
 

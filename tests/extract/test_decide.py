@@ -50,7 +50,7 @@ def test_load_more_button_over_an_empty_list_is_rendered(label):
     )
     decision = needs_render(html)
     assert decision.render and "load-more control" in decision.reason
-    assert "empty container #more-items" in decision.reason
+    assert "empty box #more-items" in decision.reason
 
 
 def test_load_more_button_alone_is_ambiguous_and_a_plain_link_is_no_evidence():
@@ -193,20 +193,30 @@ def test_generator_is_deterministic_and_varied():
         assert (p.kind in JS_KINDS) == p.needs_js
 
 
-def test_held_out_recall_and_static_share():
-    """Held-out seed: >= 95% of JS pages (and of their JS-only text) rendered, <= 10% of static pages."""
+def _heldout_decisions():
     pages = generate(HELDOUT_SEED, 240)
-    decisions = [needs_render(p.html) for p in pages]
-    js = [(p, d) for p, d in zip(pages, decisions, strict=True) if p.needs_js]
-    static = [(p, d) for p, d in zip(pages, decisions, strict=True) if not p.needs_js]
-    page_recall = sum(d.render for _, d in js) / len(js)
+    return [(p, needs_render(p.html)) for p in pages]
+
+
+def test_held_out_recall_and_static_share():
+    """Held-out seed: >= 95% of JS pages (and of their JS-only text) are rendered or sent to the
+    probe; <= 10% of static pages are rendered. The probe itself is checked on real renders below."""
+    decided = _heldout_decisions()
+    js = [(p, d) for p, d in decided if p.needs_js]
+    static = [(p, d) for p, d in decided if not p.needs_js]
     weight = sum(text_weight(" ".join(p.js_only)) for p, _ in js)
-    text_recall = sum(text_weight(" ".join(p.js_only)) for p, d in js if d.render) / weight
-    static_rendered = sum(d.render for _, d in static) / len(static)
-    missed = Counter(p.kind for p, d in js if not d.render)
+
+    def recall(hit):
+        pages = sum(1 for _, d in js if hit(d)) / len(js)
+        text = sum(text_weight(" ".join(p.js_only)) for p, d in js if hit(d)) / weight
+        return pages, text
+
+    missed = Counter(f"{p.kind}/{p.variant}" for p, d in js if not (d.render or d.ambiguous))
+    assert min(recall(lambda d: d.render or d.ambiguous)) >= 0.95, missed
+    assert min(recall(lambda d: d.render)) >= 0.90  # without a probe: only strong evidence renders
     wrong = Counter(p.kind for p, d in static if d.render)
-    assert page_recall >= 0.95 and text_recall >= 0.95, (page_recall, text_recall, missed)
-    assert static_rendered <= 0.10, (static_rendered, wrong)
+    assert sum(d.render for _, d in static) / len(static) <= 0.10, wrong
+    assert sum(d.ambiguous for _, d in static) / len(static) <= 0.30  # probe cost stays bounded
     assert all(d.reason and not d.reason.startswith("static") for _, d in js if d.render)
     assert all(d.reason.startswith("static") for _, d in static if not d.render)
 
@@ -257,36 +267,18 @@ def test_new_text_counts_only_blocks_scripts_added():
     assert new_text(before, after) == ["Brand new paragraph."]
 
 
-@pytest.mark.timeout(90)
-def test_probe_settles_ambiguous_pages_with_a_short_real_render(no_browser_leak):
-    """A class-only empty box filled by an external script grows; a share-widget page does not."""
-    pages = generate(HELDOUT_SEED, 240)
-    static = next(p for p in pages if p.kind == "share_widgets")
-    assert needs_render(static.html).ambiguous
-    title, body = (
-        "Harbour notes",
-        "The ferry captain logged every storm of the winter in a blue notebook. " * 4,
+@pytest.mark.timeout(120)
+def test_probe_settles_ambiguous_held_out_pages_with_short_real_renders(no_browser_leak):
+    """The held-out sample's ambiguous JS pages grow under a probe; its ambiguous static pages do not."""
+    ambiguous = [p for p, d in _heldout_decisions() if d.ambiguous]
+    js = [p for p in ambiguous if p.needs_js][:3]
+    static = list({p.kind: p for p in ambiguous if not p.needs_js}.values())[:2]
+    assert js and static
+    with _Served(js + static) as srv:
+        decisions = decide_pages([(srv.base + p.path, p.html) for p in js + static], budget_s=5.0)
+    for p, d in zip(js + static, decisions, strict=True):
+        assert d.render == p.needs_js, (p.kind, p.variant, d.reason)
+        assert d.reason.startswith("probe: scripts added" if p.needs_js else "static, probe:")
+    assert decide_pages([("http://127.0.0.1:9/", js[0].html)], probe=False)[0] == needs_render(
+        js[0].html
     )
-    js = type(static)(
-        path="/probe/js.html",
-        kind="timer",
-        variant="class_box",
-        lang="en",
-        html=article(extra='<div class="late-box"></div><script src="/probe/late.js"></script>'),
-        resources={
-            "/probe/late.js": (
-                f"setTimeout(()=>{{const p=document.createElement('p');p.textContent={body!r};"
-                "document.querySelector('.late-box').appendChild(p);}, 1200);".encode(),
-                "text/javascript",
-            )
-        },
-        js_only=[body],
-    )
-    assert needs_render(js.html).ambiguous and title
-    with _Served([static, js]) as srv:
-        decisions = decide_pages(
-            [(srv.base + static.path, static.html), (srv.base + js.path, js.html)], budget_s=4.0
-        )
-    assert not decisions[0].render and decisions[0].reason.startswith("static, probe:")
-    assert decisions[1].render and decisions[1].reason.startswith("probe: scripts added")
-    assert decide_pages([(srv.base + js.path, js.html)], probe=False)[0] == needs_render(js.html)
