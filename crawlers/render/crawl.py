@@ -1,4 +1,8 @@
-"""Render the pages of a crawl that need it: plan from static HTML, then drive the browser."""
+"""Render the pages of a crawl that need it: plan from static HTML, then drive the browser.
+
+`replay_renders` renders those pages again from the render's own WARC records (no network), so
+a render can be re-extracted later exactly as it was seen.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +11,7 @@ from pathlib import Path
 
 from crawlers.extract.crawl_io import iter_crawl_records
 from crawlers.extract.decode import BadPage, decode_html
+from crawlers.render.archive import read_page
 from crawlers.render.decide import needs_render
 from crawlers.render.session import RenderConfig, RenderJob, RenderOutcome, render_pages
 
@@ -61,6 +66,57 @@ def render_crawl(
                 "blocked_requests": o.blocked_requests if o else [],
                 "media_blocked": o.media_blocked if o else 0,
                 "interactions": o.interactions if o else 0,
+                "subresources": o.subresources if o else [],
+                "warc_file": o.archive.file if o and o.archive else None,
+                "warc_offset": o.archive.offset if o and o.archive else None,
+                "warc_length": o.archive.length if o and o.archive else None,
             }
         )
     return rows
+
+
+def replay_renders(
+    crawl_dir: str | Path,
+    render_dir: str | Path,
+    config: RenderConfig | None = None,
+    rendered_file: str = "rendered.parquet",
+) -> list[RenderOutcome]:
+    """Render every archived page of a render output again from its WARC records alone.
+
+    The main document comes from the crawl, every sub-resource from `render_dir`'s records;
+    a request with no record is refused ('not in the render archive'), nothing is fetched.
+    """
+    import dataclasses
+
+    import pyarrow.parquet as pq
+
+    render_dir = Path(render_dir)
+    path = render_dir / rendered_file
+    if not path.exists():
+        raise FileNotFoundError(f"{path}: no render output; run the render stage first")
+    cols = set(pq.read_schema(path).names)
+    if not {"warc_file", "warc_offset", "warc_length"} <= cols:
+        raise ValueError(f"{path}: has no warc_file/warc_offset columns (rendered without archive)")
+    rows = [
+        r
+        for r in pq.read_table(
+            path, columns=["url", "warc_file", "warc_offset", "warc_length"]
+        ).to_pylist()
+        if r["warc_file"]
+    ]
+    wanted = {r["url"]: r for r in rows}
+    jobs = []
+    for rec in iter_crawl_records(crawl_dir):
+        row = wanted.pop(rec["url"], None)
+        if row is None or rec.get("body") is None:
+            continue
+        html = decode_html(rec["body"], rec.get("content_type"))
+        archive = read_page(render_dir / row["warc_file"], row["warc_offset"], row["warc_length"])
+        jobs.append(RenderJob(rec["url"], html, archive))
+    if wanted:
+        raise ValueError(
+            f"{path}: {len(wanted)} rendered page(s) are not in the crawl {crawl_dir}, "
+            f"e.g. {next(iter(wanted))}; pass the crawl this render was made from"
+        )
+    cfg = dataclasses.replace(config or RenderConfig(), archive_dir=None)
+    return render_pages(jobs, cfg) if jobs else []

@@ -1,27 +1,54 @@
 """Render pages in headless Chromium (Playwright, async) with a pool of contexts and no leaked processes.
 
-The main document is served from the crawl (route.fulfill), so it is not fetched twice;
-sub-resources go to the network, each checked against the origin's robots.txt for the crawl
-token. Every Chromium process started here is tracked by PID and killed if a graceful close
-fails, times out, or is interrupted.
+The browser has no network of its own: Chromium is pointed at a proxy port that refuses every
+connection, and every request a page makes is intercepted (Playwright routing) and answered
+with `route.fulfill` from the crawl's `Downloader`, so robots.txt (both tokens), the SSRF guard,
+per-host politeness, retries and caps apply to sub-requests, JS/meta navigations and redirects
+exactly as they do to the crawl. The main document is served from the crawl's WARC. Every
+response a page used can be archived (`RenderArchive`) and a render replayed from those records
+with no network at all (`RenderJob.archive`). Every Chromium process started here is tracked by
+PID and killed if a graceful close fails, times out, or is interrupted.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
+import shutil
 import signal
+import socket
+import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from pathlib import Path
+from urllib.parse import urlsplit
 
-from crawlers.browser import CHROMIUM_ARGS, find_chromium
+from crawlers.browser import (
+    CHROMIUM_ARGS,
+    find_chromium,
+    log_once,
+    no_sandbox_plan,
+    sandbox_plan,
+)
+from crawlers.crawl.config import CrawlConfig
+from crawlers.crawl.downloader import Downloader
+from crawlers.crawl.ssrf import blocked_reason, parse_ip_literal
 from crawlers.render import page_scripts as js
+from crawlers.render.archive import (
+    ArchivedPage,
+    ArchiveLocation,
+    Captured,
+    RenderArchive,
+    browser_headers,
+)
 from crawlers.render.decide import LOAD_MORE_TEXTS
 from crawlers.render.procs import alive, descendants, is_browser, kill_all
-from crawlers.robots import RobotsTxt, origin_of
+from crawlers.robots import origin_of
 
 MEDIA_TYPES = {"image", "media", "font"}
+DEFAULT_USER_AGENT = CrawlConfig.model_fields["user_agent"].default
 
 
 class RenderInterrupted(RuntimeError):
@@ -30,14 +57,21 @@ class RenderInterrupted(RuntimeError):
 
 @dataclass
 class RenderConfig:
-    """Browser, concurrency, time budget and interaction caps."""
+    """Browser, concurrency, time budget, interaction caps, and the downloader's policies."""
 
     chromium: str | None = None
     pages_in_flight: int = 4
     page_timeout_s: float = 20.0
     block_media: bool = True
-    robots_token: str = "RefineryBot"
-    user_agent: str = "Mozilla/5.0 (compatible; RefineryBot/0.1; render)"
+    robots_token: str = "RefineryBot"  # the crawl token: decides what is fetched
+    training_token: str = "RefineryBot-Extended"  # recorded per sub-resource, as in the crawl
+    user_agent: str | None = None  # None: the crawl's User-Agent template with robots_token
+    allow_private_networks: bool = False
+    delay: float = 1.0  # seconds between requests to one host, as in the crawl
+    max_retries: int = 1
+    max_page_bytes: int = 20 * 2**20  # sub-resource bytes per page
+    sandbox: str = "auto"  # auto | on | off (see crawlers.browser.sandbox_plan)
+    archive_dir: str | Path | None = None  # where render WARCs go (None: not archived)
     max_scrolls: int = 8
     max_clicks: int = 8
     idle_ms: int = 300
@@ -49,19 +83,43 @@ class RenderConfig:
             raise ValueError(f"pages_in_flight={self.pages_in_flight}: must be at least 1")
         if self.page_timeout_s <= 0:
             raise ValueError(f"page_timeout_s={self.page_timeout_s}: must be positive")
+        if self.sandbox not in ("auto", "on", "off"):
+            raise ValueError(f"sandbox={self.sandbox!r}: choose auto, on or off")
+        self.crawl_config()  # agent/user-agent/delay problems surface here, naming the field
+
+    def crawl_config(self) -> CrawlConfig:
+        """The downloader's configuration: tokens, User-Agent, SSRF, politeness, retries."""
+        budget = max(1.0, float(self.page_timeout_s))
+        return CrawlConfig(
+            agent=self.robots_token,
+            training_agent=self.training_token,
+            user_agent=self.user_agent or DEFAULT_USER_AGENT,
+            allow_private_networks=self.allow_private_networks,
+            delay=self.delay,
+            max_retries=self.max_retries,
+            concurrency=max(4, self.pages_in_flight * 2),
+            connect_timeout=min(10.0, budget),
+            read_timeout=min(20.0, budget),
+            total_timeout=min(60.0, budget),
+            robots_retries=0,
+        )
 
 
 @dataclass
 class RenderJob:
-    """One page to render: its URL and the HTML the crawl stored for it."""
+    """One page to render: its URL and the HTML the crawl stored for it.
+
+    With `archive` set, the render is a replay: sub-resources come only from those records.
+    """
 
     url: str
     html: str
+    archive: ArchivedPage | None = None
 
 
 @dataclass
 class RenderOutcome:
-    """The final DOM (or the error that prevented it) and what the page was denied."""
+    """The final DOM (or the error that prevented it), what the page used and was denied."""
 
     url: str
     html: str | None
@@ -70,19 +128,47 @@ class RenderOutcome:
     blocked_requests: list[dict] = field(default_factory=list)
     media_blocked: int = 0
     interactions: int = 0
+    # url, status, resource_type, robots_training (the training token's robots.txt decision)
+    subresources: list[dict] = field(default_factory=list)
+    archive: ArchiveLocation | None = None
+
+
+def trusted_origin(page_url: str) -> str | None:
+    """The page's own origin when its host is a private IP literal (the crawl already fetched it)."""
+    try:
+        origin, host = origin_of(page_url), urlsplit(page_url).hostname or ""
+    except ValueError:
+        return None
+    addr = parse_ip_literal(host)
+    return origin if addr is not None and blocked_reason(addr) else None
+
+
+def _reason(url: str, res) -> str:
+    err = (res.error or "").splitlines()[0][:300]
+    if err.startswith("robots-disallowed"):
+        err = f"robots.txt disallows {res.error.split(' for ', 1)[-1]}"
+    elif err.startswith("robots-unreachable"):
+        err = "robots.txt unreachable (RFC 9309: disallow all)"
+    if res.final_url and res.final_url != url:
+        return f"redirect to {res.final_url}: {err}"
+    return err
 
 
 class Renderer:
-    """An async context manager owning one Chromium and a pool of browser contexts."""
+    """An async context manager owning one Chromium, a pool of browser contexts and the downloader."""
 
     def __init__(self, config: RenderConfig | None = None):
         self.config = config or RenderConfig()
         self.pids: dict[int, bytes] = {}  # PID -> cmdline, so a reused PID is never killed
+        self.sandbox_note = ""
+        self.downloader: Downloader | None = None
+        self.archive: RenderArchive | None = None
         self._pw = None
         self._browser = None
         self._contexts: asyncio.Queue | None = None
-        self._robots: dict[str, RobotsTxt] = {}
-        self._robots_locks: dict[str, asyncio.Lock] = {}
+        self._workdir: str | None = None
+        self._proxy_sock: socket.socket | None = None
+        self._serial = 0
 
     def _track_new(self, before: set[int]) -> None:
         for pid in descendants() - before:
@@ -92,25 +178,61 @@ class Renderer:
             except OSError:
                 continue
 
+    async def _launch(self, chromium: Path, proxy: dict):
+        cfg = self.config
+        assert self._pw is not None and self._workdir is not None
+        plan = sandbox_plan(chromium, Path(self._workdir), cfg.sandbox)
+        try:
+            browser = await self._pw.chromium.launch(
+                executable_path=str(plan.executable), args=[*CHROMIUM_ARGS, *plan.args],
+                chromium_sandbox=plan.sandbox, headless=True, proxy=proxy,
+            )  # fmt: skip
+        except Exception as exc:
+            if not plan.sandbox or cfg.sandbox == "on":
+                raise
+            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            plan = no_sandbox_plan(chromium, f"sandboxed launch failed ({first[:200]})")
+            browser = await self._pw.chromium.launch(
+                executable_path=str(plan.executable), args=[*CHROMIUM_ARGS, *plan.args],
+                chromium_sandbox=False, headless=True, proxy=proxy,
+            )  # fmt: skip
+        self.sandbox_note = plan.why
+        if plan.sandbox:
+            log_once(logging.INFO, f"Chromium sandbox on: {plan.why}")
+        else:
+            log_once(logging.WARNING, f"Chromium runs WITHOUT its sandbox: {plan.why}")
+        return browser
+
     async def __aenter__(self) -> Renderer:
         from playwright.async_api import async_playwright
 
         cfg = self.config
         before = descendants()
         try:
+            self.downloader = Downloader(cfg.crawl_config(), max_page_bytes=cfg.max_page_bytes)
+            await self.downloader.__aenter__()
+            if cfg.archive_dir is not None:
+                self.archive = RenderArchive(cfg.archive_dir)
+            self._workdir = tempfile.mkdtemp(prefix="refinery-chromium-")
+            # A bound, never-listening port: Chromium's own connections (WebSockets, preconnect,
+            # anything not routed) go to it and are refused; nothing else can take the port.
+            self._proxy_sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            self._proxy_sock.bind(("127.0.0.1", 0))
+            port = self._proxy_sock.getsockname()[1]
+            proxy = {"server": f"http://127.0.0.1:{port}", "bypass": "<-loopback>"}
             self._pw = await async_playwright().start()
-            self._browser = await self._pw.chromium.launch(
-                executable_path=str(find_chromium(cfg.chromium)), args=CHROMIUM_ARGS, headless=True
-            )
+            self._browser = await self._launch(find_chromium(cfg.chromium), proxy)
             self._track_new(before)
             self._contexts = asyncio.Queue()
             for _ in range(cfg.pages_in_flight):
                 ctx = await self._browser.new_context(
-                    user_agent=cfg.user_agent,
+                    user_agent=self.downloader.user_agent,
                     viewport={"width": cfg.viewport[0], "height": cfg.viewport[1]},
                     service_workers="block",
                 )
                 await ctx.add_init_script(js.INIT_SCRIPT)
+                # Pages' own routes answer first; this catches what no page route covers (popups).
+                await ctx.route("**/*", lambda route: route.abort("blockedbyclient"))
                 self._contexts.put_nowait(ctx)
         except BaseException:
             self._track_new(before)
@@ -133,6 +255,20 @@ class Renderer:
         finally:
             self._browser = self._pw = None
             self.kill_leftovers()
+            try:
+                if self.downloader is not None:
+                    await asyncio.wait_for(asyncio.shield(self.downloader.__aexit__()), 10)
+            except BaseException:  # noqa: BLE001 - the sessions die with the loop anyway
+                pass
+            self.downloader = None
+            if self.archive is not None:
+                self.archive.close()
+            if self._proxy_sock is not None:
+                self._proxy_sock.close()
+                self._proxy_sock = None
+            if self._workdir is not None:
+                shutil.rmtree(self._workdir, ignore_errors=True)
+                self._workdir = None
 
     def kill_leftovers(self) -> set[int]:
         """SIGKILL tracked processes still alive with the same command line (browser or driver)."""
@@ -148,35 +284,21 @@ class Renderer:
                 survivors |= {p for p in descendants(pid) if is_browser(p)}
         return kill_all(survivors)
 
-    async def _robots_for(self, ctx, origin: str) -> RobotsTxt:
-        if origin in self._robots:
-            return self._robots[origin]
-        lock = self._robots_locks.setdefault(origin, asyncio.Lock())
-        async with lock:
-            if origin not in self._robots:
-                try:
-                    resp = await ctx.request.get(
-                        f"{origin}/robots.txt",
-                        timeout=5000,
-                        max_redirects=5,
-                        fail_on_status_code=False,
-                    )
-                    parsed = RobotsTxt.from_response(resp.status, await resp.body())
-                except Exception:  # noqa: BLE001 - unreachable robots.txt means disallow all (RFC 9309)
-                    parsed = RobotsTxt.from_response(None, None)
-                self._robots[origin] = parsed
-        return self._robots[origin]
-
     async def render(self, job: RenderJob) -> RenderOutcome:
         """Render one page within the time budget; errors are returned, never raised."""
         assert self._contexts is not None, "use Renderer inside `async with`"
         ctx = await self._contexts.get()
         out = RenderOutcome(job.url, None, 0)
+        captured: list[Captured] = []
+        self._serial += 1
+        key = f"{job.url}#{self._serial}"  # the same URL may be rendered twice at once
         start = time.monotonic()
         page = None
         try:
             page = await ctx.new_page()
-            await asyncio.wait_for(self._drive(ctx, page, job, out), self.config.page_timeout_s)
+            await asyncio.wait_for(
+                self._drive(page, job, out, captured, key), self.config.page_timeout_s
+            )
         except TimeoutError:
             out.error = f"timeout after {self.config.page_timeout_s:g}s"
             out.html = await self._snapshot(page)
@@ -192,6 +314,13 @@ class Renderer:
                 except BaseException:  # noqa: BLE001 - the browser is closed later anyway
                     pass
             self._contexts.put_nowait(ctx)
+            if self.downloader is not None:
+                self.downloader.caps.forget(key)
+        if self.archive is not None and job.archive is None:
+            info = {"blocked": out.blocked_requests, "user_agent": self.downloader.user_agent,
+                    "agent": self.config.robots_token, "training_agent": self.config.training_token,
+                    "error": out.error}  # fmt: skip
+            out.archive = self.archive.write_page(job.url, list(captured), info)
         return out
 
     async def _snapshot(self, page) -> str | None:
@@ -201,50 +330,28 @@ class Renderer:
         except BaseException:  # noqa: BLE001 - no snapshot is an acceptable outcome
             return None
 
-    async def _drive(self, ctx, page, job: RenderJob, out: RenderOutcome) -> None:
+    async def _drive(
+        self, page, job: RenderJob, out: RenderOutcome, captured: list[Captured], key: str
+    ) -> None:
         cfg = self.config
         inflight = {"n": 0}
         page.on("request", lambda r: inflight.__setitem__("n", inflight["n"] + 1))
         for ev in ("requestfinished", "requestfailed"):
             page.on(ev, lambda r: inflight.__setitem__("n", max(0, inflight["n"] - 1)))
-
         served = {"main": False}
+        trusted = None if self.config.allow_private_networks else trusted_origin(job.url)
 
         async def route(route, request):
-            url = request.url
-            # The first main-frame navigation is the crawled page: serve the stored HTML (the URL
-            # may come back normalised, e.g. with a trailing slash, so it is not compared).
-            if (
-                not served["main"]
-                and request.is_navigation_request()
-                and request.frame == page.main_frame
-            ):
-                served["main"] = True
-                await route.fulfill(
-                    status=200, content_type="text/html; charset=utf-8", body=job.html
-                )
-                return
-            if not url.startswith(("http://", "https://")):
-                await route.continue_()
-                return
-            if cfg.block_media and request.resource_type in MEDIA_TYPES:
-                out.media_blocked += 1
-                await route.abort("blockedbyclient")
-                return
             try:
-                origin = origin_of(url)
-            except ValueError:
-                out.blocked_requests.append({"url": url, "reason": "no origin to check robots.txt"})
-                await route.abort("blockedbyclient")
-                return
-            robots = await self._robots_for(ctx, origin)
-            if not robots.allows(cfg.robots_token, url):
-                out.blocked_requests.append(
-                    {"url": url, "reason": f"robots.txt disallows {cfg.robots_token}"}
-                )
-                await route.abort("blockedbyclient")
-                return
-            await route.continue_()
+                await self._answer(route, request, page, job, out, captured, key, trusted, served)
+            except Exception as exc:  # noqa: BLE001 - e.g. the page closed (timeout) while fetching
+                first = str(exc).strip().splitlines()[0][:200] if str(exc).strip() else ""
+                reason = f"not answered: {type(exc).__name__}: {first}"
+                out.blocked_requests.append({"url": request.url, "reason": reason})
+                try:
+                    await route.abort("failed")
+                except Exception:  # noqa: BLE001 - already handled or page gone
+                    pass
 
         await page.route("**/*", route)
         await page.goto(job.url, wait_until="load")
@@ -270,6 +377,53 @@ class Renderer:
         await page.evaluate(js.UNHIDE_PANELS)
         await page.evaluate(js.FLATTEN_SHADOW)
         out.html = await page.content()
+
+    async def _answer(self, route, request, page, job, out, captured, key, trusted, served) -> None:
+        """Fulfil one intercepted request: the stored page, the archive, or the downloader."""
+        url = request.url
+        # The first main-frame navigation is the crawled page: serve the stored HTML (the URL
+        # may come back normalised, e.g. with a trailing slash, so it is not compared).
+        if (
+            not served["main"]
+            and request.is_navigation_request()
+            and request.frame == page.main_frame
+        ):
+            served["main"] = True
+            await route.fulfill(status=200, content_type="text/html; charset=utf-8", body=job.html)
+            return
+        if self.config.block_media and request.resource_type in MEDIA_TYPES:
+            out.media_blocked += 1
+            await route.abort("blockedbyclient")
+            return
+        if request.method != "GET":
+            reason = f"method {request.method}: only GET requests are fetched for a render"
+            out.blocked_requests.append({"url": url, "reason": reason})
+            await route.abort("blockedbyclient")
+            return
+        if job.archive is not None:
+            stored = job.archive.take(url)
+            if stored is None:
+                out.blocked_requests.append({"url": url, "reason": "not in the render archive"})
+                await route.abort("blockedbyclient")
+                return
+            out.subresources.append({"url": url, "status": stored.status, "robots_training": None,
+                                     "resource_type": request.resource_type})  # fmt: skip
+            await route.fulfill(status=stored.status, headers=browser_headers(stored.headers),
+                                body=stored.body)  # fmt: skip
+            return
+        assert self.downloader is not None
+        res = await self.downloader.fetch(
+            url, resource_type=request.resource_type, page=key, trusted_origin=trusted
+        )
+        if res.error is not None or res.status is None or not res.hops:
+            out.blocked_requests.append({"url": url, "reason": _reason(url, res)})
+            await route.abort("blockedbyclient" if res.status is None else "failed")
+            return
+        captured.append(Captured(url, request.resource_type, res))
+        out.subresources.append({"url": url, "status": res.status, "resource_type": request.resource_type,
+                                 "robots_training": res.robots_training})  # fmt: skip
+        await route.fulfill(status=res.status, headers=browser_headers(res.hops[-1].response_headers),
+                            body=res.body)  # fmt: skip
 
     async def _settle(self, page, inflight: dict) -> None:
         """Wait until no request is in flight, no short timer is pending and the DOM is quiet."""

@@ -11,6 +11,40 @@ import typer
 
 _MODES = "auto|never|always"
 
+# Options shared by `extract` and `render`: what the browser's downloader sends and obeys.
+AgentOpt = Annotated[
+    str, typer.Option("--agent", help="Crawl product token: User-Agent and robots.txt decisions.")
+]
+TrainingAgentOpt = Annotated[
+    str, typer.Option("--training-agent", help="Training product token (recorded per request).")
+]
+PrivateOpt = Annotated[
+    bool,
+    typer.Option(
+        "--allow-private-networks",
+        help="Let pages' sub-requests reach loopback/private addresses (a page on a private "
+        "IP literal may always reach its own origin).",
+    ),
+]
+DelayOpt = Annotated[
+    float, typer.Option("--delay", min=0, help="Minimum seconds between requests to one server.")
+]
+SandboxOpt = Annotated[
+    str, typer.Option("--sandbox", help="Chromium sandbox: auto|on|off (auto: where possible).")
+]
+ArchiveOpt = Annotated[
+    bool,
+    typer.Option(
+        "--archive/--no-archive",
+        help="Write every sub-resource the pages used as WARC records (OUT/warc/render-*).",
+    ),
+]
+
+
+def _render_options(agent, training_agent, allow_private, delay, sandbox, archive) -> dict:
+    return {"robots_token": agent, "training_token": training_agent, "delay": delay,
+            "allow_private_networks": allow_private, "sandbox": sandbox, "archive": archive}  # fmt: skip
+
 
 def _teacher(url: str, model: str, hosts: str) -> dict | None:
     if not url:
@@ -87,6 +121,12 @@ def register(app: typer.Typer) -> None:
             str,
             typer.Option("--llm-hosts", help="Comma-separated hosts whose pages go to the LLM."),
         ] = "",
+        agent: AgentOpt = "RefineryBot",
+        training_agent: TrainingAgentOpt = "RefineryBot-Extended",
+        allow_private_networks: PrivateOpt = False,
+        delay: DelayOpt = 1.0,
+        sandbox: SandboxOpt = "auto",
+        archive: ArchiveOpt = True,
     ) -> None:
         """Render the pages that need it, then extract documents, images, tables and rejects."""
         from pipelines.stages.extract import run_extract
@@ -94,14 +134,18 @@ def register(app: typer.Typer) -> None:
         if render not in ("auto", "never", "always"):
             typer.secho(f"error: --render {render!r}: choose {_MODES}", fg="red", err=True)
             raise typer.Exit(2)
+        opts = _render_options(
+            agent, training_agent, allow_private_networks, delay, sandbox, archive
+        )
         try:
             summary = run_extract(
                 crawl, out, render, rendered_dir=rendered, favor=favor,
                 pipeline_args=[f"--runner={runner}", *ctx.args],
                 teacher=_teacher(llm_url, llm_model, llm_hosts),
                 pages_in_flight=pages_in_flight, page_timeout_s=page_timeout, chromium=chromium,
+                **opts,
             )  # fmt: skip
-        except (FileNotFoundError, ValueError) as exc:
+        except (FileNotFoundError, ValueError, RuntimeError) as exc:
             typer.secho(f"error: {exc}", fg="red", err=True)
             raise typer.Exit(2) from exc
         typer.echo(json.dumps(summary, indent=2, default=str))
@@ -116,10 +160,19 @@ def register(app: typer.Typer) -> None:
         pages_in_flight: Annotated[int, typer.Option("--pages-in-flight", min=1)] = 4,
         page_timeout: Annotated[float, typer.Option("--page-timeout")] = 20.0,
         chromium: Annotated[str | None, typer.Option("--chromium")] = None,
+        agent: AgentOpt = "RefineryBot",
+        training_agent: TrainingAgentOpt = "RefineryBot-Extended",
+        allow_private_networks: PrivateOpt = False,
+        delay: DelayOpt = 1.0,
+        sandbox: SandboxOpt = "auto",
+        archive: ArchiveOpt = True,
     ) -> None:
         """Render only (the `rendered_pages` stage); extraction can reuse it with --rendered."""
         from pipelines.stages.extract import run_render
 
+        opts = _render_options(
+            agent, training_agent, allow_private_networks, delay, sandbox, archive
+        )
         try:
             summary = run_render(
                 crawl,
@@ -128,8 +181,9 @@ def register(app: typer.Typer) -> None:
                 pages_in_flight=pages_in_flight,
                 page_timeout_s=page_timeout,
                 chromium=chromium,
+                **opts,
             )
-        except (FileNotFoundError, ValueError) as exc:
+        except (FileNotFoundError, ValueError, RuntimeError) as exc:
             typer.secho(f"error: {exc}", fg="red", err=True)
             raise typer.Exit(2) from exc
         typer.echo(json.dumps(summary, indent=2))

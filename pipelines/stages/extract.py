@@ -18,6 +18,16 @@ def _rendered_schema():
     import pyarrow as pa
 
     blocked = pa.list_(pa.struct([("url", pa.string()), ("reason", pa.string())]))
+    subresources = pa.list_(
+        pa.struct(
+            [
+                ("url", pa.string()),
+                ("status", pa.int32()),
+                ("resource_type", pa.string()),
+                ("robots_training", pa.string()),
+            ]
+        )
+    )
     return pa.schema(
         [
             ("url", pa.string()),
@@ -29,6 +39,10 @@ def _rendered_schema():
             ("blocked_requests", blocked),
             ("media_blocked", pa.int32()),
             ("interactions", pa.int32()),
+            ("subresources", subresources),
+            ("warc_file", pa.string()),
+            ("warc_offset", pa.int64()),
+            ("warc_length", pa.int64()),
         ]
     )
 
@@ -43,30 +57,54 @@ def run_render(
     chromium: str | None = None,
     block_media: bool = True,
     robots_token: str = "RefineryBot",
+    training_token: str = "RefineryBot-Extended",
+    user_agent: str | None = None,
+    allow_private_networks: bool = False,
+    delay: float = 1.0,
+    sandbox: str = "auto",
+    archive: bool = True,
 ) -> dict[str, Any]:
-    """Render the crawl's pages that need it; write out_dir/rendered.parquet and return a summary."""
+    """Render the crawl's pages that need it; write out_dir/rendered.parquet and return a summary.
+
+    Sub-requests go through the crawl's downloader (robots for both tokens, SSRF guard,
+    politeness); with `archive`, every response a page used is written to
+    out_dir/warc/render-*.warc.gz and located by the warc_* columns.
+    """
     import pyarrow as pa
 
     from crawlers.render import RenderConfig
     from crawlers.render.crawl import render_crawl
 
+    out_dir = Path(out_dir)
     config = RenderConfig(
         chromium=chromium,
         pages_in_flight=pages_in_flight,
         page_timeout_s=page_timeout_s,
         block_media=block_media,
         robots_token=robots_token,
+        training_token=training_token,
+        user_agent=user_agent,
+        allow_private_networks=allow_private_networks,
+        delay=delay,
+        sandbox=sandbox,
+        archive_dir=out_dir if archive else None,
     )
     start = time.monotonic()
     rows = render_crawl(crawl_dir, mode, config)
     elapsed = time.monotonic() - start
-    path = Path(out_dir) / RENDERED_FILE
+    path = out_dir / RENDERED_FILE
     settings = {
         "mode": mode,
         "pages_in_flight": pages_in_flight,
         "page_timeout_s": page_timeout_s,
         "block_media": block_media,
         "robots_token": robots_token,
+        "training_token": training_token,
+        "user_agent": config.crawl_config().user_agent_header(),
+        "allow_private_networks": allow_private_networks,
+        "delay": delay,
+        "sandbox": sandbox,
+        "archive": archive,
     }
     lake.write_parquet(
         pa.Table.from_pylist(rows, schema=_rendered_schema()),
@@ -81,6 +119,7 @@ def run_render(
         "rendered": len(rendered),
         "render_errors": sum(1 for r in rendered if r["error"]),
         "blocked_requests": sum(len(r["blocked_requests"]) for r in rendered),
+        "subresources": sum(len(r["subresources"]) for r in rendered),
         "seconds": round(elapsed, 2),
         "pages_per_s": round(len(rendered) / elapsed, 3) if rendered and elapsed > 0 else 0.0,
     }
