@@ -1,15 +1,25 @@
 """PII scrubbing: emails, phone numbers, IP addresses, payment cards and IBANs become typed
 placeholders. Every candidate is validated (Luhn, mod-97, libphonenumber, `ipaddress`) so
-version numbers, dates, prices and ISBNs are left alone."""
+version numbers, dates, prices, ISBNs and UUIDs are left alone.
+
+Works in every script: boundaries are ASCII-only (Python's ``\\w`` counts CJK, Thai, Arabic...
+letters as word characters, so ``邮件至zhang.wei@example.com联系`` would otherwise hide the
+address), non-ASCII digits and full-width forms are read as their ASCII twins (one character for
+one, so spans stay aligned), and national phone formats are read in the regions of the document
+language, of the scripts in the text, then of a configurable default list.
+"""
 
 from __future__ import annotations
 
 import ipaddress
 import re
+import unicodedata
 from collections import Counter
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 import phonenumbers
+from phonenumbers import PhoneMetadata
 
 PLACEHOLDERS = {
     "email": "<EMAIL>",
@@ -19,12 +29,44 @@ PLACEHOLDERS = {
     "iban": "<IBAN>",
 }
 
-# Region used to read national-format phone numbers, by document language.
+# Regions used to read national-format phone numbers, by document language (first = likeliest).
 LANG_REGION = {
     "en": "US", "de": "DE", "fr": "FR", "es": "ES", "it": "IT", "pt": "PT", "nl": "NL",
     "pl": "PL", "sv": "SE", "da": "DK", "fi": "FI", "ru": "RU", "ja": "JP", "zh": "CN",
     "ko": "KR", "tr": "TR", "cs": "CZ",
 }  # fmt: skip
+LANG_REGIONS: dict[str, tuple[str, ...]] = {
+    "en": ("US", "GB", "IE", "AU", "CA", "NZ", "IN", "ZA"),
+    "de": ("DE", "AT", "CH"), "fr": ("FR", "BE", "CH", "CA"), "es": ("ES", "MX", "AR", "CO"),
+    "it": ("IT", "CH"), "pt": ("PT", "BR"), "nl": ("NL", "BE"), "pl": ("PL",), "sv": ("SE",),
+    "da": ("DK",), "fi": ("FI",), "no": ("NO",), "nb": ("NO",), "is": ("IS",),
+    "ru": ("RU", "BY", "KZ"), "uk": ("UA",), "be": ("BY",), "bg": ("BG",), "sr": ("RS",),
+    "mk": ("MK",), "kk": ("KZ",), "ja": ("JP",), "zh": ("CN", "TW", "HK", "SG"), "ko": ("KR",),
+    "th": ("TH",), "vi": ("VN",), "id": ("ID",), "ms": ("MY",), "tl": ("PH",),
+    "ar": ("SA", "AE", "EG", "MA", "JO", "IQ"), "fa": ("IR",), "ur": ("PK",), "he": ("IL",),
+    "iw": ("IL",), "hi": ("IN",), "mr": ("IN",), "ne": ("NP",), "bn": ("BD", "IN"),
+    "ta": ("IN", "LK"), "te": ("IN",), "el": ("GR", "CY"), "tr": ("TR",), "cs": ("CZ",),
+    "sk": ("SK",), "hu": ("HU",), "ro": ("RO",), "hr": ("HR",), "sl": ("SI",), "et": ("EE",),
+    "lv": ("LV",), "lt": ("LT",), "ca": ("ES",), "eu": ("ES",), "gl": ("ES",), "ga": ("IE",),
+    "cy": ("GB",), "sw": ("KE", "TZ"), "am": ("ET",), "ka": ("GE",), "hy": ("AM",),
+}  # fmt: skip
+# Regions suggested by the scripts that occur in the text (first matching range wins).
+SCRIPT_REGIONS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
+    ("hiragana/katakana", "\u3040-\u30ff", ("JP",)),
+    ("hangul", "\uac00-\ud7af\u1100-\u11ff", ("KR",)),
+    ("han", "\u4e00-\u9fff\u3400-\u4dbf", ("CN", "TW", "HK")),
+    ("thai", "\u0e00-\u0e7f", ("TH",)),
+    ("hebrew", "\u0590-\u05ff", ("IL",)),
+    ("arabic", "\u0600-\u06ff\u0750-\u077f", ("SA", "AE", "EG")),
+    ("devanagari", "\u0900-\u097f", ("IN",)),
+    ("bengali", "\u0980-\u09ff", ("BD", "IN")),
+    ("cyrillic", "\u0400-\u04ff", ("RU", "UA")),
+    ("greek", "\u0370-\u03ff", ("GR",)),
+    ("georgian", "\u10a0-\u10ff", ("GE",)),
+    ("armenian", "\u0530-\u058f", ("AM",)),
+)
+# Regions tried last for national formats whatever the language (configurable per call).
+DEFAULT_REGIONS: tuple[str, ...] = ("US", "GB", "DE", "FR", "IN")
 
 # IBAN length per country (ISO 13616 registry, common SEPA and nearby countries).
 IBAN_LENGTHS = {
@@ -32,18 +74,48 @@ IBAN_LENGTHS = {
     "EE": 20, "ES": 24, "FI": 18, "FR": 27, "GB": 22, "GR": 27, "HR": 21, "HU": 28, "IE": 22,
     "IS": 26, "IT": 27, "LI": 21, "LT": 20, "LU": 20, "LV": 21, "MC": 27, "MT": 31, "NL": 18,
     "NO": 15, "PL": 28, "PT": 25, "RO": 24, "SE": 24, "SI": 19, "SK": 24, "SM": 27, "TR": 26,
+    "AE": 23, "SA": 24, "IL": 23, "UA": 29, "RS": 22, "BA": 20, "ME": 22, "MK": 19, "AL": 28,
+    "GE": 22, "KZ": 20, "QA": 29, "KW": 30, "BH": 22, "JO": 30, "LB": 28, "EG": 29, "BR": 29,
 }  # fmt: skip
 
+# All patterns run on the ASCII view of the text (see _ascii_view); boundaries are ASCII-only
+# so that letters of other scripts right before or after a value do not hide it.
 _EMAIL = re.compile(
-    r"(?<![\w.+-])[A-Za-z0-9][A-Za-z0-9._%+-]*@(?:[A-Za-z0-9-]+\.)+[A-Za-z]{2,24}\b"
+    r"(?<![A-Za-z0-9._%+-])[A-Za-z0-9][A-Za-z0-9._%+-]*@(?:[A-Za-z0-9-]+\.)+[A-Za-z]{2,24}"
+    r"(?![A-Za-z0-9-])"
 )
-_IBAN = re.compile(r"\b[A-Z]{2}\d{2}(?: ?[A-Z0-9]{4}){2,7}(?: ?[A-Z0-9]{1,4})?\b")
-_CARD = re.compile(r"(?<![\w-])(?:\d[ -]?){12,18}\d(?![\w-])")
-_IPV4 = re.compile(r"(?<![\w.])(?:\d{1,3}\.){3}\d{1,3}(?![\w.]|\.\d)")
-_IPV6 = re.compile(r"(?<![\w:])(?:[0-9A-Fa-f]{0,4}:){2,7}[0-9A-Fa-f]{0,4}(?![\w:])")
-_IBAN_HEAD = re.compile(r"\b[A-Z]{2}\d{2} ?$")
-# A preceding "version"/"v"/"ISBN" word means the digits are not PII.
-_NOT_PII_BEFORE = re.compile(r"(?i)(?:\bv(?:ersion)?|\bisbn(?:-1[03])?|\brelease|\bbuild)[\s:#]*$")
+_IBAN = re.compile(
+    r"(?<![A-Za-z0-9])[A-Z]{2}\d{2}(?: ?[A-Z0-9]{4}){2,7}(?: ?[A-Z0-9]{1,4})?(?![A-Za-z0-9])"
+)
+_CARD = re.compile(r"(?<![A-Za-z0-9_-])(?:\d[ -]?){12,18}\d(?![A-Za-z0-9_-])")
+# A final '.' ends the sentence; '.<digit>' would make it a longer dotted number (a version).
+_IPV4 = re.compile(r"(?<![A-Za-z0-9_.])(?:\d{1,3}\.){3}\d{1,3}(?![A-Za-z0-9_]|\.\d)")
+_IPV6 = re.compile(r"(?<![A-Za-z0-9_:])(?:[0-9A-Fa-f]{0,4}:){2,7}[0-9A-Fa-f]{0,4}(?![A-Za-z0-9_:])")
+_IBAN_HEAD = re.compile(r"(?<![A-Za-z0-9])[A-Z]{2}\d{2} ?$")
+# A preceding "version"/"v"/"ISBN"/"build" word (in many languages) means the digits are not PII.
+_NOT_PII_BEFORE = re.compile(
+    r"(?i)(?:(?<![A-Za-z])v(?:ersion|er\.?)?|(?<![A-Za-z])(?:isbn|issn)(?:-1[03])?|release|build|"
+    r"versi[oó]n[e]?|vers[aã]o|versie|wersj[ai]|verze|verzi[oó]|s[üu]r[üu]m|верси\w*|выпуск|"
+    r"сборка|バージョン|版本|버전|เวอร์ชัน|รุ่น|إصدار|الإصدار|גרסה|संस्करण|वर्ज़न|वर्जन|έκδοση)"
+    r"[\s:#.-]*$"
+)
+# Values that look numeric but are never personal data: their spans shield what they contain.
+_UUID = re.compile(
+    r"(?<![0-9A-Fa-f-])[0-9A-Fa-f]{8}-(?:[0-9A-Fa-f]{4}-){3}[0-9A-Fa-f]{12}(?![0-9A-Fa-f-])"
+)
+_ISBN = re.compile(
+    r"(?<![0-9A-Za-z-])(?:97[89][- ]?)?\d{1,5}[- ]\d{1,7}[- ]\d{1,7}[- ][\dX](?![0-9A-Za-z-])"
+)
+_DATE = re.compile(
+    r"(?<!\d)(?:\d{4}[-/.]\d{1,2}[-/.]\d{1,2}|\d{1,2}[-/.]\d{1,2}[-/.]\d{4}|\d{1,2}[./]\d{1,2}[./]\d{2})"
+    r"(?:[T ]\d{1,2}:\d{2}(?::\d{2})?)?(?!\d)"
+)
+# A national-format number: trunk prefix 0 (or Russia's 8), a bracketed area code, or a Chinese
+# mobile (1[3-9]x), then digit groups with single separators.
+_NATIONAL = re.compile(
+    r"(?<![0-9A-Za-z+_.,/-])(?:\(0?\d{1,5}\)|0\d{1,5}|8(?=[\s(-])|1[3-9]\d)"
+    r"(?:[ .-]?\(?\d{1,5}\)?){1,5}(?![0-9A-Za-z_]|[.,/-]\d)"
+)
 
 
 @dataclass(frozen=True)
@@ -54,6 +126,36 @@ class Span:
     start: int
     end: int
     value: str
+
+
+class _AsciiFold(dict):
+    """str.translate table: any decimal digit -> ASCII digit, full-width ASCII -> ASCII.
+
+    One character always maps to one character, so positions in the view are positions in the
+    original text.
+    """
+
+    def __missing__(self, cp: int) -> str:
+        ch = chr(cp)
+        if 0xFF01 <= cp <= 0xFF5E:  # full-width forms
+            out = chr(cp - 0xFEE0)
+        elif (d := unicodedata.decimal(ch, None)) is not None:
+            out = str(d)
+        elif ch in "\u2010\u2011\u2012\u2013\u2212":  # hyphens and minus signs
+            out = "-"
+        elif ch in "\u00a0\u2007\u202f\u3000":  # no-break and ideographic spaces
+            out = " "
+        else:
+            out = ch
+        self[cp] = out
+        return out
+
+
+_FOLD = _AsciiFold()
+
+
+def _ascii_view(text: str) -> str:
+    return text if text.isascii() else text.translate(_FOLD)
 
 
 def luhn_ok(digits: str) -> bool:
@@ -76,8 +178,19 @@ def iban_ok(candidate: str) -> bool:
     return int("".join(str(int(c, 36)) for c in rearranged)) % 97 == 1
 
 
+def isbn_ok(candidate: str) -> bool:
+    """ISBN-10 (mod 11, 'X' = 10) or ISBN-13 (mod 10) check digit."""
+    s = re.sub(r"[- ]", "", candidate).upper()
+    if len(s) == 10 and s[:9].isdigit() and (s[9].isdigit() or s[9] == "X"):
+        total = sum((10 - i) * (10 if c == "X" else int(c)) for i, c in enumerate(s))
+        return total % 11 == 0
+    if len(s) == 13 and s.isdigit():
+        return sum(int(c) * (1 if i % 2 == 0 else 3) for i, c in enumerate(s)) % 10 == 0
+    return False
+
+
 def _context_blocks(text: str, start: int) -> bool:
-    return bool(_NOT_PII_BEFORE.search(text[max(0, start - 16) : start]))
+    return bool(_NOT_PII_BEFORE.search(text[max(0, start - 24) : start]))
 
 
 def _card_ok(raw: str) -> bool:
@@ -91,58 +204,175 @@ def _card_ok(raw: str) -> bool:
     return luhn_ok(digits)
 
 
-def find_pii(text: str, lang: str = "en") -> list[Span]:
-    """All validated PII spans of a text, non-overlapping, in text order."""
+def _shielded(view: str) -> list[tuple[int, int]]:
+    """Spans of UUIDs, valid ISBNs and dates: digits inside them are never PII."""
+    out = [(m.start(), m.end()) for m in _UUID.finditer(view)]
+    out += [(m.start(), m.end()) for m in _ISBN.finditer(view) if isbn_ok(m.group())]
+    out += [(m.start(), m.end()) for m in _DATE.finditer(view)]
+    return out
+
+
+def _overlaps(start: int, end: int, spans: Iterable[tuple[int, int]]) -> bool:
+    return any(start < e and s < end for s, e in spans)
+
+
+def find_pii(text: str, lang: str = "en", *, regions: Sequence[str] | None = None) -> list[Span]:
+    """All validated PII spans of a text, non-overlapping, in text order.
+
+    `lang` (an ISO 639-1 code, e.g. from language ID) and the scripts in the text pick the
+    regions whose national phone formats are read; `regions` replaces DEFAULT_REGIONS, the
+    regions tried after those.
+    """
+    view = _ascii_view(text)
+    shield = _shielded(view)
     spans: list[Span] = []
-    for m in _EMAIL.finditer(text):
-        spans.append(Span("email", m.start(), m.end(), m.group()))
-    for m in _IBAN.finditer(text):
+
+    def add(kind: str, start: int, end: int) -> None:
+        spans.append(Span(kind, start, end, text[start:end]))
+
+    for m in _EMAIL.finditer(view):
+        add("email", m.start(), m.end())
+    for m in _IBAN.finditer(view):
         if iban_ok(m.group()):
-            spans.append(Span("iban", m.start(), m.end(), m.group()))
-    for m in _CARD.finditer(text):
+            add("iban", m.start(), m.end())
+    for m in _CARD.finditer(view):
         # Digits right after "DE89 " are an (invalid) IBAN's body, not a card.
-        iban_tail = _IBAN_HEAD.search(text[max(0, m.start() - 5) : m.start()])
-        if _card_ok(m.group()) and not iban_tail and not _context_blocks(text, m.start()):
-            spans.append(Span("card", m.start(), m.end(), m.group()))
-    for m in _IPV4.finditer(text):
-        if _context_blocks(text, m.start()):
+        iban_tail = _IBAN_HEAD.search(view[max(0, m.start() - 5) : m.start()])
+        if (
+            _card_ok(m.group())
+            and not iban_tail
+            and not _context_blocks(text, m.start())
+            and not _overlaps(m.start(), m.end(), shield)
+        ):
+            add("card", m.start(), m.end())
+    for m in _IPV4.finditer(view):
+        if _context_blocks(text, m.start()) or _overlaps(m.start(), m.end(), shield):
             continue
         try:
             ipaddress.IPv4Address(m.group())
         except ValueError:
             continue
-        spans.append(Span("ip", m.start(), m.end(), m.group()))
-    if "::" in text or text.count(":") >= 7:
-        for m in _IPV6.finditer(text):
+        add("ip", m.start(), m.end())
+    if "::" in view or view.count(":") >= 7:
+        for m in _IPV6.finditer(view):
             try:
                 ipaddress.IPv6Address(m.group())
             except ValueError:
                 continue
-            spans.append(Span("ip", m.start(), m.end(), m.group()))
-    spans.extend(_phones(text, lang))
+            if not _overlaps(m.start(), m.end(), shield):
+                add("ip", m.start(), m.end())
+    taken = [(s.start, s.end) for s in spans]
+    for start, end in _phones(view, lang, regions, shield + taken):
+        add("phone", start, end)
     return _non_overlapping(spans)
 
 
-def _phones(text: str, lang: str) -> list[Span]:
-    if sum(c.isdigit() for c in text) < 7:
+def phone_regions(text: str, lang: str = "", regions: Sequence[str] | None = None) -> list[str]:
+    """Regions to read national phone formats in: language's, then scripts', then defaults."""
+    out = list(LANG_REGIONS.get((lang or "").split("-")[0].lower(), ()))
+    if not text.isascii():
+        for _name, chars, script_regions in SCRIPT_REGIONS:
+            if re.search(f"[{chars}]", text):
+                out.extend(script_regions)
+    out.extend(DEFAULT_REGIONS if regions is None else regions)
+    return [r for r in dict.fromkeys(r.upper() for r in out) if _metadata(r) is not None]
+
+
+def _metadata(region: str):
+    return PhoneMetadata.metadata_for_region(region, None)
+
+
+_GROUP_BEFORE = re.compile(r"\d[ .-]?$")
+_GROUP_AFTER = re.compile(r"[ .-]?\d")
+_DATE_LIKE = re.compile(r"\d{4}-\d{2}-\d{2}|\d{1,2}[./-]\d{1,2}[./-]\d{2,4}")
+_NANP_SHAPE = re.compile(r"(?:\+?1[\s.-]?)?(?:\(\d{3}\)\s?|\d{3}[\s.-])\d{3}[\s.-]\d{4}")
+
+
+def _national_ok(raw: str, number, region: str, primary: bool) -> bool:
+    """A national-format candidate (no '+') is a phone only in a shape people write numbers in.
+
+    `primary`: the region comes from the document's language or scripts (not the defaults).
+    """
+    digits = re.sub(r"\D", "", raw)
+    meta = _metadata(region)
+    prefix = (meta.national_prefix or "") if meta is not None else ""
+    separated = bool(re.search(r"[\s().-]", raw))
+    if number.country_code == 1:  # NANP: "(415) 555-2671", "415-555-2671", "1 415 555 2671"
+        return bool(_NANP_SHAPE.fullmatch(raw.strip())) and phonenumbers.is_valid_number(number)
+    if prefix and digits.startswith(prefix) and not raw.startswith("("):
+        # Trunk prefix: "030 1234567", "07700 900058", "8 (495) 123-45-67".
+        return len(digits) >= 8 and (separated or prefix == "0")
+    if raw.startswith("("):  # bracketed area code: "(030) 1234567", "(0221) 254 4992"
+        return len(digits) >= 8 and phonenumbers.is_possible_number(number)
+    # No trunk prefix: plans without one (Spain "912 345 678", Italy, Poland, Greece...) or
+    # mobiles written without it (India "98765 43210", China "138 1234 5678"). These look like
+    # any grouped number, so they need the document's own region and a valid number.
+    if not primary or not phonenumbers.is_valid_number(number):
+        return False
+    if region == "CN" and len(digits) == 11:
+        return phonenumbers.number_type(number) == phonenumbers.PhoneNumberType.MOBILE
+    return separated and len(digits) >= 8
+
+
+def _phones(
+    view: str, lang: str, regions: Sequence[str] | None, blocked: list[tuple[int, int]]
+) -> list[tuple[int, int]]:
+    if sum(c.isdigit() for c in view) < 7:
         return []
-    region = LANG_REGION.get(lang, "US")
-    out = []
-    # VALID leniency: the number must be a real, assignable number for its region.
-    matcher = phonenumbers.PhoneNumberMatcher(text, region, leniency=phonenumbers.Leniency.VALID)
+    order = phone_regions(view, lang, regions)
+    if not order:
+        return []
+    primary = set(phone_regions(view, lang, ()))
+    found: list[tuple[int, int]] = []
+    # POSSIBLE leniency (length fits the region's plan): valid-number metadata lags real
+    # allocations and rejects fictional ranges (Ofcom's 07700 900xxx), so the shape rules and
+    # the decoy shields do the precision work instead.
+    matcher = phonenumbers.PhoneNumberMatcher(
+        view, order[0], leniency=phonenumbers.Leniency.POSSIBLE
+    )
     for match in matcher:
-        raw = match.raw_string
-        digits = re.sub(r"\D", "", raw)
-        # Dates and bare digit runs parse as numbers in some regions; real phone numbers
-        # in running text carry a "+", a parenthesised area code or separators.
-        if re.fullmatch(r"\d{4}-\d{2}-\d{2}|\d{1,2}[./-]\d{1,2}[./-]\d{2,4}", raw.strip()):
+        raw, number = match.raw_string, match.number
+        if _phone_ok(view, match.start, raw, number, order[0], order[0] in primary, blocked):
+            found.append((match.start, match.end))
+    # National formats of the other candidate regions: each candidate is parsed per region.
+    for m in _NATIONAL.finditer(view):
+        if _overlaps(m.start(), m.end(), found) or _overlaps(m.start(), m.end(), blocked):
             continue
-        if raw.isdigit() and not raw.startswith("0"):
-            continue
-        if len(digits) < 7 or _context_blocks(text, match.start):
-            continue
-        out.append(Span("phone", match.start, match.end, raw))
-    return out
+        raw = m.group()
+        for region in _candidate_regions(raw, order, primary):
+            try:
+                number = phonenumbers.parse(raw, region)
+            except phonenumbers.NumberParseException:
+                continue
+            if phonenumbers.is_possible_number(number) and _phone_ok(
+                view, m.start(), raw, number, region, region in primary, blocked
+            ):
+                found.append((m.start(), m.end()))
+                break
+    return found
+
+
+def _candidate_regions(raw: str, order: list[str], primary: set[str]) -> Sequence[str]:
+    if raw[0] == "1":  # a bare "1[3-9]x..." start can only be a Chinese mobile number
+        return ("CN",) if "CN" in primary else ()
+    return order
+
+
+def _phone_ok(view: str, start: int, raw: str, number, region: str, primary: bool, blocked) -> bool:
+    end = start + len(raw)
+    if _overlaps(start, end, blocked) or _context_blocks(view, start):
+        return False
+    if _DATE_LIKE.fullmatch(raw.strip()):
+        return False
+    # Digit groups of a longer grouped number (an IBAN body, an account number) are no phone.
+    if _GROUP_BEFORE.search(view, max(0, start - 2), start) or _GROUP_AFTER.match(view, end):
+        return False
+    digits = re.sub(r"\D", "", raw)
+    if not 7 <= len(digits) <= 15:
+        return False
+    if raw.lstrip().startswith("+") or digits.startswith("00"):
+        return phonenumbers.region_code_for_country_code(number.country_code) != "ZZ"
+    return _national_ok(raw, number, region, primary)
 
 
 def _non_overlapping(spans: list[Span]) -> list[Span]:
@@ -157,9 +387,11 @@ def _non_overlapping(spans: list[Span]) -> list[Span]:
     return out
 
 
-def scrub(text: str, lang: str = "en") -> tuple[str, Counter[str]]:
+def scrub(
+    text: str, lang: str = "en", *, regions: Sequence[str] | None = None
+) -> tuple[str, Counter[str]]:
     """Replace PII with typed placeholders; return the new text and counts per type."""
-    spans = find_pii(text, lang)
+    spans = find_pii(text, lang, regions=regions)
     if not spans:
         return text, Counter()
     parts: list[str] = []
