@@ -18,6 +18,17 @@ model. The report's ideas are each a few named lines:
   and each expert runs once over all of its tokens. A Switch-style load-balancing loss is returned.
 - Image tokens: positions holding `image_token_id` get projected image embeddings instead of token
   embeddings (`forward(idx, image_embeds=...)`), ready for the multimodal stage.
+- Document masking (`doc_mask`, on by default): packed sequences hold several documents, each
+  followed by the boundary token `<|endoftext|>` (`boundary_token_id`, set from the mixture). A token
+  attends only to earlier tokens of its own document; the boundary token belongs to the document it
+  ends. Segment ids come from the boundary positions (`document_segments`).
+
+Attention memory. A local layer never builds a (T, T) score matrix: on CUDA the mask (causal,
+sliding window, documents) is a FlexAttention block mask, so whole masked-out blocks are skipped
+and memory is O(T·W); elsewhere queries are processed in chunks of `window` rows, each attending
+with SDPA to its own key range [start - window + 1, end), also O(T·W). Global layers use the same
+two paths (chunks of `GLOBAL_CHUNK` queries, keys from the earliest document start in the chunk).
+A plain causal sequence no longer than the window goes straight to SDPA (flash attention on CUDA).
 """
 
 from __future__ import annotations
@@ -53,6 +64,8 @@ class ModelConfig:
     moe_aux_weight: float = 0.01
     image_embed_dim: int = 0  # 0 disables the image-token input path
     image_token_id: int = -1
+    doc_mask: bool = True  # attention stays inside documents of a packed sequence
+    boundary_token_id: int = -1  # <|endoftext|>; -1 (unknown) leaves document masking off
     norm_eps: float = 1e-5
     init_std: float = 0.02
 
@@ -151,14 +164,190 @@ def sliding_window_mask(seq_len: int, window: int, device: torch.device) -> torc
     return (j <= i) & (j > i - window)
 
 
-def attend(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, window: int | None) -> torch.Tensor:
-    """Causal grouped-query attention, windowed when `window` is set; q (B,H,T,d), k/v (B,Hkv,T,d)."""
+# Query rows per chunk of a global layer on the chunked path: bounds one chunk's scores to
+# B·H·GLOBAL_CHUNK·T instead of B·H·T·T.
+GLOBAL_CHUNK = 256
+BACKENDS = ("auto", "flex", "chunked", "dense")
+
+
+def document_segments(idx: torch.Tensor, boundary_token_id: int) -> torch.Tensor:
+    """Document id of every position (B, T): the number of boundary tokens strictly before it.
+
+    A boundary token ends its document, so it shares the id of the tokens before it; the first
+    token after it starts the next document. Positions before the first boundary form document 0
+    (often the tail of a document that began in the previous sequence).
+    """
+    is_boundary = (idx == boundary_token_id).to(torch.int32)
+    return torch.cumsum(is_boundary, dim=1) - is_boundary
+
+
+def attention_mask(
+    seq_len: int, window: int | None, segments: torch.Tensor | None, device: torch.device
+) -> torch.Tensor:
+    """The full boolean mask the fast paths implement: (T, T), or (B, 1, T, T) with documents.
+
+    Query i sees key j when j <= i, i - j < window (local layers) and both are in one document.
+    Used by the `dense` reference backend and by tests; the training paths never build it whole.
+    """
+    mask = (
+        sliding_window_mask(seq_len, window, device)
+        if window is not None
+        else torch.ones(seq_len, seq_len, dtype=torch.bool, device=device).tril()
+    )
+    if segments is None:
+        return mask
+    same_doc = segments[:, None, :, None] == segments[:, None, None, :]
+    return mask & same_doc
+
+
+def flex_available() -> bool:
+    """torch.nn.attention.flex_attention can be imported (PyTorch >= 2.5)."""
+    try:
+        from torch.nn.attention import flex_attention  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def default_backend(device: torch.device) -> str:
+    """flex on CUDA when available (compiled kernels, block-sparse), chunked SDPA elsewhere."""
+    return "flex" if device.type == "cuda" and flex_available() else "chunked"
+
+
+_COMPILED_FLEX = None
+
+
+def _flex_kernel(device: torch.device):
+    """flex_attention, compiled on CUDA (eager flex materialises the scores; fine for CPU tests)."""
+    global _COMPILED_FLEX
+    from torch.nn.attention.flex_attention import flex_attention
+
+    if device.type != "cuda":
+        return flex_attention
+    if _COMPILED_FLEX is None:
+        _COMPILED_FLEX = torch.compile(flex_attention, dynamic=False)
+    return _COMPILED_FLEX
+
+
+def flex_block_mask(
+    batch: int, seq_len: int, window: int | None, segments: torch.Tensor | None, device
+):
+    """FlexAttention BlockMask for causal (+ sliding window) (+ same document) attention."""
+    from torch.nn.attention.flex_attention import create_block_mask
+
+    def mask_mod(b, h, q_idx, kv_idx):
+        keep = kv_idx <= q_idx
+        if window is not None:
+            keep = keep & (q_idx - kv_idx < window)
+        if segments is not None:
+            keep = keep & (segments[b, q_idx] == segments[b, kv_idx])
+        return keep
+
+    return create_block_mask(
+        mask_mod,
+        batch if segments is not None else None,
+        None,
+        seq_len,
+        seq_len,
+        device=device,
+        _compile=device.type == "cuda",  # compiled: never materialises the (T, T) mask
+    )
+
+
+def _chunked_attend(q, k, v, window: int | None, segments: torch.Tensor | None) -> torch.Tensor:
+    """Causal (windowed) (document-masked) attention, one SDPA call per chunk of query rows.
+
+    A chunk of queries [s, e) only needs keys [lo, e) with lo = s - window + 1 for local layers,
+    and no key before the earliest document start among its queries: scores are at most
+    B·H·C·(C + W) per chunk, so memory grows linearly with T for local layers.
+    """
+    B, H, T, D = q.shape
+    chunk = window if window is not None else GLOBAL_CHUNK
+    pos = torch.arange(T, device=q.device)
+    doc_start = None
+    if segments is not None:
+        # First position of each position's document: a running max over document starts.
+        new_doc = torch.ones(B, T, dtype=torch.bool, device=q.device)
+        new_doc[:, 1:] = segments[:, 1:] != segments[:, :-1]
+        starts = torch.where(new_doc, pos, torch.zeros_like(pos))
+        doc_start = torch.cummax(starts, dim=1).values
+    pieces = []
+    for s in range(0, T, chunk):
+        e = min(s + chunk, T)
+        lo = 0 if window is None else max(0, s - window + 1)
+        if doc_start is not None:
+            lo = max(lo, int(doc_start[:, s].min()))
+        qi, kj = pos[s:e, None], pos[None, lo:e]
+        mask = kj <= qi
+        if window is not None:
+            mask = mask & (qi - kj < window)
+        if segments is not None:
+            mask = mask & (segments[:, None, s:e, None] == segments[:, None, None, lo:e])
+        pieces.append(
+            F.scaled_dot_product_attention(
+                q[:, :, s:e], k[:, :, lo:e], v[:, :, lo:e], attn_mask=mask, enable_gqa=True
+            )
+        )
+    return torch.cat(pieces, dim=2)
+
+
+def attend(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    window: int | None,
+    segments: torch.Tensor | None = None,
+    backend: str = "auto",
+    block_mask=None,
+) -> torch.Tensor:
+    """Causal grouped-query attention; q (B,H,T,d), k/v (B,Hkv,T,d).
+
+    `window`: local layers see the last `window` keys; `segments` (B, T): document ids, attention
+    stays within a document. `backend`: `auto` (flex on CUDA, else chunked), `flex`, `chunked`, or
+    `dense` (one explicit mask, O(T²) memory: the reference implementation). `block_mask`: a
+    prebuilt flex BlockMask for this (window, segments) to reuse across layers.
+    """
+    if backend not in BACKENDS:
+        raise ValueError(f"attention backend {backend!r}: choose one of {', '.join(BACKENDS)}")
     seq_len = q.size(-2)
-    if window is None or seq_len <= window:
+    if window is not None and seq_len <= window:
+        window = None  # the window covers the whole sequence: plain causal
+    if window is None and segments is None:
         # Plain causal: lets CUDA pick flash attention.
         return F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True)
-    mask = sliding_window_mask(seq_len, window, q.device)
-    return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, enable_gqa=True)
+    if backend == "auto":
+        backend = default_backend(q.device)
+    if backend == "dense":
+        mask = attention_mask(seq_len, window, segments, q.device)
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, enable_gqa=True)
+    if backend == "flex":
+        if block_mask is None:
+            block_mask = flex_block_mask(q.size(0), seq_len, window, segments, q.device)
+        return _flex_kernel(q.device)(q, k, v, block_mask=block_mask, enable_gqa=True)
+    return _chunked_attend(q, k, v, window, segments)
+
+
+class AttentionContext:
+    """What every layer of one forward shares: document segments, backend, cached block masks."""
+
+    def __init__(self, segments: torch.Tensor | None, backend: str = "auto") -> None:
+        self.segments = segments
+        self.backend = backend
+        self._block_masks: dict[int | None, object] = {}
+
+    def __call__(self, q, k, v, window: int | None) -> torch.Tensor:
+        seq_len = q.size(-2)
+        if window is not None and seq_len <= window:
+            window = None
+        backend = self.backend if self.backend != "auto" else default_backend(q.device)
+        block_mask = None
+        if backend == "flex" and (window is not None or self.segments is not None):
+            if window not in self._block_masks:
+                self._block_masks[window] = flex_block_mask(
+                    q.size(0), seq_len, window, self.segments, q.device
+                )
+            block_mask = self._block_masks[window]
+        return attend(q, k, v, window, self.segments, backend, block_mask)
 
 
 class Attention(nn.Module):
@@ -181,6 +370,7 @@ class Attention(nn.Module):
         x: torch.Tensor,
         rope: tuple[torch.Tensor, torch.Tensor],
         shared_kv: tuple[torch.Tensor, torch.Tensor] | None = None,
+        ctx: AttentionContext | None = None,
     ) -> tuple[torch.Tensor, tuple[torch.Tensor, torch.Tensor]]:
         """Return the attention output and the (k, v) it attended to (for layers that share them)."""
         B, T, _ = x.shape
@@ -199,7 +389,8 @@ class Attention(nn.Module):
             k, v = shared_kv
         if not self.is_global:  # global layers are NoPE: no rotary on q or k
             q = apply_rope(q, *rope)
-        y = attend(q, k, v, window=None if self.is_global else self.cfg.window)
+        ctx = ctx or AttentionContext(None)
+        y = ctx(q, k, v, window=None if self.is_global else self.cfg.window)
         return self.o_proj(y.transpose(1, 2).reshape(B, T, -1)), (k, v)
 
 
@@ -267,9 +458,9 @@ class Block(nn.Module):
         self.ffn_norm = RMSNorm(cfg.d_model, cfg.norm_eps)
         self.ffn = MoE(cfg) if cfg.is_moe(layer) else SwiGLU(cfg.d_model, cfg.ffn_hidden)
 
-    def forward(self, x, rope, shared_kv=None):
+    def forward(self, x, rope, shared_kv=None, ctx=None):
         """Return (x, kv, aux_loss); aux_loss is zero for dense layers."""
-        a, kv = self.attn(self.attn_norm(x), rope, shared_kv)
+        a, kv = self.attn(self.attn_norm(x), rope, shared_kv, ctx)
         x = x + a
         if isinstance(self.ffn, MoE):
             f, aux = self.ffn(self.ffn_norm(x))
@@ -352,10 +543,14 @@ class Transformer(nn.Module):
         idx: torch.Tensor,
         targets: torch.Tensor | None = None,
         image_embeds: torch.Tensor | None = None,
+        *,
+        attention_backend: str = "auto",
     ) -> tuple[torch.Tensor, torch.Tensor | None, torch.Tensor]:
         """Return (logits (B,T,V), mean cross-entropy or None, MoE load-balancing loss).
 
-        Targets equal to -100 are ignored (padding, image tokens).
+        Targets equal to -100 are ignored (padding, image tokens). With `doc_mask` and a known
+        `boundary_token_id`, attention stays inside each packed document. `attention_backend`:
+        see `attend` (`auto` picks flex on CUDA, chunked SDPA elsewhere).
         """
         cfg = self.config
         T = idx.size(1)
@@ -363,6 +558,10 @@ class Transformer(nn.Module):
             raise ValueError(f"sequence length {T} exceeds max_seq_len={cfg.max_seq_len}")
         rope = rope_cos_sin(T, cfg.head_dim, cfg.rope_base, idx.device)
         x = self.embed_tokens(idx, image_embeds)
+        segments = None
+        if cfg.doc_mask and cfg.boundary_token_id >= 0:
+            segments = document_segments(idx, cfg.boundary_token_id)
+        ctx = AttentionContext(segments, attention_backend)
         sources = {layer.attn.kv_source for layer in self.layers}
         kv_of: dict[
             int, tuple[torch.Tensor, torch.Tensor]
@@ -370,7 +569,7 @@ class Transformer(nn.Module):
         aux = x.new_zeros((), dtype=torch.float32)
         for i, layer in enumerate(self.layers):
             source = layer.attn.kv_source
-            x, kv, layer_aux = layer(x, rope, kv_of[source] if source is not None else None)
+            x, kv, layer_aux = layer(x, rope, kv_of[source] if source is not None else None, ctx)
             if i in sources:
                 kv_of[i] = kv
             aux = aux + layer_aux

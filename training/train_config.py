@@ -36,6 +36,8 @@ class TrainSection(_Strict):
     device: Literal["auto", "cpu", "cuda"] = "auto"
     precision: Literal["float32", "bfloat16"] = "float32"  # bfloat16 = autocast on CUDA only
     compile: bool = False
+    # auto: FlexAttention block masks on CUDA, chunked SDPA elsewhere; dense = explicit (T, T) mask
+    attention_backend: Literal["auto", "flex", "chunked", "dense"] = "auto"
     seed: int = 0
     threads: int = Field(default=0, ge=0)  # CPU threads for torch; 0 leaves torch's default
     deterministic: bool = True

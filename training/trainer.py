@@ -45,7 +45,8 @@ PEAK_FLOPS = {
     "A10G": 125e12,
 }
 # Fields that may differ between a checkpoint and the run that loads it (long context raises them).
-ADJUSTABLE_FIELDS = {"rope_base", "max_seq_len"}
+# Document masking has no weights: a run may switch it, and the boundary id comes from the mixture.
+ADJUSTABLE_FIELDS = {"rope_base", "max_seq_len", "doc_mask", "boundary_token_id"}
 IGNORE = -100
 
 
@@ -82,6 +83,14 @@ def resolve_model_config(
         changes["max_seq_len"] = sc.max_seq_len
     if cfg.model.image_embed_dim and cfg.model.image_token_id < 0:
         changes["image_token_id"] = int(manifest["special_tokens"]["image"])
+    if cfg.model.doc_mask and cfg.model.boundary_token_id < 0:
+        boundary = (manifest.get("special_tokens") or {}).get("boundary")
+        if boundary is None:
+            raise TrainError(
+                f"mixture {mix_dir}: manifest.json special_tokens has no 'boundary' id, needed for "
+                "document masking; rebuild the mixture or set model.doc_mask: false"
+            )
+        changes["boundary_token_id"] = int(boundary)
     model_cfg = dataclasses.replace(cfg.model, **changes)
     seq_len = int(manifest["seq_len"])
     if seq_len - 1 > model_cfg.max_seq_len:
@@ -150,6 +159,7 @@ def evaluate(
     max_sequences: int,
     device: torch.device,
     autocast,
+    attention_backend: str = "auto",
 ) -> list[dict[str, Any]]:
     """Mean next-token loss on each bucket/group's held-out sequences (first `max_sequences`)."""
     was_training = model.training
@@ -164,7 +174,7 @@ def evaluate(
             if n == 0:
                 continue
             with autocast():
-                _, loss, _ = model(x, y)
+                _, loss, _ = model(x, y, attention_backend=attention_backend)
             total += float(loss) * n
             count += n
         rows.append(
@@ -334,7 +344,9 @@ def run_stage(
         return torch.autocast("cuda", dtype=torch.bfloat16) if bf16 else contextlib.nullcontext()
 
     def eval_now(step: int) -> list[dict[str, Any]]:
-        rows = evaluate(model, evals, batch_size, t.eval_max_sequences, device, autocast)
+        rows = evaluate(
+            model, evals, batch_size, t.eval_max_sequences, device, autocast, t.attention_backend
+        )
         rows = [{"step": step, "seq_len": seq_len, **r} for r in rows]
         _append_jsonl(eval_path, rows)
         return rows
@@ -368,7 +380,7 @@ def run_stage(
         for _ in range(t.grad_accum):
             x, y = _split(next(batches), pad_id, model_cfg.vocab_size, device)
             with autocast():
-                _, loss, aux = step_model(x, y)
+                _, loss, aux = step_model(x, y, attention_backend=t.attention_backend)
                 objective = (loss + model_cfg.moe_aux_weight * aux) / t.grad_accum
             objective.backward()
             step_loss += loss.detach().float() / t.grad_accum

@@ -1,17 +1,27 @@
 """Assets `pretrained_model` → `cpt_model` → `long_context_model`: one training run each.
 
 Each reads its mixture from lake `mixtures/<name>/` (name from the training config's stage
-section) and writes its run to lake `runs/<stage>/`; later stages start from the latest
-checkpoint of the previous stage's run. Metadata: final and eval losses, tokens/s, loss curve.
+section) and writes a new versioned run `runs/<stage>/<run-id>/`; when it finishes,
+`runs/<stage>/latest.json` points at it. A re-materialisation is a new run next to the old ones
+(nothing is deleted); `resume: true` continues the newest run that has a checkpoint. Later stages
+start from the latest checkpoint of the previous stage's latest run. Metadata: run id, final and
+eval losses, tokens/s, loss curve.
 """
 
 import base64
-import shutil
 
 from dagster import AssetExecutionContext, Config, MaterializeResult, MetadataValue, asset
 
 from pipelines.resources import LakeResource
-from pipelines.stages.train import UPSTREAM, run_train, stage_mixture_dir
+from pipelines.stages.train import (
+    UPSTREAM,
+    latest_run,
+    new_run_dir,
+    resumable_run,
+    run_train,
+    set_latest,
+    stage_mixture_dir,
+)
 
 
 class TrainConfig(Config):
@@ -19,9 +29,7 @@ class TrainConfig(Config):
 
     config: str = "tiny"
     steps: int | None = None  # None: the config's stage steps
-    resume: bool = (
-        False  # continue lake runs/<stage> from its latest checkpoint instead of restarting
-    )
+    resume: bool = False  # continue the newest run of lake runs/<stage> instead of a new run
 
 
 def _train_asset(
@@ -36,18 +44,19 @@ def _train_asset(
         from training.checkpoint import latest_checkpoint
 
         runs = lake.stage_dir("runs")
-        out = runs / stage
         data = stage_mixture_dir(stage, config.config, lake.path())
-        resume = config.resume and latest_checkpoint(out) is not None
-        if not resume and out.exists():
-            shutil.rmtree(out)  # a re-materialization is a new run
+        previous = resumable_run(runs / stage) if config.resume else None
+        resume = previous is not None
         init = None
         if stage in UPSTREAM and not resume:
-            init = runs / UPSTREAM[stage]
-            if latest_checkpoint(init) is None:
+            init = latest_run(runs / UPSTREAM[stage])
+            if init is None or latest_checkpoint(init) is None:
                 raise FileNotFoundError(
-                    f"{init}: no checkpoint; materialize {upstream_model} first"
+                    f"{runs / UPSTREAM[stage]}: no finished run with a checkpoint; "
+                    f"materialize {upstream_model} first"
                 )
+        out = previous if resume else new_run_dir(runs / stage)
+        context.log.info(f"{stage}: run directory {out}" + (" (resumed)" if resume else ""))
 
         def log(step: int, total: int, row: dict | None) -> None:
             if row is not None:
@@ -63,11 +72,14 @@ def _train_asset(
             resume=resume,
             on_step=log,
         )
+        set_latest(runs / stage, out)
         png = base64.b64encode(open(s["loss_plot"], "rb").read()).decode()
         return MaterializeResult(
             metadata={
                 "checkpoint": MetadataValue.path(s["checkpoint"]),
                 "run_dir": MetadataValue.path(str(out)),
+                "run_id": out.name,
+                "init": MetadataValue.path(str(s["init"])) if s["init"] else "none",
                 "mixture": MetadataValue.path(str(data)),
                 "steps": s["steps"],
                 "seq_len": s["seq_len"],

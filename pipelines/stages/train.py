@@ -1,8 +1,16 @@
-"""Training stage entry point (`run_train`), shared by the CLI, the Dagster assets and the demo."""
+"""Training stage entry point (`run_train`), shared by the CLI, the Dagster assets and the demo.
+
+Lake runs are versioned: `runs/<stage>/<run-id>/` (run id = UTC start time, `-2`, `-3`, ... when
+two start in the same second), and `runs/<stage>/latest.json` names the newest *finished* run,
+which later stages start from. Nothing here deletes a run. A CLI `--out` is the user's own
+directory and is used as given.
+"""
 
 from __future__ import annotations
 
 import json
+import os
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -12,6 +20,76 @@ from pipelines import lake
 STAGES = ("pretrain", "cpt", "long-context")
 # The stage each later stage starts from (its `--init`).
 UPSTREAM = {"cpt": "pretrain", "long-context": "cpt"}
+
+
+LATEST = "latest.json"
+
+
+def new_run_dir(stage_root: str | Path) -> Path:
+    """Create and return a fresh run directory `<stage_root>/<UTC time>[-n]` (never reused)."""
+    stage_root = Path(stage_root)
+    stage_root.mkdir(parents=True, exist_ok=True)
+    base = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    for n in range(1, 10_000):
+        run = stage_root / (base if n == 1 else f"{base}-{n}")
+        try:
+            run.mkdir()
+        except FileExistsError:
+            continue
+        return run
+    raise RuntimeError(f"{stage_root}: no free run id for {base}")
+
+
+def run_dirs(stage_root: str | Path) -> list[Path]:
+    """The stage's versioned run directories, oldest first."""
+    stage_root = Path(stage_root)
+    if not stage_root.is_dir():
+        return []
+    runs = [p for p in stage_root.iterdir() if p.is_dir() and p.name[:8].isdigit()]
+    return sorted(runs, key=lambda p: (p.name.split("-")[0], int((p.name.split("-") + ["1"])[1])))
+
+
+def set_latest(stage_root: str | Path, run_dir: str | Path) -> Path:
+    """Point `<stage_root>/latest.json` at a finished run (atomic replace)."""
+    stage_root, run_dir = Path(stage_root), Path(run_dir)
+    path = stage_root / LATEST
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps({"run_id": run_dir.name, "path": str(run_dir.resolve())}, indent=2))
+    os.replace(tmp, path)
+    return path
+
+
+def latest_run(stage_root: str | Path) -> Path | None:
+    """The run `latest.json` names; for a lake from before versioning, `stage_root` itself if it
+    holds checkpoints; else None."""
+    from training.checkpoint import latest_checkpoint
+
+    stage_root = Path(stage_root)
+    pointer = stage_root / LATEST
+    if pointer.exists():
+        try:
+            run = stage_root / json.loads(pointer.read_text())["run_id"]
+        except (ValueError, KeyError) as exc:
+            raise ValueError(
+                f"{pointer}: not a run pointer ({exc}); delete it or rewrite it as "
+                '{"run_id": "<directory name under this stage>"}'
+            ) from exc
+        if not run.is_dir():
+            raise FileNotFoundError(f"{pointer} names {run}, which does not exist")
+        return run
+    if latest_checkpoint(stage_root) is not None:
+        return stage_root
+    return None
+
+
+def resumable_run(stage_root: str | Path) -> Path | None:
+    """The newest run directory of the stage that has a checkpoint (finished or not)."""
+    from training.checkpoint import latest_checkpoint
+
+    for run in reversed(run_dirs(stage_root)):
+        if latest_checkpoint(run) is not None:
+            return run
+    return None
 
 
 def stage_mixture_dir(stage: str, config_path: str | Path, lake_root: Path | None = None) -> Path:

@@ -10,6 +10,7 @@ from dagster import materialize
 
 from pipelines.assets.train import cpt_model, long_context_model, pretrained_model
 from pipelines.resources import LakeResource
+from pipelines.stages.train import latest_run, run_dirs
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -38,6 +39,24 @@ def test_pretrain_cpt_long_context_assets_materialize_in_order(tmp_path, mixture
     long = meta["long_context_model"]
     assert long["seq_len"].value == 256
     assert long["eval_loss_mean"].value < long["eval_loss_mean_at_start"].value
-    run = json.loads((tmp_path / "runs" / "long-context" / "run.json").read_text())
-    assert run["init"].startswith(str(tmp_path / "runs" / "cpt" / "checkpoints"))
-    assert (tmp_path / "runs" / "cpt" / "manifest.json").exists()
+    runs = tmp_path / "runs"
+    cpt_run = latest_run(runs / "cpt")
+    assert cpt_run.parent == runs / "cpt" and cpt_run.name == meta["cpt_model"]["run_id"].value
+    long_run = latest_run(runs / "long-context")
+    run = json.loads((long_run / "run.json").read_text())
+    assert run["init"].startswith(str(cpt_run / "checkpoints"))
+    assert (cpt_run / "manifest.json").exists()
+
+    # Re-materialising the pretraining asset makes a second run; the first one stays untouched.
+    first = latest_run(runs / "pretrain")
+    files_before = sorted(p.name for p in first.rglob("*"))
+    again = materialize(
+        [pretrained_model],
+        resources={"lake": LakeResource(root=str(tmp_path))},
+        run_config={"ops": {"pretrained_model": {"config": {"config": str(config), "steps": 2}}}},
+    )
+    assert again.success
+    second = latest_run(runs / "pretrain")
+    assert second != first and run_dirs(runs / "pretrain") == [first, second]
+    assert sorted(p.name for p in first.rglob("*")) == files_before
+    assert json.loads((second / "summary.json").read_text())["steps"] == 2
