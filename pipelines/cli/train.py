@@ -106,9 +106,87 @@ def _make_command(stage: str):
     return command
 
 
+def retrieval_data(
+    out: Annotated[
+        Path | None,
+        typer.Option(
+            "--out", help="Parquet to write (default: lake synth/long/retrieval.parquet)."
+        ),
+    ] = None,
+    docs: Annotated[int, typer.Option("--docs", min=1, help="Number of documents.")] = 2000,
+    seed: Annotated[int, typer.Option("--seed", help="Generator seed.")] = 0,
+    facts: Annotated[int, typer.Option("--facts", min=1, help="Facts stated early.")] = 6,
+    queries: Annotated[int, typer.Option("--queries", min=1, help="Late queries.")] = 4,
+    filler_min: Annotated[int, typer.Option("--filler-min", min=0)] = 20,
+    filler_max: Annotated[
+        int, typer.Option("--filler-max", min=0, help="Filler sentences between facts and queries.")
+    ] = 30,
+    values: Annotated[str, typer.Option("--values", help="digits or words.")] = "digits",
+) -> None:
+    """Write synthetic long documents for in-context retrieval (facts early, queries late)."""
+    from pipelines.stages.train import run_retrieval_data
+
+    try:
+        r = run_retrieval_data(out, n_docs=docs, seed=seed, n_facts=facts, n_queries=queries,
+                               filler_sentences=(filler_min, filler_max), values=values)  # fmt: skip
+    except ValueError as exc:
+        typer.secho(f"error: {exc}", fg="red", err=True)
+        raise typer.Exit(2) from exc
+    typer.echo(
+        f"{r['documents']} documents ({r['mean_chars']:.0f} chars on average) -> {r['path']}"
+    )
+
+
+def retrieval_eval(
+    run: Annotated[
+        list[str],
+        typer.Option(
+            "--run", help="NAME=RUN_DIR_OR_CHECKPOINT; repeat to compare (cpt=..., lc=...)."
+        ),
+    ],
+    tokenizer: Annotated[Path, typer.Option("--tokenizer", help="The runs' tokenizer.json.")],
+    docs: Annotated[int, typer.Option("--docs", min=1, help="Held-out documents.")] = 64,
+    seed: Annotated[
+        int, typer.Option("--seed", help="Held-out seed (not the training one).")
+    ] = 10_000,
+    facts: Annotated[int, typer.Option("--facts", min=1)] = 6,
+    queries: Annotated[int, typer.Option("--queries", min=1)] = 4,
+    filler_min: Annotated[int, typer.Option("--filler-min", min=0)] = 20,
+    filler_max: Annotated[int, typer.Option("--filler-max", min=0)] = 30,
+    values: Annotated[str, typer.Option("--values", help="digits or words.")] = "digits",
+) -> None:
+    """Loss on the answers of late queries in held-out retrieval documents, per checkpoint."""
+    import json
+
+    from pipelines.stages.train import run_retrieval_eval
+
+    named = {}
+    for item in run:
+        name, sep, path = item.partition("=")
+        if not sep or not name or not path:
+            typer.secho(f"error: --run {item!r}: expected NAME=PATH", fg="red", err=True)
+            raise typer.Exit(2)
+        named[name] = path
+    try:
+        result = run_retrieval_eval(named, tokenizer, n_docs=docs, seed=seed, n_facts=facts,
+                                    n_queries=queries, filler_sentences=(filler_min, filler_max),
+                                    values=values)  # fmt: skip
+    except (ValueError, FileNotFoundError) as exc:
+        typer.secho(f"error: {exc}", fg="red", err=True)
+        raise typer.Exit(2) from exc
+    for name, r in result.items():
+        typer.echo(
+            f"{name}: late-answer loss {r['loss']:.4f} (without the facts {r['loss_without_facts']:.4f}, "
+            f"retrieval gain {r['retrieval_gain']:+.4f}) over {r['answer_tokens']} tokens"
+        )
+    typer.echo(json.dumps(result))
+
+
 def register(app: typer.Typer) -> None:
-    """Add the `train` group (pretrain, cpt, long-context) to the root app."""
+    """Add the `train` group (pretrain, cpt, long-context, retrieval data/eval) to the root app."""
     train = typer.Typer(help="Train the model: pretrain, cpt, long-context.", no_args_is_help=True)
     for stage in STAGE_HELP:
         train.command(stage)(_make_command(stage))
+    train.command("retrieval-data")(retrieval_data)
+    train.command("retrieval-eval")(retrieval_eval)
     app.add_typer(train, name="train")

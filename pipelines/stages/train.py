@@ -173,3 +173,56 @@ def run_train(
         },
     )
     return summary
+
+
+def run_retrieval_data(
+    out: str | Path | None = None,
+    *,
+    n_docs: int = 2000,
+    seed: int = 0,
+    lake_root: Path | None = None,
+    **doc_options: Any,
+) -> dict[str, Any]:
+    """Write synthetic long retrieval documents (`training.longctx`) as a docs Parquet.
+
+    Default out: lake `synth/long/retrieval.parquet`, the source the long-context mixture specs
+    read. `doc_options` go to `make_retrieval_doc` (n_facts, n_queries, filler_sentences, values).
+    """
+    from training.longctx import make_retrieval_docs, write_retrieval_parquet
+
+    path = (
+        Path(out)
+        if out
+        else (lake_root or lake.lake_root()) / "synth" / "long" / "retrieval.parquet"
+    )
+    docs = make_retrieval_docs(n_docs, seed, **doc_options)
+    write_retrieval_parquet(docs, path)
+    options = {k: list(v) if isinstance(v, tuple) else v for k, v in doc_options.items()}
+    lake.write_manifest(
+        path,
+        rows=len(docs),
+        inputs=[],
+        config={"n_docs": n_docs, "seed": seed, **options},
+        extra={"kind": "synthetic-retrieval"},
+    )
+    chars = [len(d.text) for d in docs]
+    return {"path": str(path), "documents": len(docs), "mean_chars": sum(chars) / len(chars)}
+
+
+def run_retrieval_eval(
+    checkpoints: dict[str, str | Path],
+    tokenizer: str | Path,
+    *,
+    n_docs: int = 64,
+    seed: int = 10_000,
+    **doc_options: Any,
+) -> dict[str, dict[str, Any]]:
+    """Late-query loss of each checkpoint (run dir or file) on held-out retrieval documents.
+
+    Use a `seed` the training data was not generated with, and the same `doc_options`; each
+    result also holds the no-facts control (`loss_without_facts`, `retrieval_gain`).
+    """
+    from training.longctx import compare_checkpoints, make_retrieval_docs
+
+    docs = make_retrieval_docs(n_docs, seed, **doc_options)
+    return compare_checkpoints(checkpoints, tokenizer, docs)
