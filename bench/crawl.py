@@ -1,6 +1,15 @@
-"""Crawl throughput next to the politeness bound, Refinery vs Scrapy, on copies of the sample web.
+"""Crawl throughput next to the politeness bound, Refinery vs Scrapy, on copies of the sample web;
+and (--many-hosts) how the scheduler scales with the number of hosts.
 
     .venv/bin/python bench/crawl.py [--quick] [--delay 0.1] [--copies 3] [--max-pages 600]
+    .venv/bin/python bench/crawl.py --many-hosts 50,1000,10000,50000 [--max-pages 8000]
+
+--many-hosts: one server process on 0.0.0.0 answers for every 127.200.b.c address, each address
+a host with robots.txt (allow all) and a home page linking to a few pages. Refinery crawls with
+the home pages as seeds at the same global concurrency and a small per-host delay (0.01 s), so
+the bound is the concurrency, not politeness. Requests/s (robots.txt included) is counted
+server-side from the first to the last request; scheduler CPU per page comes from the crawl
+summary (`scheduler_us_per_page`: choosing the next server, heaps included).
 
 Each crawler runs against a fresh server process (its own GIL) serving `--copies` instances of
 the sample web (18 hosts each, on distinct 127.0.0.N). The server logs every request, and
@@ -181,19 +190,160 @@ def run_scrapy(py: Path, info: dict, work: Path, max_pages: int, delay: float) -
     return time.monotonic() - t
 
 
+# The many-hosts server: every 127.x address is a host; counts requests (start of the first,
+# end of the last) and writes them on SIGTERM.
+MANY_SERVER = textwrap.dedent(
+    """
+    import asyncio, json, signal, sys, time
+    from aiohttp import web
+    pages, stats_path, port_path = int(sys.argv[1]), sys.argv[2], sys.argv[3]
+    st = {"requests": 0, "robots": 0, "first": None, "last": 0.0}
+    links = "".join(f'<a href="/p{i}">page {i} about science research</a> ' for i in range(1, pages))
+    home = f"<html><head><title>home</title></head><body><p>Science research news.</p>{links}</body></html>"
+    page = "<html><head><title>page</title></head><body><p>Plain English text about science research and experiments.</p></body></html>"
+    async def handle(request):
+        t = time.monotonic()
+        st["first"] = t if st["first"] is None else st["first"]
+        st["requests"] += 1
+        p = request.path
+        if p == "/robots.txt":
+            st["robots"] += 1
+            resp = web.Response(text="User-agent: *\\nAllow: /\\n", content_type="text/plain")
+        elif p == "/":
+            resp = web.Response(text=home, content_type="text/html")
+        else:
+            resp = web.Response(text=page, content_type="text/html")
+        st["last"] = time.monotonic()
+        return resp
+    async def main():
+        app = web.Application()
+        app.router.add_route("GET", "/{tail:.*}", handle)
+        runner = web.AppRunner(app, access_log=None)
+        await runner.setup()
+        site = web.TCPSite(runner, "0.0.0.0", 0, backlog=4096)
+        await site.start()
+        open(port_path, "w").write(str(site._server.sockets[0].getsockname()[1]))
+        done = asyncio.Event()
+        asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, done.set)
+        await done.wait()
+        json.dump(st, open(stats_path, "w"))
+        await runner.cleanup()
+    asyncio.run(main())
+    """
+)
+
+
+def many_host_ip(i: int) -> str:
+    """The i-th bench host: 127.200.b.c (c in 1..254), ~65k addresses."""
+    return f"127.{200 + i // (256 * 254)}.{(i // 254) % 256}.{1 + i % 254}"
+
+
+def run_many_hosts(hosts: int, max_pages: int, concurrency: int, delay: float, work: Path) -> dict:
+    """One many-hosts crawl: server process + Refinery process; returns the measured figures."""
+    pages = max(2, -(-max_pages // hosts) + 1)  # enough pages that max_pages is the limit
+    stats, port_file = work / f"many-{hosts}.json", work / f"many-{hosts}.port"
+    server = subprocess.Popen(
+        [str(ROOT / ".venv/bin/python"), "-c", MANY_SERVER, str(pages), str(stats), str(port_file)],
+        cwd=ROOT,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while not port_file.exists() or not port_file.read_text():
+            if server.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError("many-hosts server did not start")
+            time.sleep(0.05)
+        port = int(port_file.read_text())
+        seeds = work / f"seeds-{hosts}.txt"
+        seeds.write_text("".join(f"http://{many_host_ip(i)}:{port}/\n" for i in range(hosts)))
+        cfg = {
+            "delay": delay,
+            "max_pages": max_pages,
+            "allow_private_networks": True,
+            "concurrency": concurrency,
+            "use_sitemaps": False,
+            "checkpoint_every": 1000,
+        }
+        out = work / f"many-{hosts}-{time.monotonic_ns()}"
+        t = time.monotonic()
+        proc = subprocess.run([str(ROOT / ".venv/bin/python"), "-m", "crawlers.crawl", str(seeds), str(out), "--config", json.dumps(cfg)],
+                              cwd=ROOT, check=True, capture_output=True, text=True)  # fmt: skip
+        wall = time.monotonic() - t
+        summary = json.loads(proc.stdout.strip().splitlines()[-1])
+    finally:
+        server.send_signal(signal.SIGTERM)
+        server.wait(60)
+    st = json.loads(stats.read_text())
+    span = (st["last"] - st["first"]) if st["first"] is not None else 0.0
+    return {
+        "hosts": hosts,
+        "pages_per_host": pages,
+        "requests": st["requests"],
+        "robots": st["robots"],
+        "span_s": round(span, 2),
+        "requests_per_s": round(st["requests"] / span, 1) if span else 0.0,
+        "pages_per_s": round((st["requests"] - st["robots"]) / span, 1) if span else 0.0,
+        "fetched": summary["fetched"],
+        "scheduler_s": summary.get("scheduler_s"),
+        "scheduler_us_per_page": summary.get("scheduler_us_per_page"),
+        "wall_s": round(wall, 1),
+    }
+
+
+def many_hosts_main(counts: list[int], max_pages: int, concurrency: int, delay: float) -> None:
+    """Run the many-hosts case for each host count and print the table and the ratios."""
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="bench-crawl-many-") as tmp:
+        for n in counts:
+            rows.append(run_many_hosts(n, max_pages, concurrency, delay, Path(tmp)))
+            print(json.dumps(rows[-1]), flush=True)
+    base = rows[0]["requests_per_s"] or float("nan")
+    print(
+        f"\nmany-hosts crawl: concurrency {concurrency}, delay {delay}s, max {max_pages} pages; "
+        f"machine load: {os.getloadavg()[0]:.1f}"
+    )
+    print(
+        f"{'hosts':>7} {'requests':>8} {'robots':>7} {'span s':>7} {'req/s':>7} {'pages/s':>8} {'sched us/page':>13} {'ratio':>6}"
+    )
+    for r in rows:
+        print(f"{r['hosts']:7d} {r['requests']:8d} {r['robots']:7d} {r['span_s']:7.1f} {r['requests_per_s']:7.1f} "
+              f"{r['pages_per_s']:8.1f} {r['scheduler_us_per_page']:13.1f} {r['requests_per_s'] / base:6.2f}")  # fmt: skip
+    results = ROOT / "bench" / "results"
+    results.mkdir(parents=True, exist_ok=True)
+    (results / "crawl_many_hosts.json").write_text(
+        json.dumps(
+            {"concurrency": concurrency, "delay": delay, "max_pages": max_pages, "rows": rows},
+            indent=2,
+        )
+    )
+
+
 def main() -> None:
     """Run both crawlers on the same hosts (alternating, --repeat times) and print the comparison."""
     ap = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     ap.add_argument("--quick", action="store_true", help="1 copy (18 hosts), 150 pages")
-    ap.add_argument("--delay", type=float, default=0.1)
+    ap.add_argument("--delay", type=float, default=None, help="default 0.1 (0.01 --many-hosts)")
     ap.add_argument(
         "--copies", type=int, default=3, help="sample web copies (18 hosts each, max 6)"
     )
-    ap.add_argument("--max-pages", type=int, default=600)
+    ap.add_argument("--max-pages", type=int, default=None, help="default 600 (8000 --many-hosts)")
     ap.add_argument("--repeat", type=int, default=3, help="runs per crawler (median reported)")
+    ap.add_argument(
+        "--many-hosts",
+        default="",
+        help="comma-separated host counts (e.g. 50,1000,10000,50000): the scheduler-scaling case",
+    )
+    ap.add_argument("--concurrency", type=int, default=32, help="--many-hosts global concurrency")
     a = ap.parse_args()
+    if a.many_hosts:
+        counts = [int(x) for x in a.many_hosts.split(",") if x.strip()]
+        many_hosts_main(
+            counts, a.max_pages or 8000, a.concurrency, 0.01 if a.delay is None else a.delay
+        )
+        return
+    a.max_pages = a.max_pages or 600
+    a.delay = 0.1 if a.delay is None else a.delay
     copies, max_pages = (1, 150) if a.quick else (min(a.copies, len(FIRST_OCTETS)), a.max_pages)
     a.repeat = 1 if a.quick else a.repeat
     octets = list(FIRST_OCTETS[:copies])

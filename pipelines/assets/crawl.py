@@ -18,12 +18,20 @@ CRAWL_SHARDS = 4
 crawl_shards = StaticPartitionsDefinition([str(k) for k in range(CRAWL_SHARDS)])
 
 
+SAMPLE_WEB_DELAY_S = 0.05  # the bundled sample web is served on loopback for this run only
+
+
 class RawPagesConfig(Config):
-    """Seeds (empty: the sample web's home pages, served for the crawl) and crawl limits."""
+    """Seeds (empty: the sample web's home pages, served for the crawl) and crawl limits.
+
+    `delay` defaults to the CLI's polite 1 s for real seeds (0.05 s only for the bundled sample
+    web). Links to other partitions' hosts are routed through `crawl/outbox/to-<k>/`; a partition
+    run with `resume: true` picks up what the others sent it since its last run.
+    """
 
     seeds: list[str] = []
     max_pages: int | None = None
-    delay: float = 0.05
+    delay: float | None = None  # None: 1.0 s (CrawlConfig's default) for seeds, 0.05 s sample web
     concurrency: int = 64
     resume: bool = False
     extra: dict = {}  # any other CrawlConfig field
@@ -42,8 +50,10 @@ def raw_pages(
     out = lake.stage_dir("crawl") / f"shard={shard}"
     if out.exists() and not config.resume:
         shutil.rmtree(out)  # a re-materialisation is a fresh crawl unless resume is asked for
-    crawl_config = {**config.extra, "max_pages": config.max_pages, "delay": config.delay,
+    crawl_config = {**config.extra, "max_pages": config.max_pages,
                     "concurrency": config.concurrency, "shard": shard, "shards": CRAWL_SHARDS}  # fmt: skip
+    if config.delay is not None:
+        crawl_config["delay"] = config.delay
     if config.seeds:
         summary = run_crawl(list(config.seeds), out, config=crawl_config, resume=config.resume)
     else:
@@ -51,6 +61,7 @@ def raw_pages(
 
         # The sample web lives on loopback, so this crawl must lift the SSRF guard.
         crawl_config["allow_private_networks"] = True
+        crawl_config.setdefault("delay", SAMPLE_WEB_DELAY_S)
         with serve(build_web(0)) as sw:
             summary = run_crawl(sw.seeds(), out, config=crawl_config, resume=config.resume)
     context.log.info(f"crawl shard {shard}: {summary}")

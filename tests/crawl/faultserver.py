@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import email.utils
 import gzip
+import random
 import threading
 import time
 import zlib
@@ -40,21 +41,51 @@ class Hit:
     start: float
     end: float = 0.0
     conn: int = 0
+    port: int = 0
 
 
 @dataclass
 class Site:
-    """One host's behaviour: robots mode ('ok', 'malformed', '503', 'timeout', '404', 'redirect')."""
+    """One host's behaviour: robots mode ('ok', 'malformed', '503', 'timeout', '404', 'redirect',
+    '503-then-ok': the first `robots_failures` robots.txt requests get 503, later ones 'ok').
+    While `down` is set every other path answers 500 (a dead server, for the circuit breaker)."""
 
     ip: str
     robots: str = "ok"
     crawl_delay: float = 0.0
     counters: dict[str, int] = field(default_factory=dict)
+    robots_failures: int = 1
+    down: bool = False
 
 
 def _links(paths: list[str]) -> bytes:
     items = "".join(f'<li><a href="{p}">link to {p}</a></li>' for p in paths)
     return f"<html><head><title>index</title></head><body><ul>{items}</ul></body></html>".encode()
+
+
+_VOCAB = (
+    "river mountain engine garden violin harbor lantern meadow orbit pepper quartz saddle tundra "
+    "walnut yeast zephyr anchor basket candle dolphin ember falcon glacier hammock igloo jungle "
+    "kettle lemon marble nectar oyster pillow quiver ribbon sponge tulip umbrella velvet willow"
+).split()
+
+
+def _letters(k: int) -> str:
+    """k in base 26 as letters (tokenizers that drop digits still see distinct words)."""
+    out = ""
+    while True:
+        k, d = divmod(k, 26)
+        out += chr(97 + d)
+        if not k:
+            return out
+
+
+def _doc(n: int, kids: list[str]) -> bytes:
+    """A page of its own: 60 words drawn for n, each tagged with n (no two pages look alike)."""
+    rng = random.Random(n)
+    words = " ".join(rng.choice(_VOCAB) + _letters(n * 64 + i) for i in range(60))
+    items = "".join(f'<li><a href="{k}">next {k}</a></li>' for k in kids)
+    return f"<html><head><title>doc {n}</title></head><body><p>{words}</p><ul>{items}</ul></body></html>".encode()
 
 
 PAGE = b"<html><head><title>%s</title></head><body><p>Plain English text about science research and experiments on %s.</p></body></html>"
@@ -89,8 +120,13 @@ class FaultServer:
         huge_bytes: int = 3 * 2**20,
         bomb_bytes: int = 64 * 2**20,
         tree_size: int = 0,
+        ports: int = 1,
+        slow_s: float = 0.3,
+        gone_links: int = 25,
     ):
         self.sites = {s.ip: s for s in sites}
+        self.n_ports, self.ports = ports, [0] * ports  # every IP also listens on the extra ports
+        self.slow_s, self.gone_links = slow_s, gone_links
         self.tree_size = tree_size
         self.drip_s, self.huge_bytes = drip_s, huge_bytes
         self.hits: list[Hit] = []
@@ -101,9 +137,9 @@ class FaultServer:
         self._ready = threading.Event()
         self._thread = threading.Thread(target=self._serve, daemon=True)
 
-    def url(self, ip: str, path: str = "/") -> str:
-        """Absolute URL on one of the hosts."""
-        return f"http://{ip}:{self.port}{path}"
+    def url(self, ip: str, path: str = "/", port_index: int = 0) -> str:
+        """Absolute URL on one of the hosts (`port_index` picks one of its ports)."""
+        return f"http://{ip}:{self.ports[port_index] if port_index else self.port}{path}"
 
     def __enter__(self) -> FaultServer:
         self._thread.start()
@@ -130,8 +166,15 @@ class FaultServer:
         first = web.TCPSite(runner, ips[0], 0)
         self._loop.run_until_complete(first.start())
         self.port = first._server.sockets[0].getsockname()[1]
+        self.ports[0] = self.port
         for ip in ips[1:]:
             self._loop.run_until_complete(web.TCPSite(runner, ip, self.port).start())
+        for i in range(1, self.n_ports):
+            extra = web.TCPSite(runner, ips[0], 0)
+            self._loop.run_until_complete(extra.start())
+            self.ports[i] = extra._server.sockets[0].getsockname()[1]
+            for ip in ips[1:]:
+                self._loop.run_until_complete(web.TCPSite(runner, ip, self.ports[i]).start())
         self._ready.set()
         try:
             self._loop.run_forever()
@@ -144,11 +187,16 @@ class FaultServer:
         return [h for h in self.hits if h.host == ip and (path is None or h.path == path)]
 
     async def _handle(self, request: web.Request) -> web.StreamResponse:
-        ip = request.transport.get_extra_info("sockname")[0]
+        ip, port = request.transport.get_extra_info("sockname")[:2]
         site = self.sites[ip]
         conn = self._conn_ids.setdefault(id(request.transport), len(self._conn_ids) + 1)
         hit = Hit(
-            ip, request.path_qs, request.headers.get("User-Agent", ""), time.monotonic(), conn=conn
+            ip,
+            request.path_qs,
+            request.headers.get("User-Agent", ""),
+            time.monotonic(),
+            conn=conn,
+            port=port,
         )
         self.hits.append(hit)
         try:
@@ -166,6 +214,9 @@ class FaultServer:
         html = "text/html; charset=utf-8"
         if path == "/robots.txt":
             mode = site.robots
+            if mode == "503-then-ok":
+                failing = self._count(site, "robots") <= site.robots_failures
+                mode = "503" if failing else "ok"
             if mode == "503":
                 return web.Response(status=503, text="busy")
             if mode == "404":
@@ -188,8 +239,30 @@ class FaultServer:
         if path == "/sitemap.xml":
             body = f'<?xml version="1.0"?><urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9"><url><loc>{base}/from-sitemap</loc></url></urlset>'
             return web.Response(text=body, content_type="application/xml")
+        if site.down:
+            return web.Response(status=500, text="down")
         if path == "/":
             return web.Response(body=_links(INDEX_LINKS), content_type="text/html")
+        if path.startswith("/seedpage/"):
+            # A real-looking article whose links all look better than it and are all 404s.
+            n = path.rsplit("/", 1)[1]
+            gone = [
+                f"/gone/{n}-{i}/science-research-physics-experiment-study"
+                for i in range(self.gone_links)
+            ]
+            return web.Response(body=_links(gone), content_type="text/html")
+        if path.startswith("/gone/"):
+            return web.Response(status=404, text="not found")
+        if path.startswith(("/slow/", "/doc/")):
+            # Distinct pages (no near-duplicate trap fires): /doc/n links to 2n+1 and 2n+2,
+            # /slow/n (answered after slow_s) to n+1 and n+2, below tree_size.
+            n = int(path.rsplit("/", 1)[1])
+            if path.startswith("/slow/"):
+                await asyncio.sleep(self.slow_s)
+                kids = [f"/slow/{k}" for k in (n + 1, n + 2) if k < self.tree_size]
+            else:
+                kids = [f"/doc/{k}" for k in (2 * n + 1, 2 * n + 2) if k < self.tree_size]
+            return web.Response(body=_doc(n, kids), content_type="text/html")
         if path == "/err500":
             return web.Response(status=500, text="boom")
         if path == "/429":
