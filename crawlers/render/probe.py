@@ -47,7 +47,7 @@ class ProbeResult:
         return self.new_chars >= min_new_chars
 
 
-def _blocks(html: str) -> list[str]:
+def visible_blocks(html: str) -> list[str]:
     """Whitespace-normalised text nodes of the page body, scripts and styles left out."""
     try:
         tree = lxml_html.fromstring(html)
@@ -68,8 +68,8 @@ def _blocks(html: str) -> list[str]:
 
 def new_text(static_html: str, rendered_html: str) -> list[str]:
     """Text blocks of the rendered DOM that the static HTML does not contain."""
-    before = " ".join(_blocks(static_html))
-    return [b for b in _blocks(rendered_html) if b not in before]
+    before = " ".join(visible_blocks(static_html))
+    return [b for b in visible_blocks(rendered_html) if b not in before]
 
 
 def probe_config(config: RenderConfig | None = None, budget_s: float = 5.0) -> RenderConfig:

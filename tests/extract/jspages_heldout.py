@@ -746,11 +746,13 @@ def _infinite_scroll(p: _Page) -> str:
     p.variant = p.ident("observer", "scroll_listener", "external_loader")
     items = "".join(f'<div class="card"><p>{escape(t)}</p></div>' for t in first)
     load = (
-        f"var next='{urls[0]}',busy=false;function more(){{if(busy||!next)return;busy=true;"
-        f"fetch(next).then(r=>r.json()).then(d=>{{{f}(document.getElementById('{feed}'),d.items);next=d.next;busy=false;}});}}"
+        f"var next='{urls[0]}',busy=false,io=null,sentinel=null;function more(){{if(busy||!next)return;busy=true;"
+        f"fetch(next).then(r=>r.json()).then(d=>{{{f}(document.getElementById('{feed}'),d.items);next=d.next;busy=false;"
+        # re-arm the observer: a sentinel still in view after a short page asks for the next one
+        "if(io){io.unobserve(sentinel);io.observe(sentinel);}});}"
     )
     if p.variant == "observer":
-        script = f"<script>{adder}{load}new IntersectionObserver(es=>{{if(es[0].isIntersecting)more();}}).observe(document.getElementById('sentinel'));</script>"
+        script = f"<script>{adder}{load}sentinel=document.getElementById('sentinel');io=new IntersectionObserver(es=>{{if(es[0].isIntersecting)more();}});io.observe(sentinel);</script>"
         tail = '<div id="sentinel"></div>'
     elif p.variant == "scroll_listener":
         script = (
@@ -761,7 +763,7 @@ def _infinite_scroll(p: _Page) -> str:
     else:
         src = p.js_res(
             "feed.js",
-            f"{adder}\n{load}\nnew IntersectionObserver(function(es){{if(es[0].isIntersecting)more();}}).observe(document.querySelector('.feed-end'));\n",
+            f"{adder}\n{load}\nsentinel=document.querySelector('.feed-end');io=new IntersectionObserver(function(es){{if(es[0].isIntersecting)more();}});io.observe(sentinel);\n",
         )
         script = f'<script src="{src}" async></script>'
         spinner = p.ident(

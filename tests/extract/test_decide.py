@@ -13,9 +13,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from crawlers.render import needs_render
+from crawlers.render import RenderConfig, needs_render
 from crawlers.render.decide import text_weight
-from crawlers.render.probe import _blocks, decide_pages, new_text
+from crawlers.render.probe import decide_pages, new_text, visible_blocks
 
 from .jspages_heldout import JS_KINDS, LANGS, STATIC_KINDS, generate
 from .pages import article, js_page
@@ -187,7 +187,7 @@ def test_generator_is_deterministic_and_varied():
     assert {p.kind for p in pages} == set(JS_KINDS) | set(STATIC_KINDS)
     assert len({p.lang for p in pages}) == len(LANGS)
     for p in pages:  # JS-only text is not visible in the static HTML; static text is
-        visible = " ".join(_blocks(p.html))
+        visible = " ".join(visible_blocks(p.html))
         assert not any(t in visible for t in p.js_only), (p.kind, p.variant)
         assert all(t in visible for t in p.static_text), (p.kind, p.variant)
         assert (p.kind in JS_KINDS) == p.needs_js
@@ -275,7 +275,11 @@ def test_probe_settles_ambiguous_held_out_pages_with_short_real_renders(no_brows
     static = list({p.kind: p for p in ambiguous if not p.needs_js}.values())[:2]
     assert js and static
     with _Served(js + static) as srv:
-        decisions = decide_pages([(srv.base + p.path, p.html) for p in js + static], budget_s=5.0)
+        decisions = decide_pages(
+            [(srv.base + p.path, p.html) for p in js + static],
+            config=RenderConfig(pages_in_flight=2, delay=0.0),
+            budget_s=5.0,
+        )
     for p, d in zip(js + static, decisions, strict=True):
         assert d.render == p.needs_js, (p.kind, p.variant, d.reason)
         assert d.reason.startswith("probe: scripts added" if p.needs_js else "static, probe:")
