@@ -8,6 +8,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from crawlers.crawl import crawl
+from crawlers.sampleweb import build_web, serve
 
 from .faultserver import FaultServer, Site
 
@@ -49,3 +50,17 @@ def fault_crawl(tmp_path_factory):
             "pages": {p["url"]: p for p in pages},
             "sites": sites,
         }
+
+
+# The sample web crawled once per session (no delay: loopback; robots Crawl-delay still applies);
+# the server stays up so other tests (shards) can crawl the same hosts again.
+SAMPLE_CRAWL_CONFIG = {"delay": 0.0, "allow_private_networks": True, "robots_retries": 0}
+
+
+@pytest.fixture(scope="session")
+def sampleweb_single(tmp_path_factory):
+    """(served sample web, output directory, summary) of one unsharded crawl of the sample web."""
+    out = tmp_path_factory.mktemp("samplecrawl")
+    with serve(build_web(0), first_octet=110) as sw:
+        summary = asyncio.run(crawl(sw.seeds(), out, SAMPLE_CRAWL_CONFIG))
+        yield sw, out, summary

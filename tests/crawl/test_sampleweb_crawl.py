@@ -2,29 +2,18 @@
 
 from __future__ import annotations
 
-import asyncio
-
 import pyarrow.parquet as pq
 import pytest
-
-from crawlers.crawl import crawl
-from crawlers.sampleweb import build_web, serve
 
 pytestmark = pytest.mark.timeout(150)
 
 
 @pytest.fixture(scope="module")
-def sample_crawl(tmp_path_factory):
+def sample_crawl(sampleweb_single):
     """One full crawl of the sample web (no delay: loopback; robots Crawl-delay still applies)."""
-    out = tmp_path_factory.mktemp("samplecrawl")
-    with serve(build_web(0), first_octet=110) as sw:
-        summary = asyncio.run(
-            crawl(
-                sw.seeds(), out, {"delay": 0.0, "allow_private_networks": True, "robots_retries": 0}
-            )
-        )
-        labels = {r["url"]: r for r in sw.labels_table().to_pylist()}
-        sites = {s.name: sw.base_url(s.name) for s in sw.web.sites}
+    sw, out, summary = sampleweb_single
+    labels = {r["url"]: r for r in sw.labels_table().to_pylist()}
+    sites = {s.name: sw.base_url(s.name) for s in sw.web.sites}
     pages = {r["url"]: r for r in pq.read_table(out / "pages.parquet").to_pylist()}
     skipped = pq.read_table(out / "skipped.parquet").to_pylist()
     return {
