@@ -3,6 +3,12 @@ Hugging Face `transformers`' LlamaForCausalLM of the same width, depth, heads, K
 vocabulary and sequence length, in the same run.
 
 Usage: .venv/bin/python bench/train.py [--quick] [--device cpu|cuda] [--steps N]
+       .venv/bin/python bench/train.py --attention-memory [--device cpu|cuda]
+
+`--attention-memory`: peak memory of one forward (no grad) and of one forward+backward of the
+report configuration at 2k, 4k and 8k tokens, old attention (one explicit (T, T) sliding-window
+mask, `attention_backend="dense"`, no document masking: what `attend` did before) against the new
+default (`auto`: FlexAttention block masks on CUDA, chunked SDPA on CPU; document masking on).
 
 Each (implementation, size, seq_len) runs in its own subprocess so peak memory is its own:
 on CPU, peak RSS growth over the process's RSS after building model and optimiser (ru_maxrss);
@@ -145,6 +151,74 @@ def worker(impl: str, size: str, seq_len: int, batch: int, steps: int, device_na
     }
 
 
+ATTN_LENGTHS = (2048, 4096, 8192)
+
+
+def attention_worker(impl: str, seq_len: int, mode: str, device_name: str) -> dict:
+    """Peak memory of one forward (mode `fwd`, no grad) or forward+backward (`train`)."""
+    import resource
+
+    import torch
+
+    sys.path.insert(0, str(ROOT))
+    from training.model import ModelConfig, Transformer
+
+    torch.manual_seed(0)
+    if device_name == "cpu":
+        torch.set_num_threads(int(os.environ.get("BENCH_THREADS", "2")))
+    device = torch.device(device_name)
+    d, n_layer, n_head, n_kv, ffn, vocab, window = SIZES["small-10M"]
+    cfg = ModelConfig(vocab_size=vocab, d_model=d, n_layer=n_layer, n_head=n_head, n_kv_head=n_kv,
+                      ffn_hidden=ffn, max_seq_len=seq_len, window=window,
+                      doc_mask=impl == "new", boundary_token_id=0)  # fmt: skip
+    model = Transformer(cfg).to(device)
+    x = torch.randint(1, vocab, (1, seq_len + 1), device=device)
+    x[0, ::1500] = 0  # a document boundary every 1500 tokens
+    backend = "dense" if impl == "old" else "auto"
+    base = _rss_bytes()
+    if device.type == "cuda":
+        torch.cuda.synchronize()
+        torch.cuda.reset_peak_memory_stats()
+        base = torch.cuda.memory_allocated()
+    t0 = time.perf_counter()
+    if mode == "fwd":
+        with torch.no_grad():
+            model(x[:, :-1], attention_backend=backend)
+    else:
+        model(x[:, :-1], x[:, 1:], attention_backend=backend)[1].backward()
+    if device.type == "cuda":
+        torch.cuda.synchronize()
+        peak = torch.cuda.max_memory_allocated() - base
+    else:
+        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 - base
+    return {"peak_mem_mb": peak / 2**20, "seconds": time.perf_counter() - t0}
+
+
+def attention_memory(device: str) -> None:
+    print(f"attention memory, small-10M (3 local + 1 global per 4 layers, window 128), {device}")
+    header = f"{'seq':>6} {'mode':<6} | {'old MB':>9}{'new MB':>9}{'old/new':>9} | {'old s':>7}{'new s':>7}"
+    print(header)
+    print("-" * len(header))
+    results: dict[tuple[str, str], list[float]] = {}
+    for mode in ("fwd", "train"):
+        for seq in ATTN_LENGTHS:
+            row = {}
+            for impl in ("old", "new"):
+                cmd = [sys.executable, __file__, "--attention-worker", impl, str(seq), mode, device]
+                proc = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
+                if proc.returncode != 0:
+                    raise RuntimeError(f"{impl} seq {seq} {mode} failed:\n{proc.stderr[-2000:]}")
+                row[impl] = json.loads(proc.stdout.strip().splitlines()[-1])
+                results.setdefault((impl, mode), []).append(row[impl]["peak_mem_mb"])
+            o, n = row["old"], row["new"]
+            print(f"{seq:>6} {mode:<6} | {o['peak_mem_mb']:>9.0f}{n['peak_mem_mb']:>9.0f}"
+                  f"{o['peak_mem_mb'] / n['peak_mem_mb']:>9.1f} | {o['seconds']:>7.2f}{n['seconds']:>7.2f}",
+                  flush=True)  # fmt: skip
+    for (impl, mode), mbs in results.items():
+        print(f"{impl} {mode}: {ATTN_LENGTHS[-1]}/{ATTN_LENGTHS[0]} memory ratio {mbs[-1] / mbs[0]:.1f}"
+              " (linear = 4, quadratic = 16)")  # fmt: skip
+
+
 def run_case(impl: str, size: str, seq_len: int, batch: int, steps: int, device: str) -> dict:
     cmd = [
         sys.executable,
@@ -171,7 +245,19 @@ def main() -> None:
     )
     ap.add_argument("--steps", type=int, default=None, help="timed steps per case")
     ap.add_argument("--worker", nargs=6, help=argparse.SUPPRESS)
+    ap.add_argument("--attention-memory", action="store_true",
+                    help="peak memory of old vs new attention at 2k/4k/8k tokens")  # fmt: skip
+    ap.add_argument("--attention-worker", nargs=4, help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if args.attention_worker:
+        impl, seq, mode, device = args.attention_worker
+        print(json.dumps(attention_worker(impl, int(seq), mode, device)))
+        return
+    if args.attention_memory:
+        import torch
+
+        attention_memory(args.device or ("cuda" if torch.cuda.is_available() else "cpu"))
+        return
     if args.worker:
         impl, size, seq, batch, steps, device = args.worker
         print(json.dumps(worker(impl, size, int(seq), int(batch), int(steps), device)))

@@ -229,6 +229,7 @@ def _flex_kernel(device: torch.device):
     return _COMPILED_FLEX
 
 
+@torch.compiler.disable  # built eagerly (itself compiled on CUDA), also under torch.compile(model)
 def flex_block_mask(
     batch: int, seq_len: int, window: int | None, segments: torch.Tensor | None, device
 ):

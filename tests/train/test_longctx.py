@@ -129,5 +129,6 @@ def test_long_context_stage_lowers_the_late_query_loss_of_its_starting_checkpoin
     result = compare_checkpoints(
         {"cpt": root / "cpt", "lc": root / "lc"}, retrieval_setup["tokenizer"], held_out
     )
+    print(json.dumps(result, indent=1))  # the figures, with `pytest -s`
     assert result["cpt"]["answer_tokens"] == result["lc"]["answer_tokens"] >= 60
     assert result["lc"]["loss"] < result["cpt"]["loss"] - 0.1, result
