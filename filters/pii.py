@@ -95,6 +95,7 @@ _IBAN_HEAD = re.compile(r"(?<![A-Za-z0-9])[A-Z]{2}\d{2} ?$")
 # A preceding "version"/"v"/"ISBN"/"build" word (in many languages) means the digits are not PII.
 _NOT_PII_BEFORE = re.compile(
     r"(?i)(?:(?<![A-Za-z])v(?:ersion|er\.?)?|(?<![A-Za-z])(?:isbn|issn)(?:-1[03])?|release|build|"
+    r"arxiv|doi|pmid|نسخة|النسخة|"
     r"versi[oó]n[e]?|vers[aã]o|versie|wersj[ai]|verze|verzi[oó]|s[üu]r[üu]m|верси\w*|выпуск|"
     r"сборка|バージョン|版本|버전|เวอร์ชัน|รุ่น|إصدار|الإصدار|גרסה|संस्करण|वर्ज़न|वर्जन|έκδοση)"
     r"[\s:#.-]*$"
@@ -107,13 +108,14 @@ _ISBN = re.compile(
     r"(?<![0-9A-Za-z-])(?:97[89][- ]?)?\d{1,5}[- ]\d{1,7}[- ]\d{1,7}[- ][\dX](?![0-9A-Za-z-])"
 )
 _DATE = re.compile(
-    r"(?<!\d)(?:\d{4}[-/.]\d{1,2}[-/.]\d{1,2}|\d{1,2}[-/.]\d{1,2}[-/.]\d{4}|\d{1,2}[./]\d{1,2}[./]\d{2})"
-    r"(?:[T ]\d{1,2}:\d{2}(?::\d{2})?)?(?!\d)"
+    r"(?<![\d.-])(?:\d{4}[-/.]\d{1,2}[-/.]\d{1,2}|\d{1,2}[-/.]\d{1,2}[-/.]\d{4}|\d{1,2}[./]\d{1,2}[./]\d{2}"
+    r"|(?:1[5-9]|20)\d{2} ?[-\u2013/] ?(?:1[5-9]|20)\d{2})"  # year ranges: 1990-1995
+    r"(?:[T ]\d{1,2}:\d{2}(?::\d{2})?)?(?!\d|[.-]\d)"
 )
 # A national-format number: trunk prefix 0 (or Russia's 8), a bracketed area code, or a Chinese
 # mobile (1[3-9]x), then digit groups with single separators.
 _NATIONAL = re.compile(
-    r"(?<![0-9A-Za-z+_.,/-])(?:\(0?\d{1,5}\)|0\d{1,5}|8(?=[\s(-])|1[3-9]\d)"
+    r"(?<![0-9A-Za-z+_])(?<!\d[.,/-])(?:\(0?\d{1,5}\)|0\d{1,5}|8(?=[\s(-])|1[3-9]\d)"
     r"(?:[ .-]?\(?\d{1,5}\)?){1,5}(?![0-9A-Za-z_]|[.,/-]\d)"
 )
 
@@ -301,16 +303,20 @@ def _national_ok(raw: str, number, region: str, primary: bool) -> bool:
         return bool(_NANP_SHAPE.fullmatch(raw.strip())) and phonenumbers.is_valid_number(number)
     if prefix and digits.startswith(prefix) and not raw.startswith("("):
         # Trunk prefix: "030 1234567", "07700 900058", "8 (495) 123-45-67".
-        return len(digits) >= 8 and (separated or prefix == "0")
-    if raw.startswith("("):  # bracketed area code: "(030) 1234567", "(0221) 254 4992"
+        # Written bare, only a full-length number: "01234567" is more likely a count or code.
+        return len(digits) >= 8 and (separated or len(digits) >= 10)
+    if raw.startswith("(0"):  # bracketed area code: "(030) 1234567", "(0221) 254 4992"
         return len(digits) >= 8 and phonenumbers.is_possible_number(number)
+    if raw.startswith("("):  # "(2019) 123-145" is a citation, not a phone
+        return False
     # No trunk prefix: plans without one (Spain "912 345 678", Italy, Poland, Greece...) or
     # mobiles written without it (India "98765 43210", China "138 1234 5678"). These look like
     # any grouped number, so they need the document's own region and a valid number.
     if not primary or not phonenumbers.is_valid_number(number):
         return False
-    if region == "CN" and len(digits) == 11:
-        return phonenumbers.number_type(number) == phonenumbers.PhoneNumberType.MOBILE
+    if prefix:  # where numbers carry a trunk prefix, only these mobiles are written without
+        mobile = phonenumbers.number_type(number) == phonenumbers.PhoneNumberType.MOBILE
+        return mobile and (region, len(digits)) in (("CN", 11), ("IN", 10))
     return separated and len(digits) >= 8
 
 
@@ -320,36 +326,42 @@ def _phones(
     if sum(c.isdigit() for c in view) < 7:
         return []
     order = phone_regions(view, lang, regions)
-    if not order:
-        return []
+    first = order[0] if order else "ZZ"  # no region at all: '+' numbers only
     primary = set(phone_regions(view, lang, ()))
     found: list[tuple[int, int]] = []
     # POSSIBLE leniency (length fits the region's plan): valid-number metadata lags real
     # allocations and rejects fictional ranges (Ofcom's 07700 900xxx), so the shape rules and
     # the decoy shields do the precision work instead.
-    matcher = phonenumbers.PhoneNumberMatcher(
-        view, order[0], leniency=phonenumbers.Leniency.POSSIBLE
-    )
+    matcher = phonenumbers.PhoneNumberMatcher(view, first, leniency=phonenumbers.Leniency.POSSIBLE)
     for match in matcher:
-        raw, number = match.raw_string, match.number
-        if _phone_ok(view, match.start, raw, number, order[0], order[0] in primary, blocked):
-            found.append((match.start, match.end))
+        start, raw = _balanced(match.start, match.raw_string)
+        if _phone_ok(view, start, raw, match.number, first, first in primary, blocked):
+            found.append((start, start + len(raw)))
     # National formats of the other candidate regions: each candidate is parsed per region.
     for m in _NATIONAL.finditer(view):
         if _overlaps(m.start(), m.end(), found) or _overlaps(m.start(), m.end(), blocked):
             continue
-        raw = m.group()
+        start, raw = _balanced(m.start(), m.group())
         for region in _candidate_regions(raw, order, primary):
             try:
                 number = phonenumbers.parse(raw, region)
             except phonenumbers.NumberParseException:
                 continue
             if phonenumbers.is_possible_number(number) and _phone_ok(
-                view, m.start(), raw, number, region, region in primary, blocked
+                view, start, raw, number, region, region in primary, blocked
             ):
-                found.append((m.start(), m.end()))
+                found.append((start, start + len(raw)))
                 break
     return found
+
+
+def _balanced(start: int, raw: str) -> tuple[int, str]:
+    """Drop an unpaired bracket at either end: "(+1 201-555-0123" is text, not the number."""
+    if raw.startswith("(") and ")" not in raw:
+        start, raw = start + 1, raw[1:]
+    if raw.endswith(")") and "(" not in raw:
+        raw = raw[:-1]
+    return start, raw
 
 
 def _candidate_regions(raw: str, order: list[str], primary: set[str]) -> Sequence[str]:
