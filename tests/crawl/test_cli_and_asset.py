@@ -100,3 +100,68 @@ def test_raw_pages_asset_crawls_only_its_shard(server, tmp_path):
     assert hosts == expected
     meta = result.asset_materializations_for_node("raw_pages")[0].metadata
     assert meta["pages_fetched"].value == 31 * len(expected)  # 30 tree pages + the sitemap page
+
+
+def _stored_config(out):
+    import sqlite3
+
+    con = sqlite3.connect(out / "frontier.sqlite")
+    try:
+        return json.loads(con.execute("SELECT value FROM meta WHERE key='config'").fetchone()[0])
+    finally:
+        con.close()
+
+
+def _app():
+    from pipelines.cli.crawl import register
+
+    app = typer.Typer()
+    register(app)
+    app.command("noop")(lambda: None)
+    return app
+
+
+def test_cli_precedence_is_flag_then_yaml_then_default(server, tmp_path):
+    seeds = tmp_path / "seeds.txt"
+    seeds.write_text(server.url("127.0.0.91", "/tree/0") + "\n")
+    conf = tmp_path / "crawl.yaml"
+    conf.write_text("delay: 0.01\nmax_pages: 2\nconcurrency: 5\nper_host_connections: 2\n")
+    out = tmp_path / "out"
+    args = ["crawl", "--seeds", str(seeds), "--out", str(out), "--config", str(conf),
+            "--max-pages", "4", "--allow-private-networks", "--quiet"]  # fmt: skip
+    result = CliRunner().invoke(_app(), args)
+    assert result.exit_code == 0, result.output
+    cfg = _stored_config(out)
+    assert cfg["max_pages"] == 4  # flag beats YAML
+    assert (cfg["delay"], cfg["concurrency"], cfg["per_host_connections"]) == (0.01, 5, 2)  # YAML
+    assert cfg["agent"] == "RefineryBot" and cfg["allow_private_networks"] is True  # default, flag
+    assert json.loads(result.output[result.output.index("{") :])["fetched"] == 4
+
+
+def test_cli_per_host_connections_flag_and_bad_config_errors(server, tmp_path):
+    seeds = tmp_path / "seeds.txt"
+    seeds.write_text(server.url("127.0.0.91", "/tree/0") + "\n")
+    out = tmp_path / "out"
+    base = ["crawl", "--seeds", str(seeds), "--allow-private-networks", "--quiet"]
+    ok = CliRunner().invoke(
+        _app(),
+        [*base, "--out", str(out), "--max-pages", "1", "--per-host-connections", "3",
+         "--politeness-key", "domain", "--delay", "0"],
+    )  # fmt: skip
+    assert ok.exit_code == 0, ok.output
+    cfg = _stored_config(out)
+    assert (cfg["per_host_connections"], cfg["politeness_key"]) == (3, "domain")
+    conf = tmp_path / "bad.yaml"
+    conf.write_text("delay: 0.1\nmax_pagez: 3\n")
+    bad = CliRunner().invoke(_app(), [*base, "--out", str(tmp_path / "o2"), "--config", str(conf)])
+    assert bad.exit_code != 0 and "max_pagez" in bad.output and str(conf) in bad.output
+    zero = CliRunner().invoke(_app(), [*base, "--out", str(tmp_path / "o3"), "--per-host-connections", "0"])  # fmt: skip
+    assert zero.exit_code != 0 and "--per-host-connections" in zero.output
+
+
+def test_raw_pages_asset_defaults_to_the_cli_delay_for_real_seeds():
+    from crawlers.crawl import CrawlConfig
+    from pipelines.assets.crawl import SAMPLE_WEB_DELAY_S, RawPagesConfig
+
+    assert RawPagesConfig().delay is None  # None: CrawlConfig's polite default applies
+    assert CrawlConfig().delay == 1.0 and SAMPLE_WEB_DELAY_S < 1.0
