@@ -132,6 +132,8 @@ fetch('/api/bounce').then(r => r.text()).then(show).catch(() => {{}});
 fetch('http://10.0.0.1/admin').catch(() => {{}});
 const x = new XMLHttpRequest(); x.open('GET', '{secret}?xhr'); x.send();
 try {{ new WebSocket('{internal.base.replace("http", "ws")}/ws'); }} catch (e) {{}}
+try {{ window.open('{secret}?popup'); }} catch (e) {{}}
+new Worker(URL.createObjectURL(new Blob(["fetch('{secret}?worker').catch(() => 0)"])));
 </script><img src="{internal.base}/pixel.gif"></body></html>"""
         navigate = f"<html><body><p>Leaving.</p><script>setTimeout(() => location.href = '{secret}?nav', 50)</script></body></html>"
         refresh = f'<html><head><meta http-equiv="refresh" content="0;url={secret}?meta"></head><body>x</body></html>'
