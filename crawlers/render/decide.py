@@ -123,7 +123,8 @@ _PLACEHOLDER_CLASS = re.compile(
 _SKIP_TEXT = {"script", "style", "noscript", "template"}
 _CHROME = {"nav", "header", "footer", "aside", "form", "button", "select", "label"}
 _CONTAINERS = {"div", "section", "main", "article", "ul", "ol", "tbody", "table", "dl", "aside"}
-_MEDIA = "img|picture|video|audio|iframe|svg|canvas|object|embed|input|textarea|select|math"
+_MEDIA = {"img", "picture", "video", "audio", "iframe", "svg", "canvas", "object", "embed", "input",
+          "textarea", "select", "math"}  # fmt: skip
 _JS_TYPES = {"", "text/javascript", "application/javascript", "module", "text/ecmascript"}
 _DATA_TYPES = {"application/json", "text/json", "text/x-template", "text/template"}
 
@@ -211,7 +212,7 @@ def _describe(el) -> str:
     return f"<{el.tag}{'.' + cls[0] if cls else ''}>"
 
 
-def _main_region(body):
+def _main_region(body, weight=None):
     """The element holding the main content: <main>, role=main, the article, or the densest block."""
     for xp in (".//main", ".//*[@role='main']"):
         found = body.xpath(xp)
@@ -224,15 +225,21 @@ def _main_region(body):
         parents = {a.getparent() for a in articles}
         return parents.pop() if len(parents) == 1 else body
     # Else the deepest block holding most of the paragraph text.
-    weights = {p: _weight(p) for p in body.iter("p")}
-    total = sum(weights.values())
+    held: dict = {}
+    total = 0
+    for p in body.iter("p"):
+        w = weight(p) if weight else _weight(p)
+        total += w
+        for anc in p.iterancestors():
+            held[anc] = held.get(anc, 0) + w
     if not total:
         return body
-    best = body
-    for el in body.iter(*_CONTAINERS):
-        held = sum(w for p, w in weights.items() if el in p.iterancestors())
-        if held >= 0.6 * total and (best is body or best in el.iterancestors()):
-            best = el
+    best, best_depth = body, -1
+    for el, w in held.items():
+        if el.tag in _CONTAINERS and w >= 0.6 * total:
+            depth = sum(1 for _ in el.iterancestors())
+            if depth > best_depth:
+                best, best_depth = el, depth
     return best
 
 
@@ -247,11 +254,28 @@ def _main_flow(region) -> list:
     return flow
 
 
-def _empty(el) -> bool:
-    """No text and no media below (placeholders count as empty: they are what scripts replace)."""
-    if el.xpath(f".//*[self::{' or self::'.join(_MEDIA.split('|'))}]"):
-        return False
-    return _weight(el) == 0 or _is_loading_text(" ".join(_texts(el)))
+def _measure(body) -> tuple[dict, set]:
+    """Text weight of every element below body and the elements holding media, in one pass."""
+    weights: dict = {}
+    media: set = set()
+    for el in reversed(list(body.iter())):  # children before their parents
+        if not isinstance(el.tag, str):
+            continue
+        if el.tag in _SKIP_TEXT:
+            weights[el] = 0
+            continue
+        w = text_weight(el.text) if el.text else 0
+        has_media = el.tag in _MEDIA
+        for child in el:
+            if isinstance(child.tag, str):
+                w += weights.get(child, 0)
+                has_media = has_media or child in media
+            if child.tail:
+                w += text_weight(child.tail)
+        weights[el] = w
+        if has_media:
+            media.add(el)
+    return weights, media
 
 
 def _ends_flow(el, page) -> bool:
@@ -263,7 +287,11 @@ def _ends_flow(el, page) -> bool:
         for sib in node.itersiblings():
             if top and id(sib) not in flow:
                 continue
-            if isinstance(sib.tag, str) and sib.tag not in _SKIP_TEXT | _CHROME and _weight(sib):
+            if (
+                isinstance(sib.tag, str)
+                and sib.tag not in _SKIP_TEXT | _CHROME
+                and page.weight(sib)
+            ):
                 return False
         if top or node.getparent() is None:
             return True
@@ -345,7 +373,8 @@ class _Page:
         self.handlers = any(
             k.startswith("on") for el in tree.iter() if isinstance(el.tag, str) for k in el.attrib
         )
-        self.region = _main_region(self.body)
+        self._weights, self._media = _measure(self.body)
+        self.region = _main_region(self.body, self.weight)
         self.flow = _main_flow(self.region)
         self.main_weight = _weight(self.region, _SKIP_TEXT | _CHROME, links=False)
         self.visible = _norm(" ".join(_texts(self.body)) + " " + (tree.findtext(".//title") or ""))
@@ -356,6 +385,18 @@ class _Page:
 
     def in_flow(self, el) -> bool:
         return any(el is f or f in el.iterancestors() for f in self.flow)
+
+    def weight(self, el) -> int:
+        """Text weight of el (scripts, styles, noscript and templates left out)."""
+        w = self._weights.get(el)
+        return _weight(el) if w is None else w
+
+    def empty(self, el) -> bool:
+        """No text and no media below (a loading note counts as empty: scripts replace it)."""
+        if el in self._media:
+            return False
+        w = self.weight(el)
+        return w == 0 or (w <= 60 and _is_loading_text(" ".join(_texts(el))))
 
     def flow_elements(self):
         for f in self.flow:
@@ -391,7 +432,7 @@ def _script_evidence(page: _Page) -> tuple[list[str], set[int]]:
     empties = [
         el
         for el in page.body.iter()
-        if isinstance(el.tag, str) and (el.tag in _CONTAINERS or "-" in el.tag) and _empty(el)
+        if isinstance(el.tag, str) and (el.tag in _CONTAINERS or "-" in el.tag) and page.empty(el)
     ]
     for src in page.inline:
         writes = bool(_TEXT_WRITE.search(src))
@@ -435,11 +476,11 @@ def _placeholders(page: _Page) -> list[str]:
             found.append(f"aria-busy {_describe(el)}")
         elif el.get("role") == "progressbar" or el.tag == "progress":
             found.append(f"progress indicator {_describe(el)}")
-        elif _PLACEHOLDER_CLASS.search(el.get("class") or "") and _weight(el) == 0:
+        elif _PLACEHOLDER_CLASS.search(el.get("class") or "") and page.weight(el) == 0:
             found.append(
                 f"{_PLACEHOLDER_CLASS.search(el.get('class')).group(2).lower()} {_describe(el)}"
             )
-        elif el.text and _is_loading_text(el.text) and len(el) == 0:
+        elif len(el) == 0 and el.text and len(el.text) <= 80 and _is_loading_text(el.text):
             found.append(f'"{" ".join(el.text.split())}"')
     return list(dict.fromkeys(found))
 
@@ -456,8 +497,8 @@ def _load_more_controls(page: _Page) -> list[str]:
             continue
         controls = el.get("aria-controls")
         if controls:
-            target = page.tree.xpath(f"//*[@id='{controls}']")
-            if target and _weight(target[0]) > 0:
+            target = next((t for t in page.tree.iter() if t.get("id") == controls), None)
+            if target is not None and page.weight(target) > 0:
                 continue  # an expander over text already in the page
         text = " ".join(el.text_content().split()).lower()
         if text and len(text) < 60:
@@ -492,7 +533,7 @@ def _evidence(page: _Page) -> tuple[list[str], list[str], list[str]]:
         if not isinstance(el.tag, str) or id(el) in explained or el is page.region:
             continue
         custom = "-" in el.tag
-        if not (custom or el.tag in _CONTAINERS) or not _empty(el):
+        if not (custom or el.tag in _CONTAINERS) or not page.empty(el):
             continue
         if custom:
             strong.append(f"shadow dom: empty custom element <{el.tag}> in the main content")
