@@ -43,7 +43,6 @@ from crawlers.crawl.priority import (
     Weights,
     classify_topic,
     combine,
-    path_pattern,
     path_signal,
     tokens_of,
     topic_quota_penalty,
@@ -170,7 +169,7 @@ class Crawler:
             url, host = row["url"], row["host"]
             self.known.add(url)
             if row["state"] != "skipped" or (row["skip_reason"] or "").startswith("host-gave-up"):
-                self.traps.pattern_counts[path_pattern(url)] += 1
+                self.traps.register(url)
                 self.per_host[host] += 1
             if self.resume and (
                 (row["state"] == "denied" and row["robots_crawl"] == UNREACHABLE)
@@ -306,7 +305,7 @@ class Crawler:
         elif self.cfg.max_pages_per_host and self.per_host[host] >= self.cfg.max_pages_per_host:
             reason = f"host-budget: {self.cfg.max_pages_per_host} URLs"
         else:
-            reason = self.traps.check(url)
+            reason = self.traps.check(url, parent)
         if reason:
             row.update(state="skipped", skip_reason=reason)
             self.frontier.add(row)
@@ -697,6 +696,9 @@ class Crawler:
         robots = RobotsTxt.from_response(rec.status, rec.body)
         with self.frontier:
             self.frontier.save_robots(rec.origin, rec.status, rec.body, rec.error)
+            if rec.result is not None and rec.result.hops:  # archived: consent at fetch time
+                loc = self.warc.write(rec.result.hops, rec.result.fetched_at)
+                self.frontier.commit_warc(loc.file, loc.end)
             if self.cfg.use_sitemaps:
                 for sm in robots.sitemaps[:100]:
                     try:
@@ -723,6 +725,10 @@ class Crawler:
                 url, max_redirects=self.cfg.max_redirects, wanted_types=("*",)
             )
             self.stats["sitemaps"] += 1
+            if res.hops:  # archived like robots.txt: what the site declared at fetch time
+                loc = self.warc.write(res.hops, res.fetched_at)
+                with self.frontier:
+                    self.frontier.commit_warc(loc.file, loc.end)
             if not res.ok:
                 error = res.error or f"HTTP {res.status}"
             else:
@@ -871,6 +877,7 @@ class Crawler:
                 )
                 if lang:
                     self.langs.observe(host, lang)
+                self.traps.observe(url, info.text, [lk.url for lk in info.links])
                 if not d.nofollow:
                     links = [lk for lk in info.links if not lk.nofollow]
             loc = self.warc.write(res.hops, res.fetched_at)

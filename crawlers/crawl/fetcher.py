@@ -22,6 +22,10 @@ from crawlers.crawl.ssrf import BlockedAddressError, GuardedResolver, check_lite
 
 REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
 CHUNK = 64 * 1024
+# RFC 9309 section 2.5: crawlers parse at least the first 500 KiB of a robots.txt, whatever its size.
+ROBOTS_MAX_BYTES = 500 * 1024
+# A redirect's body is only kept for the WARC; this much is plenty for a "Moved" page.
+REDIRECT_BODY_BYTES = 64 * 1024
 
 
 @dataclass
@@ -35,8 +39,13 @@ class Hop:
     request_headers: list[tuple[str, str]] = field(default_factory=list)
     response_headers: list[tuple[str, str]] = field(default_factory=list)
     raw_body: bytes = b""
-    truncated: str | None = None  # WARC-Truncated reason ('length', 'time') when cut short
+    # WARC-Truncated reason when the stored body is not the whole body: 'length' (over a size
+    # cap) or 'unspecified' (not downloaded at all, e.g. an unwanted content type).
+    truncated: str | None = None
     remote_ip: str | None = None
+    method: str = "GET"
+    target: str = ""  # the request-target exactly as sent ('/path?query'); '' if unknown
+    request_version: str = "1.1"  # HTTP version of the request line (http_version is the reply's)
 
 
 @dataclass
@@ -110,6 +119,84 @@ def decode_body(raw: bytes, encoding: str, limit: int) -> bytes:
         except zlib.error as exc:
             last = exc
     raise ValueError(f"corrupt {encoding} body: {last}")
+
+
+class PrefixDecoder:
+    """Undo Content-Encoding chunk by chunk, keeping at most `limit` decoded bytes.
+
+    Used where the first bytes of a body are what matters whatever its size (robots.txt): a
+    truncated gzip stream still yields its decoded prefix, and decoding stops at the limit, so a
+    compression bomb costs no more than `limit` bytes. ValueError names a corrupt or unsupported
+    encoding.
+    """
+
+    def __init__(self, encoding: str, limit: int):
+        self.encoding = encoding.strip().lower()
+        self.limit = limit
+        self.out = bytearray()
+        self.full = False  # True once `limit` decoded bytes are held (the rest is not needed)
+        self.dropped = False  # True once some input could not be kept (the body is cut)
+        # 'deflate' comes zlib-wrapped or raw: input is kept until the first output tells which.
+        self._raw: bytearray | None = bytearray() if self.encoding == "deflate" else None
+        if self.encoding in ("", "identity"):
+            self._dec = None
+        elif self.encoding in ("gzip", "x-gzip"):
+            self._dec = zlib.decompressobj(16 + zlib.MAX_WBITS)
+        elif self.encoding == "deflate":
+            self._dec = zlib.decompressobj(zlib.MAX_WBITS)
+        else:
+            raise ValueError(f"unsupported content-encoding {encoding!r}")
+
+    @property
+    def encoded(self) -> bool:
+        """True for gzip/deflate input (raw bytes are not the decoded bytes)."""
+        return self._dec is not None
+
+    def feed(self, data: bytes) -> None:
+        """Decode one more chunk of the raw body (ignored once full)."""
+        if self.full or not data:
+            return
+        if self._dec is None:
+            room = self.limit - len(self.out)
+            self.dropped |= len(data) > room
+            self.out += data[:room]
+        else:
+            if self._raw is not None:
+                self._raw += data
+            try:
+                self._inflate(data)
+            except zlib.error as exc:
+                if self._raw is None:
+                    raise ValueError(f"corrupt {self.encoding} body: {exc}") from exc
+                raw, self._raw = bytes(self._raw), None
+                self._dec, self.out = zlib.decompressobj(-zlib.MAX_WBITS), bytearray()
+                try:
+                    self._inflate(raw)
+                except zlib.error as exc2:
+                    raise ValueError(f"corrupt {self.encoding} body: {exc2}") from exc2
+            if self.out:
+                self._raw = None
+        self.full = len(self.out) >= self.limit
+
+    def _inflate(self, data: bytes) -> None:
+        assert self._dec is not None
+        while data and len(self.out) < self.limit and not self._dec.eof:
+            self.out += self._dec.decompress(data, self.limit - len(self.out))
+            data = self._dec.unconsumed_tail
+        self.dropped |= bool(data) or (len(self.out) >= self.limit and not self._dec.eof)
+
+    def result(self, *, cut_to_line: bool) -> bytes:
+        """The decoded prefix; when it is cut and `cut_to_line`, without its last partial line."""
+        if self._dec is not None and not self.full:
+            try:
+                self.out += self._dec.flush()[: self.limit - len(self.out)]
+            except zlib.error as exc:
+                raise ValueError(f"corrupt {self.encoding} body: {exc}") from exc
+        body = bytes(self.out[: self.limit])
+        if cut_to_line and self.dropped and b"\n" in body:
+            # A line cut in the middle ('Allow: /p' of 'Allow: /private') must not be read whole.
+            body = body[: body.rindex(b"\n") + 1]
+        return body
 
 
 def _describe(exc: BaseException) -> str:
@@ -199,17 +286,26 @@ class Fetcher:
         *,
         max_redirects: int | None = None,
         wanted_types: tuple[str, ...] | None = None,
+        keep_prefix: int | None = None,
     ) -> FetchResult:
-        """GET `url`, following up to `max_redirects` redirects (loops cut); never raises on network errors."""
+        """GET `url`, following up to `max_redirects` redirects (loops cut); never raises on network errors.
+
+        `keep_prefix=N` reads at most N decoded bytes and keeps them instead of failing on an
+        oversized body (Content-Length or not, chunked, gzip/deflate): the body is the first N
+        bytes cut back to the last complete line, and the hop is marked truncated ('length').
+        robots.txt is read this way (ROBOTS_MAX_BYTES), so a huge file is never taken as empty.
+        """
         if self._session is None:
             raise RuntimeError("Fetcher must be used as 'async with Fetcher(...) as f'")
+        if keep_prefix is not None and keep_prefix <= 0:
+            raise ValueError(f"keep_prefix must be a positive byte count, got {keep_prefix}")
         limit = self.max_redirects if max_redirects is None else max_redirects
         result = FetchResult(url=url, final_url=url, status=None, fetched_at=now_iso())
         started = time.monotonic()
         visited = {url}
         current = url
         while True:
-            hop = await self._one(current, result, wanted_types)
+            hop = await self._one(current, result, wanted_types, keep_prefix)
             if hop is not None:
                 result.hops.append(hop)
             result.final_url = current
@@ -229,7 +325,11 @@ class Fetcher:
         return result
 
     async def _one(
-        self, url: str, result: FetchResult, wanted_types: tuple[str, ...] | None
+        self,
+        url: str,
+        result: FetchResult,
+        wanted_types: tuple[str, ...] | None,
+        keep_prefix: int | None = None,
     ) -> Hop | None:
         parts = urlsplit(url)
         host = parts.netloc.lower()
@@ -243,10 +343,10 @@ class Fetcher:
             )
             return None
         if self.politeness is None:
-            return await self._request(url, result, wanted_types)
+            return await self._request(url, result, wanted_types, keep_prefix)
         try:
             async with self.politeness.slot(host):
-                hop = await self._request(url, result, wanted_types)
+                hop = await self._request(url, result, wanted_types, keep_prefix)
         except HostGaveUpError as exc:
             result.error = f"host-gave-up: {exc}"
             return None
@@ -259,11 +359,16 @@ class Fetcher:
         return hop
 
     async def _request(
-        self, url: str, result: FetchResult, wanted_types: tuple[str, ...] | None
+        self,
+        url: str,
+        result: FetchResult,
+        wanted_types: tuple[str, ...] | None,
+        keep_prefix: int | None = None,
     ) -> Hop | None:
         assert self._session is not None
         result.fetched_at = now_iso()
         result.status, result.error, result.body, result.content_type = None, None, b"", ""
+        prefix: PrefixDecoder | None = None
         try:
             async with self._session.get(url, allow_redirects=False) as resp:
                 peer = (
@@ -271,46 +376,62 @@ class Fetcher:
                     if resp.connection
                     else None
                 )
+                info = resp.request_info
                 hop = Hop(
                     url=url,
                     status=resp.status,
                     reason=resp.reason or "",
                     http_version=f"{resp.version.major}.{resp.version.minor}",
-                    request_headers=list(resp.request_info.headers.items()),
+                    request_headers=list(info.headers.items()),
                     response_headers=[
                         (k.decode("latin-1"), v.decode("latin-1")) for k, v in resp.raw_headers
                     ],
                     remote_ip=peer[0] if peer else None,
+                    method=info.method,
+                    target=info.url.raw_path_qs,  # what aiohttp put on the request line
+                    request_version=self._request_version(),
                 )
                 result.status = resp.status
                 result.content_type = resp.headers.get("Content-Type", "")
+                declared = resp.content_length
                 if resp.status in REDIRECT_STATUSES:
+                    # Kept for the WARC only, so a small cap; a longer body is marked truncated.
+                    cap = min(self.max_body_bytes, REDIRECT_BODY_BYTES)
+                    try:
+                        hop.raw_body, cut = await self._read_capped(resp, cap)
+                        hop.truncated = "length" if cut else None
+                    except (TimeoutError, aiohttp.ClientError, OSError) as exc:
+                        # The redirect itself arrived; only its body is incomplete.
+                        hop.truncated = "time" if isinstance(exc, TimeoutError) else "disconnect"
                     return hop
                 if 200 <= resp.status < 300 and not self.wanted(result.content_type, wanted_types):
+                    hop.truncated = "unspecified"  # the record carries headers, not the body
                     result.error = (
                         f"unwanted-content-type: {mime_of(result.content_type) or '(none)'}"
                     )
                     return hop
-                declared = resp.content_length
-                if declared is not None and declared > self.max_body_bytes:
+                if keep_prefix is not None:
+                    prefix = await self._read_prefix(resp, hop, result, keep_prefix)
+                elif declared is not None and declared > self.max_body_bytes:
                     hop.truncated = "length"
                     result.error = (
                         f"body-too-large: Content-Length {declared} > {self.max_body_bytes}"
                     )
                     return hop
-                raw = bytearray()
-                async for chunk in resp.content.iter_chunked(CHUNK):
-                    raw += chunk
-                    if len(raw) > self.max_body_bytes:
-                        del raw[self.max_body_bytes :]
+                else:
+                    hop.raw_body, cut = await self._read_capped(resp, self.max_body_bytes)
+                    if cut:
                         hop.truncated = "length"
                         result.error = f"body-too-large: more than {self.max_body_bytes} bytes"
-                        break
-                hop.raw_body = bytes(raw)
         except (TimeoutError, aiohttp.ClientError, OSError) as exc:
             result.error = _describe(exc)
             return None
-        if result.error is None:
+        if prefix is not None:
+            try:
+                result.body = prefix.result(cut_to_line=True)
+            except ValueError as exc:
+                result.error = f"decode-error: {exc}"
+        elif result.error is None:
             try:
                 result.body = decode_body(
                     hop.raw_body,
@@ -320,3 +441,58 @@ class Fetcher:
             except ValueError as exc:
                 result.error = f"decode-error: {exc}"
         return hop
+
+    async def _read_prefix(
+        self, resp: aiohttp.ClientResponse, hop: Hop, result: FetchResult, keep_prefix: int
+    ) -> PrefixDecoder | None:
+        """Read until `keep_prefix` decoded bytes are held (keep_prefix mode); the raw bytes
+        read go to the hop. None, with result.error set, when the encoding cannot be decoded."""
+        try:
+            prefix = PrefixDecoder(resp.headers.get("Content-Encoding", ""), keep_prefix)
+        except ValueError as exc:
+            result.error = f"decode-error: {exc}"
+            hop.truncated = "unspecified"  # not read at all
+            return None
+        raw = bytearray()
+        raw_cap = max(self.max_body_bytes, keep_prefix)
+        ended = False
+        try:
+            async for chunk in resp.content.iter_chunked(CHUNK):
+                raw += chunk
+                prefix.feed(chunk)  # a no-op once full
+                # Plain bodies stop at the prefix; compressed ones are small, so the raw stream
+                # is read on (not decoded) up to the cap and the WARC record stays whole.
+                if len(raw) >= raw_cap or (prefix.full and not prefix.encoded):
+                    break
+            else:
+                ended = True
+        except ValueError as exc:  # corrupt gzip/deflate: nothing trustworthy to parse
+            result.error = f"decode-error: {exc}"
+            prefix = None
+        declared = resp.content_length
+        whole = ended or resp.content.at_eof() or (declared is not None and len(raw) >= declared)
+        if len(raw) > raw_cap or not whole:
+            hop.truncated = "length"  # the stored raw body is not the whole body
+            if prefix is not None:
+                prefix.dropped = True  # ... so the decoded prefix is not the whole file either
+        del raw[raw_cap:]
+        hop.raw_body = bytes(raw)
+        return prefix
+
+    def _request_version(self) -> str:
+        version = getattr(self._session, "version", None)
+        return f"{version.major}.{version.minor}" if version is not None else "1.1"
+
+    @staticmethod
+    async def _read_capped(resp: aiohttp.ClientResponse, cap: int) -> tuple[bytes, bool]:
+        """Up to `cap` bytes of the body, and whether there was more (the rest is not read)."""
+        if resp.content_length is not None and resp.content_length > cap:
+            # Declared too large: nothing is read, the connection is dropped with the response.
+            return b"", True
+        raw = bytearray()
+        async for chunk in resp.content.iter_chunked(CHUNK):
+            raw += chunk
+            if len(raw) > cap:
+                del raw[cap:]
+                return bytes(raw), True
+        return bytes(raw), False

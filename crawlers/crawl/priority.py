@@ -7,6 +7,9 @@ Each signal is stored with the URL in the frontier so a user can see why it was 
   (~10 topics), with per-topic quotas applied at scheduling time;
 - path_signal: URL-shape heuristics (archives, tags, pagination, session ids, calendars and deep
   or query-heavy URLs down; article-like slugs, dates and ids up).
+
+Trap detection (calendar walks, multiplying parameters, ever-deepening paths, near-identical
+page runs) lives in `crawlers.crawl.traps` and is re-exported here as `TrapDetector`.
 """
 
 from __future__ import annotations
@@ -16,6 +19,21 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import parse_qsl, unquote, urlsplit
+
+from crawlers.crawl.traps import TrapDetector
+
+__all__ = [
+    "TOPICS",
+    "LanguageTracker",
+    "TrapDetector",
+    "Weights",
+    "classify_topic",
+    "combine",
+    "path_pattern",
+    "path_signal",
+    "tokens_of",
+    "topic_quota_penalty",
+]
 
 # ~10 topics, each a keyword centroid; a URL/page is scored by keyword hits.
 TOPICS: dict[str, tuple[str, ...]] = {
@@ -158,47 +176,13 @@ def path_signal(url: str) -> tuple[float, list[str]]:
 
 
 def path_pattern(url: str) -> str:
-    """A URL's shape: host + path with digit runs replaced, query keys only (for trap caps)."""
+    """A URL's shape: host + path with digit runs replaced, query keys only (for reports).
+
+    Not a trap signal: a news site's articles share one pattern; traps.TrapDetector decides."""
     parts = urlsplit(url)
     path = re.sub(r"\d+", "N", parts.path)
     keys = ",".join(sorted({k for k, _ in parse_qsl(parts.query, keep_blank_values=True)}))
     return f"{parts.netloc}{path}?{keys}"
-
-
-class TrapDetector:
-    """Caps unbounded URL spaces: long URLs, repeating segments, too many URLs per pattern."""
-
-    def __init__(
-        self,
-        max_url_length: int = 2048,
-        max_repeats: int = 2,
-        max_per_pattern: int = 100,
-        max_calendar: int = 12,
-    ):
-        self.max_url_length, self.max_repeats = max_url_length, max_repeats
-        self.max_per_pattern, self.max_calendar = max_per_pattern, max_calendar
-        self.pattern_counts: Counter[str] = Counter()
-
-    def check(self, url: str) -> str | None:
-        """The trap reason if `url` must not be enqueued, else None (and it is counted)."""
-        if len(url) > self.max_url_length:
-            return f"trap: URL longer than {self.max_url_length}"
-        segs = [s for s in urlsplit(url).path.split("/") if s]
-        top = Counter(segs).most_common(1)
-        if top and top[0][1] > self.max_repeats:
-            return f"trap: path segment {top[0][0]!r} repeats {top[0][1]} times"
-        pattern = path_pattern(url)
-        if _CALENDAR_TAIL.search(urlsplit(url).path):
-            # Date-only URLs (/calendar/2026/11, /2024/05/) are the classic infinite space: each page
-            # links to the next period forever, so they get a tight cap of their own.
-            if self.pattern_counts[pattern] >= self.max_calendar:
-                return (
-                    f"trap: more than {self.max_calendar} calendar-like URLs of pattern {pattern}"
-                )
-        elif self.pattern_counts[pattern] >= self.max_per_pattern:
-            return f"trap: more than {self.max_per_pattern} URLs of pattern {pattern}"
-        self.pattern_counts[pattern] += 1
-        return None
 
 
 class LanguageTracker:

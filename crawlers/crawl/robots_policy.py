@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from crawlers.crawl.fetcher import Fetcher
+from crawlers.crawl.fetcher import ROBOTS_MAX_BYTES, Fetcher, FetchResult
 from crawlers.robots import RobotsCache, RobotsTxt, origin_of
 
 ALLOWED, DISALLOWED, UNREACHABLE = "allowed", "disallowed", "unreachable"
@@ -32,6 +32,7 @@ class RobotsFetch:
     body: bytes
     fetched_at: float  # unix time
     error: str | None = None
+    result: FetchResult | None = None  # the exchange itself, for the WARC (None when preloaded)
 
 
 def decision(robots: RobotsTxt, agent: str, url: str) -> str:
@@ -138,8 +139,11 @@ class RobotsPolicy:
             return robots
 
     async def _fetch(self, origin: str) -> RobotsFetch:
-        res = await self.fetcher.fetch(
-            origin + "/robots.txt", max_redirects=self.max_redirects, wanted_types=("*",)
+        res = await self.fetcher.fetch(  # oversize keeps its first 500 KiB (RFC 9309 2.5)
+            origin + "/robots.txt",
+            max_redirects=self.max_redirects,
+            wanted_types=("*",),
+            keep_prefix=ROBOTS_MAX_BYTES,
         )
         status = res.status
         if res.error and not res.error.startswith("body-too-large"):
@@ -148,7 +152,7 @@ class RobotsPolicy:
         body = res.body if status is not None and res.error is None else b""
         if res.error and res.error.startswith("body-too-large") and res.hops:
             body = res.hops[-1].raw_body  # RFC 9309: parse at least the first 500 KiB
-        return RobotsFetch(origin, status, body, time.time(), res.error)
+        return RobotsFetch(origin, status, body, time.time(), res.error, res)
 
     async def decide(self, url: str) -> tuple[str, str, RobotsTxt]:
         """(crawl decision, training decision, policy) for a URL."""

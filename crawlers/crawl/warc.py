@@ -1,5 +1,10 @@
 """WARC 1.1 output: request + response records per hop, one gzip member each, crash-safe.
 
+Requests are stored with their request line as sent (`GET /path HTTP/1.1`); a response whose
+body was not stored whole (over a size cap, or an unwanted type never downloaded) carries
+`WARC-Truncated`. The crawl archives robots.txt and sitemap exchanges too (consent evidence);
+readers find pages through the pages table's offsets, so those records never become documents.
+
 A page's records are built in memory and appended with one write + flush, so a record on disk
 is either complete or beyond the committed end. The frontier stores each file's committed end
 in the same transaction as the page; `recover()` cuts every file back to that end on resume,
@@ -13,6 +18,7 @@ import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
@@ -22,6 +28,15 @@ from crawlers.crawl.fetcher import Hop
 # The payload we store is the raw (still content-encoded) body, but aiohttp removed the chunked
 # framing, so a Transfer-Encoding header would make readers de-chunk plain bytes.
 _RENAMED = {"transfer-encoding": "X-Crawler-Transfer-Encoding"}
+
+
+def request_line(hop: Hop) -> str:
+    """The request line as sent: 'GET /path?query HTTP/1.1'."""
+    target = hop.target
+    if not target:  # a hop built by hand: rebuild the origin-form target from the URL
+        parts = urlsplit(hop.url)
+        target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+    return f"{hop.method or 'GET'} {target} HTTP/{hop.request_version or '1.1'}"
 
 
 @dataclass
@@ -106,16 +121,11 @@ class WarcStore:
                 ),
                 warc_headers_dict=warc_headers,
             )
-            path = hop.url.split("://", 1)[-1].partition("/")
-            req_line = f"GET /{path[2]}"
             req = writer.create_warc_record(
                 hop.url,
                 "request",
                 http_headers=StatusAndHeaders(
-                    req_line,
-                    hop.request_headers,
-                    protocol=f"HTTP/{hop.http_version}",
-                    is_http_request=True,
+                    request_line(hop), hop.request_headers, is_http_request=True
                 ),
                 warc_headers_dict={
                     "WARC-Date": fetched_at,
