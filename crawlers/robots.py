@@ -4,7 +4,9 @@ Parsing follows Google's reference parser (robots.cc) line for line in what it t
 BOM (also partial), CR / LF / CRLF endings, ``#`` comments, a missing colon, directive typos
 ("dissallow", "useragent", ...), rules before any user-agent ignored, a user-agent line after
 rules starting a new group, groups for the same token merged, 16 KiB line cap. Matching is
-longest-match with allow winning ties, over percent-normalised patterns and paths
+longest-match with allow winning ties; like Google, a URL is compared as the caller gives it
+(pass it percent-encoded, as the crawler's canonicaliser does) against patterns whose non-ASCII
+bytes are %-escaped, and a group line's product token is its leading letters, '-' and '_'
 (see ``crawlers.robots_match``). No network I/O here: the crawler fetches (following up to
 five redirects) and hands the final status and body to ``RobotsTxt.from_response``.
 
