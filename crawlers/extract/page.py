@@ -80,8 +80,6 @@ def _check_record(record: dict) -> None:
         )
     if record.get("warc_error"):
         raise BadPage("warc_unreadable", str(record["warc_error"]))
-    if record.get("body_reject"):  # set by crawl_io: truncated, too_large, decode_error, ...
-        raise BadPage(str(record["body_reject"]), str(record.get("body_reject_detail") or ""))
     status = record.get("status")
     if status is None:
         detail = record.get("error") or "no HTTP status and no stored response"
@@ -92,6 +90,10 @@ def _check_record(record: dict) -> None:
             "http_status", f"HTTP status {status}{target}; only 200 responses become documents"
         )
     error = str(record.get("error") or "")
+    if error.startswith("unwanted-content-type"):  # the crawler stored headers, not the body
+        raise BadPage("not_html", f"crawl error {error!r}: the body was not downloaded")
+    if record.get("body_reject"):  # set by crawl_io: truncated, too_large, decode_error, ...
+        raise BadPage(str(record["body_reject"]), str(record.get("body_reject_detail") or ""))
     if error.startswith("body-too-large"):  # the crawler stopped reading: the body is partial
         raise BadPage("truncated", f"crawl error {error!r}: the stored body is not the whole page")
     if error.startswith("decode-error"):

@@ -26,6 +26,12 @@ MAX_DECOMPRESSED_BYTES: int = CrawlConfig.model_fields["max_decompressed_bytes"]
 MAX_ENCODING_LAYERS = 4  # "gzip, gzip" is legal; a long stack is an attack, not a server
 _ZLIB_CODINGS = ("gzip", "x-gzip", "deflate")
 _READ_CHUNK = 1 << 16
+_TRUNCATED = {  # WARC/1.1 WARC-Truncated reasons
+    "length": "the crawler cut the body at its size cap (max_body_bytes; raise it to keep more)",
+    "time": "the download ran out of time",
+    "disconnect": "the server closed the connection mid-body",
+    "unspecified": "the body was not (fully) downloaded",
+}
 
 
 @dataclass
@@ -151,10 +157,11 @@ def read_response(
 def _response(record, where: str, limit: int) -> WarcResponse:
     truncated = record.rec_headers.get_header("WARC-Truncated")
     if truncated:
+        why = _TRUNCATED.get(truncated.strip().lower(), "the record says it is incomplete")
         raise BadPage(
             "truncated",
-            f"{where}: WARC-Truncated: {truncated}: the crawler cut this body at its cap "
-            "(max_body_bytes), so it is not the whole page; re-crawl with a larger cap",
+            f"{where}: WARC-Truncated: {truncated}: {why}, so the stored body is not the whole "
+            "page and becomes no document",
         )
     status = None
     headers: dict[str, str] = {}

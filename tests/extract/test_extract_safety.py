@@ -200,6 +200,14 @@ def test_truncated_and_undecodable_bodies_are_rejected_with_reasons(tmp_path: Pa
                 "truncated": "length",
                 "headers": [("Content-Encoding", "gzip")],
             },  # fmt: skip
+            {"url": "http://b.test/slow", "raw": HTML[:900], "truncated": "time"},
+            # Unwanted type: the crawler stored headers only (WARC-Truncated: unspecified).
+            {
+                "url": "http://b.test/img",
+                "raw": b"",
+                "truncated": "unspecified",
+                "error": "unwanted-content-type: image/png",
+            },  # fmt: skip
             {"url": "http://b.test/br", "raw": HTML, "headers": [("Content-Encoding", "br")]},
             {
                 "url": "http://b.test/bad",
@@ -222,7 +230,11 @@ def test_truncated_and_undecodable_bodies_are_rejected_with_reasons(tmp_path: Pa
     docs, rejects = _extract_all(crawl)
     assert rejects["http://b.test/cut"]["reason"] == "truncated"
     assert "WARC-Truncated" in rejects["http://b.test/cut"]["detail"]
+    assert "size cap" in rejects["http://b.test/cut"]["detail"]
     assert rejects["http://b.test/cut2"]["reason"] == "truncated"
+    assert rejects["http://b.test/slow"]["reason"] == "truncated"
+    assert "ran out of time" in rejects["http://b.test/slow"]["detail"]
+    assert rejects["http://b.test/img"]["reason"] == "not_html"
     assert rejects["http://b.test/br"]["reason"] == "unsupported_encoding"
     assert rejects["http://b.test/bad"]["reason"] == "decode_error"
     assert set(docs) == {"http://b.test/deflate", "http://b.test/chunked"}
