@@ -307,8 +307,14 @@ def _national_ok(raw: str, number, region: str, primary: bool) -> bool:
         return len(digits) >= 8 and (separated or len(digits) >= 10)
     if raw.startswith("(0"):  # bracketed area code: "(030) 1234567", "(0221) 254 4992"
         return len(digits) >= 8 and phonenumbers.is_possible_number(number)
-    if raw.startswith("("):  # "(2019) 123-145" is a citation, not a phone
-        return False
+    if raw.startswith("("):  # "(11) 91234-5678" in Brazil; "(2019) 123-145" is a citation
+        two_digit_area = re.match(r"\(\d{2}\)", raw) is not None
+        return (
+            primary
+            and two_digit_area
+            and len(digits) >= 10
+            and phonenumbers.is_valid_number(number)
+        )
     # No trunk prefix: plans without one (Spain "912 345 678", Italy, Poland, Greece...) or
     # mobiles written without it (India "98765 43210", China "138 1234 5678"). These look like
     # any grouped number, so they need the document's own region and a valid number.
@@ -339,7 +345,10 @@ def _phones(
             found.append((start, start + len(raw)))
     # National formats of the other candidate regions: each candidate is parsed per region.
     for m in _NATIONAL.finditer(view):
-        if _overlaps(m.start(), m.end(), found) or _overlaps(m.start(), m.end(), blocked):
+        inside = [f for f in found if m.start() <= f[0] and f[1] <= m.end()]
+        if _overlaps(m.start(), m.end(), [f for f in found if f not in inside]):
+            continue
+        if _overlaps(m.start(), m.end(), blocked):
             continue
         start, raw = _balanced(m.start(), m.group())
         for region in _candidate_regions(raw, order, primary):
@@ -349,8 +358,8 @@ def _phones(
                 continue
             if phonenumbers.is_possible_number(number) and _phone_ok(
                 view, start, raw, number, region, region in primary, blocked
-            ):
-                found.append((start, start + len(raw)))
+            ):  # a longer reading ("(11) 91234-5678") replaces the part found before
+                found = [f for f in found if f not in inside] + [(start, start + len(raw))]
                 break
     return found
 

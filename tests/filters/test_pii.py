@@ -26,6 +26,13 @@ POSITIVES = [
     ("電話番号090-1234-5678まで", "ja", "phone"),
     ("โทร02-123-4567ได้เลย", "th", "phone"),
     ("التواصل عبر 050 123 4567 مساء", "ar", "phone"),
+    ("Telefone (11) 91234-5678 para pedidos", "pt", "phone"),
+    ("Tel +49 (0)30 1234567 oder Mail", "de", "phone"),
+    ("Tél. 06.12.34.56.78 après 18h", "fr", "phone"),
+    ("Tel. 030/1234567 (Zentrale)", "de", "phone"),
+    ("Звоните +7(495)123-45-67 сегодня", "ru", "phone"),
+    ("Contact +91-98765-43210 today", "en", "phone"),
+    ("Tel 0049 30 1234567", "de", "phone"),
     ("Virement FR14 2004 1010 0505 0001 3M02 606", "fr", "iban"),
 ]
 
