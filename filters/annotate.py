@@ -1,20 +1,31 @@
 """The per-document filter step: language, PII scrub, heuristics, safety and quality score.
 
 `DocumentAnnotator.annotate(row)` returns the row with `lang`, `lang_score`, `quality_score`,
-`quality_model`, `pii_found`, `drop_reason` and the scrubbed, boilerplate-stripped `text`.
-The first failing rule names the drop reason; all scores are computed regardless, so a
-later selection can change its mind without recomputing (annotate, then select).
+`quality_model`, `pii_found`, `drop_reason`, `heuristic_drop`, `rescued` and the scrubbed,
+boilerplate-stripped `text`. The first failing rule names the drop reason; all scores are
+computed regardless, so a later selection can change its mind without recomputing (annotate,
+then select).
+
+Quality: the language's own model, else the multilingual fallback (`quality_model` says which:
+`de:<sha12>` or `multilingual-fallback:<sha12>`). A row no model can score has
+`quality_score = None` (NULL in Parquet), never NaN: SQL engines order NaN above every number,
+so `quality_score >= 0.5` would be true for it.
+
+Rescue (the report's "model signals instead of aggressive rules"): when a relaxed heuristic in
+`quality.rescue_reasons` fires but the quality score is at least the language's rescue score,
+the row is kept; `heuristic_drop` records the rule that fired (on every row where one fired)
+and `rescued` is true.
 """
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 
 from filters import heuristics, pii
 from filters.config import FilterConfig
 from filters.langid import LanguageIdentifier
-from filters.quality import QualityModel, load_models
+from filters.quality import QualityModel
+from filters.quality.default import QualityScorer
 from filters.safety import SafetyFilter
 
 # Output columns the filter adds to every row (besides replacing `text`).
@@ -26,18 +37,39 @@ ADDED_COLUMNS = (
     "pii_found",
     "drop_reason",
     "duplicate_of",
+    "heuristic_drop",
+    "rescued",
+)
+
+
+# Drop reasons checked before the heuristics (a rescue cannot change them).
+_BEFORE_HEURISTICS = frozenset(
+    {"training_not_allowed", "empty_text", "unsupported_language", "low_lang_score"}
 )
 
 
 class DocumentAnnotator:
     """Loads every model once (langid, quality per language, word lists) and annotates rows."""
 
-    def __init__(self, cfg: FilterConfig, models_dir: str | Path | None = None):
+    def __init__(
+        self,
+        cfg: FilterConfig,
+        models_dir: str | Path | None = None,
+        fallback_dir: str | Path | None = None,
+    ):
         self.cfg = cfg
         self.langid = LanguageIdentifier()
         self.safety = SafetyFilter(cfg.safety)
-        self.models: dict[str, QualityModel] = load_models(models_dir, cfg.languages)
+        self.scorer = QualityScorer(
+            models_dir, cfg.languages, fallback_dir or cfg.quality.fallback_models_dir or None
+        )
+        self.models: dict[str, QualityModel] = self.scorer.models
         self.thresholds = {lang: self._threshold(lang, m) for lang, m in self.models.items()}
+        # Configured languages without a model of their own are cut on the fallback's scale.
+        if self.scorer.fallback is not None:
+            for lang in cfg.languages:
+                if lang not in self.thresholds:
+                    self.thresholds[lang] = self._threshold(lang, self.scorer.fallback)
 
     def _threshold(self, lang: str, model: QualityModel) -> float:
         t = self.cfg.quality.thresholds.get(lang)
@@ -63,22 +95,44 @@ class DocumentAnnotator:
         hcfg = self.cfg.heuristics_for(lang)
         text, heuristic_reason = heuristics.check(text, lang, hcfg)
         out["text"] = text
-        model = self.models.get(lang)
-        if model is not None:
-            out["quality_score"] = model.score([text])[0]
-            out["quality_model"] = f"{lang}:{model.meta.get('training_set_sha256', '')[:12]}"
-        else:
-            # Documented fallback: no model for this language -> unscored (NaN), never dropped on it.
-            out["quality_score"] = math.nan
-            out["quality_model"] = None
+        # No model at all (no own model, no fallback): unscored, NULL, never dropped on quality.
+        scores, name = self.scorer.score([text], lang)
+        out["quality_score"], out["quality_model"] = scores[0], name
+        out["heuristic_drop"] = heuristic_reason
+        out["rescued"] = False
+        if heuristic_reason and self._rescues(lang, heuristic_reason, scores[0]):
+            out["rescued"] = True
+            heuristic_reason = None
         out["drop_reason"] = self._reason(
             row, lang, lang_score, text, heuristic_reason, out["quality_score"]
         )
+        if out["rescued"] and out["drop_reason"] in _BEFORE_HEURISTICS:
+            out["rescued"] = False  # dropped before the heuristics counted: nothing was rescued
         out["duplicate_of"] = None
         return out
 
+    def rescue_score(self, lang: str) -> float | None:
+        """The score at or above which a rescuable heuristic drop of `lang` is overridden."""
+        q = self.cfg.quality
+        return q.rescue_by_lang[lang] if lang in q.rescue_by_lang else q.rescue_score
+
+    def _rescues(self, lang: str, reason: str, q: float | None) -> bool:
+        cut = self.rescue_score(lang)
+        return (
+            cut is not None
+            and q is not None
+            and reason in self.cfg.quality.rescue_reasons
+            and q >= cut
+        )
+
     def _reason(
-        self, row: dict, lang: str, lang_score: float, text: str, heuristic: str | None, q: float
+        self,
+        row: dict,
+        lang: str,
+        lang_score: float,
+        text: str,
+        heuristic: str | None,
+        q: float | None,
     ) -> str | None:
         if not row.get("training_allowed"):
             return "training_not_allowed"
@@ -93,6 +147,6 @@ class DocumentAnnotator:
         unsafe = self.safety.check(text, lang)
         if unsafe:
             return unsafe
-        if lang in self.thresholds and not math.isnan(q) and q < self.thresholds[lang]:
+        if lang in self.thresholds and q is not None and q < self.thresholds[lang]:
             return "low_quality"
         return None

@@ -71,10 +71,44 @@ class Threshold(_Strict):
         return self
 
 
+# Relaxed-heuristic drops a confident quality score may override (the report's lesson: model
+# signals rescue good pages that rules drop). Not rescuable: boilerplate (the page is mostly
+# chrome), encoding_errors (the text is damaged) and too_long.
+RESCUABLE_REASONS = ("too_short", "symbol_ratio", "repeated_lines", "repeated_ngrams")
+HEURISTIC_REASONS = frozenset({*RESCUABLE_REASONS, "boilerplate", "encoding_errors", "too_long"})
+# Default rescue score: chosen on the dev split of tests/filters/heldout_quality.py (see
+# docs/filters.md), never on the benchmark that judges it.
+DEFAULT_RESCUE_SCORE = 0.5
+
+
 class QualityConfig(_Strict):
-    """Quality classifiers: where models live and per-language cuts (default: the model's own)."""
+    """Quality classifiers: per-language cuts (default: the model's own), the default models
+    and the multilingual fallback, and the rescue of heuristic drops by confident scores."""
 
     thresholds: dict[str, Threshold] = Field(default_factory=dict)
+    # Without --models: the default set (sample-web reference pages, built on first use under
+    # <lake>/models/quality/default). False: no default models (rows are unscored, NULL).
+    use_default_models: bool = True
+    # Where `multilingual.bin` is read when the models directory has none; empty: the stage
+    # fills in the default set's directory.
+    fallback_models_dir: str = ""
+    # A rescuable heuristic drop is overridden when quality_score >= this; null: never.
+    rescue_score: float | None = Field(DEFAULT_RESCUE_SCORE, ge=0, le=1)
+    rescue_by_lang: dict[str, float | None] = Field(default_factory=dict)
+    rescue_reasons: list[str] = Field(default_factory=lambda: list(RESCUABLE_REASONS))
+
+    @model_validator(mode="after")
+    def _known_reasons(self) -> QualityConfig:
+        unknown = sorted(set(self.rescue_reasons) - HEURISTIC_REASONS)
+        if unknown:
+            raise ValueError(
+                f"rescue_reasons: unknown heuristic reason(s) {', '.join(unknown)}; "
+                f"known: {', '.join(sorted(HEURISTIC_REASONS))}"
+            )
+        for lang, v in self.rescue_by_lang.items():
+            if v is not None and not 0 <= v <= 1:
+                raise ValueError(f"rescue_by_lang.{lang}: must be in [0, 1] or null, got {v}")
+        return self
 
 
 class DedupConfig(_Strict):

@@ -116,6 +116,71 @@ def reference_labels(rows: list[dict], lang: str, opts: LabelOptions) -> Trainin
     )  # fmt: skip
 
 
+def shuffled(text: str, lang: str, rng: random.Random, chars: bool = False) -> str:
+    """The text's tokens in a seeded random order, on lines of the original line lengths: the
+    same words without their syntax (a word-salad negative for the default models)."""
+    if is_char_lang(lang) and chars:
+        toks = tokens(text, lang)
+        rng.shuffle(toks)
+        out, pos = [], 0
+        for line in (x for x in text.splitlines() if x.strip()):
+            n = len(tokens(line, lang))
+            out.append("".join(toks[pos : pos + n]))
+            pos += n
+        return "\n".join(x for x in out if x)
+    if is_char_lang(lang):
+        # Words of Chinese and Japanese are mostly one to three characters: shuffle runs of
+        # 1-3 characters (word-like units), not single characters.
+        out = []
+        for line in (x for x in text.splitlines() if x.strip()):
+            chars, units, i = [c for c in line if not c.isspace()], [], 0
+            while i < len(chars):
+                k = rng.randint(1, 3)
+                units.append("".join(chars[i : i + k]))
+                i += k
+            out.append(units)
+        flat = [u for units in out for u in units]
+        rng.shuffle(flat)
+        lines, pos = [], 0
+        for units in out:
+            lines.append("".join(flat[pos : pos + len(units)]))
+            pos += len(units)
+        return "\n".join(x for x in lines if x)
+    toks = text.split()
+    rng.shuffle(toks)
+    out, pos = [], 0
+    for line in (x for x in text.splitlines() if x.strip()):
+        n = len(line.split())
+        out.append(" ".join(toks[pos : pos + n]))
+        pos += n
+    return "\n".join(x for x in out if x)
+
+
+@register_label_source("reference+shuffled")
+def reference_shuffled_labels(rows: list[dict], lang: str, opts: LabelOptions) -> TrainingSet:
+    """The default models' recipe: `reference` labels, plus one word-order shuffle of every
+    positive passage as an extra negative (kept in its source's group, so a passage and its
+    shuffle share an out-of-fold fold), with layout tokens (`shape_tokens`) on.
+
+    Reference pages against the crawl teaches "reference-like vs ordinary page" but not that
+    a bag of the right words in no order is not prose: keyword-stuffed and spun pages reuse a
+    topic's vocabulary. The shuffles teach word order through fastText's bigrams.
+    """
+    ts = reference_labels(rows, lang, opts)
+    rng = random.Random(opts.seed + 101)
+    pos = [(t, g) for t, y, g in zip(ts.texts, ts.labels, ts.groups or [], strict=True) if y]
+    extra = [(shuffled(t, lang, rng), g) for t, g in pos]
+    if is_char_lang(lang):
+        extra += [(shuffled(t, lang, rng, chars=True), g) for t, g in pos]
+    extra = [(t, g) for t, g in extra if t]
+    ts.texts += [t for t, _ in extra]
+    ts.labels += [0] * len(extra)
+    ts.groups = (ts.groups or []) + [g for _, g in extra]
+    ts.source = "reference+shuffled"
+    ts.shape_features = True
+    return ts
+
+
 @register_label_source("llm")
 def llm_labels(rows: list[dict], lang: str, opts: LabelOptions) -> TrainingSet:
     """Grades from the teacher endpoint, thresholded at min_grade, become the labels."""

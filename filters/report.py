@@ -26,8 +26,11 @@ def funnel(table: pa.Table) -> list[dict]:
     ]
 
 
-def funnel_markdown(rows: list[dict], unscored: list[str]) -> str:
-    """The funnel as a Markdown table (languages as rows, outcomes as columns)."""
+def funnel_markdown(
+    rows: list[dict], unscored: list[str], fallback: list[str] | None = None
+) -> str:
+    """The funnel as a Markdown table (languages as rows, outcomes as columns), then which
+    configured languages were unscored and which the multilingual fallback scored."""
     langs = sorted({r["lang"] for r in rows})
     outcomes = ["kept"] + sorted({r["outcome"] for r in rows} - {"kept"})
     grid = {(r["lang"], r["outcome"]): r["docs"] for r in rows}
@@ -40,8 +43,14 @@ def funnel_markdown(rows: list[dict], unscored: list[str]) -> str:
     if unscored:
         lines.append("")
         lines.append(
-            "Quality unscored (no model; quality_score is NaN and never drops a document): "
+            "Quality unscored (no model; quality_score is NULL and never drops a document): "
             + ", ".join(sorted(unscored))
+        )
+    if fallback:
+        lines.append("")
+        lines.append(
+            "Quality scored by the multilingual fallback (no model of their own): "
+            + ", ".join(sorted(fallback))
         )
     return "\n".join(lines) + "\n"
 
@@ -103,7 +112,7 @@ def summary(table: pa.Table) -> dict:
     dedup_inputs = len(kept) + dups
     scored = Counter()
     for lang, q in zip(langs, table["quality_score"].to_pylist(), strict=True):
-        scored[(lang, q is not None and not math.isnan(q))] += 1
+        scored[(lang, q is not None and not math.isnan(q))] += 1  # NaN: tables written before NULL
     unscored = sorted({lang for (lang, ok) in scored if not ok and not scored[(lang, True)]})
     return {
         "rows_in": table.num_rows,

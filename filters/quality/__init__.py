@@ -27,7 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
-from filters.heuristics import tokens
+from filters.heuristics import is_char_lang, tokens
 
 POS, NEG = "__label__hq", "__label__lq"
 MAX_TOKENS = 1500
@@ -80,9 +80,54 @@ FASTTEXT_PARAMS = {
 QUANTIZE_CUTOFF = 10_000
 
 
-def fasttext_line(text: str, lang: str) -> str:
-    """The one-line, tokenised form the classifier sees (characters for CJK-like languages)."""
-    return " ".join(tokens(text, lang)[:MAX_TOKENS])
+def fasttext_line(text: str, lang: str, shape: bool = False) -> str:
+    """The one-line, tokenised form the classifier sees (characters for CJK-like languages).
+
+    With `shape`, language-independent layout tokens are appended (see `shape_tokens`).
+    """
+    toks = tokens(text, lang)[:MAX_TOKENS]
+    if shape and toks:
+        return " ".join(toks + shape_tokens(text, lang, toks))
+    return " ".join(toks)
+
+
+# Sentence-final punctuation of the supported scripts (a line of prose ends with one).
+_SENTENCE_END = tuple(".!?。！？…:;」』）)\"'»")
+
+
+def _bucket(x: float, edges: Sequence[float]) -> int:
+    return sum(x >= e for e in edges)
+
+
+def shape_tokens(text: str, lang: str, toks: list[str] | None = None) -> list[str]:
+    """Layout tokens that hold across languages and topics: tokens per line, share of lines
+    ending a sentence, distinct-token ratio, length and repeated lines, each bucketed.
+
+    Navigation dumps (short lines, no sentence ends), keyword spam (few distinct tokens),
+    placeholder pages (short) and doorway pages (repeated templates) differ from prose in
+    these whatever their words are; a model that has never seen a language's words (the
+    multilingual fallback on Korean or Russian) still reads them. Each token is repeated in
+    proportion to the document's length so its weight in fastText's average stays constant.
+    """
+    toks = tokens(text, lang) if toks is None else toks
+    lines = [s for s in (x.strip() for x in text.splitlines()) if s]
+    if not toks or not lines:
+        return []
+    char = is_char_lang(lang)
+    per_line = len(toks) / len(lines)
+    ends = sum(s.endswith(_SENTENCE_END) for s in lines) / len(lines)
+    window = toks[:400]
+    distinct = len(set(window)) / len(window)
+    dup = 1 - len(set(lines)) / len(lines)
+    scale = 3 if char else 1
+    feats = [
+        f"__ll{_bucket(per_line, [x * scale for x in (3, 6, 12, 25)])}",
+        f"__end{_bucket(ends, (0.2, 0.5, 0.8))}",
+        f"__ttr{_bucket(distinct, (0.15, 0.3, 0.45, 0.6))}",
+        f"__len{_bucket(len(toks), [x * scale for x in (30, 80, 200)])}",
+        f"__dup{_bucket(dup, (0.05, 0.3))}",
+    ]
+    return feats * (1 + len(toks) // 40)
 
 
 def metadata_path(model_path: str | Path) -> Path:
@@ -170,9 +215,19 @@ class QualityModel:
             )
         return float(np.interp(1.0 - recall, np.linspace(0, 1, len(q)), q))
 
-    def score(self, texts: Sequence[str]) -> list[float]:
-        """P(high quality) for each text: the mean over the ensemble members (or the one model)."""
-        lines = [fasttext_line(t, self.lang) for t in texts]
+    @property
+    def shape(self) -> bool:
+        """Whether the model reads layout tokens (`shape_tokens`) after the words."""
+        return bool(self.meta.get("shape_features"))
+
+    def score(self, texts: Sequence[str], lang: str | None = None) -> list[float]:
+        """P(high quality) for each text: the mean over the ensemble members (or the one model).
+
+        `lang` tokenises the texts as that language (the multilingual fallback model scores
+        languages other than its own `lang`); default: the model's language.
+        """
+        tok_lang = lang or self.lang
+        lines = [fasttext_line(t, tok_lang, self.shape) for t in texts]
         out = [0.0] * len(lines)  # an empty text has no evidence of quality: lowest score
         idx = [i for i, line in enumerate(lines) if line]
         if idx:
@@ -203,6 +258,33 @@ class TrainingSet:
     # examples of one group always share an OOF fold. Without it groups are inferred (see
     # `_oof_groups`).
     groups: list[str] | None = None
+    # Append layout tokens (`shape_tokens`) to every example; stored as `shape_features`.
+    shape_features: bool = False
+    # Per-example language for tokenising (a multilingual set mixes scripts); default `lang`.
+    text_langs: list[str] | None = None
+
+    # Per-calibration-document language (multilingual sets); default `lang`.
+    calibration_langs: list[str] | None = None
+
+    def lang_of(self, i: int) -> str:
+        """The language example `i` is tokenised as."""
+        return self.text_langs[i] if self.text_langs is not None else self.lang
+
+    def calibration_lang(self, j: int) -> str:
+        """The language calibration document `j` is tokenised as."""
+        return self.calibration_langs[j] if self.calibration_langs is not None else self.lang
+
+    def subset(self, idx: Sequence[int]) -> TrainingSet:
+        """The labelled examples `idx` (same calibration crawl and settings)."""
+        pick = list(idx)
+        return TrainingSet(
+            self.lang, [self.texts[i] for i in pick], [self.labels[i] for i in pick],
+            self.source, self.calibration,
+            groups=[self.groups[i] for i in pick] if self.groups is not None else None,
+            shape_features=self.shape_features,
+            text_langs=[self.text_langs[i] for i in pick] if self.text_langs is not None else None,
+            calibration_langs=self.calibration_langs,
+        )  # fmt: skip
 
     def sha256(self) -> str:
         """Content hash of the labelled examples (order-independent)."""
@@ -213,17 +295,27 @@ class TrainingSet:
         return h.hexdigest()
 
 
-def _split(n: int, labels: list[int], test_frac: float, seed: int) -> tuple[list[int], list[int]]:
-    # Stratified: each class is split on its own so the held-out set keeps both labels.
-    rng = random.Random(seed)
-    train, test = [], []
-    for cls in (0, 1):
-        idx = [i for i in range(n) if labels[i] == cls]
-        rng.shuffle(idx)
-        k = max(1, round(len(idx) * test_frac)) if len(idx) > 1 else 0
-        test += idx[:k]
-        train += idx[k:]
-    return sorted(train), sorted(test)
+def score_mixed(model: QualityModel, texts: Sequence[str], langs: Sequence[str]) -> list[float]:
+    """Scores of texts each tokenised as its own language (one batch per language)."""
+    out = [0.0] * len(texts)
+    for lang in sorted(set(langs)):
+        idx = [i for i, x in enumerate(langs) if x == lang]
+        for i, s in zip(idx, model.score([texts[i] for i in idx], lang), strict=True):
+            out[i] = s
+    return out
+
+
+def _grouped_split(
+    ts: TrainingSet, test_frac: float, seed: int, k: int
+) -> tuple[list[int], list[int]]:
+    """Train and held-out example indices: whole groups (as `_oof_groups` forms them) go to
+    one side, about `test_frac` of each class held out, seeded."""
+    groups, _ = _oof_groups(ts, k)
+    parts = max(2, round(1 / test_frac))
+    fold = _assign_folds(groups, ts.labels, parts, seed + 7)
+    test = [i for i, g in enumerate(groups) if fold[g] == 0]
+    train = [i for i, g in enumerate(groups) if fold[g] != 0]
+    return train, test
 
 
 def _train_fasttext(train_file: Path, seed: int):
@@ -331,7 +423,9 @@ def _fit(ts: TrainingSet, idx: Sequence[int], seed: int, tmp: Path, out: Path) -
     rng.shuffle(order)  # fastText reads in file order; interleave the classes
     train_file.write_text(
         "".join(
-            f"{POS if ts.labels[i] else NEG} {fasttext_line(ts.texts[i], ts.lang)}\n" for i in order
+            f"{POS if ts.labels[i] else NEG} "
+            f"{fasttext_line(ts.texts[i], ts.lang_of(i), ts.shape_features)}\n"
+            for i in order
         ),
         encoding="utf-8",
     )
@@ -346,11 +440,12 @@ def _fit(ts: TrainingSet, idx: Sequence[int], seed: int, tmp: Path, out: Path) -
     return params
 
 
-def _load_raw(path: Path, lang: str) -> QualityModel:
+def _load_raw(path: Path, lang: str, shape: bool = False) -> QualityModel:
     """A QualityModel around a fold model's .bin, for raw scores only (its threshold is never used)."""
     metadata_path(path).write_text(
-        json.dumps({"lang": lang, "calibration_quantiles": [0.0, 1.0], "threshold": 0.5})
-    )
+        json.dumps({"lang": lang, "calibration_quantiles": [0.0, 1.0], "threshold": 0.5,
+                    "shape_features": shape})
+    )  # fmt: skip
     return QualityModel(path)
 
 
@@ -387,16 +482,20 @@ def out_of_fold_scores(
     for f in range(k):
         path = tmp / f"oof{f}.bin"
         _fit(ts, [i for i in range(len(ts.texts)) if tfold[i] != f], seed, tmp, path)
-        qm = _load_raw(path, ts.lang)
+        qm = _load_raw(path, ts.lang, ts.shape_features)
         ti = [i for i in range(len(ts.texts)) if tfold[i] == f]
         ci = [j for j in range(len(ts.calibration)) if cfold[j] == f]
-        for i, s in zip(ti, qm.score([ts.texts[i] for i in ti]), strict=True):
+        ti_scores = score_mixed(qm, [ts.texts[i] for i in ti], [ts.lang_of(i) for i in ti])
+        for i, s in zip(ti, ti_scores, strict=True):
             oof[i] = s
-        for j, s in zip(ci, qm.score([ts.calibration[j] for j in ci]), strict=True):
+        ci_langs = [ts.calibration_lang(j) for j in ci]
+        ci_scores = score_mixed(qm, [ts.calibration[j] for j in ci], ci_langs)
+        for j, s in zip(ci, ci_scores, strict=True):
             coof[j] = s
         held = [u for u, idx in units.items() if tfold[idx[0]] == f]
         joined = ["\n".join(ts.texts[i] for i in units[u]) for u in held]
-        unit_scores.update(zip(held, qm.score(joined), strict=True))
+        held_langs = [ts.lang_of(units[u][0]) for u in held]
+        unit_scores.update(zip(held, score_mixed(qm, joined, held_langs), strict=True))
     info = {
         "folds": k,
         "n_groups": len(set(groups)),
@@ -446,18 +545,26 @@ def train_model(
         raise ValueError(f"positive_recall must be in (0, 1], got {positive_recall}")
     if not 2 <= folds <= 10:
         raise ValueError(f"folds must be in [2, 10], got {folds}")
+    if not 0 < test_frac <= 0.5:
+        raise ValueError(f"test_frac must be in (0, 0.5], got {test_frac}")
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    train_idx, test_idx = _split(len(ts.texts), ts.labels, test_frac, seed)
-    calib_texts = ts.calibration or ts.texts
+    # The held-out split is grouped like the folds (a document's passages, syndicated copies
+    # stay on one side) and is seen by no model of the scorer: `metrics` is out of sample.
+    train_idx, test_idx = _grouped_split(ts, test_frac, seed, folds)
+    tr = ts.subset(train_idx)
+    if not ts.calibration:
+        tr.calibration = [tr.texts[i] for i in range(len(tr.texts))]
+        tr.calibration_langs = [tr.lang_of(i) for i in range(len(tr.texts))]
+    calib_texts = tr.calibration
+    calib_langs = [tr.calibration_lang(j) for j in range(len(calib_texts))]
     for stale in out.parent.glob(f"{out.stem}.fold*.ftz"):
         stale.unlink()  # members of an earlier training of this model
     members: list[str] = []
     with tempfile.TemporaryDirectory() as tmp:
-        params = _fit(ts, train_idx, seed, Path(tmp), out)
-        # OOF scores: the same recipe on all labelled texts, k times, each group held out once.
-        oof_ts = TrainingSet(ts.lang, ts.texts, ts.labels, ts.source, calib_texts, ts.groups)
-        oof = out_of_fold_scores(oof_ts, seed, folds, Path(tmp))
+        params = _fit(tr, range(len(tr.texts)), seed, Path(tmp), out)
+        # OOF scores: the same recipe on the training split, k times, each group held out once.
+        oof = out_of_fold_scores(tr, seed, folds, Path(tmp))
         if oof is not None:
             # The k fold models become the scorer (bagging): each saw (k-1)/k of the labels,
             # and the cut below is read off their out-of-fold scores, i.e. on their scale. A
@@ -467,12 +574,18 @@ def train_model(
                 name = f"{out.stem}.fold{f}.ftz"
                 shutil.copyfile(Path(tmp) / f"oof{f}.bin", out.parent / name)
                 members.append(name)
-    meta = {"lang": ts.lang, "calibration_quantiles": [0.0, 1.0], "threshold": 0.5}
+    meta = {"lang": ts.lang, "calibration_quantiles": [0.0, 1.0], "threshold": 0.5,
+            "ensemble": members, "shape_features": ts.shape_features}  # fmt: skip
     metadata_path(out).write_text(json.dumps(meta))
+    # The deployed scorer (the fold ensemble, or the .bin alone) on the held-out split.
     qm = QualityModel(out)
-    test_scores = qm.score([ts.texts[i] for i in test_idx])
+    test_scores = score_mixed(
+        qm, [ts.texts[i] for i in test_idx], [ts.lang_of(i) for i in test_idx]
+    )
     test_labels = [ts.labels[i] for i in test_idx]
-    in_sample = np.quantile(np.asarray(qm.score(calib_texts)), np.linspace(0, 1, 101)).tolist()
+    in_sample = np.quantile(
+        np.asarray(score_mixed(qm, calib_texts, calib_langs)), np.linspace(0, 1, 101)
+    ).tolist()
     oof_meta: dict = {"available": oof is not None}
     quantiles = in_sample
     pos_oof: list[float] = []
@@ -484,7 +597,7 @@ def train_model(
         oof_meta.update(info)
         oof_meta.update(
             {"n_positive": len(pos_oof), "n_calibration": len(calib_oof),
-             "auc": _finite(roc_auc(ts.labels, scores))}
+             "auc": _finite(roc_auc(tr.labels, scores))}
         )  # fmt: skip
     meta["calibration_quantiles"] = quantiles
     # OOF score quantiles of the positive class: what `positive_recall` maps through at
@@ -526,7 +639,7 @@ def train_model(
             method = f"min(keep_rate,positive_recall):{method}"
     precision, recall = precision_recall(test_labels, test_scores, threshold)
     if oof is not None:
-        o_prec, _ = precision_recall(ts.labels, oof[0], threshold)
+        o_prec, _ = precision_recall(tr.labels, oof[0], threshold)
         units = np.asarray(oof[3], dtype=float)
         oof_meta.update(
             # precision over the labelled examples; recall over the positive units (documents),
@@ -551,8 +664,12 @@ def train_model(
             "fasttext": params,
             # Files beside the .bin whose mean score is `quality_score` (empty: the .bin alone).
             "ensemble": members,
+            "shape_features": ts.shape_features,
+            # The deployed scorer on the grouped held-out split, which none of its models saw.
             # Undefined metrics (no predicted positives) are null, not NaN: strict JSON.
             "metrics": {
+                "scorer": f"ensemble:{len(members)}" if members else "single",
+                "n_test": len(test_idx),
                 "auc": _finite(roc_auc(test_labels, test_scores)),
                 "precision": _finite(precision),
                 "recall": _finite(recall),

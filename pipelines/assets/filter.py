@@ -36,7 +36,8 @@ def language_ids(context: AssetExecutionContext, lake: LakeResource) -> Material
 
 
 class QualityTrainConfig(Config):
-    """Label source (reference | llm | benchmark) and the cut of one language's classifier."""
+    """Label source (reference | reference+shuffled | llm | benchmark) and the cut of one
+    language's classifier."""
 
     source: str = "reference"
     labels: str = "sampleweb"
@@ -77,6 +78,10 @@ def quality_models(
         metadata={
             "model": MetadataValue.path(str(out)),
             "label_source": meta["label_source"],
+            # Held-out metrics of the deployed scorer (the fold ensemble) on a grouped split
+            # none of its models saw.
+            "scorer": m["scorer"],
+            "n_test": m["n_test"],
             "auc": m["auc"],
             "precision": m["precision"],
             "recall": m["recall"],
@@ -121,6 +126,7 @@ def filter_documents(context: AssetExecutionContext, lake: LakeResource, beam: B
             "funnel": MetadataValue.md(s["funnel_markdown"]),
             "funnel_plot": MetadataValue.path(s["funnel_plot"]),
             "unscored_languages": MetadataValue.json(s["unscored_languages"]),
+            "quality_models": MetadataValue.json(s["quality_models"]),
         },
     )
     yield MaterializeResult(

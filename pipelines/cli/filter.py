@@ -23,7 +23,7 @@ def register(app: typer.Typer) -> None:
         out: Annotated[Path, Opt("--out", help="Output directory (annotated.parquet, documents.parquet, ...).")],
         runner: Annotated[str, Opt("--runner", help="Beam runner (DirectRunner, PortableRunner, FlinkRunner, ...).")] = "DirectRunner",
         config: Annotated[Path | None, Opt("--config", help="Filter config YAML (default: built-in defaults).")] = None,
-        models: Annotated[Path | None, Opt("--models", help="Directory of <lang>.bin quality models.")] = None,
+        models: Annotated[Path | None, Opt("--models", help="Directory of <lang>.bin quality models (default: the default set, built on first use under <lake>/models/quality/default).")] = None,
     ) -> None:  # fmt: skip
         """Language ID, PII scrub, heuristics, safety, quality and dedup; unknown options go to Beam."""
         from pipelines.stages.filter import run_filter
@@ -52,7 +52,7 @@ def register(app: typer.Typer) -> None:
         lang: Annotated[str, Opt("--lang", help="ISO 639-1 language code, e.g. de.")],
         labels: Annotated[str, Opt("--labels", help="Labelled documents: .parquet/.jsonl file or `sampleweb[:SEED]`.")],
         out: Annotated[Path, Opt("--out", help="Model path (.bin); metadata JSON is written beside it.")],
-        source: Annotated[str, Opt("--source", help="Label source: reference, llm or benchmark.")] = "reference",
+        source: Annotated[str, Opt("--source", help="Label source: reference, reference+shuffled (the default models' recipe), llm or benchmark.")] = "reference",
         seed: Annotated[int, Opt("--seed")] = 0,
         threshold: Annotated[float | None, Opt("--threshold", help="Score cut in [0,1].")] = None,
         keep_rate: Annotated[float | None, Opt("--keep-rate", help="Share of the crawl to keep, on out-of-fold scores (sets the cut).")] = None,
@@ -76,9 +76,11 @@ def register(app: typer.Typer) -> None:
         except (FileNotFoundError, ValueError, KeyError) as exc:
             typer.secho(f"error: {exc}", fg="red", err=True)
             raise typer.Exit(2) from exc
-        m = {k: ("n/a" if v is None else f"{v:.3f}") for k, v in meta["metrics"].items()}
+        m = {k: ("n/a" if v is None else f"{v:.3f}") for k, v in meta["metrics"].items()
+             if k not in ("scorer", "n_test")}  # fmt: skip
         typer.echo(
             f"{lang} ({meta['label_source']}): train {meta['n_train']}, held-out {meta['n_test']}; "
+            f"scorer {meta['metrics']['scorer']} on the held-out split: "
             f"AUC {m['auc']}, precision {m['precision']}, recall {m['recall']} at threshold {m['threshold']}"
         )
         typer.echo(json.dumps({"model": str(out), "metadata": str(Path(out).with_suffix(".json"))}))

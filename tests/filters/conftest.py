@@ -1,5 +1,6 @@
 """Shared fixtures: the sample web's labelled documents, a documents.parquet and trained models."""
 
+import os
 from pathlib import Path
 
 import pyarrow as pa
@@ -40,13 +41,28 @@ def docs_dir(tmp_path_factory, labelled_docs) -> Path:
     return d
 
 
-@pytest.fixture(scope="session")
-def models_dir(tmp_path_factory, labelled_docs, languages) -> Path:
-    """Reference-vs-crawl quality models for every sample-web language."""
-    from filters.labels import build_training_set
-    from filters.quality import train_model
+@pytest.fixture(scope="session", autouse=True)
+def quality_defaults_root(tmp_path_factory) -> Path:
+    """One cache of the default quality models per test session: `run_filter` without models
+    finds it through $REFINERY_QUALITY_DEFAULTS, so the set is built at most once. A cache
+    directory already named by $REFINERY_QUALITY_DEFAULTS is reused (sets are keyed by their
+    training data and recipe, so a stale set is never picked up)."""
+    from filters.quality.default import ENV_ROOT
 
-    d = tmp_path_factory.mktemp("models")
-    for lang in languages:
-        train_model(build_training_set(labelled_docs, lang, "reference"), d / f"{lang}.bin")
-    return d
+    old = os.environ.get(ENV_ROOT)
+    root = Path(old) if old else tmp_path_factory.mktemp("quality-defaults")
+    os.environ[ENV_ROOT] = str(root)
+    yield root
+    if old is None:
+        os.environ.pop(ENV_ROOT, None)
+    else:
+        os.environ[ENV_ROOT] = old
+
+
+@pytest.fixture(scope="session")
+def models_dir(quality_defaults_root, labelled_docs) -> Path:
+    """The default quality models (a model per sample-web language from its reference pages,
+    plus `multilingual.bin`), built once per session."""
+    from filters.quality.default import ensure_default_models
+
+    return ensure_default_models(quality_defaults_root, rows=labelled_docs)

@@ -30,17 +30,17 @@ def test_roc_auc_matches_pairwise_definition():
     assert roc_auc(labels, scores) == pytest.approx(brute)
 
 
-def test_every_language_model_separates_quality(models_dir, labelled_docs, languages):
+def test_every_language_model_separates_quality_out_of_sample(models_dir, languages):
+    # `metrics`: the deployed scorer (the fold ensemble) on a grouped held-out split none of its
+    # models saw: reference passages against crawl passages and shuffled reference passages.
+    # Reference vs crawl is a noisy task (the crawl holds good articles too) on a small split,
+    # so only "clearly better than chance" is pinned here; page-level quality out of sample is
+    # judged on the held-out set unlike the sample web (test_quality_heldout.py).
     for lang in languages:
         model = QualityModel(models_dir / f"{lang}.bin")
-        # Held-out passages: reference vs random crawl, a noisy task (the crawl holds good
-        # articles too) on a small split, so only "clearly better than chance" is pinned.
-        assert model.meta["metrics"]["auc"] >= 0.55, (lang, model.meta["metrics"])
-        # The real target: page-level quality labels (high vs low) of whole documents.
-        docs = [d for d in labelled_docs if d["lang"] == lang and d["quality"] in ("high", "low")]
-        scores = model.score([d["text"] for d in docs])
-        auc = roc_auc([d["quality"] == "high" for d in docs], scores)
-        assert auc >= 0.85, (lang, auc)
+        m = model.meta["metrics"]
+        assert m["scorer"] == f"ensemble:{len(model.meta['ensemble'])}", m
+        assert m["auc"] >= 0.7, (lang, m)
 
 
 def test_model_metadata_is_complete_and_threshold_is_out_of_fold(
@@ -55,7 +55,7 @@ def test_model_metadata_is_complete_and_threshold_is_out_of_fold(
         "calibration_quantiles",
     ):
         assert key in meta
-    assert meta["label_source"] == "reference" and meta["fasttext"]["dim"] <= 32
+    assert meta["label_source"] == "reference+shuffled" and meta["fasttext"]["dim"] <= 32
     model = QualityModel(models_dir / f"{languages[0]}.bin")
     # Default cut: the lower of the OOF keep-rate cut and the OOF positive-recall cut.
     assert meta["calibration_quantiles_source"] == "oof" and meta["oof"]["available"]
@@ -67,9 +67,9 @@ def test_model_metadata_is_complete_and_threshold_is_out_of_fold(
     # The recall cut reads whole reference documents (as annotation scores whole documents),
     # and its quantiles are stored so a config can ask for a positive recall at annotation time.
     assert meta["oof"]["positive_units"] == "groups"
-    assert meta["oof"]["n_positive"] == sum(
-        1 for d in labelled_docs if d["lang"] == languages[0] and d["is_reference"]
-    )
+    # ... of the training split: the held-out split (`metrics`) keeps whole documents apart.
+    n_ref = sum(1 for d in labelled_docs if d["lang"] == languages[0] and d["is_reference"])
+    assert 0 < meta["oof"]["n_positive"] < n_ref
     assert model.score_for_positive_recall(0.5) >= model.score_for_positive_recall(0.98)
 
 
@@ -106,7 +106,7 @@ def test_score_is_the_mean_of_the_fold_models_and_they_must_be_present(
     probs = []
     for name in names:
         labels, ps = fasttext.load_model(str(models_dir / name)).predict(
-            fasttext_line(text, lang), k=2
+            fasttext_line(text, lang, model.shape), k=2
         )
         probs.append(dict(zip(labels, ps, strict=True)).get("__label__hq", 0.0))
     assert model.score([text])[0] == pytest.approx(sum(probs) / len(probs), abs=1e-6)

@@ -1,0 +1,238 @@
+"""The default quality models: built once from the sample web's reference pages, found without flags.
+
+`ensure_default_models(root)` returns `<root>/<key>/` holding `<lang>.bin` (+ `.json`, fold
+models) for every language with reference pages and `multilingual.bin`, the fallback for
+languages without a model of their own. `<key>` is the first 12 hex digits of a hash of the
+training data (the labelled documents, the recipe version and the fastText parameters), so a
+changed sample web or recipe builds a new set beside the old one. Concurrent builders are
+serialised by an exclusive lock on `<root>/.lock`; the set is built in a temporary directory
+under `root` and renamed into place (atomic on one filesystem), so a reader never sees half a
+set. `<root>` is `$REFINERY_QUALITY_DEFAULTS` if set, else what the caller passes (the stage
+passes `<lake>/models/quality/default`).
+
+The recipe (label source `reference+shuffled`, see `filters.labels`): per language, passages of
+the reference pages against passages of the crawl, plus a word-order shuffle of every reference
+passage as a negative, with layout tokens. The multilingual model pools every language's
+examples, each tokenised as its own language. Choices were made on the `dev` split of
+`tests/filters/heldout_quality.py`, never on its `test` split.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from filters.quality import FASTTEXT_PARAMS, QualityModel, TrainingSet, load_models, train_model
+
+RECIPE = "reference+shuffled"
+RECIPE_VERSION = 2
+FALLBACK_NAME = "multilingual"
+ENV_ROOT = "REFINERY_QUALITY_DEFAULTS"
+COMPLETE = "build.json"
+
+
+def default_root(lake_models_dir: str | Path | None = None) -> Path:
+    """Where default sets live: $REFINERY_QUALITY_DEFAULTS, else `<lake models>/default`."""
+    env = os.environ.get(ENV_ROOT)
+    if env:
+        return Path(env)
+    if lake_models_dir is None:
+        raise ValueError(
+            f"no place for the default quality models: set ${ENV_ROOT} or pass the lake's "
+            "models/quality directory"
+        )
+    return Path(lake_models_dir) / "default"
+
+
+def _rows(rows: list[dict] | None, seed: int) -> list[dict]:
+    if rows is not None:
+        return rows
+    from filters.labels import sampleweb_documents
+
+    return sampleweb_documents(seed)
+
+
+def model_languages(rows: list[dict]) -> list[str]:
+    """Languages with enough reference and crawl documents for a model of their own."""
+    ref: dict[str, int] = {}
+    crawl: dict[str, int] = {}
+    for r in rows:
+        lang = r.get("lang")
+        if lang and (r.get("text") or "").strip():
+            (ref if r.get("is_reference") else crawl)[lang] = (
+                ref if r.get("is_reference") else crawl
+            ).get(lang, 0) + 1
+    return sorted(lang for lang in ref if ref[lang] >= 3 and crawl.get(lang, 0) >= 3)
+
+
+def training_key(rows: list[dict], seed: int = 0) -> str:
+    """sha256 of what a default set is trained from: recipe, parameters, seed and documents."""
+    h = hashlib.sha256()
+    h.update(json.dumps([RECIPE, RECIPE_VERSION, FASTTEXT_PARAMS, seed], sort_keys=True).encode())
+    for r in sorted(rows, key=lambda r: (str(r.get("id")), r.get("text") or "")):
+        h.update(
+            json.dumps(
+                [r.get("id"), r.get("lang"), bool(r.get("is_reference")), r.get("text")],
+                ensure_ascii=False,
+            ).encode()
+        )
+        h.update(b"\n")
+    return h.hexdigest()
+
+
+def multilingual_training_set(rows: list[dict], langs: Sequence[str], seed: int = 0) -> TrainingSet:
+    """Every language's default training set pooled; each example keeps its language."""
+    from filters.labels import LabelOptions, build_training_set
+
+    texts: list[str] = []
+    labels: list[int] = []
+    groups: list[str] = []
+    text_langs: list[str] = []
+    calib: list[str] = []
+    calib_langs: list[str] = []
+    for lang in langs:
+        ts = build_training_set(rows, lang, RECIPE, LabelOptions(seed=seed))
+        texts += ts.texts
+        labels += ts.labels
+        groups += [f"{lang}:{g}" for g in ts.groups or [str(i) for i in range(len(ts.texts))]]
+        text_langs += [lang] * len(ts.texts)
+        calib += ts.calibration
+        calib_langs += [lang] * len(ts.calibration)
+    return TrainingSet(
+        FALLBACK_NAME, texts, labels, RECIPE, calib, groups=groups, shape_features=True,
+        text_langs=text_langs, calibration_langs=calib_langs,
+    )  # fmt: skip
+
+
+def build_default_models(
+    out: Path, rows: list[dict], seed: int = 0, log: Callable[[str], None] | None = None
+) -> dict:
+    """Train the per-language models and the multilingual fallback into `out`; return build info."""
+    from filters.labels import LabelOptions, build_training_set
+
+    out.mkdir(parents=True, exist_ok=True)
+    langs = model_languages(rows)
+    if not langs:
+        raise ValueError(
+            "no language has >= 3 reference and >= 3 other documents to train a default quality "
+            "model from; pass --models DIR (refinery quality train) instead"
+        )
+    t0 = time.perf_counter()
+    seconds = {}
+    for lang in langs:
+        t = time.perf_counter()
+        ts = build_training_set(rows, lang, RECIPE, LabelOptions(seed=seed))
+        train_model(ts, out / f"{lang}.bin", seed=seed)
+        seconds[lang] = round(time.perf_counter() - t, 2)
+        if log:
+            log(f"default quality model {lang}: {seconds[lang]:.1f} s")
+    t = time.perf_counter()
+    train_model(
+        multilingual_training_set(rows, langs, seed), out / f"{FALLBACK_NAME}.bin", seed=seed
+    )
+    seconds[FALLBACK_NAME] = round(time.perf_counter() - t, 2)
+    return {
+        "recipe": RECIPE,
+        "recipe_version": RECIPE_VERSION,
+        "languages": langs,
+        "fallback": f"{FALLBACK_NAME}.bin",
+        "seed": seed,
+        "build_seconds": round(time.perf_counter() - t0, 2),
+        "seconds": seconds,
+    }
+
+
+def ensure_default_models(
+    root: str | Path,
+    *,
+    rows: list[dict] | None = None,
+    seed: int = 0,
+    log: Callable[[str], None] | None = None,
+) -> Path:
+    """The default set's directory under `root`, built first if absent (locked, atomic)."""
+    rows = _rows(rows, seed)
+    key = training_key(rows, seed)[:12]
+    root = Path(root)
+    target = root / key
+    if (target / COMPLETE).exists():
+        return target
+    root.mkdir(parents=True, exist_ok=True)
+    with open(root / ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+        if (target / COMPLETE).exists():  # another process built it while we waited
+            return target
+        if log:
+            log(f"building the default quality models in {target} (first use)")
+        tmp = Path(tempfile.mkdtemp(prefix=f".build-{key}-", dir=root))
+        try:
+            info = build_default_models(tmp, rows, seed, log)
+            info.update({"key": key, "training_sha256": training_key(rows, seed)})
+            (tmp / COMPLETE).write_text(json.dumps(info, indent=2, sort_keys=True))
+            if target.exists():  # a half set from a crashed build of an older version
+                shutil.rmtree(target)
+            os.rename(tmp, target)
+        finally:
+            if tmp.exists():
+                shutil.rmtree(tmp, ignore_errors=True)
+    return target
+
+
+def load_fallback(directory: str | Path | None) -> QualityModel | None:
+    """`multilingual.bin` of a directory, if it has one."""
+    if not directory:
+        return None
+    path = Path(directory) / f"{FALLBACK_NAME}.bin"
+    return QualityModel(path) if path.exists() else None
+
+
+class QualityScorer:
+    """Per-language models plus the multilingual fallback; says which scored each text.
+
+    `models` come from one directory (the user's `--models`, or the default set); the fallback
+    is that directory's `multilingual.bin`, else `fallback_dir`'s.
+    """
+
+    def __init__(
+        self,
+        models_dir: str | Path | None,
+        languages: Sequence[str] | None = None,
+        fallback_dir: str | Path | None = None,
+    ):
+        self.models = {k: m for k, m in load_models(models_dir, None).items() if k != FALLBACK_NAME}
+        if languages is not None:
+            self.models = {k: m for k, m in self.models.items() if k in languages}
+        self.fallback = load_fallback(models_dir) or load_fallback(fallback_dir)
+
+    def model_for(self, lang: str | None) -> tuple[QualityModel | None, str | None]:
+        """The model that scores `lang` and its `quality_model` name (None, None: unscored)."""
+        model = self.models.get(lang or "")
+        if model is not None:
+            return model, f"{lang}:{model.meta.get('training_set_sha256', '')[:12]}"
+        if self.fallback is not None:
+            sha = self.fallback.meta.get("training_set_sha256", "")[:12]
+            return self.fallback, f"{FALLBACK_NAME}-fallback:{sha}"
+        return None, None
+
+    def score(
+        self, texts: Sequence[str], lang: str | None
+    ) -> tuple[list[float | None], str | None]:
+        """Scores of texts of one language (None each when no model applies) and the model name."""
+        model, name = self.model_for(lang)
+        if model is None:
+            return [None] * len(texts), None
+        return list(model.score(texts, lang or None)), name
+
+
+def default_scorer(root: str | Path | None = None) -> QualityScorer:
+    """A scorer over the default set (built on first use) under `root` (default:
+    $REFINERY_QUALITY_DEFAULTS, else a directory in the system temp dir)."""
+    if root is None:
+        root = os.environ.get(ENV_ROOT) or Path(tempfile.gettempdir()) / "refinery-quality-defaults"
+    return QualityScorer(ensure_default_models(root))
