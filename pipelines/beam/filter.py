@@ -204,6 +204,8 @@ def output_schema(input_schema: pa.Schema) -> pa.Schema:
         "pii_found": pa.int64(),
         "drop_reason": pa.string(),
         "duplicate_of": pa.string(),
+        "heuristic_drop": pa.string(),  # relaxed rule that fired (kept if `rescued`)
+        "rescued": pa.bool_(),
     }
     fields = [f for f in input_schema if f.name not in added]
     fields = [pa.field("text", pa.string()) if f.name == "text" else f for f in fields]

@@ -65,7 +65,6 @@ def run_filter(
 ) -> dict[str, Any]:
     """Filter DIR2/documents.parquet into DIR3 (annotated, documents, dup_clusters, host_languages, funnel)."""
     from filters import report
-    from filters.quality import load_models
     from pipelines.beam.filter import CLUSTER_SCHEMA, build_and_run, output_schema
 
     cfg = _config(config)
@@ -73,7 +72,7 @@ def run_filter(
     in_schema = _check_input(docs_path)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    models = load_models(models_dir, cfg.languages)
+    models_dir, cfg, models, fallback = quality_models_for(models_dir, cfg)
     schema = output_schema(in_schema)
     args = list(beam_args)
     if not any(a.startswith("--runner") for a in args):
@@ -114,8 +113,9 @@ def run_filter(
     )
     write_parquet(report.host_languages(annotated), out / "host_languages.parquet", inputs=inputs)
     funnel = report.funnel(annotated)
-    unscored = [lang for lang in cfg.languages if lang not in models]
-    md = report.funnel_markdown(funnel, unscored)
+    no_own = [lang for lang in cfg.languages if lang not in models]
+    unscored = [] if fallback else no_own
+    md = report.funnel_markdown(funnel, unscored, no_own if fallback else [])
     (out / "funnel.md").write_text(md)
     report.funnel_plot(funnel, out / "funnel.png")
     summary = report.summary(annotated)
@@ -188,6 +188,44 @@ def run_quality_train(
     )
     meta["model_path"] = str(out)
     return meta
+
+
+def quality_models_for(
+    models_dir: str | Path | None, cfg: FilterConfig
+) -> tuple[str | Path | None, FilterConfig, dict, bool]:
+    """Resolve the quality models of a run: (models directory, config with the fallback's
+    directory filled in, per-language models, whether a multilingual fallback exists).
+
+    Without `models_dir` the default set is used (built on first use under
+    `<lake>/models/quality/default`, or $REFINERY_QUALITY_DEFAULTS); a `models_dir` without
+    `multilingual.bin` borrows the default set's fallback. `quality.use_default_models: false`
+    turns both off (languages without a model are then unscored: NULL).
+    """
+    import logging
+
+    from filters.quality import load_models
+    from filters.quality.default import (
+        FALLBACK_NAME,
+        default_root,
+        ensure_default_models,
+        load_fallback,
+    )
+    from pipelines.lake import STAGE_DIRS, lake_root
+
+    own_fallback = models_dir is not None and (Path(models_dir) / f"{FALLBACK_NAME}.bin").exists()
+    if cfg.quality.use_default_models and not (own_fallback or cfg.quality.fallback_models_dir):
+        log = logging.getLogger(__name__).warning
+        default = ensure_default_models(
+            default_root(lake_root() / STAGE_DIRS["quality_models"]), log=log
+        )
+        if models_dir is None:
+            models_dir = default
+        cfg = cfg.model_copy(deep=True)
+        cfg.quality.fallback_models_dir = str(default)
+    models = load_models(models_dir, cfg.languages)
+    models.pop(FALLBACK_NAME, None)
+    fallback = own_fallback or load_fallback(cfg.quality.fallback_models_dir) is not None
+    return models_dir, cfg, models, fallback
 
 
 def run_language_ids(
