@@ -102,19 +102,21 @@ def test_funnel_is_written_with_plot_and_manifest(direct_out):
     assert summary["unscored_languages"] == [] and summary["tokens_kept"] > 0
 
 
-def test_missing_quality_model_leaves_language_unscored(tmp_path, docs_dir, models_dir):
+def test_missing_quality_model_falls_back_to_the_multilingual_model(tmp_path, docs_dir, models_dir):
     partial = tmp_path / "models"
     partial.mkdir()
     for path in models_dir.glob("en.*"):  # en.bin, en.json and en's fold models
         (partial / path.name).write_bytes(path.read_bytes())
+    # de has no model in --models: the default set's multilingual fallback scores it.
     summary = run_filter(
         docs_dir, tmp_path / "out", models_dir=partial, config={"languages": ["en", "de"]}
     )
     ann = pq.read_table(tmp_path / "out" / "annotated.parquet").to_pylist()
     de = [r for r in ann if r["lang"] == "de"]
-    assert de and all(math.isnan(r["quality_score"]) for r in de)
-    assert not any(r["drop_reason"] == "low_quality" for r in de)
-    assert summary["unscored_languages"] == ["de"] and "unscored" in summary["funnel_markdown"]
+    assert de and all(r["quality_model"].startswith("multilingual-fallback:") for r in de)
+    assert all(0 <= r["quality_score"] <= 1 for r in de)
+    assert summary["unscored_languages"] == [] and "fallback" in summary["funnel_markdown"]
+    # Without default models it would be unscored (NULL): test_quality_default.py.
 
 
 def test_missing_required_column_names_it(tmp_path):
