@@ -49,8 +49,10 @@ from crawlers.robots import origin_of
 TRANSIENT_ERRORS = ("timeout", "connect-error", "connection-reset", "payload-error")
 # Errors that mean a policy refused the request (nothing was sent to the target).
 REFUSAL_PREFIXES = ("ssrf-blocked", "robots-", "host-gave-up", "page-budget", "not-fetched")
-# What a browser sub-resource may be: text and application types, never images, media or fonts.
+# What a browser sub-resource (script, XHR, fetch, stylesheet, frame) may be: text and
+# application types, not images, media or fonts (those are fetched only when asked for as such).
 SUBRESOURCE_TYPES = ("text/*", "application/*")
+MEDIA_RESOURCES = frozenset({"image", "media", "font"})
 
 
 def is_refusal(error: str | None) -> bool:
@@ -243,8 +245,12 @@ class CapsLayer(Layer):
 
     async def process_request(self, request: Request) -> FetchResult | None:
         if request.wanted_types is None:
-            document = request.resource_type == "document" and request.page is None
-            request.wanted_types = self.document_types if document else SUBRESOURCE_TYPES
+            if request.resource_type == "document" and request.page is None:
+                request.wanted_types = self.document_types
+            elif request.resource_type in MEDIA_RESOURCES:
+                request.wanted_types = ("*",)  # asked for as media: a render that keeps media
+            else:
+                request.wanted_types = SUBRESOURCE_TYPES
         if request.page is not None and self.max_page_bytes is not None:
             used = self.page_bytes.get(request.page, 0)
             if used >= self.max_page_bytes:
