@@ -80,9 +80,13 @@ IBAN_LENGTHS = {
 
 # All patterns run on the ASCII view of the text (see _ascii_view); boundaries are ASCII-only
 # so that letters of other scripts right before or after a value do not hide it.
+# Internationalised addresses (RFC 6531/IDNA) in alphabetic scripts: Latin with diacritics,
+# Greek, Cyrillic. Not CJK/Thai/Arabic..., which run into the surrounding text without spaces.
+_EAI = "A-Za-z0-9\u00c0-\u00d6\u00d8-\u00f6\u00f8-\u024f\u0370-\u03ff\u0400-\u04ff"
 _EMAIL = re.compile(
-    r"(?<![A-Za-z0-9._%+-])[A-Za-z0-9][A-Za-z0-9._%+-]*@(?:[A-Za-z0-9-]+\.)+[A-Za-z]{2,24}"
-    r"(?![A-Za-z0-9-])"
+    rf"(?<![{_EAI}._%+-])[{_EAI}][{_EAI}._%+-]*@(?:[{_EAI}-]+\.)+"
+    r"(?:[A-Za-z]{2,24}|[\u0400-\u04ff]{2,24}|xn--[a-z0-9-]{2,59})"
+    rf"(?![{_EAI}-])"
 )
 _IBAN = re.compile(
     r"(?<![A-Za-z0-9])[A-Z]{2}\d{2}(?: ?[A-Z0-9]{4}){2,7}(?: ?[A-Z0-9]{1,4})?(?![A-Za-z0-9])"

@@ -33,6 +33,10 @@ POSITIVES = [
     ("Звоните +7(495)123-45-67 сегодня", "ru", "phone"),
     ("Contact +91-98765-43210 today", "en", "phone"),
     ("Tel 0049 30 1234567", "de", "phone"),
+    ("Schreiben Sie an info@münchen.de bitte", "de", "email"),
+    ("Correo: josé.garcía@correo.es.", "es", "email"),
+    ("пишите на иван@пример.рф сегодня", "ru", "email"),
+    ("メールはtanaka@example.co.jpまで", "ja", "email"),
     ("Virement FR14 2004 1010 0505 0001 3M02 606", "fr", "iban"),
 ]
 
