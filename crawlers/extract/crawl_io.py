@@ -52,6 +52,8 @@ def iter_shard_records(
         row["body"] = None
         if first_row[row["url"]] != i:
             row["duplicate_of"] = f"{Path(pages_file).name} row {first_row[row['url']]}"
+        elif str(row.get("error") or "").startswith("unwanted-content-type"):
+            pass  # the crawler stored its headers only (WARC-Truncated): there is no body to read
         elif warc_file and row.get("warc_offset") is not None and row.get("status") is not None:
             try:
                 resp = read_response(

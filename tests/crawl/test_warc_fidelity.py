@@ -19,6 +19,7 @@ from crawlers.crawl import crawl
 from crawlers.crawl.fetcher import ROBOTS_MAX_BYTES, Fetcher, PrefixDecoder
 from crawlers.crawl.robots_policy import DISALLOWED, RobotsPolicy
 from crawlers.extract.crawl_io import iter_crawl_records
+from crawlers.extract.page import extract_page
 
 FAST = dict(
     delay=0,
@@ -227,6 +228,11 @@ def test_robots_and_sitemap_records_never_become_documents(server, archived):
     assert sorted(r["url"] for r in records) == sorted(p["url"] for p in pages)
     home = next(r for r in records if r["url"] == server.url(SITE, "/"))
     assert b"Home page of the archive test." in home["body"]
+    results = {r["url"]: extract_page(r) for r in records}
+    assert results[home["url"]].reject is None
+    # The PDF's headers-only record is not mistaken for a body cut at the size cap.
+    pdf = results[server.url(SITE, "/doc.pdf")].reject
+    assert pdf is not None and pdf["reason"] != "truncated"
     # Every page's offsets still point at its own response record.
     for page in pages:
         if page["warc_file"]:
