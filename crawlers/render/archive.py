@@ -98,11 +98,10 @@ def _request_line(url: str) -> str:
 
 
 class RenderArchive:
-    """Appends render batches to `OUT/warc/<prefix>-<time>-<n>.warc.gz` (rotating at max_bytes)."""
+    """Appends render batches to `OUT/<prefix>-<time>-<n>.warc.gz` (rotating at max_bytes)."""
 
     def __init__(self, out_dir: str | Path, *, prefix: str = "render", max_bytes: int = 2**30):
-        self.out_dir = Path(out_dir)
-        self.dir = self.out_dir / "warc"
+        self.out_dir = self.dir = Path(out_dir)
         self.dir.mkdir(parents=True, exist_ok=True)
         self.prefix, self.max_bytes = prefix, max_bytes
         self._fh: io.BufferedWriter | None = None
@@ -112,9 +111,9 @@ class RenderArchive:
         if self._fh is not None and self._fh.tell() < self.max_bytes:
             return
         self.close()
-        n = len(list(self.dir.glob("*.warc.gz")))
+        n = len(list(self.dir.glob(f"{self.prefix}-*.warc.gz")))
         stamp = time.strftime("%Y%m%d%H%M%S", time.gmtime())
-        self._name = f"warc/{self.prefix}-{stamp}-{n:05d}.warc.gz"
+        self._name = f"{self.prefix}-{stamp}-{n:05d}.warc.gz"
         self._fh = (self.out_dir / self._name).open("ab")
 
     def write_page(self, page_url: str, captured: list[Captured], info: dict) -> ArchiveLocation:

@@ -36,7 +36,7 @@ ArchiveOpt = Annotated[
     bool,
     typer.Option(
         "--archive/--no-archive",
-        help="Write every sub-resource the pages used as WARC records (OUT/warc/render-*).",
+        help="Write every sub-resource the pages used as WARC records (OUT/render-*.warc.gz).",
     ),
 ]
 

@@ -68,7 +68,7 @@ def run_render(
 
     Sub-requests go through the crawl's downloader (robots for both tokens, SSRF guard,
     politeness); with `archive`, every response a page used is written to
-    out_dir/warc/render-*.warc.gz and located by the warc_* columns.
+    out_dir/render-*.warc.gz and located by the warc_* columns.
     """
     import pyarrow as pa
 

@@ -269,6 +269,7 @@ def test_subresources_are_archived_and_a_replay_renders_the_same_text(tmp_path, 
     assert "海獺の話" in live_text and "Redirected passage." in live_text
 
     # The records: metadata for the page, request + response per hop, linked to the page.
+    assert [p.name for p in out.glob("render-*.warc.gz")] == [row["warc_file"]]
     records = []
     with open(out / row["warc_file"], "rb") as fh:
         for rec in ArchiveIterator(fh):
