@@ -317,3 +317,38 @@ def test_any_error_on_one_page_becomes_a_reject(record: dict) -> None:
     assert result.reject["url"] == record["url"]
     assert "Error" in result.reject["detail"]
     pa.Table.from_pylist([result.reject], schema=REJECTS)  # the row stays writable
+
+
+@pytest.mark.timeout(120)
+def test_extract_stage_keeps_pages_in_equal_documents_plus_rejects(tmp_path: Path) -> None:
+    # The Beam stage end to end: a bomb, a cut body and a good page; the run completes and the
+    # rejects carry their reasons.
+    from pipelines.stages.extract import run_extract
+
+    crawl = _crawl(
+        tmp_path / "crawl",
+        [
+            {
+                "url": "http://f.test/bomb",
+                "raw": _bomb(30 * MiB),
+                "headers": [("Content-Encoding", "gzip")],
+            },  # fmt: skip
+            {
+                "url": "http://f.test/cut",
+                "raw": HTML[:700],
+                "truncated": "length",
+                "error": "body-too-large: more than 700 bytes",
+            },  # fmt: skip
+            {
+                "url": "http://f.test/ok",
+                "raw": _gzip(HTML),
+                "headers": [("Content-Encoding", "gzip")],
+            },
+        ],
+    )
+    out = tmp_path / "out"
+    run_extract(crawl, out, "never")
+    docs = pq.read_table(out / "documents.parquet").to_pylist()
+    rejects = {r["url"]: r["reason"] for r in pq.read_table(out / "rejects.parquet").to_pylist()}
+    assert [d["url"] for d in docs] == ["http://f.test/ok"]
+    assert rejects == {"http://f.test/bomb": "too_large", "http://f.test/cut": "truncated"}
