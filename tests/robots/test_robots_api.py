@@ -305,3 +305,17 @@ def test_origin_of(url: str, origin: str) -> None:
 def test_origin_of_rejects_non_absolute_urls(url: str) -> None:
     with pytest.raises(ValueError, match="absolute URL"):
         origin_of(url)
+
+
+def test_crawler_canonical_urls_match_non_ascii_rules() -> None:
+    # Rules are compared with the URL as given (Google); the crawler asks with canonical URLs,
+    # which are percent-encoded, so a raw-UTF-8 rule still applies to what it fetches.
+    from crawlers.crawl.canon import canonicalize
+
+    robots = RobotsTxt.parse("User-agent: *\nDisallow: /ツ/\nDisallow: /café\n".encode())
+    for raw in ["http://h/ツ/page", "http://h/%E3%83%84/page", "http://h/café?x=1"]:
+        url = canonicalize(raw)
+        assert url.isascii()
+        assert not robots.allows(BOT, url), url
+    assert robots.allows(BOT, canonicalize("http://h/cafe"))
+    assert robots.allows(BOT, "http://h/ツ/page")  # a raw URL is compared as given
