@@ -514,6 +514,38 @@ _add(
     "rfc.2.2.1.empty_disallow", "user-agent: *\ndisallow:\n", [("a", "/", True), ("a", "/x", True)]
 )
 
+# ---- Google robotstxt-spec-test (the independent suite; all of it: spec_suite_cases.py) --------
+# The standard cases Refinery failed before following Google on URL encoding and product tokens.
+
+_ROBOTS_TXT_RFC = "RFC 9309 §2.2.2: /robots.txt is implicitly allowed; the suite follows Google"
+_add(
+    "spec.stress.369883",
+    "User-agent: *\n<br />\nAllow: /\n<br />\nUser-agent: BarBot\n<br />\nDisallow: /\n<br />\n"
+    "User-agent: AB42bot\n<br />\nDisallow: /\n<br />\nsitemap: http://example.com/sitemap.xml\n",
+    [
+        ("foobot", "http://example.com/", True),
+        ("BarBot", "http://example.com/foo/bar/baz", False),
+        ("BarBot", "http://example.com/robots.txt", True, False),
+        ("AB42bot", "http://example.com/foo/bar", True),
+        ("AB42bot", "http://example.com/", True),
+        ("AB", "http://example.com/", False),
+        ("AB", "http://example.com/robots.txt", True, False),
+    ],
+    note=_ROBOTS_TXT_RFC,
+)
+_add(
+    "spec.stress.860237",
+    "User-Agent: *\nCrawl-delay : 60\nDisallow : /*baz*\nDisallow : /*qux*\n\n"
+    "User-agent: XYZ123bot\nCrawl-delay : 60\nDisallow: /\n\n",
+    [
+        ("foo_bot", "http://example.com/new_baz", False),
+        ("XYZ123bot", "http://example.com/foo", True),
+        ("XYZ", "http://example.com/foo", False),
+        ("XYZ", "http://example.com/robots.txt", True, False),
+    ],
+    note=_ROBOTS_TXT_RFC,
+)
+
 # ---- Refinery: agents, tokens, robustness -----------------------------------------------------
 
 _ISO = "User-agent: RefineryBot\nDisallow: /a\nUser-agent: RefineryBot-Extended\nDisallow: /b\nUser-agent: *\nDisallow: /c\n"
