@@ -255,11 +255,27 @@ class TrapDetector:
             self.register(url, parent)
             return None
         self.seen.add(url)
+        return self._tag(url, reason)
+
+    def _tag(self, url: str, reason: str) -> str:
+        """Name the URL's family too when another rule cut it: a date page cut for near-identical
+        text is still a calendar page, a sessid URL still a session variant."""
+        host, _, pairs = _split(url)
+        tags = []
         cal = calendar_family(url)
-        if cal is not None and not reason.startswith("trap: calendar walk"):
-            # Name the family too: a date page cut by another rule is still a calendar page.
-            reason = f"trap: calendar walk {cal[0]}: " + reason.removeprefix("trap: ")
-        return reason
+        if cal is not None and "calendar" not in reason:
+            tags.append(f"calendar walk {cal[0]}")
+        session = [
+            k for k, _ in pairs if k.lower() in SESSION_PARAMS or (host, k) in self.session_keys
+        ]
+        if session and "session" not in reason:
+            tags.append(f"session parameter {session[0]!r}")
+        sort = sorted({k for k, _ in pairs if k.lower() in SORT_PARAMS})
+        if sort and "sort" not in reason and "order" not in reason:
+            tags.append(f"sort/order parameters ({', '.join(sort)})")
+        if not tags:
+            return reason
+        return "trap: " + "; ".join(tags) + ": " + reason.removeprefix("trap: ")
 
     def _reason(self, url: str, parent: str | None) -> str | None:
         if len(url) > self.max_url_length:

@@ -72,6 +72,10 @@ def test_each_trap_family_is_capped_and_the_crawl_ends(news_crawl):
     # No page budget was set: the crawl stopped because the frontier ran dry.
     assert summary["queued_left"] == 0
     spent = Counter(ns.family(path) for path in ns.hits)
+    skipped = Counter(ns.family(_path_qs(row["url"])) for row in news_crawl["skipped"])
+    print(f"\npages fetched per family (URLs skipped): {N_ARTICLES} articles on offer")
+    for family in FAMILIES:
+        print(f"  {family:15s} {spent[family]:5d} ({skipped[family]} skipped)")
     assert spent["article"] == N_ARTICLES and spent["index"] == ns.pages
     for family, cap in CAPS.items():
         assert 1 <= spent[family] <= cap, f"{family}: {spent[family]} pages (cap {cap})"
