@@ -53,15 +53,15 @@ def make_corpus(path: Path, megabytes: int, seed: int = 0) -> int:
     table = pa.table({"id": [f"d{j}" for j in range(len(texts))], "text": texts, "lang": langs,
                       "training_allowed": [True] * len(texts), "quality_score": rng.random(len(texts))})  # fmt: skip
     path.parent.mkdir(parents=True, exist_ok=True)
-    pq.write_table(table, path, row_group_size=10_000)
+    pq.write_table(table, path, row_group_size=2048)  # real corpora: many row groups
     return size
 
 
 REFINERY_CHILD = """
 import json, sys, time
 from pathlib import Path
-from training.mixture.builder import assemble
-from training.mixture.sources import plan_units, tokenize_unit
+from training.mixture.builder import CorpusWriter, assemble_corpus
+from training.mixture.sources import plan_units, tokenize_unit_batches
 from training.mixture.spec import parse_spec
 from training.tokenizer import load_tokenizer
 corpus, tok_path, out = sys.argv[1], sys.argv[2], Path(sys.argv[3])
@@ -72,11 +72,14 @@ spec = parse_spec({"name": "bench", "seq_len": 2048, "total_tokens": 1, "seed": 
 out.mkdir(parents=True, exist_ok=True)
 Path(out / "tokenizer.json").write_bytes(Path(tok_path).read_bytes())
 tok = load_tokenizer(tok_path)
-units = plan_units(spec, Path("."))
-batches = [tokenize_unit(u, tok) for u in units]
-total = int(sum(int(b.lengths.sum()) for b in batches))
+writer = CorpusWriter(out / "_corpus")  # the disk-backed token store build_mixture uses
+for u in plan_units(spec, Path(".")):
+    for b in tokenize_unit_batches(u, tok):
+        writer.add(u, b)
+c = writer.finish()
+total = int(c.store.lengths.sum())
 spec = spec.model_copy(update={"total_tokens": total})  # one epoch of everything; tokens below include EOS like datatrove
-m = assemble(spec, Path("bench"), units, batches, out)
+m = assemble_corpus(spec, Path("bench"), c, out)
 print(json.dumps({"tokens": m["tokens"] + m["boundary_tokens"], "seconds": time.perf_counter() - t0, "sequences": m["num_sequences"]}))
 """
 
@@ -120,6 +123,60 @@ def run_child(python: str, code: str, args: list[str], env: dict | None = None) 
     return result
 
 
+def corpus_and_tokenizer(mb: int) -> tuple[Path, Path]:
+    """The deterministic corpus of `mb` MB and the bench tokenizer (made on first use)."""
+    corpus = RESULTS / f"corpus_{mb}mb.parquet"
+    if not corpus.exists():
+        t0 = time.perf_counter()
+        size = make_corpus(corpus, mb)
+        print(
+            f"corpus: {size / 1e6:.1f} MB of text generated in {time.perf_counter() - t0:.1f} s -> {corpus}"
+        )
+    tok_path = RESULTS / "tokenizer.json"
+    if not tok_path.exists():
+        sys.path.insert(0, str(ROOT))
+        from training.tokenizer import sample_texts, train_tokenizer
+
+        train_tokenizer(
+            sample_texts(
+                [
+                    RESULTS / "corpus_10mb.parquet"
+                    if (RESULTS / "corpus_10mb.parquet").exists()
+                    else corpus
+                ],
+                1_000_000,
+                seed=0,
+            ),
+            8192,
+            tok_path,
+        )
+    return corpus, tok_path
+
+
+def scaling() -> None:
+    """Time and driver peak RSS of the whole build at 10 MB and 100 MB: cost growth for 10x input."""
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    res = {}
+    for mb in (10, 100):
+        corpus, tok_path = corpus_and_tokenizer(mb)
+        out = RESULTS / f"scaling_{mb}"
+        shutil.rmtree(out, ignore_errors=True)
+        res[mb] = run_child(
+            sys.executable, REFINERY_CHILD, [str(corpus), str(tok_path), str(out)], env
+        )
+        shutil.rmtree(out, ignore_errors=True)
+        r = res[mb]
+        print(
+            f"{mb:>4} MB: {r['tokens']:>12,} tokens {r['seconds']:>7.1f} s {r['tokens'] / r['seconds']:>10,.0f} tokens/s"
+            f"  peak RSS {r['peak_rss_mb']:>6.0f} MB"
+        )
+    print(
+        f"10x input: time x{res[100]['seconds'] / res[10]['seconds']:.2f}, "
+        f"peak RSS x{res[100]['peak_rss_mb'] / res[10]['peak_rss_mb']:.2f} (goal <= 1.5x)"
+    )
+    (RESULTS / "scaling.json").write_text(json.dumps(res, indent=2))
+
+
 def ensure_datatrove() -> str:
     """The shared datatrove venv (bench/_peers.py)."""
     return str(peer_python("datatrove", *DATATROVE))
@@ -135,7 +192,15 @@ def main() -> None:
         default=None,
         help="runs per side, the median run reported (default 2 quick, 1 full)",
     )
+    ap.add_argument(
+        "--scaling",
+        action="store_true",
+        help="Refinery alone on 10 MB and 100 MB corpora: time and peak RSS growth for 10x the input",
+    )
     args = ap.parse_args()
+    if args.scaling:
+        scaling()
+        return
     args.repeat = args.repeat or (2 if args.quick else 1)
     mb = 10 if args.quick else 100
     corpus = RESULTS / f"corpus_{mb}mb.parquet"

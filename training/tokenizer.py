@@ -142,27 +142,39 @@ def sample_texts(
     import duckdb
 
     budget_chars = sample_tokens * CHARS_PER_TOKEN
+    col = '"' + text_column.replace('"', '""') + '"'
+    # The sample is picked inside DuckDB: rows are ranked by a seeded hash of (file, row), and only
+    # the rows whose running length starts inside the budget are fetched, so the driver never holds
+    # more than the sample. Same consent rule as shards: opted-out text never shapes the vocabulary.
+    sql = f"""
+        WITH ranked AS (
+            SELECT filename, file_row_number AS r, length({col}) AS n,
+                   hash(filename || ':' || file_row_number::VARCHAR || ':' || $seed::VARCHAR) AS k
+            FROM read_parquet($files, filename=true, file_row_number=true)
+            WHERE training_allowed IS TRUE AND length({col}) > 0
+        ),
+        picked AS (
+            SELECT filename, r, k,
+                   sum(n) OVER (ORDER BY k, filename, r ROWS UNBOUNDED PRECEDING) - n AS before
+            FROM ranked
+            QUALIFY before < $budget
+        )
+        SELECT t.{col}, p.before
+        FROM picked p
+        JOIN read_parquet($files, filename=true, file_row_number=true) t
+          ON t.filename = p.filename AND t.file_row_number = p.r
+        ORDER BY p.k, p.filename, p.r
+    """
     con = duckdb.connect()
     try:
-        # Same consent rule as shards: text from opted-out pages never shapes the vocabulary either.
         rows = con.execute(
-            f'SELECT "{text_column}" FROM read_parquet(?, filename=true, file_row_number=true) '
-            'WHERE training_allowed IS TRUE AND length("{0}") > 0 '
-            "ORDER BY hash(filename || ':' || file_row_number::VARCHAR || ':' || ?::VARCHAR)".format(
-                text_column
-            ),
-            [[str(f) for f in files], seed],
+            sql, {"files": [str(f) for f in files], "seed": seed, "budget": budget_chars}
         ).fetchall()
     except duckdb.Error as exc:
         raise ValueError(f"cannot read tokenizer sources {[str(f) for f in files]}: {exc}") from exc
     finally:
         con.close()
-    out, used = [], 0
-    for (text,) in rows:
-        if used >= budget_chars:
-            break
-        out.append(text[: budget_chars - used])
-        used += len(out[-1])
+    out = [text[: budget_chars - before] for text, before in rows]
     if not out:
         raise ValueError(
             f"tokenizer sources {[str(f) for f in files]} hold no training-allowed text"

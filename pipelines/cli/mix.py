@@ -44,6 +44,8 @@ def register(app: typer.Typer) -> None:
         typer.echo(f"{out['spec']}: valid mixture {out['name']!r} ({weights})")
         for key, n in out["rows_offered"].items():
             typer.echo(f"  {key}: {n:,} training-allowed rows")
+        for sf in out.get("shortfalls", []):
+            typer.echo(f"  shortfall allowed by allow_shortfall: buckets.{sf['bucket']}: {sf['reason']}")
 
     @mix.command("build")
     def build(

@@ -82,9 +82,17 @@ def run_mix_validate(
 
     path = resolve_spec(spec_path)
     spec = load_spec(path)
-    counts = check_spec_data(spec, path.parent, lake_root or lake.lake_root()) if check_data else {}
+    counts, shortfalls = {}, []
+    if check_data:
+        from training.mixture.builder import plan_mixture
+
+        root = lake_root or lake.lake_root()
+        counts = check_spec_data(spec, path.parent, root)
+        # The sampling plan on the real data: a max_epochs (or data) shortfall fails here, as in build.
+        shortfalls = plan_mixture(path, lake_root=root)["shortfalls"]
     return {"spec": str(path), "name": spec.name, "buckets": sorted(spec.buckets),
-            "weights": spec.effective_weights(), "rows_offered": counts}  # fmt: skip
+            "weights": spec.effective_weights(), "rows_offered": counts,
+            "shortfalls": shortfalls}  # fmt: skip
 
 
 def run_mix_build(

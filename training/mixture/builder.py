@@ -11,14 +11,20 @@ import os
 import re
 import shutil
 import zlib
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from training.mixture.packing import PackStats, TokenStore, pack_sequences, save_array
+from training.mixture.packing import (
+    DiskTokens,
+    PackStats,
+    TokenStore,
+    pack_sequences,
+    save_array,
+)
 from training.mixture.sampling import (
     cap_targets,
     largest_remainder,
@@ -32,7 +38,7 @@ from training.mixture.sources import (
     ReadUnit,
     plan_units,
     source_files,
-    tokenize_unit,
+    tokenize_unit_batches,
 )
 from training.mixture.spec import MixtureSpec, SpecError, TokenizerTrain, load_spec, resolve_path
 from training.tokenizer import load_tokenizer, sample_texts, special_token_ids, train_tokenizer
@@ -49,28 +55,121 @@ def _rng(seed: int, *tags: str | int) -> np.random.Generator:
 
 @dataclass
 class Corpus:
-    """All candidate documents of a spec, tokenized, with their bucket/source/group labels."""
+    """All candidate documents of a spec, tokenized, with their bucket/source/group labels.
+
+    Tokens live on disk (a uint32 file written as units are tokenized), so the
+    driver's memory grows with the number of documents (a few small integers each), not with
+    the number of tokens. Buckets and groups are integer codes into `bucket_names`/`group_names`.
+    """
 
     store: TokenStore
-    bucket: np.ndarray  # object array of bucket names
+    bucket: np.ndarray  # int32 code into bucket_names
     source: np.ndarray  # int64 source index within its bucket
-    group: np.ndarray  # object array of group names
+    group: np.ndarray  # int32 code into group_names
     repeat: np.ndarray  # float64 per-document repetition weight
+    bucket_names: list[str]
+    group_names: list[str]
 
     @classmethod
-    def from_batches(cls, units: Sequence[ReadUnit], batches: Sequence[DocBatch]) -> Corpus:
-        """Concatenate tokenized units in unit order (a single unit's arrays are used as they are)."""
-        lengths = _concat([b.lengths for b in batches], np.int64)
-        tokens = _concat([b.tokens for b in batches], np.uint32)
+    def from_batches(
+        cls,
+        units: Sequence[ReadUnit],
+        batches: Iterable[DocBatch],
+        work_dir: Path | None = None,
+    ) -> Corpus:
+        """Concatenate tokenized units in unit order; one batch (or several, in order) per unit.
+
+        `batches` may be a lazy iterable: each batch is appended to the token file and dropped.
+        `units` may repeat a unit for each of its batches (streamed reads), in the same order.
+        """
+        writer = CorpusWriter(work_dir)
+        for unit, batch in zip(units, batches, strict=True):
+            writer.add(unit, batch)
+        return writer.finish()
+
+    def in_bucket(self, name: str) -> np.ndarray:
+        """Indices of the bucket's documents (empty when it has none)."""
+        if name not in self.bucket_names:
+            return np.zeros(0, dtype=np.int64)
+        return np.nonzero(self.bucket == self.bucket_names.index(name))[0]
+
+    def group_set(self, idx: np.ndarray) -> list[str]:
+        """Sorted group names of the given documents."""
+        return sorted({self.group_names[c] for c in np.unique(self.group[idx]).tolist()})
+
+    def in_group(self, idx: np.ndarray, name: str) -> np.ndarray:
+        """Boolean mask over idx: documents of group `name`."""
+        if name not in self.group_names:
+            return np.zeros(len(idx), dtype=bool)
+        return self.group[idx] == self.group_names.index(name)
+
+
+class CorpusWriter:
+    """Build a `Corpus` batch by batch: tokens appended to `<work_dir>/tokens.u32`, labels in memory.
+
+    Without a work_dir the tokens stay in memory (small builds and tests).
+    """
+
+    def __init__(self, work_dir: Path | None = None):
+        self.work_dir = Path(work_dir) if work_dir is not None else None
+        self._file = None
+        self._mem: list[np.ndarray] = []
+        if self.work_dir is not None:
+            self.work_dir.mkdir(parents=True, exist_ok=True)
+            self.path = self.work_dir / "tokens.u32"
+            self._file = open(self.path, "wb")  # noqa: SIM115 - closed in finish()
+        self.n_tokens = 0
+        self.lengths: list[np.ndarray] = []
+        self.sources: list[np.ndarray] = []
+        self.buckets: list[np.ndarray] = []
+        self.groups: list[np.ndarray] = []
+        self.repeats: list[np.ndarray] = []
+        self.bucket_names: list[str] = []
+        self.group_names: list[str] = []
+        self._bucket_code: dict[str, int] = {}
+        self._group_code: dict[str, int] = {}
+
+    def _code(self, table: dict[str, int], names: list[str], name: str) -> int:
+        if name not in table:
+            table[name] = len(names)
+            names.append(name)
+        return table[name]
+
+    def add(self, unit: ReadUnit, batch: DocBatch) -> None:
+        """Append one tokenized batch of `unit`."""
+        n = len(batch.lengths)
+        tokens = np.ascontiguousarray(batch.tokens, dtype=np.uint32)
+        if self._file is not None:
+            self._file.write(tokens.tobytes())
+        else:
+            self._mem.append(tokens)
+        self.n_tokens += len(tokens)
+        self.lengths.append(np.asarray(batch.lengths, dtype=np.int64))
+        self.sources.append(np.full(n, unit.source, dtype=np.int64))
+        b = self._code(self._bucket_code, self.bucket_names, unit.bucket)
+        self.buckets.append(np.full(n, b, dtype=np.int32))
+        codes = [self._code(self._group_code, self.group_names, g) for g in batch.groups]
+        self.groups.append(np.array(codes, dtype=np.int32))
+        self.repeats.append(np.asarray(batch.repeat, dtype=np.float64))
+
+    def finish(self) -> Corpus:
+        """The finished corpus (tokens read from the file with positioned reads when on disk)."""
+        if self._file is not None:
+            self._file.close()
+            tokens = DiskTokens(self.path, self.n_tokens)
+        else:
+            tokens = _concat(self._mem, np.uint32)
+        lengths = _concat(self.lengths, np.int64)
         offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
         np.cumsum(lengths, out=offsets[1:])
-        n = [len(b.lengths) for b in batches]
-        return cls(
+        return Corpus(
             store=TokenStore(tokens, offsets),
-            bucket=np.repeat(np.array([u.bucket for u in units], dtype=object), n),
-            source=np.repeat(np.array([u.source for u in units], dtype=np.int64), n),
-            group=np.array([g for b in batches for g in b.groups], dtype=object),
-            repeat=_concat([b.repeat for b in batches], np.float64),
+            bucket=_concat(self.buckets, np.int32),
+            source=_concat(self.sources, np.int64),
+            group=_concat(self.groups, np.int32),
+            repeat=_concat(self.repeats, np.float64),
+            bucket_names=self.bucket_names,
+            group_names=self.group_names,
         )
 
 
@@ -128,8 +227,37 @@ def build_mixture(
     tok_path = prepare_tokenizer(spec, spec_path.parent, out_dir, lake_root)
     tok = load_tokenizer(tok_path)
     units = plan_units(spec, spec_path.parent, lake_root)
-    batches = [tokenize_unit(u, tok) for u in units]
-    return assemble(spec, spec_path, units, batches, out_dir, lake_root)
+    work = out_dir / "_corpus"
+    shutil.rmtree(work, ignore_errors=True)
+    try:
+        writer = CorpusWriter(work)
+        for unit in units:
+            for batch in tokenize_unit_batches(unit, tok):
+                writer.add(unit, batch)
+        return assemble_corpus(spec, spec_path, writer.finish(), out_dir, lake_root)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def plan_mixture(spec_path: str | Path, *, lake_root: Path | None = None) -> dict[str, Any]:
+    """Everything `build_mixture` decides before writing, on the real data: tokenizer, held-out
+    documents, per-bucket targets with max_epochs caps and the shortfalls they cause.
+
+    Raises the same SpecError as a build would (so `refinery mix validate` catches a `max_epochs`
+    shortfall that only a build found before); writes nothing outside a temporary directory.
+    """
+    import tempfile
+
+    spec_path = Path(spec_path)
+    spec = load_spec(spec_path)
+    with tempfile.TemporaryDirectory(prefix="refinery-mix-plan-") as tmp:
+        tmp_dir = Path(tmp)
+        tok = load_tokenizer(prepare_tokenizer(spec, spec_path.parent, tmp_dir, lake_root))
+        writer = CorpusWriter(tmp_dir / "_corpus")
+        for unit in plan_units(spec, spec_path.parent, lake_root):
+            for batch in tokenize_unit_batches(unit, tok):
+                writer.add(unit, batch)
+        return assemble_corpus(spec, spec_path, writer.finish(), tmp_dir, lake_root, plan_only=True)
 
 
 def _holdout(lengths: np.ndarray, spec: MixtureSpec, rng: np.random.Generator) -> np.ndarray:
@@ -158,9 +286,9 @@ def _pools(spec: MixtureSpec, bucket: str, corpus: Corpus, idx: np.ndarray, targ
         members = {k: idx[corpus.source[idx] == k[1]] for k in keys}
         targets = {k: target * (bs.sources[k[1]].weight or 0.0) for k in keys}
     else:
-        groups = sorted(set(corpus.group[idx].tolist())) if bs.split_by else [ALL_GROUP]
+        groups = corpus.group_set(idx) if bs.split_by else [ALL_GROUP]
         keys = [(g, None) for g in groups]
-        members = {k: idx[corpus.group[idx] == k[0]] if bs.split_by else idx for k in keys}
+        members = {k: idx[corpus.in_group(idx, k[0])] if bs.split_by else idx for k in keys}
         avail = {k: float(corpus.store.lengths[m].sum()) for k, m in members.items()}
         shares = temperature_shares(avail, bs.temperature)
         targets = {k: target * shares[k] for k in keys} if keys else {}
@@ -181,13 +309,38 @@ def assemble(
     out_dir: Path,
     lake_root: Path | None = None,
 ) -> dict[str, Any]:
-    """Sample, shuffle, pack and write shards, eval sets and manifest.json from tokenized units."""
+    """Sample, shuffle, pack and write shards, eval sets and manifest.json from tokenized units.
+
+    `batches` (one per unit, in order) may be a lazy iterable, e.g. loading each worker's spill as
+    it is needed: every batch is appended to an on-disk token file under `out_dir/_corpus` and
+    dropped, so the driver holds labels per document, never the corpus.
+    """
+    out_dir = Path(out_dir)
+    work = out_dir / "_corpus"
+    shutil.rmtree(work, ignore_errors=True)
+    try:
+        corpus = Corpus.from_batches(units, batches, work)
+        return assemble_corpus(spec, spec_path, corpus, out_dir, lake_root)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def assemble_corpus(
+    spec: MixtureSpec,
+    spec_path: Path,
+    corpus: Corpus,
+    out_dir: Path,
+    lake_root: Path | None = None,
+    *,
+    plan_only: bool = False,
+) -> dict[str, Any]:
+    """`assemble` on an already-built corpus; with plan_only, stop after sampling (nothing written)
+    and return the planned buckets, sources and shortfalls (a disallowed shortfall still raises)."""
     from training.mixture.report import accounting_checks
 
     out_dir = Path(out_dir)
     tok = load_tokenizer(out_dir / "tokenizer.json")
     special = special_token_ids(tok)
-    corpus = Corpus.from_batches(units, batches)
     lengths = corpus.store.lengths
     spans = spec.stage_spans()
     eff = spec.effective_weights()
@@ -199,7 +352,7 @@ def assemble(
     stage_copies: list[list[tuple[np.ndarray, np.ndarray]]] = [[] for _ in spans]
 
     for bucket, bs in spec.buckets.items():
-        in_bucket = np.nonzero(corpus.bucket == bucket)[0]
+        in_bucket = corpus.in_bucket(bucket)
         for i, src in enumerate(bs.sources):
             m = in_bucket[corpus.source[in_bucket] == i]
             sources_out.append({"bucket": bucket, "index": i, "path": src.path, "where": src.where,
@@ -213,11 +366,11 @@ def assemble(
                 )
         # Hold out eval documents per group before sampling, so they never reach a shard.
         held = np.zeros(len(in_bucket), dtype=bool)
-        group_names = sorted(set(corpus.group[in_bucket].tolist())) if bs.split_by else [ALL_GROUP]
+        group_names = corpus.group_set(in_bucket) if bs.split_by else [ALL_GROUP]
         groups_out: dict[str, Any] = {}
         for g in group_names:
             sel = (
-                np.nonzero(corpus.group[in_bucket] == g)[0]
+                np.nonzero(corpus.in_group(in_bucket, g))[0]
                 if bs.split_by
                 else np.arange(len(in_bucket))
             )
@@ -281,6 +434,8 @@ def assemble(
         lines = "\n".join(f"  buckets.{s['bucket']}: {s['reason']}" for s in shortfalls)
         raise SpecError(f"{spec_path}: not enough data for the requested tokens\n{lines}\n"
                         "  (lower total_tokens or the weight, raise max_epochs, or set allow_shortfall: true)")  # fmt: skip
+    if plan_only:
+        return {"buckets": buckets_out, "sources": sources_out, "shortfalls": shortfalls}
 
     shards, stages_out, stats = _write_shards(
         spec, corpus.store, stage_copies, spans, special, out_dir

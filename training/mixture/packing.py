@@ -16,11 +16,54 @@ from pathlib import Path
 import numpy as np
 
 
+class DiskTokens:
+    """A uint32 token file read with positioned reads (`pread`), never mapped.
+
+    Packing reads documents in shuffled order; through a memory map every page (plus the kernel's
+    fault-around) would stay resident and memory would grow with the corpus. Reads copy exactly the
+    tokens asked for into the caller's buffer.
+    """
+
+    def __init__(self, path: str | Path, length: int):
+        self.path, self.length = Path(path), int(length)
+        self._fd = os.open(self.path, os.O_RDONLY)
+
+    def __len__(self) -> int:
+        return self.length
+
+    def read(self, start: int, count: int) -> np.ndarray:
+        """Tokens [start, start + count) as a new array."""
+        if count <= 0:
+            return np.zeros(0, dtype=np.uint32)
+        buf = os.pread(self._fd, 4 * count, 4 * start)
+        if len(buf) != 4 * count:
+            raise OSError(
+                f"{self.path}: short read at token {start} ({len(buf)} of {4 * count} bytes)"
+            )
+        return np.frombuffer(buf, dtype=np.uint32)
+
+    def __getitem__(self, key: slice) -> np.ndarray:
+        start, stop, step = key.indices(self.length)
+        if step != 1:
+            raise IndexError("DiskTokens supports contiguous slices only")
+        return self.read(start, stop - start)
+
+    def close(self) -> None:
+        """Close the file descriptor (idempotent)."""
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
+
+    def __del__(self) -> None:
+        self.close()
+
+
 @dataclass
 class TokenStore:
-    """Every candidate document's tokens: one uint32 array plus offsets (doc i = tokens[off[i]:off[i+1]])."""
+    """Every candidate document's tokens: a uint32 array (or a `DiskTokens` file) plus offsets
+    (doc i = tokens[off[i]:off[i+1]])."""
 
-    tokens: np.ndarray
+    tokens: np.ndarray | DiskTokens
     offsets: np.ndarray
 
     def doc(self, i: int, length: int | None = None) -> np.ndarray:
@@ -93,11 +136,21 @@ def _gather(tokens, starts, ends, shift, a: int, b: int, boundary_id: int, out: 
     j1 = int(np.searchsorted(starts, b, side="left"))  # copies starting before b
     # how many positions of [a, b) each of those copies holds
     seg = np.minimum(ends[j0:j1], b) - np.maximum(starts[j0:j1], a)
-    idx = np.repeat(shift[j0:j1], seg)
-    idx += np.arange(a, b, dtype=np.int64)
-    # A boundary position indexes one past its copy (maybe past the store's end): clip, then overwrite.
-    if len(tokens):  # an empty store means every copy is empty and [a, b) holds only boundaries
-        np.take(tokens, idx, out=out, mode="clip")
+    if isinstance(tokens, DiskTokens):
+        # One positioned read per copy piece (a copy's tokens are contiguous in the file); the
+        # piece's last position may be its boundary, which the read leaves out.
+        pos = np.maximum(starts[j0:j1], a)
+        src = pos + shift[j0:j1]
+        n_tok = np.minimum(seg, ends[j0:j1] - 1 - pos)
+        for p, s, n in zip(pos.tolist(), src.tolist(), n_tok.tolist(), strict=True):
+            if n > 0:
+                out[p - a : p - a + n] = tokens.read(s, n)
+    else:
+        idx = np.repeat(shift[j0:j1], seg)
+        idx += np.arange(a, b, dtype=np.int64)
+        # A boundary position indexes one past its copy (maybe past the store's end): clip, overwrite.
+        if len(tokens):  # an empty store: every copy is empty and [a, b) holds only boundaries
+            np.take(tokens, idx, out=out, mode="clip")
     bounds = ends[j0:j1] - 1
     out[bounds[bounds < b] - a] = boundary_id
 

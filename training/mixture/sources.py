@@ -7,13 +7,20 @@ the in-process builder and the Beam pipeline tokenize the same units and assembl
 from __future__ import annotations
 
 import glob
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
 
-from training.mixture.spec import MixtureSpec, SpecError, resolve_path
+from training.mixture.spec import (
+    MixtureSpec,
+    SpecError,
+    normalize_predicate,
+    quote_ident,
+    resolve_path,
+)
 from training.tokenizer import encode_texts
 
 if TYPE_CHECKING:
@@ -51,6 +58,19 @@ class DocBatch:
                  repeat=self.repeat, rows=self.rows)  # fmt: skip
 
     @classmethod
+    def concat(cls, batches: list[DocBatch]) -> DocBatch:
+        """One batch holding the given batches in order (an empty batch for none)."""
+        if len(batches) == 1:
+            return batches[0]
+        return cls(
+            np.concatenate([b.tokens for b in batches] or [np.zeros(0, np.uint32)]),
+            np.concatenate([b.lengths for b in batches] or [np.zeros(0, np.int64)]),
+            [g for b in batches for g in b.groups],
+            np.concatenate([b.repeat for b in batches] or [np.zeros(0, np.float64)]),
+            np.concatenate([b.rows for b in batches] or [np.zeros(0, np.int64)]),
+        )
+
+    @classmethod
     def load(cls, path: str | Path) -> DocBatch:
         """Read a batch written by `save`."""
         with np.load(path, allow_pickle=True) as z:
@@ -85,17 +105,30 @@ def plan_units(spec: MixtureSpec, spec_dir: Path, lake_root: Path | None = None)
     return units
 
 
+ALLOWED_ROWS_SQL = (
+    "SELECT * FROM read_parquet(?, file_row_number=true) WHERE training_allowed IS TRUE"
+)
+
+
 def _select_sql(unit: ReadUnit) -> str:
-    group = f'CAST("{unit.split_by}" AS VARCHAR)' if unit.split_by else f"'{ALL_GROUP}'"
-    cases = " ".join(f"WHEN ({w}) THEN {float(t)!r}" for w, t in unit.repeat)
+    """The one query that reads a unit: consent first, in a relation no predicate can reach around.
+
+    `allowed` holds only training-allowed rows (NULL counts as not allowed); every user predicate
+    is parsed as a single expression, re-printed from its parse tree (`normalize_predicate`) and
+    applied on top of `allowed`, so `OR true`, a stray `)`, a comment or a subquery cannot widen it.
+    The file path is bound as a parameter. Rows come in file order without an ORDER BY (DuckDB's
+    `preserve_insertion_order`, set explicitly by the readers), so a large file streams instead of
+    being sorted in memory; `read_unit_batches` checks the order.
+    """
+    group = f"CAST({quote_ident(unit.split_by)} AS VARCHAR)" if unit.split_by else f"'{ALL_GROUP}'"
+    cases = " ".join(f"WHEN ({normalize_predicate(w)}) THEN {float(t)!r}" for w, t in unit.repeat)
     repeat = f"CASE {cases} ELSE 1.0 END" if cases else "1.0"
-    where = f" AND ({unit.where})" if unit.where else ""
-    text = f"""COALESCE("{unit.text_column}", '')"""  # a NULL text tokenizes as an empty document
-    # The consent rule lives here and nowhere else; it has no switch. NULL counts as not allowed.
+    where = f"WHERE ({normalize_predicate(unit.where)}) " if unit.where else ""
+    text = f"COALESCE({quote_ident(unit.text_column)}, '')"  # a NULL text: an empty document
     return (
+        f"WITH allowed AS ({ALLOWED_ROWS_SQL}) "
         f"SELECT {text} AS text, {group} AS grp, {repeat} AS rep, file_row_number AS row "
-        f"FROM read_parquet(?, file_row_number=true) WHERE training_allowed IS TRUE{where} "
-        "ORDER BY file_row_number"
+        f"FROM allowed {where}"
     )
 
 
@@ -112,25 +145,57 @@ def _where_error(unit: ReadUnit, exc: Exception) -> SpecError:
     )
 
 
-def read_unit(unit: ReadUnit) -> tuple[pa.ChunkedArray, list[str], np.ndarray, np.ndarray]:
-    """Texts, groups, repeat weights and row numbers of a unit's training-allowed rows.
+READ_BATCH_ROWS = 2048  # rows per Arrow batch when streaming a unit: bounds the text held at once
 
-    Texts stay an Arrow column (nulls already ''), so the tokenizer makes Python strings of one batch
-    at a time. Numbers go through to_pylist: pyarrow's to_numpy imports pandas (a second per process).
+
+def read_unit_batches(
+    unit: ReadUnit, rows_per_batch: int = READ_BATCH_ROWS
+) -> Iterator[tuple[pa.Array, list[str], np.ndarray, np.ndarray]]:
+    """Stream a unit's training-allowed rows as (texts, groups, repeat weights, row numbers) batches.
+
+    Texts stay Arrow (nulls already ''), so the tokenizer makes Python strings of one batch at a
+    time and a source file of any size is read in bounded memory. Numbers go through to_pylist:
+    pyarrow's to_numpy imports pandas (a second per process).
     """
     import duckdb
 
-    con = duckdb.connect()
+    con = duckdb.connect(config={"preserve_insertion_order": True, "threads": 1})
+    last = -1
     try:
-        table = con.sql(_select_sql(unit), params=[unit.file]).to_arrow_table()
-    except duckdb.Error as exc:
-        raise _where_error(unit, exc) from None
+        try:
+            reader = con.sql(_select_sql(unit), params=[unit.file]).to_arrow_reader(rows_per_batch)
+        except duckdb.Error as exc:
+            raise _where_error(unit, exc) from None
+        for batch in reader:
+            if batch.num_rows == 0:
+                continue
+            groups = [g if g is not None else "null" for g in batch.column("grp").to_pylist()]
+            rep = np.array(batch.column("rep").to_pylist(), dtype=np.float64)  # DECIMAL -> float
+            rows = np.array(batch.column("row").to_pylist(), dtype=np.int64)
+            if rows[0] <= last or (len(rows) > 1 and np.any(np.diff(rows) <= 0)):
+                raise RuntimeError(f"{unit.file}: rows did not arrive in file order; this is a bug")
+            last = int(rows[-1])
+            yield batch.column("text"), groups, rep, rows
     finally:
         con.close()
-    groups = [g if g is not None else "null" for g in table.column("grp").to_pylist()]
-    rep = np.array(table.column("rep").to_pylist(), dtype=np.float64)  # DECIMAL -> float, as before
-    rows = np.array(table.column("row").to_pylist(), dtype=np.int64)
-    return table.column("text"), groups, rep, rows
+
+
+def read_unit(unit: ReadUnit) -> tuple[pa.ChunkedArray, list[str], np.ndarray, np.ndarray]:
+    """All of a unit's training-allowed rows at once (small units; `read_unit_batches` streams)."""
+    import pyarrow as pa
+
+    texts, groups, reps, rows = [], [], [], []
+    for t, g, r, w in read_unit_batches(unit):
+        texts.append(t)
+        groups.extend(g)
+        reps.append(r)
+        rows.append(w)
+    return (
+        pa.chunked_array(texts, type=pa.string()),
+        groups,
+        np.concatenate(reps) if reps else np.zeros(0, np.float64),
+        np.concatenate(rows) if rows else np.zeros(0, np.int64),
+    )
 
 
 def check_unit(unit: ReadUnit) -> int:
@@ -148,11 +213,16 @@ def check_unit(unit: ReadUnit) -> int:
         con.close()
 
 
+def tokenize_unit_batches(unit: ReadUnit, tokenizer) -> Iterator[DocBatch]:
+    """Read and tokenize one unit a batch of rows at a time (bounded memory for any file size)."""
+    for texts, groups, rep, rows in read_unit_batches(unit):
+        tokens, lengths = encode_texts(tokenizer, texts)
+        yield DocBatch(tokens, lengths, groups, rep, rows)
+
+
 def tokenize_unit(unit: ReadUnit, tokenizer) -> DocBatch:
-    """Read and tokenize one unit (batch encode; the Rust side runs each batch on all cores)."""
-    texts, groups, rep, rows = read_unit(unit)
-    tokens, lengths = encode_texts(tokenizer, texts)
-    return DocBatch(tokens, lengths, groups, rep, rows)
+    """Read and tokenize one whole unit into one batch (the Beam workers' spill unit)."""
+    return DocBatch.concat(list(tokenize_unit_batches(unit, tokenizer)))
 
 
 def check_spec_data(

@@ -29,11 +29,96 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
+class PredicateError(ValueError):
+    """A `where` predicate is not one plain SQL expression over a row's columns."""
+
+
+def _walk(node: Any) -> Any:
+    """Every dict inside a parsed-SQL JSON tree."""
+    if isinstance(node, dict):
+        yield node
+        for v in node.values():
+            yield from _walk(v)
+    elif isinstance(node, list):
+        for v in node:
+            yield from _walk(v)
+
+
+def normalize_predicate(expr: str) -> str:
+    """Parse `expr` with DuckDB's own parser as ONE scalar expression; return it re-printed from the tree.
+
+    The re-printed form is what goes into SQL, so text the parser did not read as part of the
+    expression (comments, a `)` that closes an outer parenthesis, a second statement) can never
+    reach the query. Subqueries are refused: a predicate looks at its own row, not at other data.
+    """
+    import duckdb
+
+    if not expr or not expr.strip():
+        raise PredicateError("is empty; give a SQL expression such as lang = 'en'")
+    if "\x00" in expr:
+        raise PredicateError("contains a NUL character")
+    con = duckdb.connect()
+    try:
+        tree = json.loads(
+            con.execute("SELECT json_serialize_sql(?)", ["SELECT " + expr]).fetchone()[0]
+        )
+        if tree.get("error"):
+            raise PredicateError(
+                f"{expr!r} is not one SQL expression ({tree.get('error_message', 'parse error')}); "
+                "write a single boolean expression such as lang = 'en' AND quality_score >= 0.5"
+            )
+        stmts = tree.get("statements", [])
+        node = stmts[0]["node"] if len(stmts) == 1 else {}
+        plain = (
+            node.get("type") == "SELECT_NODE"
+            and len(node.get("select_list", [])) == 1
+            and node.get("from_table", {}).get("type") == "EMPTY"
+            and not node.get("where_clause")
+            and not node.get("group_expressions")
+            and not node.get("having")
+            and not node.get("qualify")
+            and not node.get("sample")
+            and not node.get("modifiers")
+            and not (node.get("cte_map") or {}).get("map")
+            and not node["select_list"][0].get("alias")
+        )
+        if not plain:
+            raise PredicateError(
+                f"{expr!r} is not one SQL expression (it parses as {len(stmts)} statement(s) or a "
+                "list/clause); write a single boolean expression such as lang = 'en'"
+            )
+        if any(d.get("class") == "SUBQUERY" for d in _walk(node["select_list"])):
+            raise PredicateError(
+                f"{expr!r} contains a subquery; a predicate may only use the row's own columns"
+            )
+        sql = con.execute("SELECT json_deserialize_sql(?)", [json.dumps(tree)]).fetchone()[0]
+    except duckdb.Error as exc:
+        raise PredicateError(f"{expr!r} cannot be parsed: {str(exc).splitlines()[0]}") from None
+    finally:
+        con.close()
+    if not sql.startswith("SELECT "):
+        raise PredicateError(f"{expr!r} did not round-trip through the SQL parser ({sql!r})")
+    return sql[len("SELECT ") :]
+
+
+def quote_ident(name: str) -> str:
+    """A column name as a quoted SQL identifier (embedded quotes doubled)."""
+    return '"' + name.replace('"', '""') + '"'
+
+
+def _check_predicate(v: str | None) -> str | None:
+    if v is not None:
+        normalize_predicate(v)
+    return v
+
+
 class RepeatRule(_Strict):
     """Per-document repetition: documents matching `where` count `times` as often (first match wins)."""
 
     where: str = Field(min_length=1)
     times: float = Field(gt=0)
+
+    _where = field_validator("where")(_check_predicate)
 
 
 class SourceSpec(_Strict):
@@ -45,6 +130,15 @@ class SourceSpec(_Strict):
     text_column: str = "text"
     # Optional sources may be missing or empty (e.g. image stages not run yet); the report says so.
     optional: bool = False
+
+    _where = field_validator("where")(_check_predicate)
+
+    @field_validator("text_column")
+    @classmethod
+    def _column(cls, v: str) -> str:
+        if not v or "\x00" in v:
+            raise ValueError("must be a non-empty column name")
+        return v
 
 
 class BucketSpec(_Strict):
