@@ -45,7 +45,9 @@ def register(app: typer.Typer) -> None:
         for key, n in out["rows_offered"].items():
             typer.echo(f"  {key}: {n:,} training-allowed rows")
         for sf in out.get("shortfalls", []):
-            typer.echo(f"  shortfall allowed by allow_shortfall: buckets.{sf['bucket']}: {sf['reason']}")
+            typer.echo(
+                f"  shortfall allowed by allow_shortfall: buckets.{sf['bucket']}: {sf['reason']}"
+            )
 
     @mix.command("build")
     def build(
