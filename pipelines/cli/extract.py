@@ -13,10 +13,18 @@ _MODES = "auto|never|always"
 
 # Options shared by `extract` and `render`: what the browser's downloader sends and obeys.
 AgentOpt = Annotated[
-    str, typer.Option("--agent", help="Crawl product token: User-Agent and robots.txt decisions.")
+    str | None,
+    typer.Option(
+        "--agent",
+        help="Crawl product token: User-Agent and robots.txt decisions (default: the crawl's).",
+    ),
 ]
 TrainingAgentOpt = Annotated[
-    str, typer.Option("--training-agent", help="Training product token (recorded per request).")
+    str | None,
+    typer.Option(
+        "--training-agent",
+        help="Training product token, recorded per request (default: the crawl's).",
+    ),
 ]
 PrivateOpt = Annotated[
     bool,
@@ -27,7 +35,12 @@ PrivateOpt = Annotated[
     ),
 ]
 DelayOpt = Annotated[
-    float, typer.Option("--delay", min=0, help="Minimum seconds between requests to one server.")
+    float | None,
+    typer.Option(
+        "--delay",
+        min=0,
+        help="Minimum seconds between requests to one server (default: the crawl's).",
+    ),
 ]
 SandboxOpt = Annotated[
     str, typer.Option("--sandbox", help="Chromium sandbox: auto|on|off (auto: where possible).")
@@ -121,10 +134,10 @@ def register(app: typer.Typer) -> None:
             str,
             typer.Option("--llm-hosts", help="Comma-separated hosts whose pages go to the LLM."),
         ] = "",
-        agent: AgentOpt = "RefineryBot",
-        training_agent: TrainingAgentOpt = "RefineryBot-Extended",
+        agent: AgentOpt = None,
+        training_agent: TrainingAgentOpt = None,
         allow_private_networks: PrivateOpt = False,
-        delay: DelayOpt = 1.0,
+        delay: DelayOpt = None,
         sandbox: SandboxOpt = "auto",
         archive: ArchiveOpt = True,
     ) -> None:
@@ -160,10 +173,10 @@ def register(app: typer.Typer) -> None:
         pages_in_flight: Annotated[int, typer.Option("--pages-in-flight", min=1)] = 4,
         page_timeout: Annotated[float, typer.Option("--page-timeout")] = 20.0,
         chromium: Annotated[str | None, typer.Option("--chromium")] = None,
-        agent: AgentOpt = "RefineryBot",
-        training_agent: TrainingAgentOpt = "RefineryBot-Extended",
+        agent: AgentOpt = None,
+        training_agent: TrainingAgentOpt = None,
         allow_private_networks: PrivateOpt = False,
-        delay: DelayOpt = 1.0,
+        delay: DelayOpt = None,
         sandbox: SandboxOpt = "auto",
         archive: ArchiveOpt = True,
     ) -> None:

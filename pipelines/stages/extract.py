@@ -47,6 +47,29 @@ def _rendered_schema():
     )
 
 
+def _crawl_settings(crawl_dir: str | Path) -> dict[str, Any]:
+    """The crawl's configuration (its frontier's `config`), read-only; {} when there is none."""
+    import json
+    import sqlite3
+
+    from crawlers.extract.warc import find_pages_files
+
+    for pages in find_pages_files(crawl_dir)[:1]:
+        db = pages.parent / "frontier.sqlite"
+        if not db.exists():
+            return {}
+        try:
+            con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+            try:
+                row = con.execute("SELECT value FROM meta WHERE key = 'config'").fetchone()
+            finally:
+                con.close()
+            return dict(json.loads(row[0])) if row else {}
+        except (sqlite3.Error, ValueError, TypeError):
+            return {}  # not a crawl this version wrote: the defaults apply
+    return {}
+
+
 def run_render(
     crawl_dir: str | Path,
     out_dir: str | Path,
@@ -56,11 +79,11 @@ def run_render(
     page_timeout_s: float = 20.0,
     chromium: str | None = None,
     block_media: bool = True,
-    robots_token: str = "RefineryBot",
-    training_token: str = "RefineryBot-Extended",
+    robots_token: str | None = None,
+    training_token: str | None = None,
     user_agent: str | None = None,
     allow_private_networks: bool = False,
-    delay: float = 1.0,
+    delay: float | None = None,
     sandbox: str = "auto",
     archive: bool = True,
 ) -> dict[str, Any]:
@@ -68,7 +91,9 @@ def run_render(
 
     Sub-requests go through the crawl's downloader (robots for both tokens, SSRF guard,
     politeness); with `archive`, every response a page used is written to
-    out_dir/render-*.warc.gz and located by the warc_* columns.
+    out_dir/render-*.warc.gz and located by the warc_* columns. Tokens, User-Agent and delay
+    left as None are the crawl's own (from its frontier.sqlite), else the crawl defaults.
+    Private networks are never inherited: pass `allow_private_networks` to lift the guard.
     """
     import pyarrow as pa
 
@@ -76,6 +101,13 @@ def run_render(
     from crawlers.render.crawl import render_crawl
 
     out_dir = Path(out_dir)
+    crawl_cfg = _crawl_settings(crawl_dir)
+    robots_token = robots_token or crawl_cfg.get("agent") or "RefineryBot"
+    training_token = training_token or crawl_cfg.get("training_agent") or "RefineryBot-Extended"
+    if user_agent is None and robots_token == crawl_cfg.get("agent"):
+        user_agent = crawl_cfg.get("user_agent")  # the template, {agent} filled in later
+    if delay is None:
+        delay = float(crawl_cfg.get("delay", 1.0))
     config = RenderConfig(
         chromium=chromium,
         pages_in_flight=pages_in_flight,

@@ -238,6 +238,7 @@ def _gzip(body: bytes) -> bytes:
 
 
 def test_subresources_are_archived_and_a_replay_renders_the_same_text(tmp_path, no_browser_leak):
+    from crawlers.crawl.frontier import Frontier
     from pipelines.stages.extract import run_render
 
     app_js = """fetch('/data/items.json').then(r => r.json()).then(d => {
@@ -260,9 +261,17 @@ def test_subresources_are_archived_and_a_replay_renders_the_same_text(tmp_path, 
         url = f"{site.base}/feed"
         crawl = write_crawl(tmp_path / "crawl", [
             {"url": url, "status": 200, "body": page.encode(), "content_type": "text/html"}])  # fmt: skip
+        # The render takes the crawl's tokens and delay from the crawl's own config when not given.
+        frontier = Frontier(crawl / "frontier.sqlite")
+        with frontier:
+            frontier.set_meta("config", {"agent": "ArchiveBot", "training_agent": "ArchiveBot-Train",
+                                         "delay": 0.0})  # fmt: skip
+        frontier.close()
         out = tmp_path / "render"
-        summary = run_render(crawl, out, "always", pages_in_flight=1, delay=0.0)
+        summary = run_render(crawl, out, "always", pages_in_flight=1)
+        agents = {ua for _, ua, _ in site.log}
     assert summary["rendered"] == 1 and summary["render_errors"] == 0
+    assert len(agents) == 1 and "ArchiveBot/" in agents.pop()
     (row,) = pq.read_table(out / "rendered.parquet").to_pylist()
     live_text = text_of(row["html"])
     assert "Archived passage about sea otters and urchins." in live_text
