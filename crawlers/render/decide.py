@@ -5,7 +5,8 @@ main content is missing from the HTML and would be produced by a script:
 
 * visible text versus markup: the main content region has (almost) no text while scripts run;
 * empty containers that scripts target: an empty element an inline script writes into, an empty
-  id-named element (or an empty custom element) in the main content next to external scripts;
+  custom element, an empty id-named element that ends the main content (or sits in a page with
+  little text) next to external scripts, an empty box beside a load-more button;
 * loading placeholders: "Loading…" in many languages, aria-busy, progress bars, spinner and
   skeleton elements in the main content;
 * scripts that write into the main content: an inline script that fetches data (GET), waits on a
@@ -16,9 +17,11 @@ Script loaders that only add other scripts (analytics, tag managers, pixels, SDK
 fallbacks, plain "Read more" links, JSON-LD, menus and lazy images are not evidence: a
 page whose content is all in its HTML is left static however many of them it carries.
 
-Weak evidence alone (a class-only empty box next to external scripts, a load-more button with
-nothing to load into, little text) makes a decision `ambiguous`: not rendered by `needs_render`,
-and settled by a short probe render where the caller can afford one (`crawlers.render.probe`).
+Weak evidence alone (an empty box mid-article or named only by class next to external scripts,
+as maps, players and share widgets are; a section with a heading and nothing under it; a
+load-more button with nothing to load into; little text) makes a decision `ambiguous`: not
+rendered by `needs_render`, and settled by a short probe render where the caller can afford one
+(`crawlers.render.probe.decide_pages`). Reasons name the evidence; static ones start "static".
 """
 
 from __future__ import annotations
