@@ -283,9 +283,16 @@ def run_many_hosts(hosts: int, max_pages: int, concurrency: int, delay: float, w
         "requests_per_s": round(st["requests"] / span, 1) if span else 0.0,
         "pages_per_s": round((st["requests"] - st["robots"]) / span, 1) if span else 0.0,
         "fetched": summary["fetched"],
+        "crawl_cpu_s": summary.get("crawl_cpu_s"),
+        # Requests per second of crawler CPU: the throughput a dedicated core would give, which
+        # unlike wall time does not move with other processes' load on a shared machine.
+        "requests_per_cpu_s": round(st["requests"] / summary["crawl_cpu_s"], 1)
+        if summary.get("crawl_cpu_s")
+        else 0.0,
         "scheduler_s": summary.get("scheduler_s"),
         "scheduler_us_per_page": summary.get("scheduler_us_per_page"),
         "wall_s": round(wall, 1),
+        "load_avg": round(os.getloadavg()[0], 1),
     }
 
 
@@ -297,16 +304,18 @@ def many_hosts_main(counts: list[int], max_pages: int, concurrency: int, delay: 
             rows.append(run_many_hosts(n, max_pages, concurrency, delay, Path(tmp)))
             print(json.dumps(rows[-1]), flush=True)
     base = rows[0]["requests_per_s"] or float("nan")
+    base_cpu = rows[0]["requests_per_cpu_s"] or float("nan")
     print(
         f"\nmany-hosts crawl: concurrency {concurrency}, delay {delay}s, max {max_pages} pages; "
         f"machine load: {os.getloadavg()[0]:.1f}"
     )
-    print(
-        f"{'hosts':>7} {'requests':>8} {'robots':>7} {'span s':>7} {'req/s':>7} {'pages/s':>8} {'sched us/page':>13} {'ratio':>6}"
-    )
+    print(f"{'hosts':>7} {'requests':>8} {'robots':>7} {'span s':>7} {'req/s':>7} {'pages/s':>8} {'ratio':>6} "
+          f"{'req/CPU-s':>9} {'ratio':>6} {'sched us/page':>13} {'load':>5}")  # fmt: skip
     for r in rows:
         print(f"{r['hosts']:7d} {r['requests']:8d} {r['robots']:7d} {r['span_s']:7.1f} {r['requests_per_s']:7.1f} "
-              f"{r['pages_per_s']:8.1f} {r['scheduler_us_per_page']:13.1f} {r['requests_per_s'] / base:6.2f}")  # fmt: skip
+              f"{r['pages_per_s']:8.1f} {r['requests_per_s'] / base:6.2f} {r['requests_per_cpu_s']:9.1f} "
+              f"{r['requests_per_cpu_s'] / base_cpu:6.2f} {r['scheduler_us_per_page']:13.1f} {r['load_avg']:5.1f}")  # fmt: skip
+    print("ratio: against the first host count; req/CPU-s: requests per second of crawler CPU")
     results = ROOT / "bench" / "results"
     results.mkdir(parents=True, exist_ok=True)
     (results / "crawl_many_hosts.json").write_text(

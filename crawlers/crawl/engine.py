@@ -151,6 +151,7 @@ class Crawler:
         self.key_active: Counter[str] = Counter()
         self.hold: dict[str, float] = {}  # host -> monotonic time its robots.txt is asked again
         self.waiting: list[tuple[float, int, str]] = []
+        self.probing: list[tuple[float, int, str]] = []  # abandoned keys, by end of cool-down
         self.ready: list[tuple[int, float, int, str]] = []
         self._ver: dict[str, int] = {}
         self._in_heap: set[str] = set()
@@ -401,7 +402,13 @@ class Crawler:
             return
         now = time.monotonic()
         if self.politeness.gave_up_key(key):
-            self._abandon(key)
+            # Abandoned by the breaker: probed again after its cool-down while the crawl still
+            # runs; it does not keep the crawl alive (at the end its URLs are skipped, and
+            # re-queued by --resume).
+            self._tick += 1
+            self._ver[key] = self._tick
+            self._in_heap.add(key)
+            heapq.heappush(self.probing, (self.politeness.probe_at(key), self._tick, key))
             return
         entry = self._key_entry(key, now)
         if entry is None:
@@ -418,6 +425,13 @@ class Crawler:
     def _pick(self) -> tuple[str, str, int, float]:
         """(key, host, item tier, 0) of the best ready work, or ('', '', -1, wait) when none may start."""
         now = time.monotonic()
+        while self.probing and self.probing[0][0] <= now:
+            _, ver, key = heapq.heappop(self.probing)
+            if self._ver.get(key) == ver:
+                self._in_heap.discard(key)
+                self.politeness.reopen(key)  # its cool-down is over: try it again
+                self.stats["breaker_probes"] += 1
+                self._schedule(key)
         while self.waiting and self.waiting[0][0] <= now:
             _, ver, key = heapq.heappop(self.waiting)
             if self._ver.get(key) == ver:
@@ -513,7 +527,9 @@ class Crawler:
                             rec["error"],
                         )
                     )
+                cpu0 = time.process_time()
                 await self._loop()
+                crawl_cpu = time.process_time() - cpu0  # CPU of the crawl loop itself
                 crawl_s = time.monotonic() - started  # throughput excludes writing the outputs
         finally:
             warc.close()
@@ -540,10 +556,12 @@ class Crawler:
             "sitemaps": self.stats["sitemaps"],
             "elapsed_s": round(elapsed, 3),
             "pages_per_s": round(fetched / crawl_s, 3) if crawl_s else 0.0,
+            "crawl_cpu_s": round(locals().get("crawl_cpu", 0.0), 3),
             "scheduler_s": round(self.sched_s, 4),
             "scheduler_us_per_page": round(1e6 * self.sched_s / fetched, 1) if fetched else 0.0,
             "recovered": recovered,
             "requeued": self.stats["requeued"],
+            "breaker_probes": self.stats["breaker_probes"],
             "routed_out": self.stats["routed_out"],
             "inbox": self.stats["inbox"],
             "inbox_rejected": self.stats["inbox_rejected"],
@@ -552,13 +570,6 @@ class Crawler:
 
     def _statuses(self) -> dict[str, int]:
         return {k.split(":", 1)[1]: v for k, v in self.stats.items() if k.startswith("status:")}
-
-    def _abandon(self, key: str) -> None:
-        """Skip the queued URLs of a server whose breaker gave up (a --resume re-queues them)."""
-        hosts = self.key_hosts.pop(key, set())
-        with self.frontier:
-            for host in hosts:
-                self._abandon_host(host)
 
     def _abandon_host(self, host: str) -> None:
         heap = self.heaps.get(host)
@@ -653,7 +664,7 @@ class Crawler:
             while self._to_resolve and len(resolving) < _RESOLVERS:
                 resolving.add(asyncio.create_task(self._resolve(self._to_resolve.popleft())))
             wait = float("inf")
-            t0 = time.perf_counter()
+            t0 = time.thread_time()
             while len(tasks) < self.cfg.concurrency and not self._limit_reached():
                 key, host, tier, wait = self._pick()
                 if not key:
@@ -661,12 +672,14 @@ class Crawler:
                 self.key_active[key] += 1
                 self._schedule(key)  # more connections to this server may start (K > 1)
                 tasks.add(asyncio.create_task(self._work(key, host, tier)))
-            self.sched_s += time.perf_counter() - t0
+            self.sched_s += time.thread_time() - t0
             if not tasks and not resolving:
                 if self._limit_reached() or wait == float("inf"):
-                    return  # nothing left that may be fetched
+                    return  # nothing left that may be fetched (abandoned servers do not count)
                 await asyncio.sleep(min(wait, 1.0))
                 continue
+            if self.probing:  # wake up for the next probe while other work keeps the crawl going
+                wait = min(wait, max(0.0, self.probing[0][0] - time.monotonic()))
             done, _ = await asyncio.wait(
                 tasks | resolving,
                 timeout=None if wait == float("inf") else min(wait, 1.0),
@@ -686,9 +699,9 @@ class Crawler:
                 await self._visit(self._pop(host))
         finally:
             self.key_active[key] -= 1
-            t0 = time.perf_counter()
+            t0 = time.thread_time()
             self._schedule(key)
-            self.sched_s += time.perf_counter() - t0
+            self.sched_s += time.thread_time() - t0
 
     # --- robots and sitemaps ----------------------------------------------------------
     def _robots_fetched(self, rec: RobotsFetch) -> None:
@@ -809,6 +822,9 @@ class Crawler:
             res = await self.fetcher.fetch(url)
         finally:
             self.in_flight -= 1
+        if res.status is None and (res.error or "").startswith("host-gave-up"):
+            self._push(row)  # the breaker opened while it waited: queued, probed after cool-down
+            return
         transient = res.status in RETRY_STATUSES or (
             res.status is None and (res.error or "").startswith(_TRANSIENT_ERRORS)
         )

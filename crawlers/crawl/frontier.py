@@ -88,17 +88,23 @@ class Frontier:
             if col not in have:  # a frontier written by an older version: add the new columns
                 self.db.execute(f"ALTER TABLE urls ADD COLUMN {col} {decl}")
         self._seq = self.db.execute("SELECT COALESCE(MAX(seq), 0) FROM urls").fetchone()[0]
+        self._depth = 0
 
     def close(self) -> None:
         """Close the database."""
         self.db.close()
 
     def __enter__(self) -> Frontier:
-        self.db.execute("BEGIN IMMEDIATE")
+        # Re-entrant: a nested `with frontier:` joins the transaction already open.
+        if self._depth == 0:
+            self.db.execute("BEGIN IMMEDIATE")
+        self._depth += 1
         return self
 
     def __exit__(self, exc_type: object, *rest: object) -> None:
-        self.db.execute("ROLLBACK" if exc_type else "COMMIT")
+        self._depth -= 1
+        if self._depth == 0:
+            self.db.execute("ROLLBACK" if exc_type else "COMMIT")
 
     # --- reads -------------------------------------------------------------------------
     def count(self, state: str | None = None) -> int:

@@ -89,6 +89,7 @@ class HostState:
     breaker_trips: int = 0
     requests: int = 0
     in_flight: int = 0
+    reopened: int = 0  # times an abandoned key was let try again (each doubles its cool-down)
     cond: asyncio.Condition | None = field(default=None, repr=False)
 
 
@@ -204,6 +205,19 @@ class Politeness:
         """`gave_up` for a key."""
         return self.state_of_key(key).breaker_trips >= self.breaker_max_trips
 
+    def probe_at(self, key: str) -> float:
+        """Monotonic time after which an abandoned key may be probed again (its cool-down)."""
+        return self.state_of_key(key).breaker_until
+
+    def reopen(self, key: str) -> None:
+        """Let an abandoned key try again after its cool-down: one more error abandons it again
+        (with a doubled cool-down), a success puts it back to normal."""
+        st = self.state_of_key(key)
+        if st.breaker_trips >= self.breaker_max_trips:
+            st.breaker_trips = self.breaker_max_trips - 1
+            st.consecutive_errors = self.breaker_threshold - 1
+            st.reopened += 1
+
     @asynccontextmanager
     async def slot(self, host: str) -> AsyncIterator[HostState]:
         """Hold one of the server's connection slots, starting no earlier than its next allowed time."""
@@ -259,7 +273,9 @@ class Politeness:
         if st.consecutive_errors >= self.breaker_threshold:
             st.breaker_trips += 1
             st.consecutive_errors = 0
-            st.breaker_until = now + self.breaker_cooldown * 2 ** (st.breaker_trips - 1)
+            st.breaker_until = now + self.breaker_cooldown * 2 ** (
+                st.breaker_trips - 1 + st.reopened
+            )
         return wait
 
 

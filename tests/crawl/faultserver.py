@@ -56,6 +56,7 @@ class Site:
     counters: dict[str, int] = field(default_factory=dict)
     robots_failures: int = 1
     down: bool = False
+    down_for: int = 0  # the first down_for requests (robots.txt aside) answer 500
 
 
 def _links(paths: list[str]) -> bytes:
@@ -239,7 +240,7 @@ class FaultServer:
         if path == "/sitemap.xml":
             body = f'<?xml version="1.0"?><urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9"><url><loc>{base}/from-sitemap</loc></url></urlset>'
             return web.Response(text=body, content_type="application/xml")
-        if site.down:
+        if site.down or (site.down_for and self._count(site, "down") <= site.down_for):
             return web.Response(status=500, text="down")
         if path == "/":
             return web.Response(body=_links(INDEX_LINKS), content_type="text/html")

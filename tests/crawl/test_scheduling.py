@@ -182,8 +182,9 @@ def test_robots_outage_denies_after_giving_up_and_resume_asks_again(tmp_path):
 def test_hosts_cut_off_by_the_breaker_are_retried_on_resume(tmp_path):
     site = Site("127.0.0.151", down=True)
     with FaultServer([site]) as fs:
+        # A cool-down longer than the run: nothing else keeps the crawl alive until a probe.
         cfg = {**FAST, "max_retries": 0, "breaker_threshold": 2, "breaker_max_trips": 1,
-               "breaker_cooldown": 0.0, "use_sitemaps": False}  # fmt: skip
+               "breaker_cooldown": 60.0, "use_sitemaps": False}  # fmt: skip
         seeds = [fs.url(site.ip, f"/page{n}") for n in range(6)]
         asyncio.run(crawl(seeds, tmp_path, cfg))
         skipped = pq.read_table(tmp_path / "skipped.parquet").to_pylist()
@@ -195,6 +196,40 @@ def test_hosts_cut_off_by_the_breaker_are_retried_on_resume(tmp_path):
     pages = _pages(tmp_path)
     assert sorted(p["status"] for p in pages.values()) == [200] * 4 + [500] * 2
     assert pq.read_table(tmp_path / "skipped.parquet").num_rows == 0
+
+
+def test_a_server_cut_off_by_the_breaker_is_probed_again_after_its_cool_down(tmp_path):
+    # 127.0.0.152 fails its first two requests: the breaker abandons it, and while the slow
+    # chain on .153 keeps the crawl running its cool-down ends, a probe succeeds, it is crawled.
+    flaky, busy = Site("127.0.0.152", down_for=2), Site("127.0.0.153")
+    with FaultServer([flaky, busy], tree_size=8, slow_s=0.3) as fs:
+        cfg = {**FAST, "delay": 0.0, "max_retries": 0, "breaker_threshold": 2,
+               "breaker_max_trips": 1, "breaker_cooldown": 0.3, "use_sitemaps": False}  # fmt: skip
+        seeds = [fs.url(flaky.ip, f"/page{n}") for n in range(5)] + [fs.url(busy.ip, "/slow/0")]
+        summary = asyncio.run(crawl(seeds, tmp_path, cfg))
+    pages = _pages(tmp_path)
+    statuses = sorted(pages[s]["status"] for s in seeds[:5])
+    assert statuses == [200, 200, 200, 500, 500] and summary["breaker_probes"] >= 1
+    assert pq.read_table(tmp_path / "skipped.parquet").num_rows == 0
+
+
+def test_frontier_transactions_nest():
+    import tempfile
+    from pathlib import Path
+
+    from crawlers.crawl.frontier import Frontier
+
+    with tempfile.TemporaryDirectory() as tmp:
+        f = Frontier(Path(tmp) / "f.sqlite")
+        with f:
+            f.set_meta("a", 1)
+            with f:  # joins the open transaction (no 'transaction within a transaction')
+                f.set_meta("b", 2)
+        with pytest.raises(RuntimeError), f:
+            f.set_meta("c", 3)
+            raise RuntimeError("rolled back")
+        assert (f.get_meta("a"), f.get_meta("b"), f.get_meta("c")) == (1, 2, None)
+        f.close()
 
 
 # --- checkpoints ----------------------------------------------------------------------------
