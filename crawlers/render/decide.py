@@ -149,7 +149,10 @@ _TIMER = re.compile(
 _SCROLL = re.compile(
     r"IntersectionObserver|addEventListener\(\s*['\"]scroll|\bonscroll\b|\.scroll\s*\("
 )
-_SUBMIT_ONLY = re.compile(r"addEventListener\(\s*['\"]submit|\.submit\s*\(|onsubmit")
+# Handlers a renderer never triggers (it does not type or submit forms).
+_USER_INPUT = re.compile(
+    r"addEventListener\(\s*['\"](submit|input|keyup|keydown|change)['\"]|\.submit\s*\(|onsubmit|oninput"
+)
 _DOC_WRITE = re.compile(r"document\.write(ln)?\s*\(")
 _SHADOW = re.compile(r"attachShadow\s*\(")
 _REFS = re.compile(
@@ -450,13 +453,17 @@ def _script_evidence(page: _Page) -> tuple[list[str], set[int]]:
             or (el.tag in tags and el.tag in ("main", "article", "section"))
         ]
         written.update(id(el) for el in targets)
-        submit_only = bool(_SUBMIT_ONLY.search(src))
-        if _fetches_content(src) and not submit_only:
+        # Writes only into boxes outside the main content (a header search, a footer form) or
+        # only on typing and submitting are no evidence of missing main content.
+        outside = targets and page.main_weight >= EMPTY_MAIN_CHARS
+        outside = outside and not any(page.in_flow(el) for el in targets)
+        user_only = bool(_USER_INPUT.search(src)) or outside
+        if _fetches_content(src) and not user_only:
             where = f" into {_describe(targets[0])}" if targets else " into the page"
             found.append(f"inline script fetches data and writes it{where}")
             if _SCROLL.search(src):
                 found.append("infinite scroll: inline script loads more on scroll")
-        elif targets and not submit_only:
+        elif targets and not user_only:
             when = " after a timer" if _TIMER.search(src) else ""
             found.append(f"inline script writes text into empty {_describe(targets[0])}{when}")
         if _DOC_WRITE.search(src) and any(

@@ -179,6 +179,29 @@ def test_post_form_with_a_hidden_spinner_is_no_evidence():
     assert not decision.render and not decision.ambiguous, decision.reason
 
 
+def test_header_search_and_comment_embeds_are_no_evidence_but_inline_comment_loading_is():
+    search = (
+        '<header><form role="search"><input id="q"></form><ul id="suggest"></ul></header>'
+        "<script>document.getElementById('q').addEventListener('input',e=>fetch('/s?q='+e.target.value)"
+        ".then(r=>r.json()).then(d=>{document.getElementById('suggest').innerHTML=d.html;}));</script>"
+    )
+    html = article().replace("<body>", f"<body>{search}", 1)
+    assert not needs_render(html).render, needs_render(html).reason
+    disqus = (
+        '<div id="disqus_thread"></div><script>var disqus_config=function(){this.page.url=location.href;};'
+        "(function(){var d=document,s=d.createElement('script');s.src='https://x.disqus.com/embed.js';"
+        "(d.head||d.body).appendChild(s);})();</script>"
+    )
+    assert not needs_render(article(extra=disqus)).render
+    comments = (
+        '<section id="comments"></section><script>fetch("/api/comments").then(r=>r.json())'
+        ".then(d=>{for(const c of d){const p=document.createElement('p');p.textContent=c.body;"
+        "document.getElementById('comments').appendChild(p);}});</script>"
+    )
+    decision = needs_render(article(extra=comments))
+    assert decision.render and "fetches data and writes it into #comments" in decision.reason
+
+
 def test_generator_is_deterministic_and_varied():
     a, b = generate(5, 60), generate(5, 60)
     assert [p.html for p in a] == [p.html for p in b]
