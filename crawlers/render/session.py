@@ -48,6 +48,8 @@ from crawlers.render.procs import alive, descendants, is_browser, kill_all
 from crawlers.robots import origin_of
 
 MEDIA_TYPES = {"image", "media", "font"}
+ASSET_TYPES = {"script", "stylesheet"}  # shared by a site's pages: fetched once per run
+ASSET_CACHE_BYTES = 64 * 2**20
 DEFAULT_USER_AGENT = CrawlConfig.model_fields["user_agent"].default
 
 
@@ -169,6 +171,8 @@ class Renderer:
         self._workdir: str | None = None
         self._proxy_sock: socket.socket | None = None
         self._serial = 0
+        self._assets: dict[tuple[str, str | None], asyncio.Task] = {}  # see _fetch
+        self._asset_bytes = 0
 
     def _track_new(self, before: set[int]) -> None:
         for pid in descendants() - before:
@@ -412,9 +416,7 @@ class Renderer:
                                 body=stored.body)  # fmt: skip
             return
         assert self.downloader is not None
-        res = await self.downloader.fetch(
-            url, resource_type=request.resource_type, page=key, trusted_origin=trusted
-        )
+        res = await self._fetch(url, request.resource_type, key, trusted)
         if res.error is not None or res.status is None or not res.hops:
             out.blocked_requests.append({"url": url, "reason": _reason(url, res)})
             await route.abort("blockedbyclient" if res.status is None else "failed")
@@ -424,6 +426,39 @@ class Renderer:
                                  "robots_training": res.robots_training})  # fmt: skip
         await route.fulfill(status=res.status, headers=browser_headers(res.hops[-1].response_headers),
                             body=res.body)  # fmt: skip
+
+    async def _fetch(self, url: str, resource_type: str, key: str, trusted: str | None):
+        """Fetch through the downloader; scripts and stylesheets are fetched once per run.
+
+        Pages of one site share their bundles: asking the server again for each page would
+        cost a politeness delay per page for the same bytes. The cache key includes the page's
+        trusted origin, so an entry never answers a page the SSRF guard would refuse it to.
+        """
+        assert self.downloader is not None
+        if resource_type not in ASSET_TYPES:
+            return await self.downloader.fetch(
+                url, resource_type=resource_type, page=key, trusted_origin=trusted
+            )
+        ck = (url, trusted)
+        task = self._assets.get(ck)
+        if task is None:
+            task = asyncio.ensure_future(
+                self.downloader.fetch(
+                    url, resource_type=resource_type, page=key, trusted_origin=trusted
+                )
+            )
+            self._assets[ck] = task
+            task.add_done_callback(lambda t: self._keep_asset(ck, t))
+        return await asyncio.shield(task)
+
+    def _keep_asset(self, ck: tuple[str, str | None], task: asyncio.Task) -> None:
+        res = None if task.cancelled() or task.exception() else task.result()
+        no_store = res is not None and "no-store" in (res.header("cache-control") or "").lower()
+        size = len(res.body) if res is not None else 0
+        if res is None or not res.ok or no_store or self._asset_bytes + size > ASSET_CACHE_BYTES:
+            self._assets.pop(ck, None)
+        else:
+            self._asset_bytes += size
 
     async def _settle(self, page, inflight: dict) -> None:
         """Wait until no request is in flight, no short timer is pending and the DOM is quiet."""

@@ -214,17 +214,24 @@ for (const u of ['/api/data', '/nope/data']) fetch(u).then(r => r.json()).then(d
     )
 
 
-def test_politeness_spaces_subrequests_to_one_server(no_browser_leak):
+def test_politeness_spaces_subrequests_and_shared_scripts_are_fetched_once(no_browser_leak):
     routes = {f"/api/{i}": jsn({"text": f"Item {i}."}) for i in range(3)}
+    routes["/static/shared.js"] = js("document.title = 'Shared bundle ran';")
     with Site("127.0.0.85", routes) as site:
-        page = """<html><body><div id=root></div><script>
+        page = """<html><head><script src="/static/shared.js"></script></head><body><div id=root></div><script>
 Promise.all([0, 1, 2].map(i => fetch('/api/' + i).then(r => r.json()))).then(ds => {
   for (const d of ds) { const p = document.createElement('p'); p.textContent = d.text; root.appendChild(p); } });
 </script></body></html>"""
-        cfg = RenderConfig(pages_in_flight=1, **{**FAST, "delay": 0.4})
-        (out,) = render_pages([RenderJob(f"{site.base}/p", page)], cfg)
+        other = '<html><head><script src="/static/shared.js"></script></head><body>x</body></html>'
+        cfg = RenderConfig(pages_in_flight=2, **{**FAST, "delay": 0.4})
+        out, out2 = render_pages(
+            [RenderJob(f"{site.base}/p", page), RenderJob(f"{site.base}/q", other)], cfg
+        )
         times = [t for p, _, t in site.log if p.startswith("/api/")]
-    assert out.error is None and text_of(out.html).startswith("Item 0.Item 1.Item 2.")
+        paths = site.paths()
+    assert out.error is None and text_of(out.html).endswith("Item 0.Item 1.Item 2.")
+    assert "Shared bundle ran" in out.html and "Shared bundle ran" in out2.html
+    assert paths.count("/static/shared.js") == 1 and paths.count("/robots.txt") == 1
     assert len(times) == 3
     gaps = [b - a for a, b in zip(times, times[1:], strict=False)]
     assert min(gaps) >= 0.4 * 0.95, gaps  # a lower bound: the delay is never shortened
