@@ -28,6 +28,7 @@ from __future__ import annotations
 import hashlib
 import re
 from collections import Counter, defaultdict, deque
+from functools import lru_cache
 from urllib.parse import parse_qsl, urlsplit
 
 import numpy as np
@@ -90,6 +91,7 @@ _WORD = re.compile(r"\w+", re.UNICODE)
 _SHAPE_LITERAL = re.compile(r"[a-z]{1,24}")
 
 
+@lru_cache(maxsize=1 << 14)  # pages repeat their parents' and neighbours' URLs
 def shape_of(url: str) -> str:
     """A URL's family: host, path with id-like segments as '*', and the query's keys."""
     parts = urlsplit(url)
@@ -98,6 +100,7 @@ def shape_of(url: str) -> str:
     return f"{parts.netloc}/{'/'.join(segs)}" + (f"?{keys}" if keys else "")
 
 
+@lru_cache(maxsize=1 << 14)
 def calendar_family(url: str) -> tuple[str, str] | None:
     """(family, date) for a date-only URL (a calendar or date archive page), else None.
 
@@ -184,9 +187,10 @@ def hamming(a: int, b: int) -> int:
     return (a ^ b).bit_count()
 
 
-def _split(url: str) -> tuple[str, str, list[tuple[str, str]]]:
+@lru_cache(maxsize=1 << 14)
+def _split(url: str) -> tuple[str, str, tuple[tuple[str, str], ...]]:
     parts = urlsplit(url)
-    return parts.netloc, parts.path, parse_qsl(parts.query, keep_blank_values=True)
+    return parts.netloc, parts.path, tuple(parse_qsl(parts.query, keep_blank_values=True))
 
 
 def _key(host: str, path: str, pairs: list[tuple[str, str]] | tuple[tuple[str, str], ...]) -> str:
@@ -233,7 +237,9 @@ class TrapDetector:
         self.calendar: dict[str, list[int]] = defaultdict(lambda: [0, 0])
         self.calendar_dates: dict[str, list[str]] = {}  # family -> [first date, last date]
         self.sort_variants: Counter[str] = Counter()  # listing (sort params removed) -> URLs
-        self.bases: set[str] = set()  # every URL's key and its keys with one parameter removed
+        # Every URL's key and its keys with one parameter removed, as hashes (one set entry per
+        # URL and parameter: strings would cost ~100 bytes each on a big crawl).
+        self.bases: set[int] = set()
         self.session_keys: dict[tuple[str, str], str] = {}  # (host, key) -> evidence
         self.token_paths: dict[tuple[str, str, str], set[str]] = {}
         self.token_values: Counter[tuple[str, str]] = Counter()
@@ -317,9 +323,9 @@ class TrapDetector:
             run = self.run.get(parent, 0)
             if run >= self.max_dup_run:
                 return (
-                    f"trap: run of near-identical pages: linked from the {run + 1}th page in a "
-                    f"row of {shape} whose text is a near-duplicate (simhash within "
-                    f"{self.near_dup_bits} bits) of the one before"
+                    f"trap: run of near-identical pages: linked from the last of {run + 1} "
+                    f"pages of {shape} in a row, each reached from the one before and each a "
+                    f"near-duplicate (simhash within {self.near_dup_bits} bits) of an earlier one"
                 )
         fetched, dups = self.shape_pages.get(shape, (0, 0))
         if fetched >= self.min_dup_sample and dups >= self.dup_share * fetched:
@@ -331,7 +337,7 @@ class TrapDetector:
             )
         return None
 
-    def _param_reason(self, host: str, path: str, pairs: list[tuple[str, str]]) -> str | None:
+    def _param_reason(self, host: str, path: str, pairs: tuple[tuple[str, str], ...]) -> str | None:
         if not pairs:
             return None
         sort_keys = sorted({k for k, _ in pairs if k.lower() in SORT_PARAMS})
@@ -346,7 +352,7 @@ class TrapDetector:
                 )
         for k, v in pairs:
             rest = [p for p in pairs if p != (k, v)]
-            if _key(host, path, rest) not in self.bases:
+            if hash(_key(host, path, rest)) not in self.bases:
                 continue  # the first variant of this URL: nothing multiplied yet
             evidence = self._neutral(host, k)
             if evidence:
@@ -392,9 +398,9 @@ class TrapDetector:
         sort_keys = {k for k, _ in pairs if k.lower() in SORT_PARAMS}
         if sort_keys:
             self.sort_variants[_key(host, path, [p for p in pairs if p[0] not in sort_keys])] += 1
-        self.bases.add(_key(host, path, pairs))
+        self.bases.add(hash(_key(host, path, pairs)))
         for k, v in pairs:
-            self.bases.add(_key(host, path, [p for p in pairs if p != (k, v)]))
+            self.bases.add(hash(_key(host, path, [p for p in pairs if p != (k, v)])))
             if _TOKEN.fullmatch(v) and sum(c.isdigit() for c in v) >= 2:
                 self._token_seen(host, path, k, v)
         shape = shape_of(url)
