@@ -54,8 +54,11 @@ def raw_pages(
                     "concurrency": config.concurrency, "shard": shard, "shards": CRAWL_SHARDS}  # fmt: skip
     if config.delay is not None:
         crawl_config["delay"] = config.delay
+    # resume on a partition never crawled before starts it (a round over all partitions with
+    # resume: true is how each picks up the links the others routed to it)
+    resume = config.resume and (out / "frontier.sqlite").exists()
     if config.seeds:
-        summary = run_crawl(list(config.seeds), out, config=crawl_config, resume=config.resume)
+        summary = run_crawl(list(config.seeds), out, config=crawl_config, resume=resume)
     else:
         from crawlers.sampleweb import build_web, serve
 
@@ -63,7 +66,7 @@ def raw_pages(
         crawl_config["allow_private_networks"] = True
         crawl_config.setdefault("delay", SAMPLE_WEB_DELAY_S)
         with serve(build_web(0)) as sw:
-            summary = run_crawl(sw.seeds(), out, config=crawl_config, resume=config.resume)
+            summary = run_crawl(sw.seeds(), out, config=crawl_config, resume=resume)
     context.log.info(f"crawl shard {shard}: {summary}")
     return MaterializeResult(
         metadata={
