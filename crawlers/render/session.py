@@ -135,6 +135,11 @@ class RenderOutcome:
     archive: ArchiveLocation | None = None
 
 
+async def _refuse(route) -> None:
+    """Context-wide fallback route: a request no page route answers (a popup's) is refused."""
+    await route.abort("blockedbyclient")
+
+
 def trusted_origin(page_url: str) -> str | None:
     """The page's own origin when its host is a private IP literal (the crawl already fetched it)."""
     try:
@@ -236,7 +241,7 @@ class Renderer:
                 )
                 await ctx.add_init_script(js.INIT_SCRIPT)
                 # Pages' own routes answer first; this catches what no page route covers (popups).
-                await ctx.route("**/*", lambda route: route.abort("blockedbyclient"))
+                await ctx.route("**/*", _refuse)
                 self._contexts.put_nowait(ctx)
         except BaseException:
             self._track_new(before)
