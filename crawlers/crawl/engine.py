@@ -106,6 +106,17 @@ class Crawler:
                 f"--resume: {db_path} does not exist; start the crawl without --resume"
             )
         self.frontier = Frontier(db_path)
+        stored = self.frontier.get_meta("config") if resume else None
+        if stored and (stored.get("shard", 0), stored.get("shards", 1)) != (
+            config.shard,
+            config.shards,
+        ):
+            self.frontier.close()
+            raise CrawlError(
+                f"--resume: {self.out_dir} holds shard {stored.get('shard', 0)}/"
+                f"{stored.get('shards', 1)}, not {config.shard}/{config.shards}; give each shard "
+                "its own --out (e.g. ROOT/shard=<k>, sharing ROOT as the shard root)"
+            )
         self.seeds = seeds
         self.shard_root = shard_root_of(self.out_dir, config)
         self.weights = Weights()

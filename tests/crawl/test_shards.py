@@ -8,7 +8,7 @@ import asyncio
 import pyarrow.parquet as pq
 import pytest
 
-from crawlers.crawl import crawl, shard_of
+from crawlers.crawl import CrawlError, crawl, shard_of
 
 from .conftest import FAST, SAMPLE_CRAWL_CONFIG
 from .faultserver import FaultServer, Site
@@ -74,3 +74,5 @@ def test_inbox_is_read_once_and_a_url_received_twice_is_fetched_once(tmp_path):
     assert fs.url(b_ip, "/b") in _fetched(b)
     skipped = pq.read_table(root / "shard=0" / "skipped.parquet").to_pylist()
     assert [s["skip_reason"] for s in skipped] == ["other-shard: routed to shard 1"]
+    with pytest.raises(CrawlError, match="holds shard 1/2, not 0/2"):
+        asyncio.run(crawl([fs.url(b_ip, "/a")], b, {**cfg, "shard": 0}, resume=True))
