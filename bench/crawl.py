@@ -3,6 +3,7 @@ and (--many-hosts) how the scheduler scales with the number of hosts.
 
     .venv/bin/python bench/crawl.py [--quick] [--delay 0.1] [--copies 3] [--max-pages 600]
     .venv/bin/python bench/crawl.py --many-hosts 50,1000,10000,50000 [--max-pages 8000]
+    .venv/bin/python bench/crawl.py --scheduler-only 50,1000,10000,50000
 
 --many-hosts: one server process on 0.0.0.0 answers for every 127.200.b.c address, each address
 a host with robots.txt (allow all) and a home page linking to a few pages. Refinery crawls with
@@ -326,6 +327,40 @@ def many_hosts_main(counts: list[int], max_pages: int, concurrency: int, delay: 
     )
 
 
+def scheduler_only(counts: list[int], per_host: int = 3) -> None:
+    """The scheduler alone, no network: queue `per_host` URLs on each of N hosts (one a seed),
+    then pick, start and finish every item; prints CPU microseconds per pick + reschedule."""
+    import sys
+
+    sys.path.insert(0, str(ROOT))
+    from crawlers.crawl.config import CrawlConfig
+    from crawlers.crawl.engine import Crawler
+
+    print(f"{'hosts':>7} {'items':>8} {'us/pick':>8}")
+    for n in counts:
+        with tempfile.TemporaryDirectory(prefix="bench-sched-") as tmp:
+            c = Crawler([], Path(tmp), CrawlConfig(delay=0.0, allow_private_networks=True))
+            with c.frontier:
+                for i in range(n):
+                    for j in range(per_host):
+                        url = f"http://{many_host_ip(i)}:80/p{j}"
+                        c._discover(url, min(j, 1), "link" if j else "seed")
+            t0, picks = time.thread_time(), 0
+            while True:
+                key, host, _tier, _wait = c._pick()
+                if not key:
+                    break
+                c.key_active[key] += 1
+                c._schedule(key)
+                c._unreserve(c._pop(host))
+                c.key_active[key] -= 1
+                c._schedule(key)
+                picks += 1
+            dt = time.thread_time() - t0
+            c.frontier.close()
+        print(f"{n:7d} {picks:8d} {1e6 * dt / picks:8.1f}", flush=True)
+
+
 def main() -> None:
     """Run both crawlers on the same hosts (alternating, --repeat times) and print the comparison."""
     ap = argparse.ArgumentParser(
@@ -344,7 +379,15 @@ def main() -> None:
         help="comma-separated host counts (e.g. 50,1000,10000,50000): the scheduler-scaling case",
     )
     ap.add_argument("--concurrency", type=int, default=32, help="--many-hosts global concurrency")
+    ap.add_argument(
+        "--scheduler-only",
+        default="",
+        help="comma-separated host counts: time the scheduler's pick alone (no network)",
+    )
     a = ap.parse_args()
+    if a.scheduler_only:
+        scheduler_only([int(x) for x in a.scheduler_only.split(",") if x.strip()])
+        return
     if a.many_hosts:
         counts = [int(x) for x in a.many_hosts.split(",") if x.strip()]
         many_hosts_main(
