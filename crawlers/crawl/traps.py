@@ -13,10 +13,13 @@ trap is instead recognised by what makes a URL space unbounded and worthless:
   near-identical) add no variant of a URL that is already known;
 - repeated or ever-deepening paths: a segment repeated more than `max_repeats` times
   (`/a/b/a/b/a`), or more than `max_deepening` links in a row that each extend the path;
-- runs of near-identical pages: a 64-bit simhash of each fetched page's text (digits folded, so
-  pages generated from one template match); links out of a chain of `max_dup_run`
-  near-identical pages of one shape are not followed, nor new URLs of a shape whose fetched
-  pages (of `min_words`+ words: a few words are too little to judge) are mostly near-identical.
+- runs of near-identical pages: a 64-bit simhash of each fetched page's text (numbers are words
+  like any other: articles that differ only in their number and a short sentence are distinct
+  pages); links out of a chain of `max_dup_run` near-identical pages of one shape are not
+  followed, nor new URLs of a shape whose fetched pages (of `min_words`+ words: a few words are
+  too little to judge) are mostly near-identical when the space feeds itself (the link comes
+  from a page of that shape). A page that led to new URLs of another shape (an index listing
+  articles) is never counted as evidence.
 
 `check(url, parent)` is asked once per new URL and returns None (the URL is counted) or a
 `trap: ...` reason naming the family and its evidence; `observe(url, text, links)` feeds each
@@ -155,9 +158,8 @@ def _mix(x: np.ndarray) -> np.ndarray:
 
 
 def simhash(text: str, max_words: int = 3000) -> int:
-    """64-bit simhash of a page's text over word bigrams; words with digits count as one word.
+    """64-bit simhash of a page's text over word bigrams (lower-cased words, numbers included).
 
-    Folding digits makes pages generated from one template ('Page 17', 'Page 18') identical.
     Deterministic across processes (no salted hash()).
     """
     return fingerprint(text, max_words)[0]
@@ -165,8 +167,7 @@ def simhash(text: str, max_words: int = 3000) -> int:
 
 def fingerprint(text: str, max_words: int = 3000) -> tuple[int, int]:
     """(simhash, number of words it was computed from)."""
-    words = [w if w.isalpha() else "#" for w in _WORD.findall(text.lower(), 0, 40 * max_words)]
-    words = words[:max_words]
+    words = _WORD.findall(text.lower(), 0, 40 * max_words)[:max_words]
     if not words:
         return 0, 0
     vocab: dict[str, int] = {}
@@ -244,10 +245,11 @@ class TrapDetector:
         self.token_paths: dict[tuple[str, str, str], set[str]] = {}
         self.token_values: Counter[tuple[str, str]] = Counter()
         self.param_votes: dict[tuple[str, str], list[int]] = defaultdict(lambda: [0, 0])
-        self.variant_prints: dict[str, int] = {}  # URL key minus one parameter -> first simhash
+        self.variant_prints: dict[int, int] = {}  # hash(URL key minus a parameter) -> simhash
         self.deepening: dict[str, int] = {}
         self.shape_parent: dict[str, str] = {}  # URL -> its parent, when of the same shape
         self.run: dict[str, int] = {}  # fetched URL -> length of its near-duplicate chain
+        self.page_prints: dict[str, int] = {}  # fetched URL -> simhash of its text
         self.shape_prints: dict[str, deque[int]] = defaultdict(lambda: deque(maxlen=64))
         self.shape_pages: dict[str, list[int]] = defaultdict(lambda: [0, 0])  # fetched, dups
         self.shape_urls: Counter[str] = Counter()
@@ -315,7 +317,11 @@ class TrapDetector:
                     f"(dates {first} .. {last}, now {date}); only {productive} of the fetched "
                     f"ones led to new non-calendar pages (budget {self.max_calendar} + that)"
                 )
-        reason = self._param_reason(host, path, pairs)
+        # Content evidence about a parameter only cuts variants reached from a variant of the same
+        # page (a calendar's next day, a listing's other sort order), never a page an index
+        # links to (item?id=N from /news).
+        from_variant = parent is not None and _split(parent)[:2] == (host, path)
+        reason = self._param_reason(host, path, pairs, from_variant)
         if reason:
             return reason
         shape = shape_of(url)
@@ -328,7 +334,8 @@ class TrapDetector:
                     f"near-duplicate (simhash within {self.near_dup_bits} bits) of an earlier one"
                 )
         fetched, dups = self.shape_pages.get(shape, (0, 0))
-        if fetched >= self.min_dup_sample and dups >= self.dup_share * fetched:
+        feeds_itself = parent is None or shape_of(parent) == shape
+        if feeds_itself and fetched >= self.min_dup_sample and dups >= self.dup_share * fetched:
             return (
                 f"trap: near-identical pages: {dups} of {fetched} fetched pages of {shape} "
                 f"(with {self.min_words}+ words) are near-duplicates (simhash within "
@@ -337,7 +344,9 @@ class TrapDetector:
             )
         return None
 
-    def _param_reason(self, host: str, path: str, pairs: tuple[tuple[str, str], ...]) -> str | None:
+    def _param_reason(
+        self, host: str, path: str, pairs: tuple[tuple[str, str], ...], from_variant: bool
+    ) -> str | None:
         if not pairs:
             return None
         sort_keys = sorted({k for k, _ in pairs if k.lower() in SORT_PARAMS})
@@ -354,7 +363,7 @@ class TrapDetector:
             rest = [p for p in pairs if p != (k, v)]
             if hash(_key(host, path, rest)) not in self.bases:
                 continue  # the first variant of this URL: nothing multiplied yet
-            evidence = self._neutral(host, k)
+            evidence = self._neutral(host, k, from_variant)
             if evidence:
                 return (
                     f"trap: {evidence} multiplies {host}{path}: a variant without or with another "
@@ -362,12 +371,14 @@ class TrapDetector:
                 )
         return None
 
-    def _neutral(self, host: str, key: str) -> str | None:
+    def _neutral(self, host: str, key: str, content_evidence: bool = True) -> str | None:
         """Why `key` does not select content on `host` (session id, or fetched evidence), or None."""
         if key.lower() in SESSION_PARAMS:
             return f"session parameter {key!r} (a session-id name)"
         if (host, key) in self.session_keys:
             return self.session_keys[(host, key)]
+        if not content_evidence:
+            return None
         same, different = self.param_votes.get((host, key), (0, 0))
         if same >= 2 and same > 2 * different:
             return (
@@ -432,9 +443,9 @@ class TrapDetector:
         """Feed a fetched page's text and outlinks (before its outlinks are checked)."""
         host, path, pairs = _split(url)
         fp, n_words = fingerprint(text)
-        # A page of a few words ('link to 7 link to 8') is too short to call near-identical to
-        # another with confidence: it counts for chains of near-duplicates only, not for a
-        # parameter's or a shape's statistics.
+        # A page of a few words ('link to 7 link to 8') is too short to judge near-identity by
+        # simhash: it counts for runs (if identical) only, not for a parameter's or a shape's
+        # statistics.
         judged = n_words >= self.min_words
         # Calendar pages earn budget when they lead somewhere new that is not another date page.
         cal = calendar_family(url)
@@ -447,26 +458,39 @@ class TrapDetector:
                 ):
                     self.calendar[cal[0]][1] += 1
                     break
+        # A page that led to new URLs of another shape (an index page listing articles) is
+        # doing its job even if its text looks like its neighbours' ("Story 17", "Story 18"):
+        # it is never evidence of a trap.
+        shape = shape_of(url)
+        productive = any(
+            link not in self.seen and _split(link)[0] == host and shape_of(link) != shape
+            for link in links
+        )
         # Parameters: does a variant differing in one parameter look like an earlier variant?
-        own = _key(host, path, pairs)
+        own = hash(_key(host, path, pairs))
         if judged:
             self.variant_prints.setdefault(own, fp)
         for k, v in pairs if judged else ():
-            base = _key(host, path, [p for p in pairs if p != (k, v)])
+            base = hash(_key(host, path, [p for p in pairs if p != (k, v)]))
             first = self.variant_prints.get(base)
             if first is None:
                 self.variant_prints[base] = fp
-            elif base != own:
-                votes = self.param_votes[(host, k)]
-                votes[0 if hamming(first, fp) <= self.near_dup_bits else 1] += 1
-        # Near-duplicate runs within a shape.
-        shape = shape_of(url)
-        prints = self.shape_prints[shape]
-        near = any(hamming(fp, other) <= self.near_dup_bits for other in prints)
-        prints.append(fp)
-        stats = self.shape_pages[shape]
-        stats[0] += judged
+            else:
+                same = hamming(first, fp) <= self.near_dup_bits and not productive
+                self.param_votes[(host, k)][0 if same else 1] += 1
+        # Runs: a page near-identical to the page of the same shape it was reached from (pages of
+        # a few words must be identical: one changed word is a different short page).
         parent = self.shape_parent.pop(url, None)
-        if near:
-            stats[1] += judged
-            self.run[url] = self.run.get(parent, 0) + 1 if parent is not None else 1
+        if parent is not None and not productive and parent in self.page_prints:
+            limit = self.near_dup_bits if judged else 0
+            if hamming(fp, self.page_prints[parent]) <= limit:
+                self.run[url] = self.run.get(parent, 0) + 1
+        self.page_prints[url] = fp
+        # Shapes: how many of their fetched pages are near-identical to an earlier one.
+        if judged:
+            prints = self.shape_prints[shape]
+            near = any(hamming(fp, other) <= self.near_dup_bits for other in prints)
+            prints.append(fp)
+            stats = self.shape_pages[shape]
+            stats[0] += 1
+            stats[1] += near and not productive
