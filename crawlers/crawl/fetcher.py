@@ -40,7 +40,8 @@ class Hop:
     response_headers: list[tuple[str, str]] = field(default_factory=list)
     raw_body: bytes = b""
     # WARC-Truncated reason when the stored body is not the whole body: 'length' (over a size
-    # cap) or 'unspecified' (not downloaded at all, e.g. an unwanted content type).
+    # cap), 'time' / 'disconnect' (a redirect's body cut short) or 'unspecified' (not
+    # downloaded at all, e.g. an unwanted content type).
     truncated: str | None = None
     remote_ip: str | None = None
     method: str = "GET"
