@@ -18,6 +18,7 @@ from pipelines.stages.train import (
     latest_run,
     new_run_dir,
     resumable_run,
+    run_retrieval_data,
     run_train,
     set_latest,
     stage_mixture_dir,
@@ -30,6 +31,43 @@ class TrainConfig(Config):
     config: str = "tiny"
     steps: int | None = None  # None: the config's stage steps
     resume: bool = False  # continue the newest run of lake runs/<stage> instead of a new run
+
+
+class RetrievalDataConfig(Config):
+    """Synthetic in-context retrieval documents (training/longctx.py); defaults fit tiny seq 512."""
+
+    docs: int = 1000
+    seed: int = 0
+    facts: int = 3
+    queries: int = 3
+    filler_min: int = 12
+    filler_max: int = 18
+    values: str = "words"  # or "digits"
+
+
+@asset(group_name="train")
+def retrieval_documents(
+    context: AssetExecutionContext, config: RetrievalDataConfig, lake: LakeResource
+) -> MaterializeResult:
+    """Synthetic long documents (facts early, queries late): lake `synth/long/retrieval.parquet`,
+    a source of the long-context mixtures."""
+    r = run_retrieval_data(
+        n_docs=config.docs,
+        seed=config.seed,
+        lake_root=lake.path(),
+        n_facts=config.facts,
+        n_queries=config.queries,
+        filler_sentences=(config.filler_min, config.filler_max),
+        values=config.values,
+    )
+    context.log.info(f"{r['documents']} retrieval documents -> {r['path']}")
+    return MaterializeResult(
+        metadata={
+            "path": MetadataValue.path(r["path"]),
+            "documents": r["documents"],
+            "mean_chars": r["mean_chars"],
+        }
+    )
 
 
 def _train_asset(
