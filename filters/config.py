@@ -71,11 +71,19 @@ class Threshold(_Strict):
         return self
 
 
-# Relaxed-heuristic drops a confident quality score may override (the report's lesson: model
-# signals rescue good pages that rules drop). Not rescuable: boilerplate (the page is mostly
-# chrome), encoding_errors (the text is damaged) and too_long.
-RESCUABLE_REASONS = ("too_short", "symbol_ratio", "repeated_lines", "repeated_ngrams")
-HEURISTIC_REASONS = frozenset({*RESCUABLE_REASONS, "boilerplate", "encoding_errors", "too_long"})
+# Relaxed-heuristic drops a confident quality score may override by default (the report's
+# lesson: model signals rescue good pages that rules drop). Not by default:
+# - repeated_lines, repeated_ngrams: fastText scores the MEAN of a text's embeddings, which is
+#   the same for a sentence and that sentence repeated six times, so its score is no evidence
+#   against repetition (on the sample web, rescuing them kept 3,576 tokens of repeated-sentence
+#   pages and no good page: bench/filter.py --selection-only, session 3);
+# - boilerplate (the page is mostly chrome), encoding_errors (damaged text), too_long.
+# Any of them may be listed in quality.rescue_reasons.
+RESCUABLE_REASONS = ("too_short", "symbol_ratio")
+HEURISTIC_REASONS = frozenset(
+    {*RESCUABLE_REASONS, "repeated_lines", "repeated_ngrams", "boilerplate", "encoding_errors",
+     "too_long"}
+)  # fmt: skip
 # Default rescue score: chosen on the dev split of tests/filters/heldout_quality.py (see
 # docs/filters.md), never on the benchmark that judges it.
 DEFAULT_RESCUE_SCORE = 0.5

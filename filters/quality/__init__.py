@@ -11,6 +11,10 @@ and scores every training example and every calibration crawl document with the 
 not see it (its group). The cut then comes from those out-of-fold (OOF) scores, never from the
 scores of documents the final model trained on (those are memorised: crawl negatives score near
 0, which made in-sample keep-rate quantiles bunch together and swing between retrainings).
+
+`metrics` evaluates the deployed scorer (the fold ensemble, else the single model) on a
+held-out split of `test_frac`, grouped like the folds, that none of its models trained on.
+The default models, found without flags, are in `filters.quality.default`.
 """
 
 from __future__ import annotations
@@ -119,7 +123,7 @@ def shape_tokens(text: str, lang: str, toks: list[str] | None = None) -> list[st
     window = toks[:400]
     distinct = len(set(window)) / len(window)
     dup = 1 - len(set(lines)) / len(lines)
-    scale = 3 if char else 1
+    scale = 2 if char else 1  # CJK: about two characters per word
     feats = [
         f"__ll{_bucket(per_line, [x * scale for x in (3, 6, 12, 25)])}",
         f"__end{_bucket(ends, (0.2, 0.5, 0.8))}",

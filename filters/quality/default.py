@@ -32,7 +32,7 @@ from pathlib import Path
 from filters.quality import FASTTEXT_PARAMS, QualityModel, TrainingSet, load_models, train_model
 
 RECIPE = "reference+shuffled"
-RECIPE_VERSION = 2
+RECIPE_VERSION = 3
 FALLBACK_NAME = "multilingual"
 ENV_ROOT = "REFINERY_QUALITY_DEFAULTS"
 COMPLETE = "build.json"
