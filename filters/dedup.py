@@ -1,9 +1,14 @@
 """De-duplication building blocks: exact (normalised-text hash), URL (canonical URL) and
-near-duplicate (datasketch MinHash + LSH banding), plus union-find clustering with a
-deterministic representative (highest quality_score, then smallest id).
+near-duplicate (datasketch MinHash + LSH banding) keys, linear candidate edges, and connected
+components with a deterministic representative (highest quality_score, then smallest id).
 
-Executors decide how to group: the Beam pipeline groups band keys with GroupByKey; `cluster`
-below does the same in memory for tests and small runs.
+Every step is linear in its input: a key group (exact hash, canonical URL or LSH bucket) links
+each member to the group's smallest id (a star, not all pairs), and components are found by
+min-label propagation, where a node's label is the best `rank_key` it has seen, so a
+component's final label is its representative. Executors decide how to group: the Beam
+pipeline (`pipelines/beam/filter.py`) runs these functions in GroupByKey steps on workers;
+`cluster` below runs the same steps in memory for tests and small inputs, with identical
+output.
 """
 
 from __future__ import annotations
@@ -104,9 +109,20 @@ def estimated_jaccard(a: np.ndarray, b: np.ndarray) -> float:
 
 
 def candidate_pairs(bucket: Sequence[str]) -> list[tuple[str, str]]:
-    """All (smaller id, larger id) pairs among the ids of one LSH bucket."""
+    """All (smaller id, larger id) pairs among the ids of one bucket (quadratic: small groups only)."""
     ids = sorted(set(bucket))
     return [(ids[i], ids[j]) for i in range(len(ids)) for j in range(i + 1, len(ids))]
+
+
+def star_pairs(bucket: Iterable[str]) -> list[tuple[str, str]]:
+    """(smallest id, other id) for every other member of one key group: linear in its size.
+
+    Members of an exact or URL group are all equal, so the star loses nothing. In an LSH bucket
+    each member is verified against the bucket's smallest id only; members that fail are left
+    to the other bands they share with similar documents.
+    """
+    ids = sorted(set(bucket))
+    return [(ids[0], x) for x in ids[1:]]
 
 
 class UnionFind:
@@ -144,12 +160,73 @@ def rank_key(quality: float | None, doc_id: str) -> tuple[float, str]:
     return (-q, doc_id)
 
 
+Label = tuple[float, str]
+
+
+def label_of(quality: float | None, doc_id: str) -> Label:
+    """A node's own label: its `rank_key`; the minimum over a component is its representative."""
+    return rank_key(quality, doc_id)
+
+
+def label_messages(node: str, label: Label, neighbours: Iterable[str]) -> list[tuple[str, Label]]:
+    """One round of min-label propagation: a node sends its label to itself and its neighbours."""
+    return [(node, label)] + [(u, label) for u in neighbours]
+
+
+def merge_label_pairs(pairs: Iterable[tuple[Label, Label]]) -> dict[Label, Label]:
+    """Labels still differing across an edge after propagation -> the smallest label they join.
+
+    Only labels that change are returned. Exact for any number of earlier rounds: every label
+    is a node of its own component and never above its node's own rank, so the minimum label
+    of the joined classes is the component's representative.
+    """
+    parent: dict[Label, Label] = {}
+
+    def find(x: Label) -> Label:
+        parent.setdefault(x, x)
+        while parent[x] != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+
+    for a, b in pairs:
+        ra, rb = find(a), find(b)
+        if ra != rb:
+            lo, hi = sorted((ra, rb))
+            parent[hi] = lo
+    return {x: r for x in list(parent) if (r := find(x)) != x}
+
+
+def cluster_rows(rep: str, members: Iterable[tuple[str, str, str]]) -> list[dict]:
+    """Rows of one component: `members` are (id, text_hash, canonical_url), `rep` its representative.
+
+    `match` says how a member relates to the representative: the same normalised text
+    (`exact`), else the same canonical URL (`url`), else `near`. Sorted by id.
+    """
+    info = {m[0]: m for m in members}
+    _, rep_hash, rep_url = info[rep]
+    rows = []
+    for m, h, u in sorted(info.values()):
+        if m == rep:
+            match = None
+        elif h == rep_hash:
+            match = "exact"
+        elif u == rep_url:
+            match = "url"
+        else:
+            match = "near"
+        rows.append({"cluster_id": rep, "id": m, "duplicate_of": None if m == rep else rep,
+                     "match": match, "cluster_size": len(info)})  # fmt: skip
+    return rows
+
+
 def resolve_clusters(edges: Iterable[tuple[str, str, str]], nodes: dict[str, dict]) -> list[dict]:
-    """Union-find over typed edges (a, b, kind); one row per clustered document.
+    """Connected components of typed edges (a, b, kind); one row per clustered document.
 
     `nodes[id]` holds `quality_score`, `text_hash` and `canonical_url`. The returned rows carry
-    `cluster_id` (the representative), `id`, `duplicate_of` (None for the representative),
-    `match` (exact/url/near relative to the representative) and `cluster_size`.
+    `cluster_id` (the representative: the member with the smallest `rank_key`), `id`,
+    `duplicate_of` (None for the representative), `match` (exact/url/near relative to the
+    representative) and `cluster_size`, sorted by (cluster_id, id).
     """
     uf = UnionFind()
     for a, b, _ in edges:
@@ -157,25 +234,25 @@ def resolve_clusters(edges: Iterable[tuple[str, str, str]], nodes: dict[str, dic
     rows = []
     for members in uf.groups().values():
         rep = min(members, key=lambda i: rank_key(nodes[i].get("quality_score"), i))
-        for m in members:
-            if m == rep:
-                match = None
-            elif nodes[m]["text_hash"] == nodes[rep]["text_hash"]:
-                match = "exact"
-            elif nodes[m]["canonical_url"] == nodes[rep]["canonical_url"]:
-                match = "url"
-            else:
-                match = "near"
-            rows.append(
-                {
-                    "cluster_id": rep,
-                    "id": m,
-                    "duplicate_of": None if m == rep else rep,
-                    "match": match,
-                    "cluster_size": len(members),
-                }
-            )
+        rows += cluster_rows(
+            rep, [(m, nodes[m]["text_hash"], nodes[m]["canonical_url"]) for m in members]
+        )
     return sorted(rows, key=lambda r: (r["cluster_id"], r["id"]))
+
+
+def near_edges(
+    buckets: Iterable[Sequence[str]], sigs: dict[str, np.ndarray], threshold: float
+) -> list[tuple[str, str, str]]:
+    """Verified near-duplicate edges: each bucket's star pairs kept if their Jaccard estimate passes."""
+    seen = set()
+    edges = []
+    for bucket in buckets:
+        for a, b in star_pairs(bucket):
+            if (a, b) not in seen:
+                seen.add((a, b))
+                if estimated_jaccard(sigs[a], sigs[b]) >= threshold:
+                    edges.append((a, b, "near"))
+    return edges
 
 
 def cluster(docs: Sequence[dict], cfg: DedupConfig) -> list[dict]:
@@ -201,20 +278,10 @@ def cluster(docs: Sequence[dict], cfg: DedupConfig) -> list[dict]:
                 buckets[key].append(d["id"])
     edges += exact_edges(by_hash.values(), "exact") if cfg.exact else []
     edges += exact_edges(by_url.values(), "url") if cfg.url else []
-    seen = set()
-    for bucket in buckets.values():
-        for a, b in candidate_pairs(bucket):
-            if (a, b) not in seen:
-                seen.add((a, b))
-                if estimated_jaccard(sigs[a], sigs[b]) >= cfg.jaccard_threshold:
-                    edges.append((a, b, "near"))
+    edges += near_edges(buckets.values(), sigs, cfg.jaccard_threshold) if cfg.near else []
     return resolve_clusters(edges, nodes)
 
 
 def exact_edges(groups: Iterable[Sequence[str]], kind: str) -> list[tuple[str, str, str]]:
     """Star edges from the smallest id of each group to its other members."""
-    out = []
-    for g in groups:
-        ids = sorted(set(g))
-        out += [(ids[0], x, kind) for x in ids[1:]]
-    return out
+    return [(a, b, kind) for g in groups for a, b in star_pairs(g)]

@@ -49,10 +49,46 @@ def _check_input(path: Path) -> pa.Schema:
     return schema
 
 
-def _read_shards(work: Path, prefix: str, schema: pa.Schema) -> pa.Table:
-    files = sorted(work.glob(f"{prefix}*.parquet"))
-    tables = [pq.read_table(f, schema=schema) for f in files]
-    return pa.concat_tables(tables) if tables else schema.empty_table()
+def _host_languages(counts: dict) -> pa.Table:
+    """host, lang, docs, share from the workers' counts (as `filters.report.host_languages`)."""
+    per_host: dict[str, list] = {}
+    for host, lang, n in counts["hosts"]:
+        per_host.setdefault(host, []).append((lang, n))
+    rows = []
+    for host in sorted(per_host):
+        total = sum(n for _, n in per_host[host])
+        rows += [{"host": host, "lang": lang, "docs": n, "share": n / total}
+                 for lang, n in sorted(per_host[host])]  # fmt: skip
+    schema = pa.schema(
+        [
+            ("host", pa.string()),
+            ("lang", pa.string()),
+            ("docs", pa.int64()),
+            ("share", pa.float64()),
+        ]
+    )
+    return pa.Table.from_pylist(rows, schema=schema)
+
+
+def _summary(counts: dict) -> dict[str, Any]:
+    """`filters.report.summary` from the workers' counts."""
+    dropped: dict[str, int] = {}
+    for _, outcome, n in counts["funnel"]:
+        if outcome != "kept":
+            dropped[outcome] = dropped.get(outcome, 0) + n
+    dups = sum(n for reason, n in dropped.items() if reason.endswith("_duplicate"))
+    inputs = counts["kept"] + dups
+    scored = {(lang, ok): n for lang, ok, n in counts["scored"]}
+    return {
+        "rows_in": counts["rows"],
+        "rows_kept": counts["kept"],
+        "dropped": dict(sorted(dropped.items())),
+        "dedup_rate": dups / inputs if inputs else 0.0,
+        "tokens_kept": counts["tokens_kept"],
+        "unscored_languages": sorted(
+            {lang for (lang, ok) in scored if not ok and not scored.get((lang, True))}
+        ),
+    }
 
 
 def run_filter(
@@ -65,7 +101,7 @@ def run_filter(
 ) -> dict[str, Any]:
     """Filter DIR2/documents.parquet into DIR3 (annotated, documents, dup_clusters, host_languages, funnel)."""
     from filters import report
-    from pipelines.beam.filter import CLUSTER_SCHEMA, build_and_run, output_schema
+    from pipelines.beam.filter import build_and_run, output_schema
 
     cfg = _config(config)
     docs_path = Path(docs_dir) / "documents.parquet"
@@ -77,48 +113,41 @@ def run_filter(
     args = list(beam_args)
     if not any(a.startswith("--runner") for a in args):
         args.insert(0, "--runner=DirectRunner")
+    # Workers write the outputs and a counts file under OUT; the driver reads only the counts.
     work = Path(tempfile.mkdtemp(prefix="_beam-", dir=out))
     try:
-        build_and_run(
-            str(docs_path), str(work), schema, cfg, str(models_dir) if models_dir else None, args
-        )
-        annotated = _read_shards(work, "annotated", schema)
-        clusters = _read_shards(work, "clusters", CLUSTER_SCHEMA)
+        counts = build_and_run(
+            str(docs_path.resolve()), str(out.resolve()), str(work.resolve()), schema, cfg,
+            str(models_dir) if models_dir else None, args,
+        )  # fmt: skip
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    # Input order, so annotated rows line up with documents.parquet.
-    input_ids = pq.read_table(docs_path, columns=["id"])["id"]
-    if annotated.num_rows != len(input_ids):
-        raise RuntimeError(f"filter lost rows: {len(input_ids)} in, {annotated.num_rows} annotated")
-    annotated = annotated.take(pc.sort_indices(pc.index_in(annotated["id"], input_ids)))
-    clusters = clusters.sort_by([("cluster_id", "ascending"), ("id", "ascending")])
-    kept = annotated.filter(pc.is_null(annotated["drop_reason"]))
+    n_in = pq.ParquetFile(docs_path).metadata.num_rows
+    if counts["rows"] != n_in:
+        raise RuntimeError(f"filter lost rows: {n_in} in, {counts['rows']} annotated")
     manifest_cfg = {
         "filter": json.loads(cfg.model_dump_json()),
         "models": {k: m.meta.get("training_set_sha256") for k, m in models.items()},
     }
     inputs = [str(docs_path)]
-    write_parquet(annotated, out / "annotated.parquet", inputs=inputs, config=manifest_cfg)
-    write_parquet(
-        kept,
-        out / "documents.parquet",
-        inputs=[str(out / "annotated.parquet")],
-        config=manifest_cfg,
+    write_manifest(
+        out / "annotated.parquet", rows=counts["rows"], inputs=inputs, config=manifest_cfg
     )
-    write_parquet(
-        clusters,
-        out / "dup_clusters.parquet",
-        inputs=[str(out / "annotated.parquet")],
-        config=manifest_cfg,
-    )
-    write_parquet(report.host_languages(annotated), out / "host_languages.parquet", inputs=inputs)
-    funnel = report.funnel(annotated)
+    for name, rows in (("documents", counts["kept"]), ("dup_clusters", counts["cluster_rows"])):
+        write_manifest(
+            out / f"{name}.parquet",
+            rows=rows,
+            inputs=[str(out / "annotated.parquet")],
+            config=manifest_cfg,
+        )
+    write_parquet(_host_languages(counts), out / "host_languages.parquet", inputs=inputs)
+    funnel = [{"lang": a, "outcome": b, "docs": n} for a, b, n in counts["funnel"]]
     no_own = [lang for lang in cfg.languages if lang not in models]
     unscored = [] if fallback else no_own
     md = report.funnel_markdown(funnel, unscored, no_own if fallback else [])
     (out / "funnel.md").write_text(md)
     report.funnel_plot(funnel, out / "funnel.png")
-    summary = report.summary(annotated)
+    summary = _summary(counts)
     summary.update(
         {
             "out_dir": str(out),
@@ -127,7 +156,8 @@ def run_filter(
             "funnel_plot": str(out / "funnel.png"),
             "unscored_languages": unscored,
             "quality_models": sorted(models),
-            "clusters": len(set(clusters["cluster_id"].to_pylist())),
+            "clusters": counts["clusters"],
+            "dedup_leftover_edges": counts["dedup_leftover_edges"],
         }
     )
     (out / "funnel.json").write_text(
