@@ -355,8 +355,9 @@ class Renderer:
                 await self._answer(route, request, page, job, out, captured, key, trusted, served)
             except Exception as exc:  # noqa: BLE001 - e.g. the page closed (timeout) while fetching
                 first = str(exc).strip().splitlines()[0][:200] if str(exc).strip() else ""
-                reason = f"not answered: {type(exc).__name__}: {first}"
-                out.blocked_requests.append({"url": request.url, "reason": reason})
+                if not page.is_closed():  # a closed page's outcome is already reported
+                    reason = f"not answered: {type(exc).__name__}: {first}"
+                    out.blocked_requests.append({"url": request.url, "reason": reason})
                 try:
                     await route.abort("failed")
                 except Exception:  # noqa: BLE001 - already handled or page gone
