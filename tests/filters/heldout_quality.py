@@ -706,8 +706,11 @@ def main() -> None:
     scorer = default_scorer(args.models_root)
     docs = heldout_documents(args.split)
     aucs = auc_by_language(docs, lambda texts, lang: scorer.score(texts, lang)[0])
+    fb = scorer.fallback
+    fb_aucs = auc_by_language(docs, lambda texts, lang: fb.score(texts, lang)) if fb else {}
     for lang, auc in aucs.items():
-        print(f"{lang}: AUC {auc:.3f} ({sum(d['lang'] == lang for d in docs)} docs)")
+        extra = f"; multilingual fallback in its place {fb_aucs[lang]:.3f}" if fb_aucs else ""
+        print(f"{lang}: AUC {auc:.3f} ({sum(d['lang'] == lang for d in docs)} docs){extra}")
     if args.rescue:
         if args.split != "dev":
             raise SystemExit("choices are made on the dev split only: use --split dev")
