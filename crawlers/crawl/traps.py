@@ -15,11 +15,11 @@ trap is instead recognised by what makes a URL space unbounded and worthless:
   (`/a/b/a/b/a`), or more than `max_deepening` links in a row that each extend the path;
 - runs of near-identical pages: a 64-bit simhash of each fetched page's text (numbers are words
   like any other: articles that differ only in their number and a short sentence are distinct
-  pages); links out of a chain of `max_dup_run` near-identical pages of one shape are not
-  followed, nor new URLs of a shape whose fetched pages (of `min_words`+ words: a few words are
-  too little to judge) are mostly near-identical when the space feeds itself (the link comes
-  from a page of that shape). A page that led to new URLs of another shape (an index listing
-  articles) is never counted as evidence.
+  pages). A page is a look-alike when it is near-identical to the page of its shape it was
+  reached from. Links out of a chain of `max_dup_run` look-alikes are not followed, nor links
+  from a shape to itself once most of its pages reached that way (`min_dup_sample`+, of
+  `min_words`+ words: a few words are too little to judge) are look-alikes. A page that led to
+  new URLs of another shape (an index listing articles) is never a look-alike.
 
 `check(url, parent)` is asked once per new URL and returns None (the URL is counted) or a
 `trap: ...` reason naming the family and its evidence; `observe(url, text, links)` feeds each
@@ -29,8 +29,9 @@ fetched page's evidence. Decisions are deterministic for a given order of calls.
 from __future__ import annotations
 
 import hashlib
+import math
 import re
-from collections import Counter, defaultdict, deque
+from collections import Counter, defaultdict
 from functools import lru_cache
 from urllib.parse import parse_qsl, urlsplit
 
@@ -88,7 +89,10 @@ CALENDAR_WORDS = frozenset(
     "archive archives calendar cal events event date dates year years day days month months "
     "diary agenda schedule history blog news posts".split()
 )
-_DATE_SEG = re.compile(r"(19|20)\d\d-?(0[1-9]|1[0-2])(-?([0-2]\d|3[01]))?")
+# 2024-05-12 / 2024-05; compact 20240512 only where the context says date (an id like 200105
+# or ?id=200105 is not one).
+_DATE_SEG = re.compile(r"(19|20)\d\d-(0[1-9]|1[0-2])(-([0-2]\d|3[01]))?")
+_DATE_COMPACT = re.compile(r"(19|20)\d\d(0[1-9]|1[0-2])([0-2]\d|3[01])")
 _TOKEN = re.compile(r"[A-Za-z0-9_\-]{16,}")
 _WORD = re.compile(r"\w+", re.UNICODE)
 _SHAPE_LITERAL = re.compile(r"[a-z]{1,24}")
@@ -119,10 +123,18 @@ def calendar_family(url: str) -> tuple[str, str] | None:
         for k, v in params
         if (k.lower() in DATE_PARAMS and re.fullmatch(r"[\d\-/.]{1,10}", v))
         or _DATE_SEG.fullmatch(v)
+        or (k.lower() in DATE_PARAMS and _DATE_COMPACT.fullmatch(v))
     ]
     # Trailing date parts of the path: year [/ month [/ day]] or one YYYY-MM-DD segment.
     tail = 0
-    if segs and _DATE_SEG.fullmatch(segs[-1]):
+    if segs and (
+        _DATE_SEG.fullmatch(segs[-1])
+        or (
+            _DATE_COMPACT.fullmatch(segs[-1])
+            and len(segs) > 1
+            and segs[-2].lower() in CALENDAR_WORDS
+        )
+    ):
         tail = 1
     elif len(segs) >= 3 and _YEAR.fullmatch(segs[-3]) and _MONTH.fullmatch(segs[-2]):
         tail = 3 if _DAY.fullmatch(segs[-1]) else 0
@@ -141,7 +153,8 @@ def calendar_family(url: str) -> tuple[str, str] | None:
     family = f"{parts.netloc}/" + "/".join(kept + ["{date}"] * bool(tail))
     if date_keys or other:
         family += "?" + ",".join([*sorted(f"{k}={{date}}" for k in date_keys), *other])
-    date = "/".join(segs[len(segs) - tail :] + [v for _, v in dated_params])
+    raw = "/".join(segs[len(segs) - tail :] + [v for _, v in dated_params])
+    date = "-".join(f"{int(x):02d}" for x in re.findall(r"\d+", raw)) or raw  # 2024-05-09
     return family, date
 
 
@@ -217,10 +230,11 @@ class TrapDetector:
         max_param_variants: int = 3,
         max_deepening: int = 8,
         max_segments: int = 32,
-        max_dup_run: int = 5,
+        max_dup_run: int = 8,
         near_dup_bits: int = 6,
+        max_near_dup_bits: int = 12,
         min_dup_sample: int = 8,
-        dup_share: float = 0.6,
+        dup_share: float = 0.75,
         min_words: int = 10,
     ):
         self.max_url_length, self.max_repeats = max_url_length, max_repeats
@@ -233,6 +247,7 @@ class TrapDetector:
             dup_share,
         )
         self.min_words = min_words
+        self.max_near_dup_bits = max_near_dup_bits
         self.seen: set[str] = set()
         # calendar family -> [URLs counted, fetched pages that led to new non-calendar pages]
         self.calendar: dict[str, list[int]] = defaultdict(lambda: [0, 0])
@@ -250,8 +265,8 @@ class TrapDetector:
         self.shape_parent: dict[str, str] = {}  # URL -> its parent, when of the same shape
         self.run: dict[str, int] = {}  # fetched URL -> length of its near-duplicate chain
         self.page_prints: dict[str, int] = {}  # fetched URL -> simhash of its text
-        self.shape_prints: dict[str, deque[int]] = defaultdict(lambda: deque(maxlen=64))
-        self.shape_pages: dict[str, list[int]] = defaultdict(lambda: [0, 0])  # fetched, dups
+        # shape -> [judged pages reached from a page of the shape, how many near-identical to it]
+        self.shape_pages: dict[str, list[int]] = defaultdict(lambda: [0, 0])
         self.shape_urls: Counter[str] = Counter()
         self.pattern_counts = self.shape_urls  # the per-shape counts (older name)
 
@@ -331,15 +346,17 @@ class TrapDetector:
                 return (
                     f"trap: run of near-identical pages: linked from the last of {run + 1} "
                     f"pages of {shape} in a row, each reached from the one before and each a "
-                    f"near-duplicate (simhash within {self.near_dup_bits} bits) of an earlier one"
+                    f"near-duplicate (simhash within {self.near_dup_bits}-{self.max_near_dup_bits} "
+                    "bits by length) of the one before"
                 )
         fetched, dups = self.shape_pages.get(shape, (0, 0))
         feeds_itself = parent is None or shape_of(parent) == shape
         if feeds_itself and fetched >= self.min_dup_sample and dups >= self.dup_share * fetched:
             return (
-                f"trap: near-identical pages: {dups} of {fetched} fetched pages of {shape} "
-                f"(with {self.min_words}+ words) are near-duplicates (simhash within "
-                f"{self.near_dup_bits} bits); "
+                f"trap: near-identical pages: {dups} of the {fetched} fetched pages of {shape} "
+                f"reached from a page of it (with {self.min_words}+ words) are near-duplicates "
+                f"of that page (simhash within {self.near_dup_bits}-{self.max_near_dup_bits} bits "
+                "by length); "
                 f"{self.shape_urls[shape]} URLs of it already queued"
             )
         return None
@@ -439,6 +456,15 @@ class TrapDetector:
             )
 
     # --- page evidence ------------------------------------------------------------------
+    def near_limit(self, n_words: int) -> int:
+        """Simhash bits two pages of `n_words` words may differ by and still be near-identical:
+        about what two changed words (four word pairs) flip, within [near_dup_bits,
+        max_near_dup_bits]. A counter or token on a short generated page is near-identical; two
+        short articles sharing a template but not their sentences are not."""
+        pairs = max(1, n_words - 1)
+        angle = math.acos(max(-1.0, 1.0 - 4.0 / pairs))  # between the pairs' count vectors
+        return min(self.max_near_dup_bits, max(self.near_dup_bits, round(64 * angle / math.pi)))
+
     def observe(self, url: str, text: str, links: list[str] | tuple[str, ...] = ()) -> None:
         """Feed a fetched page's text and outlinks (before its outlinks are checked)."""
         host, path, pairs = _split(url)
@@ -476,21 +502,20 @@ class TrapDetector:
             if first is None:
                 self.variant_prints[base] = fp
             else:
-                same = hamming(first, fp) <= self.near_dup_bits and not productive
+                same = hamming(first, fp) <= self.near_limit(n_words) and not productive
                 self.param_votes[(host, k)][0 if same else 1] += 1
         # Runs: a page near-identical to the page of the same shape it was reached from (pages of
-        # a few words must be identical: one changed word is a different short page).
+        # a few words must be identical: one changed word is a different short page). Per shape,
+        # the share of such pages among those reached from a page of the shape (judged pages).
         parent = self.shape_parent.pop(url, None)
-        if parent is not None and not productive and parent in self.page_prints:
-            limit = self.near_dup_bits if judged else 0
-            if hamming(fp, self.page_prints[parent]) <= limit:
+        if parent is not None and parent in self.page_prints:
+            near = not productive and hamming(fp, self.page_prints[parent]) <= (
+                self.near_limit(n_words) if judged else 0
+            )
+            if near:
                 self.run[url] = self.run.get(parent, 0) + 1
+            if judged:
+                stats = self.shape_pages[shape]
+                stats[0] += 1
+                stats[1] += near
         self.page_prints[url] = fp
-        # Shapes: how many of their fetched pages are near-identical to an earlier one.
-        if judged:
-            prints = self.shape_prints[shape]
-            near = any(hamming(fp, other) <= self.near_dup_bits for other in prints)
-            prints.append(fp)
-            stats = self.shape_pages[shape]
-            stats[0] += 1
-            stats[1] += near and not productive
