@@ -8,6 +8,7 @@ every trap family is cut off.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import random
 from collections import Counter, defaultdict
 from urllib.parse import urlsplit
@@ -329,3 +330,46 @@ def test_templated_index_and_articles_differing_only_in_numbers_are_all_crawled(
 
     fetched = _simulate(TrapDetector(), site, f"{base}/news?page=0")
     assert len(fetched) == pages + 2 * pages * per_page
+
+
+def test_branching_generated_pages_with_a_token_are_capped_while_templated_stories_are_not():
+    # Stories share a long template (their own text is a short title), link each other (same
+    # shape) and are listed by index pages; generated pages differ by one random token, each
+    # linking three new ones. The stories are all crawled, the generated space stops within a few
+    # dozen. (Stories differing in nothing but one number would be as alike as the generated
+    # pages: only index links could tell them apart, and a look-alike reached first through a
+    # related link may be cut.)
+    base, n_stories = "https://mix.example", 600
+    boiler = "Home About us Latest news Loopback Gazette independent local news since 1901"
+
+    def site(url):
+        path = url[len(base) :]
+        if path == "/":
+            return boiler, [f"{base}/news?page=0", f"{base}/gen/start"]
+        if path.startswith("/news?page="):
+            n = int(path.rsplit("=", 1)[1])
+            ids = range(n * 20, min(n_stories, (n + 1) * 20))
+            links = [f"{base}/story/{200000 + i}" for i in ids]
+            if (n + 1) * 20 < n_stories:
+                links.append(f"{base}/news?page={n + 1}")
+            return boiler + " " + " ".join(f"Story {200000 + i}" for i in ids), links
+        if path.startswith("/story/"):
+            n = int(path.rsplit("/", 1)[1]) - 200000
+            related = [f"{base}/story/{200000 + (n * k + 1) % n_stories}" for k in (7, 13)]
+            title = " ".join(random.Random(n).choice(WORDS) for _ in range(5))
+            text = f"{boiler} {title} Story {200000 + n} is a story. Read it all here today."
+            return text, related
+        token = hashlib.sha1(path.encode()).hexdigest()[:20]
+        links = [
+            f"{base}/gen/{hashlib.sha1(f'{path}{k}'.encode()).hexdigest()[:20]}" for k in range(3)
+        ]
+        text = (
+            f"{boiler} Generated content for {token}. This page is generated. Nothing to read here."
+        )
+        return text, links
+
+    fetched = _simulate(TrapDetector(), site, f"{base}/")
+    stories = [u for u in fetched if "/story/" in u]
+    generated = [u for u in fetched if "/gen/" in u]
+    assert len(stories) == n_stories
+    assert len(generated) <= 40, len(generated)
