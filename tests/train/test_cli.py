@@ -55,3 +55,22 @@ def test_cli_reports_a_missing_mixture_and_exits_2(tmp_path, config):
     )
     assert result.exit_code == 2
     assert "mixture not found" in result.output
+
+
+def test_cli_retrieval_data_writes_a_source_and_eval_rejects_bad_runs(tmp_path):
+    import pyarrow.parquet as pq
+
+    runner = CliRunner()
+    out = tmp_path / "synth" / "long" / "retrieval.parquet"
+    args = ["train", "retrieval-data", "--out", str(out), "--docs", "7", "--seed", "3",
+            "--facts", "3", "--queries", "2", "--filler-min", "1", "--filler-max", "2"]  # fmt: skip
+    result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.output
+    assert pq.read_table(out).num_rows == 7 and "7 documents" in result.output
+    assert (out.parent / "retrieval.parquet.manifest.json").exists()
+    bad = runner.invoke(app, args[:-8] + ["--facts", "2", "--queries", "3"])
+    assert bad.exit_code == 2 and "n_queries" in bad.output
+    result = runner.invoke(
+        app, ["train", "retrieval-eval", "--run", "nameless", "--tokenizer", str(out)]
+    )
+    assert result.exit_code == 2 and "expected NAME=PATH" in result.output
