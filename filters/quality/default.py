@@ -209,6 +209,12 @@ class QualityScorer:
         if languages is not None:
             self.models = {k: m for k, m in self.models.items() if k in languages}
         self.fallback = load_fallback(models_dir) or load_fallback(fallback_dir)
+        if self.fallback is None and fallback_dir:
+            raise FileNotFoundError(
+                f"quality.fallback_models_dir {fallback_dir} has no {FALLBACK_NAME}.bin (on a "
+                "remote worker the driver's path may not exist); put multilingual.bin with its "
+                ".json and fold files into --models, or set quality.use_default_models: false"
+            )
 
     def model_for(self, lang: str | None) -> tuple[QualityModel | None, str | None]:
         """The model that scores `lang` and its `quality_model` name (None, None: unscored)."""

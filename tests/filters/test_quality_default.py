@@ -196,3 +196,10 @@ def test_rescue_config_is_validated():
         config_from_dict({"quality": {"rescue_score": 1.5}})
     with pytest.raises(ConfigError, match="rescue_by_lang"):
         config_from_dict({"quality": {"rescue_by_lang": {"de": 2}}})
+
+
+def test_a_fallback_dir_without_the_model_is_an_error(tmp_path, models_dir):
+    with pytest.raises(FileNotFoundError, match="multilingual.bin"):
+        qdefault.QualityScorer(None, fallback_dir=tmp_path)
+    # A models directory that has its own multilingual.bin does not need the fallback dir.
+    assert qdefault.QualityScorer(models_dir, fallback_dir=tmp_path).fallback is not None
