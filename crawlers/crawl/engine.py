@@ -32,7 +32,8 @@ import pyarrow.parquet as pq
 
 from crawlers.crawl.canon import UrlError, canonicalize, host_of
 from crawlers.crawl.config import CrawlConfig, shard_of
-from crawlers.crawl.fetcher import REDIRECT_STATUSES, Fetcher, FetchResult, mime_of
+from crawlers.crawl.downloader import Downloader
+from crawlers.crawl.fetcher import REDIRECT_STATUSES, FetchResult, mime_of
 from crawlers.crawl.frontier import Frontier
 from crawlers.crawl.html import Directives, apply_x_robots_tag, parse_html
 from crawlers.crawl.output import write_checkpoint, write_outputs
@@ -47,7 +48,7 @@ from crawlers.crawl.priority import (
     tokens_of,
     topic_quota_penalty,
 )
-from crawlers.crawl.robots_policy import ALLOWED, UNREACHABLE, RobotsFetch, RobotsPolicy
+from crawlers.crawl.robots_policy import ALLOWED, UNREACHABLE, RobotsFetch
 from crawlers.crawl.sitemaps import parse_sitemap
 from crawlers.crawl.warc import WarcStore
 from crawlers.robots import RobotsTxt
@@ -127,19 +128,10 @@ class Crawler:
             config.max_calendar_urls,
         )
         self.langs = LanguageTracker(config.target_languages, config.host_languages_path)
-        self.politeness = Politeness(
-            delay=config.delay,
-            max_crawl_delay=config.max_crawl_delay,
-            backoff_base=config.backoff_base,
-            backoff_max=config.backoff_max,
-            max_retry_after=config.max_retry_after,
-            breaker_threshold=config.breaker_threshold,
-            breaker_cooldown=config.breaker_cooldown,
-            breaker_max_trips=config.breaker_max_trips,
-            seed=config.seed,
-            connections=config.per_host_connections,
-            key_by=config.politeness_key,
-        )
+        # One downloader, the same one the browser's sub-requests go through: its fetcher (SSRF
+        # guard, caps), politeness and robots policy are the layers this engine schedules around.
+        self.downloader = Downloader(config, on_robots_fetch=self._robots_fetched)
+        self.politeness = self.downloader.politeness
         # host -> heap of (tier, -priority, seq, url) of its queued URLs
         self.heaps: dict[str, list[tuple[int, float, int, str]]] = defaultdict(list)
         self.rows: dict[
@@ -500,34 +492,10 @@ class Crawler:
                     raise CrawlError(f"bad seed URL {seed!r}: {exc}") from exc
         self._read_inbox()
         politeness = self.politeness
-        fetcher = Fetcher(
-            user_agent=cfg.user_agent_header(),
-            politeness=politeness,
-            allow_private_networks=cfg.allow_private_networks,
-            connect_timeout=cfg.connect_timeout,
-            read_timeout=cfg.read_timeout,
-            total_timeout=cfg.total_timeout,
-            max_body_bytes=cfg.max_body_bytes,
-            max_decompressed_bytes=cfg.max_decompressed_bytes,
-            wanted_types=tuple(cfg.wanted_types),
-            max_redirects=0,
-            max_connections=cfg.concurrency * 2,
-        )
         try:
-            async with fetcher:
-                self.fetcher = fetcher
-                self.robots = RobotsPolicy(
-                    fetcher,
-                    agent=cfg.agent,
-                    training_agent=cfg.training_agent,
-                    max_age_s=cfg.robots_max_age_s,
-                    max_redirects=cfg.robots_max_redirects,
-                    retries=cfg.robots_retries,
-                    retry_base_s=cfg.robots_retry_base_s,
-                    retry_max_s=cfg.robots_retry_max_s,
-                    give_up_s=cfg.robots_give_up_s,
-                    on_fetch=self._robots_fetched,
-                )
+            async with self.downloader:
+                self.fetcher = self.downloader.fetcher
+                self.robots = self.downloader.robots
                 for rec in self.frontier.robots_records():
                     self.robots.preload(
                         RobotsFetch(
