@@ -75,19 +75,26 @@ DEMO_LANGS = ("en", "de", "fr", "es", "ja", "zh")
 
 
 def step_filter(state: DemoState) -> tuple[dict[str, Any], Path]:
-    """Train a quality classifier per language from the sample web's reference pages, then filter."""
-    from pipelines.stages.filter import run_filter, run_quality_train
+    """Filter with the default quality models: one per language trained from the sample web's
+    reference pages, plus the multilingual fallback, built on first use and reused by key."""
+    import json
 
-    models = _fresh(state.root / lake.STAGE_DIRS["quality_models"])
-    aucs = {}
-    for lang in DEMO_LANGS:
-        trained = run_quality_train(lang, "sampleweb", models / f"{lang}.bin")
-        aucs[lang] = (trained.get("metrics") or {}).get("auc")
+    from filters.quality.default import default_root, ensure_default_models
+    from pipelines.stages.filter import run_filter
+
+    models = ensure_default_models(default_root(state.root / lake.STAGE_DIRS["quality_models"]))
     out = _fresh(state.root / lake.STAGE_DIRS["filter"])
     summary = run_filter(state.root / lake.STAGE_DIRS["extract"], out, models_dir=models)
     keys = ("rows_in", "rows_kept", "dedup_rate", "tokens_kept", "dropped")
     result = {k: summary[k] for k in keys if k in summary}
-    result["quality_auc"] = {k: round(v, 2) for k, v in aucs.items() if v is not None}
+    aucs = {}
+    for lang in DEMO_LANGS:  # the deployed fold ensemble, on its held-out split
+        meta = models / f"{lang}.json"
+        if meta.exists():
+            auc = (json.loads(meta.read_text()).get("metrics") or {}).get("auc")
+            if auc is not None:
+                aucs[lang] = round(auc, 2)
+    result["quality_auc"] = aucs
     return result, out
 
 
