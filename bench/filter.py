@@ -14,7 +14,10 @@
    (`quality.rescue_score`, chosen on the held-out dev split, not here); "no rescue" shows
    what the rescue adds.
 
-Usage: .venv/bin/python bench/filter.py [--quick] [--docs N] [--selection-only]
+3. Dedup scaling (`--scaling`, bench/dedup_scale.py): time and driver peak RSS of the Beam
+   de-duplication at 20k and 200k generated documents with clusters of 5,000 near-copies.
+
+Usage: .venv/bin/python bench/filter.py [--quick] [--docs N] [--selection-only | --scaling]
 """
 
 from __future__ import annotations
@@ -211,7 +214,18 @@ def main() -> None:
         action="store_true",
         help="only part 2 (selection quality), no throughput",
     )
+    ap.add_argument(
+        "--scaling",
+        action="store_true",
+        help="only the dedup scaling run (20k and 200k docs, 5k near-copy clusters): bench/dedup_scale.py",
+    )
     args = ap.parse_args()
+    if args.scaling:
+        import dedup_scale
+
+        sys.argv = [str(ROOT / "bench" / "dedup_scale.py")]
+        dedup_scale.main()
+        return
     if args.selection_only:
         labelled = sampleweb_documents(0)
         with tempfile.TemporaryDirectory(prefix="bench-filter-") as tmp:
