@@ -86,6 +86,20 @@ def test_duplicates_point_at_a_kept_representative(direct_out):
             assert ann[c["id"]]["drop_reason"] == f"{c['match']}_duplicate"
 
 
+def test_beam_dedup_equals_the_in_process_step(direct_out):
+    from filters.config import DedupConfig
+    from filters.dedup import cluster
+
+    out, summary = direct_out
+    ann = pq.read_table(out / "annotated.parquet").to_pylist()
+    # Dedup candidates: rows no other filter dropped (duplicates included), with the scrubbed text.
+    cands = [r for r in ann if r["drop_reason"] is None or r["drop_reason"].endswith("_duplicate")]
+    expected = cluster(cands, DedupConfig())
+    assert expected and pq.read_table(out / "dup_clusters.parquet").to_pylist() == expected
+    assert summary["clusters"] == len({r["cluster_id"] for r in expected})
+    assert summary["dedup_leftover_edges"] == 0
+
+
 def test_host_languages_shares_sum_to_one(direct_out):
     rows = pq.read_table(direct_out[0] / "host_languages.parquet").to_pylist()
     per_host = defaultdict(float)
