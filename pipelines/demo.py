@@ -104,8 +104,11 @@ DEMO_MIXTURES = ("pretrain", "cpt", "long_context", "multimodal")
 def step_mix(state: DemoState) -> tuple[dict[str, Any], Path]:
     """Train the demo tokenizer on the filtered documents and build the tiny stage mixtures."""
     from pipelines.stages.mix import run_mix_build, run_tokenizer_train
+    from pipelines.stages.train import run_retrieval_data
 
     tok = run_tokenizer_train(vocab_size=DEMO_VOCAB_SIZE, lake_root=state.root)
+    # The report's synthetic long-form retrieval documents: a source of the long-context mixture.
+    run_retrieval_data(n_docs=1000, seed=0, lake_root=state.root, **DEMO_RETRIEVAL_DOCS)
     out = state.root / lake.STAGE_DIRS["mixtures"]
     summary: dict[str, Any] = {"vocab": tok.get("vocab_size", DEMO_VOCAB_SIZE)}
     for stage in DEMO_MIXTURES:
@@ -118,8 +121,12 @@ def step_mix(state: DemoState) -> tuple[dict[str, Any], Path]:
 
 
 def step_train(state: DemoState) -> tuple[dict[str, Any], Path]:
-    """Run pretraining, continued pretraining and context lengthening on the tiny mixtures."""
-    from pipelines.stages.train import run_train
+    """Run pretraining, continued pretraining and context lengthening on the tiny mixtures.
+
+    Each stage writes a new versioned run `runs/<stage>/<run id>/` and points
+    `runs/<stage>/latest.json` at it; earlier runs are kept.
+    """
+    from pipelines.stages.train import new_run_dir, run_retrieval_eval, run_train, set_latest
 
     runs = state.root / lake.STAGE_DIRS["runs"]
     summary: dict[str, Any] = {}
@@ -130,22 +137,37 @@ def step_train(state: DemoState) -> tuple[dict[str, Any], Path]:
             (stage, mix, n)
             for (stage, mix, _), n in zip(DEMO_TRAIN_STEPS, state.train_steps, strict=True)
         )
+    done: dict[str, Path] = {}
     for stage, mixture, steps in plan:
-        out = runs / stage
-        if out.exists():
-            shutil.rmtree(out)
+        out = new_run_dir(runs / stage)
         result = run_train(
             stage, "tiny", state.outputs[f"mixture:{mixture}"], out, init=init, steps=steps
         )
+        set_latest(runs / stage, out)
         summary[f"{stage}_loss"] = result.get("final_loss")
         if stage == "long-context":
             summary["long_eval_before"] = result.get("eval_mean_before")
             summary["long_eval_after"] = result.get("eval_mean")
-        init = out
+        init = done[stage] = out
+    # Late-query loss on held-out retrieval documents (a seed the training data did not use).
+    ev = run_retrieval_eval(
+        {"cpt": done["cpt"], "long-context": done["long-context"]},
+        state.root / lake.STAGE_DIRS["tokenizer"] / "tokenizer.json",
+        n_docs=64,
+        seed=10_000,
+        **DEMO_RETRIEVAL_DOCS,
+    )
+    summary["late_query_loss"] = {k: round(v["loss"], 3) for k, v in ev.items()}
     return summary, runs
 
 
 DEMO_VOCAB_SIZE = 4096
+DEMO_RETRIEVAL_DOCS = {
+    "n_facts": 3,
+    "n_queries": 3,
+    "filler_sentences": (12, 18),
+    "values": "words",
+}
 DEMO_TRAIN_STEPS = (
     ("pretrain", "pretrain", 300),
     ("cpt", "cpt", 100),

@@ -10,6 +10,7 @@ import pytest
 from rich.console import Console
 
 from pipelines.demo import STEPS, run_demo
+from pipelines.stages.train import latest_run
 
 pytestmark = pytest.mark.slow
 
@@ -40,5 +41,5 @@ def test_demo_runs_every_stage_into_the_lake(tmp_path):
     assert shard.dtype == np.uint32 and shard.shape[1] == manifest["seq_len"]
 
     for stage in ("pretrain", "cpt", "long-context"):
-        summary = json.loads((root / "runs" / stage / "summary.json").read_text())
+        summary = json.loads((latest_run(root / "runs" / stage) / "summary.json").read_text())
         assert np.isfinite(summary["final_loss"])

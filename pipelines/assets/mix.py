@@ -48,11 +48,13 @@ def tokenizer(
     )
 
 
-def _mixture_asset(asset_name: str, default_spec: str, description: str):
+def _mixture_asset(
+    asset_name: str, default_spec: str, description: str, extra_deps: tuple[str, ...] = ()
+):
     @asset(
         name=asset_name,
         group_name="mix",
-        deps=["deduplicated_documents", "tokenizer"],
+        deps=["deduplicated_documents", "tokenizer", *extra_deps],
         description=description,
     )
     def _build(
@@ -103,7 +105,8 @@ cpt_mixture = _mixture_asset(
 long_context_mixture = _mixture_asset(
     "long_context_mixture",
     "tiny/long_context",
-    "Long-context mixture (long documents, long seq_len).",
+    "Long-context mixture (long documents, long seq_len, synthetic retrieval documents).",
+    extra_deps=("retrieval_documents",),
 )
 multimodal_mixture = _mixture_asset(
     "multimodal_mixture",
