@@ -88,7 +88,7 @@ class DocumentAnnotator:
         lang, lang_score = self.langid.predict(text)
         out["lang"], out["lang_score"] = lang, lang_score
         if self.cfg.pii:
-            text, counts = pii.scrub(text, lang)
+            text, counts = pii.scrub(text, lang, regions=self.cfg.pii_regions)
             out["pii_found"] = sum(counts.values())
         else:
             out["pii_found"] = 0

@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 # Languages written without spaces between words: lengths and shingles count characters.
 CHAR_LANGS = frozenset({"zh", "ja", "th", "lo", "km", "my", "bo", "wuu", "yue"})
@@ -150,11 +150,26 @@ class FilterConfig(_Strict):
     languages: list[str] = Field(default_factory=lambda: ["en", "de", "fr", "es", "zh", "ja"])
     min_lang_score: float = Field(0.5, ge=0, le=1)
     pii: bool = True
+    # Regions (ISO 3166 alpha-2) whose national phone formats are read after those of the
+    # document's language and scripts; None keeps filters.pii.DEFAULT_REGIONS.
+    pii_regions: list[str] | None = None
     heuristics: HeuristicsConfig = Field(default_factory=HeuristicsConfig)
     heuristics_by_lang: dict[str, HeuristicsConfig] = Field(default_factory=dict)
     safety: SafetyConfig = Field(default_factory=SafetyConfig)
     quality: QualityConfig = Field(default_factory=QualityConfig)
     dedup: DedupConfig = Field(default_factory=DedupConfig)
+
+    @field_validator("pii_regions")
+    @classmethod
+    def _regions(cls, v: list[str] | None) -> list[str] | None:
+        if v is None:
+            return v
+        import phonenumbers
+
+        bad = [r for r in v if r.upper() not in phonenumbers.SUPPORTED_REGIONS]
+        if bad:
+            raise ValueError(f"unknown region code(s) {bad}; use ISO 3166 alpha-2 codes like 'JP'")
+        return [r.upper() for r in v]
 
     def heuristics_for(self, lang: str) -> HeuristicsConfig:
         """The heuristics of one language (its override, else the defaults)."""

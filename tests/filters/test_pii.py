@@ -345,3 +345,22 @@ def test_default_regions_are_configurable() -> None:
     assert [s.type for s in find_pii(text, "xx", regions=["DE"])] == ["phone"]
     assert [s.type for s in find_pii(text, "de", regions=[])] == ["phone"]  # the language's own
     assert [s.type for s in find_pii("Call +49 221 2544992.", "xx", regions=[])] == ["phone"]
+
+
+def test_pii_regions_come_from_the_filter_config():
+    from filters.annotate import DocumentAnnotator
+    from filters.config import FilterConfig
+
+    text = "Our St Petersburg desk answers on 8 (812) 555-12-34 every weekday morning."
+    assert find_pii(text, "en") == []  # a Russian trunk-prefixed number: not a default region
+    cfg = FilterConfig(pii_regions=["ru"], languages=["en"])
+    assert cfg.pii_regions == ["RU"]
+    ann = DocumentAnnotator(
+        cfg.model_copy(
+            update={"quality": cfg.quality.model_copy(update={"use_default_models": False})}
+        )
+    )
+    out = ann.annotate({"id": "d", "url": "http://127.0.0.1/x", "text": text * 3})
+    assert out["pii_found"] == 3 and "555-12-34" not in out["text"]
+    with pytest.raises(ValueError, match="unknown region"):
+        FilterConfig(pii_regions=["XX"])
