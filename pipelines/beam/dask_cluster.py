@@ -2,7 +2,9 @@
 
 For tests and benchmarks of the DaskRunner path: the scheduler and workers are separate
 processes (`dask scheduler`, `dask worker`), so the driver's memory is the driver's alone.
-Started with free ports and no dashboards; stopped by process-group id on exit.
+Started with free ports and no dashboards; stopped by process-group id on exit. Should the
+parent be killed before it can stop them, the scheduler exits after 10 idle minutes and the
+workers a minute after losing it.
 """
 
 from __future__ import annotations
@@ -33,7 +35,8 @@ def local_dask_cluster(
         procs.append(
             subprocess.Popen(
                 [sys.executable, "-m", "distributed.cli.dask_scheduler", "--host", host,
-                 "--port", "0", "--no-dashboard", "--scheduler-file", str(sched_file)],
+                 "--port", "0", "--no-dashboard", "--scheduler-file", str(sched_file),
+                 "--idle-timeout", "600s"],
                 stdout=log, stderr=subprocess.STDOUT, start_new_session=True, env=env,
             )
         )  # fmt: skip
@@ -47,7 +50,7 @@ def local_dask_cluster(
             subprocess.Popen(
                 [sys.executable, "-m", "distributed.cli.dask_worker", address, "--host", host,
                  "--nworkers", str(n_workers), "--nthreads", str(threads), "--no-dashboard",
-                 "--local-directory", str(tmp / "workers")],
+                 "--local-directory", str(tmp / "workers"), "--death-timeout", "60"],
                 stdout=log, stderr=subprocess.STDOUT, start_new_session=True, env=env,
             )
         )  # fmt: skip
