@@ -2,8 +2,32 @@
 // renderer can tell when a page has settled (delayed insertion uses setTimeout, not the network).
 (() => {
   if (window.__refinery) return;
-  const state = { timers: new Set(), lastMutation: performance.now() };
+  const state = { timers: new Set(), lastMutation: performance.now(), pending: 0 };
   window.__refinery = state;
+  // Page-side fetch/XHR calls count as pending from the call (before the request reaches the
+  // renderer's route handler) until they settle; their start and end count as activity, so the
+  // page gets the idle time to insert what a response brought.
+  const begin = () => { state.pending++; state.lastMutation = performance.now(); };
+  const end = () => { state.pending = Math.max(0, state.pending - 1); state.lastMutation = performance.now(); };
+  if (window.fetch) {
+    const origFetch = window.fetch;
+    window.fetch = function (...args) {
+      begin();
+      let p;
+      try { p = origFetch.apply(this, args); } catch (e) { end(); throw e; }
+      return p.then((r) => { end(); return r; }, (e) => { end(); throw e; });
+    };
+  }
+  if (window.XMLHttpRequest) {
+    const origSend = XMLHttpRequest.prototype.send;
+    XMLHttpRequest.prototype.send = function (...args) {
+      begin();
+      let done = false;
+      const fin = () => { if (!done) { done = true; end(); } };
+      this.addEventListener("loadend", fin);
+      try { return origSend.apply(this, args); } catch (e) { fin(); throw e; }
+    };
+  }
   const origSet = window.setTimeout, origClear = window.clearTimeout;
   window.setTimeout = function (fn, delay, ...args) {
     const short = (Number(delay) || 0) <= 5000;

@@ -6,11 +6,12 @@ from importlib.resources import files
 
 INIT_SCRIPT = files("crawlers.render").joinpath("interact.js").read_text(encoding="utf-8")
 
-# Milliseconds since the last DOM mutation, and how many short timers are still pending.
+# Milliseconds since the last activity (DOM mutation, interaction, fetch/XHR start or end), and
+# how many short timers and page-side fetch/XHR calls are still pending.
 SETTLE_PROBE = """() => {
   const s = window.__refinery;
   if (!s) return [1e9, 0];
-  return [performance.now() - s.lastMutation, s.timers.size];
+  return [performance.now() - s.lastMutation, s.timers.size + s.pending];
 }"""
 
 # Click the first visible, enabled control whose text matches one of the given phrases.
@@ -23,7 +24,11 @@ CLICK_LOAD_MORE = """(phrases) => {
     if (rect.width === 0 && rect.height === 0) continue;
     if (el.tagName === 'A' && el.getAttribute('href') && !el.getAttribute('href').startsWith('#')
         && !el.getAttribute('href').startsWith('javascript')) continue;  // a real link navigates away
-    if (phrases.some(p => text.includes(p))) { el.scrollIntoView(); el.click(); return text; }
+    if (phrases.some(p => text.includes(p))) {
+      el.scrollIntoView(); el.click();
+      if (window.__refinery) window.__refinery.lastMutation = performance.now();
+      return text;
+    }
   }
   return null;
 }"""
@@ -67,7 +72,10 @@ FLATTEN_SHADOW = """() => {
   return n;
 }"""
 
+# The scroll counts as activity: its event handlers run after this returns, so settling must
+# wait at least the idle time for the requests they start.
 SCROLL_TO_END = """() => { window.scrollTo(0, document.documentElement.scrollHeight);
+  if (window.__refinery) window.__refinery.lastMutation = performance.now();
   return document.documentElement.scrollHeight; }"""
 
 # Tabs hide the panels they are not showing; the content is real, so un-hide it for extraction.
