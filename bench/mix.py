@@ -137,19 +137,7 @@ def corpus_and_tokenizer(mb: int) -> tuple[Path, Path]:
         sys.path.insert(0, str(ROOT))
         from training.tokenizer import sample_texts, train_tokenizer
 
-        train_tokenizer(
-            sample_texts(
-                [
-                    RESULTS / "corpus_10mb.parquet"
-                    if (RESULTS / "corpus_10mb.parquet").exists()
-                    else corpus
-                ],
-                1_000_000,
-                seed=0,
-            ),
-            8192,
-            tok_path,
-        )
+        train_tokenizer(sample_texts([corpus], 1_000_000, seed=0), 8192, tok_path)
     return corpus, tok_path
 
 
@@ -202,20 +190,7 @@ def main() -> None:
         scaling()
         return
     args.repeat = args.repeat or (2 if args.quick else 1)
-    mb = 10 if args.quick else 100
-    corpus = RESULTS / f"corpus_{mb}mb.parquet"
-    if not corpus.exists():
-        t0 = time.perf_counter()
-        size = make_corpus(corpus, mb)
-        print(
-            f"corpus: {size / 1e6:.1f} MB of text generated in {time.perf_counter() - t0:.1f} s -> {corpus}"
-        )
-    tok_path = RESULTS / "tokenizer.json"
-    if not tok_path.exists():
-        sys.path.insert(0, str(ROOT))
-        from training.tokenizer import sample_texts, train_tokenizer
-
-        train_tokenizer(sample_texts([corpus], 1_000_000, seed=0), 8192, tok_path)
+    corpus, tok_path = corpus_and_tokenizer(10 if args.quick else 100)
     dt_python = ensure_datatrove()
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     runs: dict[str, list[dict]] = {"refinery": [], "datatrove": []}
