@@ -12,12 +12,13 @@ import asyncio
 import email.utils
 import gzip
 import random
-import threading
 import time
 import zlib
 from dataclasses import dataclass, field
 
 from aiohttp import web
+
+from .loopback import LoopbackServer
 
 ENDED = web.RequestKey("ended", float)  # set when a handler cut the connection early
 
@@ -110,8 +111,10 @@ INDEX_LINKS = [
 ]
 
 
-class FaultServer:
+class FaultServer(LoopbackServer):
     """Serve misbehaving hosts on 127.0.0.N:port; `url(ip, path)` builds URLs."""
+
+    label = "fault server"
 
     def __init__(
         self,
@@ -126,62 +129,17 @@ class FaultServer:
         gone_links: int = 25,
     ):
         self.sites = {s.ip: s for s in sites}
-        self.n_ports, self.ports = ports, [0] * ports  # every IP also listens on the extra ports
+        super().__init__(list(self.sites), ports)  # every IP also listens on the extra ports
         self.slow_s, self.gone_links = slow_s, gone_links
         self.tree_size = tree_size
         self.drip_s, self.huge_bytes = drip_s, huge_bytes
         self.hits: list[Hit] = []
-        self.port = 0
         self._bomb = gzip.compress(b"\0" * bomb_bytes, compresslevel=9)
         self._conn_ids: dict[int, int] = {}
-        self._loop = asyncio.new_event_loop()
-        self._ready = threading.Event()
-        self._thread = threading.Thread(target=self._serve, daemon=True)
 
     def url(self, ip: str, path: str = "/", port_index: int = 0) -> str:
         """Absolute URL on one of the hosts (`port_index` picks one of its ports)."""
         return f"http://{ip}:{self.ports[port_index] if port_index else self.port}{path}"
-
-    def __enter__(self) -> FaultServer:
-        self._thread.start()
-        if not self._ready.wait(10):
-            raise RuntimeError("fault server did not start")
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
-
-    def stop(self) -> None:
-        """Stop the server and its thread."""
-        if self._loop.is_running():
-            self._loop.call_soon_threadsafe(self._loop.stop)
-        self._thread.join(10)
-
-    def _serve(self) -> None:
-        asyncio.set_event_loop(self._loop)
-        app = web.Application()
-        app.router.add_route("GET", "/{tail:.*}", self._handle)
-        runner = web.AppRunner(app, access_log=None, shutdown_timeout=0.5)
-        self._loop.run_until_complete(runner.setup())
-        ips = list(self.sites)
-        first = web.TCPSite(runner, ips[0], 0)
-        self._loop.run_until_complete(first.start())
-        self.port = first._server.sockets[0].getsockname()[1]
-        self.ports[0] = self.port
-        for ip in ips[1:]:
-            self._loop.run_until_complete(web.TCPSite(runner, ip, self.port).start())
-        for i in range(1, self.n_ports):
-            extra = web.TCPSite(runner, ips[0], 0)
-            self._loop.run_until_complete(extra.start())
-            self.ports[i] = extra._server.sockets[0].getsockname()[1]
-            for ip in ips[1:]:
-                self._loop.run_until_complete(web.TCPSite(runner, ip, self.ports[i]).start())
-        self._ready.set()
-        try:
-            self._loop.run_forever()
-        finally:
-            self._loop.run_until_complete(runner.cleanup())
-            self._loop.close()
 
     def hits_for(self, ip: str, path: str | None = None) -> list[Hit]:
         """Requests to a host (and path)."""

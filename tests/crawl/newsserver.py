@@ -19,14 +19,14 @@ Runs in a daemon thread with its own loop; the context manager stops it.
 
 from __future__ import annotations
 
-import asyncio
 import datetime as dt
 import hashlib
 import random
-import threading
 from urllib.parse import parse_qs, urlsplit
 
 from aiohttp import web
+
+from .loopback import LoopbackServer
 
 WORDS = (
     "river harbour council budget election minister vaccine hospital storm flood school teacher "
@@ -56,7 +56,7 @@ def _page(title: str, body: str, links: list[tuple[str, str]]) -> bytes:
     ).encode()
 
 
-class NewsServer:
+class NewsServer(LoopbackServer):
     """Serve the news host on `ip`; `url(path)` builds its URLs, `articles` lists them."""
 
     def __init__(self, ip: str = "127.0.0.61", *, n_articles: int = 2000, seed: int = 0):
@@ -90,9 +90,7 @@ class NewsServer:
         self.pages = (n_articles + self.per_page - 1) // self.per_page
         self.hits: list[str] = []  # request path + query, in order
         self._tokens = 0
-        self._loop = asyncio.new_event_loop()
-        self._ready = threading.Event()
-        self._thread = threading.Thread(target=self._serve, daemon=True)
+        super().__init__([self.ip])
 
     # --- helpers for tests ---------------------------------------------------------------
     def url(self, path: str = "/") -> str:
@@ -124,38 +122,6 @@ class NewsServer:
         if path.startswith("/story/") or path == "/item" or path[1:5].isdigit():
             return "article"
         return "other"
-
-    # --- serving ---------------------------------------------------------------------------
-    def __enter__(self) -> NewsServer:
-        self._thread.start()
-        if not self._ready.wait(10):
-            raise RuntimeError("news server did not start")
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
-
-    def stop(self) -> None:
-        """Stop the server and its thread."""
-        if self._loop.is_running():
-            self._loop.call_soon_threadsafe(self._loop.stop)
-        self._thread.join(10)
-
-    def _serve(self) -> None:
-        asyncio.set_event_loop(self._loop)
-        app = web.Application()
-        app.router.add_route("GET", "/{tail:.*}", self._handle)
-        runner = web.AppRunner(app, access_log=None, shutdown_timeout=0.5)
-        self._loop.run_until_complete(runner.setup())
-        site = web.TCPSite(runner, self.ip, 0)
-        self._loop.run_until_complete(site.start())
-        self.port = site._server.sockets[0].getsockname()[1]
-        self._ready.set()
-        try:
-            self._loop.run_forever()
-        finally:
-            self._loop.run_until_complete(runner.cleanup())
-            self._loop.close()
 
     def _token(self) -> str:
         self._tokens += 1

@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import gzip
 import io
-import threading
 import zlib
 from pathlib import Path
 
@@ -20,6 +19,8 @@ from crawlers.crawl.fetcher import ROBOTS_MAX_BYTES, Fetcher, PrefixDecoder
 from crawlers.crawl.robots_policy import DISALLOWED, RobotsPolicy
 from crawlers.extract.crawl_io import iter_crawl_records
 from crawlers.extract.page import extract_page
+
+from .loopback import LoopbackServer
 
 FAST = dict(
     delay=0,
@@ -41,47 +42,15 @@ def big_robots() -> bytes:
     return head + FILLER * ((BIG - len(head)) // len(FILLER))
 
 
-class Server:
+class Server(LoopbackServer):
     """Loopback hosts for these tests; each request's line is logged as the server read it."""
 
     def __init__(self, ips: list[str]):
-        self.ips, self.port = ips, 0
+        super().__init__(ips)
         self.requests: list[tuple[str, str, str]] = []  # (ip, request line, user agent)
-        self._loop = asyncio.new_event_loop()
-        self._ready = threading.Event()
-        self._thread = threading.Thread(target=self._serve, daemon=True)
 
     def url(self, ip: str, path: str = "/") -> str:
         return f"http://{ip}:{self.port}{path}"
-
-    def __enter__(self) -> Server:
-        self._thread.start()
-        if not self._ready.wait(10):
-            raise RuntimeError("server did not start")
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        if self._loop.is_running():
-            self._loop.call_soon_threadsafe(self._loop.stop)
-        self._thread.join(10)
-
-    def _serve(self) -> None:
-        asyncio.set_event_loop(self._loop)
-        app = web.Application()
-        app.router.add_route("GET", "/{tail:.*}", self._handle)
-        runner = web.AppRunner(app, access_log=None, shutdown_timeout=0.5)
-        self._loop.run_until_complete(runner.setup())
-        first = web.TCPSite(runner, self.ips[0], 0)
-        self._loop.run_until_complete(first.start())
-        self.port = first._server.sockets[0].getsockname()[1]
-        for ip in self.ips[1:]:
-            self._loop.run_until_complete(web.TCPSite(runner, ip, self.port).start())
-        self._ready.set()
-        try:
-            self._loop.run_forever()
-        finally:
-            self._loop.run_until_complete(runner.cleanup())
-            self._loop.close()
 
     async def _handle(self, request: web.Request) -> web.StreamResponse:
         ip = request.transport.get_extra_info("sockname")[0]
