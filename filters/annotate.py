@@ -21,9 +21,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from common.langid import LanguageIdentifier
 from filters import heuristics, pii
 from filters.config import FilterConfig
-from filters.langid import LanguageIdentifier
 from filters.quality import QualityModel
 from filters.quality.default import QualityScorer
 from filters.safety import SafetyFilter

@@ -246,7 +246,7 @@ def load_label_rows(spec: str | Path) -> list[dict]:
     if rows and "text" not in rows[0]:
         raise KeyError(f"--labels {spec}: missing column `text`")
     if rows and "lang" not in rows[0]:
-        from filters.langid import LanguageIdentifier
+        from common.langid import LanguageIdentifier
 
         preds = LanguageIdentifier().predict_batch([r["text"] for r in rows])
         for r, (lang, _) in zip(rows, preds, strict=True):

@@ -940,7 +940,7 @@ class Crawler:
         if not text.strip():
             return None, None
         if self._langid is None:
-            from filters.langid import LanguageIdentifier
+            from common.langid import LanguageIdentifier
 
             self._langid = LanguageIdentifier()
         lang, score = self._langid.predict(text)
