@@ -1,5 +1,8 @@
 """Train the model on a mixture: one function per run, `run_stage`, used by every entry point.
 
+`run_stage` is `setup` (config, model, optimiser, data, resume; returns a `TrainState`) followed
+by `train_loop` (lr, micro-steps, logging, eval and checkpoint cadence), as in nanoGPT's train.py.
+
 A run directory (`out_dir`) holds `run.json` (resolved config and inputs), `metrics.jsonl` (one line
 per logged step: step, loss, tokens_per_s, seq_len, lr, mfu), `eval.jsonl` (held-out loss per
 bucket and group; step 0 is the starting weights), `checkpoints/step_*.pt` and `summary.json`.
@@ -217,31 +220,86 @@ def _mean(values: list[float | None]) -> float | None:
     return sum(vals) / len(vals) if vals else None
 
 
-def run_stage(
-    stage: str,
-    config_path: str | Path,
-    data_dir: str | Path,
-    out_dir: str | Path,
-    *,
-    init: str | Path | None = None,
-    steps: int | None = None,
-    resume: bool = False,
-    on_step: StepCallback | None = None,
-) -> dict[str, Any]:
-    """Train one stage into `out_dir` up to `steps` total steps; return the run summary."""
-    cfg, raw_cfg = load_run_config(config_path)
-    sc = cfg.stage(stage)
-    data_dir, out_dir = Path(data_dir), Path(out_dir)
-    try:
-        manifest = read_manifest(data_dir)
-    except FileNotFoundError as e:
-        raise TrainError(f"mixture not found: {e}") from e
-    model_cfg = resolve_model_config(cfg, stage, manifest, data_dir)
-    seq_len, pad_id = int(manifest["seq_len"]), int(manifest["special_tokens"]["pad"])
-    total = steps if steps is not None else sc.steps
-    if total < 1:
-        raise TrainError(f"steps must be >= 1, got {total}")
+@dataclasses.dataclass
+class TrainState:
+    """Everything the loop needs, built by `setup`: model, optimiser, data, run directory, position."""
 
+    stage: str
+    cfg: RunConfig
+    model_cfg: ModelConfig
+    model: Transformer
+    optimizer: torch.optim.Optimizer
+    scheduler: torch.optim.lr_scheduler.LambdaLR
+    loader: ShardLoader
+    evals: EvalSets
+    device: torch.device
+    out_dir: Path
+    mixture: str  # resolved mixture directory, as recorded in run.json and checkpoints
+    seq_len: int
+    pad_id: int
+    batch_size: int
+    total: int  # the step the run ends at
+    start: int = 0  # the last step already done: 0, or the step of the checkpoint resumed from
+
+    @property
+    def metrics_path(self) -> Path:
+        return self.out_dir / "metrics.jsonl"
+
+    @property
+    def eval_path(self) -> Path:
+        return self.out_dir / "eval.jsonl"
+
+    def autocast(self) -> contextlib.AbstractContextManager:
+        """bf16 autocast on CUDA when the config asks for it, else nothing."""
+        if self.cfg.train.precision == "bfloat16" and self.device.type == "cuda":
+            return torch.autocast("cuda", dtype=torch.bfloat16)
+        return contextlib.nullcontext()
+
+    def evaluate(self, step: int) -> list[dict[str, Any]]:
+        """Held-out loss per bucket/group at `step`, appended to eval.jsonl."""
+        t = self.cfg.train
+        rows = evaluate(
+            self.model,
+            self.evals,
+            self.batch_size,
+            t.eval_max_sequences,
+            self.device,
+            self.autocast,
+            t.attention_backend,
+        )
+        rows = [{"step": step, "seq_len": self.seq_len, **r} for r in rows]
+        _append_jsonl(self.eval_path, rows)
+        return rows
+
+    def checkpoint(self, step: int) -> Path:
+        """Model, optimiser, scheduler, loader (and RNGs, added by save_checkpoint) at `step`."""
+        payload = {
+            "stage": self.stage,
+            "model": self.model.state_dict(),
+            "optimizer": self.optimizer.state_dict(),
+            "scheduler": self.scheduler.state_dict(),
+            "loader": self.loader.state_dict(),
+            "model_config": dataclasses.asdict(self.model_cfg),
+            "mixture": self.mixture,
+            "seq_len": self.seq_len,
+        }
+        return save_checkpoint(self.out_dir, step, payload, self.cfg.train.keep_checkpoints)
+
+    def restore(self, saved: dict[str, Any]) -> None:
+        """Continue from a checkpoint: optimiser, scheduler, loader, RNGs; drop logs past it."""
+        self.optimizer.load_state_dict(saved["optimizer"])
+        self.scheduler.load_state_dict(saved["scheduler"])
+        self.loader.load_state_dict(saved["loader"])
+        set_rng_state(saved["rng"])
+        self.start = int(saved["step"])
+        _truncate_jsonl(self.metrics_path, self.start)
+        _truncate_jsonl(self.eval_path, self.start)
+
+
+def _checkpoint_to_resume(
+    stage: str, out_dir: Path, resume: bool, init: str | Path | None
+) -> tuple[Path | None, dict[str, Any] | None]:
+    """The checkpoint `resume` continues from (path, contents); refuse to overwrite a run."""
     existing = latest_checkpoint(out_dir)
     resume_state = None
     if resume:
@@ -262,27 +320,30 @@ def run_stage(
         raise TrainError(
             f"stage {stage!r} starts from earlier weights: pass --init RUNDIR_OR_CHECKPOINT"
         )
+    return existing, resume_state
 
-    device = _setup_torch(cfg)
-    torch.manual_seed(cfg.train.seed)
-    np.random.seed(cfg.train.seed)
-    model = Transformer(model_cfg).to(device)
-    init_path = None
-    if resume_state is not None:
-        check_compatible(resume_state["model_config"], model_cfg, existing)
-        model.load_state_dict(resume_state["model"])
-    elif init is not None:
-        init_path = resolve_checkpoint(init)
-        saved = load_checkpoint(init_path)
-        check_compatible(saved["model_config"], model_cfg, init_path)
-        if stage == "long-context" and seq_len <= saved.get("seq_len", 0):
-            raise TrainError(
-                f"long-context: mixture {data_dir} has seq_len={seq_len}, not longer than the "
-                f"{saved['seq_len']} that {init_path} was trained at; use the context-lengthening mixture"
-            )
-        model.load_state_dict(saved["model"])
 
-    t = cfg.train
+def _load_init_weights(
+    model: Transformer, stage: str, init: str | Path, seq_len: int, data_dir: Path
+) -> Path:
+    """Load the weights a later stage starts from; return the checkpoint file they came from."""
+    init_path = resolve_checkpoint(init)
+    saved = load_checkpoint(init_path)
+    check_compatible(saved["model_config"], model.config, init_path)
+    if stage == "long-context" and seq_len <= saved.get("seq_len", 0):
+        raise TrainError(
+            f"long-context: mixture {data_dir} has seq_len={seq_len}, not longer than the "
+            f"{saved['seq_len']} that {init_path} was trained at; use the context-lengthening mixture"
+        )
+    model.load_state_dict(saved["model"])
+    return init_path
+
+
+def _optimizer(
+    model: Transformer, cfg: RunConfig, stage: str, total: int, device: torch.device
+) -> tuple[torch.optim.Optimizer, torch.optim.lr_scheduler.LambdaLR]:
+    """AdamW (no weight decay on vectors) and the stage's warm-up + cosine/WSD schedule."""
+    t, sc = cfg.train, cfg.stage(stage)
     decay = [p for p in model.parameters() if p.dim() >= 2]
     no_decay = [p for p in model.parameters() if p.dim() < 2]
     optimizer = torch.optim.AdamW(
@@ -305,118 +366,190 @@ def run_stage(
             decay_fraction=sc.decay_fraction,
         ),
     )
-    batch_size = sc.batch_size or t.batch_size
-    loader = ShardLoader(data_dir, batch_size, seed=t.seed)
-    evals = EvalSets(data_dir)
-    metrics_path, eval_path = out_dir / "metrics.jsonl", out_dir / "eval.jsonl"
-    out_dir.mkdir(parents=True, exist_ok=True)
-    start = 0
+    return optimizer, scheduler
+
+
+def setup(
+    stage: str,
+    config_path: str | Path,
+    data_dir: str | Path,
+    out_dir: str | Path,
+    *,
+    init: str | Path | None = None,
+    steps: int | None = None,
+    resume: bool = False,
+) -> TrainState:
+    """Check the inputs, build model, optimiser and data, restore a resumed run, write run.json."""
+    cfg, raw_cfg = load_run_config(config_path)
+    sc = cfg.stage(stage)
+    data_dir, out_dir = Path(data_dir), Path(out_dir)
+    try:
+        manifest = read_manifest(data_dir)
+    except FileNotFoundError as e:
+        raise TrainError(f"mixture not found: {e}") from e
+    model_cfg = resolve_model_config(cfg, stage, manifest, data_dir)
+    seq_len, pad_id = int(manifest["seq_len"]), int(manifest["special_tokens"]["pad"])
+    total = steps if steps is not None else sc.steps
+    if total < 1:
+        raise TrainError(f"steps must be >= 1, got {total}")
+    existing, resume_state = _checkpoint_to_resume(stage, out_dir, resume, init)
+
+    t = cfg.train
+    device = _setup_torch(cfg)
+    torch.manual_seed(t.seed)
+    np.random.seed(t.seed)
+    model = Transformer(model_cfg).to(device)
+    init_path = None
     if resume_state is not None:
-        optimizer.load_state_dict(resume_state["optimizer"])
-        scheduler.load_state_dict(resume_state["scheduler"])
-        loader.load_state_dict(resume_state["loader"])
-        set_rng_state(resume_state["rng"])
-        start = int(resume_state["step"])
-        _truncate_jsonl(metrics_path, start)
-        _truncate_jsonl(eval_path, start)
+        check_compatible(resume_state["model_config"], model_cfg, existing)
+        model.load_state_dict(resume_state["model"])
+    elif init is not None:
+        init_path = _load_init_weights(model, stage, init, seq_len, data_dir)
+    optimizer, scheduler = _optimizer(model, cfg, stage, total, device)
+    batch_size = sc.batch_size or t.batch_size
+    state = TrainState(
+        stage=stage,
+        cfg=cfg,
+        model_cfg=model_cfg,
+        model=model,
+        optimizer=optimizer,
+        scheduler=scheduler,
+        loader=ShardLoader(data_dir, batch_size, seed=t.seed),
+        evals=EvalSets(data_dir),
+        device=device,
+        out_dir=out_dir,
+        mixture=str(data_dir.resolve()),
+        seq_len=seq_len,
+        pad_id=pad_id,
+        batch_size=batch_size,
+        total=total,
+    )
+
+    out_dir.mkdir(parents=True, exist_ok=True)
+    if resume_state is not None:
+        state.restore(resume_state)
+        if (out_dir / "run.json").exists():
+            # The resumed run keeps the weights it was started from on record.
+            previous_init = json.loads((out_dir / "run.json").read_text()).get("init")
+            init_path = Path(previous_init) if previous_init else None
     else:
-        metrics_path.write_text("")
-        eval_path.write_text("")
-    if resume_state is not None and (out_dir / "run.json").exists():
-        # The resumed run keeps the weights it was started from on record.
-        previous_init = json.loads((out_dir / "run.json").read_text()).get("init")
-        init_path = Path(previous_init) if previous_init else None
+        state.metrics_path.write_text("")
+        state.eval_path.write_text("")
     run_record = {
         "stage": stage,
         "config_path": str(config_path),
         "config": raw_cfg,
         "model_config": dataclasses.asdict(model_cfg),
-        "mixture": str(data_dir.resolve()),
+        "mixture": state.mixture,
         "init": str(init_path) if init_path else None,
         "total_steps": total,
         "device": str(device),
     }
     (out_dir / "run.json").write_text(json.dumps(run_record, indent=2, default=str))
+    return state
 
-    bf16 = t.precision == "bfloat16" and device.type == "cuda"
 
-    def autocast():
-        return torch.autocast("cuda", dtype=torch.bfloat16) if bf16 else contextlib.nullcontext()
+class _Throughput:
+    """Tokens/s and MFU over the steps since the last log line, counting training time only."""
 
-    def eval_now(step: int) -> list[dict[str, Any]]:
-        rows = evaluate(
-            model, evals, batch_size, t.eval_max_sequences, device, autocast, t.attention_backend
-        )
-        rows = [{"step": step, "seq_len": seq_len, **r} for r in rows]
-        _append_jsonl(eval_path, rows)
-        return rows
+    def __init__(self, state: TrainState) -> None:
+        t = state.cfg.train
+        self.device = state.device
+        self.peak = peak_flops(state.device)
+        self.flops_per_token = state.model.flops_per_token(state.seq_len - 1)
+        self.tokens_per_step = state.batch_size * t.grad_accum * (state.seq_len - 1)
+        self.start, self.tokens = time.perf_counter(), 0
 
-    if start == 0:
-        eval_now(0)
-    step_model = torch.compile(model) if t.compile else model
-    peak = peak_flops(device)
-    flops_per_token = model.flops_per_token(seq_len - 1)
-    tokens_per_step = batch_size * t.grad_accum * (seq_len - 1)
-    batches = iter(loader)
+    def step(self) -> None:
+        self.tokens += self.tokens_per_step
 
-    def checkpoint(step: int) -> Path:
-        payload = {
-            "stage": stage,
-            "model": model.state_dict(),
-            "optimizer": optimizer.state_dict(),
-            "scheduler": scheduler.state_dict(),
-            "loader": loader.state_dict(),
-            "model_config": dataclasses.asdict(model_cfg),
-            "mixture": run_record["mixture"],
-            "seq_len": seq_len,
-        }
-        return save_checkpoint(out_dir, step, payload, t.keep_checkpoints)
+    def read(self) -> tuple[float | None, float | None]:
+        """(tokens/s, MFU) since the last read; starts the next interval."""
+        if self.device.type == "cuda":
+            torch.cuda.synchronize()
+        elapsed = time.perf_counter() - self.start
+        tps = self.tokens / elapsed if elapsed > 0 else None
+        mfu = self.flops_per_token * tps / self.peak if self.peak and tps else None
+        self.start, self.tokens = time.perf_counter(), 0
+        return tps, mfu
 
-    model.train()
-    interval_start, interval_tokens = time.perf_counter(), 0
-    for step in range(start + 1, total + 1):
-        lr = scheduler.get_last_lr()[0]
-        step_loss = torch.zeros((), device=device)
+    @contextlib.contextmanager
+    def paused(self):
+        """Time spent inside (evaluation, checkpoints) does not count."""
+        paused = time.perf_counter()
+        yield
+        self.start += time.perf_counter() - paused
+
+
+def train_loop(state: TrainState, on_step: StepCallback | None = None) -> None:
+    """Train from `state.start` to `state.total`: log, evaluate and checkpoint on the config's cadence."""
+    s, t = state, state.cfg.train
+    vocab, aux_weight = s.model_cfg.vocab_size, s.model_cfg.moe_aux_weight
+
+    def due(step: int, every: int) -> bool:
+        return step % every == 0 or step == s.total
+
+    if s.start == 0:
+        s.evaluate(0)  # the starting weights
+    step_model = torch.compile(s.model) if t.compile else s.model
+    throughput = _Throughput(s)
+    batches = iter(s.loader)
+    s.model.train()
+    for step in range(s.start + 1, s.total + 1):
+        lr = s.scheduler.get_last_lr()[0]
+
+        # forward/backward over grad_accum micro-batches; the logged loss is their mean
+        step_loss = torch.zeros((), device=s.device)
         for _ in range(t.grad_accum):
-            x, y = _split(next(batches), pad_id, model_cfg.vocab_size, device)
-            with autocast():
+            x, y = _split(next(batches), s.pad_id, vocab, s.device)
+            with s.autocast():
                 _, loss, aux = step_model(x, y, attention_backend=t.attention_backend)
-                objective = (loss + model_cfg.moe_aux_weight * aux) / t.grad_accum
+                objective = (loss + aux_weight * aux) / t.grad_accum
             objective.backward()
             step_loss += loss.detach().float() / t.grad_accum
         if t.grad_clip:
-            torch.nn.utils.clip_grad_norm_(model.parameters(), t.grad_clip)
-        optimizer.step()
-        scheduler.step()
-        optimizer.zero_grad(set_to_none=True)
-        interval_tokens += tokens_per_step
+            torch.nn.utils.clip_grad_norm_(s.model.parameters(), t.grad_clip)
+        s.optimizer.step()
+        s.scheduler.step()
+        s.optimizer.zero_grad(set_to_none=True)
+        throughput.step()
+
         row = None
-        if step % t.log_every == 0 or step == total:
-            if device.type == "cuda":
-                torch.cuda.synchronize()
-            elapsed = time.perf_counter() - interval_start
-            tps = interval_tokens / elapsed if elapsed > 0 else None
-            mfu = flops_per_token * tps / peak if peak and tps else None
+        if due(step, t.log_every):
+            tps, mfu = throughput.read()
             row = {
                 "step": step,
                 "loss": float(step_loss),
                 "tokens_per_s": tps,
-                "seq_len": seq_len,
+                "seq_len": s.seq_len,
                 "lr": lr,
                 "mfu": mfu,
             }
-            _append_jsonl(metrics_path, [row])
-            interval_start, interval_tokens = time.perf_counter(), 0
-        paused = time.perf_counter()
-        if step % t.eval_every == 0 or step == total:
-            eval_now(step)
-        if step % t.checkpoint_every == 0 or step == total:
-            checkpoint(step)
-        interval_start += time.perf_counter() - paused  # tokens/s counts training time only
+            _append_jsonl(s.metrics_path, [row])
+        with throughput.paused():
+            if due(step, t.eval_every):
+                s.evaluate(step)
+            if due(step, t.checkpoint_every):
+                s.checkpoint(step)
         if on_step is not None:
-            on_step(step, total, row)
+            on_step(step, s.total, row)
 
-    return summarize(out_dir)
+
+def run_stage(
+    stage: str,
+    config_path: str | Path,
+    data_dir: str | Path,
+    out_dir: str | Path,
+    *,
+    init: str | Path | None = None,
+    steps: int | None = None,
+    resume: bool = False,
+    on_step: StepCallback | None = None,
+) -> dict[str, Any]:
+    """Train one stage into `out_dir` up to `steps` total steps; return the run summary."""
+    state = setup(stage, config_path, data_dir, out_dir, init=init, steps=steps, resume=resume)
+    train_loop(state, on_step)
+    return summarize(state.out_dir)
 
 
 def summarize(out_dir: str | Path) -> dict[str, Any]:
