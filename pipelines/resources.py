@@ -5,7 +5,9 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from dagster import ConfigurableResource
+from typing import Any
+
+from dagster import ConfigurableResource, EnvVar
 
 from pipelines import lake
 
@@ -51,11 +53,49 @@ class TeacherResource(ConfigurableResource):
         return os.environ.get(self.api_key_env)
 
 
-def default_resources() -> dict[str, ConfigurableResource]:
+ENVIRONMENTS = ("local", "cluster")
+
+
+def default_resources() -> dict[str, Any]:
     """The embedded defaults: the local lake, DirectRunner, auto-found Chromium, no teacher."""
-    return {
-        "lake": LakeResource(),
-        "beam": BeamRunnerResource(),
-        "browser": BrowserResource(),
-        "teacher": TeacherResource(),
-    }
+    return resources_for("local")
+
+
+def resources_for(env: str | None = None, root: str | Path | None = None) -> dict[str, Any]:
+    """The resource set of one environment, chosen by `env` or $REFINERY_ENV (default `local`).
+
+    local: the embedded defaults (./lake or $REFINERY_HOME, DirectRunner, Chromium found on the
+    machine, no teacher). cluster: everything from the environment, so one deployment setting
+    switches it: REFINERY_HOME (may be a remote path for the Beam workers), REFINERY_BEAM_RUNNER
+    and REFINERY_BEAM_OPTIONS (space-separated, e.g. `--dask_client_address=host:8786`),
+    REFINERY_TEACHER_URL / _MODEL. The Dagster instance itself (runs, events, schedules) lives in
+    $DAGSTER_HOME/dagster.yaml: SQLite locally, Postgres on a cluster. `root` overrides the
+    local lake root (tests).
+    """
+    from pipelines.graph import LakeIOManager
+
+    env = env or os.environ.get("REFINERY_ENV") or "local"
+    if env == "local":
+        here = str(root or "")
+        return {
+            "lake": LakeResource(root=here),
+            "io_manager": LakeIOManager(root=here),
+            "beam": BeamRunnerResource(),
+            "browser": BrowserResource(),
+            "teacher": TeacherResource(),
+        }
+    if env == "cluster":
+        root = EnvVar("REFINERY_HOME")
+        return {
+            "lake": LakeResource(root=root),
+            "io_manager": LakeIOManager(root=root),
+            "beam": BeamRunnerResource(
+                runner=EnvVar("REFINERY_BEAM_RUNNER"),
+                options=os.environ.get("REFINERY_BEAM_OPTIONS", "").split(),
+            ),
+            "browser": BrowserResource(),
+            "teacher": TeacherResource(
+                base_url=EnvVar("REFINERY_TEACHER_URL"), model=EnvVar("REFINERY_TEACHER_MODEL")
+            ),
+        }
+    raise ValueError(f"REFINERY_ENV={env!r}: choose one of {', '.join(ENVIRONMENTS)}")

@@ -21,6 +21,10 @@ app = typer.Typer(
 
 
 def _register_all() -> None:
+    from pipelines.cli_derive import add_stage_commands
+    from pipelines.stages import GROUPS, STAGES
+
+    add_stage_commands(app, STAGES, GROUPS)
     for info in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name):
         if info.name.startswith("_"):
             continue

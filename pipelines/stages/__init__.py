@@ -1,1 +1,14 @@
-"""Stage entry points shared by the CLI, the Dagster assets and the demo."""
+"""The stage table: every stage of Refinery, declared once (see `pipelines.stage`).
+
+The CLI (`pipelines.cli`) and the Dagster graph (`pipelines.graph`) are both derived from it.
+"""
+
+from __future__ import annotations
+
+from pipelines.stage import Stage
+from pipelines.stages.crawl import CRAWL
+
+STAGES: list[Stage] = [CRAWL]
+
+# Help of the CLI's command groups.
+GROUPS = {}

@@ -23,11 +23,7 @@ def server():
 
 
 def test_cli_crawls_with_max_pages_and_writes_manifests(server, tmp_path):
-    from pipelines.cli.crawl import register
-
-    app = typer.Typer()
-    register(app)
-    app.command("noop")(lambda: None)  # a second command keeps typer's sub-command parsing
+    from pipelines.cli import app
     seeds = tmp_path / "seeds.txt"
     seeds.write_text(
         f"# comment\n{server.url('127.0.0.91', '/tree/0')}\n{server.url('127.0.0.92', '/tree/0')}\n"
@@ -57,15 +53,11 @@ def test_cli_crawls_with_max_pages_and_writes_manifests(server, tmp_path):
     # robots.txt and sitemaps are not content pages: they never count toward --max-pages
     assert sum(h.path == "/robots.txt" for h in server.hits) == 2
     again = CliRunner().invoke(app, args)
-    assert again.exit_code != 0 and "--resume" in str(again.exception)
+    assert again.exit_code == 2 and "--resume" in again.output
 
 
 def test_cli_refuses_without_private_network_flag(server, tmp_path):
-    from pipelines.cli.crawl import register
-
-    app = typer.Typer()
-    register(app)
-    app.command("noop")(lambda: None)
+    from pipelines.cli import app
     seeds = tmp_path / "seeds.txt"
     seeds.write_text(server.url("127.0.0.91", "/tree/0") + "\n")
     result = CliRunner().invoke(
@@ -81,8 +73,11 @@ def test_cli_refuses_without_private_network_flag(server, tmp_path):
 def test_raw_pages_asset_crawls_only_its_shard(server, tmp_path):
     from dagster import materialize
 
-    from pipelines.assets.crawl import CRAWL_SHARDS, raw_pages
-    from pipelines.resources import LakeResource
+    from pipelines.graph import asset
+    from pipelines.resources import resources_for
+    from pipelines.stages.crawl import CRAWL_SHARDS
+
+    raw_pages = asset("raw_pages")
 
     seeds = [server.url("127.0.0.91", "/tree/0"), server.url("127.0.0.92", "/tree/0")]
     shard = shard_of("127.0.0.91", CRAWL_SHARDS)
@@ -90,7 +85,7 @@ def test_raw_pages_asset_crawls_only_its_shard(server, tmp_path):
     result = materialize(
         [raw_pages],
         partition_key=str(shard),
-        resources={"lake": LakeResource(root=str(tmp_path / "lake"))},
+        resources=resources_for("local", tmp_path / "lake"),
         run_config={"ops": {"raw_pages": {"config": config}}},
     )
     assert result.success
@@ -110,7 +105,7 @@ def test_raw_pages_asset_crawls_only_its_shard(server, tmp_path):
     result = materialize(
         [raw_pages],
         partition_key=str(other),
-        resources={"lake": LakeResource(root=str(tmp_path / "lake"))},
+        resources=resources_for("local", tmp_path / "lake"),
         run_config={"ops": {"raw_pages": {"config": config}}},
     )
     assert result.success
@@ -129,11 +124,7 @@ def _stored_config(out):
 
 
 def _app():
-    from pipelines.cli.crawl import register
-
-    app = typer.Typer()
-    register(app)
-    app.command("noop")(lambda: None)
+    from pipelines.cli import app
     return app
 
 
@@ -177,7 +168,9 @@ def test_cli_per_host_connections_flag_and_bad_config_errors(server, tmp_path):
 
 def test_raw_pages_asset_defaults_to_the_cli_delay_for_real_seeds():
     from crawlers.crawl import CrawlConfig
-    from pipelines.assets.crawl import SAMPLE_WEB_DELAY_S, RawPagesConfig
+    from pipelines.graph import config_class
+    from pipelines.stages.crawl import CRAWL, SAMPLE_WEB_DELAY_S
 
-    assert RawPagesConfig().delay is None  # None: CrawlConfig's polite default applies
+    # None: CrawlConfig's polite default applies
+    assert config_class(CRAWL, "raw_pages")().delay is None
     assert CrawlConfig().delay == 1.0 and SAMPLE_WEB_DELAY_S < 1.0

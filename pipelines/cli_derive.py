@@ -1,0 +1,124 @@
+"""Typer commands derived from stage declarations, and the one handler of user errors."""
+
+from __future__ import annotations
+
+import functools
+import inspect
+from collections.abc import Callable
+from typing import Annotated, Any
+
+import typer
+
+from pipelines.stage import Lake, Stage, field_role, is_user_error
+
+
+def flag_of(stage: Stage, name: str) -> str:
+    return field_role(stage.params, name).get("flag") or "--" + name.replace("_", "-")
+
+
+def error_line(exc: BaseException, stage: Stage | None = None) -> str:
+    """One line naming the file or flag, the field and the fix."""
+    from pydantic import ValidationError
+
+    if isinstance(exc, ValidationError) and stage is not None:
+        parts = []
+        for err in exc.errors():
+            loc = [str(x) for x in err["loc"]]
+            name = loc[0] if loc else ""
+            where = flag_of(stage, name) if name in stage.params.model_fields else ".".join(loc)
+            parts.append(f"{where}: {err['msg']}")
+        return "; ".join(parts)
+    if isinstance(exc, KeyError) and exc.args:
+        return str(exc.args[0])
+    return str(exc)
+
+
+def user_errors(fn: Callable[..., Any], stage: Stage | None = None) -> Callable[..., Any]:
+    """Every command treats user errors alike: one red line on stderr, exit status 2."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except Exception as exc:
+            if not is_user_error(exc):
+                raise
+            typer.secho(f"error: {error_line(exc, stage)}", fg="red", err=True)
+            raise typer.Exit(2) from exc
+
+    return wrapper
+
+
+def _option(stage: Stage, name: str) -> tuple[Any, Any]:
+    """(annotation, default) of one CLI parameter."""
+    info = stage.params.model_fields[name]
+    role = field_role(stage.params, name)
+    kwargs: dict[str, Any] = {"help": info.description or None}
+    if role.get("min") is not None:
+        kwargs["min"] = role["min"]
+    if role.get("argument"):
+        marker = typer.Argument(**kwargs)
+    else:
+        if role.get("envvar"):
+            kwargs["envvar"] = role["envvar"]
+        marker = typer.Option(flag_of(stage, name), **kwargs)
+    default = inspect.Parameter.empty if info.is_required() else info.get_default(call_default_factory=True)
+    return Annotated[info.annotation, marker], default
+
+
+def _given(ctx: typer.Context, name: str) -> bool:
+    source = ctx.get_parameter_source(name)
+    # Typer vendors its own click: compare the enum by name, not by class.
+    return source is not None and source.name not in ("DEFAULT", "DEFAULT_MAP")
+
+
+def command_for(stage: Stage, show: Callable[[Any], None] | None = None) -> Callable[..., None]:
+    """The Typer command of a stage: one option per params field (`cli=True`).
+
+    Only the flags given on the command line are passed to the params model, so
+    `params.model_fields_set` tells a stage which values the user chose (a config file may
+    fill the rest). Unknown options go to the field marked `extra_args`, if any.
+    """
+    names = [n for n in stage.params.model_fields if field_role(stage.params, n).get("cli", True)]
+    extra = [n for n in stage.params.model_fields if field_role(stage.params, n).get("extra_args")]
+
+    def command(ctx: typer.Context, **kwargs: Any) -> None:
+        values = {k: v for k, v in kwargs.items() if _given(ctx, k)}
+        if extra:
+            values[extra[0]] = list(ctx.args)
+        params = stage.params(**values)
+        summary = stage.run(params, Lake(interactive=True))
+        (show or stage.show or (lambda s: typer.echo(s.text())))(summary)
+
+    params = [inspect.Parameter("ctx", inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=typer.Context)]
+    for name in names:
+        annotation, default = _option(stage, name)
+        params.append(
+            inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, annotation=annotation, default=default)
+        )
+    command.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
+    command.__annotations__ = {p.name: p.annotation for p in params}
+    command.__doc__ = stage.description
+    command.__name__ = stage.name.replace(" ", "_").replace("-", "_")
+    return user_errors(command, stage)
+
+
+def add_stage_commands(app: typer.Typer, stages: list[Stage], groups: dict[str, str]) -> None:
+    """Register every stage that has a CLI name; `groups` gives the help of command groups."""
+    subs: dict[str, typer.Typer] = {}
+    for stage in stages:
+        if not stage.name:
+            continue
+        *group, leaf = stage.name.split()
+        target = app
+        if group:
+            key = group[0]
+            if key not in subs:
+                subs[key] = typer.Typer(help=groups.get(key, ""), no_args_is_help=True)
+            target = subs[key]
+        settings = {}
+        if any(field_role(stage.params, n).get("extra_args") for n in stage.params.model_fields):
+            settings = {"allow_extra_args": True, "ignore_unknown_options": True}
+        target.command(leaf, context_settings=settings or None)(command_for(stage))
+    for key, sub in subs.items():
+        app.add_typer(sub, name=key)

@@ -1,0 +1,229 @@
+"""The Dagster graph, derived from the stage table (`pipelines.stages.STAGES`).
+
+Each stage with outputs becomes one (multi-)asset: its `Config` is the stage's params minus the
+fields Dagster fills itself (upstream dataset paths, the output place, resource values); its
+inputs are the upstream assets, loaded by `LakeIOManager` as `Dataset` handles (path plus
+manifest, never data); its outputs are handles to what the stage wrote; its checks run in the
+same step and report figures as metadata. Blocking checks stop the graph when they fail.
+"""
+
+from __future__ import annotations
+
+import inspect
+from pathlib import Path
+from typing import Any, get_args, get_origin
+
+import pydantic
+from dagster import (
+    AssetCheckResult,
+    AssetCheckSeverity,
+    AssetCheckSpec,
+    AssetExecutionContext,
+    AssetIn,
+    AssetOut,
+    Config,
+    ConfigurableIOManager,
+    Definitions,
+    InputContext,
+    MetadataValue,
+    Output,
+    OutputContext,
+    StaticPartitionsDefinition,
+    multi_asset,
+)
+
+from pipelines.stage import Dataset, Lake, Stage, Summary, field_role
+
+HANDLES_DIR = "_handles"
+
+
+class LakeIOManager(ConfigurableIOManager):
+    """Stores and hands out `Dataset` handles: `<lake>/_handles/<asset>[/<partition>].json`."""
+
+    root: str = ""
+
+    def _root(self) -> Path:
+        from pipelines import lake
+
+        return Path(self.root).resolve() if self.root else lake.lake_root()
+
+    def _file(self, asset: str, partition: str | None) -> Path:
+        base = self._root() / HANDLES_DIR / asset
+        return base / f"{partition}.json" if partition is not None else base.with_suffix(".json")
+
+    def handle_output(self, context: OutputContext, obj: Dataset) -> None:
+        asset = context.asset_key.to_user_string()
+        partition = context.partition_key if context.has_asset_partitions else None
+        path = self._file(asset, partition)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(obj.to_json())
+
+    def load_input(self, context: InputContext) -> Dataset:
+        asset = context.asset_key.to_user_string()
+        if not context.has_asset_partitions:
+            path = self._file(asset, None)
+            if not path.exists():
+                raise FileNotFoundError(f"{path}: no handle for {asset}; materialize it first")
+            return Dataset.from_json(path.read_text())
+        parts = [
+            Dataset.from_json(p.read_text())
+            for k in context.asset_partition_keys
+            if (p := self._file(asset, k)).exists()
+        ]
+        if not parts:
+            raise FileNotFoundError(
+                f"{self._file(asset, 'x').parent}: no partition of {asset} materialized; "
+                "materialize at least one"
+            )
+        import os
+
+        common = os.path.commonpath([p.path for p in parts]) if len(parts) > 1 else parts[0].path
+        return Dataset(asset, common)
+
+
+def _config_type(annotation: Any) -> Any:
+    """The Dagster Config type of a params field: Path becomes str, inside Optional and lists too."""
+    if annotation is Path:
+        return str
+    args = get_args(annotation)
+    if args and Path in args:
+        return annotation.__class__.__or__(str, type(None)) if type(None) in args else str
+    if get_origin(annotation) is list and args and args[0] is Path:
+        return list[str]
+    return annotation
+
+
+def config_class(stage: Stage, asset_name: str) -> type[Config]:
+    """The Dagster `Config` of a stage: its params that Dagster users set (`asset=True`)."""
+    fields: dict[str, Any] = {}
+    for name, info in stage.params.model_fields.items():
+        if not field_role(stage.params, name).get("asset", True):
+            continue
+        default = stage.asset_defaults.get(name, info.default)
+        if info.is_required() and name not in stage.asset_defaults:
+            default = ...
+        fields[name] = (
+            _config_type(info.annotation),
+            pydantic.Field(default, description=info.description),
+        )
+    cls_name = "".join(w.title() for w in asset_name.split("_")) + "Config"
+    return pydantic.create_model(cls_name, __base__=Config, __doc__=stage.description, **fields)
+
+
+def _metadata(values: dict[str, Any], markdown: tuple[str, ...]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in values.items():
+        if key in markdown:
+            out[key] = MetadataValue.md(str(value))
+        elif isinstance(value, dict | list | tuple):
+            out[key] = MetadataValue.json(value)
+        elif isinstance(value, Path):
+            out[key] = MetadataValue.path(str(value))
+        elif isinstance(value, bool | int | float | str):
+            out[key] = value
+        else:
+            out[key] = str(value)
+    return out
+
+
+def stage_asset(stage: Stage, name: str | None = None):
+    """The Dagster multi-asset of one stage (named after its only output, or `name`)."""
+    op_name = name or (stage.outputs[0] if len(stage.outputs) == 1 else stage.name.replace(" ", "_"))
+    partitions = StaticPartitionsDefinition(list(stage.partitions)) if stage.partitions else None
+    ins = {_arg(up): AssetIn(key=up) for up in stage.inputs}
+    outs = {
+        out: AssetOut(
+            description=stage.output_descriptions.get(out, stage.description),
+            group_name=stage.group,
+            io_manager_key="io_manager",
+        )
+        for out in stage.outputs
+    }
+    check_specs = [
+        AssetCheckSpec(c.name, asset=c.asset, description=c.description, blocking=c.blocking)
+        for c in stage.checks
+    ]
+    config_cls = config_class(stage, op_name)
+    bound = stage.input_fields()  # params field -> upstream asset
+
+    def compute(context: AssetExecutionContext, config, **inputs: Dataset):
+        res = context.resources
+        lake = Lake(
+            root=res.lake.path(),
+            log=context.log.info,
+            partition=context.partition_key if partitions else None,
+        )
+        values = config.model_dump()
+        for field_name, upstream in bound.items():
+            values[field_name] = inputs[_arg(upstream)].path
+        for field_name in stage.params.model_fields:
+            source = field_role(stage.params, field_name).get("resource")
+            if source:
+                resource_name, attr = source.split(".", 1)
+                value = getattr(getattr(res, resource_name), attr)
+                values[field_name] = value() if callable(value) else value
+        summary: Summary = stage.run(stage.params(**values), lake)
+        meta = _metadata(summary.metadata(), summary.markdown_fields)
+        for out in stage.outputs:
+            path = summary.outputs.get(out)
+            if path is None:
+                raise RuntimeError(f"stage {stage.name or op_name} did not report output {out}")
+            handle = Dataset(out, str(path), lake.partition)
+            out_meta = {"path": MetadataValue.path(str(path)), "summary": summary.text()}
+            if out == stage.outputs[0]:
+                out_meta.update(meta)
+            yield Output(handle, output_name=out, metadata=out_meta)
+        for check in stage.checks:
+            outcome = check.fn(summary, lake)
+            yield AssetCheckResult(
+                asset_key=check.asset,
+                check_name=check.name,
+                passed=bool(outcome.passed),
+                severity=AssetCheckSeverity.ERROR,
+                description=outcome.description,
+                metadata=_metadata(dict(outcome.metadata), ()),
+            )
+
+    params = [
+        inspect.Parameter("context", inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=AssetExecutionContext),
+        inspect.Parameter("config", inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=config_cls),
+    ] + [
+        inspect.Parameter(arg, inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=Dataset)
+        for arg in ins
+    ]
+    compute.__signature__ = inspect.Signature(params)
+    compute.__name__ = op_name
+    compute.__doc__ = stage.description
+    return multi_asset(
+        name=op_name,
+        outs=outs,
+        ins=ins,
+        check_specs=check_specs or None,
+        partitions_def=partitions,
+        required_resource_keys={"lake", "beam", "browser", "teacher"},
+        description=stage.description,
+        can_subset=False,
+    )(compute)
+
+
+def _arg(asset_name: str) -> str:
+    return f"in_{asset_name}"
+
+
+def build_definitions(env: str | None = None) -> Definitions:
+    """Every asset and check of the stage table, with the resources of one environment."""
+    from pipelines.resources import resources_for
+    from pipelines.stages import STAGES
+
+    assets = [stage_asset(s) for s in STAGES if s.outputs]
+    return Definitions(assets=assets, resources=resources_for(env))
+
+
+def asset(name: str):
+    """The assets definition that materializes `name` (for `dagster.materialize` in tests)."""
+    from pipelines.stages import STAGES
+
+    for stage in STAGES:
+        if name in stage.outputs:
+            return stage_asset(stage)
+    raise KeyError(f"no stage materializes asset {name!r}")

@@ -1,0 +1,227 @@
+"""One declaration per stage: typed parameters, input and output datasets, `run`, checks.
+
+A stage is declared once, as a `Stage`:
+
+- `params`: a pydantic model whose fields are the stage's parameters. A field declared with
+  `param(...)` carries its CLI flag, its help text and its role: an upstream dataset's path
+  (`input=`), the output directory (`output=True`), a CLI-only switch (`asset=False`) or a value
+  that Dagster takes from a resource (`resource=`).
+- `run(params, lake) -> Summary`: the stage itself, in plain Python over lake paths. A `Summary`
+  is a typed result with `.metadata()` (Dagster) and `.text()` (the terminal), and names the
+  datasets it wrote (`outputs`).
+- `inputs`/`outputs`: the datasets read and written (asset names), and `checks` on them.
+
+`pipelines.cli` derives the Typer command from the declaration and `pipelines.graph` derives the
+Dagster asset, its `Config`, its inputs and its checks, so adding a parameter touches one place:
+the params model. Neither import of Typer nor Dagster happens here.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from pipelines import lake as lake_mod
+
+# Errors a user can fix (a missing file, a bad value): the CLI prints one line and exits 2.
+USER_ERRORS: tuple[type[BaseException], ...] = (
+    FileNotFoundError,
+    NotADirectoryError,
+    IsADirectoryError,
+    PermissionError,
+    ValueError,
+    KeyError,
+)
+# Domain errors that are the user's to fix, by module (looked up only once raised, so the CLI
+# never imports a heavy module just to name its error class).
+USER_ERROR_CLASSES = (("crawlers.crawl.config", "CrawlError"), ("training.trainer", "TrainError"))
+
+
+def is_user_error(exc: BaseException) -> bool:
+    """A missing file, a bad value, a refused crawl directory: errors the user can fix."""
+    import sys
+
+    if isinstance(exc, USER_ERRORS):
+        return True
+    for module, name in USER_ERROR_CLASSES:
+        cls = getattr(sys.modules.get(module), name, None)
+        if cls is not None and isinstance(exc, cls):
+            return True
+    return False
+
+
+def param(
+    default: Any = ...,
+    *,
+    flag: str | None = None,
+    help: str = "",
+    input: str | None = None,
+    output: bool = False,
+    cli: bool = True,
+    asset: bool = True,
+    resource: str | None = None,
+    envvar: str | None = None,
+    min: float | None = None,
+    argument: bool = False,
+    extra_args: bool = False,
+) -> Any:
+    """A stage parameter: a pydantic Field that also says how the CLI and Dagster fill it.
+
+    flag: the CLI option (default `--field-name`; `--x/--no-x` for a two-way switch).
+    input: the upstream dataset whose path this is (Dagster hands it in; the CLI takes the flag).
+    output: the output directory (Dagster: the lake's standard place; CLI: the flag).
+    cli / asset: whether the CLI / the Dagster Config show it.
+    resource: `<resource>.<attribute>` whose value Dagster passes in (e.g. `beam.pipeline_args`).
+    argument: a positional CLI argument. extra_args: unknown CLI options are collected here.
+    """
+    extra = {
+        "flag": flag,
+        "input": input,
+        "output": output or None,
+        "cli": cli and not extra_args,
+        "asset": asset and input is None and not output and resource is None and not extra_args,
+        "resource": resource,
+        "envvar": envvar,
+        "min": min,
+        "argument": argument or None,
+        "extra_args": extra_args or None,
+    }
+    return Field(
+        default,
+        description=help,
+        json_schema_extra={k: v for k, v in extra.items() if v is not None},
+    )
+
+
+def field_role(model: type[BaseModel], name: str) -> dict[str, Any]:
+    """The `param(...)` extras of one field ({} for a plain pydantic field)."""
+    extra = model.model_fields[name].json_schema_extra
+    return dict(extra) if isinstance(extra, dict) else {"cli": True, "asset": True}
+
+
+class Params(BaseModel):
+    """Base of every stage's parameters: unknown fields are an error, never ignored."""
+
+    model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
+
+
+class Summary(BaseModel):
+    """Base of every stage's result. Fields are the figures; `outputs` names what was written.
+
+    Override `text()` for a stage whose terminal output is richer than `key=value` pairs.
+    Fields listed in `markdown_fields` go to Dagster as Markdown, `path` fields as paths.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    outputs: dict[str, str] = Field(default_factory=dict, description="dataset -> path written")
+    markdown_fields: tuple[str, ...] = Field(default=(), exclude=True)
+
+    def metadata(self) -> dict[str, Any]:
+        """Figures for Dagster: scalars as they are, dicts/lists as JSON, None left out."""
+        out: dict[str, Any] = {}
+        for name, value in self.model_dump(exclude={"outputs"}).items():
+            if value is not None:
+                out[name] = value
+        return out
+
+    def text(self) -> str:
+        """One line of `key=value` figures for the terminal (the demo's table uses it too)."""
+        return format_figures(self.model_dump(exclude={"outputs"}))
+
+
+def format_figures(figures: Mapping[str, Any]) -> str:
+    parts = []
+    for key, value in figures.items():
+        if value is None or (isinstance(value, str) and "\n" in value):
+            continue
+        if isinstance(value, float):
+            value = f"{value:.3g}"
+        elif isinstance(value, list | tuple):
+            value = ",".join(map(str, value))
+        elif isinstance(value, dict):
+            value = ",".join(
+                f"{k}:{v:.3g}" if isinstance(v, float) else f"{k}:{v}" for k, v in value.items()
+            )
+        parts.append(f"{key}={value}")
+    return "  ".join(parts)
+
+
+@dataclass
+class Lake:
+    """What a stage's `run` gets besides its parameters: the lake root and the run's hooks."""
+
+    root: Path = field(default_factory=lake_mod.lake_root)
+    log: Callable[[str], None] = lambda msg: None
+    progress: Callable[[dict[str, Any]], None] | None = None
+    partition: str | None = None  # the Dagster partition key, when the asset is partitioned
+    interactive: bool = False  # a terminal is watching (the CLI): stages may show progress bars
+
+    def dir(self, stage: str) -> Path:
+        """The standard directory of a stage's output (created)."""
+        return lake_mod.stage_dir(stage, self.root)
+
+
+@dataclass(frozen=True)
+class Check:
+    """A promise about a stage's outputs. `fn(summary, lake)` returns a CheckOutcome-like object
+    (passed, description, metadata). Blocking checks stop the graph when they fail."""
+
+    name: str
+    asset: str
+    fn: Callable[[Any, Lake], Any]
+    description: str
+    blocking: bool = True
+
+
+@dataclass(frozen=True)
+class Stage:
+    """One stage of the pipeline, declared once (see the module docstring)."""
+
+    name: str  # the CLI command path, e.g. "filter" or "mix build"
+    params: type[Params]
+    run: Callable[[Any, Lake], Summary]
+    description: str
+    outputs: Sequence[str] = ()  # asset names this stage materializes ((): CLI only)
+    inputs: Mapping[str, str] = field(default_factory=dict)  # upstream asset -> what it is
+    group: str = ""
+    checks: Sequence[Check] = ()
+    partitions: Sequence[str] | None = None
+    output_descriptions: Mapping[str, str] = field(default_factory=dict)
+    asset_defaults: Mapping[str, Any] = field(default_factory=dict)  # Dagster-only defaults
+    show: Callable[[Summary], None] | None = None  # richer terminal output than Summary.text()
+
+    def input_fields(self) -> dict[str, str]:
+        """params field -> upstream dataset, for the fields marked `input=`."""
+        return {
+            n: field_role(self.params, n)["input"]
+            for n in self.params.model_fields
+            if field_role(self.params, n).get("input")
+        }
+
+
+@dataclass(frozen=True)
+class Dataset:
+    """A handle to a dataset in the lake: its path and manifest, never its data."""
+
+    name: str
+    path: str
+    partition: str | None = None
+
+    def manifest(self) -> dict[str, Any]:
+        try:
+            return lake_mod.read_manifest(Path(self.path))
+        except FileNotFoundError:
+            return {}
+
+    def to_json(self) -> str:
+        return json.dumps({"name": self.name, "path": self.path, "partition": self.partition})
+
+    @classmethod
+    def from_json(cls, text: str) -> Dataset:
+        return cls(**json.loads(text))
