@@ -9,13 +9,17 @@ the mixture name, steps and schedule, and for long context the raised RoPE base 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from training.model import ModelConfig
+if TYPE_CHECKING:
+    # training.model imports torch; `_run_config_class` resolves it on first use, so importing
+    # this module (for STAGES, e.g. from pipelines) stays light.
+    from training.model import ModelConfig
 
+# The training stages, in order; the single definition (pipelines import it from here).
 STAGES = ("pretrain", "cpt", "long-context")
 CONFIG_DIR = Path(__file__).parent / "configs"
 
@@ -101,6 +105,15 @@ class RunConfig(_Strict):
         return section
 
 
+def _run_config_class() -> type[RunConfig]:
+    """RunConfig with its `model: ModelConfig` field resolved (imports torch the first time)."""
+    if not RunConfig.__pydantic_complete__:
+        from training.model import ModelConfig
+
+        RunConfig.model_rebuild(_types_namespace={"ModelConfig": ModelConfig})
+    return RunConfig
+
+
 def resolve_config_path(path: str | Path) -> Path:
     """A config path as given, else the name of a packaged config (`tiny`, `gpu`)."""
     p = Path(path)
@@ -124,7 +137,7 @@ def load_run_config(path: str | Path) -> tuple[RunConfig, dict[str, Any]]:
     if not isinstance(raw, dict):
         raise ConfigError(f"{p}: expected a mapping with model/train/stages sections")
     try:
-        cfg = RunConfig.model_validate(raw)
+        cfg = _run_config_class().model_validate(raw)
     except ValidationError as e:
         lines = [f"  {'.'.join(str(x) for x in err['loc'])}: {err['msg']}" for err in e.errors()]
         raise ConfigError(f"{p}: invalid training config:\n" + "\n".join(lines)) from e

@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from pipelines import lake
+from training.train_config import STAGES
 
-STAGES = ("pretrain", "cpt", "long-context")
 # The stage each later stage starts from (its `--init`).
 UPSTREAM = {"cpt": "pretrain", "long-context": "cpt"}
 
