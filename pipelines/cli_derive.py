@@ -80,6 +80,8 @@ def command_for(stage: Stage, show: Callable[[Any], None] | None = None) -> Call
     fill the rest). Unknown options go to the field marked `extra_args`, if any.
     """
     names = [n for n in stage.params.model_fields if field_role(stage.params, n).get("cli", True)]
+    io = ("input", "output", "argument")
+    names.sort(key=lambda n: not any(field_role(stage.params, n).get(k) for k in io))
     extra = [n for n in stage.params.model_fields if field_role(stage.params, n).get("extra_args")]
 
     def command(ctx: typer.Context, **kwargs: Any) -> None:

@@ -51,6 +51,18 @@ class LakeIOManager(ConfigurableIOManager):
         base = self._root() / HANDLES_DIR / asset
         return base / f"{partition}.json" if partition is not None else base.with_suffix(".json")
 
+    def _standard(self, asset: str, handle: Path) -> Dataset:
+        """No handle: the dataset at the lake's standard place (written by the CLI), if any."""
+        from pipelines import lake
+
+        rel = lake.DATASETS.get(asset)
+        if rel is None or not (self._root() / rel).exists():
+            raise FileNotFoundError(
+                f"{handle}: no handle for {asset}, and nothing at its standard lake place "
+                f"{self._root() / (rel or asset)}; materialize {asset} first"
+            )
+        return Dataset(asset, str(self._root() / rel))
+
     def handle_output(self, context: OutputContext, obj: Dataset) -> None:
         asset = context.asset_key.to_user_string()
         partition = context.partition_key if context.has_asset_partitions else None
@@ -62,19 +74,16 @@ class LakeIOManager(ConfigurableIOManager):
         asset = context.asset_key.to_user_string()
         if not context.has_asset_partitions:
             path = self._file(asset, None)
-            if not path.exists():
-                raise FileNotFoundError(f"{path}: no handle for {asset}; materialize it first")
-            return Dataset.from_json(path.read_text())
+            if path.exists():
+                return Dataset.from_json(path.read_text())
+            return self._standard(asset, path)
         parts = [
             Dataset.from_json(p.read_text())
             for k in context.asset_partition_keys
             if (p := self._file(asset, k)).exists()
         ]
         if not parts:
-            raise FileNotFoundError(
-                f"{self._file(asset, 'x').parent}: no partition of {asset} materialized; "
-                "materialize at least one"
-            )
+            return self._standard(asset, self._file(asset, "<partition>"))
         import os
 
         common = os.path.commonpath([p.path for p in parts]) if len(parts) > 1 else parts[0].path

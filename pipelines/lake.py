@@ -32,6 +32,21 @@ STAGE_DIRS = {
 }
 
 
+# Where each asset's dataset lives when a stage ran with the lake's defaults (the CLI without
+# --out, or an earlier materialization): the IO manager falls back to it when no handle exists.
+DATASETS = {
+    "sample_web": "sampleweb",
+    "raw_pages": "crawl",
+    "rendered_pages": "rendered",
+    "documents": "extract",
+    "quality_models": "models/quality/default",
+    "filtered_documents": "filter/annotated.parquet",
+    "deduplicated_documents": "filter/documents.parquet",
+    "tokenizer": "tokenizer/tokenizer.json",
+    "retrieval_documents": "synth/long/retrieval.parquet",
+}
+
+
 def lake_root() -> Path:
     """Return the lake root: $REFINERY_HOME if set, else ./lake."""
     return Path(os.environ.get("REFINERY_HOME") or "lake").resolve()

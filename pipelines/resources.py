@@ -41,6 +41,10 @@ class BrowserResource(ConfigurableResource):
     pages_in_flight: int = 4
     page_timeout_s: float = 20.0
 
+    @property
+    def executable_or_none(self) -> str | None:
+        return self.executable_path or None
+
 
 class TeacherResource(ConfigurableResource):
     """An OpenAI-compatible chat endpoint used as teacher/grader. Empty base_url means disabled."""

@@ -188,7 +188,7 @@ class Stage:
     run: Callable[[Any, Lake], Summary]
     description: str
     outputs: Sequence[str] = ()  # asset names this stage materializes ((): CLI only)
-    inputs: Mapping[str, str] = field(default_factory=dict)  # upstream asset -> what it is
+    inputs: Sequence[str] = ()  # upstream assets (all read: a test holds every stage to it)
     group: str = ""
     checks: Sequence[Check] = ()
     partitions: Sequence[str] | None = None

@@ -7,8 +7,9 @@ from __future__ import annotations
 
 from pipelines.stage import Stage
 from pipelines.stages.crawl import CRAWL
+from pipelines.stages.extract import EXTRACT, RENDER
 
-STAGES: list[Stage] = [CRAWL]
+STAGES: list[Stage] = [CRAWL, RENDER, EXTRACT]
 
 # Help of the CLI's command groups.
 GROUPS = {}

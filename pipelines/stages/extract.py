@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 import time
 from collections import Counter
@@ -9,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from pipelines import lake
+from pipelines.stage import Check, Lake, Params, Stage, Summary, param
 
 RENDERED_FILE = "rendered.parquet"
 OUTPUT_NAMES = ("documents", "image_refs", "tables", "interleaved", "rejects")
@@ -247,3 +249,236 @@ def run_extract(
         "render": render_summary,
         "out_dir": str(out_dir),
     }
+
+
+# --- declarations: `refinery render`, `refinery extract`, assets rendered_pages and documents ---
+
+MODES = ("auto", "never", "always")
+
+
+class RenderOptions(Params):
+    """What the browser does and which policies its downloader obeys (shared by render and
+    extract). Dagster takes executable, pages in flight and timeout from the `browser` resource."""
+
+    pages_in_flight: int = param(
+        4, min=1, resource="browser.pages_in_flight", help="Pages rendered at once."
+    )
+    page_timeout: float = param(
+        20.0, resource="browser.page_timeout_s", help="Seconds per page before giving up."
+    )
+    chromium: str | None = param(
+        None,
+        resource="browser.executable_or_none",
+        help="Chromium executable (default: found automatically).",
+    )
+    agent: str | None = param(
+        None, help="Crawl product token: User-Agent and robots.txt decisions (default: the crawl's)."
+    )
+    training_agent: str | None = param(
+        None, help="Training product token, recorded per request (default: the crawl's)."
+    )
+    allow_private_networks: bool = param(
+        False,
+        help="Let pages' sub-requests reach loopback/private addresses (a page on a private "
+        "IP literal may always reach its own origin).",
+    )
+    delay: float | None = param(
+        None, min=0, help="Minimum seconds between requests to one server (default: the crawl's)."
+    )
+    sandbox: str = param("auto", help="Chromium sandbox: auto|on|off (auto: where possible).")
+    archive: bool = param(
+        True,
+        flag="--archive/--no-archive",
+        help="Write every sub-resource the pages used as WARC records (OUT/render-*.warc.gz).",
+    )
+    block_media: bool = param(
+        True, flag="--block-media/--no-block-media", help="Do not download images, audio, video."
+    )
+
+    def render_kwargs(self) -> dict[str, Any]:
+        """The keyword arguments of `run_render` (one mapping of options to RenderConfig)."""
+        return {
+            "pages_in_flight": self.pages_in_flight,
+            "page_timeout_s": self.page_timeout,
+            "chromium": self.chromium,
+            "block_media": self.block_media,
+            "robots_token": self.agent,
+            "training_token": self.training_agent,
+            "allow_private_networks": self.allow_private_networks,
+            "delay": self.delay,
+            "sandbox": self.sandbox,
+            "archive": self.archive,
+        }
+
+
+class RenderParams(RenderOptions):
+    crawl: Path | None = param(
+        None, input="raw_pages", help="Crawl output directory (pages.parquet + warc/, or shard=*/)."
+    )
+    out: Path | None = param(None, output=True, help="Output directory (rendered.parquet).")
+    mode: str = param("auto", help=f"Which pages to render: {'|'.join(MODES)}.")
+
+
+class RenderSummary(Summary):
+    path: str
+    candidates: int
+    rendered: int
+    rendered_fraction: float
+    render_errors: int
+    blocked_requests: int
+    subresources: int
+    seconds: float
+    pages_per_s: float
+
+    def text(self) -> str:
+        return json.dumps(self.model_dump(exclude={"outputs"}), indent=2)
+
+
+def _mode(mode: str, flag: str) -> str:
+    if mode not in MODES:
+        raise ValueError(f"{flag} {mode!r}: choose {'|'.join(MODES)}")
+    return mode
+
+
+def _crawl_dir(path: Path | None, lake_: Lake) -> Path:
+    crawl = Path(path) if path else lake_.root / lake.STAGE_DIRS["crawl"]
+    if not crawl.exists():
+        raise FileNotFoundError(f"--crawl {crawl}: no crawl output (run `refinery crawl` first)")
+    return crawl
+
+
+def render(p: RenderParams, lake_: Lake) -> RenderSummary:
+    """Render only (the `rendered_pages` stage); extraction can reuse it with --rendered."""
+    out = Path(p.out) if p.out else lake_.dir("rendered")
+    s = run_render(_crawl_dir(p.crawl, lake_), out, _mode(p.mode, "--mode"), **p.render_kwargs())
+    frac = s["rendered"] / s["candidates"] if s["candidates"] else 0.0
+    return RenderSummary(outputs={"rendered_pages": str(out)}, rendered_fraction=round(frac, 4), **s)
+
+
+class ExtractParams(RenderOptions):
+    crawl: Path | None = param(
+        None, input="raw_pages", help="Crawl output directory (pages.parquet + warc/, or shard=*/)."
+    )
+    out: Path | None = param(
+        None, output=True, help="Output directory (documents.parquet, rejects.parquet, ...)."
+    )
+    render: str = param("auto", help=f"Which pages to render in Chromium: {'|'.join(MODES)}.")
+    rendered: Path | None = param(
+        None,
+        input="rendered_pages",
+        help="Reuse a render output directory instead of rendering.",
+    )
+    runner: str = param(
+        "DirectRunner", resource="beam.runner", help="Beam runner; unknown options go to Beam."
+    )
+    beam_args: list[str] = param([], extra_args=True, resource="beam.options")
+    favor: str = param("balanced", help="trafilatura mode: balanced|precision|recall.")
+    llm_url: str = param(
+        "",
+        envvar="REFINERY_TEACHER_URL",
+        resource="teacher.base_url",
+        help="OpenAI-compatible base URL; enables LLM extraction.",
+    )
+    llm_model: str = param("", envvar="REFINERY_TEACHER_MODEL", resource="teacher.model")
+    llm_hosts: str = param("", help="Comma-separated hosts whose pages go to the LLM.")
+
+
+class ExtractSummary(Summary):
+    pages: int
+    documents: int
+    rejects: int
+    image_refs: int
+    tables: int
+    interleaved: int
+    rendered: int
+    rendered_fraction: float
+    rejects_by_reason: dict[str, int]
+    seconds: float
+    docs_per_s: float
+    crawl: str
+    details: dict[str, Any] = {}
+    markdown_fields: tuple[str, ...] = ("rejects_table",)
+
+    def metadata(self) -> dict[str, Any]:
+        rows = "\n".join(f"| {k} | {v} |" for k, v in self.rejects_by_reason.items())
+        figures = self.model_dump(exclude={"outputs", "details"})
+        return {**figures, "rejects_table": "| reason | rows |\n|---|---|\n" + rows}
+
+    def text(self) -> str:
+        return json.dumps(self.details, indent=2, default=str)
+
+
+def _teacher(p: ExtractParams, lake_: Lake) -> dict | None:
+    """The LLM extraction settings: all three of URL, model and hosts, or none."""
+    import os
+
+    if not p.llm_url or (not p.llm_hosts and not lake_.interactive):
+        return None  # Dagster: a teacher resource alone does not send pages anywhere
+    if not p.llm_model or not p.llm_hosts:
+        raise ValueError("--llm-url needs --llm-model and --llm-hosts (comma-separated hosts)")
+    return {
+        "base_url": p.llm_url,
+        "model": p.llm_model,
+        "api_key": os.environ.get("REFINERY_TEACHER_API_KEY"),
+        "hosts": [h.strip() for h in p.llm_hosts.split(",") if h.strip()],
+    }
+
+
+def extract(p: ExtractParams, lake_: Lake) -> ExtractSummary:
+    """Render the pages that need it, then extract documents, images, tables and rejects."""
+    crawl = _crawl_dir(p.crawl, lake_)
+    out = Path(p.out) if p.out else lake_.dir("extract")
+    s = run_extract(
+        crawl,
+        out,
+        _mode(p.render, "--render"),
+        rendered_dir=p.rendered,
+        pipeline_args=[f"--runner={p.runner}", *p.beam_args],
+        favor=p.favor,
+        teacher=_teacher(p, lake_),
+        **p.render_kwargs(),
+    )
+    figures = {k: s[k] for k in ExtractSummary.model_fields if k in s}
+    return ExtractSummary(outputs={"documents": str(out)}, crawl=str(crawl), details=s, **figures)
+
+
+def _pages_accounted(summary: ExtractSummary, lake_: Lake):
+    from pipelines import checks
+
+    return checks.extract_pages_accounted(Path(summary.crawl), Path(summary.outputs["documents"]))
+
+
+RENDER = Stage(
+    name="render",
+    params=RenderParams,
+    run=render,
+    description=render.__doc__,
+    outputs=("rendered_pages",),
+    inputs=("raw_pages",),
+    group="extract",
+    output_descriptions={
+        "rendered_pages": "Final DOM of pages that need a browser (rendered.parquet), with "
+        "render decisions and the sub-resources they used (render-*.warc.gz)."
+    },
+)
+EXTRACT = Stage(
+    name="extract",
+    params=ExtractParams,
+    run=extract,
+    description=extract.__doc__,
+    outputs=("documents",),
+    inputs=("raw_pages", "rendered_pages"),
+    group="extract",
+    output_descriptions={
+        "documents": "Main-content documents, image references, tables, interleaved form and "
+        "rejects (lake extract/)."
+    },
+    checks=(
+        Check(
+            "pages_accounted",
+            "documents",
+            _pages_accounted,
+            "Pages in = documents + rejects: no page is silently lost.",
+        ),
+    ),
+)
