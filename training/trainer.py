@@ -226,7 +226,6 @@ class TrainState:
 
     stage: str
     cfg: RunConfig
-    model_cfg: ModelConfig
     model: Transformer
     optimizer: torch.optim.Optimizer
     scheduler: torch.optim.lr_scheduler.LambdaLR
@@ -279,7 +278,7 @@ class TrainState:
             "optimizer": self.optimizer.state_dict(),
             "scheduler": self.scheduler.state_dict(),
             "loader": self.loader.state_dict(),
-            "model_config": dataclasses.asdict(self.model_cfg),
+            "model_config": dataclasses.asdict(self.model.config),
             "mixture": self.mixture,
             "seq_len": self.seq_len,
         }
@@ -323,19 +322,24 @@ def _checkpoint_to_resume(
     return existing, resume_state
 
 
+def _load_weights(model: Transformer, saved: dict[str, Any], source: Path) -> None:
+    """Load a checkpoint's weights into `model` after checking the architectures match."""
+    check_compatible(saved["model_config"], model.config, source)
+    model.load_state_dict(saved["model"])
+
+
 def _load_init_weights(
     model: Transformer, stage: str, init: str | Path, seq_len: int, data_dir: Path
 ) -> Path:
     """Load the weights a later stage starts from; return the checkpoint file they came from."""
     init_path = resolve_checkpoint(init)
     saved = load_checkpoint(init_path)
-    check_compatible(saved["model_config"], model.config, init_path)
+    _load_weights(model, saved, init_path)
     if stage == "long-context" and seq_len <= saved.get("seq_len", 0):
         raise TrainError(
             f"long-context: mixture {data_dir} has seq_len={seq_len}, not longer than the "
             f"{saved['seq_len']} that {init_path} was trained at; use the context-lengthening mixture"
         )
-    model.load_state_dict(saved["model"])
     return init_path
 
 
@@ -401,8 +405,7 @@ def setup(
     model = Transformer(model_cfg).to(device)
     init_path = None
     if resume_state is not None:
-        check_compatible(resume_state["model_config"], model_cfg, existing)
-        model.load_state_dict(resume_state["model"])
+        _load_weights(model, resume_state, existing)
     elif init is not None:
         init_path = _load_init_weights(model, stage, init, seq_len, data_dir)
     optimizer, scheduler = _optimizer(model, cfg, stage, total, device)
@@ -410,7 +413,6 @@ def setup(
     state = TrainState(
         stage=stage,
         cfg=cfg,
-        model_cfg=model_cfg,
         model=model,
         optimizer=optimizer,
         scheduler=scheduler,
@@ -484,7 +486,7 @@ class _Throughput:
 def train_loop(state: TrainState, on_step: StepCallback | None = None) -> None:
     """Train from `state.start` to `state.total`: log, evaluate and checkpoint on the config's cadence."""
     s, t = state, state.cfg.train
-    vocab, aux_weight = s.model_cfg.vocab_size, s.model_cfg.moe_aux_weight
+    vocab, aux_weight = s.model.config.vocab_size, s.model.config.moe_aux_weight
 
     def due(step: int, every: int) -> bool:
         return step % every == 0 or step == s.total
