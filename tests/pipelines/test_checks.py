@@ -1,0 +1,395 @@
+"""The asset-check logic (`pipelines.checks`) on real stage outputs, and on outputs tampered to
+break each promise: every check passes on what the stages wrote and fails on the tampered copy."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import math
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+import pytest
+import yaml
+
+from pipelines import checks
+from tests.crawl.conftest import SAMPLE_CRAWL_CONFIG
+from tests.filters.conftest import docs_dir, labelled_docs  # noqa: F401 - the filter fixtures
+from tests.mix.conftest import OPTED_OUT_MARKER, base_spec, lake  # noqa: F401 - the mix fixtures
+from tests.train.conftest import mixtures, write_config  # noqa: F401 - the training fixtures
+
+NO_DEFAULTS = {"quality": {"use_default_models": False}}  # unscored: training models is slow
+
+
+# --- stage outputs, built once per module with the real stage functions ---------------------
+
+
+@pytest.fixture(scope="module")
+def crawl_dir(tmp_path_factory) -> Path:
+    """A real crawl of three sample-web hosts (robots there deny some pages to both tokens)."""
+    from crawlers.crawl import crawl
+    from sampleweb import build_web, serve
+
+    out = tmp_path_factory.mktemp("checks-crawl")
+    with serve(build_web(0), first_octet=150) as sw:
+        config = {**SAMPLE_CRAWL_CONFIG, "max_pages": 60}
+        asyncio.run(crawl(sw.seeds()[:3], out, config))
+    return out
+
+
+@pytest.fixture(scope="module")
+def extract_dir(tmp_path_factory, crawl_dir) -> Path:
+    from pipelines.stages.extract import run_extract
+
+    out = tmp_path_factory.mktemp("checks-extract")
+    run_extract(crawl_dir, out, render_mode="never")
+    return out
+
+
+@pytest.fixture(scope="module")
+def dup_docs_dir(tmp_path_factory, docs_dir, labelled_docs) -> Path:  # noqa: F811
+    """The sample web's duplicate-cluster members plus a few other pages, as extraction writes them."""
+    dups = [d["id"] for d in labelled_docs if d["dup_cluster"] is not None][:60]
+    others = [d["id"] for d in labelled_docs if d["dup_cluster"] is None][:30]
+    table = pq.read_table(docs_dir / "documents.parquet")
+    table = table.filter(pc.is_in(table["id"], pa.array(dups + others)))
+    out = tmp_path_factory.mktemp("checks-docs")
+    pq.write_table(table, out / "documents.parquet")
+    return out
+
+
+@pytest.fixture(scope="module")
+def filter_dir(tmp_path_factory, dup_docs_dir) -> Path:
+    from pipelines.stages.filter import run_filter
+
+    out = tmp_path_factory.mktemp("checks-filter")
+    run_filter(dup_docs_dir, out, config=NO_DEFAULTS)
+    return out
+
+
+def _build(tmp: Path, lake: Path, name: str, **overrides) -> Path:  # noqa: F811
+    from training.mixture.builder import build_mixture
+
+    spec = tmp / f"{name}.yaml"
+    spec.write_text(yaml.safe_dump(base_spec(lake, **overrides), sort_keys=False))
+    build_mixture(spec, tmp / name, lake_root=lake)
+    return tmp / name
+
+
+@pytest.fixture(scope="module")
+def mix_dir(tmp_path_factory, lake) -> Path:  # noqa: F811
+    return _build(tmp_path_factory.mktemp("checks-mix"), lake, "mix")
+
+
+@pytest.fixture(scope="module")
+def run_dir(tmp_path_factory, mixtures) -> Path:  # noqa: F811
+    from training.trainer import run_stage
+
+    tmp = tmp_path_factory.mktemp("checks-train")
+    config = write_config(tmp / "train.yaml", eval_every=20, checkpoint_every=20)
+    run_stage("pretrain", config, mixtures["pretrain"], tmp / "run", steps=20)
+    return tmp / "run"
+
+
+def _rewrite(path: Path, table: pa.Table) -> None:
+    pq.write_table(table, path)
+
+
+def _set(table: pa.Table, column: str, row: int, value) -> pa.Table:
+    values = table[column].to_pylist()
+    values[row] = value
+    i = table.schema.get_field_index(column)
+    return table.set_column(i, table.schema.field(i), pa.array(values, table.schema.field(i).type))
+
+
+# --- crawl -----------------------------------------------------------------------------------
+
+
+def test_crawl_checks_pass_on_a_real_crawl(crawl_dir):
+    respected = checks.crawl_robots_respected(crawl_dir)
+    recorded = checks.crawl_robots_decisions_recorded(crawl_dir)
+    assert respected.passed, respected.description
+    assert recorded.passed, recorded.description
+    pages = pq.read_table(crawl_dir / "pages.parquet")
+    assert respected.metadata["pages"] == recorded.metadata["pages"] == pages.num_rows
+    assert respected.metadata["fetched_not_allowed"] == 0 and respected.metadata["fetched"] > 0
+    # robots.txt of these hosts denies pages: the check saw both kinds of decision
+    assert (
+        recorded.metadata["crawl_disallowed"] > 0 and recorded.metadata["training_disallowed"] > 0
+    )
+
+
+def _sharded_copy(crawl_dir: Path, dest: Path) -> tuple[pa.Table, pa.Table]:
+    """The crawl's pages split into dest/shard=0 and dest/shard=1 (as a sharded crawl lays them)."""
+    pages = pq.read_table(crawl_dir / "pages.parquet")
+    half = pages.num_rows // 2
+    parts = pages.slice(0, half), pages.slice(half)
+    for k, part in enumerate(parts):
+        (dest / f"shard={k}").mkdir(parents=True)
+        _rewrite(dest / f"shard={k}" / "pages.parquet", part)
+    return parts
+
+
+def test_a_fetch_against_robots_in_any_shard_fails(crawl_dir, tmp_path):
+    _, second = _sharded_copy(crawl_dir, tmp_path)
+    assert checks.crawl_robots_respected(tmp_path).passed
+    row = pc.index(second["status"], 200).as_py()
+    url = second["url"][row].as_py()
+    _rewrite(
+        tmp_path / "shard=1" / "pages.parquet", _set(second, "robots_crawl", row, "disallowed")
+    )
+    out = checks.crawl_robots_respected(tmp_path)
+    assert not out.passed
+    assert out.metadata["shards"] == 2
+    assert out.metadata["fetched_disallowed"] == 1 and out.metadata["fetched_not_allowed"] == 1
+    assert out.metadata["first_offending_url"] == url and url in out.description
+
+
+def test_a_missing_robots_decision_fails(crawl_dir, tmp_path):
+    first, _ = _sharded_copy(crawl_dir, tmp_path)
+    _rewrite(tmp_path / "shard=0" / "pages.parquet", _set(first, "robots_training", 0, None))
+    out = checks.crawl_robots_decisions_recorded(tmp_path)
+    assert not out.passed and out.metadata["missing_training_decision"] == 1
+    assert out.metadata["first_offending_url"] == first["url"][0].as_py()
+
+
+def test_training_allowed_against_the_training_token_fails(crawl_dir, tmp_path):
+    pages = pq.read_table(crawl_dir / "pages.parquet")
+    row = pc.index(pages["robots_training"], "disallowed").as_py()
+    assert row >= 0, "the crawl has a page robots.txt keeps from training"
+    _rewrite(tmp_path / "pages.parquet", _set(pages, "training_allowed", row, True))
+    out = checks.crawl_robots_decisions_recorded(tmp_path)
+    assert not out.passed and out.metadata["training_allowed_without_training_robots"] == 1
+
+
+# --- extract ---------------------------------------------------------------------------------
+
+
+def test_extract_pages_accounted(crawl_dir, extract_dir, tmp_path):
+    out = checks.extract_pages_accounted(crawl_dir, extract_dir)
+    assert out.passed, out.description
+    m = out.metadata
+    assert m["pages_in"] == m["documents"] + m["rejects"] > 0 and m["rejects"] > 0
+
+    for name in ("documents", "rejects"):
+        shutil.copyfile(extract_dir / f"{name}.parquet", tmp_path / f"{name}.parquet")
+    docs = pq.read_table(tmp_path / "documents.parquet")
+    lost = docs["url"][3].as_py()
+    _rewrite(tmp_path / "documents.parquet", pa.concat_tables([docs.slice(0, 3), docs.slice(4)]))
+    out = checks.extract_pages_accounted(crawl_dir, tmp_path)
+    assert not out.passed
+    assert out.metadata["unaccounted"] == 1 and out.metadata["pages_without_output"] == 1
+    assert out.metadata["first_missing_url"] == lost
+
+
+# --- filter ----------------------------------------------------------------------------------
+
+
+def test_filter_checks_pass_on_a_real_filter_run(dup_docs_dir, filter_dir):
+    accounted = checks.filter_rows_accounted(dup_docs_dir, filter_dir)
+    no_dup = checks.filter_no_duplicate_kept(filter_dir)
+    assert accounted.passed, accounted.description
+    assert no_dup.passed, no_dup.description
+    assert accounted.metadata["rows_in"] == accounted.metadata["annotated"] == 90
+    assert accounted.metadata["kept"] + accounted.metadata["dropped"] == 90
+    assert no_dup.metadata["clusters"] > 0  # the input holds duplicates: the check had work
+
+
+def _filter_copy(filter_dir: Path, dest: Path) -> Path:
+    for name in ("annotated", "documents", "dup_clusters"):
+        shutil.copyfile(filter_dir / f"{name}.parquet", dest / f"{name}.parquet")
+    return dest
+
+
+def test_a_lost_annotated_row_fails(dup_docs_dir, filter_dir, tmp_path):
+    _filter_copy(filter_dir, tmp_path)
+    ann = pq.read_table(tmp_path / "annotated.parquet")
+    dropped = ann.filter(pc.is_valid(ann["drop_reason"]))["id"][0].as_py()
+    _rewrite(tmp_path / "annotated.parquet", ann.filter(pc.not_equal(ann["id"], dropped)))
+    out = checks.filter_rows_accounted(dup_docs_dir, tmp_path)
+    assert not out.passed
+    assert out.metadata["ids_not_annotated"] == 1 and out.metadata["first_missing_id"] == dropped
+
+
+@pytest.mark.parametrize("clear_marks", [False, True])
+def test_a_kept_duplicate_fails(dup_docs_dir, filter_dir, tmp_path, clear_marks):
+    _filter_copy(filter_dir, tmp_path)
+    ann = pq.read_table(tmp_path / "annotated.parquet")
+    kept = pq.read_table(tmp_path / "documents.parquet")
+    dup = ann.filter(pc.is_valid(ann["duplicate_of"])).slice(0, 1)
+    assert dup.num_rows == 1
+    if clear_marks:  # a duplicate that lost its marks still shares its cluster with the kept one
+        dup = _set(_set(dup, "duplicate_of", 0, None), "drop_reason", 0, None)
+    _rewrite(
+        tmp_path / "documents.parquet", pa.concat_tables([kept, dup.select(kept.schema.names)])
+    )
+    out = checks.filter_no_duplicate_kept(tmp_path)
+    assert not out.passed, out.description
+    m = out.metadata
+    if clear_marks:
+        assert m["kept_marked_duplicate"] == 0 and m["kept_extra_cluster_members"] == 1
+    else:
+        assert m["kept_marked_duplicate"] == 1
+        assert m["first_offender"] == dup["id"][0].as_py()
+    # the kept rows no longer match the annotated ones either
+    accounted = checks.filter_rows_accounted(dup_docs_dir, tmp_path)
+    assert not accounted.passed and accounted.metadata["kept_rows_not_matching_annotated"] == 1
+
+
+# --- mixture ---------------------------------------------------------------------------------
+
+
+def test_mixture_checks_pass_on_a_real_build(mix_dir, lake):  # noqa: F811
+    no_opt = checks.mixture_no_opted_out_rows(mix_dir, lake)
+    shares = checks.mixture_shares_within_tolerance(mix_dir)
+    sums = checks.mixture_checksums_match(mix_dir)
+    for out in (no_opt, shares, sums):
+        assert out.passed, out.description
+    docs = pq.read_table(lake / "filter" / "documents.parquet")
+    opted_out = docs.num_rows - pc.sum(docs["training_allowed"]).as_py()
+    assert no_opt.metadata["opted_out_rows"] == opted_out > 0
+    assert no_opt.metadata["opted_out_found"] == 0 and no_opt.metadata["copies_scanned"] > 100
+    assert shares.metadata["checked"] > 0 and shares.metadata["off_target"] == 0
+    assert sums.metadata["shards"] == len(
+        json.loads((mix_dir / "manifest.json").read_text())["shards"]
+    )
+
+
+def test_a_flipped_shard_byte_fails(mix_dir, tmp_path):
+    copy = Path(shutil.copytree(mix_dir, tmp_path / "mix"))
+    shard = copy / json.loads((copy / "manifest.json").read_text())["shards"][-1]["path"]
+    data = bytearray(shard.read_bytes())
+    data[-5] ^= 0x01
+    shard.write_bytes(bytes(data))
+    out = checks.mixture_checksums_match(copy)
+    assert not out.passed
+    assert out.metadata["checksum_mismatch"] == 1 and out.metadata["first_bad_shard"] in str(shard)
+
+
+def test_a_mixture_that_ignored_consent_fails(lake, tmp_path):  # noqa: F811
+    """Build from a copy of the source with every row marked allowed, then restore the real consent
+    column: the shards now hold documents their rows opted out."""
+    src = tmp_path / "filter" / "documents.parquet"
+    src.parent.mkdir()
+    real = pq.read_table(lake / "filter" / "documents.parquet")
+    i = real.schema.get_field_index("training_allowed")
+    _rewrite(src, real.set_column(i, "training_allowed", pa.array([True] * real.num_rows)))
+    spec = base_spec(lake)
+    for bucket in spec["buckets"].values():
+        bucket["sources"][0]["path"] = str(src)
+    (tmp_path / "spec.yaml").write_text(yaml.safe_dump(spec, sort_keys=False))
+    from training.mixture.builder import build_mixture
+
+    build_mixture(tmp_path / "spec.yaml", tmp_path / "mix", lake_root=lake)
+    _rewrite(src, real)
+    out = checks.mixture_no_opted_out_rows(tmp_path / "mix", lake)
+    assert not out.passed, out.description
+    assert out.metadata["opted_out_found"] > 0 and out.metadata["ambiguous"] == 0
+    row = int(out.metadata["first_found"].rsplit("#", 1)[1])
+    assert OPTED_OUT_MARKER in real["text"][row].as_py()
+    assert checks.mixture_checksums_match(tmp_path / "mix").passed  # integrity is not consent
+
+
+@pytest.mark.parametrize("across_shards", [False, True])
+def test_an_opted_out_document_spliced_into_a_shard_fails(
+    mix_dir,
+    lake,  # noqa: F811
+    tmp_path,
+    across_shards,
+):
+    """Tokens of an opted-out row written where a document copy starts: after a boundary in a
+    shard, or beginning at the end of one shard and running on into the next."""
+    from training.tokenizer import encode_texts, load_tokenizer
+
+    copy = Path(shutil.copytree(mix_dir, tmp_path / "mix"))
+    manifest = json.loads((copy / "manifest.json").read_text())
+    boundary = manifest["special_tokens"]["boundary"]
+    docs = pq.read_table(lake / "filter" / "documents.parquet")
+    row = pc.index(docs["training_allowed"], False).as_py()
+    tokens, _ = encode_texts(load_tokenizer(copy / "tokenizer.json"), [docs["text"][row].as_py()])
+    assert len(tokens) >= 40
+    paths = [copy / s["path"] for s in manifest["shards"][:2]]
+    assert len(paths) == 2 and len({s["stage"] for s in manifest["shards"][:2]}) == 1
+    first, second = np.load(paths[0]), np.load(paths[1])
+    a, b = first.ravel(), second.ravel()
+    if across_shards:
+        a[-11] = boundary
+        a[-10:] = tokens[:10]
+        b[:30] = tokens[10:40]
+    else:
+        start = int(np.flatnonzero(a == boundary)[0]) + 1
+        a[start : start + 40] = tokens[:40]
+    np.save(paths[0], a.reshape(first.shape))
+    np.save(paths[1], b.reshape(second.shape))
+    out = checks.mixture_no_opted_out_rows(copy, lake)
+    assert not out.passed
+    assert out.metadata["opted_out_found"] == 1
+    assert out.metadata["first_found"].endswith(f"#{row}")
+
+
+def test_shares_off_target_fail(lake, tmp_path):  # noqa: F811
+    """A real build whose multilingual bucket runs short (max_epochs, shortfall allowed)."""
+    spec = base_spec(lake, allow_shortfall=True)
+    spec["buckets"]["multilingual"]["max_epochs"] = 0.1
+    name = "short"
+    (tmp_path / f"{name}.yaml").write_text(yaml.safe_dump(spec, sort_keys=False))
+    from training.mixture.builder import build_mixture
+
+    manifest = build_mixture(tmp_path / f"{name}.yaml", tmp_path / name, lake_root=lake)
+    assert manifest["shortfalls"]
+    out = checks.mixture_shares_within_tolerance(tmp_path / name)
+    assert not out.passed
+    assert out.metadata["off_target"] > 0 and out.metadata["max_abs_deviation"] > 0.01
+    assert out.metadata["share.multilingual"] < out.metadata["target_share.multilingual"]
+
+
+# --- training --------------------------------------------------------------------------------
+
+
+def test_training_loss_check_passes_on_a_real_run(run_dir):
+    out = checks.training_loss_finite_and_falling(run_dir)
+    assert out.passed, out.description
+    m = out.metadata
+    assert m["steps_logged"] == 20 and m["window"] == 2
+    assert m["loss_last_mean"] < m["loss_first_mean"]
+
+
+def _run_copy(run_dir: Path, dest: Path) -> list[dict]:
+    for name in ("metrics.jsonl", "eval.jsonl", "summary.json"):
+        shutil.copyfile(run_dir / name, dest / name)
+    return [json.loads(x) for x in (dest / "metrics.jsonl").read_text().splitlines() if x]
+
+
+def _write_metrics(dest: Path, rows: list[dict]) -> None:
+    (dest / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+
+
+def test_a_nan_loss_fails(run_dir, tmp_path):
+    rows = _run_copy(run_dir, tmp_path)
+    rows[7]["loss"] = math.nan
+    _write_metrics(tmp_path, rows)
+    out = checks.training_loss_finite_and_falling(tmp_path)
+    assert not out.passed and out.metadata["nonfinite_train_losses"] == 1
+    assert out.metadata["finite"] is False
+
+
+def test_an_infinite_eval_loss_fails(run_dir, tmp_path):
+    _run_copy(run_dir, tmp_path)
+    evals = [json.loads(x) for x in (tmp_path / "eval.jsonl").read_text().splitlines() if x]
+    evals[-1]["loss"] = math.inf
+    (tmp_path / "eval.jsonl").write_text("".join(json.dumps(r) + "\n" for r in evals))
+    out = checks.training_loss_finite_and_falling(tmp_path)
+    assert not out.passed and out.metadata["nonfinite_eval_losses"] == 1
+
+
+def test_a_rising_loss_fails(run_dir, tmp_path):
+    rows = _run_copy(run_dir, tmp_path)
+    losses = [r["loss"] for r in rows][::-1]  # the same losses, the run going the wrong way
+    _write_metrics(tmp_path, [{**r, "loss": v} for r, v in zip(rows, losses, strict=True)])
+    out = checks.training_loss_finite_and_falling(tmp_path)
+    assert not out.passed and out.metadata["falling"] is False
+    assert out.metadata["finite"] is True
