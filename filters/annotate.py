@@ -21,6 +21,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pyarrow as pa
+
 from common.langid import LanguageIdentifier
 from filters import heuristics, pii
 from filters.config import FilterConfig
@@ -28,18 +30,19 @@ from filters.quality import QualityModel
 from filters.quality.default import QualityScorer
 from filters.safety import SafetyFilter
 
-# Output columns the filter adds to every row (besides replacing `text`).
-ADDED_COLUMNS = (
-    "lang",
-    "lang_score",
-    "quality_score",
-    "quality_model",
-    "pii_found",
-    "drop_reason",
-    "duplicate_of",
-    "heuristic_drop",
-    "rescued",
-)
+# Output columns the filter adds to every row (besides replacing `text`), with their types:
+# the one definition (`filters.pipeline.output_schema` builds the output schema from it).
+ADDED_COLUMNS: dict[str, pa.DataType] = {
+    "lang": pa.string(),
+    "lang_score": pa.float64(),
+    "quality_score": pa.float64(),
+    "quality_model": pa.string(),
+    "pii_found": pa.int64(),
+    "drop_reason": pa.string(),
+    "duplicate_of": pa.string(),
+    "heuristic_drop": pa.string(),  # relaxed rule that fired (kept if `rescued`)
+    "rescued": pa.bool_(),
+}
 
 
 # Drop reasons checked before the heuristics (a rescue cannot change them).

@@ -5,9 +5,9 @@ components with a deterministic representative (highest quality_score, then smal
 Every step is linear in its input: a key group (exact hash, canonical URL or LSH bucket) links
 each member to the group's smallest id (a star, not all pairs), and components are found by
 min-label propagation, where a node's label is the best `rank_key` it has seen, so a
-component's final label is its representative. Executors decide how to group: the Beam
-pipeline (`pipelines/beam/filter.py`) runs these functions in GroupByKey steps on workers;
-`cluster` below runs the same steps in memory for tests and small inputs, with identical
+component's final label is its representative. `filters.dedup_shards` chains these into
+sharded steps that the filter's executors run (in process, or one GroupByKey per step on Beam);
+`cluster` below is the plain in-memory reference for tests and small inputs, with identical
 output.
 """
 
@@ -215,8 +215,15 @@ def cluster_rows(rep: str, members: Iterable[tuple[str, str, str]]) -> list[dict
             match = "url"
         else:
             match = "near"
-        rows.append({"cluster_id": rep, "id": m, "duplicate_of": None if m == rep else rep,
-                     "match": match, "cluster_size": len(info)})  # fmt: skip
+        rows.append(
+            {
+                "cluster_id": rep,
+                "id": m,
+                "duplicate_of": None if m == rep else rep,
+                "match": match,
+                "cluster_size": len(info),
+            }
+        )
     return rows
 
 

@@ -59,15 +59,28 @@ def test_filter_on_dask_matches_direct(tmp_path, small_docs, dask_address):
     cfg.write_text(json.dumps(NO_DEFAULTS))  # JSON is YAML
     res = CliRunner().invoke(
         app,
-        ["filter", "--docs", str(small_docs), "--out", str(tmp_path / "dask"),
-         "--config", str(cfg),
-         "--runner", "DaskRunner", f"--dask_client_address={dask_address}"],
-    )  # fmt: skip
+        [
+            "filter",
+            "--docs",
+            str(small_docs),
+            "--out",
+            str(tmp_path / "dask"),
+            "--config",
+            str(cfg),
+            "--runner",
+            "DaskRunner",
+            f"--dask_client_address={dask_address}",
+        ],
+    )
     assert res.exit_code == 0, res.output
     clusters = pq.read_table(tmp_path / "direct" / "dup_clusters.parquet")
     assert clusters.num_rows and direct["dedup_rate"] > 0
-    for name in ("annotated.parquet", "documents.parquet", "dup_clusters.parquet",
-                 "host_languages.parquet"):  # fmt: skip
+    for name in (
+        "annotated.parquet",
+        "documents.parquet",
+        "dup_clusters.parquet",
+        "host_languages.parquet",
+    ):
         assert _plain(pq.read_table(tmp_path / "dask" / name)) == _plain(
             pq.read_table(tmp_path / "direct" / name)
         ), name
@@ -89,9 +102,18 @@ def test_mix_build_on_dask_matches_direct(tmp_path, lake, dask_address):  # noqa
     assert res.exit_code == 0, res.output
     res = runner.invoke(
         app,
-        ["mix", "build", str(spec), "--out", str(tmp_path / "dask"), "--runner", "DaskRunner",
-         "--beam-arg", f"--dask_client_address={dask_address}"],
-    )  # fmt: skip
+        [
+            "mix",
+            "build",
+            str(spec),
+            "--out",
+            str(tmp_path / "dask"),
+            "--runner",
+            "DaskRunner",
+            "--beam-arg",
+            f"--dask_client_address={dask_address}",
+        ],
+    )
     assert res.exit_code == 0, res.output
     a = json.loads((tmp_path / "direct" / "manifest.json").read_text())
     b = json.loads((tmp_path / "dask" / "manifest.json").read_text())
@@ -108,14 +130,21 @@ def test_mix_build_on_dask_matches_direct(tmp_path, lake, dask_address):  # noqa
     assert not (tmp_path / "dask" / "_work").exists()
 
 
-def test_empty_input_writes_empty_outputs(tmp_path):
+@pytest.mark.parametrize("runner", ["DirectRunner", "InProcess"])
+def test_empty_input_writes_empty_outputs(tmp_path, runner):
     schema = pa.schema(
-        [("id", pa.string()), ("url", pa.string()), ("text", pa.string()),
-         ("training_allowed", pa.bool_())]
-    )  # fmt: skip
+        [
+            ("id", pa.string()),
+            ("url", pa.string()),
+            ("text", pa.string()),
+            ("training_allowed", pa.bool_()),
+        ]
+    )
     (tmp_path / "in").mkdir()
     pq.write_table(schema.empty_table(), tmp_path / "in" / "documents.parquet")
-    summary = run_filter(tmp_path / "in", tmp_path / "out", config=NO_DEFAULTS)
+    summary = run_filter(
+        tmp_path / "in", tmp_path / "out", config=NO_DEFAULTS, beam_args=[f"--runner={runner}"]
+    )
     assert summary["rows_in"] == 0 and summary["clusters"] == 0
     for name in ("annotated.parquet", "documents.parquet", "dup_clusters.parquet"):
         assert pq.read_table(tmp_path / "out" / name).num_rows == 0

@@ -26,8 +26,14 @@ def _text(rng: random.Random, n: int = 80) -> str:
 
 
 def _row(doc_id: str, text: str, url: str, q: float, lang: str = "en") -> dict:
-    return {"id": doc_id, "url": url, "text": text, "lang": lang, "quality_score": q,
-            "drop_reason": None}  # fmt: skip
+    return {
+        "id": doc_id,
+        "url": url,
+        "text": text,
+        "lang": lang,
+        "quality_score": q,
+        "drop_reason": None,
+    }
 
 
 def _sorted(rows) -> list[dict]:
@@ -97,12 +103,16 @@ def test_beam_matches_in_process_on_big_clusters_ties_nan_and_scripts():
         rows.append(_row(f"n{i:04d}", " ".join(words), f"http://copies{i % 7}.test/p{i}", 0.5))
     # Exact copies with tied and NaN scores; a representative must be the smallest id of the best.
     twin = _text(rng)
-    rows += [_row(f"t{i}", twin.upper() if i % 2 else twin, f"http://t.test/{i}", q)
-             for i, q in enumerate([0.7, 0.7, math.nan, 0.2])]  # fmt: skip
+    rows += [
+        _row(f"t{i}", twin.upper() if i % 2 else twin, f"http://t.test/{i}", q)
+        for i, q in enumerate([0.7, 0.7, math.nan, 0.2])
+    ]
     # Chinese near-duplicates (character shingles) and distinct singletons.
     zh = "这座古老的石桥横跨河流最窄的地方，水流湍急。工程师在洪水之后重建了中央拱门。" * 4
-    rows += [_row("zh1", zh, "http://zh.test/1", 0.4, "zh"),
-             _row("zh2", zh + "今天桥上只有行人。", "http://zh.test/2", 0.6, "zh")]  # fmt: skip
+    rows += [
+        _row("zh1", zh, "http://zh.test/1", 0.4, "zh"),
+        _row("zh2", zh + "今天桥上只有行人。", "http://zh.test/2", 0.6, "zh"),
+    ]
     rows += [_row(f"s{i}", _text(rng), f"http://s.test/{i}", 0.3) for i in range(20)]
     # Rows already dropped by a filter are not candidates.
     rows.append(dict(_row("x-dropped", twin, "http://t.test/0", 0.99), drop_reason="too_short"))

@@ -150,6 +150,21 @@ def test_multi_processing_runner_gives_the_same_output(tmp_path, direct_out, doc
         assert _plain(pq.read_table(tmp_path / name)) == _plain(pq.read_table(direct_out[0] / name))
 
 
+@pytest.mark.timeout(240)
+def test_in_process_executor_writes_the_same_bytes_and_counts(
+    tmp_path, direct_out, docs_dir, models_dir
+):
+    out, direct = direct_out
+    local = run_filter(docs_dir, tmp_path, models_dir=models_dir, beam_args=["--runner=InProcess"])
+    for name in ("annotated.parquet", "documents.parquet", "dup_clusters.parquet"):
+        assert (tmp_path / name).read_bytes() == (out / name).read_bytes(), name
+    paths = {"out_dir", "funnel_plot"}
+    assert {k: v for k, v in local.items() if k not in paths} == {
+        k: v for k, v in direct.items() if k not in paths
+    }
+    assert local["clusters"] > 0 and not list(tmp_path.glob("_beam-*"))
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -225,18 +240,40 @@ def test_cli_trains_a_model_and_filters_end_to_end(tmp_path, docs_dir):
     ja = tmp_path / "ja.bin"
     res = runner.invoke(
         app,
-        ["quality", "train", "--lang", "ja", "--labels", "sampleweb", "--out", str(ja),
-         "--positive-recall", "0.9"],
-    )  # fmt: skip
+        [
+            "quality",
+            "train",
+            "--lang",
+            "ja",
+            "--labels",
+            "sampleweb",
+            "--out",
+            str(ja),
+            "--positive-recall",
+            "0.9",
+        ],
+    )
     assert res.exit_code == 0, res.output
     assert (
         json.loads(ja.with_suffix(".json").read_text())["threshold_method"] == "positive_recall_oof"
     )
     both = runner.invoke(
         app,
-        ["quality", "train", "--lang", "ja", "--labels", "sampleweb", "--out", str(ja),
-         "--keep-rate", "0.8", "--positive-recall", "0.9"],
-    )  # fmt: skip
+        [
+            "quality",
+            "train",
+            "--lang",
+            "ja",
+            "--labels",
+            "sampleweb",
+            "--out",
+            str(ja),
+            "--keep-rate",
+            "0.8",
+            "--positive-recall",
+            "0.9",
+        ],
+    )
     assert both.exit_code == 2 and "at most one" in both.output
     res = runner.invoke(
         app,

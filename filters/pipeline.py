@@ -1,0 +1,357 @@
+"""The filter stage's steps over records, and the in-process executor `run_local`.
+
+The steps know nothing of how they are run; two executors run the same steps and write
+byte-identical outputs with the same counts:
+
+- `run_local` (here): one process, chunk after chunk, the dedup shuffle in a dict;
+- the Beam pipeline (`pipelines/beam/filter.py`): chunks and shards on workers, one
+  GroupByKey per dedup step.
+
+Flow: the input's row ranges (`plan_chunks`) are read (`read_chunk`), annotated
+(`filters.annotate.DocumentAnnotator`) and written as `pre-<chunk>` parts; the dedup candidates'
+features (`filters.dedup_shards.chunk_features`) go through the sharded dedup steps; each chunk's
+part is then finalised with its duplicates (`finalise_chunk`: annotated and documents parts), each
+shard's cluster rows written (`write_cluster_part`), and `merge_outputs` streams the parts into
+annotated.parquet, documents.parquet and dup_clusters.parquet (one row group at a time) and writes
+the counts the stage needs (funnel, hosts, summary) to counts.json.
+
+File access goes through a `files` object (`LOCAL_FILES` here; the Beam pipeline passes its
+`FileSystems` wrapper, so workers need no shared disk).
+"""
+
+from __future__ import annotations
+
+import heapq
+import json
+import math
+import os
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path
+from types import SimpleNamespace
+from urllib.parse import urlsplit
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from filters import dedup_shards
+from filters.annotate import ADDED_COLUMNS
+from filters.config import FilterConfig
+
+MAX_CHUNKS = 16  # row ranges per input file (and dedup shards)
+MIN_CHUNK_ROWS = 50
+
+CLUSTER_SCHEMA = pa.schema(
+    [
+        ("cluster_id", pa.string()),
+        ("id", pa.string()),
+        ("duplicate_of", pa.string()),
+        ("match", pa.string()),
+        ("cluster_size", pa.int64()),
+    ]
+)
+
+Chunk = tuple[int, str, int, int]  # (index, path, first row, end row)
+
+
+def _local_write_bytes(path: str, data: bytes) -> None:
+    with open(path, "wb") as f:
+        f.write(data)
+
+
+def _local_read_bytes(path: str) -> bytes:
+    with open(path, "rb") as f:
+        return f.read()
+
+
+LOCAL_FILES = SimpleNamespace(
+    open_read=lambda path: open(path, "rb"),  # noqa: SIM115 - the caller closes it
+    open_write=lambda path: open(path, "wb"),  # noqa: SIM115 - the caller closes it
+    join=os.path.join,
+    rename=os.replace,
+    read_json=lambda path: json.loads(_local_read_bytes(path)),
+    write_json=lambda path, doc: _local_write_bytes(path, json.dumps(doc, sort_keys=True).encode()),
+)
+
+
+def output_schema(input_schema: pa.Schema) -> pa.Schema:
+    """Input columns (text as string) plus the filter's columns (`annotate.ADDED_COLUMNS`)."""
+    fields = [f for f in input_schema if f.name not in ADDED_COLUMNS]
+    fields = [pa.field("text", pa.string()) if f.name == "text" else f for f in fields]
+    return pa.schema(fields + [pa.field(k, v) for k, v in ADDED_COLUMNS.items()])
+
+
+def plan_chunks(docs_path: str, files=LOCAL_FILES) -> list[Chunk]:
+    """(chunk, path, first row, end row) ranges of the input; reads only the Parquet footer."""
+    with files.open_read(docs_path) as f:
+        n = pq.ParquetFile(f).metadata.num_rows
+    size = max(MIN_CHUNK_ROWS, math.ceil(n / MAX_CHUNKS))
+    return [(i, docs_path, a, min(n, a + size)) for i, a in enumerate(range(0, n, size))]
+
+
+def shard_count(chunks: list[Chunk]) -> int:
+    """Dedup shards of a run: one per chunk (at least one)."""
+    return max(1, len(chunks))
+
+
+def read_chunk(chunk: Chunk, files=LOCAL_FILES) -> Iterator[dict]:
+    """Rows [start, stop) of a Parquet file, in input order."""
+    _, path, start, stop = chunk
+    with files.open_read(path) as f:
+        pf = pq.ParquetFile(f)
+        base = 0
+        for rg in range(pf.metadata.num_row_groups):
+            n = pf.metadata.row_group(rg).num_rows
+            if base < stop and base + n > start:
+                offset = base
+                for batch in pf.iter_batches(batch_size=512, row_groups=[rg]):
+                    lo, hi = offset, offset + batch.num_rows
+                    offset = hi
+                    if hi <= start:
+                        continue
+                    first = max(lo, start)
+                    yield from batch.slice(first - lo, min(hi, stop) - first).to_pylist()
+                    if hi >= stop:
+                        break
+            base += n
+
+
+def make_annotator(cfg: FilterConfig, models_dir: str | None, stage: Callable = lambda p: p):
+    """The row annotator; `stage` makes a model directory local (fastText loads local files)."""
+    from filters.annotate import DocumentAnnotator
+
+    fallback = cfg.quality.fallback_models_dir
+    staged = stage(fallback) if fallback else fallback
+    if staged != fallback:
+        cfg = cfg.model_copy(deep=True)
+        cfg.quality.fallback_models_dir = staged
+    return DocumentAnnotator(cfg, stage(models_dir))
+
+
+def _part(parts_dir: str, name: str, index: int, files) -> str:
+    return files.join(parts_dir, f"{name}-{index:06d}.parquet")
+
+
+def _write_table(path: str, table: pa.Table, files) -> None:
+    with files.open_write(path) as f:
+        pq.write_table(table, f)
+
+
+def annotate_chunk(
+    chunk: Chunk, annotator, parts_dir: str, schema: pa.Schema, cfg: FilterConfig, files=LOCAL_FILES
+) -> tuple[int, list[tuple]]:
+    """Read and annotate a chunk, write it as the `pre` part; return its dedup features."""
+    rows = [annotator.annotate(r) for r in read_chunk(chunk, files)]
+    _write_table(
+        _part(parts_dir, "pre", chunk[0], files), pa.Table.from_pylist(rows, schema), files
+    )
+    return chunk[0], dedup_shards.chunk_features(rows, cfg.dedup, chunk[0])
+
+
+def finalise_rows(rows: list[dict], dups: Iterable[tuple[str, str, str]]) -> list[dict]:
+    """Mark duplicates: `duplicate_of` and `<match>_duplicate` on rows no other filter dropped."""
+    by_id = {d[0]: d for d in dups}
+    for row in rows:
+        d = by_id.get(row["id"])
+        if d is not None and row["drop_reason"] is None:
+            row["duplicate_of"], row["drop_reason"] = d[1], f"{d[2]}_duplicate"
+    return rows
+
+
+def finalise_chunk(
+    chunk: int,
+    dups: Iterable[tuple[str, str, str]],
+    parts_dir: str,
+    schema: pa.Schema,
+    files=LOCAL_FILES,
+) -> tuple[str, int, dict]:
+    """A chunk's `pre` part with its duplicates marked -> annotated and documents parts.
+
+    Returns the chunk's descriptor for `merge_outputs`: ("rows", chunk, partial counts).
+    """
+    with files.open_read(_part(parts_dir, "pre", chunk, files)) as f:
+        rows = finalise_rows(pq.read_table(f).to_pylist(), dups)
+    kept = [r for r in rows if r["drop_reason"] is None]
+    for name, part in (("annotated", rows), ("documents", kept)):
+        _write_table(
+            _part(parts_dir, name, chunk, files), pa.Table.from_pylist(part, schema), files
+        )
+    return "rows", chunk, partial_counts(rows)
+
+
+def write_cluster_part(
+    shard: int, rows: list[dict], parts_dir: str, files=LOCAL_FILES
+) -> tuple[str, int, dict]:
+    """Write one shard's cluster rows sorted by (cluster_id, id); return its descriptor."""
+    rows = sorted(rows, key=lambda r: (r["cluster_id"], r["id"]))
+    _write_table(
+        _part(parts_dir, "clusters", shard, files),
+        pa.Table.from_pylist(rows, schema=CLUSTER_SCHEMA),
+        files,
+    )
+    reps = sum(r["duplicate_of"] is None for r in rows)
+    return "clusters", shard, {"rows": len(rows), "clusters": reps}
+
+
+def partial_counts(rows: list[dict]) -> dict:
+    """Counts of annotated rows the stage's reports need; `merge_counts` adds them up."""
+    from filters.heuristics import tokens
+
+    funnel: Counter = Counter()
+    hosts: Counter = Counter()
+    scored: Counter = Counter()
+    tokens_kept = 0
+    for r in rows:
+        lang, reason = r["lang"], r["drop_reason"]
+        funnel[(lang or "und", reason or "kept")] += 1
+        hosts[((urlsplit(r["url"] or "").hostname or ""), lang or "und")] += 1
+        q = r["quality_score"]
+        scored[(lang, q is not None and not math.isnan(q))] += 1
+        if reason is None:
+            tokens_kept += len(tokens(r["text"], lang or ""))
+    return {
+        "rows": len(rows),
+        "funnel": [[k[0], k[1], n] for k, n in funnel.items()],
+        "hosts": [[k[0], k[1], n] for k, n in hosts.items()],
+        "scored": [[k[0], k[1], n] for k, n in scored.items()],
+        "tokens_kept": tokens_kept,
+    }
+
+
+def merge_counts(parts: list[dict]) -> dict:
+    """Sum partial counts (deterministic order of keys)."""
+    out: dict = {"rows": 0, "tokens_kept": 0}
+    for key in ("funnel", "hosts", "scored"):
+        c: Counter = Counter()
+        for p in parts:
+            for a, b, n in p[key]:
+                c[(a, b)] += n
+        out[key] = sorted(
+            ([a, b, n] for (a, b), n in c.items()), key=lambda x: (str(x[0]), str(x[1]))
+        )
+    for p in parts:
+        out["rows"] += p["rows"]
+        out["tokens_kept"] += p["tokens_kept"]
+    return out
+
+
+def _write_parquet(dest: str, schema: pa.Schema, tables, files) -> None:
+    tmp = dest + ".tmp"
+    with files.open_write(tmp) as f:
+        with pq.ParquetWriter(f, schema) as writer:
+            for t in tables:
+                writer.write_table(t)
+    files.rename(tmp, dest)
+
+
+def _concat(paths: list[str], dest: str, schema: pa.Schema, files) -> None:
+    def tables():
+        for p in paths:
+            with files.open_read(p) as f:
+                pf = pq.ParquetFile(f)
+                for rg in range(pf.metadata.num_row_groups):
+                    yield pf.read_row_group(rg).cast(schema)
+
+    _write_parquet(dest, schema, tables(), files)
+
+
+def _merge_clusters(paths: list[str], dest: str, files, block: int = 65536) -> None:
+    def rows(p):
+        with files.open_read(p) as f:
+            for b in pq.ParquetFile(f).iter_batches(batch_size=4096):
+                yield from b.to_pylist()
+
+    def tables():
+        merged = heapq.merge(*(rows(p) for p in paths), key=lambda r: (r["cluster_id"], r["id"]))
+        buf: list[dict] = []
+        for r in merged:
+            buf.append(r)
+            if len(buf) >= block:
+                yield pa.Table.from_pylist(buf, schema=CLUSTER_SCHEMA)
+                buf = []
+        yield pa.Table.from_pylist(buf, schema=CLUSTER_SCHEMA)
+
+    _write_parquet(dest, CLUSTER_SCHEMA, tables(), files)
+
+
+def merge_outputs(
+    descriptors: Iterable[tuple],
+    parts_dir: str,
+    out_dir: str,
+    schema: pa.Schema,
+    chunks: int,
+    files=LOCAL_FILES,
+) -> dict:
+    """The last step: stream the parts into the output files; write and return the counts.
+
+    `descriptors`: ("rows", chunk, counts) from `finalise_chunk`, ("clusters", shard, counts)
+    from `write_cluster_part`, ("leftover", 0, [n]) from the dedup; others are ignored.
+    """
+    descriptors = list(descriptors)
+    rows = sorted((d[1], d[2]) for d in descriptors if d[0] == "rows")
+    cluster_parts = sorted((d[1], d[2]) for d in descriptors if d[0] == "clusters")
+    leftover = sum(d[2][0] for d in descriptors if d[0] == "leftover")
+    if [c for c, _ in rows] != list(range(chunks)):
+        raise RuntimeError(
+            f"filter lost row ranges: wrote {len(rows)} of {chunks} annotated parts in {parts_dir}"
+        )
+    for name in ("annotated", "documents"):
+        paths = [_part(parts_dir, name, c, files) for c, _ in rows]
+        _concat(paths, files.join(out_dir, f"{name}.parquet"), schema, files)
+    _merge_clusters(
+        [_part(parts_dir, "clusters", p, files) for p, _ in cluster_parts],
+        files.join(out_dir, "dup_clusters.parquet"),
+        files,
+    )
+    counts = merge_counts([c for _, c in rows])
+    counts["kept"] = sum(n for _, reason, n in counts["funnel"] if reason == "kept")
+    counts["cluster_rows"] = sum(c["rows"] for _, c in cluster_parts)
+    counts["clusters"] = sum(c["clusters"] for _, c in cluster_parts)
+    counts["dedup_leftover_edges"] = leftover
+    files.write_json(files.join(parts_dir, "counts.json"), counts)
+    return counts
+
+
+def dedup_outputs(
+    results: Iterable[tuple[str, int, list]], parts_dir: str, files=LOCAL_FILES
+) -> tuple[list[tuple], dict[int, list]]:
+    """`dedup_shards.components` outputs -> (cluster-part and leftover descriptors, dups by chunk)."""
+    descriptors: list[tuple] = []
+    dups: dict[int, list] = {}
+    for kind, key, data in results:
+        if kind == "clusters":
+            descriptors.append(write_cluster_part(key, data, parts_dir, files))
+        elif kind == "dups":
+            dups.setdefault(key, []).extend(data)
+        else:
+            descriptors.append((kind, key, data))
+    return descriptors, dups
+
+
+def run_local(
+    docs_path: str | Path,
+    out_dir: str | Path,
+    work_dir: str | Path,
+    schema: pa.Schema,
+    cfg: FilterConfig,
+    models_dir: str | Path | None,
+    *,
+    rounds: int = dedup_shards.ROUNDS,
+    files=LOCAL_FILES,
+) -> dict:
+    """The in-process executor: out_dir/{annotated,documents,dup_clusters}.parquet in this process.
+
+    Parts go to `work_dir` (which must exist); returns the counts (also in work_dir/counts.json),
+    the same as the Beam pipeline's for the same input and config.
+    """
+    docs_path, out_dir, work_dir = str(docs_path), str(out_dir), str(work_dir)
+    chunks = plan_chunks(docs_path, files)
+    annotator = make_annotator(cfg, str(models_dir) if models_dir else None)
+    batches = [annotate_chunk(c, annotator, work_dir, schema, cfg, files) for c in chunks]
+    results = dedup_shards.run_in_memory(batches, cfg.dedup, shard_count(chunks), rounds)
+    del batches
+    descriptors, dups = dedup_outputs(results, work_dir, files)
+    descriptors += [
+        finalise_chunk(c[0], dups.get(c[0], []), work_dir, schema, files) for c in chunks
+    ]
+    return merge_outputs(descriptors, work_dir, out_dir, schema, len(chunks), files)
