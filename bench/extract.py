@@ -90,8 +90,8 @@ def trafilatura_default(html: str) -> str:
 def crawl_sampleweb(out: Path):
     """Serve + crawl the sample web; return (ServedWeb context, labels by url)."""
     from crawlers.crawl import crawl
-    from crawlers.sampleweb import build_web
-    from crawlers.sampleweb.server import serve
+    from sampleweb import build_web
+    from sampleweb.server import serve
 
     sw = serve(build_web(seed=0))
     sw.__enter__()

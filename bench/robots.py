@@ -102,7 +102,7 @@ def sample_web_robots() -> tuple[list[bytes], str]:
         import urllib.request
 
         from crawlers.robots import origin_of
-        from crawlers.sampleweb import build_web, serve
+        from sampleweb import build_web, serve
     except ImportError as exc:
         return [], f"sample web not available ({exc})"
     bodies: list[bytes] = []

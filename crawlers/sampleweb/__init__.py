@@ -1,22 +1,18 @@
-"""The bundled, deterministic sample web served on loopback for the demo, tests and benchmarks.
+"""Backward-compatible name: the fixture web lives in the top-level `sampleweb/` package.
 
-web = build_web(seed=0)
-with serve(web) as sw:
-    sw.seeds(); sw.labels_table()
+`crawlers.sampleweb` and every `crawlers.sampleweb.<module>` are the very module objects of
+`sampleweb` and `sampleweb.<module>` (registered in sys.modules here), so old imports and
+`python -m crawlers.sampleweb` keep working. New code imports `sampleweb` directly.
 """
 
-from .build import build_web
-from .export import labels_table, write_to_lake
-from .model import Page, SampleWeb, Site
-from .server import ServedWeb, serve
+import importlib
+import pkgutil
+import sys
 
-__all__ = [
-    "Page",
-    "SampleWeb",
-    "ServedWeb",
-    "Site",
-    "build_web",
-    "labels_table",
-    "serve",
-    "write_to_lake",
-]
+import sampleweb
+
+for _info in pkgutil.iter_modules(sampleweb.__path__):
+    if _info.name != "__main__":
+        _module = importlib.import_module(f"sampleweb.{_info.name}")
+        sys.modules[f"{__name__}.{_info.name}"] = _module
+sys.modules[__name__] = sampleweb

@@ -8,7 +8,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from crawlers.crawl import crawl
-from crawlers.sampleweb import build_web, serve
+from sampleweb import build_web, serve
 
 from .faultserver import FaultServer, Site
 

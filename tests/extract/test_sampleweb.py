@@ -17,9 +17,9 @@ pytestmark = pytest.mark.timeout(300)
 def sampleweb_run(tmp_path_factory):
     """Serve the sample web, crawl it, extract it once (one browser for the whole module)."""
     from crawlers.crawl import crawl
-    from crawlers.sampleweb import build_web
-    from crawlers.sampleweb.server import serve
     from pipelines.stages.extract import run_extract
+    from sampleweb import build_web
+    from sampleweb.server import serve
 
     root = tmp_path_factory.mktemp("sampleweb")
     with serve(build_web(seed=0)) as sw:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from crawlers.sampleweb import build_web, serve
+from sampleweb import build_web, serve
 
 
 @pytest.fixture(scope="session")

@@ -11,10 +11,10 @@ import lxml.html
 from gpyrobotstxt.robots_cc import RobotsMatcher
 from PIL import Image
 
-from crawlers.sampleweb import build_web
-from crawlers.sampleweb.content import CJK, LANGS, word_count
-from crawlers.sampleweb.extras import iban_ok, luhn_ok
-from crawlers.sampleweb.robots import CRAWL_TOKEN, TRAINING_TOKEN
+from sampleweb import build_web
+from sampleweb.content import CJK, LANGS, word_count
+from sampleweb.extras import iban_ok, luhn_ok
+from sampleweb.robots import CRAWL_TOKEN, TRAINING_TOKEN
 
 
 def test_two_builds_are_byte_identical(web):

@@ -16,7 +16,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from crawlers.sampleweb import serve
+from sampleweb import serve
 
 
 class _NoRedirect(urllib.request.HTTPRedirectHandler):
@@ -126,7 +126,7 @@ def test_module_cli_serves_until_sigterm(tmp_path: Path):
         [
             sys.executable,
             "-m",
-            "crawlers.sampleweb",
+            "sampleweb",
             "serve",
             "--first-octet",
             "120",

@@ -6,7 +6,7 @@ import json
 
 import pyarrow.parquet as pq
 
-from crawlers.sampleweb import write_to_lake
+from sampleweb import write_to_lake
 
 
 def test_write_to_lake_writes_every_page_and_the_labels(web, tmp_path):

@@ -10,6 +10,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import TYPE_CHECKING
 
 from .build import build_web, gzip_body
+from .export import labels_table
+from .model import MARKER
 from .structure import CALENDAR_SITE, calendar_page
 
 if TYPE_CHECKING:
@@ -17,7 +19,6 @@ if TYPE_CHECKING:
 
     from .model import SampleWeb
 
-MARKER = re.compile(rb"\{\{site:([a-z0-9-]+)\}\}")
 CALENDAR = re.compile(r"^/calendar/(\d{4})/(\d{1,2})/?$")
 NOT_FOUND = (
     b"<!DOCTYPE html><html><head><title>404</title></head><body><h1>Not found</h1></body></html>\n"
@@ -208,8 +209,6 @@ class ServedWeb:
 
     def labels_table(self) -> pa.Table:
         """The labels with the `url` column filled with this server's addresses."""
-        from .export import labels_table
-
         return labels_table(self.web, self.base_url)
 
     def stop(self) -> None:

@@ -10,7 +10,7 @@ from .content import CJK, LANGS
 from .markup import article, document
 
 if TYPE_CHECKING:
-    from .build import Builder
+    from .builder import Builder
     from .model import Page
 
 MIRROR = "mirror-multi"

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
 SITE_MARKER = "{{site:%s}}"
+# What SITE_MARKER leaves in a page body; the server and the exporters substitute base URLs.
+MARKER = re.compile(rb"\{\{site:([a-z0-9-]+)\}\}")
 
 
 def site_link(site: str, path: str) -> str:

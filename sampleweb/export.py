@@ -10,8 +10,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from .model import SampleWeb
-from .server import MARKER
+from .model import MARKER, SampleWeb
 
 IMAGE = pa.struct(
     [

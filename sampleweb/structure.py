@@ -10,7 +10,7 @@ from .model import site_link
 from .sites import SITE_SPECS
 
 if TYPE_CHECKING:
-    from .build import Builder
+    from .builder import Builder
 
 TEXT = "text/plain; charset=utf-8"
 XML = "application/xml; charset=utf-8"

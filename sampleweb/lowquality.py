@@ -11,7 +11,7 @@ from .markup import document, paragraphs
 from .sites import LOWQ_SITE
 
 if TYPE_CHECKING:
-    from .build import Builder
+    from .builder import Builder
 
 GALLERIES = 36
 # Gallery index -> how its training opt-out is signalled.

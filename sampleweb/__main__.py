@@ -1,4 +1,4 @@
-"""`python -m crawlers.sampleweb serve|write`: run the sample web in the foreground, or write it to disk."""
+"""`python -m sampleweb serve|write`: run the sample web in the foreground, or write it to disk."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from . import build_web, serve, write_to_lake
 
 def main(argv: list[str] | None = None) -> int:
     """Command-line entry point."""
-    parser = argparse.ArgumentParser(prog="python -m crawlers.sampleweb")
+    parser = argparse.ArgumentParser(prog="python -m sampleweb")
     sub = parser.add_subparsers(dest="command", required=True)
     p_serve = sub.add_parser("serve", help="serve until SIGINT/SIGTERM")
     p_serve.add_argument("--port", type=int, default=0, help="shared port (0: pick a free one)")
