@@ -42,8 +42,8 @@ FIRST_OCTETS = (10, 40, 70, 100, 130, 160)
 SERVER = textwrap.dedent(
     """
     import json, sys, time, threading, signal
-    from crawlers.sampleweb import build_web, serve
-    from crawlers.sampleweb import server as sws
+    from sampleweb import build_web, serve
+    from sampleweb import server as sws
     log, lock = [], threading.Lock()
     orig = sws._Handler._respond
     def logged(self, head):
