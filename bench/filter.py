@@ -41,9 +41,10 @@ import pyarrow.parquet as pq  # noqa: E402
 from _peers import DATATROVE, peer_python  # noqa: E402
 
 from filters.heuristics import gopher_baseline, tokens  # noqa: E402
-from filters.labels import build_training_set, sampleweb_documents  # noqa: E402
+from filters.labels import build_training_set  # noqa: E402
 from filters.langid import lid176_path  # noqa: E402
 from filters.quality import train_model  # noqa: E402
+from sampleweb.labels import labelled_documents  # noqa: E402
 
 
 def build_corpus(docs: list[dict], n: int, seed: int = 0) -> list[dict]:
@@ -227,14 +228,14 @@ def main() -> None:
         dedup_scale.main()
         return
     if args.selection_only:
-        labelled = sampleweb_documents(0)
+        labelled = labelled_documents(0)
         with tempfile.TemporaryDirectory(prefix="bench-filter-") as tmp:
             sel = selection(labelled, Path(tmp))
         print_selection(sel)
         print(json.dumps({"selection": sel}))
         return
     n = args.docs or (5000 if args.quick else 20000)
-    labelled = sampleweb_documents(0)
+    labelled = labelled_documents(0)
     with tempfile.TemporaryDirectory(prefix="bench-filter-") as tmp:
         work = Path(tmp)
         print(f"corpus: {n} docs from {len(labelled)} labelled sample-web pages")

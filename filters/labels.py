@@ -111,9 +111,13 @@ def reference_labels(rows: list[dict], lang: str, opts: LabelOptions) -> Trainin
     # Group keys: a document's passages share an out-of-fold fold, and a reference document's
     # out-of-fold score (what the recall cut reads) is taken on the whole document.
     return TrainingSet(
-        lang, pos + [p for p, _ in neg], [1] * len(pos) + [0] * len(neg), "reference",
-        crawl_docs, groups=pos_groups + [g for _, g in neg],
-    )  # fmt: skip
+        lang,
+        pos + [p for p, _ in neg],
+        [1] * len(pos) + [0] * len(neg),
+        "reference",
+        crawl_docs,
+        groups=pos_groups + [g for _, g in neg],
+    )
 
 
 def shuffled(text: str, lang: str, rng: random.Random, chars: bool = False) -> str:
@@ -221,15 +225,22 @@ def benchmark_labels(rows: list[dict], lang: str, opts: LabelOptions) -> Trainin
 
 
 def load_label_rows(spec: str | Path) -> list[dict]:
-    """Labelled documents from a Parquet/JSONL file, or `sampleweb[:SEED]` (the sample web's labels)."""
+    """Labelled documents from a Parquet or JSONL file (columns `text`, optionally `lang`, ...).
+
+    Only files: labelled rows from elsewhere (the sample web's `sampleweb.labels`) are built by
+    the caller and passed to `build_training_set` directly.
+    """
     spec = str(spec)
-    if spec == "sampleweb" or spec.startswith("sampleweb:"):
-        seed = int(spec.split(":", 1)[1]) if ":" in spec else 0
-        return sampleweb_documents(seed)
     path = Path(spec)
-    if not path.exists():
+    if not path.is_file():
+        hint = (
+            "; `sampleweb[:SEED]` is resolved by the caller (the CLI does it, or pass "
+            "sampleweb.labels.labelled_documents(seed) as the rows)"
+            if spec.split(":", 1)[0] == "sampleweb"
+            else ""
+        )
         raise FileNotFoundError(
-            f"--labels {spec}: no such file (give a .parquet/.jsonl or `sampleweb`)"
+            f"--labels {spec}: not a file (give a .parquet or .jsonl file){hint}"
         )
     if path.suffix == ".parquet":
         import pyarrow.parquet as pq
@@ -251,32 +262,4 @@ def load_label_rows(spec: str | Path) -> list[dict]:
         preds = LanguageIdentifier().predict_batch([r["text"] for r in rows])
         for r, (lang, _) in zip(rows, preds, strict=True):
             r["lang"] = lang
-    return rows
-
-
-def sampleweb_documents(seed: int = 0) -> list[dict]:
-    """The sample web's content pages as labelled documents (ground-truth main_text as text)."""
-    from crawlers.sampleweb import build_web
-
-    web = build_web(seed=seed)
-    rows = []
-    for (site, path), page in sorted(web.pages.items()):
-        lab = page.labels
-        if not lab.get("is_content") or not lab.get("main_text"):
-            continue
-        rows.append(
-            {
-                "id": f"{site}{path}",
-                "url": f"http://{site}{path}",
-                "text": lab["main_text"],
-                "lang": lab.get("lang"),
-                "quality": lab.get("quality"),
-                "is_reference": bool(lab.get("is_reference")),
-                "dup_cluster": lab.get("dup_cluster"),
-                "page_type": lab.get("page_type"),
-                "pii": lab.get("pii") or [],
-                "pii_decoys": lab.get("pii_decoys") or [],
-                "training_allowed": bool(lab.get("expect_training_allowed", True)),
-            }
-        )
     return rows

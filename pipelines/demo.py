@@ -81,8 +81,11 @@ def step_filter(state: DemoState) -> tuple[dict[str, Any], Path]:
 
     from filters.quality.default import default_root, ensure_default_models
     from pipelines.stages.filter import run_filter
+    from sampleweb.labels import labelled_documents
 
-    models = ensure_default_models(default_root(state.root / lake.STAGE_DIRS["quality_models"]))
+    models = ensure_default_models(
+        default_root(state.root / lake.STAGE_DIRS["quality_models"]), labelled_documents(0)
+    )
     out = _fresh(state.root / lake.STAGE_DIRS["filter"])
     summary = run_filter(state.root / lake.STAGE_DIRS["extract"], out, models_dir=models)
     keys = ("rows_in", "rows_kept", "dedup_rate", "tokens_kept", "dropped")

@@ -1,6 +1,6 @@
 """The default quality models: built once from the sample web's reference pages, found without flags.
 
-`ensure_default_models(root)` returns `<root>/<key>/` holding `<lang>.bin` (+ `.json`, fold
+`ensure_default_models(root, rows)` returns `<root>/<key>/` holding `<lang>.bin` (+ `.json`, fold
 models) for every language with reference pages and `multilingual.bin`, the fallback for
 languages without a model of their own. `<key>` is the first 12 hex digits of a hash of the
 training data (the labelled documents, the recipe version and the fastText parameters), so a
@@ -51,14 +51,6 @@ def default_root(lake_models_dir: str | Path | None = None) -> Path:
     return Path(lake_models_dir) / "default"
 
 
-def _rows(rows: list[dict] | None, seed: int) -> list[dict]:
-    if rows is not None:
-        return rows
-    from filters.labels import sampleweb_documents
-
-    return sampleweb_documents(seed)
-
-
 def model_languages(rows: list[dict]) -> list[str]:
     """Languages with enough reference and crawl documents for a model of their own."""
     ref: dict[str, int] = {}
@@ -106,9 +98,16 @@ def multilingual_training_set(rows: list[dict], langs: Sequence[str], seed: int 
         calib += ts.calibration
         calib_langs += [lang] * len(ts.calibration)
     return TrainingSet(
-        FALLBACK_NAME, texts, labels, RECIPE, calib, groups=groups, shape_features=True,
-        text_langs=text_langs, calibration_langs=calib_langs,
-    )  # fmt: skip
+        FALLBACK_NAME,
+        texts,
+        labels,
+        RECIPE,
+        calib,
+        groups=groups,
+        shape_features=True,
+        text_langs=text_langs,
+        calibration_langs=calib_langs,
+    )
 
 
 def build_default_models(
@@ -151,13 +150,26 @@ def build_default_models(
 
 def ensure_default_models(
     root: str | Path,
+    rows: list[dict],
     *,
-    rows: list[dict] | None = None,
     seed: int = 0,
     log: Callable[[str], None] | None = None,
 ) -> Path:
-    """The default set's directory under `root`, built first if absent (locked, atomic)."""
-    rows = _rows(rows, seed)
+    """The default set's directory under `root`, built first if absent (locked, atomic).
+
+    `rows` are the labelled documents (`text`, `lang`, `is_reference`, `id`), which the caller
+    supplies: the default set is `sampleweb.labels.labelled_documents(0)`. The key hashes them,
+    so they are needed on every call, also when the set is already built.
+    """
+    if (
+        not isinstance(rows, Sequence)
+        or isinstance(rows, str)
+        or (rows and not isinstance(rows[0], dict))
+    ):
+        raise TypeError(
+            f"ensure_default_models(root, rows): rows must be a list of dicts (labelled "
+            f"documents, e.g. sampleweb.labels.labelled_documents(0)), got {type(rows).__name__}"
+        )
     key = training_key(rows, seed)[:12]
     root = Path(root)
     target = root / key
@@ -236,9 +248,9 @@ class QualityScorer:
         return list(model.score(texts, lang or None)), name
 
 
-def default_scorer(root: str | Path | None = None) -> QualityScorer:
-    """A scorer over the default set (built on first use) under `root` (default:
-    $REFINERY_QUALITY_DEFAULTS, else a directory in the system temp dir)."""
+def default_scorer(rows: list[dict], root: str | Path | None = None) -> QualityScorer:
+    """A scorer over the default set trained from `rows` (built on first use) under `root`
+    (default: $REFINERY_QUALITY_DEFAULTS, else a directory in the system temp dir)."""
     if root is None:
         root = os.environ.get(ENV_ROOT) or Path(tempfile.gettempdir()) / "refinery-quality-defaults"
-    return QualityScorer(ensure_default_models(root))
+    return QualityScorer(ensure_default_models(root, rows))

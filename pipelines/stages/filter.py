@@ -186,8 +186,10 @@ def run_quality_train(
     """Train one language's quality classifier from a label source; returns its metadata."""
     from filters.labels import LabelOptions, build_training_set, load_label_rows
     from filters.quality import train_model
+    from sampleweb.labels import labelled_documents, parse_spec
 
-    rows = load_label_rows(labels)
+    web_seed = parse_spec(str(labels))
+    rows = load_label_rows(labels) if web_seed is None else labelled_documents(web_seed)
     target_texts: list[str] = []
     if targets:
         tpath = Path(targets)
@@ -241,12 +243,13 @@ def quality_models_for(
         load_fallback,
     )
     from pipelines.lake import STAGE_DIRS, lake_root
+    from sampleweb.labels import labelled_documents
 
     own_fallback = models_dir is not None and (Path(models_dir) / f"{FALLBACK_NAME}.bin").exists()
     if cfg.quality.use_default_models and not (own_fallback or cfg.quality.fallback_models_dir):
         log = logging.getLogger(__name__).warning
         default = ensure_default_models(
-            default_root(lake_root() / STAGE_DIRS["quality_models"]), log=log
+            default_root(lake_root() / STAGE_DIRS["quality_models"]), labelled_documents(0), log=log
         )
         if models_dir is None:
             models_dir = default

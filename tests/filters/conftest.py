@@ -7,13 +7,13 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from filters.labels import sampleweb_documents
+from sampleweb.labels import labelled_documents
 
 
 @pytest.fixture(scope="session")
 def labelled_docs() -> list[dict]:
     """The sample web's content pages with ground-truth text and labels."""
-    return sampleweb_documents(seed=0)
+    return labelled_documents(seed=0)
 
 
 @pytest.fixture(scope="session")

@@ -693,6 +693,7 @@ def main() -> None:
     import math
 
     from filters.quality.default import default_scorer
+    from sampleweb.labels import labelled_documents
 
     ap = argparse.ArgumentParser(description="Default quality scorer's AUC on the held-out set")
     ap.add_argument("--split", default="test", choices=["dev", "test"])
@@ -703,7 +704,7 @@ def main() -> None:
         "--rescue", action="store_true", help="dev only: the rescue-score choice (docs/filters.md)"
     )
     args = ap.parse_args()
-    scorer = default_scorer(args.models_root)
+    scorer = default_scorer(labelled_documents(0), args.models_root)
     docs = heldout_documents(args.split)
     aucs = auc_by_language(docs, lambda texts, lang: scorer.score(texts, lang)[0])
     fb = scorer.fallback

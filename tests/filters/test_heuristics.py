@@ -143,10 +143,10 @@ def test_cookie_recipes_are_not_boilerplate():
 
 def test_lexicons_spare_every_good_sample_web_line_and_drop_every_boilerplate_page():
     from filters.config import FilterConfig
-    from filters.labels import sampleweb_documents
+    from sampleweb.labels import labelled_documents
 
     cfg = FilterConfig()
-    for doc in sampleweb_documents(0):
+    for doc in labelled_documents(0):
         if not doc["lang"]:
             continue
         h = cfg.heuristics_for(doc["lang"])
