@@ -6,7 +6,7 @@ import ast
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-DOMAIN_PACKAGES = ("common", "crawlers", "filters", "synth", "training")
+DOMAIN_PACKAGES = ("common", "crawlers", "filters", "sampleweb", "synth", "training")
 FORBIDDEN = ("dagster", "apache_beam")
 
 
