@@ -26,7 +26,8 @@ import pyarrow.parquet as pq
 
 Figure = int | float | str | bool
 
-# Robots decisions the crawler records (crawlers.crawl.robots_policy): only "allowed" permits a fetch.
+# The robots decisions the crawler records (crawlers.crawl.robots_policy); "allowed" alone
+# permits a fetch.
 ROBOTS_DECISIONS = ("allowed", "disallowed", "unreachable")
 
 # Checks whose failure must stop downstream assets (consent, accounting and integrity promises).
@@ -142,8 +143,9 @@ def crawl_robots_respected(crawl_dir: Path) -> CheckOutcome:
 
 
 def crawl_robots_decisions_recorded(crawl_dir: Path) -> CheckOutcome:
-    """Every page carries both robots decisions (crawl token and training token), each a known value,
-    and no page is marked training_allowed while its training-token decision is not "allowed"."""
+    """Every page carries both robots decisions (crawl token and training token), each a known
+    value, and no page is marked training_allowed while its training-token decision is not
+    "allowed"."""
     crawl_dir = Path(crawl_dir)
     cols = ["url", "robots_crawl", "robots_training", "training_allowed"]
     pages = shards = 0
@@ -412,8 +414,8 @@ def mixture_checksums_match(mix_dir: Path) -> CheckOutcome:
 
 
 def mixture_shares_within_tolerance(mix_dir: Path) -> CheckOutcome:
-    """Realised token shares (buckets, groups, weighted sources) within the spec's tolerance of their
-    targets, recomputed from the manifest's token counts (not its stored verdicts); the bucket
+    """Realised token shares (buckets, groups, weighted sources) within the spec's tolerance of
+    their targets, recomputed from the manifest's token counts (not its stored verdicts); the bucket
     token counts must also add up to the manifest's document tokens."""
     from training.mixture.report import accounting_checks
 
@@ -456,11 +458,15 @@ def mixture_shares_within_tolerance(mix_dir: Path) -> CheckOutcome:
     )
 
 
-# Opted-out documents are recognised in the shards by their opening: the first PROBE_TOKENS tokens,
-# or the whole document and its boundary token when it is shorter.
+# Opted-out documents are recognised in the packed streams by their opening. A candidate is a
+# document-copy start whose first PROBE_TOKENS tokens (or, for a shorter document, all of it and its
+# boundary) equal an opted-out row's; each candidate is then compared over up to VERIFY_TOKENS
+# tokens, with the opted-out row and with every allowed row that opens the same way.
 PROBE_TOKENS = 32
+VERIFY_TOKENS = 2048
 _FILL = np.uint32(0xFFFFFFFF)  # never a token id: marks key positions after the boundary
 _MULT = np.random.default_rng(20240613).integers(1, 2**63, size=PROBE_TOKENS, dtype=np.uint64) | 1
+READ_ROWS = 65536  # source rows read at a time: bounds the text held in memory
 
 
 def _normalise_keys(windows: np.ndarray, boundary: int) -> np.ndarray:
@@ -488,39 +494,51 @@ def _doc_keys(tokens: np.ndarray, lengths: np.ndarray, boundary: int) -> np.ndar
     return _normalise_keys(keys, boundary)
 
 
-def _copy_keys(pieces: Iterator[np.ndarray], boundary: int) -> Iterator[np.ndarray]:
-    """Keys at every copy start of one packed stream (given in pieces, e.g. shard by shard).
+def _copy_starts(
+    pieces: list[np.ndarray], boundary: int
+) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+    """(buffer, copy start positions in it) over one packed stream given in pieces (its shards).
 
-    A copy starts at the stream's beginning and after every boundary token; a virtual boundary in
-    front of the stream makes the first position one such start. Copies may cross pieces.
+    A copy starts at the stream's beginning and after every boundary token (a virtual boundary
+    in front of the stream makes the first position one such start). Copies may cross pieces:
+    every start yielded has its next VERIFY_TOKENS positions in the buffer, unless the stream ends.
     """
     buf = np.array([boundary], dtype=np.uint32)
     first = 1  # index in buf of the first position not yet looked at
-    pieces = list(pieces)
     for k, piece in enumerate(pieces):
         buf = np.concatenate([buf, np.asarray(piece, dtype=np.uint32).ravel()])
         last = k == len(pieces) - 1
-        end = len(buf) if last else max(len(buf) - PROBE_TOKENS + 1, first)
+        end = len(buf) if last else max(len(buf) - VERIFY_TOKENS + 1, first)
         if end > first:
-            starts = np.flatnonzero(buf[first - 1 : end - 1] == boundary) + first
-            idx = starts[:, None] + np.arange(PROBE_TOKENS)[None, :]
-            outside = idx >= len(buf)
-            windows = buf[np.minimum(idx, len(buf) - 1)]
-            windows[outside] = _FILL
-            yield _normalise_keys(windows, boundary)
+            yield buf, np.flatnonzero(buf[first - 1 : end - 1] == boundary) + first
         keep = end - 1
         buf, first = buf[keep:], end - keep
 
 
+def _windows(buf: np.ndarray, starts: np.ndarray, width: int, boundary: int) -> np.ndarray:
+    """Normalised windows of `width` tokens at `starts` (_FILL past the buffer's end)."""
+    idx = starts[:, None] + np.arange(width)[None, :]
+    outside = idx >= len(buf)
+    windows = buf[np.minimum(idx, len(buf) - 1)]
+    windows[outside] = _FILL
+    return _normalise_keys(windows, boundary)
+
+
+def _copy_prefix(window: np.ndarray, boundary: int) -> np.ndarray:
+    """A copy's tokens within its window: up to its boundary, the stream's end or the window's."""
+    stop = np.flatnonzero((window == boundary) | (window == _FILL))
+    return window[: stop[0]] if len(stop) else window
+
+
 def _source_files(manifest: dict[str, Any], mix_dir: Path, lake_root: Path | None):
-    """(file, text column) of every source the mixture's spec read."""
+    """(file, text column) pairs of every source the mixture's spec read, sorted."""
     import glob
 
     from training.mixture.spec import resolve_path
 
     inputs = manifest.get("inputs") or []
     spec_dir = Path(inputs[0]).parent if inputs else None
-    out: dict[str, str] = {}
+    out: set[tuple[str, str]] = set()
     for name, bucket in manifest["spec"]["buckets"].items():
         for i, src in enumerate(bucket["sources"]):
             path = src["path"]
@@ -533,22 +551,18 @@ def _source_files(manifest: dict[str, Any], mix_dir: Path, lake_root: Path | Non
                 )
             pattern = resolve_path(path, spec_dir or mix_dir, lake_root)
             for f in sorted(glob.glob(str(pattern))):
-                out.setdefault(f, src.get("text_column") or "text")
-    return out
+                out.add((f, src.get("text_column") or "text"))
+    return sorted(out)
 
 
-READ_ROWS = 65536  # source rows read at a time: bounds the text held in memory
-
-
-def _source_keys(files: dict[str, str], tok, boundary: int, *, allowed: bool):
-    """Keys of the sources' documents: opted-out ones (training_allowed not true) or allowed ones.
-
-    Returns (keys, ids, empty): ids are "file#row"; documents without tokens are counted, not keyed.
-    """
+def _source_docs(
+    files: list[tuple[str, str]], tok, *, allowed: bool
+) -> Iterator[tuple[list[str], np.ndarray, np.ndarray]]:
+    """The sources' opted-out rows (training_allowed not true, as the builder's consent rule reads
+    it) or allowed rows, tokenized a batch at a time: (refs "file#row", tokens, lengths)."""
     from training.tokenizer import encode_texts
 
-    keys, ids, empty = [], [], 0
-    for f, text_col in files.items():
+    for f, text_col in files:
         cols = [text_col, "training_allowed"]
         names = pq.read_schema(f).names
         if any(c not in names for c in cols):
@@ -565,24 +579,26 @@ def _source_keys(files: dict[str, str], tok, boundary: int, *, allowed: bool):
                 continue
             texts = pc.fill_null(batch.column(0).take(pa.array(rows)), "").to_pylist()
             tokens, lengths = encode_texts(tok, texts)
-            nonempty = lengths > 0
-            empty += int((~nonempty).sum())
-            keys.append(_doc_keys(tokens, lengths, boundary)[nonempty])
-            ids += [f"{f}#{base + r}" for r in rows[nonempty].tolist()]
-    if not keys:
-        return np.zeros((0, PROBE_TOKENS), np.uint32), [], empty
-    return np.concatenate(keys), ids, empty
+            yield [f"{f}#{base + r}" for r in rows.tolist()], tokens, lengths
 
 
-def _streams(mix_dir: Path, manifest: dict[str, Any]) -> Iterator[tuple[str, Iterator]]:
+def _prefixes(tokens: np.ndarray, lengths: np.ndarray) -> list[np.ndarray]:
+    """Each document's first VERIFY_TOKENS tokens."""
+    starts = (np.cumsum(lengths) - lengths).tolist()
+    return [
+        tokens[a : a + min(n, VERIFY_TOKENS)] for a, n in zip(starts, lengths.tolist(), strict=True)
+    ]
+
+
+def _streams(mix_dir: Path, manifest: dict[str, Any]) -> Iterator[list[np.ndarray]]:
     """Each packed stream: a stage's shards in order, then every eval array on its own."""
     by_stage: dict[str, list[str]] = {}
     for s in manifest["shards"]:
         by_stage.setdefault(str(s.get("stage", "")), []).append(s["path"])
-    for stage, paths in by_stage.items():
-        yield f"stage {stage or '(none)'}", (np.load(mix_dir / p, mmap_mode="r") for p in paths)
+    for paths in by_stage.values():
+        yield [np.load(mix_dir / p, mmap_mode="r") for p in paths]
     for e in manifest.get("eval", []):
-        yield f"eval {e['path']}", iter([np.load(mix_dir / e["path"], mmap_mode="r")])
+        yield [np.load(mix_dir / e["path"], mmap_mode="r")]
 
 
 def mixture_no_opted_out_rows(mix_dir: Path, lake_root: Path) -> CheckOutcome:
@@ -590,11 +606,12 @@ def mixture_no_opted_out_rows(mix_dir: Path, lake_root: Path) -> CheckOutcome:
 
     The shards carry no per-row provenance (the builder keeps row numbers only while tokenizing and
     writes none to the manifest), so this is proven by content: every opted-out row of every file
-    the spec's sources read is tokenized with the mixture's tokenizer, and its key (first
-    PROBE_TOKENS tokens, or all of it plus the boundary when shorter) is looked for at every
-    document-copy start of the packed streams. A copy the sampler cut shorter than the key is not
-    recognised. A found key that an allowed row of the same sources shares is reported as
-    `ambiguous` (the same opening may come from the allowed row) and does not fail the check.
+    the spec's sources read is tokenized with the mixture's tokenizer and looked for at every
+    document-copy start of the packed streams (see PROBE_TOKENS / VERIFY_TOKENS). A copy that
+    agrees with an opted-out row over its first VERIFY_TOKENS tokens (or all of its tokens, when
+    shorter) is found; if an allowed row of the same sources agrees as far, the copy may be that
+    row's and counts as `ambiguous`, not found. Copies the sampler cut shorter than PROBE_TOKENS
+    are not recognised. Opted-out rows with no tokens contribute nothing and are only counted.
     """
     from training.tokenizer import load_tokenizer
 
@@ -603,54 +620,94 @@ def mixture_no_opted_out_rows(mix_dir: Path, lake_root: Path) -> CheckOutcome:
     boundary = int(manifest["special_tokens"]["boundary"])
     tok = load_tokenizer(mix_dir / "tokenizer.json")
     files = _source_files(manifest, mix_dir, Path(lake_root))
-    keys, ids, empty = _source_keys(files, tok, boundary, allowed=False)
+    refs: list[str] = []
+    key_parts: list[np.ndarray] = []
+    empty = 0
+    for batch_refs, tokens, lengths in _source_docs(files, tok, allowed=False):
+        nonempty = lengths > 0
+        empty += int((~nonempty).sum())
+        key_parts.append(_doc_keys(tokens, lengths, boundary)[nonempty])
+        refs += [r for r, keep in zip(batch_refs, nonempty.tolist(), strict=True) if keep]
+    keys = np.concatenate(key_parts) if key_parts else np.zeros((0, PROBE_TOKENS), np.uint32)
     by_hash: dict[int, list[int]] = {}
     for i, h in enumerate(_hash_keys(keys).tolist()):
         by_hash.setdefault(h, []).append(i)
     probe = np.array(sorted(by_hash), dtype=np.uint64)
-    found: set[int] = set()
-    copies = 0
-    streams = 0
-    for _, pieces in _streams(mix_dir, manifest):
+
+    # Candidates: opted-out row -> the copies (up to VERIFY_TOKENS tokens) that open like it.
+    candidates: dict[int, list[np.ndarray]] = {}
+    copies = streams = 0
+    for pieces in _streams(mix_dir, manifest):
         streams += 1
-        for windows in _copy_keys(pieces, boundary):
-            copies += len(windows)
-            if not len(probe):
+        for buf, starts in _copy_starts(pieces, boundary):
+            copies += len(starts)
+            if not len(probe) or not len(starts):
                 continue
-            h = _hash_keys(windows)
-            for row in np.flatnonzero(np.isin(h, probe)).tolist():
+            opening = _windows(buf, starts, PROBE_TOKENS, boundary)
+            h = _hash_keys(opening)
+            hits = np.flatnonzero(np.isin(h, probe))
+            if not len(hits):
+                continue
+            wide = _windows(buf, starts[hits], VERIFY_TOKENS, boundary)
+            for j, row in enumerate(hits.tolist()):
                 for i in by_hash[int(h[row])]:
-                    if np.array_equal(keys[i], windows[row]):
-                        found.add(i)
+                    if np.array_equal(keys[i], opening[row]):
+                        candidates.setdefault(i, []).append(_copy_prefix(wide[j], boundary))
+
+    found: set[int] = set()
     ambiguous: set[int] = set()
-    if found:
-        allowed_keys, _, _ = _source_keys(files, tok, boundary, allowed=True)
-        allowed = {k.tobytes() for k in allowed_keys}
-        ambiguous = {i for i in found if keys[i].tobytes() in allowed}
-    leaked = sorted(found - ambiguous)
+    if candidates:
+        wanted = {refs[i]: i for i in candidates}
+        docs: dict[int, np.ndarray] = {}
+        for batch_refs, tokens, lengths in _source_docs(files, tok, allowed=False):
+            for r, prefix in zip(batch_refs, _prefixes(tokens, lengths), strict=True):
+                if r in wanted:
+                    docs[wanted[r]] = prefix
+        openings = {keys[i].tobytes() for i in candidates}
+        allowed: list[np.ndarray] = []
+        for _, tokens, lengths in _source_docs(files, tok, allowed=True):
+            k = _doc_keys(tokens, lengths, boundary)
+            for key, prefix in zip(k, _prefixes(tokens, lengths), strict=True):
+                if key.tobytes() in openings:
+                    allowed.append(prefix)
+        for i, copies_of in candidates.items():
+            for p in copies_of:
+                if not np.array_equal(docs[i][: len(p)], p):
+                    continue  # opens like the opted-out row but goes on otherwise
+                if any(np.array_equal(a[: len(p)], p) for a in allowed):
+                    ambiguous.add(i)
+                else:
+                    found.add(i)
+    ambiguous -= found
+    leaked = sorted(found)
     meta: dict[str, Figure] = {
-        "source_files": len(files),
-        "opted_out_rows": len(ids) + empty,
-        "opted_out_probed": len(ids),
+        "source_files": len({f for f, _ in files}),
+        "opted_out_rows": len(refs) + empty,
+        "opted_out_probed": len(refs),
         "opted_out_empty": empty,
         "streams": streams,
         "copies_scanned": copies,
         "opted_out_found": len(leaked),
         "ambiguous": len(ambiguous),
         "probe_tokens": PROBE_TOKENS,
-        "first_found": ids[leaked[0]] if leaked else "",
+        "verify_tokens": VERIFY_TOKENS,
+        "first_found": refs[leaked[0]] if leaked else "",
+        "first_ambiguous": refs[min(ambiguous)] if ambiguous else "",
     }
     verdict = (
         "0 opted-out rows in the shards"
         if not leaked
-        else f"{len(leaked)} opted-out row(s) found in the shards (first {ids[leaked[0]]})"
+        else f"{len(leaked)} opted-out row(s) found in the shards (first {refs[leaked[0]]})"
     )
     if ambiguous:
-        verdict += f"; {len(ambiguous)} found opening(s) shared with allowed rows (ambiguous)"
+        verdict += (
+            f"; {len(ambiguous)} opted-out row(s) indistinguishable from allowed rows over the "
+            f"copy found (ambiguous, first {refs[min(ambiguous)]})"
+        )
     return CheckOutcome(
         not leaked,
-        f"mixture {mix_dir}: {len(ids)} opted-out row(s) of {len(files)} source file(s) looked "
-        f"for in {copies} document copies; {verdict}",
+        f"mixture {mix_dir}: {len(refs)} opted-out row(s) of {meta['source_files']} source "
+        f"file(s) looked for in {copies} document copies; {verdict}",
         meta,
     )
 

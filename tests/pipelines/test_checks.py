@@ -52,7 +52,7 @@ def extract_dir(tmp_path_factory, crawl_dir) -> Path:
 
 @pytest.fixture(scope="module")
 def dup_docs_dir(tmp_path_factory, docs_dir, labelled_docs) -> Path:  # noqa: F811
-    """The sample web's duplicate-cluster members plus a few other pages, as extraction writes them."""
+    """Duplicate-cluster members of the sample web and a few other pages, as extraction writes."""
     dups = [d["id"] for d in labelled_docs if d["dup_cluster"] is not None][:60]
     others = [d["id"] for d in labelled_docs if d["dup_cluster"] is None][:30]
     table = pq.read_table(docs_dir / "documents.parquet")
@@ -294,6 +294,33 @@ def test_a_mixture_that_ignored_consent_fails(lake, tmp_path):  # noqa: F811
     assert checks.mixture_checksums_match(tmp_path / "mix").passed  # integrity is not consent
 
 
+def _splice(mix_dir: Path, lake_root: Path, dest: Path, *, across_shards: bool, whole: bool = True):
+    """Copy the mixture to dest and write an opted-out row's tokens where a document copy starts:
+    after a boundary in the first shard, or from the end of the first shard on into the second.
+    `whole`: the row's tokens and a boundary (a copy as packing lays it); else only its opening,
+    followed by what was there before. Returns the row's index in the source."""
+    from training.tokenizer import encode_texts, load_tokenizer
+
+    copy = Path(shutil.copytree(mix_dir, dest))
+    manifest = json.loads((copy / "manifest.json").read_text())
+    boundary = manifest["special_tokens"]["boundary"]
+    docs = pq.read_table(lake_root / "filter" / "documents.parquet")
+    row = pc.index(docs["training_allowed"], False).as_py()
+    tokens, _ = encode_texts(load_tokenizer(copy / "tokenizer.json"), [docs["text"][row].as_py()])
+    assert len(tokens) >= 2 * checks.PROBE_TOKENS
+    placed = np.append(tokens, boundary) if whole else tokens[: checks.PROBE_TOKENS + 8]
+    paths = [copy / s["path"] for s in manifest["shards"][:2]]
+    assert len(paths) == 2 and len({s["stage"] for s in manifest["shards"][:2]}) == 1
+    first, second = np.load(paths[0]), np.load(paths[1])
+    stream = np.concatenate([first.ravel(), second.ravel()])
+    start = first.size - 10 if across_shards else int(np.flatnonzero(stream == boundary)[0]) + 1
+    stream[start - 1] = boundary
+    stream[start : start + len(placed)] = placed
+    np.save(paths[0], stream[: first.size].reshape(first.shape))
+    np.save(paths[1], stream[first.size :].reshape(second.shape))
+    return copy, row
+
+
 @pytest.mark.parametrize("across_shards", [False, True])
 def test_an_opted_out_document_spliced_into_a_shard_fails(
     mix_dir,
@@ -301,34 +328,47 @@ def test_an_opted_out_document_spliced_into_a_shard_fails(
     tmp_path,
     across_shards,
 ):
-    """Tokens of an opted-out row written where a document copy starts: after a boundary in a
-    shard, or beginning at the end of one shard and running on into the next."""
-    from training.tokenizer import encode_texts, load_tokenizer
-
-    copy = Path(shutil.copytree(mix_dir, tmp_path / "mix"))
-    manifest = json.loads((copy / "manifest.json").read_text())
-    boundary = manifest["special_tokens"]["boundary"]
-    docs = pq.read_table(lake / "filter" / "documents.parquet")
-    row = pc.index(docs["training_allowed"], False).as_py()
-    tokens, _ = encode_texts(load_tokenizer(copy / "tokenizer.json"), [docs["text"][row].as_py()])
-    assert len(tokens) >= 40
-    paths = [copy / s["path"] for s in manifest["shards"][:2]]
-    assert len(paths) == 2 and len({s["stage"] for s in manifest["shards"][:2]}) == 1
-    first, second = np.load(paths[0]), np.load(paths[1])
-    a, b = first.ravel(), second.ravel()
-    if across_shards:
-        a[-11] = boundary
-        a[-10:] = tokens[:10]
-        b[:30] = tokens[10:40]
-    else:
-        start = int(np.flatnonzero(a == boundary)[0]) + 1
-        a[start : start + 40] = tokens[:40]
-    np.save(paths[0], a.reshape(first.shape))
-    np.save(paths[1], b.reshape(second.shape))
+    copy, row = _splice(mix_dir, lake, tmp_path / "mix", across_shards=across_shards)
     out = checks.mixture_no_opted_out_rows(copy, lake)
     assert not out.passed
     assert out.metadata["opted_out_found"] == 1
     assert out.metadata["first_found"].endswith(f"#{row}")
+
+
+def test_a_copy_that_only_opens_like_an_opted_out_row_passes(mix_dir, lake, tmp_path):  # noqa: F811
+    """Packing places whole documents (or their prefixes): a copy that opens like an opted-out row
+    and then goes on differently is another document, not that row."""
+    copy, _ = _splice(mix_dir, lake, tmp_path / "mix", across_shards=False, whole=False)
+    out = checks.mixture_no_opted_out_rows(copy, lake)
+    assert out.passed, out.description
+    assert out.metadata["opted_out_found"] == 0 and out.metadata["ambiguous"] == 0
+
+
+def test_an_opted_out_mirror_of_an_allowed_row_is_ambiguous_not_found(lake, tmp_path):  # noqa: F811
+    """The same text opted out on one page and allowed on another: its copy in the shards may be
+    the allowed row's, so the check reports it as ambiguous and passes."""
+    from training.mixture.builder import build_mixture
+
+    real = pq.read_table(lake / "filter" / "documents.parquet")
+    # every allowed English row again, opted out, under a new id
+    mirror = real.filter(pc.and_(pc.equal(real["lang"], "en"), real["training_allowed"]))
+    ids = pa.array([f"mirror-{i}" for i in range(mirror.num_rows)])
+    mirror = mirror.set_column(mirror.schema.get_field_index("id"), "id", ids)
+    i = mirror.schema.get_field_index("training_allowed")
+    mirror = mirror.set_column(i, "training_allowed", pa.array([False] * mirror.num_rows))
+    src = tmp_path / "documents.parquet"
+    _rewrite(src, pa.concat_tables([real, mirror]))
+    spec = base_spec(lake)
+    for bucket in spec["buckets"].values():
+        bucket["sources"][0]["path"] = str(src)
+    (tmp_path / "spec.yaml").write_text(yaml.safe_dump(spec, sort_keys=False))
+    build_mixture(tmp_path / "spec.yaml", tmp_path / "mix", lake_root=lake)
+    out = checks.mixture_no_opted_out_rows(tmp_path / "mix", lake)
+    assert out.passed, out.description
+    assert out.metadata["opted_out_found"] == 0
+    # the mirrors of the rows the mixture sampled (a few dozen of these hundreds) are ambiguous
+    assert 0 < out.metadata["ambiguous"] < mirror.num_rows
+    assert int(out.metadata["first_ambiguous"].rsplit("#", 1)[1]) >= real.num_rows
 
 
 def test_shares_off_target_fail(lake, tmp_path):  # noqa: F811
