@@ -353,14 +353,12 @@ def scheduler_only(counts: list[int], per_host: int = 3) -> None:
                         c._discover(url, min(j, 1), "link" if j else "seed")
             t0, picks = time.thread_time(), 0
             while True:
-                key, host, _tier, _wait = c._pick()
+                key, host, _tier, _wait = c.sched.pick()
                 if not key:
                     break
-                c.key_active[key] += 1
-                c._schedule(key)
-                c._unreserve(c._pop(host))
-                c.key_active[key] -= 1
-                c._schedule(key)
+                c.sched.start(key)
+                c.sched.unreserve(c.sched.pop(host))
+                c.sched.finish(key)
                 picks += 1
             dt = time.thread_time() - t0
             c.frontier.close()

@@ -136,3 +136,7 @@ def shard_of(host: str, shards: int) -> int:
     name = urlsplit("//" + host).hostname or host
     digest = hashlib.sha1(name.lower().encode()).digest()
     return int.from_bytes(digest[:8], "big") % shards
+
+
+class CrawlError(RuntimeError):
+    """A crawl that cannot start (bad output directory, bad seeds, unreadable inbox part)."""

@@ -1,86 +1,56 @@
 """The crawl loop: many servers in flight at once, a polite number of requests to each.
 
 Per host the order is robots.txt, then seeds, then its sitemaps, then discovered URLs
-best-priority first. Seeds come first everywhere: until every seed robots.txt allows has been
-fetched, its share of `max_pages` is reserved, so discovered URLs never take a seed's budget.
-
-The scheduler works on politeness keys (a server: its IP address by default), each holding the
-hosts that share it. Keys wait in a heap ordered by the time they may be asked again and move to
-a ready heap ordered by their best item (tier, then effective priority: stored priority,
-refreshed language signal, topic-quota penalty; refreshed when it reaches the top), so starting
-a request costs O(log keys), not a scan of every host.
-
-Links to hosts of another shard are routed: each shard appends them to
-`<shard_root>/outbox/to-<j>/part-<k>-<first>-<last>.parquet` and reads its own
-`outbox/to-<k>/` at start and on --resume (each part once, recorded in the frontier).
+best-priority first. The engine ties the parts together:
+- `scheduler.Scheduler` holds the queued work and picks what starts next (politeness keys, the
+  seeds' reserved share of `max_pages`);
+- `downloader.Downloader` fetches (SSRF guard, caps, politeness, robots policy as layers);
+- `record.describe_page` reads a fetched page's frontier fields and outlinks off its response;
+- `routing.ShardRouter` sends links to hosts of other shards to their inboxes and reads this
+  shard's own;
+- the frontier (SQLite), the WARC store and the output parts persist it all.
 """
 
 from __future__ import annotations
 
 import asyncio
-import hashlib
-import heapq
-import os
 import time
-from collections import Counter, defaultdict, deque
+from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import pyarrow as pa
-import pyarrow.parquet as pq
-
 from crawlers.crawl.canon import UrlError, canonicalize, host_of
-from crawlers.crawl.config import CrawlConfig, shard_of
+from crawlers.crawl.config import CrawlConfig, CrawlError
 from crawlers.crawl.downloader import Downloader
-from crawlers.crawl.fetcher import REDIRECT_STATUSES, FetchResult, mime_of
+from crawlers.crawl.fetcher import FetchResult
 from crawlers.crawl.frontier import Frontier
-from crawlers.crawl.html import Directives, apply_x_robots_tag, parse_html
 from crawlers.crawl.output import write_checkpoint, write_outputs
-from crawlers.crawl.politeness import RETRY_STATUSES, Politeness
-from crawlers.crawl.priority import (
-    LanguageTracker,
-    TrapDetector,
-    Weights,
-    classify_topic,
-    combine,
-    path_signal,
-    tokens_of,
-    topic_quota_penalty,
-)
+from crawlers.crawl.politeness import RETRY_STATUSES
+from crawlers.crawl.priority import LanguageTracker, TrapDetector, Weights, queued_row
+from crawlers.crawl.record import PageLanguage, describe_page
 from crawlers.crawl.robots_policy import ALLOWED, UNREACHABLE, RobotsFetch
+from crawlers.crawl.routing import OTHER_SHARD, OUTBOX_SCHEMA, ShardRouter, shard_root_of
+from crawlers.crawl.scheduler import DISCOVERED, SEED, SITEMAP, Scheduler
 from crawlers.crawl.sitemaps import parse_sitemap
 from crawlers.crawl.warc import WarcStore
 from crawlers.robots import RobotsTxt
 
+__all__ = [
+    "GAVE_UP",
+    "OTHER_SHARD",
+    "OUTBOX_SCHEMA",
+    "CrawlError",
+    "Crawler",
+    "Progress",
+    "crawl",
+    "shard_root_of",
+]
+
 Progress = Callable[[dict[str, Any]], None]
 _TRANSIENT_ERRORS = ("timeout", "connect-error", "connection-reset", "payload-error")
 GAVE_UP = "host-gave-up: circuit breaker open (re-queued on --resume)"
-OTHER_SHARD = "other-shard"
-OUTBOX_SCHEMA = pa.schema(
-    [
-        ("url", pa.string()),
-        ("depth", pa.int32()),
-        ("source", pa.string()),
-        ("parent", pa.string()),
-        ("anchor", pa.string()),
-        ("from_shard", pa.int32()),
-    ]
-)
-_SEED, _SITEMAP, _DISCOVERED = 0, 1, 2  # item tiers, best first
 _RESOLVERS = 32  # DNS lookups in flight at once
-
-
-def shard_root_of(out_dir: Path, config: CrawlConfig) -> Path:
-    """Directory shared by the shards of one crawl (holds outbox/to-<j>/)."""
-    if config.shard_root:
-        return Path(config.shard_root)
-    out_dir = Path(out_dir)
-    return out_dir.parent if out_dir.name == f"shard={config.shard}" else out_dir
-
-
-class CrawlError(RuntimeError):
-    """A crawl that cannot start (bad output directory, bad seeds)."""
 
 
 class Crawler:
@@ -119,7 +89,6 @@ class Crawler:
                 "its own --out (e.g. ROOT/shard=<k>, sharing ROOT as the shard root)"
             )
         self.seeds = seeds
-        self.shard_root = shard_root_of(self.out_dir, config)
         self.weights = Weights()
         self.traps = TrapDetector(
             config.max_url_length,
@@ -128,42 +97,23 @@ class Crawler:
             config.max_calendar_urls,
         )
         self.langs = LanguageTracker(config.target_languages, config.host_languages_path)
+        self.lang = PageLanguage()
         # One downloader, the same one the browser's sub-requests go through: its fetcher (SSRF
         # guard, caps), politeness and robots policy are the layers this engine schedules around.
         self.downloader = Downloader(config, on_robots_fetch=self._robots_fetched)
         self.politeness = self.downloader.politeness
-        # host -> heap of (tier, -priority, seq, url) of its queued URLs
-        self.heaps: dict[str, list[tuple[int, float, int, str]]] = defaultdict(list)
-        self.rows: dict[
-            str, dict[str, Any]
-        ] = {}  # queued URL -> its row (signals, depth, attempts)
-        self.sitemap_queue: dict[str, deque[tuple[str, int]]] = defaultdict(deque)
         self.known: set[str] = set()
         self.per_host: Counter[str] = Counter()
         self.topics_fetched: Counter[str] = Counter()
         self.stats: Counter[str] = Counter()
-        self.fetched = (
-            0  # content pages fetched or attempted to completion (counts toward max_pages)
+        self.sched = Scheduler(
+            config, self.politeness, self.langs, self.weights, self.topics_fetched, self.stats
         )
-        self.in_flight = 0
-        self.queued = 0  # URLs in the heaps
-        self.seeds_pending = 0  # seeds not yet fetched or denied: budget reserved for them
-        # scheduler state (see the module docstring)
-        self.host_key: dict[str, str] = {}
-        self.key_hosts: dict[str, set[str]] = defaultdict(set)
-        self.key_active: Counter[str] = Counter()
-        self.hold: dict[str, float] = {}  # host -> monotonic time its robots.txt is asked again
-        self.waiting: list[tuple[float, int, str]] = []
-        self.probing: list[tuple[float, int, str]] = []  # abandoned keys, by end of cool-down
-        self.ready: list[tuple[int, float, int, str]] = []
-        self._ver: dict[str, int] = {}
-        self._in_heap: set[str] = set()
-        self._tick = 0
-        self._to_resolve: deque[str] = deque()
-        self._unresolved: set[str] = set()
+        self.router = ShardRouter(
+            config, self.frontier, shard_root_of(self.out_dir, config), self.stats
+        )
         self.sched_s = 0.0  # CPU spent choosing what to fetch next
         self._finished: list[str] = []  # URLs that reached a final state since the checkpoint
-        self._langid = None
         self._since_checkpoint = 0
 
     # --- setup ------------------------------------------------------------------------
@@ -191,9 +141,9 @@ class Crawler:
                     if row["source"] == "seed"
                     else (row["tier"] if row["tier"] is not None else 1)
                 )
-                self._push(row)
+                self.sched.push(row)
             elif row["state"] == "done":
-                self.fetched += 1
+                self.sched.fetched += 1
                 self.topics_fetched[row["topic"] or "other"] += 1
                 if row["lang"]:
                     self.langs.observe(host, row["lang"])
@@ -203,74 +153,7 @@ class Crawler:
                     self.frontier.update(url, {"state": "queued", "skip_reason": None})
             self.stats["requeued"] += len(requeue)
         for sm in self.frontier.sitemaps("queued"):
-            self.sitemap_queue[sm["host"]].append((sm["url"], sm["depth"]))
-            self._host_has_work(sm["host"])
-
-    def _push(self, row: dict[str, Any]) -> None:
-        url, host, tier = row["url"], row["host"], row.get("tier", 1)
-        self.rows[url] = row
-        heapq.heappush(self.heaps[host], (tier, -(row["priority"] or 0.0), row["seq"] or 0, url))
-        self.queued += 1
-        if tier == 0 and not row.get("_reserved"):
-            row["_reserved"] = True
-            self.seeds_pending += 1
-            key = self.host_key.get(host)
-            if key in self._in_heap:  # its heap entry may rank it as discovered work: redo it
-                self._in_heap.discard(key)
-        self._host_has_work(host)
-
-    def _pop(self, host: str) -> dict[str, Any]:
-        _, _, _, url = heapq.heappop(self.heaps[host])
-        self.queued -= 1
-        return self.rows.pop(url)
-
-    def _unreserve(self, row: dict[str, Any]) -> None:
-        if row.pop("_reserved", False):
-            self.seeds_pending -= 1
-
-    def _in_shard(self, host: str) -> bool:
-        return self.cfg.shards == 1 or shard_of(host, self.cfg.shards) == self.cfg.shard
-
-    def _new_row(
-        self,
-        url: str,
-        depth: int,
-        source: str,
-        parent: str | None = None,
-        anchor: str = "",
-        parent_topic: str = "other",
-        tier: int = 1,
-    ) -> dict[str, Any]:
-        host = host_of(url)
-        topic, topic_sig = classify_topic(
-            tokens_of(url.split("://", 1)[-1].partition("/")[2], anchor)
-        )
-        if topic == "other" and parent_topic != "other":
-            topic, topic_sig = parent_topic, 0.1  # weak prior: pages link within their topic
-        lang_sig = self.langs.signal(host)
-        p_sig, why = path_signal(url)
-        prio = combine(lang_sig, topic_sig, p_sig, depth, source == "sitemap", self.weights)
-        reasons = [f"lang {lang_sig:.2f}", f"topic {topic} {topic_sig:.2f}", *why, f"depth {depth}"]
-        if tier == 0:
-            first = "seed" if source == "seed" else "redirect of a seed"
-            reasons.insert(0, f"{first}: fetched before discovered URLs")
-        return {
-            "url": url,
-            "host": host,
-            "depth": depth,
-            "state": "queued",
-            "source": source,
-            "parent": parent,
-            "anchor": anchor[:200],
-            "priority": prio,
-            "lang_signal": lang_sig,
-            "topic": topic,
-            "topic_signal": topic_sig,
-            "path_signal": p_sig,
-            "priority_reasons": "; ".join(reasons),
-            "attempts": 0,
-            "tier": tier,
-        }
+            self.sched.add_sitemap(sm["host"], sm["url"], sm["depth"])
 
     def _discover(
         self,
@@ -290,7 +173,9 @@ class Crawler:
             return "known"
         self.known.add(url)
         tier = 0 if source == "seed" else tier
-        row = self._new_row(url, depth, source, parent, anchor, parent_topic, tier)
+        row = queued_row(
+            url, depth, source, parent, anchor, parent_topic, tier, self.langs, self.weights
+        )
         row["redirect_hops"] = redirect_hops
         host = row["host"]
         reason = None
@@ -301,9 +186,8 @@ class Crawler:
             and host != host_of(parent)
         ):
             reason = "external: follow_external is off"
-        elif not self._in_shard(host):
-            # Routed, not dropped: written to that shard's inbox at the next checkpoint.
-            reason = f"{OTHER_SHARD}: routed to shard {shard_of(host, self.cfg.shards)}"
+        elif other_shard := self.router.skip_reason(host):
+            reason = other_shard
         elif depth > self.cfg.max_depth:
             reason = f"max-depth: {depth} > {self.cfg.max_depth}"
         elif self.cfg.max_pages_per_host and self.per_host[host] >= self.cfg.max_pages_per_host:
@@ -319,156 +203,8 @@ class Crawler:
         self.per_host[host] += 1
         self.frontier.add(row)
         row["seq"] = self.frontier._seq
-        self._push(row)
+        self.sched.push(row)
         return "queued"
-
-    # --- scheduling -------------------------------------------------------------------
-    def _limit_reached(self) -> bool:
-        return (
-            self.cfg.max_pages is not None and self.fetched + self.in_flight >= self.cfg.max_pages
-        )
-
-    def _budget_ok(self, tier: int) -> bool:
-        """May an item of this tier start? Seeds' share of max_pages is reserved for them."""
-        if self.cfg.max_pages is None:
-            return True
-        used = self.fetched + self.in_flight
-        if tier == _DISCOVERED:
-            used += self.seeds_pending
-        return used < self.cfg.max_pages
-
-    def _host_has_work(self, host: str) -> None:
-        key = self.host_key.get(host)
-        if key is None:
-            key = self.politeness.known_key(host)
-            if key is None:  # a name: resolve it first (its key is the server's address)
-                if host not in self._unresolved:
-                    self._unresolved.add(host)
-                    self._to_resolve.append(host)
-                return
-            self.host_key[host] = key
-        self.key_hosts[key].add(host)
-        self._schedule(key)
-
-    async def _resolve(self, host: str) -> None:
-        key = await self.politeness.resolve(host)
-        self._unresolved.discard(host)
-        self.host_key[host] = key
-        self.key_hosts[key].add(host)
-        self._schedule(key)
-
-    def _host_item(self, host: str) -> tuple[int, float] | None:
-        """(tier, -score) of a host's next piece of work; None when it has none."""
-        heap = self.heaps.get(host)
-        if heap and heap[0][0] == 0:
-            return _SEED, heap[0][1]
-        if self.sitemap_queue.get(host):
-            return _SITEMAP, float(
-                "-inf"
-            )  # sitemaps before discovered URLs: they feed the frontier
-        if not heap:
-            return None
-        prio, url = -heap[0][1], heap[0][3]
-        row = self.rows[url]
-        score = prio + self.weights.lang * (self.langs.signal(host) - (row["lang_signal"] or 0))
-        score -= topic_quota_penalty(
-            row["topic"] or "other", self.topics_fetched, self.cfg.topic_max_share
-        )
-        return _DISCOVERED, -score
-
-    def _key_entry(
-        self, key: str, now: float
-    ) -> tuple[float, tuple[int, float] | None, str | None] | None:
-        """(time the key may start, its best item, that item's host), or None without work."""
-        hosts = self.key_hosts.get(key)
-        best: tuple[int, float] | None = None
-        best_host, held_until = None, float("inf")
-        for host in list(hosts or ()):
-            item = self._host_item(host)
-            if item is None:
-                hosts.discard(host)
-                continue
-            hold = self.hold.get(host, 0.0)
-            if hold > now:
-                held_until = min(held_until, hold)
-            elif best is None or item < best:
-                best, best_host = item, host
-        if not hosts:
-            self.key_hosts.pop(key, None)
-            return None
-        at = self.politeness.next_time(key)
-        return (at, best, best_host) if best is not None else (max(at, held_until), None, None)
-
-    def _schedule(self, key: str) -> None:
-        """Put a key with work in the ready or the waiting heap (unless it is there or busy)."""
-        if key in self._in_heap or self.key_active[key] >= self.cfg.per_host_connections:
-            return
-        now = time.monotonic()
-        if self.politeness.gave_up_key(key):
-            # Abandoned by the breaker: probed again after its cool-down while the crawl still
-            # runs; it does not keep the crawl alive (at the end its URLs are skipped, and
-            # re-queued by --resume).
-            self._tick += 1
-            self._ver[key] = self._tick
-            self._in_heap.add(key)
-            heapq.heappush(self.probing, (self.politeness.probe_at(key), self._tick, key))
-            return
-        entry = self._key_entry(key, now)
-        if entry is None:
-            return
-        at, item, _ = entry
-        self._tick += 1
-        self._ver[key] = self._tick
-        self._in_heap.add(key)
-        if at <= now and item is not None:
-            heapq.heappush(self.ready, (item[0], item[1], self._tick, key))
-        else:
-            heapq.heappush(self.waiting, (at, self._tick, key))
-
-    def _pick(self) -> tuple[str, str, int, float]:
-        """(key, host, item tier, 0) of the best ready work, or ('', '', -1, wait) when none may start."""
-        now = time.monotonic()
-        while self.probing and self.probing[0][0] <= now:
-            _, ver, key = heapq.heappop(self.probing)
-            if self._ver.get(key) == ver:
-                self._in_heap.discard(key)
-                self.politeness.reopen(key)  # its cool-down is over: try it again
-                self.stats["breaker_probes"] += 1
-                self._schedule(key)
-        while self.waiting and self.waiting[0][0] <= now:
-            _, ver, key = heapq.heappop(self.waiting)
-            if self._ver.get(key) == ver:
-                self._in_heap.discard(key)
-                self._schedule(key)
-        refreshed, blocked = 0, False
-        while self.ready:
-            tier, neg, ver, key = heapq.heappop(self.ready)
-            if self._ver.get(key) != ver:
-                continue  # superseded entry
-            self._in_heap.discard(key)
-            entry = self._key_entry(key, now)
-            if entry is None:
-                continue
-            at, item, host = entry
-            if at > now or item is None or host is None:
-                self._schedule(key)  # not ready after all (backoff, robots.txt hold): wait
-                continue
-            if item > (tier, neg) and refreshed < 16 and self.ready:
-                # Its score drifted down since it was queued: re-rank it against the others.
-                refreshed += 1
-                self._schedule(key)
-                continue
-            if not self._budget_ok(item[0]):
-                # The rest of max_pages is held for seeds still waiting (robots.txt, backoff):
-                # this key keeps its place and is looked at again shortly.
-                self._schedule(key)
-                blocked = True
-                break
-            return key, host, item[0], 0.0
-        wait = self.waiting[0][0] - now if self.waiting else float("inf")
-        if blocked:
-            wait = min(wait, 0.25)
-        return "", "", -1, max(0.0, wait)
 
     async def run(self) -> dict[str, Any]:
         """Crawl until the frontier is empty or max_pages is reached; returns the summary."""
@@ -480,7 +216,7 @@ class Crawler:
         recovered = warc.recover(self.frontier.warc_ends())
         self.warc = warc
         self._load()
-        self._lang("warm up")  # load lid.176 now, not in the middle of the crawl
+        self.lang("warm up")  # load lid.176 now, not in the middle of the crawl
         with self.frontier:
             if not self.resume:
                 self.frontier.set_meta("config", cfg.model_dump())
@@ -490,8 +226,7 @@ class Crawler:
                     self._discover(canonicalize(seed), 0, "seed")
                 except UrlError as exc:
                     raise CrawlError(f"bad seed URL {seed!r}: {exc}") from exc
-        self._read_inbox()
-        politeness = self.politeness
+        self.router.read_inbox(self._discover)
         try:
             async with self.downloader:
                 self.fetcher = self.downloader.fetcher
@@ -513,8 +248,8 @@ class Crawler:
         finally:
             warc.close()
             with self.frontier:
-                self._skip_abandoned(politeness)
-            self._flush_outbox()
+                self._skip_abandoned()
+            self.router.flush_outbox()
             counts = write_outputs(self.frontier, self.out_dir)
             self.frontier.close()
         elapsed = time.monotonic() - started
@@ -544,121 +279,45 @@ class Crawler:
             "routed_out": self.stats["routed_out"],
             "inbox": self.stats["inbox"],
             "inbox_rejected": self.stats["inbox_rejected"],
-            "queued_left": self.queued,
+            "queued_left": self.sched.queued,
         }
 
     def _statuses(self) -> dict[str, int]:
         return {k.split(":", 1)[1]: v for k, v in self.stats.items() if k.startswith("status:")}
 
-    def _abandon_host(self, host: str) -> None:
-        heap = self.heaps.get(host)
-        while heap:
-            row = self._pop(host)
-            self._unreserve(row)
-            self.frontier.update(row["url"], {"state": "skipped", "skip_reason": GAVE_UP})
-            self._finished.append(row["url"])
-
-    def _skip_abandoned(self, politeness: Politeness) -> None:
-        for host, heap in list(self.heaps.items()):
-            if heap and politeness.gave_up(host):
-                self._abandon_host(host)
-
-    # --- cross-shard routing ------------------------------------------------------------
-    def _read_inbox(self) -> None:
-        """Queue the URLs other shards routed here (each part file once, also across --resume)."""
-        if self.cfg.shards == 1:
-            return
-        inbox = self.shard_root / "outbox" / f"to-{self.cfg.shard}"
-        consumed = set(self.frontier.get_meta("inbox_consumed") or [])
-        for part in sorted(inbox.glob("part-*.parquet")) if inbox.is_dir() else []:
-            if part.name in consumed:
-                continue
-            try:
-                rows = pq.read_table(part).to_pylist()
-            except (OSError, pa.ArrowException) as exc:
-                raise CrawlError(
-                    f"{part}: unreadable outbox part ({exc}); delete the file (its sender "
-                    "rewrites its outbox on --resume only for new links) or restore it"
-                ) from exc
-            with self.frontier:
-                for r in rows:
-                    try:
-                        url = canonicalize(r["url"])
-                    except (UrlError, TypeError, KeyError) as exc:
-                        self.stats["inbox_rejected"] += 1
-                        self.stats[f"inbox_rejected: {part.name}: {exc}"[:200]] += 1
-                        continue
-                    self.stats["inbox"] += 1
-                    self._discover(
-                        url,
-                        int(r.get("depth") or 0),
-                        r.get("source") or "link",
-                        r.get("parent"),
-                        r.get("anchor") or "",
-                        routed=True,
-                    )
-                consumed.add(part.name)
-                self.frontier.set_meta("inbox_consumed", sorted(consumed))
-
-    def _flush_outbox(self) -> None:
-        """Append the links routed to other shards since the last flush to their inboxes."""
-        if self.cfg.shards == 1:
-            return
-        last = self.frontier.get_meta("outbox_seq") or 0
-        rows = self.frontier.skipped_since(last, OTHER_SHARD)
-        if not rows:
-            return
-        by_shard: dict[int, list[dict[str, Any]]] = defaultdict(list)
-        for r in rows:
-            by_shard[shard_of(r["host"], self.cfg.shards)].append(r)
-        k = self.cfg.shard
-        first, end = rows[0]["seq"], rows[-1]["seq"]
-        for j, rs in sorted(by_shard.items()):
-            box = self.shard_root / "outbox" / f"to-{j}"
-            box.mkdir(parents=True, exist_ok=True)
-            table = pa.table(
-                {
-                    "url": [r["url"] for r in rs],
-                    "depth": [r["depth"] for r in rs],
-                    "source": [r["source"] for r in rs],
-                    "parent": [r["parent"] for r in rs],
-                    "anchor": [r["anchor"] for r in rs],
-                    "from_shard": [k] * len(rs),
-                },
-                schema=OUTBOX_SCHEMA,
-            )
-            path = box / f"part-{k}-{first:012d}-{end:012d}.parquet"
-            tmp = path.with_name(path.name + ".tmp")
-            pq.write_table(table, tmp)
-            os.replace(tmp, path)  # a reader never sees half a part
-            self.stats["routed_out"] += len(rs)
-        with self.frontier:
-            self.frontier.set_meta("outbox_seq", end)
+    def _skip_abandoned(self) -> None:
+        """At the end, the URLs of hosts the circuit breaker gave up on are skipped (for now)."""
+        for host in self.sched.queued_hosts():
+            if self.politeness.gave_up(host):
+                for row in self.sched.drain(host):
+                    self.frontier.update(row["url"], {"state": "skipped", "skip_reason": GAVE_UP})
+                    self._finished.append(row["url"])
 
     # --- the loop -----------------------------------------------------------------------
     async def _loop(self) -> None:
+        sched = self.sched
         tasks: set[asyncio.Task] = set()
         resolving: set[asyncio.Task] = set()
         while True:
-            while self._to_resolve and len(resolving) < _RESOLVERS:
-                resolving.add(asyncio.create_task(self._resolve(self._to_resolve.popleft())))
+            while sched.to_resolve and len(resolving) < _RESOLVERS:
+                resolving.add(asyncio.create_task(sched.resolve(sched.to_resolve.popleft())))
             wait = float("inf")
             t0 = time.thread_time()
-            while len(tasks) < self.cfg.concurrency and not self._limit_reached():
-                key, host, tier, wait = self._pick()
+            while len(tasks) < self.cfg.concurrency and not sched.limit_reached():
+                key, host, tier, wait = sched.pick()
                 if not key:
                     break
-                self.key_active[key] += 1
-                self._schedule(key)  # more connections to this server may start (K > 1)
+                sched.start(key)
                 tasks.add(asyncio.create_task(self._work(key, host, tier)))
             self.sched_s += time.thread_time() - t0
             if not tasks and not resolving:
-                if self._limit_reached() or wait == float("inf"):
+                if sched.limit_reached() or wait == float("inf"):
                     return  # nothing left that may be fetched (abandoned servers do not count)
                 await asyncio.sleep(min(wait, 1.0))
                 continue
-            if self.probing:  # wake up for the next probe while other work keeps the crawl going
-                wait = min(wait, max(0.0, self.probing[0][0] - time.monotonic()))
+            probe = sched.next_probe()
+            if probe is not None:  # wake up for the next probe while other work goes on
+                wait = min(wait, max(0.0, probe - time.monotonic()))
             done, _ = await asyncio.wait(
                 tasks | resolving,
                 timeout=None if wait == float("inf") else min(wait, 1.0),
@@ -671,15 +330,14 @@ class Crawler:
 
     async def _work(self, key: str, host: str, tier: int) -> None:
         try:
-            if tier == _SITEMAP and self.sitemap_queue.get(host):
-                url, depth = self.sitemap_queue[host].popleft()
-                await self._sitemap(url, depth)
-            elif self.heaps.get(host):
-                await self._visit(self._pop(host))
+            sitemap = self.sched.next_sitemap(host) if tier == SITEMAP else None
+            if sitemap is not None:
+                await self._sitemap(*sitemap)
+            elif self.sched.has_queued(host):
+                await self._visit(self.sched.pop(host))
         finally:
-            self.key_active[key] -= 1
             t0 = time.thread_time()
-            self._schedule(key)
+            self.sched.finish(key)
             self.sched_s += time.thread_time() - t0
 
     # --- robots and sitemaps ----------------------------------------------------------
@@ -697,17 +355,20 @@ class Crawler:
                         url = canonicalize(sm)
                     except UrlError:
                         continue
-                    if self._in_shard(host_of(url)) and self.frontier.add_sitemap(
-                        url, host_of(url), 0
-                    ):
-                        self.sitemap_queue[host_of(url)].append((url, 0))
-                        self._host_has_work(host_of(url))
+                    self._add_sitemap(url, 0)
+
+    def _add_sitemap(self, url: str, depth: int) -> None:
+        """Queue a sitemap of this shard's hosts that the frontier has not seen yet."""
+        host = host_of(url)
+        if self.router.in_shard(host) and self.frontier.add_sitemap(url, host, depth):
+            self.sched.add_sitemap(host, url, depth)
 
     async def _sitemap(self, url: str, depth: int) -> None:
+        host = host_of(url)
         crawl, _, robots = await self.robots.decide(url)
-        self.politeness.set_crawl_delay(host_of(url), robots.crawl_delay(self.cfg.agent))
-        if self._robots_wait(host_of(url), url, crawl):
-            self.sitemap_queue[host_of(url)].appendleft((url, depth))
+        self.politeness.set_crawl_delay(host, robots.crawl_delay(self.cfg.agent))
+        if self._robots_wait(host, url, crawl):
+            self.sched.requeue_sitemap(host, url, depth)
             return
         found, error = 0, None
         if crawl != ALLOWED:
@@ -735,13 +396,8 @@ class Crawler:
                                 c = canonicalize(child)
                             except UrlError:
                                 continue
-                            if (
-                                depth < self.cfg.max_sitemap_depth
-                                and self._in_shard(host_of(c))
-                                and self.frontier.add_sitemap(c, host_of(c), depth + 1)
-                            ):
-                                self.sitemap_queue[host_of(c)].append((c, depth + 1))
-                                self._host_has_work(host_of(c))
+                            if depth < self.cfg.max_sitemap_depth:
+                                self._add_sitemap(c, depth + 1)
                         for loc in sm.urls:
                             try:
                                 found += (
@@ -762,7 +418,7 @@ class Crawler:
         retry = self.robots.retry_at(url)
         if retry is None:
             return False
-        self.hold[host] = retry
+        self.sched.hold_host(host, retry)
         self.stats["robots_waits"] += 1
         return True
 
@@ -772,11 +428,11 @@ class Crawler:
         crawl, training, robots = await self.robots.decide(url)
         self.politeness.set_crawl_delay(host, robots.crawl_delay(self.cfg.agent))
         if self._robots_wait(host, url, crawl):
-            self._push(row)  # queued, not denied: robots.txt is asked again after a backoff
+            self.sched.push(row)  # queued, not denied: robots.txt is asked again after a backoff
             return
         if crawl != ALLOWED:
             self.stats["denied"] += 1
-            self._unreserve(row)
+            self.sched.unreserve(row)
             self._finished.append(url)
             with self.frontier:
                 self.frontier.update(
@@ -790,19 +446,19 @@ class Crawler:
                     },
                 )
             return
-        if self.politeness.gave_up(host) or not self._budget_ok(
-            _SEED if row.get("tier") == 0 else _DISCOVERED
+        if self.politeness.gave_up(host) or not self.sched.budget_ok(
+            SEED if row.get("tier") == 0 else DISCOVERED
         ):
-            self._push(row)  # stays queued for --resume or the abandoned-host report
+            self.sched.push(row)  # stays queued for --resume or the abandoned-host report
             return
-        self._unreserve(row)
-        self.in_flight += 1
+        self.sched.unreserve(row)
+        self.sched.in_flight += 1
         try:
             res = await self.fetcher.fetch(url)
         finally:
-            self.in_flight -= 1
+            self.sched.in_flight -= 1
         if res.status is None and (res.error or "").startswith("host-gave-up"):
-            self._push(row)  # the breaker opened while it waited: queued, probed after cool-down
+            self.sched.push(row)  # the breaker opened while it waited: probed after cool-down
             return
         transient = res.status in RETRY_STATUSES or (
             res.status is None and (res.error or "").startswith(_TRANSIENT_ERRORS)
@@ -816,104 +472,67 @@ class Crawler:
             self.stats["retries"] += 1
             with self.frontier:
                 self.frontier.update(url, {"attempts": row["attempts"]})
-            self._push(row)
+            self.sched.push(row)
             return
         self._record(row, res, crawl, training)
 
     def _record(self, row: dict[str, Any], res: FetchResult, crawl: str, training: str) -> None:
+        """Persist a finished fetch: WARC records, frontier fields, its links and redirect."""
         url, host = row["url"], row["host"]
-        fields: dict[str, Any] = {
-            "state": "done",
-            "status": res.status,
-            "fetched_at": res.fetched_at,
-            "final_url": res.final_url,
-            "content_type": mime_of(res.content_type) or None,
-            "crawl_allowed": 1,
-            "robots_crawl": crawl,
-            "robots_training": training,
-            "error": res.error,
-            "attempts": row["attempts"] + 1,
-            "elapsed_s": round(res.elapsed_s, 4),
-            "noindex": 0,
-            "nofollow": 0,
-            "noai": 0,
-            "outlinks": 0,
-        }
+        page = describe_page(row, res, crawl, training, self.cfg, self.lang)
+        fields = page.fields
         self.stats["fetched"] += 1
         self.stats[f"status:{res.status if res.status is not None else 'none'}"] += 1
         self.stats["errors"] += res.error is not None
-        links, page_topic = [], row["topic"] or "other"
+        self.stats["bytes"] += fields.get("content_length", 0)
+        if page.lang:
+            self.langs.observe(host, page.lang)
+        if page.info is not None:
+            self.traps.observe(url, page.info.text, [lk.url for lk in page.info.links])
+        loc = None
         if res.hops:
-            xrt = [
-                v
-                for hop in res.hops[-1:]
-                for k, v in hop.response_headers
-                if k.lower() == "x-robots-tag"
-            ]
-            info = None
-            if res.ok and mime_of(res.content_type) in ("text/html", "application/xhtml+xml", ""):
-                info = parse_html(
-                    res.body, url, agent=self.cfg.agent, training_agent=self.cfg.training_agent
-                )
-            d = info.directives if info else Directives()
-            apply_x_robots_tag(d, xrt, self.cfg.agent, self.cfg.training_agent)
-            fields.update(noindex=int(d.noindex), nofollow=int(d.nofollow), noai=int(d.noai))
-            if res.ok:
-                fields.update(
-                    content_sha256=hashlib.sha256(res.body).hexdigest(),
-                    content_length=len(res.body),
-                )
-                self.stats["bytes"] += len(res.body)
-            if info is not None:
-                lang, score = self._lang(info.text)
-                page_topic = classify_topic(tokens_of(info.title, info.text[:5000]))[0]
-                fields.update(
-                    title=info.title[:500], lang=lang, lang_score=score, page_topic=page_topic
-                )
-                if lang:
-                    self.langs.observe(host, lang)
-                self.traps.observe(url, info.text, [lk.url for lk in info.links])
-                if not d.nofollow:
-                    links = [lk for lk in info.links if not lk.nofollow]
             loc = self.warc.write(res.hops, res.fetched_at)
             fields.update(warc_file=loc.file, warc_offset=loc.offset, warc_length=loc.length)
-            if res.status in REDIRECT_STATUSES and res.header("location"):
-                try:
-                    fields["redirect_to"] = canonicalize(res.header("location") or "", url)
-                except UrlError as exc:
-                    fields["error"] = f"bad redirect location: {exc}"
-        fields["training_allowed"] = int(training == ALLOWED and not fields["noai"])
         self.topics_fetched[row["topic"] or "other"] += 1
         with self.frontier:
-            if res.hops:
+            if loc is not None:
                 self.frontier.commit_warc(loc.file, loc.end)
-            fields["outlinks"] = len(links)
-            for lk in links:
-                self._discover(lk.url, row["depth"] + 1, "link", url, lk.anchor, page_topic)
+            fields["outlinks"] = len(page.links)
+            for lk in page.links:
+                self._discover(lk.url, row["depth"] + 1, "link", url, lk.anchor, page.topic)
             if fields.get("redirect_to"):
-                # Redirects go through the frontier so robots, politeness and de-duplication apply
-                # to every hop; a loop ends at the first already-known URL.
-                hops = (row.get("redirect_hops") or 0) + 1
-                if hops > self.cfg.max_redirects:
-                    fields["error"] = f"too-many-redirects: more than {self.cfg.max_redirects}"
-                elif (
-                    self._discover(
-                        fields["redirect_to"],
-                        row["depth"],
-                        "redirect",
-                        url,
-                        "",
-                        page_topic,
-                        hops,
-                        tier=row.get("tier", 1),  # a seed's redirect keeps the seed's place
-                    )
-                    == "known"
-                ):
-                    fields["error"] = (
-                        fields["error"] or "redirect to an already-known URL (loop or duplicate)"
-                    )
+                self._follow_redirect(row, fields, page.topic)
             self.frontier.update(url, fields)
-        self.fetched += 1
+        self._finish(url, res.status)
+
+    def _follow_redirect(self, row: dict[str, Any], fields: dict[str, Any], topic: str) -> None:
+        """Queue a redirect's target (inside the caller's transaction); errors go to `fields`.
+
+        Redirects go through the frontier so robots, politeness and de-duplication apply to
+        every hop; a loop ends at the first already-known URL.
+        """
+        hops = (row.get("redirect_hops") or 0) + 1
+        if hops > self.cfg.max_redirects:
+            fields["error"] = f"too-many-redirects: more than {self.cfg.max_redirects}"
+            return
+        found = self._discover(
+            fields["redirect_to"],
+            row["depth"],
+            "redirect",
+            row["url"],
+            "",
+            topic,
+            hops,
+            tier=row.get("tier", 1),  # a seed's redirect keeps the seed's place
+        )
+        if found == "known":
+            fields["error"] = (
+                fields["error"] or "redirect to an already-known URL (loop or duplicate)"
+            )
+
+    def _finish(self, url: str, status: int | None) -> None:
+        """A page reached its final state: count it, checkpoint when due, report progress."""
+        self.sched.fetched += 1
         self._finished.append(url)
         self._since_checkpoint += 1
         if self._since_checkpoint >= self.cfg.checkpoint_every:
@@ -921,11 +540,11 @@ class Crawler:
         if self.progress is not None:
             self.progress(
                 {
-                    "fetched": self.fetched,
+                    "fetched": self.sched.fetched,
                     "max_pages": self.cfg.max_pages,
                     "url": url,
-                    "status": res.status,
-                    "queued": self.queued,
+                    "status": status,
+                    "queued": self.sched.queued,
                 }
             )
 
@@ -934,17 +553,7 @@ class Crawler:
         self._since_checkpoint = 0
         finished, self._finished = self._finished, []
         write_checkpoint(self.frontier, self.out_dir, finished)
-        self._flush_outbox()
-
-    def _lang(self, text: str) -> tuple[str | None, float | None]:
-        if not text.strip():
-            return None, None
-        if self._langid is None:
-            from common.langid import LanguageIdentifier
-
-            self._langid = LanguageIdentifier()
-        lang, score = self._langid.predict(text)
-        return lang, round(score, 4)
+        self.router.flush_outbox()
 
 
 async def crawl(

@@ -18,8 +18,10 @@ import re
 from collections import Counter, defaultdict
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 from urllib.parse import parse_qsl, unquote, urlsplit
 
+from crawlers.crawl.canon import host_of
 from crawlers.crawl.traps import TrapDetector
 
 __all__ = [
@@ -31,6 +33,7 @@ __all__ = [
     "combine",
     "path_pattern",
     "path_signal",
+    "queued_row",
     "tokens_of",
     "topic_quota_penalty",
 ]
@@ -273,3 +276,45 @@ def topic_quota_penalty(
         if share <= max_share
         else round(2.0 * (share - max_share) / max(1e-9, 1 - max_share) + 0.5, 4)
     )
+
+
+def queued_row(
+    url: str,
+    depth: int,
+    source: str,
+    parent: str | None,
+    anchor: str,
+    parent_topic: str,
+    tier: int,
+    langs: LanguageTracker,
+    weights: Weights,
+) -> dict[str, Any]:
+    """The frontier row of a newly found URL: its signals, priority and the reasons for it."""
+    host = host_of(url)
+    topic, topic_sig = classify_topic(tokens_of(url.split("://", 1)[-1].partition("/")[2], anchor))
+    if topic == "other" and parent_topic != "other":
+        topic, topic_sig = parent_topic, 0.1  # weak prior: pages link within their topic
+    lang_sig = langs.signal(host)
+    p_sig, why = path_signal(url)
+    prio = combine(lang_sig, topic_sig, p_sig, depth, source == "sitemap", weights)
+    reasons = [f"lang {lang_sig:.2f}", f"topic {topic} {topic_sig:.2f}", *why, f"depth {depth}"]
+    if tier == 0:
+        first = "seed" if source == "seed" else "redirect of a seed"
+        reasons.insert(0, f"{first}: fetched before discovered URLs")
+    return {
+        "url": url,
+        "host": host,
+        "depth": depth,
+        "state": "queued",
+        "source": source,
+        "parent": parent,
+        "anchor": anchor[:200],
+        "priority": prio,
+        "lang_signal": lang_sig,
+        "topic": topic,
+        "topic_signal": topic_sig,
+        "path_signal": p_sig,
+        "priority_reasons": "; ".join(reasons),
+        "attempts": 0,
+        "tier": tier,
+    }

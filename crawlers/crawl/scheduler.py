@@ -1,0 +1,285 @@
+"""What the crawl fetches next: per-host queues, grouped by server, ranked without a scan.
+
+Per host the order is seeds, then its sitemaps, then discovered URLs best-priority first. Seeds
+come first everywhere: until every seed robots.txt allows has been fetched, its share of
+`max_pages` is reserved, so discovered URLs never take a seed's budget.
+
+The scheduler works on politeness keys (a server: its IP address by default), each holding the
+hosts that share it. Keys wait in a heap ordered by the time they may be asked again and move to
+a ready heap ordered by their best item (tier, then effective priority: stored priority,
+refreshed language signal, topic-quota penalty; refreshed when it reaches the top), so starting
+a request costs O(log keys), not a scan of every host. Keys the circuit breaker abandoned wait
+in a third heap until their cool-down ends and they are probed again.
+"""
+
+from __future__ import annotations
+
+import heapq
+import time
+from collections import Counter, defaultdict, deque
+from typing import Any
+
+from crawlers.crawl.config import CrawlConfig
+from crawlers.crawl.politeness import Politeness
+from crawlers.crawl.priority import LanguageTracker, Weights, topic_quota_penalty
+
+SEED, SITEMAP, DISCOVERED = 0, 1, 2  # item tiers, best first
+
+
+class Scheduler:
+    """The queued work of one crawl and the page budget (`max_pages`) it is started against.
+
+    `fetched` counts content pages fetched or attempted to completion, `in_flight` those being
+    fetched; together they are what `max_pages` limits.
+    """
+
+    def __init__(
+        self,
+        cfg: CrawlConfig,
+        politeness: Politeness,
+        langs: LanguageTracker,
+        weights: Weights,
+        topics_fetched: Counter[str],
+        stats: Counter[str],
+    ):
+        self.cfg, self.politeness, self.langs, self.weights = cfg, politeness, langs, weights
+        self.topics_fetched, self.stats = topics_fetched, stats
+        # host -> heap of (tier, -priority, seq, url) of its queued URLs
+        self.heaps: dict[str, list[tuple[int, float, int, str]]] = defaultdict(list)
+        self.rows: dict[str, dict[str, Any]] = {}  # queued URL -> its row (signals, depth, ...)
+        self.sitemap_queue: dict[str, deque[tuple[str, int]]] = defaultdict(deque)
+        self.fetched = 0
+        self.in_flight = 0
+        self.queued = 0  # URLs in the heaps
+        self.seeds_pending = 0  # seeds not yet fetched or denied: budget reserved for them
+        self.host_key: dict[str, str] = {}
+        self.key_hosts: dict[str, set[str]] = defaultdict(set)
+        self.key_active: Counter[str] = Counter()
+        self.hold: dict[str, float] = {}  # host -> monotonic time its robots.txt is asked again
+        self.waiting: list[tuple[float, int, str]] = []
+        self.probing: list[tuple[float, int, str]] = []  # abandoned keys, by end of cool-down
+        self.ready: list[tuple[int, float, int, str]] = []
+        self._ver: dict[str, int] = {}
+        self._in_heap: set[str] = set()
+        self._tick = 0
+        self.to_resolve: deque[str] = deque()  # hosts whose key (address) is not known yet
+        self._unresolved: set[str] = set()
+
+    # --- queues -------------------------------------------------------------------------
+    def push(self, row: dict[str, Any]) -> None:
+        """Queue a URL's row (again); a seed's row reserves its share of the budget."""
+        url, host, tier = row["url"], row["host"], row.get("tier", 1)
+        self.rows[url] = row
+        heapq.heappush(self.heaps[host], (tier, -(row["priority"] or 0.0), row["seq"] or 0, url))
+        self.queued += 1
+        if tier == 0 and not row.get("_reserved"):
+            row["_reserved"] = True
+            self.seeds_pending += 1
+            key = self.host_key.get(host)
+            if key in self._in_heap:  # its heap entry may rank it as discovered work: redo it
+                self._in_heap.discard(key)
+        self.host_has_work(host)
+
+    def pop(self, host: str) -> dict[str, Any]:
+        """The row of the host's best queued URL, taken off its queue."""
+        _, _, _, url = heapq.heappop(self.heaps[host])
+        self.queued -= 1
+        return self.rows.pop(url)
+
+    def unreserve(self, row: dict[str, Any]) -> None:
+        """A seed was started or settled: its budget is no longer held for it."""
+        if row.pop("_reserved", False):
+            self.seeds_pending -= 1
+
+    def has_queued(self, host: str) -> bool:
+        return bool(self.heaps.get(host))
+
+    def queued_hosts(self) -> list[str]:
+        return [host for host, heap in self.heaps.items() if heap]
+
+    def drain(self, host: str) -> list[dict[str, Any]]:
+        """Take every queued URL of a host off its queue (no budget stays reserved for them)."""
+        rows = []
+        while self.heaps.get(host):
+            row = self.pop(host)
+            self.unreserve(row)
+            rows.append(row)
+        return rows
+
+    def add_sitemap(self, host: str, url: str, depth: int) -> None:
+        self.sitemap_queue[host].append((url, depth))
+        self.host_has_work(host)
+
+    def next_sitemap(self, host: str) -> tuple[str, int] | None:
+        queue = self.sitemap_queue.get(host)
+        return queue.popleft() if queue else None
+
+    def requeue_sitemap(self, host: str, url: str, depth: int) -> None:
+        """Put a sitemap back first in its host's queue (its robots.txt is asked again first)."""
+        self.sitemap_queue[host].appendleft((url, depth))
+
+    def hold_host(self, host: str, until: float) -> None:
+        """Start nothing on the host before `until` (monotonic), e.g. while robots.txt is retried."""
+        self.hold[host] = until
+
+    # --- budget -------------------------------------------------------------------------
+    def limit_reached(self) -> bool:
+        return (
+            self.cfg.max_pages is not None and self.fetched + self.in_flight >= self.cfg.max_pages
+        )
+
+    def budget_ok(self, tier: int) -> bool:
+        """May an item of this tier start? Seeds' share of max_pages is reserved for them."""
+        if self.cfg.max_pages is None:
+            return True
+        used = self.fetched + self.in_flight
+        if tier == DISCOVERED:
+            used += self.seeds_pending
+        return used < self.cfg.max_pages
+
+    # --- keys ---------------------------------------------------------------------------
+    def host_has_work(self, host: str) -> None:
+        key = self.host_key.get(host)
+        if key is None:
+            key = self.politeness.known_key(host)
+            if key is None:  # a name: resolve it first (its key is the server's address)
+                if host not in self._unresolved:
+                    self._unresolved.add(host)
+                    self.to_resolve.append(host)
+                return
+            self.host_key[host] = key
+        self.key_hosts[key].add(host)
+        self.schedule(key)
+
+    async def resolve(self, host: str) -> None:
+        key = await self.politeness.resolve(host)
+        self._unresolved.discard(host)
+        self.host_key[host] = key
+        self.key_hosts[key].add(host)
+        self.schedule(key)
+
+    def start(self, key: str) -> None:
+        """A request to the key's server starts (more may start while K > 1 are allowed)."""
+        self.key_active[key] += 1
+        self.schedule(key)
+
+    def finish(self, key: str) -> None:
+        """A request to the key's server ended: the key waits for its next turn."""
+        self.key_active[key] -= 1
+        self.schedule(key)
+
+    def next_probe(self) -> float | None:
+        """Monotonic time the next abandoned server is probed again; None when none is."""
+        return self.probing[0][0] if self.probing else None
+
+    def _host_item(self, host: str) -> tuple[int, float] | None:
+        """(tier, -score) of a host's next piece of work; None when it has none."""
+        heap = self.heaps.get(host)
+        if heap and heap[0][0] == 0:
+            return SEED, heap[0][1]
+        if self.sitemap_queue.get(host):
+            # sitemaps before discovered URLs: they feed the frontier
+            return SITEMAP, float("-inf")
+        if not heap:
+            return None
+        prio, url = -heap[0][1], heap[0][3]
+        row = self.rows[url]
+        score = prio + self.weights.lang * (self.langs.signal(host) - (row["lang_signal"] or 0))
+        score -= topic_quota_penalty(
+            row["topic"] or "other", self.topics_fetched, self.cfg.topic_max_share
+        )
+        return DISCOVERED, -score
+
+    def _key_entry(
+        self, key: str, now: float
+    ) -> tuple[float, tuple[int, float] | None, str | None] | None:
+        """(time the key may start, its best item, that item's host), or None without work."""
+        hosts = self.key_hosts.get(key)
+        best: tuple[int, float] | None = None
+        best_host, held_until = None, float("inf")
+        for host in list(hosts or ()):
+            item = self._host_item(host)
+            if item is None:
+                hosts.discard(host)
+                continue
+            hold = self.hold.get(host, 0.0)
+            if hold > now:
+                held_until = min(held_until, hold)
+            elif best is None or item < best:
+                best, best_host = item, host
+        if not hosts:
+            self.key_hosts.pop(key, None)
+            return None
+        at = self.politeness.next_time(key)
+        return (at, best, best_host) if best is not None else (max(at, held_until), None, None)
+
+    def schedule(self, key: str) -> None:
+        """Put a key with work in the ready or the waiting heap (unless it is there or busy)."""
+        if key in self._in_heap or self.key_active[key] >= self.cfg.per_host_connections:
+            return
+        now = time.monotonic()
+        if self.politeness.gave_up_key(key):
+            # Abandoned by the breaker: probed again after its cool-down while the crawl still
+            # runs; it does not keep the crawl alive (at the end its URLs are skipped, and
+            # re-queued by --resume).
+            self._tick += 1
+            self._ver[key] = self._tick
+            self._in_heap.add(key)
+            heapq.heappush(self.probing, (self.politeness.probe_at(key), self._tick, key))
+            return
+        entry = self._key_entry(key, now)
+        if entry is None:
+            return
+        at, item, _ = entry
+        self._tick += 1
+        self._ver[key] = self._tick
+        self._in_heap.add(key)
+        if at <= now and item is not None:
+            heapq.heappush(self.ready, (item[0], item[1], self._tick, key))
+        else:
+            heapq.heappush(self.waiting, (at, self._tick, key))
+
+    def pick(self) -> tuple[str, str, int, float]:
+        """(key, host, item tier, 0) of the best ready work, or ('', '', -1, wait) when none may start."""
+        now = time.monotonic()
+        while self.probing and self.probing[0][0] <= now:
+            _, ver, key = heapq.heappop(self.probing)
+            if self._ver.get(key) == ver:
+                self._in_heap.discard(key)
+                self.politeness.reopen(key)  # its cool-down is over: try it again
+                self.stats["breaker_probes"] += 1
+                self.schedule(key)
+        while self.waiting and self.waiting[0][0] <= now:
+            _, ver, key = heapq.heappop(self.waiting)
+            if self._ver.get(key) == ver:
+                self._in_heap.discard(key)
+                self.schedule(key)
+        refreshed, blocked = 0, False
+        while self.ready:
+            tier, neg, ver, key = heapq.heappop(self.ready)
+            if self._ver.get(key) != ver:
+                continue  # superseded entry
+            self._in_heap.discard(key)
+            entry = self._key_entry(key, now)
+            if entry is None:
+                continue
+            at, item, host = entry
+            if at > now or item is None or host is None:
+                self.schedule(key)  # not ready after all (backoff, robots.txt hold): wait
+                continue
+            if item > (tier, neg) and refreshed < 16 and self.ready:
+                # Its score drifted down since it was queued: re-rank it against the others.
+                refreshed += 1
+                self.schedule(key)
+                continue
+            if not self.budget_ok(item[0]):
+                # The rest of max_pages is held for seeds still waiting (robots.txt, backoff):
+                # this key keeps its place and is looked at again shortly.
+                self.schedule(key)
+                blocked = True
+                break
+            return key, host, item[0], 0.0
+        wait = self.waiting[0][0] - now if self.waiting else float("inf")
+        if blocked:
+            wait = min(wait, 0.25)
+        return "", "", -1, max(0.0, wait)
