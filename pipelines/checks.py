@@ -54,8 +54,8 @@ class CheckOutcome:
     metadata: dict[str, Figure] = field(default_factory=dict)
 
 
-def _read_columns(path: Path, columns: list[str], fix: str) -> pa.Table:
-    """Read `columns` of a Parquet file; a clear error naming the file, the column and the fix."""
+def _require(path: Path, columns: list[str], fix: str) -> None:
+    """A clear error naming the file, the missing column(s) and the fix."""
     if not path.exists():
         raise FileNotFoundError(f"{path}: no such file; {fix}")
     names = pq.read_schema(path).names
@@ -65,13 +65,12 @@ def _read_columns(path: Path, columns: list[str], fix: str) -> pa.Table:
             f"{path}: missing column(s) {', '.join(missing)}; {fix} (this check reads "
             f"{', '.join(columns)})"
         )
+
+
+def _read_columns(path: Path, columns: list[str], fix: str) -> pa.Table:
+    """Read `columns` of a Parquet file, after `_require`."""
+    _require(path, columns, fix)
     return pq.read_table(path, columns=columns)
-
-
-def _rows(path: Path, fix: str) -> int:
-    if not path.exists():
-        raise FileNotFoundError(f"{path}: no such file; {fix}")
-    return pq.ParquetFile(path).metadata.num_rows
 
 
 def _first(values: list[Any]) -> str:
@@ -306,8 +305,10 @@ def filter_no_duplicate_kept(filter_dir: Path) -> CheckOutcome:
     from filters.dedup import text_hash
 
     filter_dir = Path(filter_dir)
-    cols = ["id", "text", "drop_reason", "duplicate_of"]
-    kept = _read_columns(filter_dir / "documents.parquet", cols, _FILTER_FIX)
+    cols = ["id", "drop_reason", "duplicate_of"]
+    docs = filter_dir / "documents.parquet"
+    _require(docs, cols + ["text"], _FILTER_FIX)
+    kept = pq.read_table(docs, columns=cols)
     clusters = _read_columns(
         filter_dir / "dup_clusters.parquet", ["cluster_id", "id", "duplicate_of"], _FILTER_FIX
     )
@@ -320,7 +321,9 @@ def filter_no_duplicate_kept(filter_dir: Path) -> CheckOutcome:
     members = zip(clusters["cluster_id"].to_pylist(), clusters["id"].to_pylist(), strict=True)
     per_cluster: Counter[str] = Counter(c for c, i in members if i in kept_set)
     extra_cluster_members = sum(n - 1 for n in per_cluster.values() if n > 1)
-    hashes = Counter(text_hash(t or "") for t in kept["text"].to_pylist())
+    hashes: Counter[str] = Counter()
+    for batch in pq.ParquetFile(docs).iter_batches(batch_size=READ_ROWS, columns=["text"]):
+        hashes.update(text_hash(t or "") for t in batch.column(0).to_pylist())
     same_text = sum(n - 1 for n in hashes.values() if n > 1)
     offenders = (
         marked["id"].to_pylist()
@@ -564,12 +567,7 @@ def _source_docs(
 
     for f, text_col in files:
         cols = [text_col, "training_allowed"]
-        names = pq.read_schema(f).names
-        if any(c not in names for c in cols):
-            raise ValueError(
-                f"{f}: a mixture source needs columns {', '.join(cols)} (has "
-                f"{', '.join(names)}); fix the spec's text_column or the source"
-            )
+        _require(Path(f), cols, "every mixture source carries its text_column and training_allowed")
         first_row = 0
         for batch in pq.ParquetFile(f).iter_batches(batch_size=READ_ROWS, columns=cols):
             ok = pc.fill_null(batch.column(1), False).to_numpy(zero_copy_only=False)

@@ -433,3 +433,18 @@ def test_a_rising_loss_fails(run_dir, tmp_path):
     out = checks.training_loss_finite_and_falling(tmp_path)
     assert not out.passed and out.metadata["falling"] is False
     assert out.metadata["finite"] is True
+
+
+# --- errors ----------------------------------------------------------------------------------
+
+
+def test_a_missing_dataset_or_column_is_an_error_not_a_verdict(filter_dir, tmp_path):
+    with pytest.raises(FileNotFoundError, match="pages.parquet"):
+        checks.crawl_robots_respected(tmp_path)
+    _filter_copy(filter_dir, tmp_path)
+    kept = pq.read_table(tmp_path / "documents.parquet")
+    _rewrite(tmp_path / "documents.parquet", kept.drop_columns(["duplicate_of"]))
+    with pytest.raises(ValueError, match=r"documents\.parquet: missing column\(s\) duplicate_of"):
+        checks.filter_no_duplicate_kept(tmp_path)
+    with pytest.raises(FileNotFoundError, match="metrics.jsonl"):
+        checks.training_loss_finite_and_falling(tmp_path)
