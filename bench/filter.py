@@ -71,8 +71,15 @@ def build_corpus(docs: list[dict], n: int, seed: int = 0) -> list[dict]:
             lang = rng.choice(langs)
             pool = low[lang] if r > 0.85 and low.get(lang) else good[lang]
             text = "\n".join(rng.choice(pool) for _ in range(rng.randint(3, 8)))
-        out.append({"id": f"b{i:06d}", "url": f"http://site{i % 97}.bench.test/doc/{i}", "text": text,
-                    "title": f"doc {i}", "training_allowed": True})  # fmt: skip
+        out.append(
+            {
+                "id": f"b{i:06d}",
+                "url": f"http://site{i % 97}.bench.test/doc/{i}",
+                "text": text,
+                "title": f"doc {i}",
+                "training_allowed": True,
+            }
+        )
     return out
 
 
@@ -124,9 +131,17 @@ def throughput(corpus: list[dict], work: Path, models: Path) -> dict:
     py = ensure_datatrove()
     c0, t0 = cpu_children(), time.perf_counter()
     subprocess.run(
-        [str(py), str(ROOT / "bench" / "_datatrove_filter.py"), str(docs_dir), str(work / "datatrove"), str(lid176_path())],
-        check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )  # fmt: skip
+        [
+            str(py),
+            str(ROOT / "bench" / "_datatrove_filter.py"),
+            str(docs_dir),
+            str(work / "datatrove"),
+            str(lid176_path()),
+        ],
+        check=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     theirs = {"wall": time.perf_counter() - t0, "cpu": cpu_children() - c0}
     return {"refinery": ours, "datatrove": theirs}
 
@@ -252,8 +267,10 @@ def main() -> None:
         print(
             f"| {name} | {r['wall']:.1f} | {r['cpu']:.1f} | {n / r['wall']:.0f} | {n / r['cpu']:.0f} |"
         )
-    print(f"\nratio refinery/datatrove, docs/s per core: {theirs['cpu'] / ours['cpu']:.2f}x "
-          f"(wall: {theirs['wall'] / ours['wall']:.2f}x); refinery also does PII, safety, quality and full dedup")  # fmt: skip
+    print(
+        f"\nratio refinery/datatrove, docs/s per core: {theirs['cpu'] / ours['cpu']:.2f}x "
+        f"(wall: {theirs['wall'] / ours['wall']:.2f}x); refinery also does PII, safety, quality and full dedup"
+    )
     print_selection(sel)
     print(json.dumps({"docs": n, "throughput": t, "selection": sel}))
 
@@ -275,8 +292,10 @@ def print_selection(sel: dict) -> None:
             f"| {name} | {g} / {g_all} ({g / g_all:.1%}) | {b} / {b_all} ({b / max(1, b_all):.0%}) | {g / max(1, g + b):.3f} |"
         )
     rg, rb = sel.get("rescued", (0, 0))
-    print(f"\nrescued by a confident score (kept despite a relaxed-heuristic drop): "
-          f"{rg} good tokens, {rb} bad tokens")  # fmt: skip
+    print(
+        f"\nrescued by a confident score (kept despite a relaxed-heuristic drop): "
+        f"{rg} good tokens, {rb} bad tokens"
+    )
     (gm, bm), (gg, bg) = sel["model"], sel["gopher"]
     more = gm > gg
     no_worse = gm / max(1, gm + bm) >= gg / max(1, gg + bg)

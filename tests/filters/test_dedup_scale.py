@@ -123,3 +123,27 @@ def test_beam_matches_in_process_on_big_clusters_ties_nan_and_scripts():
     assert by_id["zh1"]["cluster_id"] == "zh2" and "x-dropped" not in by_id
     big = [r for r in expected if r["id"].startswith("n")]
     assert len(big) == 300 and len({r["cluster_id"] for r in big}) == 1
+
+
+@pytest.mark.parametrize("shards", [1, 3, 7])
+def test_sharded_steps_in_process_match_for_any_shards_and_rounds(shards):
+    from filters import dedup_shards
+
+    rows = _chain(24)
+    expected = cluster(rows, DedupConfig())
+    feats = [dedup_shards.doc_features(r, DedupConfig(), chunk=i % 3) for i, r in enumerate(rows)]
+    for rounds, leftover in ((1, True), (30, False)):
+        out = dedup_shards.run_in_memory(
+            [(0, feats[:10]), (1, feats[10:])], DedupConfig(), shards, rounds
+        )
+        got = _sorted(r for kind, _, data in out if kind == "clusters" for r in data)
+        assert got == expected, (shards, rounds)
+        counts = [data[0] for kind, _, data in out if kind == "leftover"]
+        assert (sum(counts) > 0) == leftover, counts
+        # Duplicates come back addressed to their input chunk.
+        dups = {d[0]: (chunk, d[1]) for kind, chunk, data in out if kind == "dups" for d in data}
+        assert dups == {
+            r["id"]: (int(r["id"][1:]) % 3, r["duplicate_of"])
+            for r in expected
+            if r["duplicate_of"]
+        }
