@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from urllib.parse import urljoin, urlsplit
 
 from crawlers.crawl.config import CrawlConfig
-from crawlers.crawl.fetcher import REDIRECT_STATUSES, Fetcher, FetchResult, now_iso
+from crawlers.crawl.fetcher import REDIRECT_STATUSES, Fetcher, FetchResult, Hop, now_iso
 from crawlers.crawl.politeness import RETRY_STATUSES, Politeness
 from crawlers.crawl.robots_policy import ALLOWED, RobotsFetch, RobotsPolicy
 from crawlers.crawl.ssrf import (
@@ -328,8 +328,12 @@ class Downloader:
         on_robots_fetch: Callable[[RobotsFetch], None] | None = None,
         max_page_bytes: int | None = None,
         layers: list[Layer] | None = None,
+        header_gate: Callable[[Hop], str | None] | None = None,
     ):
         self.cfg = cfg = CrawlConfig.from_any(config)
+        # Sees every layered request's 2xx headers before the body (robots.txt fetches excepted);
+        # a string it returns refuses the body (Fetcher.fetch's header_gate).
+        self.header_gate = header_gate
         self.politeness = Politeness(
             delay=cfg.delay,
             max_crawl_delay=cfg.max_crawl_delay,
@@ -460,7 +464,10 @@ class Downloader:
                     else self.fetcher
                 )
                 result = await client.fetch(
-                    request.url, max_redirects=0, wanted_types=request.wanted_types
+                    request.url,
+                    max_redirects=0,
+                    wanted_types=request.wanted_types,
+                    header_gate=self.header_gate,
                 )
             retry: Request | None = None
             for layer in reversed(self.layers):

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import time
 import zlib
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from urllib.parse import urljoin, urlsplit
@@ -288,8 +289,13 @@ class Fetcher:
         max_redirects: int | None = None,
         wanted_types: tuple[str, ...] | None = None,
         keep_prefix: int | None = None,
+        header_gate: Callable[[Hop], str | None] | None = None,
     ) -> FetchResult:
         """GET `url`, following up to `max_redirects` redirects (loops cut); never raises on network errors.
+
+        `header_gate(hop)` sees each 2xx response's headers before its body is read; a string it
+        returns becomes `result.error` and the body is not downloaded (the image fetch refuses
+        `X-Robots-Tag: noai` this way).
 
         `keep_prefix=N` reads at most N decoded bytes and keeps them instead of failing on an
         oversized body (Content-Length or not, chunked, gzip/deflate): the body is the first N
@@ -306,7 +312,7 @@ class Fetcher:
         visited = {url}
         current = url
         while True:
-            hop = await self._one(current, result, wanted_types, keep_prefix)
+            hop = await self._one(current, result, wanted_types, keep_prefix, header_gate)
             if hop is not None:
                 result.hops.append(hop)
             result.final_url = current
@@ -331,6 +337,7 @@ class Fetcher:
         result: FetchResult,
         wanted_types: tuple[str, ...] | None,
         keep_prefix: int | None = None,
+        header_gate: Callable[[Hop], str | None] | None = None,
     ) -> Hop | None:
         parts = urlsplit(url)
         host = parts.netloc.lower()
@@ -344,10 +351,10 @@ class Fetcher:
             )
             return None
         if self.politeness is None:
-            return await self._request(url, result, wanted_types, keep_prefix)
+            return await self._request(url, result, wanted_types, keep_prefix, header_gate)
         try:
             async with self.politeness.slot(host):
-                hop = await self._request(url, result, wanted_types, keep_prefix)
+                hop = await self._request(url, result, wanted_types, keep_prefix, header_gate)
         except HostGaveUpError as exc:
             result.error = f"host-gave-up: {exc}"
             return None
@@ -365,6 +372,7 @@ class Fetcher:
         result: FetchResult,
         wanted_types: tuple[str, ...] | None,
         keep_prefix: int | None = None,
+        header_gate: Callable[[Hop], str | None] | None = None,
     ) -> Hop | None:
         assert self._session is not None
         result.fetched_at = now_iso()
@@ -404,6 +412,11 @@ class Fetcher:
                     except (TimeoutError, aiohttp.ClientError, OSError) as exc:
                         # The redirect itself arrived; only its body is incomplete.
                         hop.truncated = "time" if isinstance(exc, TimeoutError) else "disconnect"
+                    return hop
+                refused = header_gate(hop) if header_gate and 200 <= resp.status < 300 else None
+                if refused:
+                    hop.truncated = "unspecified"  # headers only: the body is never read
+                    result.error = refused
                     return hop
                 if 200 <= resp.status < 300 and not self.wanted(result.content_type, wanted_types):
                     hop.truncated = "unspecified"  # the record carries headers, not the body

@@ -1,0 +1,44 @@
+"""`python -m crawlers.images SOURCE OUT [--config JSON] [--resume]`: fetch the images of SOURCE.
+
+SOURCE is an `extract` output directory (image_refs.parquet + documents.parquet) or a Parquet
+file of refs already joined with their page's flags (id, doc_id, src, alt, training_allowed,
+optionally noai / noimageai). Prints the summary as JSON.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+import pyarrow.parquet as pq
+
+from crawlers.images.config import ImageFetchConfig
+from crawlers.images.fetch import fetch_images, load_refs
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Parse arguments, run the fetch, print the summary."""
+    ap = argparse.ArgumentParser(prog="python -m crawlers.images", description=__doc__)
+    ap.add_argument("source", type=Path, help="extract output directory, or a refs .parquet file")
+    ap.add_argument("out", type=Path, help="output directory")
+    ap.add_argument("--config", default="{}", help="ImageFetchConfig fields as a JSON object")
+    ap.add_argument("--resume", action="store_true", help="continue a killed run in OUT")
+    args = ap.parse_args(argv)
+    try:
+        cfg = ImageFetchConfig.model_validate(json.loads(args.config))
+    except (ValueError, json.JSONDecodeError) as exc:
+        ap.error(f"--config: {exc}")
+    if args.source.is_dir():
+        refs = load_refs(args.source)
+    else:
+        refs = pq.read_table(args.source).to_pylist()
+    summary = fetch_images(refs, args.out, cfg, resume=args.resume)
+    json.dump(summary, sys.stdout, indent=2)
+    print()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

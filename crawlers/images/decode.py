@@ -1,0 +1,111 @@
+"""Safe image decoding: allow-listed formats by magic bytes, pixel and byte caps before decoding.
+
+`decode_image(data, ...)` never raises on bad input; it returns a `Decoded` whose `drop_reason`
+is None for a usable image, or one of `too_large`, `not_image`, `decompression_bomb`,
+`undecodable`, `too_small`, `bad_aspect` with the detail in `error`.
+
+The order is the cheap-and-safe one: the byte cap, then the magic bytes (JPEG, PNG, WebP, GIF;
+anything else, SVG and HTML included, is not_image), then the header's claimed size against the
+pixel cap and Pillow's decompression-bomb limit (nothing is decoded yet), then a full decode of
+the first frame (a truncated or corrupt file is undecodable), then minimum side and aspect.
+"""
+
+from __future__ import annotations
+
+import io
+from dataclasses import dataclass
+
+from PIL import Image, UnidentifiedImageError
+
+# Allow-listed Pillow format name -> stored file extension
+FORMATS = {
+    "JPEG": "jpg",
+    "PNG": "png",
+    "WEBP": "webp",
+    "GIF": "gif",
+}
+
+
+def sniff(data: bytes) -> str | None:
+    """The allow-listed format of `data` from its magic bytes ('JPEG', 'PNG', 'WEBP', 'GIF'), or None."""
+    if data[:3] == b"\xff\xd8\xff":
+        return "JPEG"
+    if data[:8] == b"\x89PNG\r\n\x1a\n":
+        return "PNG"
+    if data[:6] in (b"GIF87a", b"GIF89a"):
+        return "GIF"
+    if data[:4] == b"RIFF" and data[8:12] == b"WEBP":
+        return "WEBP"
+    return None
+
+
+@dataclass
+class Decoded:
+    """What decoding found: format and size when known, and a drop reason (None = usable)."""
+
+    format: str | None = None
+    width: int | None = None
+    height: int | None = None
+    drop_reason: str | None = None
+    error: str | None = None
+
+    @property
+    def ext(self) -> str | None:
+        """File extension for storage ('jpg', 'png', 'webp', 'gif'), or None."""
+        return FORMATS.get(self.format or "")
+
+
+def _what(data: bytes) -> str:
+    head = data[:64].lstrip().lower()
+    if head.startswith((b"<svg", b"<?xml")):
+        return "SVG/XML"
+    if head.startswith((b"<!doctype", b"<html", b"<")):
+        return "HTML/markup"
+    return f"unknown magic bytes {data[:8].hex()}" if data else "empty body"
+
+
+def decode_image(
+    data: bytes, *, max_bytes: int, max_pixels: int, min_side: int, max_aspect: float
+) -> Decoded:
+    """Check and decode the first frame of `data`; see the module docstring for the order."""
+    if len(data) > max_bytes:
+        return Decoded(drop_reason="too_large", error=f"{len(data)} bytes > max_bytes={max_bytes}")
+    fmt = sniff(data)
+    if fmt is None:
+        return Decoded(
+            drop_reason="not_image",
+            error=f"not an allow-listed image (JPEG, PNG, WebP, GIF): {_what(data)}",
+        )
+    out = Decoded(format=fmt)
+    try:
+        with Image.open(io.BytesIO(data), formats=[fmt]) as im:
+            out.width, out.height = im.size  # from the header; nothing decoded yet
+            pixels = out.width * out.height
+            limit = min(max_pixels, Image.MAX_IMAGE_PIXELS or max_pixels)
+            if pixels > limit:
+                out.drop_reason = "decompression_bomb"
+                out.error = (
+                    f"{out.width}x{out.height} = {pixels} pixels > max_pixels={max_pixels}"
+                    + (
+                        f" (Pillow MAX_IMAGE_PIXELS={Image.MAX_IMAGE_PIXELS})"
+                        if limit < max_pixels
+                        else ""
+                    )
+                )
+                return out
+            im.seek(0)  # GIF/WebP: the first frame only
+            im.load()
+    except Image.DecompressionBombError as exc:  # Pillow's own limit, raised while opening
+        out.drop_reason, out.error = "decompression_bomb", f"Pillow: {exc}"
+        return out
+    except (UnidentifiedImageError, OSError, ValueError, SyntaxError, EOFError) as exc:
+        # Truncated ('image file is truncated'), corrupt chunks, bad headers.
+        out.drop_reason, out.error = "undecodable", f"{fmt}: {type(exc).__name__}: {exc}"
+        return out
+    if out.width < 1 or out.height < 1 or min(out.width, out.height) < min_side:
+        out.drop_reason = "too_small"
+        out.error = f"{out.width}x{out.height}: shorter side < min_side={min_side}"
+    elif max(out.width, out.height) / min(out.width, out.height) > max_aspect:
+        out.drop_reason = "bad_aspect"
+        out.error = f"{out.width}x{out.height}: aspect ratio > max_aspect={max_aspect}"
+    return out

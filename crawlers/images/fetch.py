@@ -1,0 +1,438 @@
+"""Consent-checked image fetch and safe decode: image refs in, `<out>/fetched.parquet` out.
+
+Every ref becomes exactly one row (rows in = rows out), in input order. In the order checked:
+
+1. the page's own opt-out: a page that said `noai`/`noimageai` (`noai`) or whose training flag is
+   false (`training_opt_out`): the image is never requested;
+2. through the crawl's `Downloader` (SSRF guard, robots.txt for both tokens on the image's own
+   host, politeness, retries, redirects hop by hop through every layer):
+   - the crawl token may not fetch it: `robots_denied`, never requested;
+   - the training token may not use it: `training_opt_out`, never requested;
+   - `X-Robots-Tag: noai`/`noimageai` on the response: `noai`, read from the headers, the body
+     is not downloaded;
+   - network failures and policy refusals (SSRF included): `fetch_error`; non-2xx: `http_status`;
+     a non-image content type: `not_image` (body not read); over `max_bytes` (Content-Length or
+     while streaming; reading stops at the cap): `too_large`;
+3. decoding (`crawlers.images.decode`): `not_image`, `decompression_bomb`, `undecodable`,
+   `too_small`, `bad_aspect`;
+4. kept images are stored content-addressed at `<out>/images/<sha256[:2]>/<sha256>.<ext>`
+   (sha256 of the bytes as fetched).
+
+A URL shared by many refs (a logo on every page) is fetched once. Progress is journaled
+(`crawlers.images.journal`), so a run killed with `kill -9` resumes with `resume=True` without
+losing or repeating a row.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import os
+import time
+from collections import Counter
+from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from crawlers.crawl.downloader import Downloader, RobotsLayer
+from crawlers.crawl.fetcher import FetchResult, mime_of
+from crawlers.crawl.robots_policy import ALLOWED
+from crawlers.images.config import IMAGE_TYPES, ImageFetchConfig
+from crawlers.images.consent import (
+    TRAINING_PREFIX,
+    XRT_PREFIX,
+    HeaderGate,
+    TrainingConsentLayer,
+)
+from crawlers.images.decode import decode_image
+from crawlers.images.journal import open_journal
+
+FETCHED = "fetched.parquet"
+IMAGES = "images"
+DROP_REASONS = (
+    "robots_denied",
+    "training_opt_out",
+    "noai",
+    "fetch_error",
+    "http_status",
+    "not_image",
+    "too_large",
+    "decompression_bomb",
+    "too_small",
+    "bad_aspect",
+    "undecodable",
+)
+FETCHED_SCHEMA = pa.schema(
+    [
+        ("id", pa.string()),
+        ("doc_id", pa.string()),
+        ("src", pa.string()),
+        ("alt", pa.string()),
+        ("image_sha256", pa.string()),
+        ("width", pa.int32()),
+        ("height", pa.int32()),
+        ("image_path", pa.string()),
+        ("training_allowed", pa.bool_()),
+        ("drop_reason", pa.string()),
+        ("status", pa.int32()),
+        ("content_type", pa.string()),
+        ("bytes", pa.int64()),
+        ("error", pa.string()),
+    ]
+)
+REQUIRED_REF_KEYS = ("id", "doc_id", "src", "alt", "training_allowed")
+# Outcome fields that depend on the image URL alone (shared by every ref of that URL).
+_OUTCOME_KEYS = (
+    "image_sha256",
+    "width",
+    "height",
+    "image_path",
+    "drop_reason",
+    "status",
+    "content_type",
+    "bytes",
+    "error",
+)
+# Config fields that change an outcome: a resumed run must use the same ones.
+_OUTCOME_CONFIG = (
+    "agent",
+    "training_agent",
+    "allow_private_networks",
+    "max_bytes",
+    "max_pixels",
+    "min_side",
+    "max_aspect",
+)
+
+
+def ref_id(doc_id: str, position: int) -> str:
+    """Stable id of an image ref: '<doc_id>-<position in the document's blocks>'."""
+    return f"{doc_id}-{int(position)}"
+
+
+def load_refs(extract_dir: str | Path) -> list[dict]:
+    """An extract output's image refs joined with their page's opt-out flags, in file order.
+
+    Each ref has id (`ref_id`), doc_id, url (the page), position, src, alt, surrounding_text,
+    training_allowed (the page's flag: robots for the training token AND not noai) and noai
+    (from documents.parquet; `noimageai` too when that column exists).
+    """
+    root = Path(extract_dir)
+    refs_path, docs_path = root / "image_refs.parquet", root / "documents.parquet"
+    for path in (refs_path, docs_path):
+        if not path.exists():
+            raise FileNotFoundError(f"{path} does not exist; pass an `extract` output directory")
+    docs = pq.read_table(docs_path)
+    wanted = [c for c in ("id", "noai", "noimageai") if c in docs.column_names]
+    if "id" not in wanted or "noai" not in wanted:
+        raise ValueError(f"{docs_path}: needs columns id and noai; re-run extract")
+    flags = {d["id"]: d for d in docs.select(wanted).to_pylist()}
+    refs = []
+    for r in pq.read_table(refs_path).to_pylist():
+        page = flags.get(r["doc_id"], {})
+        refs.append(
+            {
+                "id": ref_id(r["doc_id"], r["position"]),
+                "doc_id": r["doc_id"],
+                "url": r["url"],
+                "position": r["position"],
+                "src": r["src"],
+                "alt": r["alt"],
+                "surrounding_text": r["surrounding_text"],
+                "training_allowed": bool(r["training_allowed"]),
+                "noai": bool(page.get("noai")),
+                "noimageai": bool(page.get("noimageai")),
+            }
+        )
+    return refs
+
+
+def _check_refs(refs: list[dict]) -> None:
+    seen: set[str] = set()
+    for i, ref in enumerate(refs):
+        missing = [k for k in REQUIRED_REF_KEYS if k not in ref]
+        if missing:
+            raise ValueError(
+                f"image ref #{i} lacks {', '.join(missing)}; refs are image_refs rows joined with "
+                "their page's flags (use crawlers.images.load_refs)"
+            )
+        if ref["id"] in seen:
+            raise ValueError(f"image ref #{i}: id {ref['id']!r} appears twice; ids must be unique")
+        seen.add(ref["id"])
+
+
+def _fingerprint(refs: list[dict], cfg: ImageFetchConfig) -> str:
+    h = hashlib.sha256(json.dumps({k: getattr(cfg, k) for k in _OUTCOME_CONFIG}).encode())
+    for r in refs:
+        flags = (r["training_allowed"], r.get("noai"), r.get("noimageai"))
+        h.update(json.dumps([r["id"], r["src"], *flags]).encode())
+    return h.hexdigest()
+
+
+def page_opt_out(ref: dict) -> tuple[str, str] | None:
+    """(drop_reason, detail) when the ref's page forbids training use of its images, else None."""
+    for flag in ("noimageai", "noai"):
+        if ref.get(flag):
+            return "noai", f"page said {flag}; image not requested"
+    if not ref["training_allowed"]:
+        return "training_opt_out", "page's training_allowed is false; image not requested"
+    return None
+
+
+def classify(res: FetchResult) -> tuple[str | None, str | None]:
+    """(drop_reason, error) of a fetch result before decoding; (None, None) for a 2xx body."""
+    err = res.error
+    if err:
+        if err.startswith(TRAINING_PREFIX):
+            return "training_opt_out", err
+        if err.startswith("robots-"):
+            return "robots_denied", err
+        if err.startswith(XRT_PREFIX):
+            return "noai", err
+        if err.startswith("unwanted-content-type"):
+            return "not_image", err
+        if err.startswith("body-too-large") or (
+            err.startswith("decode-error") and "exceeds" in err
+        ):
+            return "too_large", err
+        return "fetch_error", err
+    if res.status is None or not 200 <= res.status < 300:
+        return "http_status", f"HTTP {res.status}"
+    return None, None
+
+
+def _store(out_dir: Path, data: bytes, cfg: ImageFetchConfig) -> dict:
+    """Hash, decode and (when kept) store one body; runs in a worker thread."""
+    sha = hashlib.sha256(data).hexdigest()
+    dec = decode_image(
+        data,
+        max_bytes=cfg.max_bytes,
+        max_pixels=cfg.max_pixels,
+        min_side=cfg.min_side,
+        max_aspect=cfg.max_aspect,
+    )
+    path = None
+    if dec.drop_reason is None:
+        rel = f"{IMAGES}/{sha[:2]}/{sha}.{dec.ext}"
+        target = out_dir / rel
+        if not target.exists():
+            target.parent.mkdir(parents=True, exist_ok=True)
+            tmp = target.with_name(f".{sha}.{os.getpid()}.{id(data)}.tmp")
+            tmp.write_bytes(data)
+            os.replace(tmp, target)  # whole or absent, even after kill -9
+        path = rel
+    return {
+        "image_sha256": sha,
+        "width": dec.width,
+        "height": dec.height,
+        "image_path": path,
+        "drop_reason": dec.drop_reason,
+        "error": dec.error,
+    }
+
+
+class _Run:
+    """One fetch: workers over the refs, one outcome per URL, rows journaled in batches."""
+
+    def __init__(self, refs, out_dir, cfg, journal, progress):
+        self.refs, self.out_dir, self.cfg = refs, out_dir, cfg
+        self.journal, self.progress = journal, progress
+        self.rows = journal.rows()
+        self.resumed = len(self.rows)
+        self.outcomes: dict[str, dict] = journal.outcomes()
+        self.inflight: dict[str, asyncio.Future] = {}
+        self.requests = 0
+        self.pool = ThreadPoolExecutor(max_workers=min(4, os.cpu_count() or 1))
+        self.downloader: Downloader | None = None
+
+    def _row(self, ref: dict, outcome: dict, page_ok: bool) -> dict:
+        row = {k: ref.get(k) for k in ("id", "doc_id", "src", "alt")}
+        row.update({k: outcome.get(k) for k in _OUTCOME_KEYS})
+        row["training_allowed"] = bool(page_ok and outcome.get("image_training"))
+        return row
+
+    async def _fetch(self, src: str) -> dict:
+        assert self.downloader is not None
+        d = self.downloader
+        while True:
+            self.requests += 1
+            res = await d.fetch(src, resource_type="image", wanted_types=IMAGE_TYPES)
+            wait = d.robots.retry_at(res.final_url) if res.error else None
+            if wait is None or not res.error.startswith("robots-unreachable"):
+                break
+            # robots.txt is down for now: wait for its re-fetch rather than deny (like the crawl).
+            await asyncio.sleep(max(0.0, wait - time.monotonic()))
+        reason, error = classify(res)
+        body_read = len(res.body) if res.ok else sum(len(h.raw_body) for h in res.hops[-1:])
+        outcome = {
+            "status": res.status,
+            "content_type": mime_of(res.content_type) or None,
+            "bytes": body_read,
+            "drop_reason": reason,
+            "error": error,
+            # Consent for training: the training token's robots and no X-Robots-Tag opt-out;
+            # an image the crawl token may not even fetch is not usable either.
+            "image_training": res.robots_training == ALLOWED
+            and reason not in ("noai", "robots_denied"),
+        }
+        if reason is None:
+            loop = asyncio.get_running_loop()
+            outcome.update(
+                await loop.run_in_executor(self.pool, _store, self.out_dir, res.body, self.cfg)
+            )
+        return outcome
+
+    async def _outcome(self, src: str) -> tuple[dict, bool]:
+        """(outcome, whether this call produced it, so it is journaled once)."""
+        if src in self.outcomes:
+            return self.outcomes[src], False
+        if src in self.inflight:
+            return await asyncio.shield(self.inflight[src]), False
+        fut = asyncio.get_running_loop().create_future()
+        self.inflight[src] = fut
+        try:
+            outcome = await self._fetch(src)
+        except BaseException as exc:
+            fut.set_exception(exc)
+            fut.exception()  # retrieved: waiters re-raise it
+            raise
+        finally:
+            self.inflight.pop(src, None)
+        self.outcomes[src] = outcome
+        fut.set_result(outcome)
+        return outcome, True
+
+    async def _one(self, ref: dict) -> None:
+        blocked = page_opt_out(ref)
+        if blocked is not None:
+            reason, detail = blocked
+            row = self._row(ref, {"drop_reason": reason, "error": detail}, False)
+            self.journal.add(row)
+        else:
+            src = ref["src"] or ""
+            outcome, fresh = await self._outcome(src)
+            row = self._row(ref, outcome, True)
+            self.journal.add(row, src, outcome if fresh else None)
+        self.rows[row["id"]] = row
+        if self.journal.pending >= self.cfg.commit_every:
+            self.journal.commit()
+            self._report()
+
+    def _report(self) -> None:
+        if self.progress is not None:
+            self.progress(
+                {"rows": len(self.rows), "total": len(self.refs), "requests": self.requests}
+            )
+
+    async def run(self, todo: list[dict]) -> None:
+        queue: asyncio.Queue[dict] = asyncio.Queue()
+        for ref in todo:
+            queue.put_nowait(ref)
+
+        async def worker() -> None:
+            while True:
+                try:
+                    ref = queue.get_nowait()
+                except asyncio.QueueEmpty:
+                    return
+                await self._one(ref)
+
+        gate = HeaderGate(self.cfg.agent, self.cfg.training_agent)
+        async with Downloader(self.cfg.crawl_config(), header_gate=gate) as d:
+            at = next(i for i, layer in enumerate(d.layers) if isinstance(layer, RobotsLayer))
+            d.layers.insert(at + 1, TrainingConsentLayer(self.cfg.training_agent))
+            self.downloader = d
+            workers = [asyncio.create_task(worker()) for _ in range(self.cfg.concurrency)]
+            try:
+                await asyncio.gather(*workers)
+            finally:
+                for w in workers:
+                    w.cancel()
+                self.journal.commit()
+                self._report()
+
+
+def _table(rows: list[dict]) -> pa.Table:
+    return pa.table(
+        {f.name: pa.array([r.get(f.name) for r in rows], type=f.type) for f in FETCHED_SCHEMA},
+        schema=FETCHED_SCHEMA,
+    )
+
+
+async def fetch_images_async(
+    refs: Iterable[dict],
+    out_dir: str | Path,
+    cfg: ImageFetchConfig | dict | None = None,
+    *,
+    resume: bool = False,
+    progress: Callable[[dict], None] | None = None,
+) -> dict:
+    """`fetch_images` for callers already inside an event loop."""
+    cfg = ImageFetchConfig.from_any(cfg)
+    refs = list(refs)
+    _check_refs(refs)
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    journal = open_journal(out, _fingerprint(refs, cfg), resume)
+    started = time.monotonic()
+    run = _Run(refs, out, cfg, journal, progress)
+    try:
+        limit = cfg.max_images
+        todo, skipped, fetchable = [], {}, 0
+        for ref in refs:
+            wants_fetch = page_opt_out(ref) is None
+            if wants_fetch and limit is not None and fetchable >= limit:
+                detail = f"not-fetched: max_images={limit} reached"
+                skipped[ref["id"]] = run._row(
+                    ref, {"drop_reason": "fetch_error", "error": detail}, True
+                )
+                continue
+            fetchable += wants_fetch
+            if ref["id"] not in run.rows:
+                todo.append(ref)
+        await run.run(todo)
+    finally:
+        run.pool.shutdown(wait=True)
+        journal.close()
+    rows = [run.rows.get(r["id"]) or skipped[r["id"]] for r in refs]
+    tmp = out / (FETCHED + ".tmp")
+    pq.write_table(_table(rows), tmp)
+    os.replace(tmp, out / FETCHED)
+    elapsed = time.monotonic() - started
+    reasons = Counter(r["drop_reason"] for r in rows if r["drop_reason"])
+    stored = sum(1 for r in rows if r["image_path"])
+    return {
+        "rows": len(rows),
+        "stored": stored,
+        "images_stored": len({r["image_path"] for r in rows if r["image_path"]}),
+        "requests": run.requests,
+        "resumed_rows": run.resumed,
+        "drop_reasons": dict(sorted(reasons.items())),
+        "training_allowed": sum(1 for r in rows if r["training_allowed"]),
+        "bytes": sum(r["bytes"] or 0 for r in rows),
+        "elapsed_s": round(elapsed, 3),
+        "refs_per_s": round(len(todo) / elapsed, 1) if elapsed > 0 else None,
+    }
+
+
+def fetch_images(
+    refs: Iterable[dict],
+    out_dir: str | Path,
+    cfg: ImageFetchConfig | dict | None = None,
+    *,
+    resume: bool = False,
+    progress: Callable[[dict], None] | None = None,
+) -> dict:
+    """Fetch, check and store the images of `refs`; write `<out_dir>/fetched.parquet`; return a summary.
+
+    `refs`: dicts with id, doc_id, src, alt, training_allowed (the page's flag) and optionally
+    noai / noimageai (the page's directives); `load_refs(extract_dir)` builds them. One output row
+    per ref, in input order (see the module docstring for the drop reasons). `resume=True`
+    continues a killed run in the same `out_dir`; without it an existing run there is an error.
+    `progress` is called with {'rows', 'total', 'requests'} after each journal commit.
+    """
+    return asyncio.run(fetch_images_async(refs, out_dir, cfg, resume=resume, progress=progress))
