@@ -1,0 +1,242 @@
+"""Image de-duplication: exact (sha256), perceptual (64-bit pHash within a Hamming distance) and
+image URLs repeated across many documents.
+
+Near-duplicates are found by banding, as the text MinHash does: with distance d the 64 bits are
+cut into d+1 bands, and two hashes at most d bits apart agree on at least one whole band
+(pigeonhole), so only hashes that share a band value are compared. Candidate pairs are found
+with a sort per band (no Python loop over rows) and confirmed with a popcount of the XOR; the
+confirmed pairs are joined with union-find. Each group keeps one representative: the highest
+`clip_score` (null counts lowest), then the smallest id.
+"""
+
+from __future__ import annotations
+
+import io
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+
+import numpy as np
+
+DUPLICATE = "duplicate"
+REPEATED_URL = "repeated_url"
+
+
+# Dead zone of the pHash threshold, as a share of the largest AC coefficient (see phash_hex).
+PHASH_DEAD_ZONE = 0.003
+
+
+def phash_hex(image, dead_zone: float = PHASH_DEAD_ZONE) -> str:
+    """64-bit perceptual hash of a PIL image as 16 lowercase hex digits.
+
+    imagehash's pHash (grey, 32x32 LANCZOS, 2-D DCT, the 8x8 lowest frequencies against their
+    median; with `dead_zone=0` the bits are exactly `str(imagehash.phash(image))`), with one
+    change: a coefficient must exceed the median by `dead_zone` x the largest AC coefficient to
+    set its bit. Symmetric flat graphics (logos, diagrams, the sample web's scenes) have many DCT
+    coefficients at exactly 0 and a median of 0, so without the dead zone re-encoding noise flips
+    those bits at random: on 190 sample-web scenes x 6 copies (JPEG 50-90, resized 0.5-1.5x),
+    copies within 4 bits rose from 78% to 98%, while distinct-scene pairs within 4 bits went from
+    0.34% to 0.51% (random_scene draws, seed 1). Photos have few such coefficients and
+    hash as before."""
+    import scipy.fftpack
+    from PIL import Image
+
+    grey = image.convert("L").resize((32, 32), Image.Resampling.LANCZOS)
+    pixels = np.asarray(grey)
+    dct = scipy.fftpack.dct(scipy.fftpack.dct(pixels, axis=0), axis=1)[:8, :8]
+    tolerance = dead_zone * float(np.abs(dct.ravel()[1:]).max()) if dead_zone else 0.0
+    bits = (dct > np.median(dct) + tolerance).ravel()
+    return f"{int(''.join('1' if b else '0' for b in bits), 2):016x}"
+
+
+def phash_bytes(data: bytes, dead_zone: float = PHASH_DEAD_ZONE) -> str:
+    """pHash (phash_hex) of encoded image bytes (first frame), as 16 hex digits."""
+    from PIL import Image
+
+    with Image.open(io.BytesIO(data)) as im:
+        im.seek(0)
+        return phash_hex(im.convert("RGB"), dead_zone)
+
+
+def hamming(a: str, b: str) -> int:
+    """Number of differing bits of two 16-hex-digit pHashes."""
+    return (int(a, 16) ^ int(b, 16)).bit_count()
+
+
+def _to_uint64(phashes: Sequence[str]) -> np.ndarray:
+    out = np.empty(len(phashes), dtype=np.uint64)
+    for i, h in enumerate(phashes):
+        if len(h) != 16:
+            raise ValueError(f"phash {h!r} at row {i}: expected 16 hex digits (a 64-bit pHash)")
+        out[i] = int(h, 16)
+    return out
+
+
+def band_masks(max_distance: int) -> list[tuple[int, int]]:
+    """(shift, width) of the d+1 bands that cover the 64 bits as evenly as possible."""
+    n = max_distance + 1
+    widths = [64 // n + (1 if i < 64 % n else 0) for i in range(n)]
+    out, shift = [], 0
+    for w in widths:
+        out.append((shift, w))
+        shift += w
+    return out
+
+
+def near_pairs(hashes: np.ndarray, max_distance: int) -> np.ndarray:
+    """Index pairs (i < j) of uint64 hashes at most `max_distance` bits apart, as an (n, 2) array.
+
+    Equal hashes are paired too; the caller may collapse them first (near_duplicate_groups
+    does) so that a bucket of identical hashes does not cost its square."""
+    n = len(hashes)
+    found: list[np.ndarray] = []
+    if n < 2:
+        return np.empty((0, 2), dtype=np.int64)
+    for shift, width in band_masks(max_distance):
+        keys = (hashes >> np.uint64(shift)) & np.uint64((1 << width) - 1)
+        order = np.argsort(keys, kind="stable")
+        sorted_keys = keys[order]
+        # Pair each row with the rows k places after it in the sort while they share the band;
+        # a row whose k-th follower is in another bucket has no later one in it either.
+        pos = np.arange(n - 1)
+        k = 1
+        while pos.size:
+            pos = pos[pos + k < n]
+            pos = pos[sorted_keys[pos] == sorted_keys[pos + k]]
+            if not pos.size:
+                break
+            i, j = order[pos], order[pos + k]
+            ok = np.bitwise_count(hashes[i] ^ hashes[j]) <= max_distance
+            if ok.any():
+                found.append(np.stack([np.minimum(i[ok], j[ok]), np.maximum(i[ok], j[ok])], 1))
+            k += 1
+    if not found:
+        return np.empty((0, 2), dtype=np.int64)
+    return np.unique(np.concatenate(found).astype(np.int64), axis=0)
+
+
+class _UnionFind:
+    def __init__(self, n: int):
+        self.parent = list(range(n))
+
+    def find(self, x: int) -> int:
+        root = x
+        while self.parent[root] != root:
+            root = self.parent[root]
+        while self.parent[x] != root:
+            self.parent[x], x = root, self.parent[x]
+        return root
+
+    def union(self, a: int, b: int) -> None:
+        ra, rb = self.find(a), self.find(b)
+        if ra != rb:
+            self.parent[max(ra, rb)] = min(ra, rb)
+
+
+def find_duplicates(
+    ids: Sequence[str],
+    image_sha256: Sequence[str | None],
+    phashes: Sequence[str | None],
+    clip_scores: Sequence[float | None] | None = None,
+    max_distance: int = 4,
+    exact: bool = True,
+    perceptual: bool = True,
+) -> list[str | None]:
+    """For each row, the id of its group's representative when the row is a duplicate, else None.
+
+    Rows join a group when their sha256 are equal (`exact`) or their pHashes are at most
+    `max_distance` bits apart (`perceptual`); groups are transitive (union-find). Rows with
+    neither a sha256 nor a pHash are never duplicates. The representative has the highest
+    clip_score (None is lowest), then the smallest id; its own value is None."""
+    n = len(ids)
+    if not (len(image_sha256) == len(phashes) == n):
+        raise ValueError(
+            f"find_duplicates: ids ({n}), image_sha256 ({len(image_sha256)}) and phashes "
+            f"({len(phashes)}) must have one value per row"
+        )
+    if clip_scores is not None and len(clip_scores) != n:
+        raise ValueError(f"find_duplicates: clip_scores has {len(clip_scores)} values for {n} rows")
+    uf = _UnionFind(n)
+    if exact:
+        first: dict[str, int] = {}
+        for i, sha in enumerate(image_sha256):
+            if sha:
+                uf.union(first.setdefault(sha, i), i)
+    if perceptual:
+        rows_of: dict[str, list[int]] = defaultdict(list)
+        for i, h in enumerate(phashes):
+            if h:
+                rows_of[h.lower()].append(i)
+        distinct = list(rows_of)
+        for rows in rows_of.values():  # equal pHashes: one group, without banding them
+            for r in rows[1:]:
+                uf.union(rows[0], r)
+        if max_distance > 0 and len(distinct) > 1:
+            for a, b in near_pairs(_to_uint64(distinct), max_distance).tolist():
+                uf.union(rows_of[distinct[a]][0], rows_of[distinct[b]][0])
+    members: dict[int, list[int]] = defaultdict(list)
+    for i in range(n):
+        members[uf.find(i)].append(i)
+    out: list[str | None] = [None] * n
+    for group in members.values():
+        if len(group) < 2:
+            continue
+
+        def rank(i: int) -> tuple[float, str]:
+            score = clip_scores[i] if clip_scores is not None else None
+            return (-(score if score is not None else float("-inf")), ids[i])
+
+        rep = min(group, key=rank)
+        for i in group:
+            if i != rep:
+                out[i] = ids[rep]
+    return out
+
+
+def repeated_urls(srcs: Iterable[str | None], doc_ids: Iterable[str], threshold: int) -> set[str]:
+    """Image URLs referenced by more than `threshold` distinct documents (OBELICS: 10);
+    threshold 0 disables the rule (empty set)."""
+    if threshold <= 0:
+        return set()
+    docs: dict[str, set[str]] = defaultdict(set)
+    for src, doc in zip(srcs, doc_ids, strict=True):
+        if src:
+            docs[src].add(doc)
+    return {src for src, d in docs.items() if len(d) > threshold}
+
+
+def dedup_rows(rows: Sequence[dict], cfg=None) -> list[dict]:
+    """Pairs rows (`id`, `doc_id`, `src`, `image_sha256`, `phash`, optional `clip_score` and
+    `drop_reason`) to copies with `duplicate_of` set and `drop_reason` = "repeated_url" or
+    "duplicate" for rows that were kept so far. Rows already dropped keep their reason, take no
+    part in grouping and get `duplicate_of` None. `cfg` is a DedupConfig (None: defaults)."""
+    from filters.images.config import DedupConfig
+
+    cfg = cfg or DedupConfig()
+    out = [dict(r) for r in rows]
+    for r in out:
+        r.setdefault("drop_reason", None)
+        r["duplicate_of"] = None
+    # Repeated URLs count every reference, kept or not: a logo is a logo whatever its alt says.
+    repeated = repeated_urls(
+        [r.get("src") for r in out],
+        [r.get("doc_id") or "" for r in out],
+        cfg.repeated_url_threshold,
+    )
+    for r in out:
+        if r["drop_reason"] is None and r.get("src") in repeated:
+            r["drop_reason"] = REPEATED_URL
+    live = [i for i, r in enumerate(out) if r["drop_reason"] is None]
+    dup_of = find_duplicates(
+        [out[i]["id"] for i in live],
+        [out[i].get("image_sha256") for i in live],
+        [out[i].get("phash") for i in live],
+        [out[i].get("clip_score") for i in live],
+        max_distance=cfg.phash_max_distance,
+        exact=cfg.exact,
+        perceptual=cfg.perceptual,
+    )
+    for i, d in zip(live, dup_of, strict=True):
+        if d is not None:
+            out[i]["duplicate_of"] = d
+            out[i]["drop_reason"] = DUPLICATE
+    return out
