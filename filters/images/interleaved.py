@@ -1,0 +1,160 @@
+"""Interleaved documents filtered in place: dropped images leave the document (the text blocks
+and the order of what remains stay as they were), kept image blocks carry their pair id and
+CLIP score, and document-level rules (number of images, text length, images per text) drop
+whole documents with a reason.
+
+Input rows have extract's `interleaved.parquet` shape (crawlers/extract/schema.py INTERLEAVED:
+`doc_id, url, blocks: list<{kind, text, src, alt}>, training_allowed`). Image blocks are matched
+to `pairs.parquet` rows by document and block position when the pairs carry `position`
+(image_refs does: it is the block's index), else by the k-th occurrence of the same `src` in the
+same document (pairs keep image_refs' order, which is block order).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+import pyarrow as pa
+
+from crawlers.extract.schema import BLOCK, INTERLEAVED
+from filters.images.config import InterleavedConfig
+
+# extract's block plus the pair id and CLIP score of kept image blocks (null on text blocks).
+BLOCK_OUT = pa.struct(list(BLOCK) + [("pair_id", pa.string()), ("clip_score", pa.float64())])
+INTERLEAVED_OUT = pa.schema(
+    [f if f.name != "blocks" else pa.field("blocks", pa.list_(BLOCK_OUT)) for f in INTERLEAVED]
+)
+# One row per input document: what the rules saw and why the document went (null = kept).
+DOC_REPORT = pa.schema(
+    [
+        ("doc_id", pa.string()),
+        ("n_images_in", pa.int32()),
+        ("n_images_kept", pa.int32()),
+        ("n_text_chars", pa.int64()),
+        ("drop_reason", pa.string()),
+    ]
+)
+DOC_DROP_REASONS = (
+    "too_few_images",
+    "too_many_images",
+    "too_little_text",
+    "too_many_images_per_text",
+)
+
+
+@dataclass(frozen=True)
+class PairIndex:
+    """Pairs rows of many documents, found by (doc_id, position) or (doc_id, src, occurrence)."""
+
+    by_position: Mapping[tuple[str, int], dict]
+    by_src: Mapping[tuple[str, str], list[dict]]
+
+    @classmethod
+    def build(cls, pairs: Iterable[Mapping]) -> PairIndex:
+        """Index pairs rows (`id`, `doc_id`, `src`, `drop_reason`, `clip_score`, optional
+        `position`), in their order (image_refs order, which is block order per document)."""
+        by_position: dict[tuple[str, int], dict] = {}
+        by_src: dict[tuple[str, str], list[dict]] = defaultdict(list)
+        for row in pairs:
+            row = dict(row)
+            if row.get("position") is not None:
+                by_position[(row["doc_id"], int(row["position"]))] = row
+            by_src[(row["doc_id"], row.get("src") or "")].append(row)
+        return cls(by_position, dict(by_src))
+
+    def for_document(self, doc_id: str, blocks: list[Mapping]) -> dict[int, dict]:
+        """Block index -> pairs row, for the image blocks of one document that have one."""
+        out: dict[int, dict] = {}
+        seen: dict[str, int] = defaultdict(int)
+        for i, block in enumerate(blocks):
+            if block.get("kind") != "image":
+                continue
+            src = block.get("src") or ""
+            row = self.by_position.get((doc_id, i))
+            if row is None:
+                rows = self.by_src.get((doc_id, src), [])
+                k = seen[src]
+                row = rows[k] if k < len(rows) else None
+            seen[src] += 1
+            if row is not None:
+                out[i] = row
+        return out
+
+
+def filter_document(
+    doc: Mapping, pairs: Mapping[int, Mapping], cfg: InterleavedConfig | None = None
+) -> tuple[dict, dict]:
+    """One interleaved document to (document with kept blocks, report row).
+
+    An image block stays when its pairs row (`pairs[block_index]`) has no `drop_reason`; it then
+    gets the row's `id` as `pair_id` and its `clip_score`. An image block without a pairs row is
+    dropped (it was never fetched). Text blocks and the order of all kept blocks are unchanged.
+    The report's `drop_reason` is the first document rule that fails, or None."""
+    cfg = cfg or InterleavedConfig()
+    blocks_in = list(doc.get("blocks") or [])
+    kept_blocks: list[dict] = []
+    n_images_in = 0
+    for i, block in enumerate(blocks_in):
+        out = {k: block.get(k) for k in ("kind", "text", "src", "alt")}
+        out["pair_id"] = None
+        out["clip_score"] = None
+        if block.get("kind") == "image":
+            n_images_in += 1
+            row = pairs.get(i)
+            if row is None or row.get("drop_reason") is not None:
+                continue
+            out["pair_id"] = row["id"]
+            score = row.get("clip_score")
+            out["clip_score"] = float(score) if score is not None else None
+        kept_blocks.append(out)
+    n_images = sum(b["kind"] == "image" for b in kept_blocks)
+    n_chars = sum(len(b["text"] or "") for b in kept_blocks if b["kind"] == "text")
+    reason = None
+    if n_images < cfg.min_images:
+        reason = "too_few_images"
+    elif n_images > cfg.max_images:
+        reason = "too_many_images"
+    elif n_chars < cfg.min_text_chars:
+        reason = "too_little_text"
+    elif n_images > cfg.max_images_per_1k_chars * n_chars / 1000:
+        reason = "too_many_images_per_text"
+    document = {k: doc.get(k) for k in INTERLEAVED.names}
+    document["blocks"] = kept_blocks
+    report = {
+        "doc_id": doc.get("doc_id"),
+        "n_images_in": n_images_in,
+        "n_images_kept": n_images,
+        "n_text_chars": n_chars,
+        "drop_reason": reason,
+    }
+    return document, report
+
+
+def filter_documents(
+    docs: Iterable[Mapping], pairs: Iterable[Mapping], cfg: InterleavedConfig | None = None
+) -> tuple[list[dict], list[dict]]:
+    """Interleaved rows and pairs rows to (kept documents, one report row per input document).
+
+    Kept documents have INTERLEAVED_OUT's shape, in input order; the report has DOC_REPORT's."""
+    index = PairIndex.build(pairs)
+    kept: list[dict] = []
+    report: list[dict] = []
+    for doc in docs:
+        blocks = list(doc.get("blocks") or [])
+        document, row = filter_document(doc, index.for_document(doc["doc_id"], blocks), cfg)
+        report.append(row)
+        if row["drop_reason"] is None:
+            kept.append(document)
+    return kept, report
+
+
+def documents_table(rows: list[dict]) -> pa.Table:
+    """Kept documents as an Arrow table of INTERLEAVED_OUT's schema."""
+    return pa.Table.from_pylist(rows, schema=INTERLEAVED_OUT)
+
+
+def report_table(rows: list[dict]) -> pa.Table:
+    """Report rows as an Arrow table of DOC_REPORT's schema."""
+    return pa.Table.from_pylist(rows, schema=DOC_REPORT)
