@@ -378,6 +378,9 @@ async def fetch_images_async(
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     journal = open_journal(out, _fingerprint(refs, cfg), resume)
+    if resume:  # a run killed while writing an image leaves its temporary file behind
+        for tmp in (out / IMAGES).glob("*/.*.tmp"):
+            tmp.unlink(missing_ok=True)
     started = time.monotonic()
     run = _Run(refs, out, cfg, journal, progress)
     try:
