@@ -36,14 +36,16 @@ def _phrases(text: str) -> frozenset[str]:
     return frozenset(p.strip().casefold() for p in text.split("|") if p.strip())
 
 
-# Words that say "this is an image" and nothing about it (en, de, fr, es; casefolded).
+# Words that say "this is an image" and nothing about it (en, de, fr, es, it, pt, ru; casefolded).
 GENERIC_WORDS = _phrases(
     "abb|abbildung|avatar|badge|banner|banners|banniere|bannière|bild|bilder|button|fig|"
     "figure|foto|fotografia|fotografía|fotos|gallery|grafik|graphic|graphics|header|hero|"
     "icon|icone|icono|icons|icône|illustration|ilustracion|ilustración|image|imagen|"
     "imagenes|images|img|imágenes|logo|logos|logotipo|logotype|miniatura|photo|photograph|"
     "photographie|photography|photos|pic|pics|picture|pictures|screenshot|slide|slider|"
-    "symbol|symbolbild|thumb|thumbnail|titelbild|vignette|vorschaubild|ícono"
+    "symbol|symbolbild|thumb|thumbnail|titelbild|vignette|vorschaubild|ícono|"
+    "immagine|immagini|icona|imagem|imagens|ícone|icone|"
+    "изображение|картинка|фото|фотография|логотип|иконка|баннер|рисунок"
 )
 
 # Words that may stand next to a generic word without making it a caption ("our company logo").
@@ -52,7 +54,8 @@ FILLER_WORDS = _phrases(
     "die|du|ein|eine|einer|el|empresa|entreprise|featured|file|firmen|footer|for|here|is|"
     "kein|keine|l|la|large|las|le|les|los|main|my|nav|navigation|new|no|notre|nuestra|"
     "nuestro|of|our|page|para|post|pour|preview|profile|site|sitio|small|text|that|the|"
-    "this|top|un|una|une|unser|unsere|user|vom|von|web|website|your|zum|zur"
+    "this|top|un|una|une|unser|unsere|user|vom|von|web|website|your|zum|zur|"
+    "di|della|dello|il|lo|nostro|do|da|o|os|nosso|nossa|empresa|компании|сайта|наш"
 )
 
 # Generic words and fillers of languages written without spaces (ja, zh, ko), matched as
