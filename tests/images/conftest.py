@@ -55,11 +55,12 @@ class Resource:
 
 
 class ImageServer(LoopbackServer):
-    """Serves `routes` (path -> Resource) on every address, robots.txt per address."""
+    """Serves `routes` (path -> Resource) on every address, robots.txt per address (a text, or a
+    list of (status, text) answers given in turn, the last one repeated)."""
 
     label = "image server"
 
-    def __init__(self, ips: list[str], routes: dict[str, Resource], robots: dict[str, str]):
+    def __init__(self, ips: list[str], routes: dict[str, Resource], robots: dict):
         super().__init__(ips)
         self.routes, self.robots = routes, robots
         self.requests: Counter = Counter()  # (ip, path) -> requests received
@@ -78,7 +79,11 @@ class ImageServer(LoopbackServer):
         path = request.path_qs
         self.requests[(ip, path)] += 1
         if path == "/robots.txt":
-            return web.Response(text=self.robots.get(ip, DEFAULT_ROBOTS))
+            robots = self.robots.get(ip, DEFAULT_ROBOTS)
+            if isinstance(robots, list):  # [(status, text), ...]: one per request, last repeats
+                status, text = robots.pop(0) if len(robots) > 1 else robots[0]
+                return web.Response(status=status, text=text)
+            return web.Response(text=robots)
         res = self.routes.get(path)
         if res is None:
             return web.Response(status=404, text="not found")

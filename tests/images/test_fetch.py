@@ -298,3 +298,22 @@ def test_fetch_is_fast_enough_on_loopback(image_server, tmp_path):
     assert summary["stored"] == 200, summary
     assert time.monotonic() - started < 20
     assert len(list(Path(tmp_path, "images").rglob("*.png"))) == 200
+
+
+def test_robots_outage_waits_instead_of_denying(image_server, tmp_path):
+    """robots.txt answers 503 once: the image waits for the re-fetch and is then fetched."""
+    routes = {"/x.png": Resource(GOOD_PNG)}
+    server = image_server(routes, robots={A: [(503, "busy"), (200, "User-agent: *\nAllow: /\n")]})
+    cfg = {**FAST, "robots_retries": 2}
+    fetch_images([ref("x", server.url(A, "/x.png"))], tmp_path, cfg)
+    row = pq.read_table(tmp_path / FETCHED).to_pylist()[0]
+    assert row["drop_reason"] is None, row
+    assert server.hits("/robots.txt") == 2 and server.hits("/x.png") == 1
+
+
+def test_robots_unreachable_for_good_denies(image_server, tmp_path):
+    server = image_server({"/x.png": Resource(GOOD_PNG)}, robots={A: [(503, "down")]})
+    fetch_images([ref("x", server.url(A, "/x.png"))], tmp_path, FAST)  # robots_retries=0
+    row = pq.read_table(tmp_path / FETCHED).to_pylist()[0]
+    assert row["drop_reason"] == "robots_denied" and "unreachable" in row["error"]
+    assert server.hits("/x.png") == 0
