@@ -181,8 +181,20 @@ def run_refinery(info: dict, work: Path, max_pages: int, delay: float) -> float:
     }
     out = work / f"refinery-{time.monotonic_ns()}"
     t = time.monotonic()
-    subprocess.run([str(ROOT / ".venv/bin/python"), "-m", "crawlers.crawl", str(seeds), str(out), "--config", json.dumps(cfg)],
-                   cwd=ROOT, check=True, stdout=subprocess.DEVNULL)  # fmt: skip
+    subprocess.run(
+        [
+            str(ROOT / ".venv/bin/python"),
+            "-m",
+            "crawlers.crawl",
+            str(seeds),
+            str(out),
+            "--config",
+            json.dumps(cfg),
+        ],
+        cwd=ROOT,
+        check=True,
+        stdout=subprocess.DEVNULL,
+    )
     return time.monotonic() - t
 
 
@@ -190,8 +202,21 @@ def run_scrapy(py: Path, info: dict, work: Path, max_pages: int, delay: float) -
     """Crawl with Scrapy in its own venv; returns wall seconds."""
     out = work / f"scrapy-{time.monotonic_ns()}.jsonl"
     t = time.monotonic()
-    subprocess.run([str(py), "-c", SPIDER, json.dumps(info["seeds"]), str(max_pages), str(delay), UA, str(out)],
-                   check=True, cwd=work, env={**os.environ, "PYTHONPATH": ""})  # fmt: skip
+    subprocess.run(
+        [
+            str(py),
+            "-c",
+            SPIDER,
+            json.dumps(info["seeds"]),
+            str(max_pages),
+            str(delay),
+            UA,
+            str(out),
+        ],
+        check=True,
+        cwd=work,
+        env={**os.environ, "PYTHONPATH": ""},
+    )
     return time.monotonic() - t
 
 
@@ -271,8 +296,21 @@ def run_many_hosts(hosts: int, max_pages: int, concurrency: int, delay: float, w
         }
         out = work / f"many-{hosts}-{time.monotonic_ns()}"
         t = time.monotonic()
-        proc = subprocess.run([str(ROOT / ".venv/bin/python"), "-m", "crawlers.crawl", str(seeds), str(out), "--config", json.dumps(cfg)],
-                              cwd=ROOT, check=True, capture_output=True, text=True)  # fmt: skip
+        proc = subprocess.run(
+            [
+                str(ROOT / ".venv/bin/python"),
+                "-m",
+                "crawlers.crawl",
+                str(seeds),
+                str(out),
+                "--config",
+                json.dumps(cfg),
+            ],
+            cwd=ROOT,
+            check=True,
+            capture_output=True,
+            text=True,
+        )
         wall = time.monotonic() - t
         summary = json.loads(proc.stdout.strip().splitlines()[-1])
     finally:
@@ -316,12 +354,16 @@ def many_hosts_main(counts: list[int], max_pages: int, concurrency: int, delay: 
         f"\nmany-hosts crawl: concurrency {concurrency}, delay {delay}s, max {max_pages} pages; "
         f"machine load: {os.getloadavg()[0]:.1f}"
     )
-    print(f"{'hosts':>7} {'requests':>8} {'robots':>7} {'span s':>7} {'req/s':>7} {'pages/s':>8} {'ratio':>6} "
-          f"{'req/CPU-s':>9} {'ratio':>6} {'sched us/page':>13} {'load':>5}")  # fmt: skip
+    print(
+        f"{'hosts':>7} {'requests':>8} {'robots':>7} {'span s':>7} {'req/s':>7} {'pages/s':>8} {'ratio':>6} "
+        f"{'req/CPU-s':>9} {'ratio':>6} {'sched us/page':>13} {'load':>5}"
+    )
     for r in rows:
-        print(f"{r['hosts']:7d} {r['requests']:8d} {r['robots']:7d} {r['span_s']:7.1f} {r['requests_per_s']:7.1f} "
-              f"{r['pages_per_s']:8.1f} {r['requests_per_s'] / base:6.2f} {r['requests_per_cpu_s']:9.1f} "
-              f"{r['requests_per_cpu_s'] / base_cpu:6.2f} {r['scheduler_us_per_page']:13.1f} {r['load_avg']:5.1f}")  # fmt: skip
+        print(
+            f"{r['hosts']:7d} {r['requests']:8d} {r['robots']:7d} {r['span_s']:7.1f} {r['requests_per_s']:7.1f} "
+            f"{r['pages_per_s']:8.1f} {r['requests_per_s'] / base:6.2f} {r['requests_per_cpu_s']:9.1f} "
+            f"{r['requests_per_cpu_s'] / base_cpu:6.2f} {r['scheduler_us_per_page']:13.1f} {r['load_avg']:5.1f}"
+        )
     print("ratio: against the first host count; req/CPU-s: requests per second of crawler CPU")
     results = ROOT / "bench" / "results"
     results.mkdir(parents=True, exist_ok=True)
@@ -423,10 +465,13 @@ def main() -> None:
     rows = {}
     for name, rs in runs.items():
         med = sorted(rs, key=lambda r: r["pages_per_s"])[len(rs) // 2]
-        rows[name] = {**med, "robots_violations": sum(r["robots_violations"] for r in rs),
-                      "delay_violations": sum(r["delay_violations"] for r in rs),
-                      "overlaps": sum(r["overlaps"] for r in rs),
-                      "all_pages_per_s": [round(r["pages_per_s"], 1) for r in rs]}  # fmt: skip
+        rows[name] = {
+            **med,
+            "robots_violations": sum(r["robots_violations"] for r in rs),
+            "delay_violations": sum(r["delay_violations"] for r in rs),
+            "overlaps": sum(r["overlaps"] for r in rs),
+            "all_pages_per_s": [round(r["pages_per_s"], 1) for r in rs],
+        }
     hosts = rows["refinery"]["hosts"]
     bound = hosts / a.delay
     print(
@@ -436,8 +481,10 @@ def main() -> None:
         f"{'crawler':10} {'pages':>6} {'reqs':>6} {'span s':>7} {'pages/s':>8} {'% bound':>8} {'robots viol':>11} {'delay viol':>10} {'overlaps':>8} {'wall s':>7}"
     )
     for name, r in rows.items():
-        print(f"{name:10} {r['content_requests']:6d} {r['requests']:6d} {r['span_s']:7.2f} {r['pages_per_s']:8.1f} {100 * r['pages_per_s'] / bound:7.1f}% "
-              f"{r['robots_violations']:11d} {r['delay_violations']:10d} {r['overlaps']:8d} {r['wall_s']:7.1f}")  # fmt: skip
+        print(
+            f"{name:10} {r['content_requests']:6d} {r['requests']:6d} {r['span_s']:7.2f} {r['pages_per_s']:8.1f} {100 * r['pages_per_s'] / bound:7.1f}% "
+            f"{r['robots_violations']:11d} {r['delay_violations']:10d} {r['overlaps']:8d} {r['wall_s']:7.1f}"
+        )
     ratio = (
         rows["refinery"]["pages_per_s"] / rows["scrapy"]["pages_per_s"]
         if rows["scrapy"]["pages_per_s"]

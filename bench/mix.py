@@ -25,8 +25,12 @@ from _peers import DATATROVE, peer_python
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "bench" / "results" / "mix"
-LANGS = {"en": "th st an er in re nd on en at ou ed ha", "de": "ch sch ei ie en er un de ge ng st au",
-         "fr": "ou ai eu on an en es le re qu oi ui", "es": "os as es el la ci on ad ue ar ra do"}  # fmt: skip
+LANGS = {
+    "en": "th st an er in re nd on en at ou ed ha",
+    "de": "ch sch ei ie en er un de ge ng st au",
+    "fr": "ou ai eu on an en es le re qu oi ui",
+    "es": "os as es el la ci on ad ue ar ra do",
+}
 
 
 def make_corpus(path: Path, megabytes: int, seed: int = 0) -> int:
@@ -50,8 +54,15 @@ def make_corpus(path: Path, megabytes: int, seed: int = 0) -> int:
         langs.append(lang)
         size += len(text)
         i += 1
-    table = pa.table({"id": [f"d{j}" for j in range(len(texts))], "text": texts, "lang": langs,
-                      "training_allowed": [True] * len(texts), "quality_score": rng.random(len(texts))})  # fmt: skip
+    table = pa.table(
+        {
+            "id": [f"d{j}" for j in range(len(texts))],
+            "text": texts,
+            "lang": langs,
+            "training_allowed": [True] * len(texts),
+            "quality_score": rng.random(len(texts)),
+        }
+    )
     path.parent.mkdir(parents=True, exist_ok=True)
     pq.write_table(table, path, row_group_size=2048)  # real corpora: many row groups
     return size

@@ -54,8 +54,11 @@ def old_decision(rev: str | None):
         # The first commit whose decide.py weighs missing prose is the rewrite; take its parent.
         log = subprocess.run(
             ["git", "log", "--format=%H", "-S", "MISSING_PROSE_CHARS", "--", DECIDE],
-            cwd=ROOT, capture_output=True, text=True, check=True,
-        ).stdout.split()  # fmt: skip
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.split()
         if not log:
             raise SystemExit(f"no commit introduces the new {DECIDE}; pass --old-rev")
         rev = f"{log[-1]}^"
@@ -117,9 +120,15 @@ class Server:
 
 
 def _record(url: str, html: str, rendered_html: str | None = None) -> dict:
-    rec = {"url": url, "status": 200, "body": html.encode("utf-8"),
-           "content_type": "text/html; charset=utf-8", "crawl_allowed": True,
-           "training_allowed": True, "robots_crawl": "allowed"}  # fmt: skip
+    rec = {
+        "url": url,
+        "status": 200,
+        "body": html.encode("utf-8"),
+        "content_type": "text/html; charset=utf-8",
+        "crawl_allowed": True,
+        "training_allowed": True,
+        "robots_crawl": "allowed",
+    }
     if rendered_html:
         rec.update(rendered=True, rendered_html=rendered_html)
     return rec
@@ -157,8 +166,18 @@ def measure(pages, base: str, in_flight: int, budget_s: float) -> dict:
     start = time.perf_counter()
     outcomes = render_pages(jobs, config)
     render_wall = time.perf_counter() - start
-    m = {"render_wall": render_wall, "render_s": [], "render_err": [], "dom": [], "static": [],
-         "rendered": [], "trafilatura": [], "static_s": [], "rendered_s": [], "traf_s": []}  # fmt: skip
+    m = {
+        "render_wall": render_wall,
+        "render_s": [],
+        "render_err": [],
+        "dom": [],
+        "static": [],
+        "rendered": [],
+        "trafilatura": [],
+        "static_s": [],
+        "rendered_s": [],
+        "traf_s": [],
+    }
     for url, p, out in zip(urls, pages, outcomes, strict=True):
         m["render_s"].append(out.render_ms / 1000)
         m["render_err"].append(out.error)

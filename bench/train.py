@@ -166,9 +166,18 @@ def attention_worker(impl: str, seq_len: int, mode: str, device_name: str) -> di
         torch.set_num_threads(int(os.environ.get("BENCH_THREADS", "2")))
     device = torch.device(device_name)
     d, n_layer, n_head, n_kv, ffn, vocab, window = SIZES["small-10M"]
-    cfg = ModelConfig(vocab_size=vocab, d_model=d, n_layer=n_layer, n_head=n_head, n_kv_head=n_kv,
-                      ffn_hidden=ffn, max_seq_len=seq_len, window=window,
-                      doc_mask=impl == "new", boundary_token_id=0)  # fmt: skip
+    cfg = ModelConfig(
+        vocab_size=vocab,
+        d_model=d,
+        n_layer=n_layer,
+        n_head=n_head,
+        n_kv_head=n_kv,
+        ffn_hidden=ffn,
+        max_seq_len=seq_len,
+        window=window,
+        doc_mask=impl == "new",
+        boundary_token_id=0,
+    )
     model = Transformer(cfg).to(device)
     x = torch.randint(1, vocab, (1, seq_len + 1), device=device)
     x[0, ::1500] = 0  # a document boundary every 1500 tokens
@@ -215,12 +224,16 @@ def attention_memory(device: str) -> None:
                 row[impl] = json.loads(proc.stdout.strip().splitlines()[-1])
                 results.setdefault((impl, mode), []).append(row[impl]["peak_mem_mb"])
             o, n = row["old"], row["new"]
-            print(f"{seq:>6} {mode:<6} | {o['peak_mem_mb']:>9.0f}{n['peak_mem_mb']:>9.0f}"
-                  f"{o['peak_mem_mb'] / n['peak_mem_mb']:>9.1f} | {o['seconds']:>7.2f}{n['seconds']:>7.2f}",
-                  flush=True)  # fmt: skip
+            print(
+                f"{seq:>6} {mode:<6} | {o['peak_mem_mb']:>9.0f}{n['peak_mem_mb']:>9.0f}"
+                f"{o['peak_mem_mb'] / n['peak_mem_mb']:>9.1f} | {o['seconds']:>7.2f}{n['seconds']:>7.2f}",
+                flush=True,
+            )
     for (impl, mode), mbs in results.items():
-        print(f"{impl} {mode}: {ATTN_LENGTHS[-1]}/{ATTN_LENGTHS[0]} memory ratio {mbs[-1] / mbs[0]:.1f}"
-              " (linear = 4, quadratic = 16)")  # fmt: skip
+        print(
+            f"{impl} {mode}: {ATTN_LENGTHS[-1]}/{ATTN_LENGTHS[0]} memory ratio {mbs[-1] / mbs[0]:.1f}"
+            " (linear = 4, quadratic = 16)"
+        )
 
 
 def run_case(impl: str, size: str, seq_len: int, batch: int, steps: int, device: str) -> dict:
@@ -249,8 +262,11 @@ def main() -> None:
     )
     ap.add_argument("--steps", type=int, default=None, help="timed steps per case")
     ap.add_argument("--worker", nargs=6, help=argparse.SUPPRESS)
-    ap.add_argument("--attention-memory", action="store_true",
-                    help="peak memory of old vs new attention at 2k/4k/8k tokens")  # fmt: skip
+    ap.add_argument(
+        "--attention-memory",
+        action="store_true",
+        help="peak memory of old vs new attention at 2k/4k/8k tokens",
+    )
     ap.add_argument("--attention-worker", nargs=4, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.attention_worker:

@@ -81,9 +81,15 @@ class Threshold(_Strict):
 # Any of them may be listed in quality.rescue_reasons.
 RESCUABLE_REASONS = ("too_short", "symbol_ratio")
 HEURISTIC_REASONS = frozenset(
-    {*RESCUABLE_REASONS, "repeated_lines", "repeated_ngrams", "boilerplate", "encoding_errors",
-     "too_long"}
-)  # fmt: skip
+    {
+        *RESCUABLE_REASONS,
+        "repeated_lines",
+        "repeated_ngrams",
+        "boilerplate",
+        "encoding_errors",
+        "too_long",
+    }
+)
 # Default rescue score: chosen on the dev split of tests/filters/heldout_quality.py (see
 # docs/filters.md), never on the benchmark that judges it.
 DEFAULT_RESCUE_SCORE = 0.5

@@ -1,11 +1,18 @@
-"""The demo: serve the sample web and run every stage on it, end to end, into the lake."""
+"""The demo: serve the sample web, then materialize the whole asset graph with Dagster.
+
+No list of steps is written here: the runs come from the graph (`pipelines.graph`), in
+topological order, one run per partition for partitioned assets. The only demo-specific things
+are run config values (the served seeds, a short crawl delay, training steps). The runs, their
+materializations and check evaluations land in the Dagster instance of $DAGSTER_HOME (default:
+the project's dagster_home/), so `make ui` then shows the run that just happened.
+"""
 
 from __future__ import annotations
 
+import os
 import shutil
 import time
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -14,196 +21,130 @@ from rich.table import Table
 
 from pipelines import lake
 
-
-@dataclass
-class DemoState:
-    """What the demo's stages hand each other: the lake root, the served web, each stage's output."""
-
-    root: Path
-    served: Any = None
-    train_steps: tuple[int, ...] = ()
-    outputs: dict[str, Path] = field(default_factory=dict)
+PROJECT_ROOT = Path(__file__).resolve().parents[1]
+# The sample web is on loopback: a short delay keeps the demo quick; robots and Crawl-delay apply.
+DEMO_CRAWL_DELAY_S = 0.2
+DEMO_TRAIN_STEPS = {"pretrained_model": 300, "cpt_model": 100, "long_context_model": 100}
+DEMO_RETRIEVAL_EVAL_DOCS = 64
 
 
 @dataclass
-class StepResult:
+class AssetResult:
+    """One materialized asset of the demo: its name, run time, summary line and dataset path."""
+
     name: str
     seconds: float
-    summary: dict[str, Any]
-    output: Path | None
+    summary: str
+    output: str
+    checks: dict[str, bool]
 
 
-def step_sample_web(state: DemoState) -> tuple[dict[str, Any], Path]:
-    """Write the sample web and its labels to the lake."""
-    from pipelines.stages.sampleweb import run_sampleweb_write
-
-    out = lake.stage_dir("sampleweb", state.root)
-    summary = run_sampleweb_write(out)
-    return {k: summary[k] for k in ("sites", "content_pages", "images", "languages")}, out
-
-
-def _fresh(path: Path) -> Path:
-    """A demo run starts each stage's output afresh, so reruns never mix old and new files."""
-    if path.exists():
-        shutil.rmtree(path)
-    path.mkdir(parents=True)
-    return path
+def demo_config(seeds: list[str], train_steps: dict[str, int]) -> dict[str, dict[str, Any]]:
+    """Config per asset (by asset name) for the demo; everything else keeps its defaults."""
+    config: dict[str, dict[str, Any]] = {
+        "raw_pages": {
+            "seeds": seeds,
+            "delay": DEMO_CRAWL_DELAY_S,
+            "allow_private_networks": True,
+        },
+        "long_context_model": {"retrieval_eval_docs": DEMO_RETRIEVAL_EVAL_DOCS},
+    }
+    for name, steps in train_steps.items():
+        config.setdefault(name, {})["steps"] = steps
+    return config
 
 
-def step_crawl(state: DemoState) -> tuple[dict[str, Any], Path]:
-    """Crawl the served sample web from its home pages (loopback allowed, short politeness delay)."""
-    from pipelines.stages.crawl import run_crawl
-
-    out = _fresh(state.root / lake.STAGE_DIRS["crawl"])
-    config = {"delay": DEMO_CRAWL_DELAY_S, "allow_private_networks": True}
-    summary = run_crawl(state.served.seeds(), out, config=config)
-    keys = ("pages", "fetched", "denied", "skipped", "errors", "pages_per_s")
-    return {k: summary[k] for k in keys if k in summary}, out
-
-
-def step_extract(state: DemoState) -> tuple[dict[str, Any], Path]:
-    """Render the pages that need JavaScript and extract every page's main content."""
-    from pipelines.stages.extract import run_extract
-
-    out = _fresh(state.root / lake.STAGE_DIRS["extract"])
-    summary = run_extract(state.root / lake.STAGE_DIRS["crawl"], out, "auto")
-    keys = ("pages", "documents", "rejects", "rendered", "image_refs", "tables")
-    return {k: summary[k] for k in keys if k in summary}, out
+def plan_runs(defs) -> list[tuple[list[Any], list[str | None]]]:
+    """The graph's assets in topological order, cut into runs: consecutive assets that share a
+    partitioning go in one run, executed once per partition key (None: unpartitioned)."""
+    graph = defs.resolve_asset_graph()
+    runs: list[tuple[list[Any], Any]] = []
+    for key in graph.toposorted_asset_keys:
+        parts = graph.get(key).partitions_def
+        if runs and runs[-1][1] == parts:
+            runs[-1][0].append(key)
+        else:
+            runs.append(([key], parts))
+    return [(keys, parts.get_partition_keys() if parts else [None]) for keys, parts in runs]
 
 
-DEMO_LANGS = ("en", "de", "fr", "es", "ja", "zh")
+def _instance(dagster_home: Path | None):
+    from dagster import DagsterInstance
+
+    project_home = PROJECT_ROOT / "dagster_home"
+    home = Path(dagster_home or os.environ.get("DAGSTER_HOME") or project_home)
+    home.mkdir(parents=True, exist_ok=True)
+    if not (home / "dagster.yaml").exists():  # the project's instance settings (SQLite storage)
+        shutil.copyfile(project_home / "dagster.yaml", home / "dagster.yaml")
+    os.environ["DAGSTER_HOME"] = str(home.resolve())
+    return DagsterInstance.get(), home
 
 
-def step_filter(state: DemoState) -> tuple[dict[str, Any], Path]:
-    """Filter with the default quality models: one per language trained from the sample web's
-    reference pages, plus the multilingual fallback, built on first use and reused by key."""
-    import json
+def materialize_graph(
+    root: Path,
+    config_by_asset: dict[str, dict[str, Any]],
+    *,
+    dagster_home: Path | None = None,
+    console: Console | None = None,
+) -> list[AssetResult]:
+    """Materialize every asset of the graph into the lake at `root`, recording the runs in the
+    Dagster instance; return one result per asset (the last partition's, for partitioned ones)."""
+    from dagster import materialize
 
-    from filters.quality.default import default_root, ensure_default_models
-    from pipelines.stages.filter import run_filter
-    from sampleweb.labels import labelled_documents
+    from pipelines.graph import build_definitions
 
-    models = ensure_default_models(
-        default_root(state.root / lake.STAGE_DIRS["quality_models"]), labelled_documents(0)
-    )
-    out = _fresh(state.root / lake.STAGE_DIRS["filter"])
-    summary = run_filter(state.root / lake.STAGE_DIRS["extract"], out, models_dir=models)
-    keys = ("rows_in", "rows_kept", "dedup_rate", "tokens_kept", "dropped")
-    result = {k: summary[k] for k in keys if k in summary}
-    aucs = {}
-    for lang in DEMO_LANGS:  # the deployed fold ensemble, on its held-out split
-        meta = models / f"{lang}.json"
-        if meta.exists():
-            auc = (json.loads(meta.read_text()).get("metrics") or {}).get("auc")
-            if auc is not None:
-                aucs[lang] = round(auc, 2)
-    result["quality_auc"] = aucs
-    return result, out
+    defs = build_definitions("local", root=root)
+    instance, home = _instance(dagster_home)
+    assets = list(defs.assets)
+    op_of = {k.to_user_string(): a.node_def.name for a in assets for k in a.keys}
+    results: dict[str, AssetResult] = {}
+    for keys, partitions in plan_runs(defs):
+        names = [k.to_user_string() for k in keys]
+        run_config = {
+            "ops": {
+                op_of[n]: {"config": config_by_asset[n]} for n in names if n in config_by_asset
+            },
+            # the instance keeps every event; the terminal shows the stages' own log lines
+            "loggers": {"console": {"config": {"log_level": "INFO"}}},
+        }
+        for partition in partitions:
+            label = ", ".join(names) + (f" [partition {partition}]" if partition else "")
+            if console:
+                from rich.markup import escape
 
-
-DEMO_MIXTURES = ("pretrain", "cpt", "long_context", "multimodal")
-
-
-def step_mix(state: DemoState) -> tuple[dict[str, Any], Path]:
-    """Train the demo tokenizer on the filtered documents and build the tiny stage mixtures."""
-    from pipelines.stages.mix import run_mix_build, run_tokenizer_train
-    from pipelines.stages.train import run_retrieval_data
-
-    tok = run_tokenizer_train(vocab_size=DEMO_VOCAB_SIZE, lake_root=state.root)
-    # The report's synthetic long-form retrieval documents: a source of the long-context mixture.
-    run_retrieval_data(n_docs=1000, seed=0, lake_root=state.root, **DEMO_RETRIEVAL_DOCS)
-    out = state.root / lake.STAGE_DIRS["mixtures"]
-    summary: dict[str, Any] = {"vocab": tok.get("vocab_size", DEMO_VOCAB_SIZE)}
-    for stage in DEMO_MIXTURES:
-        spec = f"tiny/{stage}"
-        name = "tiny-" + stage.replace("_", "-")
-        built = run_mix_build(spec, _fresh(out / name), lake_root=state.root)
-        summary[f"{stage}_tokens"] = built.get("tokens")
-        state.outputs[f"mixture:{stage}"] = out / name
-    return summary, out
-
-
-def step_train(state: DemoState) -> tuple[dict[str, Any], Path]:
-    """Run pretraining, continued pretraining and context lengthening on the tiny mixtures.
-
-    Each stage writes a new versioned run `runs/<stage>/<run id>/` and points
-    `runs/<stage>/latest.json` at it; earlier runs are kept.
-    """
-    from pipelines.stages.train import new_run_dir, run_retrieval_eval, run_train, set_latest
-
-    runs = state.root / lake.STAGE_DIRS["runs"]
-    summary: dict[str, Any] = {}
-    init = None
-    plan = DEMO_TRAIN_STEPS
-    if state.train_steps:
-        plan = tuple(
-            (stage, mix, n)
-            for (stage, mix, _), n in zip(DEMO_TRAIN_STEPS, state.train_steps, strict=True)
-        )
-    done: dict[str, Path] = {}
-    for stage, mixture, steps in plan:
-        out = new_run_dir(runs / stage)
-        result = run_train(
-            stage, "tiny", state.outputs[f"mixture:{mixture}"], out, init=init, steps=steps
-        )
-        set_latest(runs / stage, out)
-        summary[f"{stage}_loss"] = result.get("final_loss")
-        if stage == "long-context":
-            summary["long_eval_before"] = result.get("eval_mean_before")
-            summary["long_eval_after"] = result.get("eval_mean")
-        init = done[stage] = out
-    # Late-query loss on held-out retrieval documents (a seed the training data did not use).
-    ev = run_retrieval_eval(
-        {"cpt": done["cpt"], "long-context": done["long-context"]},
-        state.root / lake.STAGE_DIRS["tokenizer"] / "tokenizer.json",
-        n_docs=64,
-        seed=10_000,
-        **DEMO_RETRIEVAL_DOCS,
-    )
-    summary["late_query_loss"] = {k: round(v["loss"], 3) for k, v in ev.items()}
-    return summary, runs
-
-
-DEMO_VOCAB_SIZE = 4096
-DEMO_RETRIEVAL_DOCS = {
-    "n_facts": 3,
-    "n_queries": 3,
-    "filler_sentences": (12, 18),
-    "values": "words",
-}
-DEMO_TRAIN_STEPS = (
-    ("pretrain", "pretrain", 300),
-    ("cpt", "cpt", 100),
-    ("long-context", "long_context", 100),
-)
-
-# The sample web is on loopback: a short delay keeps the demo quick; robots and Crawl-delay still apply.
-DEMO_CRAWL_DELAY_S = 0.2
-
-# Stages in order; each later issue appends its step here.
-STEPS: list[tuple[str, Callable[[DemoState], tuple[dict[str, Any], Path]]]] = [
-    ("sample web", step_sample_web),
-    ("crawl", step_crawl),
-    ("render + extract", step_extract),
-    ("filter + dedup", step_filter),
-    ("tokenizer + mixtures", step_mix),
-    ("train", step_train),
-]
-
-
-def _fmt(summary: dict[str, Any]) -> str:
-    parts = []
-    for key, value in summary.items():
-        if isinstance(value, float):
-            value = f"{value:.3g}"
-        elif isinstance(value, list | tuple):
-            value = ",".join(map(str, value))
-        elif isinstance(value, dict):
-            value = ",".join(
-                f"{k}:{v:.3g}" if isinstance(v, float) else f"{k}:{v}" for k, v in value.items()
+                console.rule(escape(label))
+            result = materialize(
+                assets,
+                selection=keys,
+                instance=instance,
+                resources=defs.resources,
+                run_config=run_config,
+                partition_key=partition,
+                tags={"refinery/demo": "1"},
             )
-        parts.append(f"{key}={value}")
-    return "  ".join(parts)
+            if not result.success:
+                raise RuntimeError(f"demo run {label} failed; see the Dagster instance at {home}")
+            checks: dict[str, dict[str, bool]] = {}
+            for ev in result.get_asset_check_evaluations():
+                checks.setdefault(ev.asset_key.to_user_string(), {})[ev.check_name] = ev.passed
+            for ev in result.get_asset_materialization_events():
+                mat = ev.event_specific_data.materialization
+                name = mat.asset_key.to_user_string()
+                meta = mat.metadata
+                results[name] = AssetResult(
+                    name=name,
+                    seconds=float(meta["seconds"].value) if "seconds" in meta else 0.0,
+                    summary=str(meta["summary"].value) if "summary" in meta else "",
+                    output=str(meta["path"].value) if "path" in meta else "",
+                    checks=checks.get(name, {}),
+                )
+                if console:
+                    console.print(f"{name}: {results[name].summary}", markup=False)
+            failed = [f"{a}.{c}" for a, cs in checks.items() for c, ok in cs.items() if not ok]
+            if failed:
+                raise RuntimeError(f"demo run {label}: checks failed: {', '.join(failed)}")
+    order = [k.to_user_string() for k in defs.resolve_asset_graph().toposorted_asset_keys]
+    return [results[n] for n in order if n in results]
 
 
 def run_demo(
@@ -211,39 +152,41 @@ def run_demo(
     console: Console | None = None,
     *,
     train_steps: tuple[int, int, int] | None = None,
-) -> list[StepResult]:
-    """Serve the sample web on loopback and run every stage on it; print a summary table.
+    dagster_home: Path | None = None,
+) -> list[AssetResult]:
+    """Serve the sample web on loopback and materialize the whole graph on it; print a table.
 
     train_steps overrides the (pretrain, cpt, long-context) step counts, e.g. for a quick check.
     """
-    from crawlers.sampleweb import build_web, serve
+    from sampleweb import build_web, serve
 
     console = console or Console()
-    state = DemoState(root=(root or lake.lake_root()))
+    root = (root or lake.lake_root()).resolve()
+    root.mkdir(parents=True, exist_ok=True)
+    steps = dict(DEMO_TRAIN_STEPS)
     if train_steps:
-        state.train_steps = tuple(train_steps)
-    state.root.mkdir(parents=True, exist_ok=True)
-    results: list[StepResult] = []
+        steps = dict(zip(DEMO_TRAIN_STEPS, train_steps, strict=True))
     started = time.perf_counter()
     with serve(build_web()) as served:
-        state.served = served
         console.print(
-            f"[bold]Refinery demo[/] lake={state.root}  sample web: {len(served.seeds())} sites on loopback"
+            f"[bold]Refinery demo[/] lake={root}  sample web: {len(served.seeds())} sites on "
+            "loopback; materializing the asset graph with Dagster"
         )
-        for name, step in STEPS:
-            console.rule(name)
-            t0 = time.perf_counter()
-            summary, output = step(state)
-            results.append(StepResult(name, time.perf_counter() - t0, summary, output))
-            console.print(f"{name}: {_fmt(summary)}")
+        results = materialize_graph(
+            root, demo_config(served.seeds(), steps), dagster_home=dagster_home, console=console
+        )
+    n_checks = sum(len(r.checks) for r in results)
     table = Table(
-        title=f"Refinery demo: {len(results)} stages in {time.perf_counter() - started:.0f} s"
+        title=f"Refinery demo: {len(results)} assets and {n_checks} checks in "
+        f"{time.perf_counter() - started:.0f} s (lake {root})"
     )
-    table.add_column("stage")
-    table.add_column("seconds", justify="right")
-    table.add_column("summary")
-    table.add_column("output")
+    table.add_column("asset", no_wrap=True)
+    table.add_column("s", justify="right")
+    table.add_column("checks", justify="right")
+    table.add_column("summary (path: Dagster metadata)")
     for r in results:
-        table.add_row(r.name, f"{r.seconds:.1f}", _fmt(r.summary), str(r.output or ""))
+        ok = sum(r.checks.values())
+        checks = f"{ok}/{len(r.checks)} ok" if r.checks else ""
+        table.add_row(r.name, f"{r.seconds:.1f}", checks, r.summary)
     console.print(table)
     return results

@@ -10,6 +10,7 @@ same step and report figures as metadata. Blocking checks stop the graph when th
 from __future__ import annotations
 
 import inspect
+import time
 from pathlib import Path
 from typing import Any, get_args, get_origin
 
@@ -20,6 +21,7 @@ from dagster import (
     AssetCheckSpec,
     AssetExecutionContext,
     AssetIn,
+    AssetKey,
     AssetOut,
     Config,
     ConfigurableIOManager,
@@ -61,7 +63,12 @@ class LakeIOManager(ConfigurableIOManager):
                 f"{handle}: no handle for {asset}, and nothing at its standard lake place "
                 f"{self._root() / (rel or asset)}; materialize {asset} first"
             )
-        return Dataset(asset, str(self._root() / rel))
+        path = self._root() / rel
+        if (path / "latest.json").exists():  # versioned runs: the newest finished one
+            from pipelines.stages.train import latest_run
+
+            path = latest_run(path) or path
+        return Dataset(asset, str(path))
 
     def handle_output(self, context: OutputContext, obj: Dataset) -> None:
         asset = context.asset_key.to_user_string()
@@ -96,7 +103,7 @@ def _config_type(annotation: Any) -> Any:
         return str
     args = get_args(annotation)
     if args and Path in args:
-        return annotation.__class__.__or__(str, type(None)) if type(None) in args else str
+        return (str | None) if type(None) in args else str
     if get_origin(annotation) is list and args and args[0] is Path:
         return list[str]
     return annotation
@@ -105,8 +112,9 @@ def _config_type(annotation: Any) -> Any:
 def config_class(stage: Stage, asset_name: str) -> type[Config]:
     """The Dagster `Config` of a stage: its params that Dagster users set (`asset=True`)."""
     fields: dict[str, Any] = {}
+    bound = stage.input_fields()
     for name, info in stage.params.model_fields.items():
-        if not field_role(stage.params, name).get("asset", True):
+        if not field_role(stage.params, name).get("asset", True) or name in bound:
             continue
         default = stage.asset_defaults.get(name, info.default)
         if info.is_required() and name not in stage.asset_defaults:
@@ -137,13 +145,15 @@ def _metadata(values: dict[str, Any], markdown: tuple[str, ...]) -> dict[str, An
 
 def stage_asset(stage: Stage, name: str | None = None):
     """The Dagster multi-asset of one stage (named after its only output, or `name`)."""
-    op_name = name or (stage.outputs[0] if len(stage.outputs) == 1 else stage.name.replace(" ", "_"))
+    op_name = name or (
+        stage.outputs[0] if len(stage.outputs) == 1 else stage.name.replace(" ", "_")
+    )
     partitions = StaticPartitionsDefinition(list(stage.partitions)) if stage.partitions else None
     ins = {_arg(up): AssetIn(key=up) for up in stage.inputs}
     outs = {
         out: AssetOut(
             description=stage.output_descriptions.get(out, stage.description),
-            group_name=stage.group,
+            group_name=stage.group or None,
             io_manager_key="io_manager",
         )
         for out in stage.outputs
@@ -164,23 +174,33 @@ def stage_asset(stage: Stage, name: str | None = None):
         )
         values = config.model_dump()
         for field_name, upstream in bound.items():
-            values[field_name] = inputs[_arg(upstream)].path
+            path = inputs[_arg(upstream)].path
+            annotation = stage.params.model_fields[field_name].annotation
+            is_list = get_origin(annotation) is list or list in map(
+                get_origin, get_args(annotation)
+            )
+            values[field_name] = [path] if is_list else path
         for field_name in stage.params.model_fields:
             source = field_role(stage.params, field_name).get("resource")
             if source:
                 resource_name, attr = source.split(".", 1)
                 value = getattr(getattr(res, resource_name), attr)
                 values[field_name] = value() if callable(value) else value
+        started = time.perf_counter()
         summary: Summary = stage.run(stage.params(**values), lake)
-        meta = _metadata(summary.metadata(), summary.markdown_fields)
+        seconds = round(time.perf_counter() - started, 2)
         for out in stage.outputs:
             path = summary.outputs.get(out)
             if path is None:
                 raise RuntimeError(f"stage {stage.name or op_name} did not report output {out}")
             handle = Dataset(out, str(path), lake.partition)
-            out_meta = {"path": MetadataValue.path(str(path)), "summary": summary.text()}
-            if out == stage.outputs[0]:
-                out_meta.update(meta)
+            out_meta = {
+                "path": MetadataValue.path(str(path)),
+                "summary": summary.line(),
+                "seconds": seconds,
+            }
+            figures = summary.metadata_for(out, out == stage.outputs[0])
+            out_meta.update(_metadata(figures, summary.markdown_fields))
             yield Output(handle, output_name=out, metadata=out_meta)
         for check in stage.checks:
             outcome = check.fn(summary, lake)
@@ -194,7 +214,9 @@ def stage_asset(stage: Stage, name: str | None = None):
             )
 
     params = [
-        inspect.Parameter("context", inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=AssetExecutionContext),
+        inspect.Parameter(
+            "context", inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=AssetExecutionContext
+        ),
         inspect.Parameter("config", inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=config_cls),
     ] + [
         inspect.Parameter(arg, inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=Dataset)
@@ -203,8 +225,15 @@ def stage_asset(stage: Stage, name: str | None = None):
     compute.__signature__ = inspect.Signature(params)
     compute.__name__ = op_name
     compute.__doc__ = stage.description
+    internal = None
+    if stage.internal_deps:
+        internal = {
+            out: {AssetKey(d) for d in stage.internal_deps.get(out, stage.inputs)}
+            for out in stage.outputs
+        }
     return multi_asset(
         name=op_name,
+        internal_asset_deps=internal,
         outs=outs,
         ins=ins,
         check_specs=check_specs or None,
@@ -219,13 +248,14 @@ def _arg(asset_name: str) -> str:
     return f"in_{asset_name}"
 
 
-def build_definitions(env: str | None = None) -> Definitions:
-    """Every asset and check of the stage table, with the resources of one environment."""
+def build_definitions(env: str | None = None, root: str | Path | None = None) -> Definitions:
+    """Every asset and check of the stage table, with the resources of one environment
+    (`root` overrides the local lake root)."""
     from pipelines.resources import resources_for
     from pipelines.stages import STAGES
 
     assets = [stage_asset(s) for s in STAGES if s.outputs]
-    return Definitions(assets=assets, resources=resources_for(env))
+    return Definitions(assets=assets, resources=resources_for(env, root))
 
 
 def asset(name: str):
@@ -236,3 +266,74 @@ def asset(name: str):
         if name in stage.outputs:
             return stage_asset(stage)
     raise KeyError(f"no stage materializes asset {name!r}")
+
+
+def materialize_selection(
+    selection: list[str],
+    root: str | Path,
+    *,
+    resources: dict[str, Any] | None = None,
+    **kwargs: Any,
+):
+    """`dagster.materialize` of some assets of the graph in the local environment with the lake
+    at `root`; upstream assets outside the selection are loaded from the lake by the IO manager.
+    `resources` override single resources; other keyword arguments go to `materialize`."""
+    from dagster import materialize
+
+    defs = build_definitions("local", root=root)
+    return materialize(
+        list(defs.assets),
+        selection=selection,
+        resources={**defs.resources, **(resources or {})},
+        **kwargs,
+    )
+
+
+def dataset_inputs(path: str | Path) -> set[str]:
+    """Every input recorded by the manifests of a dataset (a file, or a directory's manifest.json,
+    or the manifests of the files in it)."""
+    import json
+
+    from pipelines.lake import manifest_path
+
+    p = Path(path)
+    if p.is_file() or (p / "manifest.json").exists():
+        files = [manifest_path(p)]
+    else:
+        files = sorted(p.glob("*.manifest.json"))
+    return {
+        str(i) for f in files if f.exists() for i in json.loads(f.read_text()).get("inputs", [])
+    }
+
+
+def lineage_gaps(root: str | Path) -> dict[str, list[str]]:
+    """For each materialized asset, the upstream assets whose datasets its manifests do not name
+    as inputs (an empty dict: every asset read every one of its upstream datasets)."""
+    defs = build_definitions("local", root=root)
+    graph = defs.resolve_asset_graph()
+    io = LakeIOManager(root=str(root))
+
+    def handle(key) -> Dataset | None:
+        name = key.to_user_string()
+        files = [io._file(name, None)] + sorted((io._root() / HANDLES_DIR / name).glob("*.json"))
+        paths = [Dataset.from_json(f.read_text()).path for f in files if f.exists()]
+        if not paths:
+            return None
+        import os
+
+        return Dataset(name, os.path.commonpath(paths) if len(paths) > 1 else paths[0])
+
+    gaps: dict[str, list[str]] = {}
+    for key in graph.toposorted_asset_keys:
+        mine = handle(key)
+        if mine is None:
+            continue
+        read = dataset_inputs(mine.path)
+        missing = []
+        for parent in sorted(graph.get(key).parent_keys, key=lambda k: k.to_user_string()):
+            up = handle(parent)
+            if up is None or not any(i == up.path or i.startswith(up.path + "/") for i in read):
+                missing.append(parent.to_user_string())
+        if missing:
+            gaps[key.to_user_string()] = missing
+    return gaps

@@ -7,15 +7,16 @@ directory, a shard directory, a model) gets a small JSON manifest beside it:
 
 from __future__ import annotations
 
-import hashlib
-import json
-import os
-import time
-from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any
 
-SCHEMA_VERSION = 1
+from common.manifest import (  # noqa: F401  (the lake's manifest API, re-exported)
+    SCHEMA_VERSION,
+    config_hash,
+    manifest_path,
+    read_manifest,
+    write_manifest,
+    write_parquet,
+)
 
 # Standard locations of each stage's output, relative to the lake root.
 STAGE_DIRS = {
@@ -44,11 +45,21 @@ DATASETS = {
     "deduplicated_documents": "filter/documents.parquet",
     "tokenizer": "tokenizer/tokenizer.json",
     "retrieval_documents": "synth/long/retrieval.parquet",
+    # mixtures: the default (tiny) specs' names; training runs: the newest finished run
+    "pretrain_mixture": "mixtures/tiny-pretrain",
+    "cpt_mixture": "mixtures/tiny-cpt",
+    "long_context_mixture": "mixtures/tiny-long-context",
+    "multimodal_mixture": "mixtures/tiny-multimodal",
+    "pretrained_model": "runs/pretrain",
+    "cpt_model": "runs/cpt",
+    "long_context_model": "runs/long-context",
 }
 
 
 def lake_root() -> Path:
     """Return the lake root: $REFINERY_HOME if set, else ./lake."""
+    import os
+
     return Path(os.environ.get("REFINERY_HOME") or "lake").resolve()
 
 
@@ -58,68 +69,4 @@ def stage_dir(stage: str, root: Path | None = None) -> Path:
         raise KeyError(f"unknown lake stage {stage!r}; known: {', '.join(sorted(STAGE_DIRS))}")
     path = (root or lake_root()) / STAGE_DIRS[stage]
     path.mkdir(parents=True, exist_ok=True)
-    return path
-
-
-def config_hash(config: Any) -> str:
-    """Stable sha256 of a JSON-serialisable configuration."""
-    blob = json.dumps(config, sort_keys=True, default=str).encode()
-    return hashlib.sha256(blob).hexdigest()
-
-
-def manifest_path(dataset: Path) -> Path:
-    """Where the manifest of a dataset (file or directory) lives."""
-    dataset = Path(dataset)
-    if dataset.is_dir():
-        return dataset / "manifest.json"
-    return dataset.with_name(dataset.name + ".manifest.json")
-
-
-def write_manifest(
-    dataset: Path,
-    *,
-    rows: int | None,
-    inputs: Iterable[str | Path] = (),
-    config: Any = None,
-    schema_version: int = SCHEMA_VERSION,
-    extra: Mapping[str, Any] | None = None,
-) -> Path:
-    """Write the small manifest every lake dataset carries (schema version, rows, inputs, config hash)."""
-    doc = {
-        "dataset": Path(dataset).name,
-        "schema_version": schema_version,
-        "rows": rows,
-        "inputs": [str(p) for p in inputs],
-        "config_sha256": config_hash(config) if config is not None else None,
-        "written_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-    }
-    if extra:
-        doc.update(extra)
-    path = manifest_path(dataset)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(doc, indent=2, sort_keys=True, default=str))
-    os.replace(tmp, path)
-    return path
-
-
-def read_manifest(dataset: Path) -> dict[str, Any]:
-    """Read a dataset's manifest; a clear error if it has none."""
-    path = manifest_path(dataset)
-    if not path.exists():
-        raise FileNotFoundError(
-            f"{dataset}: no manifest at {path}; was it written by a Refinery stage?"
-        )
-    return json.loads(path.read_text())
-
-
-def write_parquet(table, path: Path, **manifest_kwargs: Any) -> Path:
-    """Write a pyarrow Table atomically and its manifest beside it."""
-    import pyarrow.parquet as pq
-
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    pq.write_table(table, tmp)
-    os.replace(tmp, path)
-    write_manifest(path, rows=table.num_rows, **manifest_kwargs)
     return path

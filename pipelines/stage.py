@@ -22,7 +22,7 @@ import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -120,7 +120,7 @@ class Summary(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     outputs: dict[str, str] = Field(default_factory=dict, description="dataset -> path written")
-    markdown_fields: tuple[str, ...] = Field(default=(), exclude=True)
+    markdown_fields: ClassVar[tuple[str, ...]] = ()
 
     def metadata(self) -> dict[str, Any]:
         """Figures for Dagster: scalars as they are, dicts/lists as JSON, None left out."""
@@ -130,9 +130,23 @@ class Summary(BaseModel):
                 out[name] = value
         return out
 
+    def metadata_for(self, output: str, first: bool) -> dict[str, Any]:
+        """The figures attached to one output's materialization (all of them on the first)."""
+        return self.metadata() if first else {}
+
     def text(self) -> str:
-        """One line of `key=value` figures for the terminal (the demo's table uses it too)."""
-        return format_figures(self.model_dump(exclude={"outputs"}))
+        """What the CLI prints: one line of `key=value` figures unless a stage says more."""
+        return self.line()
+
+    def line(self) -> str:
+        """One line of the short figures (the demo's table and the Dagster `summary` entry)."""
+        short = {
+            k: v
+            for k, v in self.metadata().items()
+            if not (isinstance(v, str) and (len(v) > 60 or "/" in v))
+            and not (isinstance(v, list | dict) and len(v) > 8)
+        }
+        return format_figures(short)
 
 
 def format_figures(figures: Mapping[str, Any]) -> str:
@@ -195,14 +209,18 @@ class Stage:
     output_descriptions: Mapping[str, str] = field(default_factory=dict)
     asset_defaults: Mapping[str, Any] = field(default_factory=dict)  # Dagster-only defaults
     show: Callable[[Summary], None] | None = None  # richer terminal output than Summary.text()
+    bind: Mapping[str, str] = field(default_factory=dict)  # params field -> upstream asset
+    # outputs that depend on other outputs of the same stage, not on all its inputs
+    internal_deps: Mapping[str, Sequence[str]] = field(default_factory=dict)
 
     def input_fields(self) -> dict[str, str]:
-        """params field -> upstream dataset, for the fields marked `input=`."""
-        return {
+        """params field -> upstream dataset: fields marked `input=`, and `bind`."""
+        fields = {
             n: field_role(self.params, n)["input"]
             for n in self.params.model_fields
             if field_role(self.params, n).get("input")
         }
+        return {**fields, **self.bind}
 
 
 @dataclass(frozen=True)

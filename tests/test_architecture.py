@@ -19,11 +19,17 @@ def forbidden_imports(source: str, filename: str = "<string>") -> list[tuple[int
             names = [alias.name for alias in node.names]
         elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
             names = [node.module]
-        elif isinstance(node, ast.Call) and getattr(node.func, "attr", getattr(node.func, "id", "")) in (
+        elif isinstance(node, ast.Call) and getattr(
+            node.func, "attr", getattr(node.func, "id", "")
+        ) in (
             "import_module",
             "__import__",
         ):
-            names = [a.value for a in node.args[:1] if isinstance(a, ast.Constant) and isinstance(a.value, str)]
+            names = [
+                a.value
+                for a in node.args[:1]
+                if isinstance(a, ast.Constant) and isinstance(a.value, str)
+            ]
         for name in names:
             if name.split(".")[0] in FORBIDDEN:
                 hits.append((node.lineno, name))

@@ -9,7 +9,19 @@ from pathlib import Path
 import pytest
 
 REFINERY = str(Path(sys.executable).with_name("refinery"))
-GROUPS = ("sampleweb", "crawl", "render", "extract", "filter", "quality", "tokenizer", "mix", "train", "demo", "ui")
+GROUPS = (
+    "sampleweb",
+    "crawl",
+    "render",
+    "extract",
+    "filter",
+    "quality",
+    "tokenizer",
+    "mix",
+    "train",
+    "demo",
+    "ui",
+)
 
 
 def _run(*args: str) -> subprocess.CompletedProcess:
@@ -19,7 +31,11 @@ def _run(*args: str) -> subprocess.CompletedProcess:
 def test_help_lists_every_command_group():
     result = _run("--help")
     assert result.returncode == 0, result.stderr
-    listed = {line.split()[1] for line in result.stdout.splitlines() if line.startswith("│ ") and len(line.split()) > 1}
+    listed = {
+        line.split()[1]
+        for line in result.stdout.splitlines()
+        if line.startswith("│ ") and len(line.split()) > 1
+    }
     missing = [g for g in GROUPS if g not in listed]
     assert not missing, f"refinery --help does not list {missing}:\n{result.stdout}"
 

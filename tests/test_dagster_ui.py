@@ -46,7 +46,9 @@ def _wait_for_code_location(base: str, deadline: float) -> None:
             entries = _graphql(base, query)["data"]["workspaceOrError"]["locationEntries"]
             last = entries
             if entries and all(e["loadStatus"] == "LOADED" for e in entries):
-                errors = [e for e in entries if e["locationOrLoadError"]["__typename"] == "PythonError"]
+                errors = [
+                    e for e in entries if e["locationOrLoadError"]["__typename"] == "PythonError"
+                ]
                 assert not errors, f"code location failed to load: {errors}"
                 return
         except (OSError, KeyError, TypeError):
@@ -65,9 +67,20 @@ def dagster_dev(tmp_path):
     env = dict(os.environ, DAGSTER_HOME=str(home), REFINERY_HOME=str(lake))
     log = open(tmp_path / "dagster_dev.log", "wb")
     proc = subprocess.Popen(
-        [str(Path(sys.executable).with_name("dagster")), "dev", "-w", str(home / "workspace.yaml"),
-         "-h", "127.0.0.1", "-p", str(port)],
-        cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
+        [
+            str(Path(sys.executable).with_name("dagster")),
+            "dev",
+            "-w",
+            str(home / "workspace.yaml"),
+            "-h",
+            "127.0.0.1",
+            "-p",
+            str(port),
+        ],
+        cwd=ROOT,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
     )
     base = f"http://127.0.0.1:{port}"
     try:
@@ -118,7 +131,7 @@ def _wait_for_text(page, names: list[str], timeout_s: float = 60) -> None:
 
 
 def _latest_run_status(base: str) -> str | None:
-    data = _graphql(base, '{ runsOrError(limit: 1) { ... on Runs { results { runId status } } } }')
+    data = _graphql(base, "{ runsOrError(limit: 1) { ... on Runs { results { runId status } } } }")
     runs = data["data"]["runsOrError"]["results"]
     return runs[0]["status"] if runs else None
 
@@ -149,7 +162,9 @@ def test_asset_graph_shows_assets_and_sample_web_materializes_from_ui(dagster_de
 
             page.goto(f"{base}/assets/sample_web", wait_until="networkidle")
             _dismiss_community_dialog(page)
-            page.get_by_role("button").filter(has_text=re.compile(r"^\s*Materialize\s*$")).first.click()
+            page.get_by_role("button").filter(
+                has_text=re.compile(r"^\s*Materialize\s*$")
+            ).first.click()
             deadline = time.monotonic() + 300
             status = None
             while time.monotonic() < deadline:
@@ -157,7 +172,9 @@ def test_asset_graph_shows_assets_and_sample_web_materializes_from_ui(dagster_de
                 if status in ("SUCCESS", "FAILURE", "CANCELED"):
                     break
                 time.sleep(2)
-            assert status == "SUCCESS", f"sample_web run ended as {status}; see {tmp / 'dagster_dev.log'}"
+            assert status == "SUCCESS", (
+                f"sample_web run ended as {status}; see {tmp / 'dagster_dev.log'}"
+            )
             page.reload(wait_until="networkidle")
             _wait_for_text(page, ["Latest materialization", "/sampleweb/labels.parquet"])
             page.screenshot(path=str(tmp / "sample_web_materialized.png"))

@@ -10,7 +10,9 @@ def test_fasttext_module_is_fasttext_numpy2_with_training_and_batch_predict():
     # different predict; the lock leaves it out so fasttext-numpy2 owns the name.
     import fasttext
 
-    assert hasattr(fasttext, "train_supervised"), "`fasttext` is not fasttext-numpy2; run make bootstrap"
+    assert hasattr(fasttext, "train_supervised"), (
+        "`fasttext` is not fasttext-numpy2; run make bootstrap"
+    )
     try:
         importlib.metadata.version("fasttext-predict")
     except importlib.metadata.PackageNotFoundError:
@@ -22,5 +24,7 @@ def test_fasttext_module_is_fasttext_numpy2_with_training_and_batch_predict():
 def test_language_id_predicts_a_batch():
     from filters.langid import LanguageIdentifier
 
-    got = LanguageIdentifier().predict_batch(["Das ist ein kurzer deutscher Satz über das Wetter.", "", "这是一个中文句子。"])
+    got = LanguageIdentifier().predict_batch(
+        ["Das ist ein kurzer deutscher Satz über das Wetter.", "", "这是一个中文句子。"]
+    )
     assert [lang for lang, _ in got] == ["de", "und", "zh"]

@@ -31,7 +31,9 @@ def test_unknown_stage_names_the_known_ones(tmp_path):
 
 def test_write_parquet_writes_manifest_with_rows_inputs_and_config_hash(tmp_path):
     table = pa.table({"id": ["a", "b", "c"], "n": [1, 2, 3]})
-    path = lake.write_parquet(table, tmp_path / "x" / "docs.parquet", inputs=["in.parquet"], config={"k": 1})
+    path = lake.write_parquet(
+        table, tmp_path / "x" / "docs.parquet", inputs=["in.parquet"], config={"k": 1}
+    )
     assert pq.read_table(path).num_rows == 3
     manifest = json.loads((tmp_path / "x" / "docs.parquet.manifest.json").read_text())
     assert manifest["rows"] == 3

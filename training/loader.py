@@ -13,24 +13,21 @@ fill a batch on every rank is dropped, so all ranks see the same number of batch
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from common.manifest import read_manifest as read_dataset_manifest
+
 STATE_VERSION = 1
 
 
 def read_manifest(mix_dir: str | Path) -> dict[str, Any]:
     """Read a mixture's manifest.json, with a clear error when it is not a mixture directory."""
-    path = Path(mix_dir) / "manifest.json"
-    if not path.exists():
-        raise FileNotFoundError(
-            f"{mix_dir}: no manifest.json; build a mixture there first with `refinery mix build SPEC --out {mix_dir}`"
-        )
-    return json.loads(path.read_text())
+    fix = f"build a mixture there first with `refinery mix build SPEC --out {mix_dir}`"
+    return read_dataset_manifest(Path(mix_dir), fix)
 
 
 class ShardLoader:

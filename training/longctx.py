@@ -25,24 +25,124 @@ from typing import Any
 
 import numpy as np
 
-COLORS = ("red", "blue", "green", "yellow", "black", "white", "orange", "purple", "silver",
-          "golden", "brown", "grey", "pink", "violet", "amber", "crimson")  # fmt: skip
-THINGS = ("door", "box", "lamp", "gate", "chest", "locker", "safe", "vault", "cabinet", "drawer",
-          "trunk", "crate", "hatch", "panel", "case", "shelf")  # fmt: skip
+COLORS = (
+    "red",
+    "blue",
+    "green",
+    "yellow",
+    "black",
+    "white",
+    "orange",
+    "purple",
+    "silver",
+    "golden",
+    "brown",
+    "grey",
+    "pink",
+    "violet",
+    "amber",
+    "crimson",
+)
+THINGS = (
+    "door",
+    "box",
+    "lamp",
+    "gate",
+    "chest",
+    "locker",
+    "safe",
+    "vault",
+    "cabinet",
+    "drawer",
+    "trunk",
+    "crate",
+    "hatch",
+    "panel",
+    "case",
+    "shelf",
+)
 # Filler prose: simple sentences over words that never appear in a fact or a query.
-_SUBJECTS = ("the farmer", "a traveller", "the old miller", "our neighbour", "the teacher",
-             "a young sailor", "the baker", "my cousin", "the gardener", "a quiet monk")  # fmt: skip
-_VERBS = ("walked along", "looked at", "painted", "talked about", "remembered", "visited",
-          "cleaned", "carried water to", "sang near", "waited by")  # fmt: skip
-_PLACES = ("the river", "the market", "the hills", "the harbour", "the orchard", "the bridge",
-           "the meadow", "the village square", "the forest path", "the small church")  # fmt: skip
-_TIMES = ("in the morning", "after lunch", "at dusk", "on Sunday", "before the rain",
-          "during the festival", "late at night", "every spring")  # fmt: skip
+_SUBJECTS = (
+    "the farmer",
+    "a traveller",
+    "the old miller",
+    "our neighbour",
+    "the teacher",
+    "a young sailor",
+    "the baker",
+    "my cousin",
+    "the gardener",
+    "a quiet monk",
+)
+_VERBS = (
+    "walked along",
+    "looked at",
+    "painted",
+    "talked about",
+    "remembered",
+    "visited",
+    "cleaned",
+    "carried water to",
+    "sang near",
+    "waited by",
+)
+_PLACES = (
+    "the river",
+    "the market",
+    "the hills",
+    "the harbour",
+    "the orchard",
+    "the bridge",
+    "the meadow",
+    "the village square",
+    "the forest path",
+    "the small church",
+)
+_TIMES = (
+    "in the morning",
+    "after lunch",
+    "at dusk",
+    "on Sunday",
+    "before the rain",
+    "during the festival",
+    "late at night",
+    "every spring",
+)
 # Code words: one BPE token each once a tokenizer has seen them a few times.
-CODE_WORDS = ("falcon", "otter", "maple", "copper", "walnut", "harbor", "lemon", "tiger",
-              "cobalt", "willow", "canyon", "pepper", "raven", "cedar", "velvet", "marble",
-              "ember", "glacier", "jasper", "lotus", "meadow", "nickel", "orchid", "quartz",
-              "saffron", "thistle", "umber", "walrus", "zephyr", "badger", "cactus", "dolphin")  # fmt: skip
+CODE_WORDS = (
+    "falcon",
+    "otter",
+    "maple",
+    "copper",
+    "walnut",
+    "harbor",
+    "lemon",
+    "tiger",
+    "cobalt",
+    "willow",
+    "canyon",
+    "pepper",
+    "raven",
+    "cedar",
+    "velvet",
+    "marble",
+    "ember",
+    "glacier",
+    "jasper",
+    "lotus",
+    "meadow",
+    "nickel",
+    "orchid",
+    "quartz",
+    "saffron",
+    "thistle",
+    "umber",
+    "walrus",
+    "zephyr",
+    "badger",
+    "cactus",
+    "dolphin",
+)
 VALUE_KINDS = ("digits", "words")
 SOURCE = "synthetic-retrieval"
 FACT = "The code of the {key} is {value}."
@@ -188,7 +288,7 @@ def read_retrieval_parquet(path: str | Path) -> list[RetrievalDoc]:
             r["text"],
             json.loads(r["facts"]),
             [tuple(s) for s in json.loads(r["answer_spans"])],
-        )  # fmt: skip
+        )
         for r in table
     ]
 

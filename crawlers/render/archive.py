@@ -31,9 +31,16 @@ PROFILE = "https://refinery.invalid/warc/render/1"  # names the metadata JSON's 
 _RENAMED = {"transfer-encoding": "X-Crawler-Transfer-Encoding"}
 # Headers not passed to the browser: the body is handed over decoded and whole, without cookies.
 HOP_BY_HOP = frozenset(
-    {"content-encoding", "content-length", "transfer-encoding", "connection", "keep-alive",
-     "set-cookie", "x-crawler-transfer-encoding"}
-)  # fmt: skip
+    {
+        "content-encoding",
+        "content-length",
+        "transfer-encoding",
+        "connection",
+        "keep-alive",
+        "set-cookie",
+        "x-crawler-transfer-encoding",
+    }
+)
 
 
 @dataclass

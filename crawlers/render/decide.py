@@ -126,8 +126,21 @@ _PLACEHOLDER_CLASS = re.compile(
 _SKIP_TEXT = {"script", "style", "noscript", "template"}
 _CHROME = {"nav", "header", "footer", "aside", "form", "button", "select", "label"}
 _CONTAINERS = {"div", "section", "main", "article", "ul", "ol", "tbody", "table", "dl", "aside"}
-_MEDIA = {"img", "picture", "video", "audio", "iframe", "svg", "canvas", "object", "embed", "input",
-          "textarea", "select", "math"}  # fmt: skip
+_MEDIA = {
+    "img",
+    "picture",
+    "video",
+    "audio",
+    "iframe",
+    "svg",
+    "canvas",
+    "object",
+    "embed",
+    "input",
+    "textarea",
+    "select",
+    "math",
+}
 _JS_TYPES = {"", "text/javascript", "application/javascript", "module", "text/ecmascript"}
 _DATA_TYPES = {"application/json", "text/json", "text/x-template", "text/template"}
 

@@ -193,18 +193,24 @@ class Renderer:
         plan = sandbox_plan(chromium, Path(self._workdir), cfg.sandbox)
         try:
             browser = await self._pw.chromium.launch(
-                executable_path=str(plan.executable), args=[*CHROMIUM_ARGS, *plan.args],
-                chromium_sandbox=plan.sandbox, headless=True, proxy=proxy,
-            )  # fmt: skip
+                executable_path=str(plan.executable),
+                args=[*CHROMIUM_ARGS, *plan.args],
+                chromium_sandbox=plan.sandbox,
+                headless=True,
+                proxy=proxy,
+            )
         except Exception as exc:
             if not plan.sandbox or cfg.sandbox == "on":
                 raise
             first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
             plan = no_sandbox_plan(chromium, f"sandboxed launch failed ({first[:200]})")
             browser = await self._pw.chromium.launch(
-                executable_path=str(plan.executable), args=[*CHROMIUM_ARGS, *plan.args],
-                chromium_sandbox=False, headless=True, proxy=proxy,
-            )  # fmt: skip
+                executable_path=str(plan.executable),
+                args=[*CHROMIUM_ARGS, *plan.args],
+                chromium_sandbox=False,
+                headless=True,
+                proxy=proxy,
+            )
         self.sandbox_note = plan.why
         if plan.sandbox:
             log_once(logging.INFO, f"Chromium sandbox on: {plan.why}")
@@ -326,9 +332,13 @@ class Renderer:
             if self.downloader is not None:
                 self.downloader.caps.forget(key)
         if self.archive is not None and job.archive is None:
-            info = {"blocked": out.blocked_requests, "user_agent": self.downloader.user_agent,
-                    "agent": self.config.robots_token, "training_agent": self.config.training_token,
-                    "error": out.error}  # fmt: skip
+            info = {
+                "blocked": out.blocked_requests,
+                "user_agent": self.downloader.user_agent,
+                "agent": self.config.robots_token,
+                "training_agent": self.config.training_token,
+                "error": out.error,
+            }
             out.archive = self.archive.write_page(job.url, list(captured), info)
         return out
 
@@ -416,10 +426,17 @@ class Renderer:
                 out.blocked_requests.append({"url": url, "reason": "not in the render archive"})
                 await route.abort("blockedbyclient")
                 return
-            out.subresources.append({"url": url, "status": stored.status, "robots_training": None,
-                                     "resource_type": request.resource_type})  # fmt: skip
-            await route.fulfill(status=stored.status, headers=browser_headers(stored.headers),
-                                body=stored.body)  # fmt: skip
+            out.subresources.append(
+                {
+                    "url": url,
+                    "status": stored.status,
+                    "robots_training": None,
+                    "resource_type": request.resource_type,
+                }
+            )
+            await route.fulfill(
+                status=stored.status, headers=browser_headers(stored.headers), body=stored.body
+            )
             return
         assert self.downloader is not None
         res = await self._fetch(url, request.resource_type, key, trusted)
@@ -428,10 +445,17 @@ class Renderer:
             await route.abort("blockedbyclient" if res.status is None else "failed")
             return
         captured.append(Captured(url, request.resource_type, res))
-        out.subresources.append({"url": url, "status": res.status, "resource_type": request.resource_type,
-                                 "robots_training": res.robots_training})  # fmt: skip
-        await route.fulfill(status=res.status, headers=browser_headers(res.hops[-1].response_headers),
-                            body=res.body)  # fmt: skip
+        out.subresources.append(
+            {
+                "url": url,
+                "status": res.status,
+                "resource_type": request.resource_type,
+                "robots_training": res.robots_training,
+            }
+        )
+        await route.fulfill(
+            status=res.status, headers=browser_headers(res.hops[-1].response_headers), body=res.body
+        )
 
     async def _fetch(self, url: str, resource_type: str, key: str, trusted: str | None):
         """Fetch through the downloader; scripts and stylesheets are fetched once per run.

@@ -8,8 +8,36 @@ from __future__ import annotations
 from pipelines.stage import Stage
 from pipelines.stages.crawl import CRAWL
 from pipelines.stages.extract import EXTRACT, RENDER
+from pipelines.stages.filter import FILTER
+from pipelines.stages.mix import MIX_BUILD, MIX_REPORT, MIX_VALIDATE, MIXTURES, TOKENIZER
+from pipelines.stages.quality import QUALITY_MODELS, QUALITY_TRAIN
+from pipelines.stages.sampleweb import SAMPLE_WEB, SERVE
+from pipelines.stages.train import RETRIEVAL_DATA, RETRIEVAL_EVAL, TRAIN
 
-STAGES: list[Stage] = [CRAWL, RENDER, EXTRACT]
+STAGES: list[Stage] = [
+    SAMPLE_WEB,
+    SERVE,
+    CRAWL,
+    RENDER,
+    EXTRACT,
+    QUALITY_MODELS,
+    QUALITY_TRAIN,
+    FILTER,
+    TOKENIZER,
+    MIX_VALIDATE,
+    MIX_BUILD,
+    MIX_REPORT,
+    *MIXTURES,
+    RETRIEVAL_DATA,
+    *TRAIN,
+    RETRIEVAL_EVAL,
+]
 
 # Help of the CLI's command groups.
-GROUPS = {}
+GROUPS = {
+    "mix": "Mixtures: validate a spec, build shards, report token accounting.",
+    "tokenizer": "The byte-level BPE tokenizer.",
+    "train": "Train the model: pretrain, cpt, long-context.",
+    "quality": "Per-language quality classifiers (fastText).",
+    "sampleweb": "The bundled sample web: serve it on loopback or write it to the lake.",
+}

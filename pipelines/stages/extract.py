@@ -7,7 +7,7 @@ import shutil
 import time
 from collections import Counter
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from pipelines import lake
 from pipelines.stage import Check, Lake, Params, Stage, Summary, param
@@ -272,7 +272,8 @@ class RenderOptions(Params):
         help="Chromium executable (default: found automatically).",
     )
     agent: str | None = param(
-        None, help="Crawl product token: User-Agent and robots.txt decisions (default: the crawl's)."
+        None,
+        help="Crawl product token: User-Agent and robots.txt decisions (default: the crawl's).",
     )
     training_agent: str | None = param(
         None, help="Training product token, recorded per request (default: the crawl's)."
@@ -352,7 +353,9 @@ def render(p: RenderParams, lake_: Lake) -> RenderSummary:
     out = Path(p.out) if p.out else lake_.dir("rendered")
     s = run_render(_crawl_dir(p.crawl, lake_), out, _mode(p.mode, "--mode"), **p.render_kwargs())
     frac = s["rendered"] / s["candidates"] if s["candidates"] else 0.0
-    return RenderSummary(outputs={"rendered_pages": str(out)}, rendered_fraction=round(frac, 4), **s)
+    return RenderSummary(
+        outputs={"rendered_pages": str(out)}, rendered_fraction=round(frac, 4), **s
+    )
 
 
 class ExtractParams(RenderOptions):
@@ -397,7 +400,7 @@ class ExtractSummary(Summary):
     docs_per_s: float
     crawl: str
     details: dict[str, Any] = {}
-    markdown_fields: tuple[str, ...] = ("rejects_table",)
+    markdown_fields: ClassVar[tuple[str, ...]] = ("rejects_table",)
 
     def metadata(self) -> dict[str, Any]:
         rows = "\n".join(f"| {k} | {v} |" for k, v in self.rejects_by_reason.items())

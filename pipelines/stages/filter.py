@@ -1,4 +1,5 @@
-"""Filter stage entry points: `run_filter` (annotate + dedup via Beam) and `run_quality_train`."""
+"""The filter stage: language ID, PII scrub, heuristics, safety, quality and de-duplication;
+`refinery filter` and the assets `filtered_documents` -> `deduplicated_documents`."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import shutil
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -15,6 +16,7 @@ import pyarrow.parquet as pq
 
 from filters.config import FilterConfig, config_from_dict, load_config
 from pipelines.lake import write_manifest, write_parquet
+from pipelines.stage import Check, Lake, Params, Stage, Summary, param
 
 REQUIRED_COLUMNS = ("id", "url", "text", "training_allowed")
 
@@ -57,8 +59,10 @@ def _host_languages(counts: dict) -> pa.Table:
     rows = []
     for host in sorted(per_host):
         total = sum(n for _, n in per_host[host])
-        rows += [{"host": host, "lang": lang, "docs": n, "share": n / total}
-                 for lang, n in sorted(per_host[host])]  # fmt: skip
+        rows += [
+            {"host": host, "lang": lang, "docs": n, "share": n / total}
+            for lang, n in sorted(per_host[host])
+        ]
     schema = pa.schema(
         [
             ("host", pa.string()),
@@ -100,12 +104,12 @@ def run_filter(
     beam_args: Sequence[str] = (),
 ) -> dict[str, Any]:
     """Filter DIR2/documents.parquet into DIR3 (annotated, documents, dup_clusters, host_languages, funnel)."""
-    from filters import report
-    from pipelines.beam.filter import build_and_run, output_schema
-
     cfg = _config(config)
     docs_path = Path(docs_dir) / "documents.parquet"
     in_schema = _check_input(docs_path)
+    from filters import report
+    from pipelines.beam.filter import build_and_run, output_schema
+
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     models_dir, cfg, models, fallback = quality_models_for(models_dir, cfg)
@@ -117,9 +121,14 @@ def run_filter(
     work = Path(tempfile.mkdtemp(prefix="_beam-", dir=out))
     try:
         counts = build_and_run(
-            str(docs_path.resolve()), str(out.resolve()), str(work.resolve()), schema, cfg,
-            str(models_dir) if models_dir else None, args,
-        )  # fmt: skip
+            str(docs_path.resolve()),
+            str(out.resolve()),
+            str(work.resolve()),
+            schema,
+            cfg,
+            str(models_dir) if models_dir else None,
+            args,
+        )
     finally:
         shutil.rmtree(work, ignore_errors=True)
     n_in = pq.ParquetFile(docs_path).metadata.num_rows
@@ -129,7 +138,7 @@ def run_filter(
         "filter": json.loads(cfg.model_dump_json()),
         "models": {k: m.meta.get("training_set_sha256") for k, m in models.items()},
     }
-    inputs = [str(docs_path)]
+    inputs = [str(docs_path)] + ([str(models_dir)] if models_dir else [])
     write_manifest(
         out / "annotated.parquet", rows=counts["rows"], inputs=inputs, config=manifest_cfg
     )
@@ -165,61 +174,6 @@ def run_filter(
     )
     write_manifest(out / "funnel.json", rows=len(funnel), inputs=[str(out / "annotated.parquet")])
     return summary
-
-
-def run_quality_train(
-    lang: str,
-    labels: str | Path,
-    out: str | Path,
-    *,
-    source: str = "reference",
-    seed: int = 0,
-    threshold: float | None = None,
-    keep_rate: float | None = None,
-    positive_recall: float | None = None,
-    teacher_url: str = "",
-    teacher_model: str = "",
-    teacher_api_key: str | None = None,
-    targets: str | Path | None = None,
-    top_frac: float = 0.3,
-) -> dict[str, Any]:
-    """Train one language's quality classifier from a label source; returns its metadata."""
-    from filters.labels import LabelOptions, build_training_set, load_label_rows
-    from filters.quality import train_model
-    from sampleweb.labels import labelled_documents, parse_spec
-
-    web_seed = parse_spec(str(labels))
-    rows = load_label_rows(labels) if web_seed is None else labelled_documents(web_seed)
-    target_texts: list[str] = []
-    if targets:
-        tpath = Path(targets)
-        if not tpath.exists():
-            raise FileNotFoundError(
-                f"--targets {tpath}: no such file (one example per line or .jsonl with `text`)"
-            )
-        lines = [line for line in tpath.read_text().splitlines() if line.strip()]
-        target_texts = (
-            [json.loads(line)["text"] for line in lines] if tpath.suffix == ".jsonl" else lines
-        )
-    opts = LabelOptions(
-        seed=seed,
-        teacher_url=teacher_url,
-        teacher_model=teacher_model,
-        teacher_api_key=teacher_api_key,
-        targets=target_texts,
-        top_frac=top_frac,
-    )
-    ts = build_training_set(rows, lang, source, opts)
-    meta = train_model(
-        ts,
-        out,
-        seed=seed,
-        threshold=threshold,
-        keep_rate=keep_rate,
-        positive_recall=positive_recall,
-    )
-    meta["model_path"] = str(out)
-    return meta
 
 
 def quality_models_for(
@@ -261,39 +215,152 @@ def quality_models_for(
     return models_dir, cfg, models, fallback
 
 
-def run_language_ids(
-    docs_dir: str | Path, out_dir: str | Path, batch: int = 2048
-) -> dict[str, Any]:
-    """lid.176 label per document (DIR3/language_ids.parquet) and per-host shares (host_languages.parquet)."""
-    from filters import report
-    from filters.langid import LanguageIdentifier
+# --- declaration ---
 
-    docs_path = Path(docs_dir) / "documents.parquet"
-    _check_input(docs_path)
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    table = pq.read_table(docs_path, columns=["id", "url", "text"])
-    lid = LanguageIdentifier()
-    texts = table["text"].to_pylist()
-    preds = [
-        p for i in range(0, len(texts), batch) for p in lid.predict_batch(texts[i : i + batch])
-    ]
-    ids = pa.table(
-        {
-            "id": table["id"],
-            "url": table["url"],
-            "lang": pa.array([p[0] for p in preds], pa.string()),
-            "lang_score": pa.array([p[1] for p in preds], pa.float64()),
-        }
+
+class FilterParams(Params):
+    docs: Path | None = param(
+        None,
+        input="documents",
+        help="Directory holding documents.parquet (extract output); default: lake extract/.",
     )
-    write_parquet(ids, out / "language_ids.parquet", inputs=[str(docs_path)])
-    hosts = report.host_languages(ids)
-    write_parquet(hosts, out / "host_languages.parquet", inputs=[str(docs_path)])
-    langs: dict[str, int] = {}
-    for p in preds:
-        langs[p[0]] = langs.get(p[0], 0) + 1
-    return {
-        "rows": ids.num_rows,
-        "languages": dict(sorted(langs.items())),
-        "host_languages": str(out / "host_languages.parquet"),
-    }
+    out: Path | None = param(
+        None,
+        output=True,
+        help="Output directory (annotated.parquet, documents.parquet, ...); default: lake filter/.",
+    )
+    runner: str = param(
+        "DirectRunner",
+        resource="beam.runner",
+        help="Beam runner (DirectRunner, PortableRunner, FlinkRunner, DaskRunner, ...), or "
+        "InProcess (the same steps in this process, no Beam).",
+    )
+    beam_args: list[str] = param([], extra_args=True, resource="beam.options")
+    config: Path | None = param(None, help="Filter config YAML (default: built-in defaults).")
+    models: Path | None = param(
+        None,
+        input="quality_models",
+        help="Directory of <lang>.bin quality models (default: the default set, built on first "
+        "use under <lake>/models/quality/default).",
+    )
+
+
+class FilterSummary(Summary):
+    docs: str
+    rows_in: int
+    rows_kept: int
+    dropped: dict[str, int]
+    dedup_rate: float
+    tokens_kept: int
+    clusters: int
+    dedup_leftover_edges: int
+    unscored_languages: list[str]
+    quality_models: list[str]
+    funnel: str
+    funnel_plot: str
+    markdown_fields: ClassVar[tuple[str, ...]] = ("funnel",)
+
+    def metadata(self) -> dict[str, Any]:
+        return self.model_dump(
+            include={
+                "rows_in",
+                "dropped",
+                "funnel",
+                "funnel_plot",
+                "unscored_languages",
+                "quality_models",
+            }
+        )
+
+    def metadata_for(self, output: str, first: bool) -> dict[str, Any]:
+        if output == "deduplicated_documents":
+            return self.model_dump(
+                include={
+                    "rows_kept",
+                    "dedup_rate",
+                    "clusters",
+                    "dedup_leftover_edges",
+                    "tokens_kept",
+                }
+            )
+        return self.metadata()
+
+    def line(self) -> str:
+        from pipelines.stage import format_figures
+
+        keys = ("rows_in", "rows_kept", "dedup_rate", "tokens_kept", "dropped")
+        return format_figures({k: getattr(self, k) for k in keys})
+
+    def text(self) -> str:
+        return (
+            f"{self.funnel}\n{self.rows_in} in, {self.rows_kept} kept, dedup rate "
+            f"{self.dedup_rate:.3f}, {self.tokens_kept} tokens kept -> "
+            f"{Path(self.outputs['deduplicated_documents']).parent}"
+        )
+
+
+def filter_stage(p: FilterParams, lake: Lake) -> FilterSummary:
+    """Language ID, PII scrub, heuristics, safety, quality and dedup; unknown options go to Beam."""
+    docs = Path(p.docs) if p.docs else lake.root / "extract"
+    out = Path(p.out) if p.out else lake.dir("filter")
+    s = run_filter(
+        docs,
+        out,
+        models_dir=p.models,
+        config=p.config,
+        beam_args=[f"--runner={p.runner}", *p.beam_args],
+    )
+    lake.log(f"filter: {s['rows_in']} in, {s['rows_kept']} kept")
+    return FilterSummary(
+        outputs={
+            "filtered_documents": str(out / "annotated.parquet"),
+            "deduplicated_documents": str(out / "documents.parquet"),
+        },
+        docs=str(docs),
+        funnel=s["funnel_markdown"],
+        **{k: s[k] for k in FilterSummary.model_fields if k in s and k != "funnel"},
+    )
+
+
+def _filter_check(name: str):
+    def fn(summary: FilterSummary, lake: Lake):
+        from pipelines import checks
+
+        out = Path(summary.outputs["filtered_documents"]).parent
+        if name == "filter_rows_accounted":
+            return checks.filter_rows_accounted(Path(summary.docs), out)
+        return getattr(checks, name)(out)
+
+    return fn
+
+
+FILTER = Stage(
+    name="filter",
+    params=FilterParams,
+    run=filter_stage,
+    description=filter_stage.__doc__,
+    outputs=("filtered_documents", "deduplicated_documents"),
+    inputs=("documents", "quality_models"),
+    internal_deps={"deduplicated_documents": ("filtered_documents",)},
+    group="filter",
+    output_descriptions={
+        "filtered_documents": "Every document annotated (lang, quality, drop_reason, scrubbed "
+        "text): lake filter/annotated.parquet, with funnel.md/png and host_languages.parquet.",
+        "deduplicated_documents": "Kept documents after exact, URL and MinHash de-duplication "
+        "(lake filter/documents.parquet), with dup_clusters.parquet.",
+    },
+    checks=(
+        Check(
+            "rows_accounted",
+            "filtered_documents",
+            _filter_check("filter_rows_accounted"),
+            "Rows in = annotated rows: no document is silently lost.",
+        ),
+        Check(
+            "no_duplicate_kept",
+            "deduplicated_documents",
+            _filter_check("filter_no_duplicate_kept"),
+            "No kept document is a duplicate of another kept document.",
+        ),
+    ),
+)

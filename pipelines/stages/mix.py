@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import json
-import os
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from pipelines import lake
+from pipelines.stage import Check, Lake, Params, Stage, Summary, param
 
 DEFAULT_TOKENIZER_SOURCES = ("filter/documents.parquet",)
 MIXTURES_DIR = Path(__file__).resolve().parents[2] / "training" / "mixtures"
@@ -90,9 +89,14 @@ def run_mix_validate(
         counts = check_spec_data(spec, path.parent, root)
         # The sampling plan on the real data: a max_epochs (or data) shortfall fails here, as in build.
         shortfalls = plan_mixture(path, lake_root=root)["shortfalls"]
-    return {"spec": str(path), "name": spec.name, "buckets": sorted(spec.buckets),
-            "weights": spec.effective_weights(), "rows_offered": counts,
-            "shortfalls": shortfalls}  # fmt: skip
+    return {
+        "spec": str(path),
+        "name": spec.name,
+        "buckets": sorted(spec.buckets),
+        "weights": spec.effective_weights(),
+        "rows_offered": counts,
+        "shortfalls": shortfalls,
+    }
 
 
 def run_mix_build(
@@ -121,7 +125,6 @@ def run_mix_build(
         args = [f"--runner={runner}", *pipeline_args]
         manifest = build_mixture_beam(path, out_dir, pipeline_args=args, lake_root=root)
     seconds = time.perf_counter() - t0
-    _stamp_lake_fields(out_dir, path)
     report = run_mix_report(out_dir)
     return {
         "name": manifest["name"],
@@ -138,20 +141,6 @@ def run_mix_build(
         "markdown": report["markdown"],
         "plot": report["plot"],
     }
-
-
-def _stamp_lake_fields(out_dir: Path, spec_path: Path) -> None:
-    """Add the lake's common manifest fields (schema_version, rows, inputs, written_at) to manifest.json."""
-    path = out_dir / "manifest.json"
-    doc = json.loads(path.read_text())
-    doc.update({
-        "dataset": out_dir.name, "schema_version": lake.SCHEMA_VERSION, "rows": doc["num_sequences"],
-        "inputs": [str(spec_path)] + sorted({s["path"] for s in doc["sources"]}),
-        "config_sha256": doc["spec_sha256"], "written_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-    })  # fmt: skip
-    tmp = path.with_name("manifest.json.tmp")
-    tmp.write_text(json.dumps(doc, indent=2))
-    os.replace(tmp, path)
 
 
 def run_mix_report(mix_dir: str | Path) -> dict[str, Any]:
@@ -176,3 +165,291 @@ def run_mix_report(mix_dir: str | Path) -> dict[str, Any]:
         "checks": manifest.get("checks", []),
         "shortfalls": manifest.get("shortfalls", []),
     }
+
+
+# --- declarations: `refinery tokenizer train`, `refinery mix validate|build|report`, and the
+# assets `tokenizer` and one mixture per training stage ---
+
+
+class TokenizerParams(Params):
+    out: Path | None = param(
+        None, output=True, help="tokenizer.json path to write (default: lake tokenizer/)."
+    )
+    vocab_size: int = param(4096, help="Vocabulary size (150000 at scale).")
+    sources: list[str] | None = param(
+        None,
+        input="deduplicated_documents",
+        help="Parquet file or glob, repeatable (default: lake filter/documents.parquet).",
+    )
+    sample_tokens: int = param(2_000_000, help="About how many tokens of text to sample.")
+    seed: int = param(0)
+
+
+class TokenizerSummary(Summary):
+    path: str
+    vocab_size: int
+    requested_vocab_size: int
+    sample_documents: int
+    sample_chars: int
+    sources: list[str]
+    special_tokens: dict[str, int]
+    seconds: float
+
+    def text(self) -> str:
+        return (
+            f"{self.path}: vocab {self.vocab_size} from {self.sample_documents} documents "
+            f"({self.sample_chars:,} chars); special tokens {self.special_tokens}"
+        )
+
+
+def tokenizer_train(p: TokenizerParams, lake_: Lake) -> TokenizerSummary:
+    """Train a byte-level BPE tokenizer with the Refinery special tokens."""
+    s = run_tokenizer_train(
+        p.out,
+        vocab_size=p.vocab_size,
+        sources=p.sources or None,
+        sample_tokens=p.sample_tokens,
+        seed=p.seed,
+        lake_root=lake_.root,
+    )
+    return TokenizerSummary(outputs={"tokenizer": s["path"]}, **s)
+
+
+class MixValidateParams(Params):
+    spec: str = param(
+        argument=True,
+        help="Spec YAML path, or a name under training/mixtures (e.g. tiny/pretrain).",
+    )
+    schema_only: bool = param(False, help="Skip the checks against the data.")
+
+
+class MixValidateSummary(Summary):
+    spec: str
+    name: str
+    buckets: list[str]
+    weights: dict[str, float]
+    rows_offered: dict[str, int]
+    shortfalls: list[dict[str, Any]]
+
+    def text(self) -> str:
+        weights = ", ".join(f"{k}={v:.4g}" for k, v in self.weights.items())
+        lines = [f"{self.spec}: valid mixture {self.name!r} ({weights})"]
+        lines += [f"  {k}: {n:,} training-allowed rows" for k, n in self.rows_offered.items()]
+        lines += [
+            f"  shortfall allowed by allow_shortfall: buckets.{sf['bucket']}: {sf['reason']}"
+            for sf in self.shortfalls
+        ]
+        return "\n".join(lines)
+
+
+def mix_validate(p: MixValidateParams, lake_: Lake) -> MixValidateSummary:
+    """Validate a mixture spec: fields, weights, paths, columns and `where` predicates."""
+    out = run_mix_validate(p.spec, check_data=not p.schema_only, lake_root=lake_.root)
+    return MixValidateSummary(**out)
+
+
+class MixBuildParams(Params):
+    spec: str = param(argument=True, help="Spec YAML path, or a name under training/mixtures.")
+    out: Path | None = param(
+        None,
+        output=True,
+        help="Mixture directory (shards/, eval/, tokenizer.json, manifest.json); default: "
+        "lake mixtures/<spec name>.",
+    )
+    runner: str | None = param(
+        None, asset=False, help="Beam runner (e.g. DirectRunner); default: in process."
+    )
+    beam_arg: list[str] | None = param(
+        None, asset=False, help="Extra Beam pipeline option, repeatable."
+    )
+    use_beam: bool = param(
+        False, cli=False, help="Build with the `beam` resource's runner instead of in process."
+    )
+    beam_runner: str = param("DirectRunner", cli=False, resource="beam.runner")
+    beam_options: list[str] = param([], cli=False, resource="beam.options")
+
+
+class MixBuildSummary(Summary):
+    name: str
+    spec: str
+    sequences: int
+    tokens: int
+    shards: int
+    eval_sets: int
+    waste_fraction: float
+    shortfalls: int
+    shares_within_tolerance: bool
+    tokens_per_s: float | None
+    seconds: float
+    accounting: str
+    plot: str
+    markdown_fields: ClassVar[tuple[str, ...]] = ("accounting",)
+
+    def text(self) -> str:
+        out = self.outputs.get("mixture", "")
+        return f"{self.accounting}\n-> {out} ({self.seconds} s); plot {self.plot}"
+
+
+def mix_build(p: MixBuildParams, lake_: Lake) -> MixBuildSummary:
+    """Tokenize, sample, pack and shard a mixture."""
+    from training.mixture.spec import load_spec
+
+    spec_path = resolve_spec(p.spec)
+    out = Path(p.out) if p.out else lake_.dir("mixtures") / load_spec(spec_path).name
+    runner = p.runner or (p.beam_runner if p.use_beam else None)
+    args = p.beam_arg if p.runner else p.beam_options
+    s = run_mix_build(spec_path, out, runner=runner, pipeline_args=args or (), lake_root=lake_.root)
+    lake_.log(f"mixture {s['name']}: {s['num_sequences']} sequences, {s['tokens']} tokens -> {out}")
+    return MixBuildSummary(
+        outputs={"mixture": str(out)},
+        name=s["name"],
+        spec=str(spec_path),
+        sequences=s["num_sequences"],
+        tokens=s["tokens"],
+        shards=s["shards"],
+        eval_sets=s["eval_sets"],
+        waste_fraction=s["waste_fraction"],
+        shortfalls=len(s["shortfalls"]),
+        shares_within_tolerance=s["checks_ok"],
+        tokens_per_s=s["tokens_per_s"],
+        seconds=s["seconds"],
+        accounting=s["markdown"],
+        plot=s["plot"],
+    )
+
+
+class MixReportParams(Params):
+    mix_dir: Path = param(argument=True, help="A built mixture directory.")
+
+
+class MixReportSummary(Summary):
+    name: str
+    rows: list[dict[str, Any]]
+    summary: list[str]
+    plot: str
+
+    def text(self) -> str:
+        from rich.console import Console
+        from rich.table import Table
+
+        table = Table(title=f"mixture {self.name}")
+        cols = ("bucket", "group", "weight", "available", "target", "tokens", "epochs", "share")
+        for col in cols:
+            text_col = col in ("bucket", "group")
+            table.add_column(col, justify="left" if text_col else "right", no_wrap=text_col)
+        for r in self.rows:
+            table.add_row(
+                r["bucket"],
+                r["group"],
+                "" if r["weight"] is None else f"{r['weight']:.3f}",
+                f"{r['available']:,}",
+                f"{r['target']:,}",
+                f"{r['tokens']:,}",
+                "" if r["epochs"] is None else f"{r['epochs']:.2f}",
+                f"{r['share']:.4f}",
+            )
+        console = Console(record=True, width=120)
+        with console.capture() as capture:
+            console.print(table)
+            for line in self.summary:
+                console.print(line, markup=False)
+            console.print(f"plot: {self.plot}", markup=False)
+        return capture.get().rstrip("\n")
+
+
+def mix_report(p: MixReportParams, lake_: Lake) -> MixReportSummary:
+    """Print the token accounting as a table and write DIR/report.png."""
+    r = run_mix_report(p.mix_dir)
+    return MixReportSummary(name=r["name"], rows=r["rows"], summary=r["summary"], plot=r["plot"])
+
+
+def _mixture_check(name: str):
+    def fn(summary: Summary, lake_: Lake):
+        from pipelines import checks
+
+        mix_dir = Path(summary.outputs["mixture"])
+        if name == "mixture_no_opted_out_rows":
+            return checks.mixture_no_opted_out_rows(mix_dir, lake_.root)
+        return getattr(checks, name)(mix_dir)
+
+    return fn
+
+
+TOKENIZER = Stage(
+    name="tokenizer train",
+    params=TokenizerParams,
+    run=tokenizer_train,
+    description=tokenizer_train.__doc__,
+    outputs=("tokenizer",),
+    inputs=("deduplicated_documents",),
+    group="mix",
+    output_descriptions={"tokenizer": "Byte-level BPE tokenizer trained on the filtered lake."},
+)
+MIX_VALIDATE = Stage("mix validate", MixValidateParams, mix_validate, mix_validate.__doc__)
+MIX_REPORT = Stage("mix report", MixReportParams, mix_report, mix_report.__doc__)
+MIX_BUILD = Stage("mix build", MixBuildParams, mix_build, mix_build.__doc__)
+
+MIXTURE_ASSETS = {
+    # asset: (default spec, extra upstream, description)
+    "pretrain_mixture": ("tiny/pretrain", (), "Stage-1 pretraining mixture (shards + eval sets)."),
+    "cpt_mixture": (
+        "tiny/cpt",
+        (),
+        "Continued-pretraining mixture: multilingual 30%, more math and code.",
+    ),
+    "long_context_mixture": (
+        "tiny/long_context",
+        ("retrieval_documents",),
+        "Long-context mixture (long documents, long seq_len, synthetic retrieval documents).",
+    ),
+    "multimodal_mixture": (
+        "tiny/multimodal",
+        (),
+        "Multimodal mixture: text, interleaved, image-caption, domain image-text.",
+    ),
+}
+
+
+def _mixture_stage(asset: str, spec: str, extra: tuple[str, ...], description: str) -> Stage:
+    def run(p: MixBuildParams, lake_: Lake) -> MixBuildSummary:
+        s = mix_build(p, lake_)
+        s.outputs = {asset: s.outputs["mixture"]}
+        return s
+
+    def check(name: str, fn_name: str, what: str) -> Check:
+        def fn(summary: Summary, lake_: Lake):
+            renamed = summary.model_copy(update={"outputs": {"mixture": summary.outputs[asset]}})
+            return _mixture_check(fn_name)(renamed, lake_)
+
+        return Check(name, asset, fn, what)
+
+    return Stage(
+        name="",
+        params=MixBuildParams,
+        run=run,
+        description=description,
+        outputs=(asset,),
+        inputs=("deduplicated_documents", "tokenizer", *extra),
+        group="mix",
+        asset_defaults={"spec": spec},
+        checks=(
+            check(
+                "no_opted_out_rows",
+                "mixture_no_opted_out_rows",
+                "0 opted-out (training_allowed = false) rows in the shards.",
+            ),
+            check(
+                "shares_within_tolerance",
+                "mixture_shares_within_tolerance",
+                "Realised bucket shares within the spec's tolerance.",
+            ),
+            check(
+                "checksums_match",
+                "mixture_checksums_match",
+                "Every shard and eval file matches its manifest checksum.",
+            ),
+        ),
+    )
+
+
+MIXTURES = [_mixture_stage(a, *v) for a, v in MIXTURE_ASSETS.items()]

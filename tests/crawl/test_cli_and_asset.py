@@ -6,7 +6,6 @@ import json
 
 import pyarrow.parquet as pq
 import pytest
-import typer
 from typer.testing import CliRunner
 
 from crawlers.crawl import shard_of
@@ -24,6 +23,7 @@ def server():
 
 def test_cli_crawls_with_max_pages_and_writes_manifests(server, tmp_path):
     from pipelines.cli import app
+
     seeds = tmp_path / "seeds.txt"
     seeds.write_text(
         f"# comment\n{server.url('127.0.0.91', '/tree/0')}\n{server.url('127.0.0.92', '/tree/0')}\n"
@@ -58,6 +58,7 @@ def test_cli_crawls_with_max_pages_and_writes_manifests(server, tmp_path):
 
 def test_cli_refuses_without_private_network_flag(server, tmp_path):
     from pipelines.cli import app
+
     seeds = tmp_path / "seeds.txt"
     seeds.write_text(server.url("127.0.0.91", "/tree/0") + "\n")
     result = CliRunner().invoke(
@@ -71,21 +72,16 @@ def test_cli_refuses_without_private_network_flag(server, tmp_path):
 
 
 def test_raw_pages_asset_crawls_only_its_shard(server, tmp_path):
-    from dagster import materialize
-
-    from pipelines.graph import asset
-    from pipelines.resources import resources_for
+    from pipelines.graph import materialize_selection
     from pipelines.stages.crawl import CRAWL_SHARDS
-
-    raw_pages = asset("raw_pages")
 
     seeds = [server.url("127.0.0.91", "/tree/0"), server.url("127.0.0.92", "/tree/0")]
     shard = shard_of("127.0.0.91", CRAWL_SHARDS)
     config = {"seeds": seeds, "delay": 0.0, "extra": {"allow_private_networks": True}}
-    result = materialize(
-        [raw_pages],
+    result = materialize_selection(
+        ["raw_pages"],
+        tmp_path / "lake",
         partition_key=str(shard),
-        resources=resources_for("local", tmp_path / "lake"),
         run_config={"ops": {"raw_pages": {"config": config}}},
     )
     assert result.success
@@ -100,12 +96,17 @@ def test_raw_pages_asset_crawls_only_its_shard(server, tmp_path):
     assert other != shard
     assert list((tmp_path / "lake" / "crawl" / "outbox" / f"to-{other}").glob("part-*.parquet"))
     # That partition, run with resume: true (and never run before), picks its seed up from there.
-    config = {"seeds": seeds[:1], "delay": 0.0, "resume": True, "max_pages": 3,
-              "extra": {"allow_private_networks": True, "use_sitemaps": False}}  # fmt: skip
-    result = materialize(
-        [raw_pages],
+    config = {
+        "seeds": seeds[:1],
+        "delay": 0.0,
+        "resume": True,
+        "max_pages": 3,
+        "extra": {"allow_private_networks": True, "use_sitemaps": False},
+    }
+    result = materialize_selection(
+        ["raw_pages"],
+        tmp_path / "lake",
         partition_key=str(other),
-        resources=resources_for("local", tmp_path / "lake"),
         run_config={"ops": {"raw_pages": {"config": config}}},
     )
     assert result.success
@@ -125,6 +126,7 @@ def _stored_config(out):
 
 def _app():
     from pipelines.cli import app
+
     return app
 
 
@@ -134,8 +136,19 @@ def test_cli_precedence_is_flag_then_yaml_then_default(server, tmp_path):
     conf = tmp_path / "crawl.yaml"
     conf.write_text("delay: 0.01\nmax_pages: 2\nconcurrency: 5\nper_host_connections: 2\n")
     out = tmp_path / "out"
-    args = ["crawl", "--seeds", str(seeds), "--out", str(out), "--config", str(conf),
-            "--max-pages", "4", "--allow-private-networks", "--quiet"]  # fmt: skip
+    args = [
+        "crawl",
+        "--seeds",
+        str(seeds),
+        "--out",
+        str(out),
+        "--config",
+        str(conf),
+        "--max-pages",
+        "4",
+        "--allow-private-networks",
+        "--quiet",
+    ]
     result = CliRunner().invoke(_app(), args)
     assert result.exit_code == 0, result.output
     cfg = _stored_config(out)
@@ -152,9 +165,20 @@ def test_cli_per_host_connections_flag_and_bad_config_errors(server, tmp_path):
     base = ["crawl", "--seeds", str(seeds), "--allow-private-networks", "--quiet"]
     ok = CliRunner().invoke(
         _app(),
-        [*base, "--out", str(out), "--max-pages", "1", "--per-host-connections", "3",
-         "--politeness-key", "domain", "--delay", "0"],
-    )  # fmt: skip
+        [
+            *base,
+            "--out",
+            str(out),
+            "--max-pages",
+            "1",
+            "--per-host-connections",
+            "3",
+            "--politeness-key",
+            "domain",
+            "--delay",
+            "0",
+        ],
+    )
     assert ok.exit_code == 0, ok.output
     cfg = _stored_config(out)
     assert (cfg["per_host_connections"], cfg["politeness_key"]) == (3, "domain")
@@ -162,7 +186,9 @@ def test_cli_per_host_connections_flag_and_bad_config_errors(server, tmp_path):
     conf.write_text("delay: 0.1\nmax_pagez: 3\n")
     bad = CliRunner().invoke(_app(), [*base, "--out", str(tmp_path / "o2"), "--config", str(conf)])
     assert bad.exit_code != 0 and "max_pagez" in bad.output and str(conf) in bad.output
-    zero = CliRunner().invoke(_app(), [*base, "--out", str(tmp_path / "o3"), "--per-host-connections", "0"])  # fmt: skip
+    zero = CliRunner().invoke(
+        _app(), [*base, "--out", str(tmp_path / "o3"), "--per-host-connections", "0"]
+    )
     assert zero.exit_code != 0 and "--per-host-connections" in zero.output
 
 

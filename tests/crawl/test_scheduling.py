@@ -183,8 +183,14 @@ def test_hosts_cut_off_by_the_breaker_are_retried_on_resume(tmp_path):
     site = Site("127.0.0.151", down=True)
     with FaultServer([site]) as fs:
         # A cool-down longer than the run: nothing else keeps the crawl alive until a probe.
-        cfg = {**FAST, "max_retries": 0, "breaker_threshold": 2, "breaker_max_trips": 1,
-               "breaker_cooldown": 60.0, "use_sitemaps": False}  # fmt: skip
+        cfg = {
+            **FAST,
+            "max_retries": 0,
+            "breaker_threshold": 2,
+            "breaker_max_trips": 1,
+            "breaker_cooldown": 60.0,
+            "use_sitemaps": False,
+        }
         seeds = [fs.url(site.ip, f"/page{n}") for n in range(6)]
         asyncio.run(crawl(seeds, tmp_path, cfg))
         skipped = pq.read_table(tmp_path / "skipped.parquet").to_pylist()
@@ -203,8 +209,15 @@ def test_a_server_cut_off_by_the_breaker_is_probed_again_after_its_cool_down(tmp
     # chain on .153 keeps the crawl running its cool-down ends, a probe succeeds, it is crawled.
     flaky, busy = Site("127.0.0.152", down_for=2), Site("127.0.0.153")
     with FaultServer([flaky, busy], tree_size=8, slow_s=0.3) as fs:
-        cfg = {**FAST, "delay": 0.0, "max_retries": 0, "breaker_threshold": 2,
-               "breaker_max_trips": 1, "breaker_cooldown": 0.3, "use_sitemaps": False}  # fmt: skip
+        cfg = {
+            **FAST,
+            "delay": 0.0,
+            "max_retries": 0,
+            "breaker_threshold": 2,
+            "breaker_max_trips": 1,
+            "breaker_cooldown": 0.3,
+            "use_sitemaps": False,
+        }
         seeds = [fs.url(flaky.ip, f"/page{n}") for n in range(5)] + [fs.url(busy.ip, "/slow/0")]
         summary = asyncio.run(crawl(seeds, tmp_path, cfg))
     pages = _pages(tmp_path)

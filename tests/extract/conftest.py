@@ -28,10 +28,17 @@ def write_crawl(out_dir: Path, pages: list[dict], warc_name: str = "warc/crawl-0
     with open(out_dir / warc_name, "wb") as fh:
         writer = WARCWriter(fh, gzip=True)
         for p in pages:
-            row = {"url": p["url"], "status": p.get("status"), "crawl_allowed": p.get("crawl_allowed", True),
-                   "training_allowed": p.get("training_allowed", True), "content_type": p.get("content_type"),
-                   "robots_crawl": "allowed", "robots_training": "allowed" if p.get("training_allowed", True) else "disallowed",
-                   "error": p.get("error"), "fetched_at": "2026-01-01T00:00:00Z"}  # fmt: skip
+            row = {
+                "url": p["url"],
+                "status": p.get("status"),
+                "crawl_allowed": p.get("crawl_allowed", True),
+                "training_allowed": p.get("training_allowed", True),
+                "content_type": p.get("content_type"),
+                "robots_crawl": "allowed",
+                "robots_training": "allowed" if p.get("training_allowed", True) else "disallowed",
+                "error": p.get("error"),
+                "fetched_at": "2026-01-01T00:00:00Z",
+            }
             if p.get("status") is not None and p.get("body") is not None:
                 headers = [("Content-Type", p.get("content_type") or "text/html")]
                 http = StatusAndHeaders(f"{p['status']} OK", headers, protocol="HTTP/1.1")
@@ -40,8 +47,12 @@ def write_crawl(out_dir: Path, pages: list[dict], warc_name: str = "warc/crawl-0
                 )
                 offset = fh.tell()
                 writer.write_record(rec)
-                row.update(warc_file=warc_name, warc_offset=offset, warc_length=fh.tell() - offset,
-                           content_sha256=hashlib.sha256(p["body"]).hexdigest())  # fmt: skip
+                row.update(
+                    warc_file=warc_name,
+                    warc_offset=offset,
+                    warc_length=fh.tell() - offset,
+                    content_sha256=hashlib.sha256(p["body"]).hexdigest(),
+                )
             rows.append(row)
     table = pa.Table.from_pylist(rows, schema=PAGES_SCHEMA)
     pq.write_table(table, out_dir / "pages.parquet")

@@ -13,10 +13,8 @@ pytestmark = pytest.mark.timeout(180)
 def test_assets_materialise_with_counts_and_reject_metadata(
     tmp_path, subresources, no_browser_leak
 ):
-    from dagster import materialize
-
-    from pipelines.graph import asset
-    from pipelines.resources import BrowserResource, resources_for
+    from pipelines.graph import materialize_selection
+    from pipelines.resources import BrowserResource
 
     base = subresources.base
     write_crawl(
@@ -27,16 +25,12 @@ def test_assets_materialise_with_counts_and_reject_metadata(
             {"url": f"{base}/gone", "status": 410, "body": b"gone"},
         ],
     )
-    resources = {
-        **resources_for("local", tmp_path),
-        "browser": BrowserResource(pages_in_flight=2, page_timeout_s=20),
-    }
     # The crawl was written to the lake's standard place (crawl/) without the raw_pages asset:
     # the lake IO manager hands out a handle to it.
-    result = materialize(
-        [asset("raw_pages"), asset("rendered_pages"), asset("documents")],
-        selection=["rendered_pages", "documents"],
-        resources=resources,
+    result = materialize_selection(
+        ["rendered_pages", "documents"],
+        tmp_path,
+        resources={"browser": BrowserResource(pages_in_flight=2, page_timeout_s=20)},
     )
     assert result.success
     materializations = [

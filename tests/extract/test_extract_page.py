@@ -12,8 +12,15 @@ URL = "http://127.0.0.9:8000/articles/otters?ref=feed"
 
 
 def record(body: bytes | None, **over) -> dict:
-    rec = {"url": URL, "status": 200, "body": body, "content_type": "text/html; charset=utf-8",
-           "crawl_allowed": True, "training_allowed": True, "robots_crawl": "allowed"}  # fmt: skip
+    rec = {
+        "url": URL,
+        "status": 200,
+        "body": body,
+        "content_type": "text/html; charset=utf-8",
+        "crawl_allowed": True,
+        "training_allowed": True,
+        "robots_crawl": "allowed",
+    }
     rec.update(over)
     return rec
 
@@ -121,8 +128,14 @@ def test_training_allowed_and_robots_fields_travel_to_every_row():
 
 
 def test_rendered_html_replaces_the_static_body():
-    res = extract_page(record(b"<html><body><div id=root></div></body></html>", rendered=True,
-                              rendered_html=article(), render_reason="app shell"))  # fmt: skip
+    res = extract_page(
+        record(
+            b"<html><body><div id=root></div></body></html>",
+            rendered=True,
+            rendered_html=article(),
+            render_reason="app shell",
+        )
+    )
     assert res.document["rendered"] is True and "semi-aquatic" in res.document["text"]
 
 

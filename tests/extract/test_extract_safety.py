@@ -194,14 +194,14 @@ def test_truncated_and_undecodable_bodies_are_rejected_with_reasons(tmp_path: Pa
                 "raw": cut,
                 "truncated": "length",
                 "error": "body-too-large: more than 2048 bytes",
-            },  # fmt: skip
+            },
             # Same, in a crawl whose pages row lost the error: the WARC header alone decides.
             {
                 "url": "http://b.test/cut2",
                 "raw": _gzip(HTML)[:300],
                 "truncated": "length",
                 "headers": [("Content-Encoding", "gzip")],
-            },  # fmt: skip
+            },
             {"url": "http://b.test/slow", "raw": HTML[:900], "truncated": "time"},
             # Unwanted type: the crawler stored headers only (WARC-Truncated: unspecified).
             {
@@ -209,24 +209,24 @@ def test_truncated_and_undecodable_bodies_are_rejected_with_reasons(tmp_path: Pa
                 "raw": b"",
                 "truncated": "unspecified",
                 "error": "unwanted-content-type: image/png",
-            },  # fmt: skip
+            },
             {"url": "http://b.test/br", "raw": HTML, "headers": [("Content-Encoding", "br")]},
             {
                 "url": "http://b.test/bad",
                 "raw": b"\x1f\x8b\x08\x00junk",
                 "headers": [("Content-Encoding", "gzip")],
-            },  # fmt: skip
+            },
             {
                 "url": "http://b.test/deflate",
                 "raw": _deflate(HTML, raw=True),
                 "headers": [("Content-Encoding", "deflate")],
-            },  # fmt: skip
+            },
             # A crawler-stored Transfer-Encoding (renamed: the payload is not chunk-framed).
             {
                 "url": "http://b.test/chunked",
                 "raw": _gzip(HTML),
                 "headers": [("Content-Encoding", "gzip"), ("Transfer-Encoding", "chunked")],
-            },  # fmt: skip
+            },
         ],
     )
     docs, rejects = _extract_all(crawl)
@@ -245,8 +245,12 @@ def test_truncated_and_undecodable_bodies_are_rejected_with_reasons(tmp_path: Pa
 
 
 def test_pages_row_error_alone_marks_a_truncated_body() -> None:
-    record = {"url": "http://c.test/x", "status": 200, "body": HTML,
-              "error": "body-too-large: more than 4096 bytes"}  # fmt: skip
+    record = {
+        "url": "http://c.test/x",
+        "status": 200,
+        "body": HTML,
+        "error": "body-too-large: more than 4096 bytes",
+    }
     result = extract_page(record)
     assert result.reject is not None and result.reject["reason"] == "truncated"
 
@@ -334,13 +338,13 @@ def test_extract_stage_keeps_pages_in_equal_documents_plus_rejects(tmp_path: Pat
                 "url": "http://f.test/bomb",
                 "raw": _bomb(),
                 "headers": [("Content-Encoding", "gzip")],
-            },  # fmt: skip
+            },
             {
                 "url": "http://f.test/cut",
                 "raw": HTML[:700],
                 "truncated": "length",
                 "error": "body-too-large: more than 700 bytes",
-            },  # fmt: skip
+            },
             {
                 "url": "http://f.test/ok",
                 "raw": _gzip(HTML),

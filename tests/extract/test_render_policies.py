@@ -137,8 +137,10 @@ new Worker(URL.createObjectURL(new Blob(["fetch('{secret}?worker').catch(() => 0
 </script><img src="{internal.base}/pixel.gif"></body></html>"""
         navigate = f"<html><body><p>Leaving.</p><script>setTimeout(() => location.href = '{secret}?nav', 50)</script></body></html>"
         refresh = f'<html><head><meta http-equiv="refresh" content="0;url={secret}?meta"></head><body>x</body></html>'
-        jobs = [RenderJob(f"{site.base}/{name}", page) for name, page in
-                (("fetches", fetches), ("navigate", navigate), ("refresh", refresh))]  # fmt: skip
+        jobs = [
+            RenderJob(f"{site.base}/{name}", page)
+            for name, page in (("fetches", fetches), ("navigate", navigate), ("refresh", refresh))
+        ]
         outs = render_pages(jobs, RenderConfig(pages_in_flight=3, **FAST))
     assert internal.connections == 0 and internal.log == []
     first = outs[0]
@@ -189,14 +191,36 @@ def test_agent_token_is_sent_and_obeyed_and_training_token_recorded(tmp_path, no
 for (const u of ['/api/data', '/nope/data']) fetch(u).then(r => r.json()).then(d => {
   const p = document.createElement('p'); p.textContent = d.text; root.appendChild(p); }).catch(() => {});
 </script></body></html>"""
-        crawl = write_crawl(tmp_path / "crawl", [
-            {"url": f"{site.base}/app", "status": 200, "body": page.encode(), "content_type": "text/html"}])  # fmt: skip
+        crawl = write_crawl(
+            tmp_path / "crawl",
+            [
+                {
+                    "url": f"{site.base}/app",
+                    "status": 200,
+                    "body": page.encode(),
+                    "content_type": "text/html",
+                }
+            ],
+        )
         out = tmp_path / "render"
         result = CliRunner().invoke(
             app,
-            ["render", "--crawl", str(crawl), "--out", str(out), "--mode", "always",
-             "--agent", "ProbeBot", "--training-agent", "ProbeBot-Train", "--delay", "0"],
-        )  # fmt: skip
+            [
+                "render",
+                "--crawl",
+                str(crawl),
+                "--out",
+                str(out),
+                "--mode",
+                "always",
+                "--agent",
+                "ProbeBot",
+                "--training-agent",
+                "ProbeBot-Train",
+                "--delay",
+                "0",
+            ],
+        )
         assert result.exit_code == 0, result.output
         log = list(site.log)
     assert [p for p, _, _ in log] == ["/robots.txt", "/api/data"]  # /nope/ never requested
@@ -266,13 +290,17 @@ def test_subresources_are_archived_and_a_replay_renders_the_same_text(tmp_path, 
 <p id=note></p><script src="/static/app.js"></script>
 <script>fetch('/data/old').then(r => r.json()).then(d => note.textContent = d.note)</script></body></html>"""
         url = f"{site.base}/feed"
-        crawl = write_crawl(tmp_path / "crawl", [
-            {"url": url, "status": 200, "body": page.encode(), "content_type": "text/html"}])  # fmt: skip
+        crawl = write_crawl(
+            tmp_path / "crawl",
+            [{"url": url, "status": 200, "body": page.encode(), "content_type": "text/html"}],
+        )
         # The render takes the crawl's tokens and delay from the crawl's own config when not given.
         frontier = Frontier(crawl / "frontier.sqlite")
         with frontier:
-            frontier.set_meta("config", {"agent": "ArchiveBot", "training_agent": "ArchiveBot-Train",
-                                         "delay": 0.0})  # fmt: skip
+            frontier.set_meta(
+                "config",
+                {"agent": "ArchiveBot", "training_agent": "ArchiveBot-Train", "delay": 0.0},
+            )
         frontier.close()
         out = tmp_path / "render"
         summary = run_render(crawl, out, "always", pages_in_flight=1)
@@ -294,8 +322,10 @@ def test_subresources_are_archived_and_a_replay_renders_the_same_text(tmp_path, 
     meta_id = meta[0].get_header("WARC-Record-ID")
     assert json.loads(meta[1])["page"] == url
     responses = {h.get_header("WARC-Target-URI"): h for kind, h, _ in records if kind == "response"}
-    assert set(responses) == {f"{site.base}{p}" for p in
-                              ("/robots.txt", "/static/app.js", "/data/items.json", "/data/old", "/data/new")} - {f"{site.base}/robots.txt"}  # fmt: skip
+    assert set(responses) == {
+        f"{site.base}{p}"
+        for p in ("/robots.txt", "/static/app.js", "/data/items.json", "/data/old", "/data/new")
+    } - {f"{site.base}/robots.txt"}
     for h in responses.values():
         assert h.get_header("WARC-Concurrent-To") == meta_id
         assert h.get_header("Refinery-Page-URI") == url

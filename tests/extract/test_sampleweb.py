@@ -52,8 +52,11 @@ def test_every_js_only_passage_is_recovered(sampleweb_run):
 
 def test_only_pages_with_script_made_content_are_rendered(sampleweb_run):
     _, _, docs, content = sampleweb_run
-    wrong = [(lab["url"], docs[lab["url"]]["render_reason"]) for lab in content
-             if docs[lab["url"]]["rendered"] != bool(lab["js_only_text"])]  # fmt: skip
+    wrong = [
+        (lab["url"], docs[lab["url"]]["render_reason"])
+        for lab in content
+        if docs[lab["url"]]["rendered"] != bool(lab["js_only_text"])
+    ]
     assert not wrong
 
 

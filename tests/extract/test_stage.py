@@ -23,15 +23,40 @@ def extracted(tmp_path_factory, subresources):
     crawl = write_crawl(
         tmp_path_factory.mktemp("crawl"),
         [
-            {"url": f"{base}/articles/otters", "status": 200, "body": article().encode(), "content_type": "text/html"},
-            {"url": f"{base}/articles/kelp", "status": 200, "body": article("Kelp").encode(), "training_allowed": False},
-            {"url": f"{base}/live", "status": 200, "body": js_page(base).encode(), "content_type": "text/html; charset=utf-8"},
+            {
+                "url": f"{base}/articles/otters",
+                "status": 200,
+                "body": article().encode(),
+                "content_type": "text/html",
+            },
+            {
+                "url": f"{base}/articles/kelp",
+                "status": 200,
+                "body": article("Kelp").encode(),
+                "training_allowed": False,
+            },
+            {
+                "url": f"{base}/live",
+                "status": 200,
+                "body": js_page(base).encode(),
+                "content_type": "text/html; charset=utf-8",
+            },
             {"url": f"{base}/missing", "status": 404, "body": b"<html>not found</html>"},
-            {"url": f"{base}/private/page", "status": None, "crawl_allowed": False, "training_allowed": False},
-            {"url": f"{base}/logo", "status": 200, "body": b"\x89PNG\r\n\x1a\n" + bytes(200), "content_type": "text/html"},
+            {
+                "url": f"{base}/private/page",
+                "status": None,
+                "crawl_allowed": False,
+                "training_allowed": False,
+            },
+            {
+                "url": f"{base}/logo",
+                "status": 200,
+                "body": b"\x89PNG\r\n\x1a\n" + bytes(200),
+                "content_type": "text/html",
+            },
             {"url": f"{base}/empty", "status": 200, "body": b"   "},
         ],
-    )  # fmt: skip
+    )
     out = tmp_path_factory.mktemp("extract")
     summary = run_extract(crawl, out, "auto", pages_in_flight=2, page_timeout_s=20)
     return base, out, summary

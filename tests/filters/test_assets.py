@@ -1,30 +1,27 @@
-"""Dagster assets of the filter stage materialise into a temporary lake with funnel metadata."""
+"""Dagster assets of the filter stage: the default quality models from the sample web's labels,
+then the filter, into a temporary lake with funnel metadata and passing checks."""
 
 import shutil
 
 import pytest
-from dagster import materialize
 
-from pipelines.assets.filter import LANGUAGES, filter_documents, language_ids, quality_models
-from pipelines.resources import BeamRunnerResource, LakeResource, TeacherResource
+from pipelines.graph import materialize_selection
 
 
 @pytest.mark.timeout(240)
-def test_filter_assets_materialise_with_funnel_metadata(tmp_path, docs_dir):
+def test_filter_assets_materialise_with_funnel_metadata(tmp_path, docs_dir, models_dir):
     (tmp_path / "extract").mkdir()
     shutil.copy(docs_dir / "documents.parquet", tmp_path / "extract" / "documents.parquet")
-    resources = {
-        "lake": LakeResource(root=str(tmp_path)),
-        "beam": BeamRunnerResource(),
-        "teacher": TeacherResource(),
-    }
-    assert "de" in LANGUAGES.get_partition_keys()
-    res = materialize([quality_models], partition_key="en", resources=resources)
-    assert res.success and (tmp_path / "models" / "quality" / "en.bin").exists()
-    res = materialize([language_ids, filter_documents], resources=resources)
+    names = ["sample_web", "quality_models", "filtered_documents", "deduplicated_documents"]
+    # documents.parquet was copied to the lake's extract/: the IO manager hands out its handle.
+    res = materialize_selection(names, tmp_path)
     assert res.success
     mats = {m.asset_key.to_user_string(): m for m in res.get_asset_materialization_events()}
-    assert set(mats) == {"language_ids", "filtered_documents", "deduplicated_documents"}
+    assert set(mats) == set(names)
+    # The default set is found by the key of its training data: the labels the sample_web asset
+    # wrote give the same key as the in-memory sample web the session fixture built it from.
+    models = mats["quality_models"].materialization.metadata
+    assert models["path"].value == str(models_dir) and models["fallback"].value is True
     filtered = mats["filtered_documents"].materialization.metadata
     assert "| lang |" in filtered["funnel"].value and filtered["funnel_plot"].value.endswith(
         "funnel.png"
@@ -32,3 +29,11 @@ def test_filter_assets_materialise_with_funnel_metadata(tmp_path, docs_dir):
     dedup = mats["deduplicated_documents"].materialization.metadata
     assert 0 < dedup["dedup_rate"].value < 1 and dedup["tokens_kept"].value > 0
     assert (tmp_path / "filter" / "host_languages.parquet").exists()
+    checks = {
+        (c.asset_key.to_user_string(), c.check_name): c.passed
+        for c in res.get_asset_check_evaluations()
+    }
+    assert checks == {
+        ("filtered_documents", "rows_accounted"): True,
+        ("deduplicated_documents", "no_duplicate_kept"): True,
+    }

@@ -117,16 +117,41 @@ def test_replacement_characters_count_as_encoding_errors_but_one_stray_is_tolera
 @pytest.mark.parametrize(
     ("lang", "lines"),
     [
-        ("de", ["Wir verwenden Cookies, um Ihnen ein besseres Nutzererlebnis zu bieten.",
-                "Alle Rechte vorbehalten.", "Zum Inhalt springen"]),
-        ("fr", ["En poursuivant votre navigation, vous acceptez notre politique de confidentialité.",
-                "Tous droits réservés.", "Retour en haut de page"]),
-        ("es", ["Utilizamos cookies para mejorar su experiencia.", "Todos los derechos reservados.",
-                "Ir al contenido principal"]),
+        (
+            "de",
+            [
+                "Wir verwenden Cookies, um Ihnen ein besseres Nutzererlebnis zu bieten.",
+                "Alle Rechte vorbehalten.",
+                "Zum Inhalt springen",
+            ],
+        ),
+        (
+            "fr",
+            [
+                "En poursuivant votre navigation, vous acceptez notre politique de confidentialité.",
+                "Tous droits réservés.",
+                "Retour en haut de page",
+            ],
+        ),
+        (
+            "es",
+            [
+                "Utilizamos cookies para mejorar su experiencia.",
+                "Todos los derechos reservados.",
+                "Ir al contenido principal",
+            ],
+        ),
         ("zh", ["本网站使用Cookie来改善您的体验。", "版权所有，未经许可不得转载。", "返回顶部"]),
-        ("ja", ["当サイトではクッキーを使用しています。", "無断転載を禁じます。", "ページの先頭へ戻る"]),
+        (
+            "ja",
+            [
+                "当サイトではクッキーを使用しています。",
+                "無断転載を禁じます。",
+                "ページの先頭へ戻る",
+            ],
+        ),
     ],
-)  # fmt: skip
+)
 def test_per_language_boilerplate_lexicons_strip_lines(lang, lines):
     clean, _, removed = strip_boilerplate("\n".join(lines), CFG, lang)
     assert removed == len(lines) and clean == ""

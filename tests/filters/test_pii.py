@@ -120,25 +120,137 @@ from phonenumbers import PhoneNumberFormat, PhoneNumberType  # noqa: E402
 
 # lang -> (script, spaced?, regions for phone numbers, filler phrases, "contact" lead words)
 LANGS = {
-    "zh": ("Han", False, ["CN"], ["我们已经收到您的订单", "如有任何问题", "感谢您的耐心等待", "详情请见下文"], ["请联系", "电话", "邮箱", "地址"]),
-    "ja": ("Japanese", False, ["JP"], ["ご注文ありがとうございます", "詳しくは下記をご覧ください", "よろしくお願いします"], ["連絡先は", "電話番号", "メール", "宛先"]),
-    "ko": ("Hangul", True, ["KR"], ["주문해 주셔서 감사합니다", "자세한 내용은 아래를 참고하세요", "문의 사항이 있으면"], ["연락처", "전화", "이메일로", "주소"]),
-    "th": ("Thai", False, ["TH"], ["ขอบคุณสำหรับคำสั่งซื้อของคุณ", "รายละเอียดเพิ่มเติมด้านล่าง", "หากมีคำถาม"], ["ติดต่อ", "โทร", "อีเมล", "ที่อยู่"]),
-    "ar": ("Arabic", True, ["SA", "AE", "EG"], ["شكرا لطلبك", "التفاصيل أدناه", "إذا كان لديك أي سؤال"], ["اتصل على", "الهاتف", "البريد", "العنوان"]),
-    "he": ("Hebrew", True, ["IL"], ["תודה על ההזמנה", "הפרטים מופיעים למטה", "אם יש לכם שאלה"], ["התקשרו", "טלפון", "דוא״ל", "כתובת"]),
-    "ru": ("Cyrillic", True, ["RU"], ["Спасибо за ваш заказ", "Подробности ниже", "Если у вас есть вопросы"], ["Звоните", "Телефон", "Почта", "Адрес"]),
-    "uk": ("Cyrillic", True, ["UA"], ["Дякуємо за замовлення", "Деталі нижче", "Якщо маєте питання"], ["Телефонуйте", "Телефон", "Пошта", "Адреса"]),
-    "hi": ("Devanagari", True, ["IN"], ["आपके ऑर्डर के लिए धन्यवाद", "विवरण नीचे देखें", "यदि कोई प्रश्न हो"], ["संपर्क करें", "फ़ोन", "ईमेल", "पता"]),
-    "el": ("Greek", True, ["GR"], ["Ευχαριστούμε για την παραγγελία", "Λεπτομέρειες παρακάτω"], ["Καλέστε", "Τηλέφωνο", "Email", "Διεύθυνση"]),
-    "de": ("Latin", True, ["DE", "AT"], ["Vielen Dank für Ihre Bestellung", "Näheres finden Sie unten", "Bei Fragen wenden Sie sich an uns"], ["Rufen Sie an:", "Telefon", "E-Mail", "Anschrift"]),
-    "fr": ("Latin", True, ["FR"], ["Merci pour votre commande", "Détails ci-dessous", "Pour toute question"], ["Appelez le", "Téléphone", "Écrivez à", "Adresse"]),
-    "es": ("Latin", True, ["ES"], ["Gracias por su pedido", "Más detalles abajo", "Si tiene alguna pregunta"], ["Llame al", "Teléfono", "Correo", "Dirección"]),
-    "pl": ("Latin", True, ["PL"], ["Dziękujemy za zamówienie", "Szczegóły poniżej", "W razie pytań"], ["Zadzwoń", "Telefon", "E-mail", "Adres"]),
-    "cs": ("Latin", True, ["CZ"], ["Děkujeme za objednávku", "Podrobnosti níže", "Máte-li dotazy"], ["Volejte", "Telefon", "E-mail", "Adresa"]),
-    "tr": ("Latin", True, ["TR"], ["Siparişiniz için teşekkürler", "Ayrıntılar aşağıda", "Sorunuz olursa"], ["Arayın", "Telefon", "E-posta", "Adres"]),
-    "vi": ("Latin", True, ["VN"], ["Cảm ơn bạn đã đặt hàng", "Chi tiết bên dưới", "Nếu có câu hỏi"], ["Gọi", "Điện thoại", "Thư điện tử", "Địa chỉ"]),
-    "en": ("Latin", True, ["US", "GB"], ["Thanks for your order", "Details follow below", "If you have any question"], ["Call", "Phone", "Email", "Address"]),
-}  # fmt: skip
+    "zh": (
+        "Han",
+        False,
+        ["CN"],
+        ["我们已经收到您的订单", "如有任何问题", "感谢您的耐心等待", "详情请见下文"],
+        ["请联系", "电话", "邮箱", "地址"],
+    ),
+    "ja": (
+        "Japanese",
+        False,
+        ["JP"],
+        ["ご注文ありがとうございます", "詳しくは下記をご覧ください", "よろしくお願いします"],
+        ["連絡先は", "電話番号", "メール", "宛先"],
+    ),
+    "ko": (
+        "Hangul",
+        True,
+        ["KR"],
+        ["주문해 주셔서 감사합니다", "자세한 내용은 아래를 참고하세요", "문의 사항이 있으면"],
+        ["연락처", "전화", "이메일로", "주소"],
+    ),
+    "th": (
+        "Thai",
+        False,
+        ["TH"],
+        ["ขอบคุณสำหรับคำสั่งซื้อของคุณ", "รายละเอียดเพิ่มเติมด้านล่าง", "หากมีคำถาม"],
+        ["ติดต่อ", "โทร", "อีเมล", "ที่อยู่"],
+    ),
+    "ar": (
+        "Arabic",
+        True,
+        ["SA", "AE", "EG"],
+        ["شكرا لطلبك", "التفاصيل أدناه", "إذا كان لديك أي سؤال"],
+        ["اتصل على", "الهاتف", "البريد", "العنوان"],
+    ),
+    "he": (
+        "Hebrew",
+        True,
+        ["IL"],
+        ["תודה על ההזמנה", "הפרטים מופיעים למטה", "אם יש לכם שאלה"],
+        ["התקשרו", "טלפון", "דוא״ל", "כתובת"],
+    ),
+    "ru": (
+        "Cyrillic",
+        True,
+        ["RU"],
+        ["Спасибо за ваш заказ", "Подробности ниже", "Если у вас есть вопросы"],
+        ["Звоните", "Телефон", "Почта", "Адрес"],
+    ),
+    "uk": (
+        "Cyrillic",
+        True,
+        ["UA"],
+        ["Дякуємо за замовлення", "Деталі нижче", "Якщо маєте питання"],
+        ["Телефонуйте", "Телефон", "Пошта", "Адреса"],
+    ),
+    "hi": (
+        "Devanagari",
+        True,
+        ["IN"],
+        ["आपके ऑर्डर के लिए धन्यवाद", "विवरण नीचे देखें", "यदि कोई प्रश्न हो"],
+        ["संपर्क करें", "फ़ोन", "ईमेल", "पता"],
+    ),
+    "el": (
+        "Greek",
+        True,
+        ["GR"],
+        ["Ευχαριστούμε για την παραγγελία", "Λεπτομέρειες παρακάτω"],
+        ["Καλέστε", "Τηλέφωνο", "Email", "Διεύθυνση"],
+    ),
+    "de": (
+        "Latin",
+        True,
+        ["DE", "AT"],
+        [
+            "Vielen Dank für Ihre Bestellung",
+            "Näheres finden Sie unten",
+            "Bei Fragen wenden Sie sich an uns",
+        ],
+        ["Rufen Sie an:", "Telefon", "E-Mail", "Anschrift"],
+    ),
+    "fr": (
+        "Latin",
+        True,
+        ["FR"],
+        ["Merci pour votre commande", "Détails ci-dessous", "Pour toute question"],
+        ["Appelez le", "Téléphone", "Écrivez à", "Adresse"],
+    ),
+    "es": (
+        "Latin",
+        True,
+        ["ES"],
+        ["Gracias por su pedido", "Más detalles abajo", "Si tiene alguna pregunta"],
+        ["Llame al", "Teléfono", "Correo", "Dirección"],
+    ),
+    "pl": (
+        "Latin",
+        True,
+        ["PL"],
+        ["Dziękujemy za zamówienie", "Szczegóły poniżej", "W razie pytań"],
+        ["Zadzwoń", "Telefon", "E-mail", "Adres"],
+    ),
+    "cs": (
+        "Latin",
+        True,
+        ["CZ"],
+        ["Děkujeme za objednávku", "Podrobnosti níže", "Máte-li dotazy"],
+        ["Volejte", "Telefon", "E-mail", "Adresa"],
+    ),
+    "tr": (
+        "Latin",
+        True,
+        ["TR"],
+        ["Siparişiniz için teşekkürler", "Ayrıntılar aşağıda", "Sorunuz olursa"],
+        ["Arayın", "Telefon", "E-posta", "Adres"],
+    ),
+    "vi": (
+        "Latin",
+        True,
+        ["VN"],
+        ["Cảm ơn bạn đã đặt hàng", "Chi tiết bên dưới", "Nếu có câu hỏi"],
+        ["Gọi", "Điện thoại", "Thư điện tử", "Địa chỉ"],
+    ),
+    "en": (
+        "Latin",
+        True,
+        ["US", "GB"],
+        ["Thanks for your order", "Details follow below", "If you have any question"],
+        ["Call", "Phone", "Email", "Address"],
+    ),
+}
 IBAN_COUNTRIES = {"DE": 18, "FR": 23, "GB": 18, "ES": 20, "NL": 14, "IT": 23, "PL": 24, "TR": 22}
 # Glue used when PII is written without spaces in scripts that use them: punctuation only
 # (a value glued to ASCII letters cannot be told apart, in any script).
@@ -154,8 +266,18 @@ def _luhn_complete(prefix: str, length: int, rng: random.Random) -> str:
 
 
 def _gen_card(rng: random.Random) -> str:
-    prefix, length = rng.choice([("4", 16), ("51", 16), ("55", 16), ("2221", 16), ("34", 15),
-                                 ("37", 15), ("6011", 16), ("35", 16)])  # fmt: skip
+    prefix, length = rng.choice(
+        [
+            ("4", 16),
+            ("51", 16),
+            ("55", 16),
+            ("2221", 16),
+            ("34", 15),
+            ("37", 15),
+            ("6011", 16),
+            ("35", 16),
+        ]
+    )
     digits = _luhn_complete(prefix, length, rng)
     style = rng.random()
     if style < 0.4:
@@ -182,10 +304,35 @@ def _gen_ip(rng: random.Random) -> str:
 
 
 def _gen_email(rng: random.Random) -> str:
-    user = rng.choice(["zhang.wei", "anna.keller", "m.rossi", "ivan_petrov", "yuki+news", "k.kim",
-                       "somchai", "o.cohen", "rahul.sharma", "info", "j.doe-smith"])  # fmt: skip
-    domain = rng.choice(["example.com", "example.org", "mail.example.net", "qq.com", "yandex.ru",
-                         "firma.de", "correo.es", "company.co.jp", "naver.com", "uni-wien.ac.at"])  # fmt: skip
+    user = rng.choice(
+        [
+            "zhang.wei",
+            "anna.keller",
+            "m.rossi",
+            "ivan_petrov",
+            "yuki+news",
+            "k.kim",
+            "somchai",
+            "o.cohen",
+            "rahul.sharma",
+            "info",
+            "j.doe-smith",
+        ]
+    )
+    domain = rng.choice(
+        [
+            "example.com",
+            "example.org",
+            "mail.example.net",
+            "qq.com",
+            "yandex.ru",
+            "firma.de",
+            "correo.es",
+            "company.co.jp",
+            "naver.com",
+            "uni-wien.ac.at",
+        ]
+    )
     return f"{user}{rng.randint(1, 999) if rng.random() < 0.5 else ''}@{domain}"
 
 
@@ -277,7 +424,7 @@ def heldout_texts(seed: int = 0, per_lang: int = 60) -> list[dict]:
                     "value": value,
                     "decoy": decoy,
                     "glued": glued,
-                }  # fmt: skip
+                }
             )
     return docs
 

@@ -28,8 +28,12 @@ def _docs(tmp_path, rows):
 
 
 def _row(i, text, allowed=True):
-    return {"id": f"d{i:03d}", "url": f"http://h{i % 5}.test/{i}", "text": text,
-            "training_allowed": allowed}  # fmt: skip
+    return {
+        "id": f"d{i:03d}",
+        "url": f"http://h{i % 5}.test/{i}",
+        "text": text,
+        "training_allowed": allowed,
+    }
 
 
 def test_default_set_layout_and_metadata(models_dir, languages):

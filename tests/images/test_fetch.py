@@ -289,14 +289,14 @@ def test_xrt_opt_out(values, expected):
 
 
 def test_fetch_is_fast_enough_on_loopback(image_server, tmp_path):
-    """Guard against a gross slowdown: 200 small images on two hosts well under 20 s."""
+    """Guard against a gross slowdown: 200 small images on two hosts in well under a minute."""
     routes = {f"/i{i}.png": Resource(png(48, 40 + i % 50, (i % 256, 0, 0))) for i in range(200)}
     server = image_server(routes)
     refs = [ref(f"r{i}", server.url((A, B)[i % 2], f"/i{i}.png")) for i in range(200)]
     started = time.monotonic()
     summary = fetch_images(refs, tmp_path, {**FAST, "concurrency": 16, "per_host_connections": 4})
     assert summary["stored"] == 200, summary
-    assert time.monotonic() - started < 20
+    assert time.monotonic() - started < 45
     assert len(list(Path(tmp_path, "images").rglob("*.png"))) == 200
 
 

@@ -29,11 +29,19 @@ def make_documents(n_per_lang: dict[str, int], seed: int = 0) -> pa.Table:
             words = [rng.choice(WORDS[lang]) for _ in range(rng.randint(20, 200))]
             allowed = i % 7 != 3
             text = " ".join(words) + ("" if allowed else f" {OPTED_OUT_MARKER}")
-            rows.append({
-                "id": f"{lang}-{i}", "url": f"http://127.0.0.1/{lang}/{i}", "text": text,
-                "training_allowed": allowed, "lang": lang, "lang_score": 0.9,
-                "quality_score": round(rng.random(), 3), "drop_reason": None, "duplicate_of": None,
-            })  # fmt: skip
+            rows.append(
+                {
+                    "id": f"{lang}-{i}",
+                    "url": f"http://127.0.0.1/{lang}/{i}",
+                    "text": text,
+                    "training_allowed": allowed,
+                    "lang": lang,
+                    "lang_score": 0.9,
+                    "quality_score": round(rng.random(), 3),
+                    "drop_reason": None,
+                    "duplicate_of": None,
+                }
+            )
     return pa.Table.from_pylist(rows)
 
 
@@ -80,11 +88,14 @@ def base_spec(lake: Path, **overrides) -> dict:
         "buckets": {
             "web": {"weight": 0.6, "sources": [{"path": docs, "where": "lang = 'en'"}]},
             "multilingual": {
-                "weight": 0.4, "split_by": "lang", "temperature": 3.0, "max_epochs": 4,
+                "weight": 0.4,
+                "split_by": "lang",
+                "temperature": 3.0,
+                "max_epochs": 4,
                 "sources": [{"path": docs, "where": "lang <> 'en'"}],
             },
         },
         "eval": {"sequences_per_group": 2, "max_fraction": 0.05},
-    }  # fmt: skip
+    }
     spec.update(overrides)
     return spec

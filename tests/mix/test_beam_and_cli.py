@@ -21,9 +21,14 @@ def test_beam_direct_runner_gives_byte_identical_shards(lake, write_spec, tmp_pa
     local = build_mixture(spec, tmp_path / "local")
     beam = build_mixture_beam(spec, tmp_path / "beam", pipeline_args=["--runner=DirectRunner"])
     assert [s["sha256"] for s in beam["shards"]] == [s["sha256"] for s in local["shards"]]
+
     assert (tmp_path / "beam/manifest.json").read_bytes() == (
         tmp_path / "local/manifest.json"
     ).read_bytes()
+    # The lake's manifest fields, deterministic: what the mixture was made from.
+    doc = json.loads((tmp_path / "local/manifest.json").read_text())
+    assert doc["schema_version"] == 1 and doc["rows"] == doc["num_sequences"]
+    assert str(spec) in doc["inputs"] and any(i.endswith(".parquet") for i in doc["inputs"])
     assert beam["beam_counters"]["tokens"] == sum(s["available_tokens"] for s in local["sources"])
     assert not (tmp_path / "beam/_work").exists()
 

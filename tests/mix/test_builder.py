@@ -99,8 +99,10 @@ def test_different_seed_changes_order(lake, write_spec, built, tmp_path):
 
 
 def test_curriculum_stages_change_weights_part_way(lake, write_spec, tmp_path):
-    stages = [{"name": "warm", "until": 0.5, "weights": {"web": 1.0, "multilingual": 0.0}},
-              {"name": "rest", "until": 1.0, "weights": {"web": 0.2, "multilingual": 0.8}}]  # fmt: skip
+    stages = [
+        {"name": "warm", "until": 0.5, "weights": {"web": 1.0, "multilingual": 0.0}},
+        {"name": "rest", "until": 1.0, "weights": {"web": 0.2, "multilingual": 0.8}},
+    ]
     m = build_mixture(write_spec(base_spec(lake, stages=stages)), tmp_path / "c")
     assert [s["name"] for s in m["stages"]] == ["warm", "rest"]
     assert m["buckets"]["web"]["weight"] == pytest.approx(0.6)
@@ -109,8 +111,11 @@ def test_curriculum_stages_change_weights_part_way(lake, write_spec, tmp_path):
     assert warm["tokens"] == pytest.approx(10_000, rel=0.02)
     # the warm stage holds only English: decode its shards
     tok = Tokenizer.from_file(str(tmp_path / "c/tokenizer.json"))
-    warm_text = "".join(tok.decode(np.load(tmp_path / "c" / s["path"]).reshape(-1).tolist())
-                        for s in m["shards"] if s["stage"] == "warm")  # fmt: skip
+    warm_text = "".join(
+        tok.decode(np.load(tmp_path / "c" / s["path"]).reshape(-1).tolist())
+        for s in m["shards"]
+        if s["stage"] == "warm"
+    )
     assert " der " not in warm_text and " the " in warm_text
 
 
@@ -130,8 +135,11 @@ def test_per_source_weights_are_met(lake, write_spec, tmp_path):
 def test_empty_optional_bucket_is_reported_as_shortfall(lake, write_spec, tmp_path):
     spec = base_spec(lake, allow_shortfall=True)
     spec["buckets"]["web"]["weight"] = 0.5
-    spec["buckets"]["images"] = {"weight": 0.1, "modality": "image_caption",
-                                 "sources": [{"path": "missing/*.parquet", "optional": True}]}  # fmt: skip
+    spec["buckets"]["images"] = {
+        "weight": 0.1,
+        "modality": "image_caption",
+        "sources": [{"path": "missing/*.parquet", "optional": True}],
+    }
     m = build_mixture(write_spec(spec), tmp_path / "e")
     (short,) = m["shortfalls"]
     assert (

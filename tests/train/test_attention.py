@@ -117,8 +117,17 @@ def test_chunked_gradients_match_the_dense_reference(monkeypatch):
 
 
 def _cfg(**kw) -> ModelConfig:
-    base = dict(vocab_size=60, d_model=32, n_layer=4, n_head=4, n_kv_head=2, window=8,
-                local_per_global=1, max_seq_len=128, boundary_token_id=0)  # fmt: skip
+    base = dict(
+        vocab_size=60,
+        d_model=32,
+        n_layer=4,
+        n_head=4,
+        n_kv_head=2,
+        window=8,
+        local_per_global=1,
+        max_seq_len=128,
+        boundary_token_id=0,
+    )
     return ModelConfig(**{**base, **kw})
 
 
@@ -190,12 +199,19 @@ def forward_peak_mb(seq_len: int, backend: str) -> float:
     """Peak RSS growth (MB) of one no-grad forward, in a fresh process (VmHWM reset before it)."""
     proc = subprocess.run(
         [sys.executable, "-c", MEMORY_PROBE, str(seq_len), backend],
-        capture_output=True, text=True, cwd=ROOT, timeout=280,
-        env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin",
-             "OMP_NUM_THREADS": "1", "OMP_WAIT_POLICY": "PASSIVE",
-             # a fixed mmap threshold: freed tensors go back to the OS, RSS follows live memory
-             "MALLOC_MMAP_THRESHOLD_": "65536"},
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=280,
+        env={
+            "PYTHONPATH": str(ROOT),
+            "PATH": "/usr/bin:/bin",
+            "OMP_NUM_THREADS": "1",
+            "OMP_WAIT_POLICY": "PASSIVE",
+            # a fixed mmap threshold: freed tensors go back to the OS, RSS follows live memory
+            "MALLOC_MMAP_THRESHOLD_": "65536",
+        },
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
     return json.loads(proc.stdout.strip().splitlines()[-1])["peak_mb"]
 

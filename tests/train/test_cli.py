@@ -62,8 +62,24 @@ def test_cli_retrieval_data_writes_a_source_and_eval_rejects_bad_runs(tmp_path):
 
     runner = CliRunner()
     out = tmp_path / "synth" / "long" / "retrieval.parquet"
-    args = ["train", "retrieval-data", "--out", str(out), "--docs", "7", "--seed", "3",
-            "--facts", "3", "--queries", "2", "--filler-min", "1", "--filler-max", "2"]  # fmt: skip
+    args = [
+        "train",
+        "retrieval-data",
+        "--out",
+        str(out),
+        "--docs",
+        "7",
+        "--seed",
+        "3",
+        "--facts",
+        "3",
+        "--queries",
+        "2",
+        "--filler-min",
+        "1",
+        "--filler-max",
+        "2",
+    ]
     result = runner.invoke(app, args)
     assert result.exit_code == 0, result.output
     assert pq.read_table(out).num_rows == 7 and "7 documents" in result.output

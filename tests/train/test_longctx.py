@@ -71,27 +71,59 @@ def retrieval_setup(tmp_path_factory):
     mixes = {}
     for name, seq in (("short", 64), ("long", 256)):
         spec = {
-            "name": name, "seq_len": seq, "total_tokens": 40_000, "seed": 1,
-            "tokenizer": str(tok), "allow_shortfall": True,
-            "buckets": {"retrieval": {"weight": 1.0, "sources": [
-                {"path": str(root / "synth" / "long" / "*.parquet"),
-                 "where": "source = 'synthetic-retrieval' AND lang = 'en' AND quality_score >= 0.5"}]}},
+            "name": name,
+            "seq_len": seq,
+            "total_tokens": 40_000,
+            "seed": 1,
+            "tokenizer": str(tok),
+            "allow_shortfall": True,
+            "buckets": {
+                "retrieval": {
+                    "weight": 1.0,
+                    "sources": [
+                        {
+                            "path": str(root / "synth" / "long" / "*.parquet"),
+                            "where": "source = 'synthetic-retrieval' AND lang = 'en' AND quality_score >= 0.5",
+                        }
+                    ],
+                }
+            },
             "eval": {"sequences_per_group": 2, "max_fraction": 0.05},
-        }  # fmt: skip
+        }
         (root / f"{name}.yaml").write_text(yaml.safe_dump(spec))
         mixes[name] = root / "mix" / name
         build_mixture(root / f"{name}.yaml", mixes[name])
     config = {
-        "model": {"d_model": 64, "n_layer": 4, "n_head": 4, "n_kv_head": 2, "window": 32,
-                  "max_seq_len": 64, "local_per_global": 1},
-        "train": {"batch_size": 8, "threads": 2, "log_every": 10, "eval_every": 1000,
-                  "checkpoint_every": 1000, "eval_max_sequences": 2},
+        "model": {
+            "d_model": 64,
+            "n_layer": 4,
+            "n_head": 4,
+            "n_kv_head": 2,
+            "window": 32,
+            "max_seq_len": 64,
+            "local_per_global": 1,
+        },
+        "train": {
+            "batch_size": 8,
+            "threads": 2,
+            "log_every": 10,
+            "eval_every": 1000,
+            "checkpoint_every": 1000,
+            "eval_max_sequences": 2,
+        },
         "stages": {
             "pretrain": {"mixture": "short", "steps": 40, "lr": 3e-3, "warmup_steps": 5},
-            "long-context": {"mixture": "long", "steps": 60, "lr": 2e-3, "warmup_steps": 5,
-                             "batch_size": 4, "rope_base": 100000, "max_seq_len": 256},
+            "long-context": {
+                "mixture": "long",
+                "steps": 60,
+                "lr": 2e-3,
+                "warmup_steps": 5,
+                "batch_size": 4,
+                "rope_base": 100000,
+                "max_seq_len": 256,
+            },
         },
-    }  # fmt: skip
+    }
     (root / "train.yaml").write_text(yaml.safe_dump(config))
     return {"root": root, "parquet": parquet, "tokenizer": tok, "mixes": mixes, "docs": docs}
 
@@ -117,10 +149,10 @@ def test_long_context_stage_lowers_the_late_query_loss_of_its_starting_checkpoin
     root, mixes = retrieval_setup["root"], retrieval_setup["mixes"]
     # The cpt stage here trains from scratch on the short mixture: it has seen the format, but
     # never a fact and its query in one 64-token window.
-    run_stage("pretrain", root / "train.yaml", mixes["short"], root / "cpt",
-              steps=40)  # fmt: skip
-    lc = run_stage("long-context", root / "train.yaml", mixes["long"], root / "lc",
-                   init=root / "cpt")  # fmt: skip
+    run_stage("pretrain", root / "train.yaml", mixes["short"], root / "cpt", steps=40)
+    lc = run_stage(
+        "long-context", root / "train.yaml", mixes["long"], root / "lc", init=root / "cpt"
+    )
     assert lc["seq_len"] == 256
     held_out = make_retrieval_docs(30, seed=99, **DOC)
     tok = load_tokenizer(retrieval_setup["tokenizer"])

@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from common.manifest import lake_fields
 from training.mixture.packing import (
     DiskTokens,
     PackStats,
@@ -193,8 +194,14 @@ def prepare_tokenizer(
                 {f for p in cfg.sources for f in _glob(resolve_path(p, spec_dir, lake_root))}
             )
         else:
-            files = sorted({f for b, bs in spec.buckets.items() for i in range(len(bs.sources))
-                            for f in source_files(spec, b, i, spec_dir, lake_root)})  # fmt: skip
+            files = sorted(
+                {
+                    f
+                    for b, bs in spec.buckets.items()
+                    for i in range(len(bs.sources))
+                    for f in source_files(spec, b, i, spec_dir, lake_root)
+                }
+            )
         if not files:
             raise SpecError(
                 "tokenizer.train.sources: no source file exists to train the tokenizer on"
@@ -355,9 +362,18 @@ def assemble_corpus(
         in_bucket = corpus.in_bucket(bucket)
         for i, src in enumerate(bs.sources):
             m = in_bucket[corpus.source[in_bucket] == i]
-            sources_out.append({"bucket": bucket, "index": i, "path": src.path, "where": src.where,
-                                "weight": src.weight, "documents": int(len(m)),
-                                "available_tokens": int(lengths[m].sum()), "tokens": 0})  # fmt: skip
+            sources_out.append(
+                {
+                    "bucket": bucket,
+                    "index": i,
+                    "path": src.path,
+                    "where": src.where,
+                    "weight": src.weight,
+                    "documents": int(len(m)),
+                    "available_tokens": int(lengths[m].sum()),
+                    "tokens": 0,
+                }
+            )
             if len(m) == 0 and not src.optional:
                 raise SpecError(
                     f"buckets.{bucket}.sources[{i}]: {src.path} offers no rows with training_allowed = true"
@@ -378,9 +394,13 @@ def assemble_corpus(
             held[sel[mask]] = True
             if mask.any():
                 eval_docs.append((bucket, g, in_bucket[sel[mask]]))
-            groups_out[g] = {"available_tokens": int(lengths[in_bucket[sel]].sum()),
-                             "heldout_tokens": int(lengths[in_bucket[sel[mask]]].sum()),
-                             "target_tokens": 0, "tokens": 0, "epochs": 0.0}  # fmt: skip
+            groups_out[g] = {
+                "available_tokens": int(lengths[in_bucket[sel]].sum()),
+                "heldout_tokens": int(lengths[in_bucket[sel[mask]]].sum()),
+                "target_tokens": 0,
+                "tokens": 0,
+                "epochs": 0.0,
+            }
         train_idx = in_bucket[~held]
         keys, members, targets = _pools(spec, bucket, corpus, train_idx, bucket_targets[bucket])
         avail = {k: float(lengths[members[k]].sum()) for k in keys}
@@ -427,13 +447,20 @@ def assemble_corpus(
             shortfalls.append(
                 _shortfall(spec, bucket, bucket_targets[bucket], placed, len(in_bucket))
             )
-        buckets_out[bucket] = {"weight": eff[bucket], "modality": bs.modality, "target_tokens": int(bucket_targets[bucket]),
-                               "tokens": placed, "groups": groups_out}  # fmt: skip
+        buckets_out[bucket] = {
+            "weight": eff[bucket],
+            "modality": bs.modality,
+            "target_tokens": int(bucket_targets[bucket]),
+            "tokens": placed,
+            "groups": groups_out,
+        }
 
     if shortfalls and not spec.allow_shortfall:
         lines = "\n".join(f"  buckets.{s['bucket']}: {s['reason']}" for s in shortfalls)
-        raise SpecError(f"{spec_path}: not enough data for the requested tokens\n{lines}\n"
-                        "  (lower total_tokens or the weight, raise max_epochs, or set allow_shortfall: true)")  # fmt: skip
+        raise SpecError(
+            f"{spec_path}: not enough data for the requested tokens\n{lines}\n"
+            "  (lower total_tokens or the weight, raise max_epochs, or set allow_shortfall: true)"
+        )
     if plan_only:
         return {"buckets": buckets_out, "sources": sources_out, "shortfalls": shortfalls}
 
@@ -467,6 +494,24 @@ def assemble_corpus(
         "spec": spec.model_dump(mode="json"),
     }
     manifest["checks"] = accounting_checks(manifest)
+    # The lake fields every dataset's manifest has: schema version, rows, the inputs it was made
+    # from, the config hash.
+    tok_src = (
+        []
+        if isinstance(spec.tokenizer, TokenizerTrain)
+        else [str(resolve_path(spec.tokenizer, spec_path.parent, lake_root))]
+    )
+    files = {
+        f
+        for bucket, bs in spec.buckets.items()
+        for i in range(len(bs.sources))
+        for f in source_files(spec, bucket, i, spec_path.parent, lake_root)
+    }
+    inputs = [str(spec_path), *tok_src, *sorted(files)]
+    # Deterministic: the same spec, data and seed give a byte-identical manifest (no time, no
+    # directory name), whichever executor built it.
+    lake = lake_fields(out_dir, rows=stats.sequences, inputs=inputs, config_sha256=spec.sha256())
+    manifest.update({k: v for k, v in lake.items() if k not in ("dataset", "written_at")})
     tmp = out_dir / "manifest.json.tmp"
     tmp.write_text(json.dumps(manifest, indent=2, sort_keys=False))
     os.replace(tmp, out_dir / "manifest.json")
@@ -484,8 +529,14 @@ def _shortfall(
         reason = (
             f"{target:,} tokens requested but {cap} only {placed:,} (short {target - placed:,})"
         )
-    return {"bucket": bucket, "target_tokens": target, "tokens": placed, "missing_tokens": target - placed,
-            "fraction_missing": (target - placed) / target if target else 0.0, "reason": reason}  # fmt: skip
+    return {
+        "bucket": bucket,
+        "target_tokens": target,
+        "tokens": placed,
+        "missing_tokens": target - placed,
+        "fraction_missing": (target - placed) / target if target else 0.0,
+        "reason": reason,
+    }
 
 
 def _clean(dirpath: Path) -> None:
@@ -505,8 +556,16 @@ def _write_shards(spec, store, stage_copies, spans, special, out_dir: Path):
         perm = _rng(spec.seed, "shuffle", name).permutation(len(d))  # the global shuffle of a stage
         first = stats.sequences
         before = stats.doc_tokens
-        for block in pack_sequences(store, d[perm], n[perm], spec.seq_len, special["boundary"], special["pad"],
-                                    spec.shard_sequences, stats):  # fmt: skip
+        for block in pack_sequences(
+            store,
+            d[perm],
+            n[perm],
+            spec.seq_len,
+            special["boundary"],
+            special["pad"],
+            spec.shard_sequences,
+            stats,
+        ):
             rel = f"shards/{len(shards):05d}.npy"
             shards.append(
                 {
@@ -516,8 +575,15 @@ def _write_shards(spec, store, stage_copies, spans, special, out_dir: Path):
                     "stage": name,
                 }
             )
-        stages_out.append({"name": name, "fraction": frac, "first_sequence": first,
-                           "num_sequences": stats.sequences - first, "tokens": stats.doc_tokens - before})  # fmt: skip
+        stages_out.append(
+            {
+                "name": name,
+                "fraction": frac,
+                "first_sequence": first,
+                "num_sequences": stats.sequences - first,
+                "tokens": stats.doc_tokens - before,
+            }
+        )
     return shards, stages_out, stats
 
 
@@ -526,11 +592,29 @@ def _write_eval(spec, store, eval_docs, special, out_dir: Path) -> list[dict[str
     out = []
     for bucket, group, docs in eval_docs:
         stats = PackStats()
-        blocks = list(pack_sequences(store, docs, store.lengths[docs], spec.seq_len, special["boundary"],
-                                     special["pad"], max(spec.eval.sequences_per_group, 1), stats))  # fmt: skip
+        blocks = list(
+            pack_sequences(
+                store,
+                docs,
+                store.lengths[docs],
+                spec.seq_len,
+                special["boundary"],
+                special["pad"],
+                max(spec.eval.sequences_per_group, 1),
+                stats,
+            )
+        )
         arr = np.concatenate(blocks)[: spec.eval.sequences_per_group]
         rel = f"eval/{bucket}.{re.sub(r'[^A-Za-z0-9_-]', '_', group)}.npy"
         save_array(arr, out_dir / rel)
-        out.append({"bucket": bucket, "group": group, "path": rel, "num_sequences": int(arr.shape[0]),
-                    "documents": int(len(docs)), "tokens": int(store.lengths[docs].sum())})  # fmt: skip
+        out.append(
+            {
+                "bucket": bucket,
+                "group": group,
+                "path": rel,
+                "num_sequences": int(arr.shape[0]),
+                "documents": int(len(docs)),
+                "tokens": int(store.lengths[docs].sum()),
+            }
+        )
     return out

@@ -7,8 +7,14 @@ from typing import Any
 
 
 def _check(level: str, name: str, target_share: float, share: float, tol: float) -> dict[str, Any]:
-    return {"level": level, "name": name, "target_share": target_share, "share": share,
-            "deviation": share - target_share, "ok": abs(share - target_share) <= tol}  # fmt: skip
+    return {
+        "level": level,
+        "name": name,
+        "target_share": target_share,
+        "share": share,
+        "deviation": share - target_share,
+        "ok": abs(share - target_share) <= tol,
+    }
 
 
 def accounting_checks(manifest: dict[str, Any]) -> list[dict[str, Any]]:
@@ -56,12 +62,31 @@ def accounting_rows(manifest: dict[str, Any]) -> list[dict[str, Any]]:
     placed = max(sum(b["tokens"] for b in manifest["buckets"].values()), 1)
     rows = []
     for name, b in manifest["buckets"].items():
-        rows.append({"bucket": name, "group": "", "weight": b["weight"], "available": sum(g.get("available_tokens", 0) for g in b["groups"].values()),
-                     "target": b["target_tokens"], "tokens": b["tokens"], "epochs": None, "share": b["tokens"] / placed})  # fmt: skip
+        rows.append(
+            {
+                "bucket": name,
+                "group": "",
+                "weight": b["weight"],
+                "available": sum(g.get("available_tokens", 0) for g in b["groups"].values()),
+                "target": b["target_tokens"],
+                "tokens": b["tokens"],
+                "epochs": None,
+                "share": b["tokens"] / placed,
+            }
+        )
         for g, gs in b["groups"].items():
-            rows.append({"bucket": name, "group": g, "weight": None, "available": gs.get("available_tokens", 0),
-                         "target": gs.get("target_tokens", 0), "tokens": gs.get("tokens", 0),
-                         "epochs": gs.get("epochs"), "share": gs.get("tokens", 0) / placed})  # fmt: skip
+            rows.append(
+                {
+                    "bucket": name,
+                    "group": g,
+                    "weight": None,
+                    "available": gs.get("available_tokens", 0),
+                    "target": gs.get("target_tokens", 0),
+                    "tokens": gs.get("tokens", 0),
+                    "epochs": gs.get("epochs"),
+                    "share": gs.get("tokens", 0) / placed,
+                }
+            )
     return rows
 
 
@@ -96,8 +121,10 @@ def markdown_table(manifest: dict[str, Any]) -> str:
     for r in accounting_rows(manifest):
         weight = "" if r["weight"] is None else f"{r['weight']:.3f}"
         epochs = "" if r["epochs"] is None else f"{r['epochs']:.2f}"
-        body.append(f"| {r['bucket']} | {r['group']} | {weight} | {r['available']:,} | {r['target']:,} | "
-                    f"{r['tokens']:,} | {epochs} | {r['share']:.4f} |")  # fmt: skip
+        body.append(
+            f"| {r['bucket']} | {r['group']} | {weight} | {r['available']:,} | {r['target']:,} | "
+            f"{r['tokens']:,} | {epochs} | {r['share']:.4f} |"
+        )
     return "\n".join([head, *body, "", *(f"- {line}" for line in summary_lines(manifest))])
 
 

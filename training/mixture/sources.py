@@ -54,8 +54,14 @@ class DocBatch:
 
     def save(self, path: str | Path) -> None:
         """Write to .npz (used to hand units between Beam workers and the assembler)."""
-        np.savez(path, tokens=self.tokens, lengths=self.lengths, groups=np.array(self.groups, dtype=object),
-                 repeat=self.repeat, rows=self.rows)  # fmt: skip
+        np.savez(
+            path,
+            tokens=self.tokens,
+            lengths=self.lengths,
+            groups=np.array(self.groups, dtype=object),
+            repeat=self.repeat,
+            rows=self.rows,
+        )
 
     @classmethod
     def concat(cls, batches: list[DocBatch]) -> DocBatch:

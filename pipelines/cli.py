@@ -1,15 +1,31 @@
-"""Typer commands derived from stage declarations, and the one handler of user errors."""
+"""The `refinery` command line, derived from the stage table (`pipelines.stages.STAGES`).
+
+Each stage's Typer command is built from its params model (`command_for`): one option per
+field, the flag and help declared on the field. Heavy imports stay inside the stages' `run`,
+so `refinery --help` is fast. Every command treats user errors alike (`user_errors`): one line
+on stderr naming the file or flag and the fix, exit status 2.
+"""
 
 from __future__ import annotations
 
 import functools
 import inspect
 from collections.abc import Callable
+from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
 from pipelines.stage import Lake, Stage, field_role, is_user_error
+
+app = typer.Typer(
+    name="refinery",
+    help="Refinery: build LLM pretraining data and run the training that consumes it.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_show_locals=False,
+)
+PROJECT_ROOT = Path(__file__).resolve().parents[1]
 
 
 def flag_of(stage: Stage, name: str) -> str:
@@ -62,7 +78,11 @@ def _option(stage: Stage, name: str) -> tuple[Any, Any]:
         if role.get("envvar"):
             kwargs["envvar"] = role["envvar"]
         marker = typer.Option(flag_of(stage, name), **kwargs)
-    default = inspect.Parameter.empty if info.is_required() else info.get_default(call_default_factory=True)
+    default = (
+        inspect.Parameter.empty
+        if info.is_required()
+        else info.get_default(call_default_factory=True)
+    )
     return Annotated[info.annotation, marker], default
 
 
@@ -92,11 +112,15 @@ def command_for(stage: Stage, show: Callable[[Any], None] | None = None) -> Call
         summary = stage.run(params, Lake(interactive=True))
         (show or stage.show or (lambda s: typer.echo(s.text())))(summary)
 
-    params = [inspect.Parameter("ctx", inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=typer.Context)]
+    params = [
+        inspect.Parameter("ctx", inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=typer.Context)
+    ]
     for name in names:
         annotation, default = _option(stage, name)
         params.append(
-            inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, annotation=annotation, default=default)
+            inspect.Parameter(
+                name, inspect.Parameter.KEYWORD_ONLY, annotation=annotation, default=default
+            )
         )
     command.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
     command.__annotations__ = {p.name: p.annotation for p in params}
@@ -124,3 +148,63 @@ def add_stage_commands(app: typer.Typer, stages: list[Stage], groups: dict[str, 
         target.command(leaf, context_settings=settings or None)(command_for(stage))
     for key, sub in subs.items():
         app.add_typer(sub, name=key)
+
+
+def demo(
+    lake_dir: Annotated[
+        Path | None, typer.Option("--lake", help="Lake root (default: $REFINERY_HOME or ./lake).")
+    ] = None,
+    train_steps: Annotated[
+        str | None,
+        typer.Option(
+            help="Training steps as PRETRAIN,CPT,LONG (default 300,100,100, the tiny config's own)."
+        ),
+    ] = None,
+) -> None:
+    """Serve the sample web on loopback and materialize the whole asset graph on it with Dagster."""
+    from pipelines.demo import run_demo
+
+    steps = None
+    if train_steps:
+        try:
+            steps = tuple(int(x) for x in train_steps.split(","))
+            if len(steps) != 3 or any(n <= 0 for n in steps):
+                raise ValueError
+        except ValueError:
+            raise ValueError(
+                f"--train-steps {train_steps!r}: three positive integers, e.g. 300,100,100"
+            ) from None
+    run_demo(lake_dir.resolve() if lake_dir else None, train_steps=steps)
+
+
+def ui(
+    host: Annotated[str, typer.Option(help="Address the webserver binds.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="Port of the webserver.")] = 3000,
+    dagster_home: Annotated[Path, typer.Option(help="DAGSTER_HOME to use.")] = PROJECT_ROOT
+    / "dagster_home",
+) -> None:
+    """Start `dagster dev` (webserver + daemon) on dagster_home/ and the project's workspace."""
+    import os
+    import subprocess
+    import sys
+
+    env = dict(os.environ, DAGSTER_HOME=str(dagster_home.resolve()))
+    dagster = Path(sys.executable).with_name("dagster")
+    cmd = [str(dagster), "dev", "-w", str(dagster_home / "workspace.yaml"), "-h", host]
+    raise typer.Exit(subprocess.call([*cmd, "-p", str(port)], env=env, cwd=PROJECT_ROOT))
+
+
+def _register_all() -> None:
+    from pipelines.stages import GROUPS, STAGES
+
+    add_stage_commands(app, STAGES, GROUPS)
+    app.command("demo")(user_errors(demo))
+    app.command("ui")(ui)
+
+
+_register_all()
+
+
+def main() -> None:
+    """Entry point of the `refinery` console script."""
+    app()

@@ -1,1 +1,0 @@
-"""Dagster assets, one module per stage area; `pipelines.definitions` loads them all."""

@@ -1,0 +1,129 @@
+"""The stage layer: one declaration gives the CLI command and the Dagster asset; user errors are
+treated alike by every command; the lake IO manager hands out dataset handles."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import typer
+from typer.testing import CliRunner
+
+from pipelines.cli import app, command_for
+from pipelines.graph import config_class, stage_asset
+from pipelines.stage import Lake, Params, Stage, Summary, param
+
+
+class CountParams(Params):
+    src: Path | None = param(None, input="upstream_docs", help="Input directory.")
+    out: Path | None = param(None, output=True, help="Output directory.")
+    limit: int = param(10, min=1, help="Stop after N lines.")
+    runner: str = param("DirectRunner", resource="beam.runner", help="Beam runner.")
+
+
+class CountSummary(Summary):
+    lines: int
+
+
+def count(p: CountParams, lake: Lake) -> CountSummary:
+    """Count lines."""
+    src = Path(p.src) / "in.txt"
+    n = min(len(src.read_text().splitlines()), p.limit)
+    return CountSummary(outputs={"counted": str(p.out or src.parent)}, lines=n)
+
+
+def _stage(params=CountParams) -> Stage:
+    return Stage(
+        "count", params, count, "Count lines.", outputs=("counted",), inputs=("upstream_docs",)
+    )
+
+
+def _cli(stage: Stage) -> typer.Typer:
+    cli = typer.Typer()
+    cli.command("count")(command_for(stage))
+    cli.command("noop")(lambda: None)  # a second command keeps typer's sub-command parsing
+    return cli
+
+
+def test_adding_a_parameter_touches_one_place(tmp_path):
+    (tmp_path / "in.txt").write_text("a\nb\nc\n")
+
+    class MoreParams(CountParams):  # the one change: a new field
+        skip_blank: bool = param(False, help="Ignore blank lines.")
+
+    for params, has_new in ((CountParams, False), (MoreParams, True)):
+        stage = _stage(params)
+        help_text = CliRunner().invoke(_cli(stage), ["count", "--help"]).output
+        assert ("--skip-blank" in help_text) == has_new
+        fields = config_class(stage, "counted").model_fields
+        assert ("skip_blank" in fields) == has_new
+        # Dagster fills inputs, outputs and resource values itself: not config fields.
+        assert "limit" in fields and not {"src", "out", "runner"} & set(fields)
+        assert stage_asset(stage).keys_by_output_name.keys() == {"counted"}
+    ok = CliRunner().invoke(_cli(_stage()), ["count", "--src", str(tmp_path), "--limit", "2"])
+    assert ok.exit_code == 0 and "lines=2" in ok.output
+
+
+def test_bad_values_name_the_flag_and_exit_2(tmp_path):
+    res = CliRunner().invoke(_cli(_stage()), ["count", "--src", str(tmp_path), "--limit", "0"])
+    assert res.exit_code == 2 and "--limit" in res.output
+
+
+@pytest.mark.parametrize(
+    "args, named",
+    [
+        (["filter", "--docs", "/missing-dir", "--out", "OUT"], "/missing-dir"),
+        (["crawl", "--seeds", "/missing-seeds.txt", "--out", "OUT"], "/missing-seeds.txt"),
+        (["extract", "--crawl", "/missing-crawl", "--out", "OUT"], "/missing-crawl"),
+        (["mix", "validate", "/missing-spec.yaml"], "/missing-spec.yaml"),
+        (["mix", "report", "/missing-mix"], "/missing-mix"),
+        (
+            ["train", "pretrain", "--config", "tiny", "--data", "/missing-mix", "--out", "OUT"],
+            "/missing-mix",
+        ),
+        (
+            [
+                "quality",
+                "train",
+                "--lang",
+                "en",
+                "--labels",
+                "/missing.parquet",
+                "--out",
+                "OUT/m.bin",
+            ],
+            "/missing.parquet",
+        ),
+        (
+            ["tokenizer", "train", "--out", "OUT/t.json", "--sources", "/missing/*.parquet"],
+            "/missing",
+        ),
+    ],
+)
+def test_every_command_treats_a_missing_file_alike(args, named, tmp_path, monkeypatch):
+    monkeypatch.setenv("REFINERY_HOME", str(tmp_path / "lake"))
+    args = [a.replace("OUT", str(tmp_path / "out")) for a in args]
+    res = CliRunner().invoke(app, args)
+    assert res.exit_code == 2, res.output
+    lines = [ln for ln in res.output.splitlines() if ln.strip()]
+    errors = [ln for ln in lines if ln.startswith("error: ")]
+    assert len(errors) == 1 and named in errors[0], res.output
+    assert "Traceback" not in res.output
+
+
+def test_io_manager_hands_out_handles_and_falls_back_to_the_lake_place(tmp_path):
+    from dagster import build_input_context, build_output_context
+
+    from pipelines.graph import LakeIOManager
+    from pipelines.stage import Dataset
+
+    io = LakeIOManager(root=str(tmp_path))
+    handle = Dataset("tokenizer", str(tmp_path / "somewhere" / "tok.json"))
+    io.handle_output(build_output_context(asset_key="tokenizer"), handle)
+    assert io.load_input(build_input_context(asset_key="tokenizer")) == handle
+    # No handle: the dataset at its standard lake place, if it exists; else a clear error.
+    with pytest.raises(FileNotFoundError, match="materialize documents first"):
+        io.load_input(build_input_context(asset_key="documents"))
+    (tmp_path / "extract").mkdir()
+    loaded = io.load_input(build_input_context(asset_key="documents"))
+    assert loaded.path == str(tmp_path / "extract")
