@@ -20,7 +20,8 @@ Every ref becomes exactly one row (rows in = rows out), in input order. In the o
 
 A URL shared by many refs (a logo on every page) is fetched once. Progress is journaled
 (`crawlers.images.journal`), so a run killed with `kill -9` resumes with `resume=True` without
-losing or repeating a row.
+losing or repeating a row; a resumed run also tries again the refs whose fetch failed for a
+transient reason (timeout, connection error, a server given up on).
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from crawlers.crawl.downloader import Downloader, RobotsLayer
+from crawlers.crawl.downloader import TRANSIENT_ERRORS, Downloader, RobotsLayer
 from crawlers.crawl.fetcher import FetchResult, mime_of
 from crawlers.crawl.robots_policy import ALLOWED
 from crawlers.images.config import IMAGE_TYPES, ImageFetchConfig
@@ -235,15 +236,27 @@ def _store(out_dir: Path, data: bytes, cfg: ImageFetchConfig) -> dict:
     }
 
 
+def _transient(outcome: dict) -> bool:
+    """True for a fetch_error worth trying again on resume."""
+    error = outcome.get("error") or ""
+    return outcome.get("drop_reason") == "fetch_error" and error.startswith(
+        (*TRANSIENT_ERRORS, "host-gave-up")
+    )
+
+
 class _Run:
     """One fetch: workers over the refs, one outcome per URL, rows journaled in batches."""
 
     def __init__(self, refs, out_dir, cfg, journal, progress):
         self.refs, self.out_dir, self.cfg = refs, out_dir, cfg
         self.journal, self.progress = journal, progress
-        self.rows = journal.rows()
+        # A resumed run tries again what failed for transient reasons (network errors, a server
+        # whose circuit breaker opened), like the crawl re-queues abandoned hosts on --resume.
+        self.outcomes: dict[str, dict] = {
+            src: o for src, o in journal.outcomes().items() if not _transient(o)
+        }
+        self.rows = {i: r for i, r in journal.rows().items() if not _transient(r)}
         self.resumed = len(self.rows)
-        self.outcomes: dict[str, dict] = journal.outcomes()
         self.inflight: dict[str, asyncio.Future] = {}
         self.requests = 0
         self.pool = ThreadPoolExecutor(max_workers=min(4, os.cpu_count() or 1))

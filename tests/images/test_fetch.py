@@ -317,3 +317,16 @@ def test_robots_unreachable_for_good_denies(image_server, tmp_path):
     row = pq.read_table(tmp_path / FETCHED).to_pylist()[0]
     assert row["drop_reason"] == "robots_denied" and "unreachable" in row["error"]
     assert server.hits("/x.png") == 0
+
+
+def test_resume_retries_transient_failures_only(image_server, tmp_path):
+    routes = {"/flaky.png": Resource(reset=True), "/gone.png": Resource(status=404)}
+    routes["/ok.png"] = Resource(GOOD_PNG)
+    server = image_server(routes, ips=[A])
+    refs = [ref(n, server.url(A, f"/{n}.png")) for n in ("flaky", "gone", "ok")]
+    first = fetch_images(refs, tmp_path, FAST)
+    assert first["drop_reasons"] == {"fetch_error": 1, "http_status": 1}
+    routes["/flaky.png"] = Resource(png(40, 40))  # the server recovered
+    second = fetch_images(refs, tmp_path, FAST, resume=True)
+    assert second["drop_reasons"] == {"http_status": 1} and second["resumed_rows"] == 2
+    assert [server.hits(f"/{n}.png") for n in ("flaky", "gone", "ok")] == [2, 1, 1]
