@@ -38,6 +38,10 @@ class DedupConfig(_Strict):
     # Two pHashes at most this many bits apart are the same image. The banding makes d+1 bands of
     # 64/(d+1) bits, so candidate pairs grow as n^2 / 2^(64/(d+1)): keep d small (<= 8).
     phash_max_distance: int = Field(4, ge=0, le=16)
+    # pHash keeps grey layout only; a pHash match is confirmed when no cell of the two images'
+    # 8x8 colour thumbnails differs by more than this (0-1, per channel). None: pHash alone.
+    # Used when the stored image files are at hand (dedup_rows' image_root).
+    confirm_max_colour_diff: float | None = Field(0.06, ge=0, le=1)
     # An image URL referenced by more than this many distinct documents is a logo, an ad or a
     # tracking pixel (OBELICS: 10); 0 disables the rule.
     repeated_url_threshold: int = Field(10, ge=0)

@@ -7,6 +7,7 @@ import io
 import itertools
 import random
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -15,6 +16,7 @@ from PIL import Image
 from filters.images.config import DedupConfig
 from filters.images.dedup import (
     band_masks,
+    colour_confirm,
     dedup_rows,
     find_duplicates,
     hamming,
@@ -265,3 +267,65 @@ def test_dedup_rows_sets_reasons_and_leaves_dropped_rows_alone():
     assert by["p3"]["drop_reason"] is None
     assert all(by[f"logo{i}"]["drop_reason"] == "repeated_url" for i in range(11))
     assert "duplicate_of" not in rows[0]  # inputs are not mutated
+
+
+def test_colour_confirmation_splits_same_layout_graphics_and_keeps_copies(tmp_path):
+    # Same layout, different colours and shapes: pHash (grey, layout only) cannot tell them apart.
+    a = Scene((Group(4, "red", "square", "left"),), 300, 200)
+    b = Scene((Group(4, "blue", "circle", "left"),), 300, 200)
+    assert phash_bytes(render_png(a)) == phash_bytes(render_png(b))
+    files = {
+        "a.png": render_png(a),
+        "a-copy.jpg": _jpeg(render_png(a), 80),
+        "a-half.png": _resized(render_png(a), 0.5),
+        "b.png": render_png(b),
+        "b-copy.jpg": _jpeg(render_png(b), 90),
+    }
+    (tmp_path / "images").mkdir()
+    rows = []
+    for name, data in files.items():
+        (tmp_path / "images" / name).write_bytes(data)
+        rows.append(
+            {
+                "id": name.split(".")[0],
+                "doc_id": name,
+                "src": name,
+                "image_sha256": name,
+                "phash": phash_bytes(data),
+                "image_path": f"images/{name}",
+            }
+        )
+    by = {r["id"]: r["duplicate_of"] for r in dedup_rows(rows, image_root=tmp_path)}
+    assert by == {"a": None, "a-copy": "a", "a-half": "a", "b": None, "b-copy": "b"}
+    # Without the files (or with the check off), pHash alone merges the two scenes.
+    alone = {r["id"]: r["duplicate_of"] for r in dedup_rows(rows)}
+    assert alone["b"] == "a"
+    off = DedupConfig(confirm_max_colour_diff=None)
+    assert all(r["duplicate_of"] for r in dedup_rows(rows, off, image_root=tmp_path)[1:])
+
+
+def test_colour_confirm_on_sample_web_scenes(tmp_path):
+    """Random sample-web scenes with a JPEG and a half-size copy each: with the colour check the
+    groups match the scenes (pHash alone merges a third of the distinct scenes)."""
+    rng = random.Random(3)
+    scenes = list({s.spec(): s for s in (random_scene(rng) for _ in range(150))}.values())
+    paths, phashes, truth = [], [], []
+    for k, scene in enumerate(scenes):
+        png = render_png(scene)
+        for tag, data in (("o.png", png), ("j.jpg", _jpeg(png, 80)), ("r.png", _resized(png, 0.5))):
+            path = tmp_path / f"{k:04d}-{tag}"
+            path.write_bytes(data)
+            paths.append(str(path))
+            phashes.append(phash_bytes(data))
+            truth.append(k)
+    ids = [Path(p).name for p in paths]
+    confirm = colour_confirm(paths)
+    dup_of = find_duplicates(ids, [None] * len(ids), phashes, max_distance=D, confirm=confirm)
+    scene_of = dict(zip(ids, truth, strict=True))
+    rep = [d or i for i, d in zip(ids, dup_of, strict=True)]
+    wrong = sum(scene_of[r] != t for r, t in zip(rep, truth, strict=True))
+    groups = len(set(rep))
+    assert wrong <= 0.05 * len(ids), wrong
+    assert abs(groups - len(scenes)) <= 0.03 * len(scenes), (groups, len(scenes))
+    plain = find_duplicates(ids, [None] * len(ids), phashes, max_distance=D)
+    assert len({d or i for i, d in zip(ids, plain, strict=True)}) < 0.8 * len(scenes)
