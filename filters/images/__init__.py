@@ -20,6 +20,7 @@ from filters.images.config import (
     load_image_config,
 )
 from filters.images.dedup import (
+    colour_confirm,
     dedup_rows,
     find_duplicates,
     hamming,
@@ -54,6 +55,7 @@ __all__ = [
     "caption_rows",
     "clean_caption",
     "clean_captions",
+    "colour_confirm",
     "dedup_rows",
     "filter_documents",
     "find_duplicates",
