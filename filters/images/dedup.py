@@ -21,6 +21,8 @@ from pathlib import Path
 
 import numpy as np
 
+from filters.images.config import DedupConfig
+
 DUPLICATE = "duplicate"
 REPEATED_URL = "repeated_url"
 
@@ -276,8 +278,6 @@ def dedup_rows(rows: Sequence[dict], cfg=None, image_root: str | Path | None = N
     defaults). With `image_root` (the directory `image_path` is relative to) and
     `cfg.confirm_max_colour_diff` set, pHash matches are confirmed on the stored files
     (colour_confirm)."""
-    from filters.images.config import DedupConfig
-
     cfg = cfg or DedupConfig()
     out = [dict(r) for r in rows]
     for r in out:
