@@ -34,12 +34,26 @@ def local_dask_cluster(
     try:
         procs.append(
             subprocess.Popen(
-                [sys.executable, "-m", "distributed.cli.dask_scheduler", "--host", host,
-                 "--port", "0", "--no-dashboard", "--scheduler-file", str(sched_file),
-                 "--idle-timeout", "600s"],
-                stdout=log, stderr=subprocess.STDOUT, start_new_session=True, env=env,
+                [
+                    sys.executable,
+                    "-m",
+                    "distributed.cli.dask_scheduler",
+                    "--host",
+                    host,
+                    "--port",
+                    "0",
+                    "--no-dashboard",
+                    "--scheduler-file",
+                    str(sched_file),
+                    "--idle-timeout",
+                    "600s",
+                ],
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+                env=env,
             )
-        )  # fmt: skip
+        )
         deadline = time.time() + timeout
         while not sched_file.exists():
             if procs[0].poll() is not None or time.time() > deadline:
@@ -48,12 +62,29 @@ def local_dask_cluster(
         address = json.loads(sched_file.read_text())["address"]
         procs.append(
             subprocess.Popen(
-                [sys.executable, "-m", "distributed.cli.dask_worker", address, "--host", host,
-                 "--nworkers", str(n_workers), "--nthreads", str(threads), "--no-dashboard",
-                 "--local-directory", str(tmp / "workers"), "--death-timeout", "60"],
-                stdout=log, stderr=subprocess.STDOUT, start_new_session=True, env=env,
+                [
+                    sys.executable,
+                    "-m",
+                    "distributed.cli.dask_worker",
+                    address,
+                    "--host",
+                    host,
+                    "--nworkers",
+                    str(n_workers),
+                    "--nthreads",
+                    str(threads),
+                    "--no-dashboard",
+                    "--local-directory",
+                    str(tmp / "workers"),
+                    "--death-timeout",
+                    "60",
+                ],
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+                env=env,
             )
-        )  # fmt: skip
+        )
         _wait_for_workers(address, n_workers, deadline)
         yield address
     finally:
