@@ -26,6 +26,8 @@ PROJECT_ROOT = Path(__file__).resolve().parents[1]
 DEMO_CRAWL_DELAY_S = 0.2
 DEMO_TRAIN_STEPS = {"pretrained_model": 300, "cpt_model": 100, "long_context_model": 100}
 DEMO_RETRIEVAL_EVAL_DOCS = 64
+DEMO_IMAGE_DELAY_S = 0.05
+DEMO_CLIP_STEPS = 60
 
 
 @dataclass
@@ -48,6 +50,9 @@ def demo_config(seeds: list[str], train_steps: dict[str, int]) -> dict[str, dict
             "allow_private_networks": True,
         },
         "long_context_model": {"retrieval_eval_docs": DEMO_RETRIEVAL_EVAL_DOCS},
+        # the sample web's images are on loopback too
+        "image_pairs": {"allow_private_networks": True, "delay": DEMO_IMAGE_DELAY_S},
+        "clip_model": {"steps": DEMO_CLIP_STEPS, "batch_size": 32},
     }
     for name, steps in train_steps.items():
         config.setdefault(name, {})["steps"] = steps
@@ -56,15 +61,22 @@ def demo_config(seeds: list[str], train_steps: dict[str, int]) -> dict[str, dict
 
 def plan_runs(defs) -> list[tuple[list[Any], list[str | None]]]:
     """The graph's assets in topological order, cut into runs: consecutive assets that share a
-    partitioning go in one run, executed once per partition key (None: unpartitioned)."""
+    partitioning go in one run, executed once per partition key (None: unpartitioned). The
+    outputs of one multi-asset always go together (it is computed in one step)."""
     graph = defs.resolve_asset_graph()
+    siblings = {k: list(a.keys) for a in defs.assets for k in a.keys}
     runs: list[tuple[list[Any], Any]] = []
+    placed: set = set()
     for key in graph.toposorted_asset_keys:
+        if key in placed:
+            continue
+        group = sorted(siblings.get(key, [key]), key=graph.toposorted_asset_keys.index)
+        placed.update(group)
         parts = graph.get(key).partitions_def
         if runs and runs[-1][1] == parts:
-            runs[-1][0].append(key)
+            runs[-1][0].extend(group)
         else:
-            runs.append(([key], parts))
+            runs.append((group, parts))
     return [(keys, parts.get_partition_keys() if parts else [None]) for keys, parts in runs]
 
 

@@ -313,26 +313,25 @@ def lineage_gaps(root: str | Path) -> dict[str, list[str]]:
     graph = defs.resolve_asset_graph()
     io = LakeIOManager(root=str(root))
 
-    def handle(key) -> Dataset | None:
+    def paths(key) -> list[str]:
+        """The handle paths of an asset: one, or one per materialized partition."""
         name = key.to_user_string()
         files = [io._file(name, None)] + sorted((io._root() / HANDLES_DIR / name).glob("*.json"))
-        paths = [Dataset.from_json(f.read_text()).path for f in files if f.exists()]
-        if not paths:
-            return None
-        import os
-
-        return Dataset(name, os.path.commonpath(paths) if len(paths) > 1 else paths[0])
+        return [Dataset.from_json(f.read_text()).path for f in files if f.exists()]
 
     gaps: dict[str, list[str]] = {}
     for key in graph.toposorted_asset_keys:
-        mine = handle(key)
-        if mine is None:
+        mine = paths(key)
+        if not mine:
             continue
-        read = dataset_inputs(mine.path)
+        read = set().union(*(dataset_inputs(p) for p in mine))
         missing = []
         for parent in sorted(graph.get(key).parent_keys, key=lambda k: k.to_user_string()):
-            up = handle(parent)
-            if up is None or not any(i == up.path or i.startswith(up.path + "/") for i in read):
+            ups = paths(parent)
+            # an input names the dataset, a file in it, or a directory holding it
+            if not any(
+                i == u or i.startswith(u + "/") or u.startswith(i + "/") for i in read for u in ups
+            ):
                 missing.append(parent.to_user_string())
         if missing:
             gaps[key.to_user_string()] = missing

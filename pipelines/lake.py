@@ -45,6 +45,10 @@ DATASETS = {
     "deduplicated_documents": "filter/documents.parquet",
     "tokenizer": "tokenizer/tokenizer.json",
     "retrieval_documents": "synth/long/retrieval.parquet",
+    "image_pairs": "images/pairs",
+    "interleaved_documents": "images/interleaved/interleaved.parquet",
+    "clip_model": "models/clip",
+    "domain_images": "images/domain/domain_images.parquet",
     # mixtures: the default (tiny) specs' names; training runs: the newest finished run
     "pretrain_mixture": "mixtures/tiny-pretrain",
     "cpt_mixture": "mixtures/tiny-cpt",

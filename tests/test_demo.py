@@ -67,6 +67,16 @@ def test_demo_materializes_the_graph_into_the_lake_and_the_instance(tmp_path):
     )
     assert shard.dtype == np.uint32 and shard.shape[1] == manifest["seq_len"]
 
+    # The multimodal mixture builds from the image stages' outputs.
+    mm = json.loads((root / "mixtures" / "tiny-multimodal" / "manifest.json").read_text())
+    for bucket in ("interleaved", "image_caption", "domain_image_text"):
+        assert mm["buckets"][bucket]["tokens"] > 0, bucket
+    pairs = [pq.read_table(p) for p in root.glob("images/pairs/shard=*/pairs.parquet")]
+    assert (
+        sum(t.num_rows for t in pairs)
+        == pq.read_metadata(root / "extract" / "image_refs.parquet").num_rows
+    )
+
     for stage in ("pretrain", "cpt", "long-context"):
         summary = json.loads((latest_run(root / "runs" / stage) / "summary.json").read_text())
         assert np.isfinite(summary["final_loss"])

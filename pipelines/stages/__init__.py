@@ -9,6 +9,7 @@ from pipelines.stage import Stage
 from pipelines.stages.crawl import CRAWL
 from pipelines.stages.extract import EXTRACT, RENDER
 from pipelines.stages.filter import FILTER
+from pipelines.stages.images import CLIP_TRAIN, DOMAINS, IMAGES_BUILD, INTERLEAVED
 from pipelines.stages.mix import MIX_BUILD, MIX_REPORT, MIX_VALIDATE, MIXTURES, TOKENIZER
 from pipelines.stages.quality import QUALITY_MODELS, QUALITY_TRAIN
 from pipelines.stages.sampleweb import SAMPLE_WEB, SERVE
@@ -23,6 +24,10 @@ STAGES: list[Stage] = [
     QUALITY_MODELS,
     QUALITY_TRAIN,
     FILTER,
+    IMAGES_BUILD,
+    INTERLEAVED,
+    CLIP_TRAIN,
+    DOMAINS,
     TOKENIZER,
     MIX_VALIDATE,
     MIX_BUILD,
@@ -39,5 +44,7 @@ GROUPS = {
     "tokenizer": "The byte-level BPE tokenizer.",
     "train": "Train the model: pretrain, cpt, long-context.",
     "quality": "Per-language quality classifiers (fastText).",
+    "images": "Image-text pairs, interleaved documents, knowledge-domain images.",
+    "clip": "A CLIP model trained here with open_clip on the kept image-text pairs.",
     "sampleweb": "The bundled sample web: serve it on loopback or write it to the lake.",
 }

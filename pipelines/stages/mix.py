@@ -404,7 +404,7 @@ MIXTURE_ASSETS = {
     ),
     "multimodal_mixture": (
         "tiny/multimodal",
-        (),
+        ("interleaved_documents", "image_pairs", "domain_images"),
         "Multimodal mixture: text, interleaved, image-caption, domain image-text.",
     ),
 }

@@ -1,0 +1,438 @@
+"""Image-text stages: `refinery images build` (consent-checked fetch, decode, captions, dedup,
+CLIP score; pairs + filtered interleaved documents), `refinery clip train` (a CLIP trained here
+with open_clip on the kept pairs), `refinery images domains` (knowledge-domain selection), and
+their assets image_pairs (partitioned like the crawl) -> clip_model -> domain_images, and
+image_pairs -> interleaved_documents."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from pipelines import lake as lake_mod
+from pipelines.stage import Check, Lake, Params, Stage, Summary, param
+
+CRAWL_SHARDS = 4  # image_pairs is partitioned like the crawl (by the page's host)
+
+
+class ImagesBuildParams(Params):
+    docs: Path | None = param(
+        None, input="documents", help="An `extract` output directory (image_refs.parquet, ...)."
+    )
+    out: Path | None = param(
+        None,
+        output=True,
+        help="Output directory (pairs.parquet, interleaved.parquet, images/); default: lake "
+        "images/pairs/.",
+    )
+    clip: str | None = param(
+        None,
+        help="CLIP model: a `refinery clip train` directory, or an open_clip NAME:PRETRAINED / "
+        "hf-hub id (default: none, clip_score is null and no score cut applies).",
+    )
+    min_score: float | None = param(None, help="Drop kept pairs scoring below this.")
+    top_fraction: float | None = param(
+        None, help="Keep the top share of the scored pairs (DataComp: 0.3)."
+    )
+    agent: str = param("RefineryBot", help="Crawl product token (robots.txt, User-Agent).")
+    training_agent: str = param("RefineryBot-Extended", help="Training product token.")
+    delay: float = param(1.0, min=0, help="Minimum seconds between requests to one server.")
+    allow_private_networks: bool = param(False, help="Allow loopback/private image addresses.")
+    max_images: int | None = param(None, min=0, help="Image refs fetched, in input order.")
+    resume: bool = param(False, help="Continue a build in --out after a kill.")
+    config: Path | None = param(None, help="Image filter config YAML (captions, dedup, ...).")
+
+
+class ImagesBuildSummary(Summary):
+    docs: str
+    refs: int
+    kept: int
+    stored: int
+    dropped: dict[str, int]
+    dedup_rate: float
+    images_per_s: float
+    interleaved_documents: int | None = None
+    scored: bool
+    clip_score_hist: str | None = None
+
+    def metadata(self) -> dict[str, Any]:
+        return self.model_dump(exclude={"outputs", "docs"})
+
+
+def _shard_refs(refs: list[dict], partition: str | None) -> list[dict]:
+    if partition is None:
+        return refs
+    from urllib.parse import urlsplit
+
+    from crawlers.crawl.config import shard_of
+
+    k = int(partition)
+    return [r for r in refs if shard_of(urlsplit(r["url"]).netloc, CRAWL_SHARDS) == k]
+
+
+def _scorer(spec: str | None):
+    if not spec:
+        return None
+    from training.clip import ClipScorer
+
+    return ClipScorer(spec).score
+
+
+def _hist(scores: list[float], path: Path) -> str | None:
+    if not scores:
+        return None
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(5, 3), dpi=100)
+    ax.hist(scores, bins=30)
+    ax.set_xlabel("CLIP score (cosine)")
+    ax.set_ylabel("pairs")
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+    return str(path)
+
+
+def images_build(p: ImagesBuildParams, lake: Lake) -> ImagesBuildSummary:
+    """Fetch, decode, caption, de-duplicate and score the images of an extract output."""
+    import time
+    from collections import Counter
+
+    import pyarrow.parquet as pq
+
+    from crawlers.images import ImageFetchConfig, fetch_images, load_refs
+    from filters.images import load_image_config
+    from filters.images.pairs import build_pairs, pairs_table
+
+    docs = Path(p.docs) if p.docs else lake.root / "extract"
+    if p.out is not None:
+        out = Path(p.out)
+    else:
+        base = lake.root / "images" / "pairs"
+        out = base / f"shard={lake.partition}" if lake.partition is not None else base
+    cfg = load_image_config(p.config)
+    refs = _shard_refs(load_refs(docs), lake.partition)
+    fetch_cfg = ImageFetchConfig(
+        agent=p.agent,
+        training_agent=p.training_agent,
+        delay=p.delay,
+        allow_private_networks=p.allow_private_networks,
+        max_images=p.max_images,
+    )
+    started = time.perf_counter()
+    fetched_summary = fetch_images(refs, out, fetch_cfg, resume=p.resume)
+    fetched = pq.read_table(out / "fetched.parquet").to_pylist()
+    where = {r["id"]: r for r in refs}
+    for row in fetched:  # the page and position the image sat at, for the interleaved filter
+        ref = where.get(row["id"], {})
+        row.update({k: ref.get(k) for k in ("url", "position", "surrounding_text")})
+    rows = build_pairs(
+        fetched,
+        out,
+        cfg,
+        score=_scorer(p.clip),
+        min_score=p.min_score,
+        top_fraction=p.top_fraction,
+    )
+    inputs = [str(docs / "image_refs.parquet"), str(docs / "documents.parquet")]
+    lake_mod.write_parquet(
+        pairs_table(rows), out / "pairs.parquet", inputs=inputs, config=cfg.model_dump()
+    )
+    seconds = time.perf_counter() - started
+    n_docs = None
+    if p.out is not None or lake.partition is None:  # the CLI writes interleaved beside the pairs
+        n_docs = write_interleaved(docs, [out / "pairs.parquet"], out, cfg)
+    reasons = Counter(r["drop_reason"] for r in rows if r["drop_reason"])
+    kept = sum(1 for r in rows if r["drop_reason"] is None)
+    dups = reasons.get("duplicate", 0) + reasons.get("repeated_url", 0)
+    scores = [r["clip_score"] for r in rows if r["clip_score"] is not None]
+    lake.log(f"images {out}: {len(rows)} refs, {kept} kept, dropped {dict(reasons)}")
+    return ImagesBuildSummary(
+        outputs={"image_pairs": str(out)},
+        docs=str(docs),
+        refs=len(rows),
+        kept=kept,
+        stored=fetched_summary.get("images_stored", 0),
+        dropped=dict(sorted(reasons.items())),
+        dedup_rate=dups / (kept + dups) if kept + dups else 0.0,
+        images_per_s=round(len(rows) / seconds, 2) if seconds > 0 else 0.0,
+        interleaved_documents=n_docs,
+        scored=p.clip is not None,
+        clip_score_hist=_hist(scores, out / "clip_scores.png"),
+    )
+
+
+def _pairs_files(pairs: Path) -> list[Path]:
+    """pairs.parquet of a `images build` output, or of every shard under a directory."""
+    pairs = Path(pairs)
+    files = [pairs] if pairs.is_file() else sorted(pairs.glob("**/pairs.parquet"))
+    if not files:
+        raise FileNotFoundError(f"--pairs {pairs}: no pairs.parquet (run `refinery images build`)")
+    return files
+
+
+def write_interleaved(docs: Path, pairs_files: list[Path], out: Path, cfg) -> int:
+    """extract's interleaved.parquet, filtered by the pairs: out/interleaved.parquet (with a
+    `text` column, `<|image|>` at each kept image) and out/interleaved_report.parquet."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from filters.images import filter_documents
+    from filters.images.interleaved import documents_table, report_table
+    from filters.images.pairs import interleaved_text
+
+    source = Path(docs) / "interleaved.parquet"
+    if not source.exists():
+        raise FileNotFoundError(f"{source}: no interleaved documents (run `refinery extract`)")
+    pairs = [r for f in pairs_files for r in pq.read_table(f).to_pylist()]
+    kept, report = filter_documents(pq.read_table(source).to_pylist(), pairs, cfg.interleaved)
+    table = documents_table(kept)
+    table = table.append_column(
+        "text", pa.array([interleaved_text(d["blocks"]) for d in kept], pa.string())
+    )
+    inputs = [str(source), *map(str, pairs_files)]
+    lake_mod.write_parquet(table, out / "interleaved.parquet", inputs=inputs)
+    lake_mod.write_parquet(report_table(report), out / "interleaved_report.parquet", inputs=inputs)
+    return table.num_rows
+
+
+class InterleavedParams(Params):
+    docs: Path | None = param(None, input="documents", help="An `extract` output directory.")
+    pairs: Path | None = param(None, input="image_pairs", help="An `images build` output.")
+    out: Path | None = param(None, output=True, help="Output directory.")
+    config: Path | None = param(None, help="Image filter config YAML.")
+
+
+class InterleavedSummary(Summary):
+    documents_in: int
+    documents_kept: int
+    dropped: dict[str, int]
+
+
+def interleaved(p: InterleavedParams, lake: Lake) -> InterleavedSummary:
+    """Filter the interleaved documents by the image pairs (dropped images leave their block)."""
+    from collections import Counter
+
+    import pyarrow.parquet as pq
+
+    from filters.images import load_image_config
+
+    docs = Path(p.docs) if p.docs else lake.root / "extract"
+    pairs = Path(p.pairs) if p.pairs else lake.root / "images" / "pairs"
+    out = Path(p.out) if p.out else lake.root / "images" / "interleaved"
+    n = write_interleaved(docs, _pairs_files(pairs), out, load_image_config(p.config))
+    report = pq.read_table(out / "interleaved_report.parquet").to_pylist()
+    dropped = Counter(r["drop_reason"] for r in report if r["drop_reason"])
+    return InterleavedSummary(
+        outputs={"interleaved_documents": str(out / "interleaved.parquet")},
+        documents_in=len(report),
+        documents_kept=n,
+        dropped=dict(sorted(dropped.items())),
+    )
+
+
+class ClipTrainParams(Params):
+    pairs: list[Path] = param(
+        [], input="image_pairs", help="An `images build` output (repeatable): its kept pairs."
+    )
+    out: Path | None = param(None, output=True, help="Model directory (what --clip loads).")
+    model: str = param(
+        "refinery-tiny", help="Model to train: refinery-tiny, or a spec to fine-tune."
+    )
+    steps: int = param(300, min=1, help="Optimizer steps.")
+    batch_size: int = param(64, min=2, help="Pairs per contrastive batch.")
+    seed: int = param(0)
+
+
+class ClipTrainSummary(Summary):
+    pairs: int
+    steps: int
+    final_loss: float | None = None
+    details: dict[str, Any] = {}
+
+    def metadata(self) -> dict[str, Any]:
+        return self.model_dump(exclude={"outputs", "details"})
+
+
+def kept_pairs(pairs_files: list[Path]) -> list[tuple[str, str]]:
+    """(image path, caption) of the kept, training-allowed pairs."""
+    import pyarrow.parquet as pq
+
+    out = []
+    for f in pairs_files:
+        for r in pq.read_table(f).to_pylist():
+            if r["drop_reason"] is None and r["training_allowed"] and r["image_path"]:
+                out.append((str(f.parent / r["image_path"]), r["caption"]))
+    return out
+
+
+def clip_train(p: ClipTrainParams, lake: Lake) -> ClipTrainSummary:
+    """Train a CLIP with open_clip's own model and loss on kept image-text pairs."""
+    from training.clip import train_clip
+
+    if not p.pairs:
+        raise ValueError("--pairs: give at least one `images build` output")
+    files = [f for d in p.pairs for f in _pairs_files(d)]
+    pairs = kept_pairs(files)
+    if len(pairs) < 2:
+        raise ValueError(
+            f"--pairs {', '.join(map(str, p.pairs))}: {len(pairs)} kept pairs; need 2+"
+        )
+    out = Path(p.out) if p.out else lake.root / "models" / "clip"
+    s = train_clip(pairs, out, model=p.model, steps=p.steps, batch_size=p.batch_size, seed=p.seed)
+    lake_mod.write_manifest(
+        out,
+        rows=len(pairs),
+        inputs=[str(f) for f in files],
+        config=p.model_dump(mode="json"),
+        extra={"kind": "clip-model"},
+    )
+    return ClipTrainSummary(
+        outputs={"clip_model": str(out)},
+        pairs=len(pairs),
+        steps=p.steps,
+        final_loss=s.get("final_loss"),
+        details=s,
+    )
+
+
+class DomainsParams(Params):
+    pairs: Path | None = param(None, input="image_pairs", help="An `images build` output.")
+    spec: Path | None = param(None, help="Domains YAML (default: filters/images/domains.yaml).")
+    clip: str | None = param(None, input="clip_model", help="CLIP model (directory or spec).")
+    out: Path | None = param(None, output=True, help="Output directory (domain_images.parquet).")
+
+
+class DomainsSummary(Summary):
+    candidates: int
+    selected: dict[str, int]
+
+
+def domains(p: DomainsParams, lake: Lake) -> DomainsSummary:
+    """Select knowledge-domain images: alt-text keywords, then CLIP similarity to the domain's
+    prompts by a margin over the other domains."""
+    from collections import Counter
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from filters.images import load_domain_spec, select_domains
+    from filters.images.domains import domain_table
+
+    pairs = Path(p.pairs) if p.pairs else lake.root / "images" / "pairs"
+    spec_path = p.spec or Path(__file__).resolve().parents[2] / "filters/images/domains.yaml"
+    spec = load_domain_spec(spec_path)
+    if not p.clip:
+        raise ValueError("--clip: a CLIP model is needed (`refinery clip train` makes one)")
+    from training.clip import ClipScorer
+
+    similarity = ClipScorer(p.clip).similarity
+    files = _pairs_files(pairs)
+    rows, by_id = [], {}
+    for f in files:
+        for r in pq.read_table(f).to_pylist():
+            if r["drop_reason"] is None:
+                r["image_path"] = str(f.parent / r["image_path"])
+                rows.append(r)
+                by_id[r["id"]] = r
+    selected = select_domains(rows, spec, similarity, image_root="/")
+    table = domain_table(selected)
+    # The pair's caption and consent travel with it: the mixture's domain_image_text bucket
+    # reads text, and training_allowed is its outer filter.
+    ids = table["id"].to_pylist()
+    table = table.append_column(
+        "caption", pa.array([by_id[i]["caption"] for i in ids], pa.string())
+    )
+    table = table.append_column(
+        "training_allowed", pa.array([bool(by_id[i]["training_allowed"]) for i in ids], pa.bool_())
+    )
+    out = Path(p.out) if p.out else lake.root / "images" / "domain"
+    inputs = [str(spec_path), str(p.clip), *map(str, files)]
+    lake_mod.write_parquet(table, out / "domain_images.parquet", inputs=inputs)
+    counts = Counter(r["domain"] for r in selected if r["selected"])
+    return DomainsSummary(
+        outputs={"domain_images": str(out / "domain_images.parquet")},
+        candidates=len(selected),
+        selected=dict(sorted(counts.items())),
+    )
+
+
+def _pairs_consent(summary: ImagesBuildSummary, lake: Lake):
+    from pipelines import checks
+
+    return checks.image_pairs_consent(Path(summary.outputs["image_pairs"]))
+
+
+def _pairs_accounted(summary: ImagesBuildSummary, lake: Lake):
+    import pyarrow.parquet as pq
+
+    from crawlers.images import load_refs
+    from pipelines.checks import CheckOutcome
+
+    refs = len(_shard_refs(load_refs(summary.docs), lake.partition))
+    rows = pq.read_metadata(Path(summary.outputs["image_pairs"]) / "pairs.parquet").num_rows
+    return CheckOutcome(
+        refs == rows,
+        f"{refs} image refs in (this shard), {rows} pairs rows out",
+        {"refs": refs, "rows": rows},
+    )
+
+
+IMAGES_BUILD = Stage(
+    name="images build",
+    params=ImagesBuildParams,
+    run=images_build,
+    description=images_build.__doc__,
+    outputs=("image_pairs",),
+    inputs=("documents",),
+    group="images",
+    partitions=[str(k) for k in range(CRAWL_SHARDS)],
+    checks=(
+        Check(
+            "no_opted_out_image",
+            "image_pairs",
+            _pairs_consent,
+            "No image the training token may not use is stored or kept.",
+        ),
+        Check(
+            "refs_accounted",
+            "image_pairs",
+            _pairs_accounted,
+            "One pairs row per image ref: no image is silently lost.",
+        ),
+    ),
+    output_descriptions={
+        "image_pairs": "Image-text pairs of one crawl shard (lake images/pairs/shard=<k>/): one "
+        "row per image ref, kept or with its drop reason; images stored by sha256."
+    },
+)
+INTERLEAVED = Stage(
+    name="images interleaved",
+    params=InterleavedParams,
+    run=interleaved,
+    description=interleaved.__doc__,
+    outputs=("interleaved_documents",),
+    inputs=("documents", "image_pairs"),
+    group="images",
+)
+CLIP_TRAIN = Stage(
+    name="clip train",
+    params=ClipTrainParams,
+    run=clip_train,
+    description=clip_train.__doc__,
+    outputs=("clip_model",),
+    inputs=("image_pairs",),
+    group="images",
+)
+DOMAINS = Stage(
+    name="images domains",
+    params=DomainsParams,
+    run=domains,
+    description=domains.__doc__,
+    outputs=("domain_images",),
+    inputs=("image_pairs", "clip_model"),
+    group="images",
+)

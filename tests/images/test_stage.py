@@ -1,0 +1,215 @@
+"""`refinery images build`, `refinery clip train` and `refinery images domains` end to end on the
+served sample web: the pairs contract (one row per image ref, the contract's columns, known drop
+reasons), opted-out images never stored, interleaved documents filtered in place, a CLIP trained
+here loading back for scoring and domain selection."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import pyarrow.parquet as pq
+import pytest
+from typer.testing import CliRunner
+
+from pipelines.cli import app
+from sampleweb import build_web, serve
+
+pytestmark = pytest.mark.timeout(600)
+
+PAIRS_COLUMNS = [
+    "id",
+    "doc_id",
+    "src",
+    "alt",
+    "caption",
+    "image_sha256",
+    "phash",
+    "width",
+    "height",
+    "image_path",
+    "training_allowed",
+    "clip_score",
+    "duplicate_of",
+    "drop_reason",
+]
+DROP_REASONS = {
+    "robots_denied",
+    "training_opt_out",
+    "noai",
+    "fetch_error",
+    "http_status",
+    "not_image",
+    "too_large",
+    "decompression_bomb",
+    "too_small",
+    "bad_aspect",
+    "undecodable",
+    "bad_caption",
+    "duplicate",
+    "repeated_url",
+    "low_clip_score",
+}
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    """(extract dir, images build dir, served web) of four sample-web sites."""
+    from crawlers.crawl import crawl
+    from pipelines.stages.extract import run_extract
+
+    root = tmp_path_factory.mktemp("images-stage")
+    with serve(build_web(0), first_octet=150) as web:
+        seeds = web.seeds()[:4]
+        config = {"delay": 0.0, "allow_private_networks": True, "robots_retries": 0}
+        asyncio.run(crawl(seeds, root / "crawl", config))
+        run_extract(root / "crawl", root / "extract", "never")
+        args = ["images", "build", "--docs", str(root / "extract"), "--out", str(root / "pairs")]
+        res = CliRunner().invoke(app, [*args, "--allow-private-networks", "--delay", "0"])
+        assert res.exit_code == 0, res.output
+        yield root / "extract", root / "pairs", web
+
+
+def test_pairs_contract_rows_in_equal_rows_out(built):
+    extract, pairs_dir, _ = built
+    refs = pq.read_table(extract / "image_refs.parquet")
+    pairs = pq.read_table(pairs_dir / "pairs.parquet")
+    assert pairs.column_names[: len(PAIRS_COLUMNS)] == PAIRS_COLUMNS
+    assert pairs.num_rows == refs.num_rows > 0
+    rows = pairs.to_pylist()
+    assert len({r["id"] for r in rows}) == len(rows)
+    assert {r["drop_reason"] for r in rows} - {None} <= DROP_REASONS
+    kept = [r for r in rows if r["drop_reason"] is None]
+    assert kept and all(r["caption"] and r["image_path"] and r["phash"] for r in kept)
+    assert all(len(r["phash"]) == 16 for r in kept)
+    assert all(r["clip_score"] is None for r in rows)  # no --clip: no score, no cut
+    for r in kept:
+        assert (pairs_dir / r["image_path"]).exists()
+
+
+def test_opted_out_images_are_never_stored(built):
+    _, pairs_dir, _ = built
+    rows = pq.read_table(pairs_dir / "pairs.parquet").to_pylist()
+    opted_out = [
+        r for r in rows if r["drop_reason"] in ("noai", "training_opt_out", "robots_denied")
+    ]
+    assert opted_out, "the sample web has images the training token may not use"
+    for r in opted_out:
+        assert r["image_path"] is None and r["image_sha256"] is None
+        assert r["training_allowed"] is False
+    stored = {p.name.split(".")[0] for p in (pairs_dir / "images").rglob("*.*")}
+    assert stored == {r["image_sha256"] for r in rows if r["image_sha256"]}
+
+
+def test_interleaved_documents_keep_text_and_order(built):
+    extract, pairs_dir, _ = built
+    source = {d["doc_id"]: d for d in pq.read_table(extract / "interleaved.parquet").to_pylist()}
+    kept = pq.read_table(pairs_dir / "interleaved.parquet").to_pylist()
+    pairs = {r["id"]: r for r in pq.read_table(pairs_dir / "pairs.parquet").to_pylist()}
+    assert kept
+    for doc in kept:
+        texts = [b["text"] for b in doc["blocks"] if b["kind"] != "image"]
+        original = [b["text"] for b in source[doc["doc_id"]]["blocks"] if b["kind"] != "image"]
+        assert texts == original  # text blocks and their order stay
+        for b in doc["blocks"]:
+            if b["kind"] == "image":
+                assert pairs[b["pair_id"]]["drop_reason"] is None
+        assert doc["text"].count("<|image|>") == sum(b["kind"] == "image" for b in doc["blocks"])
+
+
+def test_clip_train_then_score_and_select_domains(built, tmp_path):
+    extract, pairs_dir, _ = built
+    model = tmp_path / "clip"
+    res = CliRunner().invoke(
+        app,
+        [
+            "clip",
+            "train",
+            "--pairs",
+            str(pairs_dir),
+            "--out",
+            str(model),
+            "--steps",
+            "8",
+            "--batch-size",
+            "16",
+        ],
+    )
+    assert res.exit_code == 0, res.output
+    assert json.loads((model / "manifest.json").read_text())["rows"] > 2
+    # The trained model scores the pairs (the fixture's server is still up).
+    out = tmp_path / "scored"
+    args = ["images", "build", "--docs", str(extract), "--out", str(out), "--clip", str(model)]
+    res = CliRunner().invoke(
+        app, [*args, "--top-fraction", "0.5", "--allow-private-networks", "--delay", "0"]
+    )
+    assert res.exit_code == 0, res.output
+    rows = pq.read_table(out / "pairs.parquet").to_pylist()
+    scored = [r for r in rows if r["clip_score"] is not None]
+    assert scored and any(r["drop_reason"] == "low_clip_score" for r in rows)
+    res = CliRunner().invoke(
+        app,
+        [
+            "images",
+            "domains",
+            "--pairs",
+            str(pairs_dir),
+            "--clip",
+            str(model),
+            "--out",
+            str(tmp_path / "domains"),
+        ],
+    )
+    assert res.exit_code == 0, res.output
+    table = pq.read_table(tmp_path / "domains" / "domain_images.parquet")
+    for col in ("id", "domain", "keyword_hits", "clip_similarity", "selected", "reason"):
+        assert col in table.column_names
+
+
+def test_min_score_and_top_fraction_exclude_each_other(built, tmp_path):
+    extract, _, _ = built
+    res = CliRunner().invoke(
+        app,
+        [
+            "images",
+            "build",
+            "--docs",
+            str(extract),
+            "--out",
+            str(tmp_path / "x"),
+            "--clip",
+            "x",
+            "--min-score",
+            "0.2",
+            "--top-fraction",
+            "0.3",
+        ],
+    )
+    assert res.exit_code == 2 and "error:" in res.output
+
+
+def test_consent_check_passes_then_fails_on_a_stored_opted_out_image(built, tmp_path):
+    import shutil
+
+    import pyarrow as pa
+
+    from pipelines.checks import image_pairs_consent
+
+    _, pairs_dir, _ = built
+    assert image_pairs_consent(pairs_dir).passed
+    copy = tmp_path / "pairs"
+    shutil.copytree(pairs_dir, copy)
+    table = pq.read_table(copy / "pairs.parquet")
+    rows = table.to_pylist()
+    i = next(k for k, r in enumerate(rows) if r["drop_reason"] in ("noai", "training_opt_out"))
+    stored = next(r for r in rows if r["image_path"])
+    rows[i]["image_path"], rows[i]["drop_reason"] = stored["image_path"], None
+    pq.write_table(pa.Table.from_pylist(rows, schema=table.schema), copy / "pairs.parquet")
+    out = image_pairs_consent(copy)
+    assert not out.passed and out.metadata["leaked_rows"] == 1 and rows[i]["id"] in out.description
+    # A stored file that belongs to no allowed row fails too.
+    pq.write_table(table, copy / "pairs.parquet")
+    (copy / "images" / "ff").mkdir(exist_ok=True)
+    (copy / "images" / "ff" / ("f" * 64 + ".png")).write_bytes(b"x")
+    out = image_pairs_consent(copy)
+    assert not out.passed and out.metadata["orphan_files"] == 1
