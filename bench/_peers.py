@@ -14,6 +14,8 @@ DATATROVE = (
     "import datatrove, spacy, tokenizers, pyarrow",
 )
 SCRAPY = (["scrapy"], "import scrapy")
+# bench/images.py: the image downloader compared against (download + resize).
+IMG2DATASET = (["img2dataset"], "import img2dataset")
 
 
 def peer_python(name: str, packages: list[str], probe: str) -> Path:

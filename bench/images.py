@@ -1,0 +1,645 @@
+"""Image-text throughput: Refinery's fetch + decode + pHash + CLIP score against img2dataset
+(download + resize) and against a plain open_clip scoring loop; and how cost grows with size.
+
+    .venv/bin/python bench/images.py [--quick] [--sizes 300,3000] [--clip MODELDIR]
+
+One loopback image server process (aiohttp, its own GIL) serves the generated images on
+127.0.0.1..H (one port; H = --hosts), with a robots.txt that disallows /private/. The images
+are sample-web scenes (sampleweb/images.py) drawn at 256-640 px, half PNG and half JPEG
+(quality 85), with their true alt text as caption; 2% of the URLs are under /private/. The
+server stops by itself: on SIGTERM, when its parent dies, or after --server-ttl seconds. It
+counts every request, so robots.txt reads and requests for disallowed paths come from its log.
+
+At each size N (default 300 and 3000; --quick 100 and 1000), each tool runs in its own process
+against a fresh server, in the same run:
+
+- ours: `crawlers.images.fetch_images` (the crawl's downloader: robots.txt for both tokens,
+  politeness with --delay 0, SSRF guard with loopback allowed, byte/pixel caps, sha256 storage)
+  then `filters.images.phash_bytes` on every stored image, then `training.clip.ClipScorer.score`
+  of each image against its caption;
+- img2dataset (bench/.venvs/img2dataset, never a project dependency): `download(...)` of the
+  same URL list with captions, resize to 256 (border), output_format files, 1 process and
+  --threads threads (ours runs --hosts x --per-host connections = the same number in flight).
+  It does not read robots.txt (img2dataset issue #48), so it also fetches /private/.
+
+images/s is the number of images each tool stored, over the seconds of its timed region
+(interpreter start, imports and model load excluded; printed separately). Peak memory is the
+peak PSS of the tool's process tree (img2dataset forks a worker), sampled every 0.2 s.
+
+Then, on the images our run stored, the CLIP scorer alone against a plain open_clip loop (the
+same model and weights, the same batch size, PIL decode + the model's preprocess +
+encode_image/encode_text + cosine), alternating, median of --repeat; the two must agree.
+
+The model: `refinery-tiny` (training/clip.py) trained here with `train_clip` on separate
+generated pairs (--train-steps, cached in bench/results/images_clip/), or --clip DIR.
+
+CUDA: when torch sees a GPU, the scoring comparison also runs on it, and a randomly initialised
+open_clip ViT-B-32 (the architecture of clip-retrieval's figure; weights cannot be downloaded
+here, and speed does not depend on them) is scored with ClipScorer at fp16 and fp32, printed
+next to clip-retrieval's 2,500 images/s for B/32 on an A100.
+
+Results: bench/results/images.json (--quick: images_quick.json).
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import io
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import tempfile
+import textwrap
+import threading
+import time
+from pathlib import Path
+
+from _peers import IMG2DATASET, peer_python
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "bench" / "results"
+PY = ROOT / ".venv" / "bin" / "python"
+CLIP_RETRIEVAL_A100_B32 = 2500.0  # images/s, clip-retrieval's README (B/32 inference, one A100)
+
+SERVER = textwrap.dedent(
+    """
+    import asyncio, json, os, signal, sys, time
+    from pathlib import Path
+    from aiohttp import web
+    root, hosts, info_path, stats_path, ttl, parent = (
+        Path(sys.argv[1]), int(sys.argv[2]), sys.argv[3], sys.argv[4], float(sys.argv[5]), int(sys.argv[6]))
+    files = {}
+    for sub in ("img", "private"):
+        for p in (root / sub).iterdir():
+            files[f"/{sub}/{p.name}"] = (p.read_bytes(), "image/png" if p.suffix == ".png" else "image/jpeg")
+    robots = "User-agent: *\\nDisallow: /private/\\n"
+    st = {"requests": 0, "robots": 0, "private": 0, "images": 0, "bytes": 0, "first": None, "last": 0.0,
+          "agents": {}}
+    async def handle(request):
+        t = time.monotonic()
+        st["first"] = t if st["first"] is None else st["first"]
+        st["requests"] += 1
+        ua = request.headers.get("User-Agent", "")
+        key = "refinery" if "RefineryBot" in ua else ("img2dataset" if "img2dataset" in ua else "other")
+        st["agents"][key] = st["agents"].get(key, 0) + 1
+        path = request.path
+        if path == "/robots.txt":
+            st["robots"] += 1
+            resp = web.Response(text=robots, content_type="text/plain")
+        elif path in files:
+            body, ctype = files[path]
+            st["images"] += 1
+            st["private"] += path.startswith("/private/")
+            st["bytes"] += len(body)
+            resp = web.Response(body=body, content_type=ctype)
+        else:
+            resp = web.Response(status=404, text="not found")
+        st["last"] = time.monotonic()
+        return resp
+    async def main():
+        app = web.Application()
+        app.router.add_route("GET", "/{tail:.*}", handle)
+        runner = web.AppRunner(app, access_log=None)
+        await runner.setup()
+        first = web.TCPSite(runner, "127.0.0.1", 0, backlog=1024)
+        await first.start()
+        port = first._server.sockets[0].getsockname()[1]
+        for h in range(2, hosts + 1):  # loopback only: 127.0.0.2..H on the same port
+            await web.TCPSite(runner, f"127.0.0.{h}", port, backlog=1024).start()
+        Path(info_path).write_text(json.dumps({"port": port}))
+        done = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        loop.add_signal_handler(signal.SIGTERM, done.set)
+        started = time.monotonic()
+        while not done.is_set():  # stops by itself: parent gone or ttl reached
+            if os.getppid() != parent or time.monotonic() - started > ttl:
+                break
+            try:
+                await asyncio.wait_for(done.wait(), 1.0)
+            except asyncio.TimeoutError:
+                pass
+        json.dump(st, open(stats_path, "w"))
+        await runner.cleanup()
+    asyncio.run(main())
+    """
+)
+
+OURS = textwrap.dedent(
+    """
+    import json, resource, sys, time
+    t_start = time.perf_counter()
+    args = json.loads(sys.argv[1])
+    def cpu():
+        c = resource.getrusage(resource.RUSAGE_CHILDREN)
+        return time.process_time() + c.ru_utime + c.ru_stime
+    from pathlib import Path
+    import pandas  # noqa: F401  pyarrow imports it on first table build; an import, not timed
+    import pyarrow.parquet as pq
+    from crawlers.images import fetch_images
+    from filters.images import phash_bytes
+    from training.clip import ClipScorer
+    import torch
+    torch.set_num_threads(args["torch_threads"])
+    t_import = time.perf_counter()
+    scorer = ClipScorer(args["model"], device=args["device"], batch_size=args["batch_size"])
+    t_load, c_load = time.perf_counter(), cpu()
+    refs = json.loads(Path(args["refs"]).read_text())
+    out = Path(args["out"])
+    summary = fetch_images(refs, out, args["fetch"])
+    t_fetch = time.perf_counter()
+    rows = [r for r in pq.read_table(out / "fetched.parquet").to_pylist() if r["image_path"]]
+    paths = [str(out / r["image_path"]) for r in rows]
+    hashes = [phash_bytes(Path(p).read_bytes()) for p in paths]
+    t_phash = time.perf_counter()
+    scores = scorer.score(paths, [r["alt"] for r in rows])
+    t_score, c_score = time.perf_counter(), cpu()
+    json.dump({
+        "cpu_s": c_score - c_load,
+        "stored": len(rows), "fetch_summary": summary,
+        "startup_s": t_import - t_start, "model_load_s": t_load - t_import,
+        "fetch_decode_s": t_fetch - t_load, "phash_s": t_phash - t_fetch, "clip_s": t_score - t_phash,
+        "timed_s": t_score - t_load, "phashes": len(set(hashes)),
+        "mean_clip_score": float(scores.mean()) if len(scores) else None,
+        "paths": paths, "captions": [r["alt"] for r in rows],
+    }, open(args["result"], "w"))
+    """
+)
+
+IMG2DATASET_RUN = textwrap.dedent(
+    """
+    import json, resource, sys, time, glob
+    t_start = time.perf_counter()
+    args = json.loads(sys.argv[1])
+    def cpu():
+        c = resource.getrusage(resource.RUSAGE_CHILDREN)
+        return time.process_time() + c.ru_utime + c.ru_stime
+    from img2dataset import download
+    t_import, c_import = time.perf_counter(), cpu()
+    download(
+        url_list=args["urls"], input_format="csv", url_col="url", caption_col="caption",
+        output_folder=args["out"], output_format="files", image_size=256, resize_mode="border",
+        processes_count=1, thread_count=args["threads"], timeout=10, retries=0,
+        enable_wandb=False, number_sample_per_shard=100000, distributor="multiprocessing",
+    )
+    t_done, c_done = time.perf_counter(), cpu()
+    stats = [json.load(open(p)) for p in glob.glob(args["out"] + "/*_stats.json")]
+    json.dump({
+        "stored": sum(s.get("successes", 0) for s in stats),
+        "failed": sum(s.get("failed_to_download", 0) + s.get("failed_to_resize", 0) for s in stats),
+        "startup_s": t_import - t_start, "timed_s": t_done - t_import, "cpu_s": c_done - c_import,
+    }, open(args["result"], "w"))
+    """
+)
+
+SCORING = textwrap.dedent(
+    """
+    import json, statistics, sys, time
+    args = json.loads(open(sys.argv[1]).read())  # a file: the path list is too long for argv
+    import numpy as np, open_clip, torch
+    from PIL import Image
+    from training.clip import ClipScorer, load_clip, save_clip
+    torch.set_num_threads(args["torch_threads"])
+    paths, captions, batch = args["paths"], args["captions"], args["batch_size"]
+
+    def plain_loop(model, preprocess, tokenizer, device, dtype=torch.float32):
+        out = []
+        with torch.no_grad():
+            for i in range(0, len(paths), batch):
+                ims = [preprocess(Image.open(p).convert("RGB")) for p in paths[i:i + batch]]
+                x = torch.stack(ims).to(device, dtype=dtype)
+                t = tokenizer(captions[i:i + batch]).to(device)
+                f = model.encode_image(x)
+                g = model.encode_text(t)
+                f = f / f.norm(dim=-1, keepdim=True)
+                g = g / g.norm(dim=-1, keepdim=True)
+                out.append((f * g).sum(-1).float().cpu().numpy())
+        if device.type == "cuda":
+            torch.cuda.synchronize()
+        return np.concatenate(out)
+
+    def compare(device):
+        scorer = ClipScorer(args["model"], device=device, batch_size=batch)
+        model, _, preprocess = open_clip.create_model_and_transforms("local-dir:" + args["model"], device=device)
+        model.eval()
+        tokenizer = open_clip.get_tokenizer("local-dir:" + args["model"])
+        dev = torch.device(device)
+        ours, plain, s_ours, s_plain = [], [], None, None
+        for rep in range(args["repeat"] + 1):  # the first round warms up both
+            for name in (("ours", "plain") if rep % 2 == 0 else ("plain", "ours")):
+                t = time.perf_counter()
+                if name == "ours":
+                    s_ours = scorer.score(paths, captions)
+                    if dev.type == "cuda":
+                        torch.cuda.synchronize()
+                else:
+                    s_plain = plain_loop(model, preprocess, tokenizer, dev)
+                dt = time.perf_counter() - t
+                if rep:
+                    (ours if name == "ours" else plain).append(len(paths) / dt)
+        return {
+            "device": device, "images": len(paths), "batch_size": batch,
+            "ours_images_per_s": statistics.median(ours), "plain_images_per_s": statistics.median(plain),
+            "ours_all": [round(x, 1) for x in ours], "plain_all": [round(x, 1) for x in plain],
+            "max_abs_score_diff": float(np.nanmax(np.abs(s_ours - s_plain))),
+        }
+
+    result = {"cpu": compare("cpu")}
+    if torch.cuda.is_available():
+        result["cuda"] = compare("cuda")
+        # ViT-B-32 at random init, saved as a checkpoint dir so ClipScorer loads it like any model.
+        import tempfile
+        b32 = {"device_name": torch.cuda.get_device_name(0)}
+        with tempfile.TemporaryDirectory() as d:
+            loaded = load_clip("ViT-B-32", "cpu", for_training=True)
+            save_clip(loaded.model, loaded.model_cfg, d)
+            many = (paths * (1 + args["cuda_images"] // max(1, len(paths))))[: args["cuda_images"]]
+            caps = (captions * (1 + args["cuda_images"] // max(1, len(captions))))[: args["cuda_images"]]
+            for precision in ("fp16", "fp32"):
+                sc = ClipScorer(d, device="cuda", batch_size=256, precision=precision, workers=args["workers"])
+                sc.score(many[:512], caps[:512])
+                torch.cuda.synchronize()
+                t = time.perf_counter()
+                sc.score(many, caps)
+                torch.cuda.synchronize()
+                b32[precision] = len(many) / (time.perf_counter() - t)
+        result["cuda_b32"] = b32
+    json.dump(result, open(args["result"], "w"))
+    """
+)
+
+
+class TreePeak:
+    """Peak PSS (MiB) of a process and its descendants, sampled in a background thread."""
+
+    def __init__(self, pid: int, interval_s: float = 0.2):
+        import psutil
+
+        self.proc = psutil.Process(pid)
+        self.interval_s = interval_s
+        self.peak_mib = 0.0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        import psutil
+
+        while not self._stop.is_set():
+            total = 0
+            try:
+                procs = [self.proc, *self.proc.children(recursive=True)]
+            except psutil.Error:
+                break
+            for p in procs:
+                try:
+                    total += p.memory_full_info().pss
+                except psutil.Error:
+                    pass
+            self.peak_mib = max(self.peak_mib, total / 2**20)
+            self._stop.wait(self.interval_s)
+
+    def stop(self) -> float:
+        """Stop sampling; the peak in MiB."""
+        self._stop.set()
+        self._thread.join()
+        return self.peak_mib
+
+
+def run_measured(cmd: list[str], **kw) -> tuple[float, float]:
+    """Run a command to completion; (wall seconds, peak PSS MiB of its process tree)."""
+    t = time.perf_counter()
+    proc = subprocess.Popen(cmd, **kw)
+    peak = TreePeak(proc.pid)
+    rc = proc.wait()
+    mib = peak.stop()
+    if rc != 0:
+        raise RuntimeError(f"{cmd[0]} {cmd[1][:40]!r}... exited with {rc}")
+    return time.perf_counter() - t, mib
+
+
+def make_images(n: int, site: Path, seed: int = 0) -> list[dict]:
+    """Write n scene images (256-640 px, PNG/JPEG alternating) under site/img and 2% under
+    site/private; returns [{path, caption}]."""
+    from PIL import Image
+
+    sys.path.insert(0, str(ROOT))
+    from sampleweb.images import Scene, random_scene, render_png
+
+    rng = random.Random(seed)
+    n_private = max(2, n // 50)
+    for sub in ("img", "private"):
+        (site / sub).mkdir(parents=True, exist_ok=True)
+    items = []
+    for i in range(n + n_private):
+        s = random_scene(rng)
+        w = rng.randrange(256, 641)
+        h = max(256, min(640, int(w * rng.uniform(0.6, 1.0))))
+        scene = Scene(s.groups, w, h, s.domain)
+        data = render_png(scene)
+        ext = "png"
+        if i % 2:
+            buf = io.BytesIO()
+            Image.open(io.BytesIO(data)).convert("RGB").save(buf, "JPEG", quality=85)
+            data, ext = buf.getvalue(), "jpg"
+        sub = "img" if i < n else "private"
+        name = f"{sub}/s{i:06d}.{ext}"
+        (site / name).write_bytes(data)
+        items.append({"path": "/" + name, "caption": scene.alt()})
+    return items
+
+
+class Server:
+    """The image server process; `urls(items)` spreads the items over its hosts round-robin."""
+
+    def __init__(self, site: Path, hosts: int, work: Path, ttl: float):
+        self.hosts = hosts
+        tag = time.monotonic_ns()
+        self.info, self.stats = work / f"srv-{tag}.json", work / f"stats-{tag}.json"
+        self.proc = subprocess.Popen(
+            [
+                str(PY),
+                "-c",
+                SERVER,
+                str(site),
+                str(hosts),
+                str(self.info),
+                str(self.stats),
+                str(ttl),
+                str(os.getpid()),
+            ],
+            cwd=ROOT,
+        )
+        deadline = time.monotonic() + 60
+        while not self.info.exists() or not self.info.stat().st_size:
+            if self.proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError("image server did not start")
+            time.sleep(0.05)
+        self.port = json.loads(self.info.read_text())["port"]
+
+    def url(self, i: int, path: str) -> str:
+        """URL of the i-th item: host 127.0.0.(1 + i % hosts)."""
+        return f"http://127.0.0.{1 + i % self.hosts}:{self.port}{path}"
+
+    def stop(self) -> dict:
+        """SIGTERM to its PID; the request counters."""
+        self.proc.send_signal(signal.SIGTERM)
+        self.proc.wait(30)
+        st = json.loads(self.stats.read_text())
+        st["span_s"] = (st["last"] - st["first"]) if st["first"] is not None else 0.0
+        return st
+
+
+def train_model(steps: int, pairs: int = 512, seed: int = 0) -> Path:
+    """refinery-tiny trained with train_clip on generated pairs (not the bench images); cached."""
+    out = RESULTS / f"images_clip_s{steps}_n{pairs}_seed{seed}"
+    if (out / "open_clip_model.safetensors").exists():
+        return out
+    code = textwrap.dedent(
+        f"""
+        import random, json
+        from sampleweb.images import random_scene, render_png
+        from training.clip import train_clip
+        rng = random.Random({seed + 1000})
+        scenes = [random_scene(rng) for _ in range({pairs})]
+        s = train_clip([(render_png(x), x.alt()) for x in scenes], {str(out)!r}, steps={steps},
+                       batch_size=64, seed={seed})
+        print(json.dumps({{k: s[k] for k in ("first_loss", "final_loss", "seconds", "parameters")}}))
+        """
+    )
+    print(f"training refinery-tiny ({steps} steps, {pairs} pairs) into {out} ...", flush=True)
+    subprocess.run([str(PY), "-c", code], cwd=ROOT, check=True, stderr=subprocess.DEVNULL)
+    return out
+
+
+def run_ours(server, items, work, a, model) -> dict:
+    """Ours end to end in its own process."""
+    refs = [
+        {
+            "id": f"d{i}-0",
+            "doc_id": f"d{i}",
+            "src": server.url(i, it["path"]),
+            "alt": it["caption"],
+            "training_allowed": True,
+        }
+        for i, it in enumerate(items)
+    ]
+    tag = time.monotonic_ns()
+    refs_path, result = work / f"refs-{tag}.json", work / f"ours-{tag}.json"
+    refs_path.write_text(json.dumps(refs))
+    args = {
+        "refs": str(refs_path),
+        "out": str(work / f"ours-{tag}"),
+        "model": str(model),
+        "device": a.device,
+        "batch_size": a.batch_size,
+        "torch_threads": a.torch_threads,
+        "result": str(result),
+        "fetch": {
+            "delay": 0.0,
+            "allow_private_networks": True,
+            "concurrency": a.hosts * a.per_host,
+            "per_host_connections": a.per_host,
+        },
+    }
+    wall, mib = run_measured([str(PY), "-c", OURS, json.dumps(args)], cwd=ROOT)
+    out = json.loads(result.read_text())
+    return {**out, "wall_s": wall, "peak_pss_mib": mib}
+
+
+def run_img2dataset(py, server, items, work, a) -> dict:
+    """img2dataset in its own venv and process."""
+    tag = time.monotonic_ns()
+    urls, result = work / f"urls-{tag}.csv", work / f"i2d-{tag}.json"
+    with urls.open("w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["url", "caption"])
+        for i, it in enumerate(items):
+            w.writerow([server.url(i, it["path"]), it["caption"]])
+    args = {
+        "urls": str(urls),
+        "out": str(work / f"i2d-{tag}"),
+        "threads": a.hosts * a.per_host,
+        "result": str(result),
+    }
+    wall, mib = run_measured(
+        [str(py), "-c", IMG2DATASET_RUN, json.dumps(args)],
+        cwd=work,
+        env={**os.environ, "PYTHONPATH": "", "NO_ALBUMENTATIONS_UPDATE": "1"},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    return {**json.loads(result.read_text()), "wall_s": wall, "peak_pss_mib": mib}
+
+
+def one_size(n, py, work, a, model) -> dict:
+    """Both tools at size n, each against a fresh server, in alternating order per size."""
+    site = work / f"site-{n}"
+    items = make_images(n, site, seed=n)
+    row = {
+        "n": n,
+        "urls": len(items),
+        "bytes": sum((site / i["path"][1:]).stat().st_size for i in items),
+    }
+    order = ("ours", "img2dataset") if n % 2 == 0 else ("img2dataset", "ours")
+    for name in order:
+        server = Server(site, a.hosts, work, a.server_ttl)
+        try:
+            if name == "ours":
+                res = run_ours(server, items, work, a, model)
+            else:
+                res = run_img2dataset(py, server, items, work, a)
+        finally:
+            res_srv = server.stop()
+        res["server"] = {
+            k: res_srv[k] for k in ("requests", "robots", "private", "images", "agents")
+        }
+        res["images_per_s"] = res["stored"] / res["timed_s"] if res["timed_s"] else 0.0
+        res["images_per_cpu_s"] = res["stored"] / res["cpu_s"] if res["cpu_s"] else 0.0
+        row[name] = res
+        print(
+            f"  n={n} {name}: {res['stored']} stored in {res['timed_s']:.1f} s "
+            f"({res['images_per_s']:.1f} images/s, {res['images_per_cpu_s']:.1f} per CPU-s), "
+            f"peak {res['peak_pss_mib']:.0f} MiB",
+            flush=True,
+        )
+    return row
+
+
+def main() -> None:
+    """Run the benchmark, print the tables and write bench/results/images*.json."""
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    ap.add_argument("--quick", action="store_true", help="sizes 100 and 1000")
+    ap.add_argument("--sizes", default=None, help="comma-separated N (default 300,3000)")
+    ap.add_argument("--hosts", type=int, default=8, help="loopback hosts 127.0.0.1..H")
+    ap.add_argument("--per-host", type=int, default=4, help="our connections per host")
+    ap.add_argument("--batch-size", type=int, default=64, help="CLIP batch (ours and the loop)")
+    ap.add_argument("--clip", default=None, help="a trained checkpoint dir (default: train one)")
+    ap.add_argument("--train-steps", type=int, default=150, help="refinery-tiny training steps")
+    ap.add_argument("--device", default=None, help="torch device for ours (default: cuda if any)")
+    ap.add_argument("--torch-threads", type=int, default=os.cpu_count() or 1)
+    ap.add_argument("--repeat", type=int, default=3, help="scoring comparison rounds (median)")
+    ap.add_argument("--cuda-images", type=int, default=5000, help="images for the B/32 figure")
+    ap.add_argument("--server-ttl", type=float, default=1800, help="server lifetime cap, s")
+    a = ap.parse_args()
+    sizes = [int(x) for x in (a.sizes or ("100,1000" if a.quick else "300,3000")).split(",")]
+    py = peer_python("img2dataset", *IMG2DATASET)
+    model = Path(a.clip) if a.clip else train_model(a.train_steps)
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="bench-images-") as tmp:
+        work = Path(tmp)
+        for n in sizes:
+            rows.append(one_size(n, py, work, a, model))
+        big = rows[-1]["ours"]
+        res = work / "scoring.json"
+        args = {
+            "paths": big["paths"],
+            "captions": big["captions"],
+            "model": str(model),
+            "batch_size": a.batch_size,
+            "repeat": a.repeat,
+            "torch_threads": a.torch_threads,
+            "cuda_images": a.cuda_images,
+            "workers": 4,
+            "result": str(res),
+        }
+        (work / "scoring-args.json").write_text(json.dumps(args))
+        subprocess.run(
+            [str(PY), "-c", SCORING, str(work / "scoring-args.json")], cwd=ROOT, check=True
+        )
+        scoring = json.loads(res.read_text())
+    for r in rows:
+        for k in ("paths", "captions"):
+            r["ours"].pop(k, None)
+    report(rows, scoring, a, model)
+
+
+def report(rows: list[dict], scoring: dict, a, model: Path) -> None:
+    """Print the tables and save the JSON."""
+    load = os.getloadavg()[0]
+    summary = (
+        json.loads((model / "train_summary.json").read_text())
+        if (model / "train_summary.json").exists()
+        else {}
+    )
+    print(
+        f"\nimages benchmark: {a.hosts} loopback hosts, {a.hosts * a.per_host} in flight per tool, "
+        f"CLIP {summary.get('model', model.name)} trained here ({summary.get('steps')} steps, "
+        f"{summary.get('parameters')} parameters), batch {a.batch_size}; machine: "
+        f"{os.cpu_count()} cores, load {load:.1f}"
+    )
+    print(
+        f"{'N':>6} {'tool':12} {'stored':>6} {'timed s':>8} {'images/s':>9} {'CPU s':>7} "
+        f"{'per CPU-s':>9} {'wall s':>7} {'peak MiB':>8} {'robots.txt':>10} {'/private/':>9}"
+    )
+    for r in rows:
+        for name in ("ours", "img2dataset"):
+            x = r[name]
+            print(
+                f"{r['n']:6d} {name:12} {x['stored']:6d} {x['timed_s']:8.2f} {x['images_per_s']:9.1f} "
+                f"{x['cpu_s']:7.2f} {x['images_per_cpu_s']:9.1f} {x['wall_s']:7.1f} {x['peak_pss_mib']:8.0f} {x['server']['robots']:10d} "
+                f"{x['server']['private']:9d}"
+            )
+        o, p = r["ours"], r["img2dataset"]
+        print(
+            f"{'':6} ours/img2dataset images/s: x{o['images_per_s'] / p['images_per_s']:.2f}, "
+            f"per CPU-s: x{o['images_per_cpu_s'] / p['images_per_cpu_s']:.2f}; "
+            f"ours split: fetch+decode {o['fetch_decode_s']:.2f} s, pHash {o['phash_s']:.2f} s, "
+            f"CLIP {o['clip_s']:.2f} s (model load {o['model_load_s']:.2f} s, not timed)"
+        )
+    if len(rows) > 1:
+        lo, hi = rows[0], rows[-1]
+        print(f"\ngrowth {lo['n']} -> {hi['n']} (x{hi['n'] / lo['n']:.0f} images):")
+        for name in ("ours", "img2dataset"):
+            t = hi[name]["timed_s"] / lo[name]["timed_s"]
+            c = hi[name]["cpu_s"] / lo[name]["cpu_s"]
+            m = hi[name]["peak_pss_mib"] / lo[name]["peak_pss_mib"]
+            print(f"  {name:12} time x{t:.2f}, CPU time x{c:.2f}, peak memory x{m:.2f}")
+    print("\nCLIP scoring alone on the stored images (same model, same batch), median images/s:")
+    for dev in ("cpu", "cuda"):
+        s = scoring.get(dev)
+        if not s:
+            continue
+        print(
+            f"  {dev}: ClipScorer {s['ours_images_per_s']:.1f} vs plain open_clip loop "
+            f"{s['plain_images_per_s']:.1f} (x{s['ours_images_per_s'] / s['plain_images_per_s']:.2f}); "
+            f"{s['images']} images, runs {s['ours_all']} vs {s['plain_all']}, "
+            f"max |score diff| {s['max_abs_score_diff']:.2e}"
+        )
+    if "cuda_b32" in scoring:
+        b = scoring["cuda_b32"]
+        print(
+            f"  CUDA ViT-B-32 (random init) on {b['device_name']}: fp16 {b['fp16']:.0f}, "
+            f"fp32 {b['fp32']:.0f} images/s vs clip-retrieval {CLIP_RETRIEVAL_A100_B32:.0f} images/s "
+            "(B/32, one A100)"
+        )
+    else:
+        print(
+            "  CUDA: no GPU visible to torch here, so the CUDA and ViT-B-32 figures were not run "
+            f"(clip-retrieval: {CLIP_RETRIEVAL_A100_B32:.0f} images/s for B/32 on an A100)"
+        )
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    name = "images_quick.json" if a.quick else "images.json"
+    (RESULTS / name).write_text(
+        json.dumps(
+            {
+                "args": vars(a),
+                "model": str(model),
+                "train_summary": summary,
+                "rows": rows,
+                "scoring": scoring,
+                "load_avg": load,
+            },
+            indent=2,
+        )
+    )
+    print(f"wrote {RESULTS / name}")
+
+
+if __name__ == "__main__":
+    main()
