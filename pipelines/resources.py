@@ -29,6 +29,11 @@ class BeamRunnerResource(ConfigurableResource):
     runner: str = "DirectRunner"
     options: list[str] = []
 
+    @property
+    def runner_or_none(self) -> str | None:
+        """The runner for stages that run in process unless given one (DirectRunner: in process)."""
+        return None if self.runner == "DirectRunner" and not self.options else self.runner
+
     def pipeline_args(self) -> list[str]:
         return [f"--runner={self.runner}", *self.options]
 

@@ -41,6 +41,13 @@ class ImagesBuildParams(Params):
     max_images: int | None = param(None, min=0, help="Image refs fetched, in input order.")
     resume: bool = param(False, help="Continue a build in --out after a kill.")
     config: Path | None = param(None, help="Image filter config YAML (captions, dedup, ...).")
+    runner: str | None = param(
+        None,
+        resource="beam.runner_or_none",
+        help="Score with CLIP on this Beam runner (DirectRunner, DaskRunner, ...); default: in "
+        "process. Unknown options go to Beam.",
+    )
+    beam_args: list[str] = param([], extra_args=True, resource="beam.options")
 
 
 class ImagesBuildSummary(Summary):
@@ -70,9 +77,13 @@ def _shard_refs(refs: list[dict], partition: str | None) -> list[dict]:
     return [r for r in refs if shard_of(urlsplit(r["url"]).netloc, CRAWL_SHARDS) == k]
 
 
-def _scorer(spec: str | None):
+def _scorer(spec: str | None, runner: str | None = None, beam_args: list[str] = ()):
     if not spec:
         return None
+    if runner:
+        from pipelines.beam.images import beam_scorer
+
+        return beam_scorer(spec, [f"--runner={runner}", *beam_args])
     from training.clip import ClipScorer
 
     return ClipScorer(spec).score
@@ -133,7 +144,7 @@ def images_build(p: ImagesBuildParams, lake: Lake) -> ImagesBuildSummary:
         fetched,
         out,
         cfg,
-        score=_scorer(p.clip),
+        score=_scorer(p.clip, p.runner, p.beam_args),
         min_score=p.min_score,
         top_fraction=p.top_fraction,
     )

@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import json
 
+import numpy as np
 import pyarrow.parquet as pq
 import pytest
 from typer.testing import CliRunner
@@ -213,3 +214,21 @@ def test_consent_check_passes_then_fails_on_a_stored_opted_out_image(built, tmp_
     (copy / "images" / "ff" / ("f" * 64 + ".png")).write_bytes(b"x")
     out = image_pairs_consent(copy)
     assert not out.passed and out.metadata["orphan_files"] == 1
+
+
+def test_clip_scores_on_beam_equal_the_in_process_scorer(built, tmp_path):
+    from pipelines.beam.images import score_pairs_beam
+    from pipelines.stages.images import kept_pairs
+    from training.clip import ClipScorer, train_clip
+
+    _, pairs_dir, _ = built
+    pairs = kept_pairs([pairs_dir / "pairs.parquet"])[:40]
+    model = tmp_path / "clip"
+    train_clip(pairs, model, steps=2, batch_size=8)
+    items = [(f"p{i}", path, caption) for i, (path, caption) in enumerate(pairs)]
+    items.append(("missing", str(tmp_path / "no-such.png"), "a caption"))
+    beam = score_pairs_beam(items, str(model), ["--runner=DirectRunner"], batch_size=16)
+    local = ClipScorer(str(model)).score([p for p, _ in pairs], [c for _, c in pairs])
+    assert set(beam) == {pid for pid, _, _ in items}
+    assert np.isnan(beam["missing"])
+    np.testing.assert_allclose([beam[f"p{i}"] for i in range(len(pairs))], local, atol=1e-5)
