@@ -48,6 +48,7 @@ URL_COLUMNS = {
     "noindex": "INTEGER",
     "nofollow": "INTEGER",
     "noai": "INTEGER",
+    "noimageai": "INTEGER",
     "lang": "TEXT",
     "lang_score": "REAL",
     "page_topic": "TEXT",

@@ -22,14 +22,17 @@ class Directives:
     noindex: bool = False
     nofollow: bool = False
     noai: bool = False
+    noimageai: bool = False  # the page's images must not be used for AI (its text may be)
 
     def add(self, words: set[str], *, for_training: bool, for_crawl: bool) -> None:
-        """Merge directive words; noai may also come from a training-token-scoped directive."""
+        """Merge directive words; noai and noimageai may also come from a training-token-scoped
+        directive."""
         if for_crawl:
             self.noindex |= bool(words & {"noindex", "none"})
             self.nofollow |= bool(words & {"nofollow", "none"})
         if for_crawl or for_training:
             self.noai |= "noai" in words
+            self.noimageai |= "noimageai" in words
 
 
 @dataclass

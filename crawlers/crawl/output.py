@@ -38,6 +38,7 @@ PAGES_SCHEMA = pa.schema(
         ("noindex", pa.bool_()),
         ("nofollow", pa.bool_()),
         ("noai", pa.bool_()),
+        ("noimageai", pa.bool_()),
         ("warc_file", pa.string()),
         ("warc_offset", pa.int64()),
         ("warc_length", pa.int64()),
@@ -70,7 +71,7 @@ SKIPPED_SCHEMA = pa.schema(
         ("skip_reason", pa.string()),
     ]
 )
-_BOOLS = {"crawl_allowed", "training_allowed", "noindex", "nofollow", "noai"}
+_BOOLS = {"crawl_allowed", "training_allowed", "noindex", "nofollow", "noai", "noimageai"}
 
 
 def _table(rows: list[dict], schema: pa.Schema) -> pa.Table:

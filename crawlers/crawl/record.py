@@ -78,6 +78,7 @@ def describe_page(
         "noindex": 0,
         "nofollow": 0,
         "noai": 0,
+        "noimageai": 0,
         "outlinks": 0,
     }
     page = Page(fields, topic=row["topic"] or "other")
@@ -94,7 +95,12 @@ def describe_page(
             )
         d = page.info.directives if page.info else Directives()
         apply_x_robots_tag(d, xrt, cfg.agent, cfg.training_agent)
-        fields.update(noindex=int(d.noindex), nofollow=int(d.nofollow), noai=int(d.noai))
+        fields.update(
+            noindex=int(d.noindex),
+            nofollow=int(d.nofollow),
+            noai=int(d.noai),
+            noimageai=int(d.noimageai),
+        )
         if res.ok:
             fields.update(
                 content_sha256=hashlib.sha256(res.body).hexdigest(), content_length=len(res.body)

@@ -22,6 +22,7 @@ CARRIED_FIELDS = (
     "noindex",
     "nofollow",
     "noai",
+    "noimageai",
     "status",
     "content_sha256",
 )

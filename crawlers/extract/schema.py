@@ -31,6 +31,7 @@ DOCUMENTS = pa.schema(
         ("noindex", pa.bool_()),
         ("nofollow", pa.bool_()),
         ("noai", pa.bool_()),
+        ("noimageai", pa.bool_()),
         ("status", pa.int32()),
         ("content_sha256", _S),
         ("fetched_at", _S),
