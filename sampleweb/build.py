@@ -9,6 +9,7 @@ import re
 from . import extras
 from .builder import Builder
 from .content import LANGS, Doc, load_all
+from .imageset import add_collections
 from .jspages import MECHANISMS, build_js_page
 from .lowquality import add_galleries, add_low_quality_pages
 from .markup import article, document, forum_thread, table_html
@@ -110,6 +111,7 @@ def doc_page(
         noindex="noindex" in directives,
         nofollow="nofollow" in directives,
         noai="noai" in directives,
+        noimageai="noimageai" in directives,
         images=images,
         tables=tables,
         pii=pii,
@@ -218,6 +220,7 @@ def build_web(seed: int = 0) -> SampleWeb:
     add_duplicates(b, regular)
     add_low_quality_pages(b)
     add_galleries(b)
+    add_collections(b)
     add_site_structure(b)
     ordered = dict(sorted(b.pages.items(), key=lambda kv: (b.site(kv[0][0]).index, kv[0][1])))
     return SampleWeb(seed, sites, ordered)

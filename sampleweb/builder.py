@@ -60,6 +60,8 @@ class Builder:
         train_robots = is_allowed(robots, TRAINING_TOKEN, path)
         lab["expect_crawl_allowed"] = crawl
         lab["expect_training_allowed"] = crawl and train_robots and not lab["noai"]
+        if lab["page_type"] != "image" and lab["images"]:
+            lab["images"] = [dict(i, expect_drop=ref_expectation(lab, i)) for i in lab["images"]]
         hdrs = {"Last-Modified": last_modified(site, path)}
         hdrs.update(headers or {})
         page = Page(
@@ -75,7 +77,15 @@ class Builder:
         self.pages[(site, path)] = page
         return page
 
-    def image(self, site: str, domain: str | None = None, matches: bool = True) -> dict:
+    def image(
+        self,
+        site: str,
+        domain: str | None = None,
+        matches: bool = True,
+        *,
+        prefix: str = "/img/",
+        headers: dict[str, str] | None = None,
+    ) -> dict:
         """Draw a scene with a web-wide unique true alt text, register its PNG, return its label."""
         while True:
             scene: Scene = random_scene(self.rng, domain)
@@ -84,23 +94,94 @@ class Builder:
         self.used_alts.add(scene.alt())
         n = self.image_counter.get(site, 0) + 1
         self.image_counter[site] = n
-        src = f"/img/{site}-{n:03d}.png"
         alt = scene.alt() if matches else wrong_alt(scene, self.rng)
+        return self.asset(
+            site,
+            f"{prefix}{site}-{n:03d}.png",
+            render_png(scene),
+            alt=alt,
+            kind="scene",
+            width=scene.width,
+            height=scene.height,
+            alt_matches=matches,
+            scene=scene.spec(),
+            domain=domain,
+            headers=headers,
+        )
+
+    def asset(
+        self,
+        site: str,
+        src: str,
+        body: bytes,
+        *,
+        alt: str,
+        kind: str,
+        width: int,
+        height: int,
+        alt_matches: bool = False,
+        scene: str | None = None,
+        domain: str | None = None,
+        copy_of: str | None = None,
+        headers: dict[str, str] | None = None,
+        content_type: str = "image/png",
+        fetch_drop: str | None = None,
+    ) -> dict:
+        """Register an image resource (once per src) and return its label.
+
+        `expect_drop` is the image fetch's expected drop reason for this image on its own (robots
+        for either token, X-Robots-Tag, then `fetch_drop`: what decoding it should give); a page
+        that embeds it may override it (`ref_expectation`)."""
         label = {
             "src": src,
             "alt": alt,
-            "alt_matches": matches,
-            "scene": scene.spec(),
+            "alt_matches": alt_matches,
+            "scene": scene,
             "domain": domain,
-            "width": scene.width,
-            "height": scene.height,
+            "width": width,
+            "height": height,
+            "kind": kind,
+            "copy_of": copy_of,
+            "expect_drop": self.image_drop(site, src, headers or {}) or fetch_drop,
         }
-        self.add(
-            site,
-            src,
-            render_png(scene),
-            content_type="image/png",
-            page_type="image",
-            images=[label],
-        )
+        if (site, src) not in self.pages:
+            self.add(
+                site,
+                src,
+                body,
+                content_type=content_type,
+                headers=headers,
+                page_type="image",
+                images=[label],
+            )
         return label
+
+    def image_drop(self, site: str, src: str, headers: dict[str, str]) -> str | None:
+        """The drop reason robots.txt or the image's X-Robots-Tag gives (None: fetched)."""
+        robots = self.robots[site]
+        if not is_allowed(robots, CRAWL_TOKEN, src):
+            return "robots_denied"
+        if not is_allowed(robots, TRAINING_TOKEN, src):
+            return "training_opt_out"
+        if xrt_applies(headers.get("X-Robots-Tag", "")):
+            return "noai"
+        return None
+
+
+def xrt_applies(value: str) -> bool:
+    """Whether an X-Robots-Tag value opts our agents out of AI use ('noai'/'noimageai', unscoped
+    or scoped to our crawl or training token)."""
+    scope, _, words = value.rpartition(":")
+    if scope.strip() and scope.strip().lower() not in (CRAWL_TOKEN.lower(), TRAINING_TOKEN.lower()):
+        return False
+    return bool({w.strip().lower() for w in words.split(",")} & {"noai", "noimageai"})
+
+
+def ref_expectation(page: dict, image: dict) -> str | None:
+    """Expected drop reason of one image ref of a page: the page's own opt-out first (`noai` or
+    `noimageai`, then its training flag), else the image's own (`image["expect_drop"]`)."""
+    if page["noai"] or page["noimageai"]:
+        return "noai"
+    if not page["expect_training_allowed"]:
+        return "training_opt_out"
+    return image.get("expect_drop")

@@ -21,6 +21,9 @@ IMAGE = pa.struct(
         ("domain", pa.string()),
         ("width", pa.int32()),
         ("height", pa.int32()),
+        ("kind", pa.string()),
+        ("copy_of", pa.string()),
+        ("expect_drop", pa.string()),
     ]
 )
 TABLE = pa.struct([("header", pa.list_(pa.string())), ("rows", pa.int32()), ("cols", pa.int32())])
@@ -49,6 +52,7 @@ SCHEMA = pa.schema(
         ("noindex", pa.bool_()),
         ("nofollow", pa.bool_()),
         ("noai", pa.bool_()),
+        ("noimageai", pa.bool_()),
         ("images", pa.list_(IMAGE)),
         ("tables", pa.list_(TABLE)),
         ("pii", pa.list_(TYPED_VALUE)),
@@ -121,7 +125,7 @@ def write_to_lake(
         "sites": len(web.sites),
         "pages": len(web.pages),
         "content_pages": len(content),
-        "images": sum(1 for p in web.pages.values() if p.content_type == "image/png"),
+        "images": sum(1 for p in web.pages.values() if p.content_type.startswith("image/")),
         "languages": sorted({p.labels["lang"] for p in content}),
         "labels": str(root / "labels.parquet"),
         "out_dir": str(root),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import io
 import random
 from dataclasses import dataclass
@@ -215,3 +216,62 @@ def render_png(scene: Scene) -> bytes:
     buf = io.BytesIO()
     image.save(buf, format="PNG", optimize=False, compress_level=6)
     return buf.getvalue()
+
+
+def _png(image: Image.Image) -> bytes:
+    buf = io.BytesIO()
+    image.save(buf, format="PNG", optimize=False, compress_level=6)
+    return buf.getvalue()
+
+
+def reencode_jpeg(png: bytes, quality: int = 80) -> bytes:
+    """The same picture re-encoded as a baseline JPEG (deterministic for the same input)."""
+    with Image.open(io.BytesIO(png)) as im:
+        buf = io.BytesIO()
+        im.convert("RGB").save(buf, format="JPEG", quality=quality, optimize=False)
+    return buf.getvalue()
+
+
+def resize_png(png: bytes, scale: float) -> tuple[bytes, int, int]:
+    """The same picture resized by `scale` (Lanczos), as PNG bytes with its new width and height."""
+    with Image.open(io.BytesIO(png)) as im:
+        size = (max(1, round(im.width * scale)), max(1, round(im.height * scale)))
+        return _png(im.convert("RGB").resize(size, Image.Resampling.LANCZOS)), size[0], size[1]
+
+
+def solid_png(width: int, height: int, rgb: tuple[int, int, int]) -> bytes:
+    """A one-colour PNG (a spacer, a banner strip)."""
+    return _png(Image.new("RGB", (width, height), rgb))
+
+
+def logo_png(width: int = 120, height: int = 40) -> bytes:
+    """The site logo: a dark bar with three coloured squares, the same bytes every time."""
+    image = Image.new("RGB", (width, height), (30, 40, 60))
+    draw = ImageDraw.Draw(image)
+    for i, name in enumerate(("red", "yellow", "blue")):
+        x = 8 + i * (height - 8)
+        draw.rectangle((x, 8, x + height - 20, height - 8), fill=COLOURS[name])
+    return _png(image)
+
+
+def truncated_png(png: bytes, keep: float = 0.6) -> bytes:
+    """The first `keep` share of a PNG's bytes: the header parses, the pixel data ends early."""
+    return png[: max(64, int(len(png) * keep))]
+
+
+@functools.lru_cache(maxsize=2)
+def bomb_png(width: int = 20000, height: int = 20000) -> bytes:
+    """A valid 1-bit PNG of width x height zero pixels: a few kB on the wire, 400 Mpx decoded
+    (above Pillow's decompression-bomb limit, so a safe decoder refuses it from the header)."""
+    import struct
+    import zlib
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        body = kind + data
+        return struct.pack(">I", len(data)) + body + struct.pack(">I", zlib.crc32(body))
+
+    row = b"\x00" * (1 + (width + 7) // 8)  # filter byte 0 + packed 1-bit pixels
+    comp = zlib.compressobj(9)
+    idat = b"".join(comp.compress(row) for _ in range(height)) + comp.flush()
+    ihdr = struct.pack(">IIBBBBB", width, height, 1, 0, 0, 0, 0)
+    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", ihdr) + chunk(b"IDAT", idat) + chunk(b"IEND", b"")

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 from . import extras
 from .content import LANGS
+from .imageset import figures, logo
 from .markup import document, paragraphs
 from .sites import LOWQ_SITE
 
@@ -79,17 +80,14 @@ def add_galleries(b: Builder) -> None:
             f"Gallery {g + 1} of the shape studies collection holds {len(images)} drawings, "
             f"catalogued under reference SS-{b.seed}-{g + 1:02d}."
         )
-        figures = "".join(
-            f'<figure><img src="{i["src"]}" alt="{escape(i["alt"])}" width="{i["width"]}" height="{i["height"]}"></figure>'
-            for i in images
-        )
+        images.append(logo(b))
         mode = GALLERY_NOAI.get(g)
         title = f"Shape studies, gallery {g + 1}"
         body = document(
             b.site(site),
             "en",
             title,
-            f"<h1>{title}</h1><p>{escape(intro)}</p>{figures}",
+            f"<h1>{title}</h1><p>{escape(intro)}</p>{figures(images)}",
             robots=["noai"] if mode == "meta" else [],
         )
         b.add(

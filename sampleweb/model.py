@@ -74,6 +74,7 @@ def default_labels(**overrides: Any) -> dict[str, Any]:
         "noindex": False,
         "nofollow": False,
         "noai": False,
+        "noimageai": False,
         "images": [],
         "tables": [],
         "pii": [],

@@ -36,6 +36,12 @@ def robots_for(site_name: str, variant: str, sitemap: str | None) -> RobotsVaria
             "User-agent: *\nDisallow: /private/\nDisallow: /tmp/\n\n"
             f"User-agent: {TRAINING_TOKEN}\nDisallow: /private/\nDisallow: /tmp/\n"
         ),
+        "gallery": (
+            "User-agent: *\nDisallow: /private/\nDisallow: /tmp/\n\n"
+            "# Licensed pictures may be shown, not used to train models\n"
+            f"User-agent: {TRAINING_TOKEN}\nDisallow: /private/\nDisallow: /tmp/\n"
+            "Disallow: /img/licensed/\n"
+        ),
         "news": (
             "User-agent: *\nDisallow: /private/\nDisallow: /search\nAllow: /\n\n"
             "# AI training opt-out for subscriber content\n"

@@ -11,7 +11,7 @@ SITE_SPECS: tuple[tuple[str, tuple[str, ...], str, str, str | None], ...] = (
     ("forum-en", ("en",), "forum", "wildcards", "/sitemap.xml"),
     ("shop-en", ("en",), "shop", "token-groups", "/sitemap.xml"),
     ("wiki-en", ("en",), "wiki", "standard", "/sitemap.xml"),
-    ("gallery-en", ("en",), "gallery", "standard", "/sitemap.xml"),
+    ("gallery-en", ("en",), "gallery", "gallery", "/sitemap.xml"),
     ("apps-en", ("en",), "apps", "standard", None),
     ("magazin-de", ("de",), "news", "no-training", "/sitemap.xml"),
     ("kochen-de", ("de",), "recipes", "standard", "/sitemap.xml"),

@@ -46,7 +46,7 @@ def test_crawl_and_training_decisions_match_labels_for_every_decided_page(sample
 
 def test_noindex_nofollow_and_noai_are_recorded_as_labelled(sample_crawl):
     labels, pages = sample_crawl["labels"], sample_crawl["pages"]
-    for flag in ("noindex", "nofollow", "noai"):
+    for flag in ("noindex", "nofollow", "noai", "noimageai"):
         marked = [
             u for u, lab in labels.items() if lab[flag] and u in pages and pages[u]["status"] == 200
         ]
@@ -58,6 +58,9 @@ def test_noindex_nofollow_and_noai_are_recorded_as_labelled(sample_crawl):
         if u in labels and p["status"] == 200 and not labels[u]["noindex"]
     ]
     assert not any(pages[u]["noindex"] for u in unmarked)
+    for flag in ("noai", "noimageai"):  # each is recorded on its own, never one for the other
+        fetched = [u for u, p in pages.items() if u in labels and p["status"] == 200]
+        assert all(bool(pages[u][flag]) == labels[u][flag] for u in fetched), flag
 
 
 def test_content_pages_reachable_by_links_or_sitemaps_are_all_fetched(sample_crawl):
