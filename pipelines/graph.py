@@ -24,77 +24,15 @@ from dagster import (
     AssetKey,
     AssetOut,
     Config,
-    ConfigurableIOManager,
     Definitions,
-    InputContext,
     MetadataValue,
     Output,
-    OutputContext,
     StaticPartitionsDefinition,
     multi_asset,
 )
 
+from pipelines.resources import HANDLES_DIR, LakeIOManager
 from pipelines.stage import Dataset, Lake, Stage, Summary, field_role
-
-HANDLES_DIR = "_handles"
-
-
-class LakeIOManager(ConfigurableIOManager):
-    """Stores and hands out `Dataset` handles: `<lake>/_handles/<asset>[/<partition>].json`."""
-
-    root: str = ""
-
-    def _root(self) -> Path:
-        from pipelines import lake
-
-        return Path(self.root).resolve() if self.root else lake.lake_root()
-
-    def _file(self, asset: str, partition: str | None) -> Path:
-        base = self._root() / HANDLES_DIR / asset
-        return base / f"{partition}.json" if partition is not None else base.with_suffix(".json")
-
-    def _standard(self, asset: str, handle: Path) -> Dataset:
-        """No handle: the dataset at the lake's standard place (written by the CLI), if any."""
-        from pipelines import lake
-
-        rel = lake.DATASETS.get(asset)
-        if rel is None or not (self._root() / rel).exists():
-            raise FileNotFoundError(
-                f"{handle}: no handle for {asset}, and nothing at its standard lake place "
-                f"{self._root() / (rel or asset)}; materialize {asset} first"
-            )
-        path = self._root() / rel
-        if (path / "latest.json").exists():  # versioned runs: the newest finished one
-            from pipelines.stages.train import latest_run
-
-            path = latest_run(path) or path
-        return Dataset(asset, str(path))
-
-    def handle_output(self, context: OutputContext, obj: Dataset) -> None:
-        asset = context.asset_key.to_user_string()
-        partition = context.partition_key if context.has_asset_partitions else None
-        path = self._file(asset, partition)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(obj.to_json())
-
-    def load_input(self, context: InputContext) -> Dataset:
-        asset = context.asset_key.to_user_string()
-        if not context.has_asset_partitions:
-            path = self._file(asset, None)
-            if path.exists():
-                return Dataset.from_json(path.read_text())
-            return self._standard(asset, path)
-        parts = [
-            Dataset.from_json(p.read_text())
-            for k in context.asset_partition_keys
-            if (p := self._file(asset, k)).exists()
-        ]
-        if not parts:
-            return self._standard(asset, self._file(asset, "<partition>"))
-        import os
-
-        common = os.path.commonpath([p.path for p in parts]) if len(parts) > 1 else parts[0].path
-        return Dataset(asset, common)
 
 
 def _config_type(annotation: Any) -> Any:

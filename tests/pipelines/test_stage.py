@@ -114,7 +114,7 @@ def test_every_command_treats_a_missing_file_alike(args, named, tmp_path, monkey
 def test_io_manager_hands_out_handles_and_falls_back_to_the_lake_place(tmp_path):
     from dagster import build_input_context, build_output_context
 
-    from pipelines.graph import LakeIOManager
+    from pipelines.resources import LakeIOManager
     from pipelines.stage import Dataset
 
     io = LakeIOManager(root=str(tmp_path))
