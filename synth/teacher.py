@@ -1,23 +1,269 @@
-"""Client of an OpenAI-compatible chat endpoint (POST {base_url}/chat/completions), shared by stages."""
+"""The teacher: any OpenAI-compatible chat endpoint (vLLM, llama.cpp, Ollama, hosted APIs), shared
+by stages, on the official `openai` client (retries on 408/409/429/5xx and timeouts, typed errors).
+
+Around it:
+- consent: an item whose `training_allowed` is not true is refused before any request (`items=`);
+- a rate limit in requests per second, shared by the threads using one client;
+- a content-addressed cache on disk: sha256 of the canonical request (model, messages,
+  response_format, params), so a rerun sends no request that was already answered;
+- structured output (`chat_json`): a pydantic model's JSON schema in `response_format` where the
+  endpoint accepts it (else in the prompt), validated, with one repair retry, then
+  `TeacherSchemaError`;
+- images as data URLs for vision models (`image_content`, `user_message`);
+- token and cost accounting (`usage()`, a dict for metadata).
+
+The key comes from `REFINERY_TEACHER_API_KEY` unless given.
+"""
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import json
-import random
+import os
+import re
+import threading
 import time
-import urllib.error
-import urllib.request
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
-_RETRY_STATUS = {408, 409, 425, 429, 500, 502, 503, 504}
+import openai
+from pydantic import BaseModel, ValidationError
+
+API_KEY_ENV = "REFINERY_TEACHER_API_KEY"
+_OPENAI_INITIAL_RETRY_DELAY = 0.5  # openai's first backoff step; `backoff_s` rescales the schedule
+_SCHEMA_REJECTED = (
+    400,
+    422,
+)  # statuses with which an endpoint refuses a json_schema response_format
+_IMAGE_MAGIC = (
+    (b"\x89PNG\r\n\x1a\n", "image/png"),
+    (b"\xff\xd8\xff", "image/jpeg"),
+    (b"GIF87a", "image/gif"),
+    (b"GIF89a", "image/gif"),
+)
+_ITEM_ID_KEYS = ("id", "pair_id", "doc_id", "url", "image_url", "image_path", "path")
 
 
 class TeacherError(RuntimeError):
-    """The teacher endpoint failed for good (after retries), or answered something unusable."""
+    """The teacher endpoint failed for good (after retries), answered something unusable, or the
+    request was refused before sending (consent). `status_code`: the endpoint's HTTP status, if any."""
+
+    def __init__(self, message: str, *, status_code: int | None = None):
+        super().__init__(message)
+        self.status_code = status_code
+
+
+class TeacherSchemaError(TeacherError):
+    """A structured answer did not match its schema, even after the one repair retry."""
+
+    def __init__(self, message: str, *, content: str, errors: str):
+        super().__init__(message)
+        self.content = content
+        self.errors = errors
+
+
+# --------------------------------------------------------------------------------------------
+# consent
+
+
+def _item_name(item: Any) -> str:
+    get = item.get if isinstance(item, Mapping) else lambda k: getattr(item, k, None)
+    for key in _ITEM_ID_KEYS:
+        value = get(key)
+        if value is not None and value != "":
+            return f"{key}={value!r}"
+    return f"{type(item).__name__} {str(item)[:80]!r}"
+
+
+def _training_allowed(item: Any) -> Any:
+    if isinstance(item, Mapping):
+        return item.get("training_allowed")
+    return getattr(item, "training_allowed", None)
+
+
+def send_allowed(item: Any) -> bool:
+    """True only if the item (a mapping or an object) says `training_allowed` is True.
+
+    A missing or null `training_allowed` is not consent: the item is not sent.
+    """
+    return _training_allowed(item) is True
+
+
+def check_send_allowed(items: Iterable[Any]) -> None:
+    """Raise TeacherError naming the first item that may not go to a teacher."""
+    for item in items:
+        if not send_allowed(item):
+            flag = _training_allowed(item)
+            why = (
+                "has no training_allowed field; carry it from the source's consent"
+                if flag is None
+                else f"has training_allowed={flag!r}"
+            )
+            raise TeacherError(
+                f"refused to send item {_item_name(item)} to the teacher: it {why}; "
+                "drop opted-out items before calling the teacher"
+            )
+
+
+# --------------------------------------------------------------------------------------------
+# images
+
+
+def image_mime(data: bytes) -> str:
+    """The MIME type of PNG, JPEG, GIF or WEBP bytes; ValueError for anything else."""
+    for magic, mime in _IMAGE_MAGIC:
+        if data.startswith(magic):
+            return mime
+    if data[:4] == b"RIFF" and data[8:12] == b"WEBP":
+        return "image/webp"
+    raise ValueError(
+        f"image bytes start with {data[:12]!r}: not PNG, JPEG, GIF or WEBP; "
+        "re-encode the image (e.g. with Pillow) before sending it to a vision model"
+    )
+
+
+def image_data_url(image: bytes | str | os.PathLike, mime: str | None = None) -> str:
+    """`data:<mime>;base64,...` for image bytes or an image file."""
+    if isinstance(image, bytes | bytearray):
+        data = bytes(image)
+    else:
+        path = Path(image)
+        if not path.is_file():
+            raise ValueError(f"image file {path} does not exist; pass the bytes or a file path")
+        data = path.read_bytes()
+    mime = mime or image_mime(data)
+    return f"data:{mime};base64,{base64.b64encode(data).decode('ascii')}"
+
+
+def image_content(
+    image: bytes | str | os.PathLike, *, mime: str | None = None, detail: str | None = None
+) -> dict[str, Any]:
+    """An `image_url` content part carrying the image as a data URL (vision models)."""
+    part: dict[str, Any] = {"url": image_data_url(image, mime)}
+    if detail is not None:
+        if detail not in ("auto", "low", "high"):
+            raise ValueError(f"image detail {detail!r} must be auto, low or high")
+        part["detail"] = detail
+    return {"type": "image_url", "image_url": part}
+
+
+def user_message(
+    text: str, images: Sequence[bytes | str | os.PathLike] = (), *, detail: str | None = None
+) -> dict[str, Any]:
+    """A user message: the text, then each image as a data URL. Plain text without images."""
+    if not images:
+        return {"role": "user", "content": text}
+    parts: list[dict[str, Any]] = [{"type": "text", "text": text}]
+    parts += [image_content(im, detail=detail) for im in images]
+    return {"role": "user", "content": parts}
+
+
+# --------------------------------------------------------------------------------------------
+# cache and rate limit
+
+
+def canonical_request(
+    model: str,
+    messages: Sequence[Mapping[str, Any]],
+    response_format: Mapping[str, Any] | None,
+    params: Mapping[str, Any],
+) -> str:
+    """The request as canonical JSON (sorted keys, no spaces): what the cache key hashes."""
+    body = {
+        "model": model,
+        "messages": list(messages),
+        "response_format": response_format,
+        "params": dict(params),
+    }
+    return json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def request_key(
+    model: str,
+    messages: Sequence[Mapping[str, Any]],
+    response_format: Mapping[str, Any] | None,
+    params: Mapping[str, Any],
+) -> str:
+    """sha256 hex of the canonical request."""
+    canon = canonical_request(model, messages, response_format, params)
+    return hashlib.sha256(canon.encode("utf-8")).hexdigest()
+
+
+class ResponseCache:
+    """Answers on disk, one JSON file per request key (`<dir>/<key[:2]>/<key>.json`)."""
+
+    def __init__(self, root: str | os.PathLike):
+        self.root = Path(root)
+        self.root.mkdir(parents=True, exist_ok=True)
+
+    def path(self, key: str) -> Path:
+        return self.root / key[:2] / f"{key}.json"
+
+    def get(self, key: str) -> dict[str, Any] | None:
+        p = self.path(key)
+        try:
+            return json.loads(p.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            return None
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            raise TeacherError(
+                f"teacher cache entry {p} is corrupt ({exc}); delete it to ask again"
+            ) from exc
+
+    def put(self, key: str, entry: dict[str, Any]) -> None:
+        p = self.path(key)
+        p.parent.mkdir(parents=True, exist_ok=True)
+        tmp = p.with_name(f"{p.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+        tmp.write_text(json.dumps(entry, ensure_ascii=False), encoding="utf-8")
+        os.replace(tmp, p)  # atomic: a reader sees the whole entry or none
+
+
+class RateLimiter:
+    """At most `per_s` request starts per second, across threads (evenly spaced slots)."""
+
+    def __init__(self, per_s: float):
+        if not per_s > 0:
+            raise ValueError(f"teacher rate limit {per_s!r} must be > 0 requests/s")
+        self.interval = 1.0 / per_s
+        self._next = 0.0
+        self._lock = threading.Lock()
+
+    def wait(self) -> None:
+        with self._lock:
+            now = time.monotonic()
+            slot = max(now, self._next)
+            self._next = slot + self.interval
+        if slot > now:
+            time.sleep(slot - now)
+
+
+# --------------------------------------------------------------------------------------------
+# the client
+
+
+class _OpenAI(openai.OpenAI):
+    """openai's client with its exponential backoff rescaled so the first wait is `backoff_s`;
+    a server's Retry-After is still obeyed as is."""
+
+    backoff_s = _OPENAI_INITIAL_RETRY_DELAY
+
+    def _calculate_retry_timeout(self, remaining_retries, options, response_headers=None):
+        wait = super()._calculate_retry_timeout(remaining_retries, options, response_headers)
+        if self._parse_retry_after_header(response_headers) == wait:
+            return wait  # server-directed
+        return wait * self.backoff_s / _OPENAI_INITIAL_RETRY_DELAY
+
+
+def _strip_fences(text: str) -> str:
+    text = text.strip()
+    m = re.fullmatch(r"```[\w-]*\s*\n?(.*?)\n?```", text, re.S)
+    return m.group(1).strip() if m else text
 
 
 class TeacherClient:
-    """Minimal, dependency-free chat client with retries and clear errors."""
+    """Chat with an OpenAI-compatible endpoint; see the module docstring for what is around it."""
 
     def __init__(
         self,
@@ -28,7 +274,11 @@ class TeacherClient:
         *,
         max_retries: int = 3,
         backoff_s: float = 0.5,
-        seed: int = 0,
+        requests_per_s: float | None = None,
+        cache_dir: str | os.PathLike | None = None,
+        price_per_1k_prompt_tokens: float | None = None,
+        price_per_1k_completion_tokens: float | None = None,
+        json_schema: bool | None = None,
     ):
         if not base_url or not base_url.startswith(("http://", "https://")):
             raise ValueError(
@@ -36,51 +286,236 @@ class TeacherClient:
             )
         if not model:
             raise ValueError("teacher model name is empty; set the model the endpoint serves")
+        if (price_per_1k_prompt_tokens is None) != (price_per_1k_completion_tokens is None):
+            raise ValueError(
+                "teacher prices: give both price_per_1k_prompt_tokens and "
+                "price_per_1k_completion_tokens, or neither"
+            )
         self.base_url = base_url.rstrip("/")
         self.model = model
-        self.api_key = api_key
+        self.api_key = api_key if api_key is not None else os.environ.get(API_KEY_ENV) or None
         self.timeout = timeout
         self.max_retries = max_retries
         self.backoff_s = backoff_s
-        self._rng = random.Random(seed)
-
-    def _post(self, payload: dict[str, Any]) -> dict[str, Any]:
-        headers = {"Content-Type": "application/json"}
-        if self.api_key:
-            headers["Authorization"] = f"Bearer {self.api_key}"
-        req = urllib.request.Request(
-            f"{self.base_url}/chat/completions",
-            data=json.dumps(payload).encode("utf-8"),
-            headers=headers,
-            method="POST",
+        self.prices = (price_per_1k_prompt_tokens, price_per_1k_completion_tokens)
+        # None: try json_schema response_format, fall back to the schema in the prompt if refused.
+        self.json_schema = json_schema
+        self.cache = ResponseCache(cache_dir) if cache_dir is not None else None
+        self.limiter = RateLimiter(requests_per_s) if requests_per_s else None
+        self._lock = threading.Lock()
+        self._usage = {
+            "requests": 0,
+            "cache_hits": 0,
+            "failures": 0,
+            "repairs": 0,
+            "prompt_tokens": 0,
+            "completion_tokens": 0,
+            "total_tokens": 0,
+            "cached_total_tokens": 0,
+        }
+        # The key is passed explicitly so openai never falls back to OPENAI_API_KEY; with no key,
+        # no Authorization header is sent at all (local servers need none).
+        self._client = _OpenAI(
+            api_key=self.api_key or "no-key",
+            base_url=self.base_url,
+            timeout=timeout,
+            max_retries=max_retries,
         )
-        with urllib.request.urlopen(req, timeout=self.timeout) as resp:
-            return json.loads(resp.read().decode("utf-8"))
+        self._client.backoff_s = backoff_s
 
-    def chat(self, messages: list[dict[str, str]], **params: Any) -> str:
-        """Send chat messages and return the first choice's content; retry transient failures."""
-        payload = {"model": self.model, "messages": messages, **params}
-        last = ""
-        for attempt in range(self.max_retries + 1):
+    # ---------------------------------------------------------------- accounting
+
+    def usage(self) -> dict[str, Any]:
+        """Requests, cache hits, tokens and cost so far, as a plain dict for run metadata.
+
+        `cost` is in the unit of the prices given (None without prices); cache hits cost nothing
+        and their tokens are counted apart, in `cached_total_tokens`.
+        """
+        with self._lock:
+            out: dict[str, Any] = {"model": self.model, "base_url": self.base_url, **self._usage}
+        pp, pc = self.prices
+        out["price_per_1k_prompt_tokens"] = pp
+        out["price_per_1k_completion_tokens"] = pc
+        out["cost"] = (
+            None
+            if pp is None
+            else round(out["prompt_tokens"] / 1000 * pp + out["completion_tokens"] / 1000 * pc, 9)
+        )
+        return out
+
+    def _count(self, **deltas: int) -> None:
+        with self._lock:
+            for k, v in deltas.items():
+                self._usage[k] += v
+
+    # ---------------------------------------------------------------- requests
+
+    def _describe(self, exc: openai.OpenAIError) -> str:
+        where = f"{self.base_url}/chat/completions"
+        if isinstance(exc, openai.APIStatusError):
+            body = exc.response.text[:300]
+            retried = exc.status_code in (408, 409, 429) or exc.status_code >= 500
+            tries = f" (after {self.max_retries} retries)" if retried else ""
+            return f"HTTP {exc.status_code} from {where}{tries}: {body}"
+        if isinstance(exc, openai.APITimeoutError):
+            return (
+                f"no answer from {where} within {self.timeout}s, after {self.max_retries} retries"
+            )
+        if isinstance(exc, openai.APIConnectionError):
+            return f"cannot reach {where} after {self.max_retries} retries: {exc.__cause__ or exc}"
+        return f"{where}: {type(exc).__name__}: {exc}"
+
+    def _send(
+        self,
+        messages: Sequence[Mapping[str, Any]],
+        response_format: Mapping[str, Any] | None,
+        params: Mapping[str, Any],
+    ) -> dict[str, Any]:
+        """One answered request: {"content", "usage"} from the cache or the endpoint."""
+        key = request_key(self.model, messages, response_format, params)
+        if self.cache is not None:
+            hit = self.cache.get(key)
+            if hit is not None:
+                tokens = (hit.get("usage") or {}).get("total_tokens") or 0
+                self._count(cache_hits=1, cached_total_tokens=tokens)
+                return hit
+        if self.limiter is not None:
+            self.limiter.wait()
+        kwargs = dict(params)
+        if not self.api_key:
+            kwargs["extra_headers"] = {
+                **kwargs.get("extra_headers", {}),
+                "Authorization": openai.Omit(),
+            }
+        if response_format is not None:
+            kwargs["response_format"] = response_format
+        try:
+            completion = self._client.chat.completions.create(
+                model=self.model, messages=list(messages), **kwargs
+            )
+        except openai.OpenAIError as exc:
+            self._count(failures=1)
+            status = exc.status_code if isinstance(exc, openai.APIStatusError) else None
+            raise TeacherError(self._describe(exc), status_code=status) from exc
+        if isinstance(completion, str) or not getattr(completion, "choices", None):
+            self._count(failures=1)
+            raise TeacherError(
+                f"{self.base_url}/chat/completions answered without choices[0].message.content: "
+                f"{str(completion)[:300]}"
+            )
+        content = completion.choices[0].message.content
+        if content is None:
+            self._count(failures=1)
+            raise TeacherError(
+                f"{self.base_url}/chat/completions answered choices[0].message.content=null "
+                f"(finish_reason={completion.choices[0].finish_reason!r})"
+            )
+        u = completion.usage
+        usage = {
+            "prompt_tokens": int(getattr(u, "prompt_tokens", 0) or 0),
+            "completion_tokens": int(getattr(u, "completion_tokens", 0) or 0),
+            "total_tokens": int(getattr(u, "total_tokens", 0) or 0),
+        }
+        self._count(requests=1, **usage)
+        entry = {"content": content, "usage": usage, "model": completion.model or self.model}
+        if self.cache is not None:
+            self.cache.put(key, entry)
+        return entry
+
+    def chat(
+        self, messages: list[dict[str, Any]], *, items: Iterable[Any] = (), **params: Any
+    ) -> str:
+        """Send chat messages and return the first choice's content.
+
+        `items`: the records (pages, images, tables) whose content is in `messages`; if any has
+        `training_allowed` other than True, TeacherError is raised and nothing is sent.
+        `params` go to the endpoint as they are (temperature, max_tokens, seed, extra_body, ...).
+        """
+        check_send_allowed(items)
+        return self._send(messages, None, params)["content"]
+
+    # ---------------------------------------------------------------- structured output
+
+    def _schema_lookup(self, key: str) -> bool | None:
+        if self.json_schema is not None or self.cache is None:
+            return self.json_schema
+        hit = self.cache.get(key)
+        return False if hit is not None and hit.get("json_schema_refused") else None
+
+    def chat_json(
+        self,
+        messages: list[dict[str, Any]],
+        schema: type[BaseModel],
+        *,
+        items: Iterable[Any] = (),
+        **params: Any,
+    ) -> BaseModel:
+        """Ask for an answer matching a pydantic model; return the validated model instance.
+
+        The model's JSON schema goes in `response_format` (json_schema) where the endpoint
+        accepts it; where it refuses (HTTP 400/422), the schema goes in a system message instead,
+        and the refusal is remembered (in the cache too, so a rerun does not ask again). An answer
+        that does not validate gets one repair retry (the errors sent back); a second failure
+        raises TeacherSchemaError.
+        """
+        if not (isinstance(schema, type) and issubclass(schema, BaseModel)):
+            raise TypeError(
+                f"chat_json schema {schema!r} must be a pydantic BaseModel subclass "
+                "(its model_json_schema() is sent and its validation is used)"
+            )
+        check_send_allowed(items)
+        name = re.sub(r"[^A-Za-z0-9_-]", "_", schema.__name__)[:64]
+        json_schema = schema.model_json_schema()
+        fmt = {"type": "json_schema", "json_schema": {"name": name, "schema": json_schema}}
+        probe_key = request_key(self.model, messages, fmt, params)
+
+        use_format = self._schema_lookup(probe_key) is not False
+        convo = list(messages)
+        if use_format:
             try:
-                data = self._post(payload)
-            except urllib.error.HTTPError as exc:
-                body = exc.read()[:300].decode("utf-8", "replace")
-                last = f"HTTP {exc.code} from {self.base_url}/chat/completions: {body}"
-                if exc.code not in _RETRY_STATUS:
-                    raise TeacherError(last) from exc
-            except (urllib.error.URLError, TimeoutError, ConnectionError) as exc:
-                last = f"cannot reach {self.base_url}: {exc}"
-            except json.JSONDecodeError as exc:
-                raise TeacherError(f"{self.base_url} answered non-JSON: {exc}") from exc
-            else:
-                try:
-                    return data["choices"][0]["message"]["content"]
-                except (KeyError, IndexError, TypeError) as exc:
-                    raise TeacherError(
-                        f"{self.base_url} answered without choices[0].message.content: {str(data)[:300]}"
-                    ) from exc
-            if attempt < self.max_retries:
-                # Jittered exponential backoff, seeded so runs are reproducible.
-                time.sleep(self.backoff_s * 2**attempt * (0.5 + self._rng.random()))
-        raise TeacherError(f"gave up after {self.max_retries + 1} attempts: {last}")
+                answer = self._send(convo, fmt, params)
+            except TeacherError as exc:
+                if exc.status_code not in _SCHEMA_REJECTED:
+                    raise
+                use_format = False
+                self.json_schema = False
+                if self.cache is not None:
+                    self.cache.put(probe_key, {"json_schema_refused": str(exc)[:300]})
+        if not use_format:
+            instruction = (
+                "Answer with a single JSON object only (no prose, no code fences) that validates "
+                f"against this JSON schema:\n{json.dumps(json_schema, sort_keys=True)}"
+            )
+            convo = [{"role": "system", "content": instruction}, *messages]
+            answer = self._send(convo, None, params)
+        fmt_used = fmt if use_format else None
+
+        content = answer["content"]
+        try:
+            return schema.model_validate_json(_strip_fences(content))
+        except ValidationError as exc:
+            first_errors = str(exc)
+        self._count(repairs=1)
+        repair = [
+            *convo,
+            {"role": "assistant", "content": content},
+            {
+                "role": "user",
+                "content": (
+                    "That answer is not valid JSON for the schema:\n"
+                    f"{first_errors[:2000]}\n"
+                    "Answer again with the corrected JSON object only."
+                ),
+            },
+        ]
+        content2 = self._send(repair, fmt_used, params)["content"]
+        try:
+            return schema.model_validate_json(_strip_fences(content2))
+        except ValidationError as exc:
+            raise TeacherSchemaError(
+                f"teacher {self.model} at {self.base_url} answered JSON that does not match "
+                f"schema {name} twice (after one repair retry): {str(exc)[:500]}; "
+                f"answer began {content2[:200]!r}",
+                content=content2,
+                errors=str(exc),
+            ) from exc
