@@ -60,7 +60,7 @@ def built(tmp_path_factory):
     from pipelines.stages.extract import run_extract
 
     root = tmp_path_factory.mktemp("images-stage")
-    with serve(build_web(0), first_octet=150) as web:
+    with serve(build_web(0), first_octet=190) as web:
         seeds = web.seeds()[:4]
         config = {"delay": 0.0, "allow_private_networks": True, "robots_retries": 0}
         asyncio.run(crawl(seeds, root / "crawl", config))
