@@ -97,7 +97,7 @@ def check_send_allowed(items: Iterable[Any]) -> None:
         if not send_allowed(item):
             flag = _training_allowed(item)
             why = (
-                "has no training_allowed field; carry it from the source's consent"
+                "has training_allowed missing or null; carry it from the source's consent"
                 if flag is None
                 else f"has training_allowed={flag!r}"
             )
@@ -397,18 +397,25 @@ class TeacherClient:
             self._count(failures=1)
             status = exc.status_code if isinstance(exc, openai.APIStatusError) else None
             raise TeacherError(self._describe(exc), status_code=status) from exc
-        if isinstance(completion, str) or not getattr(completion, "choices", None):
+        except json.JSONDecodeError as exc:  # a JSON content type with a body that is not JSON
+            self._count(failures=1)
+            raise TeacherError(
+                f"{self.base_url}/chat/completions answered a body that is not JSON: {exc}"
+            ) from exc
+        try:
+            choice = completion.choices[0]
+            content = choice.message.content
+        except (AttributeError, IndexError, TypeError):
             self._count(failures=1)
             raise TeacherError(
                 f"{self.base_url}/chat/completions answered without choices[0].message.content: "
                 f"{str(completion)[:300]}"
-            )
-        content = completion.choices[0].message.content
+            ) from None
         if content is None:
             self._count(failures=1)
             raise TeacherError(
                 f"{self.base_url}/chat/completions answered choices[0].message.content=null "
-                f"(finish_reason={completion.choices[0].finish_reason!r})"
+                f"(finish_reason={choice.finish_reason!r})"
             )
         u = completion.usage
         usage = {
@@ -436,11 +443,18 @@ class TeacherClient:
 
     # ---------------------------------------------------------------- structured output
 
-    def _schema_lookup(self, key: str) -> bool | None:
-        if self.json_schema is not None or self.cache is None:
-            return self.json_schema
-        hit = self.cache.get(key)
-        return False if hit is not None and hit.get("json_schema_refused") else None
+    def _json_schema_key(self) -> str:
+        """Cache key of this endpoint's refusal of a json_schema response_format for this model."""
+        cap = {"capability": "json_schema", "base_url": self.base_url, "model": self.model}
+        canon = json.dumps(cap, sort_keys=True)
+        return hashlib.sha256(canon.encode("utf-8")).hexdigest()
+
+    def _json_schema_usable(self) -> bool:
+        if self.json_schema is None and self.cache is not None:
+            hit = self.cache.get(self._json_schema_key())
+            if hit is not None and hit.get("json_schema_refused"):
+                self.json_schema = False
+        return self.json_schema is not False
 
     def chat_json(
         self,
@@ -467,20 +481,17 @@ class TeacherClient:
         name = re.sub(r"[^A-Za-z0-9_-]", "_", schema.__name__)[:64]
         json_schema = schema.model_json_schema()
         fmt = {"type": "json_schema", "json_schema": {"name": name, "schema": json_schema}}
-        probe_key = request_key(self.model, messages, fmt, params)
 
-        use_format = self._schema_lookup(probe_key) is not False
+        use_format = self._json_schema_usable()
         convo = list(messages)
+        refused: TeacherError | None = None
         if use_format:
             try:
                 answer = self._send(convo, fmt, params)
             except TeacherError as exc:
                 if exc.status_code not in _SCHEMA_REJECTED:
                     raise
-                use_format = False
-                self.json_schema = False
-                if self.cache is not None:
-                    self.cache.put(probe_key, {"json_schema_refused": str(exc)[:300]})
+                use_format, refused = False, exc
         if not use_format:
             instruction = (
                 "Answer with a single JSON object only (no prose, no code fences) that validates "
@@ -488,6 +499,13 @@ class TeacherClient:
             )
             convo = [{"role": "system", "content": instruction}, *messages]
             answer = self._send(convo, None, params)
+            if refused is not None:
+                # The same request without response_format was answered: the endpoint refuses
+                # json_schema (not the request). Remember it, on disk too.
+                self.json_schema = False
+                if self.cache is not None:
+                    entry = {"json_schema_refused": str(refused)[:300]}
+                    self.cache.put(self._json_schema_key(), entry)
         fmt_used = fmt if use_format else None
 
         content = answer["content"]

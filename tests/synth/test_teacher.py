@@ -1,0 +1,441 @@
+"""The teacher client (synth.teacher) against a fake OpenAI-compatible server on loopback.
+
+The server records every request and answers from a script: good answers, 429 and 500 (retried),
+a slow answer (timeout, retried), malformed JSON (repaired or rejected), a refused json_schema
+response_format, and vision requests.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+import json
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+from PIL import Image
+from pydantic import BaseModel
+
+from synth.teacher import (
+    TeacherClient,
+    TeacherError,
+    TeacherSchemaError,
+    image_content,
+    request_key,
+    send_allowed,
+    user_message,
+)
+
+pytestmark = pytest.mark.timeout(60)
+
+HOST = "127.0.0.63"
+
+
+class QA(BaseModel):
+    question: str
+    answer: float
+
+
+GOOD_QA = '{"question": "What is the largest bar?", "answer": 42}'
+
+
+def _completion(content: str, prompt_tokens: int = 11, completion_tokens: int = 7) -> dict:
+    return {
+        "id": "chatcmpl-1",
+        "object": "chat.completion",
+        "created": 0,
+        "model": "tiny",
+        "choices": [
+            {
+                "index": 0,
+                "finish_reason": "stop",
+                "message": {"role": "assistant", "content": content},
+            }
+        ],
+        "usage": {
+            "prompt_tokens": prompt_tokens,
+            "completion_tokens": completion_tokens,
+            "total_tokens": prompt_tokens + completion_tokens,
+        },
+    }
+
+
+@pytest.fixture
+def server():
+    """A fake endpoint. `script` is a list of steps answered in turn (then `default`):
+    an int status (error body, `retry-after-ms: 1` on 429), ("ok", content), ("raw", body bytes
+    sent as application/json), ("sleep", s)
+    (answer after s seconds), or ("reject_format", status) (refuse a request that carries a
+    response_format, otherwise answer `default`). Every request is recorded.
+    Stops by itself after 60 s if the test does not stop it."""
+    state = {"script": [], "requests": [], "default": ("ok", "hello")}
+
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, *args):
+            pass
+
+        def _send(self, status: int, payload: dict, headers: dict | None = None) -> None:
+            data = json.dumps(payload).encode()
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            for k, v in (headers or {}).items():
+                self.send_header(k, v)
+            self.end_headers()
+            self.wfile.write(data)
+
+        def do_POST(self):
+            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+            state["requests"].append(
+                {
+                    "t": time.monotonic(),
+                    "path": self.path,
+                    "auth": self.headers.get("Authorization"),
+                    "body": body,
+                }
+            )
+            step = state["script"].pop(0) if state["script"] else state["default"]
+            if isinstance(step, int):
+                headers = {"retry-after-ms": "1"} if step == 429 else None
+                self._send(step, {"error": {"message": f"scripted {step}"}}, headers)
+                return
+            kind, arg = step
+            if kind == "raw":
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(arg)))
+                self.end_headers()
+                self.wfile.write(arg)
+                return
+            if kind == "sleep":
+                time.sleep(arg)
+                step = state["default"]
+            elif kind == "reject_format":
+                if "response_format" in body:
+                    self._send(arg, {"error": {"message": "response_format not supported"}})
+                    return
+                step = state["default"]
+            self._send(200, _completion(step[1]))
+
+    httpd = ThreadingHTTPServer((HOST, 0), Handler)
+    threading.Thread(target=httpd.serve_forever, args=(0.05,), daemon=True).start()
+    watchdog = threading.Timer(60, httpd.shutdown)
+    watchdog.daemon = True
+    watchdog.start()
+    state["base_url"] = f"http://{HOST}:{httpd.server_address[1]}/v1"
+    yield state
+    watchdog.cancel()
+    httpd.shutdown()
+    httpd.server_close()
+
+
+def _client(server, **kw) -> TeacherClient:
+    kw.setdefault("timeout", 5)
+    kw.setdefault("backoff_s", 0.01)
+    return TeacherClient(server["base_url"], "tiny", **kw)
+
+
+HI = [{"role": "user", "content": "hi"}]
+
+
+def test_good_answer_key_from_env_and_usage(server, monkeypatch):
+    monkeypatch.setenv("REFINERY_TEACHER_API_KEY", "sekrit")
+    monkeypatch.setenv("OPENAI_API_KEY", "must-not-be-used")
+    client = _client(server, price_per_1k_prompt_tokens=2.0, price_per_1k_completion_tokens=10.0)
+    assert client.chat(HI, temperature=0, max_tokens=5) == "hello"
+    assert client.chat(HI, temperature=1) == "hello"
+    req = server["requests"][0]
+    assert req["path"] == "/v1/chat/completions" and req["auth"] == "Bearer sekrit"
+    assert req["body"]["model"] == "tiny" and req["body"]["max_tokens"] == 5
+    u = client.usage()
+    assert (u["requests"], u["cache_hits"], u["failures"]) == (2, 0, 0)
+    assert (u["prompt_tokens"], u["completion_tokens"], u["total_tokens"]) == (22, 14, 36)
+    assert u["cost"] == pytest.approx(22 / 1000 * 2.0 + 14 / 1000 * 10.0)
+    assert u["model"] == "tiny"
+    json.dumps(u)  # a plain dict for metadata
+
+
+def test_no_key_sends_no_authorization_and_no_prices_means_no_cost(server, monkeypatch):
+    monkeypatch.delenv("REFINERY_TEACHER_API_KEY", raising=False)
+    monkeypatch.setenv("OPENAI_API_KEY", "must-not-be-used")
+    client = _client(server)
+    assert client.chat(HI) == "hello"
+    assert server["requests"][0]["auth"] is None
+    assert client.usage()["cost"] is None
+
+
+@pytest.mark.parametrize("status", [429, 500, 503])
+def test_transient_status_is_retried(server, status):
+    server["script"] = [status, ("ok", "after retry")]
+    client = _client(server)
+    assert client.chat(HI) == "after retry"
+    assert len(server["requests"]) == 2
+    assert client.usage()["requests"] == 1
+
+
+def test_backoff_s_sets_the_first_wait(server):
+    server["script"] = [500, 500]
+    t0 = time.monotonic()
+    assert _client(server, backoff_s=0.4).chat(HI) == "hello"
+    slow = time.monotonic() - t0
+    server["script"] = [500, 500]
+    t1 = time.monotonic()
+    assert _client(server, backoff_s=0.0).chat(HI) == "hello"
+    fast = time.monotonic() - t1
+    assert len(server["requests"]) == 6
+    assert slow >= 0.75 * (0.4 + 0.8) and fast < 0.5  # openai's jitter takes off up to 25%
+
+
+def test_timeout_is_retried(server):
+    server["script"] = [("sleep", 1.5), ("ok", "in time")]
+    client = _client(server, timeout=0.5)
+    assert client.chat(HI) == "in time"
+    assert len(server["requests"]) == 2
+
+
+def test_retries_give_up_with_a_typed_error(server):
+    server["script"] = [500, 500, 500]
+    client = _client(server, max_retries=2)
+    with pytest.raises(TeacherError, match=r"HTTP 500 .*after 2 retries") as info:
+        client.chat(HI)
+    assert info.value.status_code == 500
+    assert len(server["requests"]) == 3 and client.usage()["failures"] == 1
+
+
+def test_client_error_is_not_retried(server):
+    server["script"] = [401]
+    with pytest.raises(TeacherError, match="HTTP 401") as info:
+        _client(server).chat(HI)
+    assert info.value.status_code == 401 and len(server["requests"]) == 1
+
+
+@pytest.mark.parametrize(
+    ("body", "error"),
+    [
+        (b'{"choices": [{"message": {"role": "assist', "not JSON"),
+        (b'{"choices": []}', "without choices"),
+        (b'{"choices": [{"index": 0, "message": {"role": "assistant", "content": null}}]}', "null"),
+    ],
+)
+def test_broken_response_body_is_a_typed_error(server, tmp_path, body, error):
+    server["script"] = [("raw", body)]
+    client = _client(server, cache_dir=tmp_path)
+    with pytest.raises(TeacherError, match=error):
+        client.chat(HI)
+    assert client.usage()["failures"] == 1
+    assert client.chat(HI) == "hello"  # nothing broken was cached
+    assert len(server["requests"]) == 2
+
+
+def test_unreachable_endpoint_is_a_typed_error():
+    client = TeacherClient("http://127.0.0.63:9/v1", "tiny", timeout=1, max_retries=1, backoff_s=0)
+    with pytest.raises(TeacherError, match="cannot reach"):
+        client.chat(HI)
+
+
+def test_cache_makes_a_rerun_send_nothing(server, tmp_path):
+    msgs = [HI, [{"role": "user", "content": "two"}], [{"role": "user", "content": "three"}]]
+    first = _client(server, cache_dir=tmp_path / "cache")
+    answers = [first.chat(m, temperature=0) for m in msgs]
+    assert len(server["requests"]) == 3
+    server["default"] = ("ok", "a different answer")  # the endpoint changed its mind
+    rerun = _client(server, cache_dir=tmp_path / "cache")
+    assert [rerun.chat(m, temperature=0) for m in msgs] == answers
+    assert len(server["requests"]) == 3  # nothing sent
+    u = rerun.usage()
+    assert (u["requests"], u["cache_hits"], u["total_tokens"]) == (0, 3, 0)
+    assert u["cached_total_tokens"] == 3 * 18
+    # any change to the request is a new key: params, messages, model
+    assert rerun.chat(HI, temperature=0.5) == "a different answer"
+    assert len(server["requests"]) == 4
+    keys = {
+        request_key("tiny", HI, None, {"temperature": 0}),
+        request_key("tiny", HI, None, {"temperature": 0.5}),
+        request_key("other", HI, None, {"temperature": 0}),
+        request_key("tiny", [{"role": "user", "content": "hi!"}], None, {"temperature": 0}),
+    }
+    assert len(keys) == 4
+    # the key is canonical: parameter order does not matter
+    assert request_key("tiny", HI, None, {"a": 1, "b": 2}) == request_key(
+        "tiny", HI, None, {"b": 2, "a": 1}
+    )
+    stored = {p.stem for p in (tmp_path / "cache").rglob("*.json")}
+    sent = [(m, {"temperature": 0}) for m in msgs] + [(HI, {"temperature": 0.5})]
+    assert stored == {request_key("tiny", m, None, p) for m, p in sent}
+
+
+def test_failures_are_not_cached(server, tmp_path):
+    server["script"] = [400]
+    client = _client(server, cache_dir=tmp_path)
+    with pytest.raises(TeacherError):
+        client.chat(HI)
+    assert client.chat(HI) == "hello"
+    assert len(server["requests"]) == 2
+
+
+def test_opted_out_item_is_never_sent(server):
+    client = _client(server)
+    ok = {"id": "img-1", "training_allowed": True}
+    banned = {"id": "img-2", "training_allowed": False}
+    unknown = {"pair_id": "p-3"}
+    with pytest.raises(TeacherError, match="img-2.*training_allowed=False"):
+        client.chat(HI, items=[ok, banned])
+    with pytest.raises(TeacherError, match="p-3.*training_allowed missing or null"):
+        client.chat_json(HI, QA, items=[unknown])
+    with pytest.raises(TeacherError, match="x/a.png.*missing or null"):
+        client.chat(HI, items=[{"url": "http://x/a.png", "training_allowed": None}])
+    assert server["requests"] == []
+    assert client.chat(HI, items=[ok]) == "hello"
+    assert len(server["requests"]) == 1
+    assert send_allowed(ok) and not send_allowed(banned) and not send_allowed(unknown)
+    assert not send_allowed({"training_allowed": 1})  # only True is consent
+
+    class Row:
+        training_allowed = False
+        id = "row-9"
+
+    assert not send_allowed(Row())
+    with pytest.raises(TeacherError, match="row-9"):
+        client.chat(HI, items=[Row()])
+    assert len(server["requests"]) == 1
+
+
+def test_structured_output_with_json_schema(server):
+    server["default"] = ("ok", GOOD_QA)
+    client = _client(server)
+    qa = client.chat_json(HI, QA, temperature=0)
+    assert isinstance(qa, QA) and qa.answer == 42
+    body = server["requests"][0]["body"]
+    assert body["response_format"]["type"] == "json_schema"
+    assert body["response_format"]["json_schema"]["name"] == "QA"
+    assert body["response_format"]["json_schema"]["schema"] == QA.model_json_schema()
+    assert client.usage()["repairs"] == 0
+
+
+def test_malformed_json_is_repaired_once(server):
+    server["script"] = [("ok", '{"question": "What is the largest bar?", "answer": "lots"')]
+    server["default"] = ("ok", "```json\n" + GOOD_QA + "\n```")  # fences are tolerated
+    client = _client(server)
+    assert client.chat_json(HI, QA).answer == 42
+    assert len(server["requests"]) == 2
+    repair = server["requests"][1]["body"]["messages"]
+    assert repair[:-2] == HI and repair[-2]["role"] == "assistant"
+    assert "not valid JSON" in repair[-1]["content"]
+    assert "response_format" in server["requests"][1]["body"]
+    assert client.usage()["repairs"] == 1
+
+
+def test_malformed_json_twice_is_a_typed_error(server):
+    server["default"] = ("ok", '{"question": "q", "answer": "not a number"}')
+    client = _client(server)
+    with pytest.raises(TeacherSchemaError, match="schema QA twice") as info:
+        client.chat_json(HI, QA)
+    assert isinstance(info.value, TeacherError) and "answer" in info.value.errors
+    assert info.value.content.startswith('{"question"')
+    assert len(server["requests"]) == 2  # exactly one repair retry
+
+
+def test_refused_response_format_falls_back_to_the_prompt_and_is_remembered(server, tmp_path):
+    server["default"] = ("ok", GOOD_QA)
+    server["script"] = [("reject_format", 400), ("reject_format", 400)]
+    client = _client(server, cache_dir=tmp_path)
+    assert client.chat_json(HI, QA).answer == 42
+    sent = [r["body"] for r in server["requests"]]
+    assert len(sent) == 2 and "response_format" in sent[0] and "response_format" not in sent[1]
+    assert sent[1]["messages"][0]["role"] == "system"
+    assert '"answer"' in sent[1]["messages"][0]["content"]  # the schema is in the prompt
+    # the same client does not probe again
+    other = [{"role": "user", "content": "another chart"}]
+    assert client.chat_json(other, QA).answer == 42
+    assert len(server["requests"]) == 3 and "response_format" not in server["requests"][2]["body"]
+    # a rerun from the cache sends nothing, not even the refused probe
+    rerun = _client(server, cache_dir=tmp_path)
+    assert rerun.chat_json(HI, QA).answer == 42
+    assert rerun.chat_json(other, QA).answer == 42
+    assert len(server["requests"]) == 3
+
+
+def test_a_bad_request_is_not_taken_for_a_refused_response_format(server, tmp_path):
+    server["script"] = [400, 400]  # the request itself is bad, with or without response_format
+    server["default"] = ("ok", GOOD_QA)
+    client = _client(server, cache_dir=tmp_path)
+    with pytest.raises(TeacherError, match="HTTP 400"):
+        client.chat_json(HI, QA)
+    assert len(server["requests"]) == 2 and client.json_schema is None
+    assert list(tmp_path.rglob("*.json")) == []
+    assert client.chat_json(HI, QA).answer == 42
+    assert "response_format" in server["requests"][2]["body"]
+
+
+def test_structured_output_cache_rerun_sends_nothing(server, tmp_path):
+    server["script"] = [("ok", "not json at all")]
+    server["default"] = ("ok", GOOD_QA)
+    assert _client(server, cache_dir=tmp_path).chat_json(HI, QA).answer == 42
+    assert len(server["requests"]) == 2
+    assert _client(server, cache_dir=tmp_path).chat_json(HI, QA).answer == 42
+    assert len(server["requests"]) == 2
+
+
+def _png(colour=(200, 30, 30)) -> bytes:
+    buf = io.BytesIO()
+    Image.new("RGB", (8, 6), colour).save(buf, format="PNG")
+    return buf.getvalue()
+
+
+def test_vision_request_carries_images_as_data_urls(server, tmp_path):
+    png = _png()
+    jpg_path = tmp_path / "b.jpg"
+    Image.new("RGB", (5, 5), (0, 90, 0)).save(jpg_path, format="JPEG")
+    msg = user_message("Describe both images.", [png, jpg_path], detail="low")
+    item = {"id": "pair-1", "training_allowed": True}
+    assert _client(server).chat([msg], items=[item]) == "hello"
+    content = server["requests"][0]["body"]["messages"][0]["content"]
+    assert content[0] == {"type": "text", "text": "Describe both images."}
+    urls = [part["image_url"]["url"] for part in content[1:]]
+    assert urls[0].startswith("data:image/png;base64,")
+    assert urls[1].startswith("data:image/jpeg;base64,")
+    assert base64.b64decode(urls[0].split(",", 1)[1]) == png
+    assert base64.b64decode(urls[1].split(",", 1)[1]) == jpg_path.read_bytes()
+    assert content[1]["image_url"]["detail"] == "low"
+    assert user_message("text only") == {"role": "user", "content": "text only"}
+
+
+def test_image_helpers_reject_what_is_not_an_image(tmp_path):
+    with pytest.raises(ValueError, match="not PNG, JPEG, GIF or WEBP"):
+        image_content(b"<html>not an image</html>")
+    with pytest.raises(ValueError, match="does not exist"):
+        image_content(tmp_path / "missing.png")
+    with pytest.raises(ValueError, match="detail"):
+        image_content(_png(), detail="ultra")
+
+
+def test_rate_limit_spaces_requests(server):
+    client = _client(server, requests_per_s=20)  # a slot every 50 ms
+    threads = [threading.Thread(target=client.chat, args=(HI,)) for _ in range(6)]
+    t0 = time.monotonic()
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert time.monotonic() - t0 >= 5 * 0.05 - 0.005  # six starts span five intervals
+    assert len(server["requests"]) == 6
+    for _ in range(4):  # connections are warm now: arrivals show the spacing
+        client.chat(HI)
+    times = [r["t"] for r in server["requests"][6:]]
+    gaps = [b - a for a, b in zip(times, times[1:], strict=False)]
+    assert min(gaps) >= 0.04, gaps
+
+
+def test_bad_configuration_fails_clearly():
+    with pytest.raises(ValueError, match="http"):
+        TeacherClient("127.0.0.1:8000", "tiny")
+    with pytest.raises(ValueError, match="model"):
+        TeacherClient("http://127.0.0.1:8000/v1", "")
+    with pytest.raises(ValueError, match="both"):
+        TeacherClient("http://127.0.0.1:8000/v1", "m", price_per_1k_prompt_tokens=1.0)
+    with pytest.raises(ValueError, match="requests/s"):
+        TeacherClient("http://127.0.0.1:8000/v1", "m", requests_per_s=-1)
+    with pytest.raises(TypeError, match="pydantic"):
+        TeacherClient("http://127.0.0.1:8000/v1", "m").chat_json(HI, dict)
