@@ -19,14 +19,14 @@ against a fresh server, in the same run:
   of each image against its caption;
 - img2dataset (bench/.venvs/img2dataset, never a project dependency): `download(...)` of the
   same URL list with captions, resize to 256 (border), output_format files, 1 process and
-  --threads threads (ours runs --hosts x --per-host connections = the same number in flight).
+  --hosts x --per-host threads (the number of requests ours has in flight).
   It does not read robots.txt (img2dataset issue #48), so it also fetches /private/.
 
 images/s is the number of images each tool stored, over the seconds of its timed region
 (interpreter start, imports and model load excluded; printed separately). Peak memory is the
 peak PSS of the tool's process tree (img2dataset forks a worker), sampled every 0.2 s.
 
-Then, on the images our run stored, the CLIP scorer alone against a plain open_clip loop (the
+Then, on the images our largest run stored (the first --score-images), the CLIP scorer alone against a plain open_clip loop (the
 same model and weights, the same batch size, PIL decode + the model's preprocess +
 encode_image/encode_text + cosine), alternating, median of --repeat; the two must agree.
 
@@ -524,9 +524,20 @@ def main() -> None:
     ap.add_argument("--device", default=None, help="torch device for ours (default: cuda if any)")
     ap.add_argument("--torch-threads", type=int, default=os.cpu_count() or 1)
     ap.add_argument("--repeat", type=int, default=3, help="scoring comparison rounds (median)")
+    ap.add_argument(
+        "--score-images", type=int, default=1000, help="images in the scoring comparison"
+    )
     ap.add_argument("--cuda-images", type=int, default=5000, help="images for the B/32 figure")
     ap.add_argument("--server-ttl", type=float, default=1800, help="server lifetime cap, s")
+    ap.add_argument("--from-json", default=None, help="re-print a saved result, run nothing")
     a = ap.parse_args()
+    if a.from_json:
+        saved = json.loads(Path(a.from_json).read_text())
+        args = argparse.Namespace(**saved["args"])
+        report(
+            saved["rows"], saved["scoring"], args, Path(saved["model"]), False, saved["load_avg"]
+        )
+        return
     sizes = [int(x) for x in (a.sizes or ("100,1000" if a.quick else "300,3000")).split(",")]
     py = peer_python("img2dataset", *IMG2DATASET)
     model = Path(a.clip) if a.clip else train_model(a.train_steps)
@@ -538,8 +549,8 @@ def main() -> None:
         big = rows[-1]["ours"]
         res = work / "scoring.json"
         args = {
-            "paths": big["paths"],
-            "captions": big["captions"],
+            "paths": big["paths"][: a.score_images],
+            "captions": big["captions"][: a.score_images],
             "model": str(model),
             "batch_size": a.batch_size,
             "repeat": a.repeat,
@@ -559,9 +570,11 @@ def main() -> None:
     report(rows, scoring, a, model)
 
 
-def report(rows: list[dict], scoring: dict, a, model: Path) -> None:
-    """Print the tables and save the JSON."""
-    load = os.getloadavg()[0]
+def report(
+    rows: list[dict], scoring: dict, a, model: Path, save: bool = True, load: float | None = None
+) -> None:
+    """Print the tables and (save) write the JSON; `load`: the run's load average (default now)."""
+    load = os.getloadavg()[0] if load is None else load
     summary = (
         json.loads((model / "train_summary.json").read_text())
         if (model / "train_summary.json").exists()
@@ -592,6 +605,11 @@ def report(rows: list[dict], scoring: dict, a, model: Path) -> None:
             f"ours split: fetch+decode {o['fetch_decode_s']:.2f} s, pHash {o['phash_s']:.2f} s, "
             f"CLIP {o['clip_s']:.2f} s (model load {o['model_load_s']:.2f} s, not timed)"
         )
+        fetch_only = o["stored"] / o["fetch_decode_s"]
+        print(
+            f"{'':6} like for like, ours fetch+decode+store alone: {fetch_only:.1f} images/s "
+            f"vs img2dataset download+resize {p['images_per_s']:.1f} (x{fetch_only / p['images_per_s']:.2f})"
+        )
     if len(rows) > 1:
         lo, hi = rows[0], rows[-1]
         print(f"\ngrowth {lo['n']} -> {hi['n']} (x{hi['n'] / lo['n']:.0f} images):")
@@ -599,7 +617,14 @@ def report(rows: list[dict], scoring: dict, a, model: Path) -> None:
             t = hi[name]["timed_s"] / lo[name]["timed_s"]
             c = hi[name]["cpu_s"] / lo[name]["cpu_s"]
             m = hi[name]["peak_pss_mib"] / lo[name]["peak_pss_mib"]
-            print(f"  {name:12} time x{t:.2f}, CPU time x{c:.2f}, peak memory x{m:.2f}")
+            # Two sizes fix a line t = fixed + n / rate: the marginal rate and the fixed cost.
+            slope = (hi[name]["timed_s"] - lo[name]["timed_s"]) / (hi["n"] - lo["n"])
+            fixed = lo[name]["timed_s"] - slope * lo["n"]
+            marginal = 1 / slope if slope > 0 else float("inf")
+            print(
+                f"  {name:12} time x{t:.2f}, CPU time x{c:.2f}, peak memory x{m:.2f}; "
+                f"marginal {marginal:.1f} images/s, fixed cost {fixed:.1f} s"
+            )
     print("\nCLIP scoring alone on the stored images (same model, same batch), median images/s:")
     for dev in ("cpu", "cuda"):
         s = scoring.get(dev)
@@ -623,6 +648,8 @@ def report(rows: list[dict], scoring: dict, a, model: Path) -> None:
             "  CUDA: no GPU visible to torch here, so the CUDA and ViT-B-32 figures were not run "
             f"(clip-retrieval: {CLIP_RETRIEVAL_A100_B32:.0f} images/s for B/32 on an A100)"
         )
+    if not save:
+        return
     RESULTS.mkdir(parents=True, exist_ok=True)
     name = "images_quick.json" if a.quick else "images.json"
     (RESULTS / name).write_text(
