@@ -1,0 +1,752 @@
+"""Run model-written Python (plotting code) inside a bubblewrap sandbox, never in this process.
+
+    from synth.sandbox import run_python
+    r = run_python(code, inputs={"data.json": b"..."}, timeout_s=30.0)
+    r.ok, r.outputs, r.error, r.stdout
+
+The boundary is Debian's bubblewrap (`bwrap`); the code runs in a fresh process with:
+
+- every namespace unshared (network included: no interfaces but a downed loopback), `--die-with-parent`;
+- a read-only view of only the Python runtime (interpreter, libpython, stdlib), the system shared
+  libraries (`/usr/lib`) and the installed distributions that matplotlib, numpy and pandas need
+  (bound one by one from the venv's site-packages into `/sandbox/site`); no repo, no home, no `/etc`,
+  no `/proc`, no binaries;
+- a fresh temporary working directory (`/sandbox/work`) as the only writable place; `inputs` are
+  written there first and `outputs` are the regular files the code left there (symlinks, FIFOs and
+  anything over the caps are not read);
+- an empty environment but `PATH`, `HOME`, `MPLBACKEND=Agg`, `MPLCONFIGDIR` and single-threaded BLAS;
+- rlimits on CPU time, address space, processes, open files and file size, set by a tiny launcher
+  inside the sandbox before the code runs, plus a seccomp filter the launcher installs: no new
+  processes (threads only), no `execve`, no `ptrace`, no sockets but AF_UNIX. `RLIMIT_NPROC` does
+  not bind a process whose user is root outside the user namespace, so the filter is what stops a
+  fork bomb when this runs as root;
+- a wall-clock limit: the whole process group (and with it the sandbox's PID namespace) is killed
+  with SIGKILL at `timeout_s`, or as soon as the working directory grows past its cap.
+
+An AST check (import allow-list, no dunder attribute escapes, no `eval`/`exec`/`__import__`) runs
+first as defence in depth; the sandbox is the boundary. Where bwrap is missing or cannot start the
+sandbox, nothing runs: `ok` is False and `error` names bwrap and the fix.
+
+Errors (`r.error`): "timeout", "memory", "killed", "exit code N", "blocked: <why>".
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib.metadata
+import json
+import os
+import platform
+import re
+import shutil
+import signal
+import stat
+import struct
+import subprocess
+import sys
+import sysconfig
+import tempfile
+import time
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+
+# Limits (per run).
+CPU_SECONDS = 60  # RLIMIT_CPU; the wall clock (timeout_s) usually fires first
+MEMORY_BYTES = 2 * 1024**3  # RLIMIT_AS
+FILE_BYTES = 16 * 1024**2  # RLIMIT_FSIZE: the largest single file (stdout/stderr included)
+WORKDIR_BYTES = 64 * 1024**2  # the working directory as a whole (watched from outside)
+WORKDIR_FILES = 2000  # entries in the working directory
+OUTPUT_BYTES = 32 * 1024**2  # the most that comes back as outputs
+STDOUT_CHARS = 1_000_000  # the most stdout that comes back
+NPROC = 64  # RLIMIT_NPROC (threads count); binds where the caller is not root
+NOFILE = 256  # RLIMIT_NOFILE
+POLL_S = 0.02  # how often the working directory is measured while the code runs
+
+# Packages the code may use, and the distributions bound into the sandbox for them.
+PLOTTING_DISTRIBUTIONS = ("matplotlib", "numpy", "pandas")
+ALLOWED_IMPORTS = frozenset(
+    {
+        "matplotlib",
+        "mpl_toolkits",
+        "numpy",
+        "pandas",
+        "math",
+        "cmath",
+        "statistics",
+        "random",
+        "json",
+        "csv",
+        "io",
+        "collections",
+        "itertools",
+        "functools",
+        "datetime",
+        "time",
+        "calendar",
+        "decimal",
+        "fractions",
+        "re",
+        "string",
+        "textwrap",
+        "typing",
+        "dataclasses",
+        "enum",
+        "operator",
+        "copy",
+        "colorsys",
+        "numbers",
+        "warnings",
+        "__future__",
+    }
+)
+BLOCKED_NAMES = frozenset(
+    {
+        "__import__",
+        "__builtins__",
+        "__loader__",
+        "__spec__",
+        "eval",
+        "exec",
+        "compile",
+        "globals",
+        "locals",
+        "vars",
+        "getattr",
+        "setattr",
+        "delattr",
+        "breakpoint",
+        "input",
+        "memoryview",
+    }
+)
+ALLOWED_DUNDERS = frozenset({"__name__", "__doc__", "__init__", "__len__", "__version__"})
+
+SANDBOX = "/sandbox"
+WORK = f"{SANDBOX}/work"
+RUN = f"{SANDBOX}/run"
+SITE = f"{SANDBOX}/site"
+MPLCONFIG = ".mplconfig"  # inside the working directory; not an output
+
+BWRAP_FIX = (
+    "install bubblewrap (`apt-get install bubblewrap`) and make sure user namespaces are "
+    "allowed (sysctl user.max_user_namespaces > 0); code is never run unsandboxed"
+)
+
+
+@dataclass
+class SandboxResult:
+    ok: bool
+    outputs: dict[str, bytes] = field(default_factory=dict)
+    error: str | None = None
+    stdout: str = ""
+    stderr: str = ""
+    seconds: float = 0.0
+
+
+# --------------------------------------------------------------------------- AST check
+
+
+def check_code(code: str) -> str | None:
+    """Why `code` is refused before it runs ("blocked: ..."), or None. Defence in depth only."""
+    try:
+        tree = ast.parse(code)
+    except SyntaxError as e:
+        return f"blocked: syntax error at line {e.lineno}: {e.msg}"
+    for node in ast.walk(tree):
+        line = getattr(node, "lineno", "?")
+        if isinstance(node, ast.Import | ast.ImportFrom):
+            if isinstance(node, ast.ImportFrom):
+                if node.level:
+                    return f"blocked: relative import at line {line}"
+                names = [node.module or ""]
+            else:
+                names = [alias.name for alias in node.names]
+            for name in names:
+                top = name.split(".")[0]
+                if top not in ALLOWED_IMPORTS:
+                    return f"blocked: import of {name!r} at line {line} is not allowed"
+        elif isinstance(node, ast.Attribute):
+            if _is_dunder(node.attr) and node.attr not in ALLOWED_DUNDERS:
+                return f"blocked: dunder attribute {node.attr!r} at line {line}"
+        elif isinstance(node, ast.Name):
+            if node.id in BLOCKED_NAMES or (_is_dunder(node.id) and node.id not in ALLOWED_DUNDERS):
+                return f"blocked: name {node.id!r} at line {line}"
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+            hit = re.search(r"__[A-Za-z0-9_]+__", node.value)
+            if hit and hit.group(0) not in ALLOWED_DUNDERS:
+                return f"blocked: string naming {hit.group(0)!r} at line {line}"
+    return None
+
+
+def _is_dunder(name: str) -> bool:
+    return name.startswith("__") and name.endswith("__") and len(name) > 4
+
+
+# --------------------------------------------------------------------------- seccomp
+
+# Syscall numbers per architecture (AUDIT_ARCH value, numbers).
+_SYSCALLS = {
+    "x86_64": (
+        0xC000003E,
+        {
+            "clone": 56,
+            "fork": 57,
+            "vfork": 58,
+            "execve": 59,
+            "execveat": 322,
+            "clone3": 435,
+            "socket": 41,
+            "socketpair": 53,
+            "ptrace": 101,
+            "unshare": 272,
+            "setns": 308,
+            "mount": 165,
+            "bpf": 321,
+            "process_vm_writev": 311,
+            "process_vm_readv": 310,
+        },
+    ),
+    "aarch64": (
+        0xC00000B7,
+        {
+            "clone": 220,
+            "execve": 221,
+            "execveat": 281,
+            "clone3": 435,
+            "socket": 198,
+            "socketpair": 199,
+            "ptrace": 117,
+            "unshare": 97,
+            "setns": 268,
+            "mount": 40,
+            "bpf": 280,
+            "process_vm_readv": 270,
+            "process_vm_writev": 271,
+        },
+    ),
+}
+_RET_ALLOW = 0x7FFF0000
+_RET_KILL_PROCESS = 0x80000000
+_RET_ERRNO = 0x00050000
+_EPERM, _EACCES, _ENOSYS = 1, 13, 38
+_CLONE_THREAD = 0x00010000
+_AF_UNIX = 1
+
+
+def seccomp_program(machine: str | None = None) -> bytes:
+    """A classic-BPF seccomp filter (struct sock_filter[]) for this machine's architecture.
+
+    No new processes (clone without CLONE_THREAD, fork, vfork: EPERM; clone3: ENOSYS so that
+    glibc falls back to clone for threads), no execve/execveat, ptrace, unshare, setns, mount,
+    bpf, process_vm_*; sockets only AF_UNIX. Other architectures are killed outright.
+    """
+    machine = machine or platform.machine()
+    if machine not in _SYSCALLS:
+        raise RuntimeError(f"no seccomp syscall table for architecture {machine!r}")
+    arch, nr = _SYSCALLS[machine]
+    ld, jeq, jge, jset, ret = 0x20, 0x15, 0x35, 0x45, 0x06
+    prog: list[tuple[int, int, int, int]] = []
+
+    def emit(code, jt=0, jf=0, k=0):
+        prog.append((code, jt, jf, k))
+
+    emit(ld, k=4)  # seccomp_data.arch
+    emit(jeq, 1, 0, arch)
+    emit(ret, k=_RET_KILL_PROCESS)
+    emit(ld, k=0)  # seccomp_data.nr
+    if machine == "x86_64":  # x32 ABI numbers
+        emit(jge, 0, 1, 0x40000000)
+        emit(ret, k=_RET_ERRNO | _ENOSYS)
+    deny = [
+        name
+        for name in (
+            "fork",
+            "vfork",
+            "execve",
+            "execveat",
+            "ptrace",
+            "unshare",
+            "setns",
+            "mount",
+            "bpf",
+            "process_vm_readv",
+            "process_vm_writev",
+            "socketpair",
+        )
+        if name in nr
+    ]
+    for name in deny:
+        emit(jeq, 0, 1, nr[name])
+        emit(ret, k=_RET_ERRNO | _EPERM)
+    emit(jeq, 0, 1, nr["clone3"])
+    emit(ret, k=_RET_ERRNO | _ENOSYS)
+    # clone: allowed only for threads (flags in args[0], low word at offset 16).
+    emit(jeq, 0, 4, nr["clone"])
+    emit(ld, k=16)
+    emit(jset, 1, 0, _CLONE_THREAD)
+    emit(ret, k=_RET_ERRNO | _EPERM)
+    emit(ret, k=_RET_ALLOW)
+    # socket: AF_UNIX only (domain in args[0]).
+    emit(jeq, 0, 4, nr["socket"])
+    emit(ld, k=16)
+    emit(jeq, 1, 0, _AF_UNIX)
+    emit(ret, k=_RET_ERRNO | _EACCES)
+    emit(ret, k=_RET_ALLOW)
+    emit(ret, k=_RET_ALLOW)
+    return b"".join(struct.pack("=HBBI", *ins) for ins in prog)
+
+
+# The launcher runs inside the sandbox before the code: closes inherited descriptors, sets the
+# rlimits, installs the seccomp filter, puts the bound site-packages on sys.path and runs main.py.
+LAUNCHER = r"""
+import ctypes, json, os, resource, sys
+os.closerange(3, 65536)
+cfg = json.loads(sys.argv[1])
+for name, value in cfg["rlimits"].items():
+    resource.setrlimit(getattr(resource, name), (value, value))
+libc = ctypes.CDLL(None, use_errno=True)
+if libc.prctl(38, 1, 0, 0, 0) != 0:  # PR_SET_NO_NEW_PRIVS
+    sys.exit("sandbox launcher: PR_SET_NO_NEW_PRIVS failed")
+prog = bytes.fromhex(cfg["seccomp"])
+if prog:
+    class SockFprog(ctypes.Structure):
+        _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_char_p)]
+    fprog = SockFprog(len(prog) // 8, prog)
+    if libc.prctl(22, 2, ctypes.byref(fprog), 0, 0) != 0:  # PR_SET_SECCOMP, MODE_FILTER
+        sys.exit("sandbox launcher: seccomp filter refused, errno %d" % ctypes.get_errno())
+    del fprog, SockFprog
+del libc, prog, ctypes
+sys.modules.pop("ctypes", None)
+sys.path[:] = [cfg["site"]] + [p for p in sys.path if p and not p.startswith(cfg["run"])]
+sys.argv = ["main.py"]
+import runpy
+runpy.run_path(cfg["main"], run_name="__main__")
+"""
+
+
+# --------------------------------------------------------------------------- what is bound
+
+
+@lru_cache(maxsize=1)
+def _site_entries() -> tuple[tuple[str, str], ...]:
+    """(host path, name) of every top-level site-packages entry the plotting packages need."""
+    entries: dict[str, str] = {}
+    seen: set[str] = set()
+    todo = list(PLOTTING_DISTRIBUTIONS)
+    while todo:
+        name = todo.pop()
+        key = re.sub(r"[-_.]+", "-", name).lower()
+        if key in seen:
+            continue
+        seen.add(key)
+        try:
+            dist = importlib.metadata.distribution(name)
+        except importlib.metadata.PackageNotFoundError:
+            continue
+        for req in dist.requires or []:
+            if "extra ==" not in req:
+                todo.append(re.split(r"[ ;<>=!\[~(]", req, maxsplit=1)[0])
+        for f in dist.files or []:
+            top = str(f).split("/")[0]
+            if top in ("..", "__pycache__", "") or top.endswith(".pth"):
+                continue
+            host = Path(dist.locate_file(top))
+            if host.exists():
+                entries[top] = str(host)
+    return tuple(sorted((host, name) for name, host in entries.items()))
+
+
+@lru_cache(maxsize=1)
+def _runtime_binds() -> tuple[tuple[str, str], ...]:
+    """(host, sandbox) read-only binds for the interpreter, libpython and the standard library.
+
+    The base interpreter's, not the venv's: the venv's lib/ holds every installed package.
+    """
+    exe = os.path.realpath(sys.executable)
+    stdlib = os.path.dirname(os.path.realpath(os.__file__))  # lib-dynload lies inside it
+    binds = [(exe, exe), (stdlib, stdlib)]
+    libdir = sysconfig.get_config_var("LIBDIR")
+    if libdir and os.path.isdir(libdir) and sysconfig.get_config_var("Py_ENABLE_SHARED"):
+        for name in sorted(os.listdir(libdir)):
+            if name.startswith("libpython") and ".so" in name:
+                path = os.path.join(libdir, name)
+                binds.append((path, path))
+    return tuple(binds)
+
+
+def _bwrap_args(bwrap: str, workdir: Path, rundir: Path, status_fd: int) -> list[str]:
+    args = [
+        bwrap,
+        "--unshare-all",
+        "--unshare-net",
+        "--die-with-parent",
+        "--new-session",
+        "--clearenv",
+        "--json-status-fd",
+        str(status_fd),
+        "--uid",
+        "65534",
+        "--gid",
+        "65534",
+        "--hostname",
+        "sandbox",
+        "--ro-bind",
+        "/usr/lib",
+        "/usr/lib",
+        "--ro-bind-try",
+        "/usr/lib64",
+        "/usr/lib64",
+        "--symlink",
+        "usr/lib",
+        "/lib",
+        "--symlink",
+        "usr/lib64",
+        "/lib64",
+        "--dev",
+        "/dev",
+    ]
+    for host, dest in _runtime_binds():
+        args += ["--ro-bind", host, dest]
+    args += ["--dir", SITE]
+    for host, name in _site_entries():
+        args += ["--ro-bind", host, f"{SITE}/{name}"]
+    args += ["--ro-bind", str(rundir), RUN, "--bind", str(workdir), WORK]
+    # the sandbox's root is a tmpfs bwrap built: read-only too, so the workdir is the one
+    # writable place
+    args += ["--remount-ro", "/", "--chdir", WORK]
+    env = {
+        "PATH": "/nonexistent",
+        "HOME": WORK,
+        "MPLBACKEND": "Agg",
+        "MPLCONFIGDIR": f"{WORK}/{MPLCONFIG}",
+        "OPENBLAS_NUM_THREADS": "1",
+        "OMP_NUM_THREADS": "1",
+        "MKL_NUM_THREADS": "1",
+        "LANG": "C.UTF-8",
+        "PYTHONHASHSEED": "0",
+    }
+    for k, v in env.items():
+        args += ["--setenv", k, v]
+    return args
+
+
+# --------------------------------------------------------------------------- running
+
+
+def run_python(
+    code: str, inputs: dict[str, bytes] | None = None, timeout_s: float = 30.0
+) -> SandboxResult:
+    """Run `code` in a bubblewrap sandbox; see the module docstring for the isolation."""
+    return _run(code, inputs, timeout_s, check_ast=True)
+
+
+def _run(
+    code: str,
+    inputs: dict[str, bytes] | None,
+    timeout_s: float,
+    *,
+    check_ast: bool = True,
+    harvest_fonts: bool = False,
+    seccomp_filter: bool = True,
+) -> SandboxResult:
+    """run_python's body. check_ast=False and seccomp_filter=False exist for the tests, which
+    show each layer holding on its own; production code calls run_python."""
+    t0 = time.monotonic()
+    if not _FONT_CACHE and not harvest_fonts:
+        _warm_font_cache()
+    if check_ast:
+        why = check_code(code)
+        if why:
+            return SandboxResult(False, error=why)
+    bwrap = shutil.which("bwrap")
+    if bwrap is None:
+        return SandboxResult(
+            False, error=f"blocked: bubblewrap (bwrap) not found on PATH; {BWRAP_FIX}"
+        )
+    try:
+        seccomp = seccomp_program()
+    except RuntimeError as e:
+        return SandboxResult(False, error=f"blocked: {e}; code is never run unsandboxed")
+    inputs = dict(inputs or {})
+    for name in inputs:
+        if not _safe_name(name):
+            return SandboxResult(
+                False,
+                error=f"blocked: input name {name!r} must be a relative path without '..'",
+            )
+    with tempfile.TemporaryDirectory(prefix="refinery-sandbox-") as tmp:
+        tmp_path = Path(tmp)
+        workdir, rundir = tmp_path / "work", tmp_path / "run"
+        workdir.mkdir()
+        rundir.mkdir()
+        (workdir / MPLCONFIG).mkdir()
+        for name, data in _FONT_CACHE.items():
+            (workdir / MPLCONFIG / name).write_bytes(data)
+        for name, data in inputs.items():
+            target = workdir / name
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(data)
+        (rundir / "launch.py").write_text(LAUNCHER)
+        (rundir / "main.py").write_text(code)
+        cfg = {
+            "rlimits": {
+                "RLIMIT_CPU": CPU_SECONDS,
+                "RLIMIT_AS": MEMORY_BYTES,
+                "RLIMIT_FSIZE": FILE_BYTES,
+                "RLIMIT_NPROC": NPROC,
+                "RLIMIT_NOFILE": NOFILE,
+                "RLIMIT_CORE": 0,
+            },
+            "seccomp": seccomp.hex() if seccomp_filter else "",
+            "site": SITE,
+            "run": RUN,
+            "main": f"{RUN}/main.py",
+        }
+        status_r, status_w = os.pipe()
+        cmd = _bwrap_args(bwrap, workdir, rundir, status_w)
+        cmd += [
+            os.path.realpath(sys.executable),
+            "-I",
+            "-S",
+            "-B",
+            f"{RUN}/launch.py",
+            json.dumps(cfg),
+        ]
+        with (
+            open(tmp_path / "stdout", "w+b") as out,
+            open(tmp_path / "stderr", "w+b") as err,
+        ):
+            try:
+                proc = subprocess.Popen(
+                    cmd,
+                    stdin=subprocess.DEVNULL,
+                    stdout=out,
+                    stderr=err,
+                    env={"PATH": "/usr/bin:/bin"},
+                    pass_fds=(status_w,),
+                    start_new_session=True,
+                    cwd=tmp,
+                )
+            except OSError as e:
+                os.close(status_r)
+                os.close(status_w)
+                return SandboxResult(
+                    False, error=f"blocked: bubblewrap ({bwrap}) could not start: {e}; {BWRAP_FIX}"
+                )
+            os.close(status_w)
+            killed_for = _watch(proc, workdir, timeout_s)
+            status = _read_status(status_r)
+            _reap_namespace(status.get("pid-namespace"))
+            out.seek(0)
+            stdout = out.read(STDOUT_CHARS).decode("utf-8", "replace")
+            err.seek(0)
+            stderr = err.read(STDOUT_CHARS).decode("utf-8", "replace")
+        seconds = time.monotonic() - t0
+        if "child-pid" not in status:
+            msg = stderr.strip().splitlines()[-1] if stderr.strip() else "no output"
+            return SandboxResult(
+                False,
+                error=f"blocked: bubblewrap ({bwrap}) could not start the sandbox: {msg}; {BWRAP_FIX}",
+                stderr=stderr,
+                seconds=seconds,
+            )
+        error = killed_for or _exit_reason(proc.returncode, status.get("exit-code"), stderr)
+        outputs, too_big = _collect(workdir, inputs)
+        if harvest_fonts and error is None:
+            for font_list in (workdir / MPLCONFIG).glob("fontlist-*.json"):
+                if font_list.is_file() and not font_list.is_symlink():
+                    _FONT_CACHE[font_list.name] = font_list.read_bytes()
+        if error is None and too_big:
+            error = too_big
+        return SandboxResult(
+            error is None,
+            outputs=outputs,
+            error=error,
+            stdout=stdout,
+            stderr=stderr,
+            seconds=seconds,
+        )
+
+
+# matplotlib's font list, built once per process by our own code in the sandbox (matplotlib
+# would otherwise rebuild it, seconds, in every fresh MPLCONFIGDIR) and planted in each run's
+# MPLCONFIGDIR. Only ever harvested from _warm_font_cache's run, never from model-written code.
+_FONT_CACHE: dict[str, bytes] = {}
+
+
+def _warm_font_cache() -> None:
+    _run("import matplotlib.font_manager", None, 120.0, check_ast=True, harvest_fonts=True)
+
+
+def _safe_name(name: str) -> bool:
+    parts = name.split("/")
+    return (
+        bool(name)
+        and "\0" not in name
+        and not name.startswith("/")
+        and all(p not in ("", ".", "..") for p in parts)
+        and parts[0] != MPLCONFIG
+    )
+
+
+def _watch(proc: subprocess.Popen, workdir: Path, timeout_s: float) -> str | None:
+    """Wait for proc; kill its process group on the wall clock or an oversized workdir."""
+    deadline = time.monotonic() + timeout_s
+    reason = None
+    while True:
+        try:
+            proc.wait(timeout=POLL_S)
+            break
+        except subprocess.TimeoutExpired:
+            pass
+        if time.monotonic() >= deadline:
+            reason = "timeout"
+        else:
+            size, count = _measure(workdir)
+            if size > WORKDIR_BYTES:
+                reason = f"blocked: working directory over {WORKDIR_BYTES} bytes"
+            elif count > WORKDIR_FILES:
+                reason = f"blocked: working directory over {WORKDIR_FILES} entries"
+        if reason:
+            _kill_group(proc)
+            break
+    return reason
+
+
+def _kill_group(proc: subprocess.Popen) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    proc.wait()
+
+
+def _measure(workdir: Path) -> tuple[int, int]:
+    size = count = 0
+    for root, dirs, files in os.walk(workdir):
+        for name in dirs + files:
+            count += 1
+            try:
+                st = os.lstat(os.path.join(root, name))
+            except OSError:
+                continue
+            size += max(st.st_size if stat.S_ISREG(st.st_mode) else 0, st.st_blocks * 512)
+    return size, count
+
+
+def _read_status(fd: int) -> dict[str, int]:
+    """bwrap's --json-status-fd records (child-pid, pid-namespace, exit-code), without blocking."""
+    os.set_blocking(fd, False)
+    chunks = []
+    try:
+        while True:
+            try:
+                chunk = os.read(fd, 65536)
+            except BlockingIOError:
+                break
+            if not chunk:
+                break
+            chunks.append(chunk)
+    finally:
+        os.close(fd)
+    status: dict[str, int] = {}
+    for line in b"".join(chunks).decode("utf-8", "replace").splitlines():
+        try:
+            doc = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(doc, dict):
+            status.update({k: v for k, v in doc.items() if isinstance(v, int)})
+    return status
+
+
+def _reap_namespace(pid_ns: int | None, wait_s: float = 2.0) -> int:
+    """SIGKILL whatever still runs in the sandbox's PID namespace and wait until it cannot.
+
+    bwrap's monitor can exit while the namespace's init is still dying, and a killed group
+    leaves the namespace to PR_SET_PDEATHSIG; this makes "gone after return" hold. Processes are
+    matched by their PID-namespace inode, so nothing outside the sandbox is ever signalled.
+    A task past exit_mm (no VmSize; the kernel may take a second or two to tear down the
+    namespaces) runs no code and is not waited for.
+    Returns how many were still there at the end (0 in practice).
+    """
+    if not pid_ns:
+        return 0
+    deadline = time.monotonic() + wait_s
+    while True:
+        left = []
+        for entry in os.listdir("/proc"):
+            if entry.isdigit():
+                try:
+                    if os.stat(f"/proc/{entry}/ns/pid").st_ino != pid_ns:
+                        continue
+                    with open(f"/proc/{entry}/status", "rb") as f:
+                        alive = b"\nVmSize:" in f.read()
+                except OSError:
+                    continue
+                if alive:  # an exiting task has released its memory and runs no more code
+                    left.append(int(entry))
+        if not left or time.monotonic() >= deadline:
+            return len(left)
+        for pid in left:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        time.sleep(0.005)
+
+
+_SIGNAL_ERRORS = {
+    signal.SIGKILL: "killed",
+    signal.SIGXCPU: "timeout",
+    signal.SIGXFSZ: "blocked: file size limit",
+    signal.SIGSEGV: "killed",
+    signal.SIGSYS: "blocked: forbidden system call",
+}
+
+
+def _exit_reason(returncode: int | None, code: int | None, stderr: str) -> str | None:
+    code = returncode if code is None else code
+    if code == 0:
+        return None
+    if "MemoryError" in stderr[-4000:]:
+        return "memory"
+    if code is not None and code < 0:
+        code = 128 - code
+    if code is not None and code > 128 and code - 128 in _SIGNAL_ERRORS:
+        return _SIGNAL_ERRORS[signal.Signals(code - 128)]
+    if code is not None and code > 128:
+        return "killed"
+    return f"exit code {code}"
+
+
+def _collect(workdir: Path, inputs: dict[str, bytes]) -> tuple[dict[str, bytes], str | None]:
+    """Regular files the code left in workdir (never following links), within OUTPUT_BYTES."""
+    outputs: dict[str, bytes] = {}
+    total = 0
+    too_big = None
+    for root, dirs, files in os.walk(workdir):
+        rel_root = os.path.relpath(root, workdir)
+        if rel_root == ".":
+            dirs[:] = [d for d in dirs if d != MPLCONFIG]
+        for name in sorted(files):
+            path = os.path.join(root, name)
+            rel = name if rel_root == "." else f"{rel_root}/{name}"
+            try:
+                fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+            except OSError:
+                continue
+            with os.fdopen(fd, "rb") as f:
+                st = os.fstat(f.fileno())
+                if not stat.S_ISREG(st.st_mode):
+                    continue
+                if total + st.st_size > OUTPUT_BYTES:
+                    too_big = f"blocked: outputs over {OUTPUT_BYTES} bytes"
+                    continue
+                data = f.read(OUTPUT_BYTES - total + 1)
+            if inputs.get(rel) == data:
+                continue
+            total += len(data)
+            outputs[rel] = data
+    return outputs, too_big
