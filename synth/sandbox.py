@@ -408,13 +408,17 @@ def _bwrap_args(bwrap: str, workdir: Path, rundir: Path, status_fd: int) -> list
     ]
     for host, dest in _runtime_binds():
         args += ["--ro-bind", host, dest]
+    # the base interpreter's own site-packages (tools, not plotting) is hidden under an empty dir
+    base_site = os.path.join(_runtime_binds()[1][0], "site-packages")
+    if os.path.isdir(base_site):
+        args += ["--ro-bind", str(rundir / "empty"), base_site]
     args += ["--dir", SITE]
     for host, name in _site_entries():
         args += ["--ro-bind", host, f"{SITE}/{name}"]
     args += ["--ro-bind", str(rundir), RUN, "--bind", str(workdir), WORK]
-    # the sandbox's root is a tmpfs bwrap built: read-only too, so the workdir is the one
-    # writable place
-    args += ["--remount-ro", "/", "--chdir", WORK]
+    # the sandbox's root and /dev are tmpfs bwrap built: read-only too, so the workdir is the
+    # one writable place (device nodes such as /dev/null still accept writes)
+    args += ["--remount-ro", "/", "--remount-ro", "/dev", "--chdir", WORK]
     env = {
         "PATH": "/nonexistent",
         "HOME": WORK,
@@ -480,6 +484,7 @@ def _run(
         workdir, rundir = tmp_path / "work", tmp_path / "run"
         workdir.mkdir()
         rundir.mkdir()
+        (rundir / "empty").mkdir()
         (workdir / MPLCONFIG).mkdir()
         for name, data in _FONT_CACHE.items():
             (workdir / MPLCONFIG / name).write_bytes(data)

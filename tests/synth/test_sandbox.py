@@ -143,6 +143,11 @@ def test_site_packages_is_only_the_plotting_closure():
         "/sandbox/site/escape-{u}",
         "/sandbox/run/escape-{u}",
         "/usr/lib/escape-{u}",
+        "/escape-{u}",
+        "/dev/escape-{u}",
+        "/dev/shm/escape-{u}",
+        "/root/escape-{u}",
+        "/sandbox/escape-{u}",
     ],
 )
 def test_write_outside_workdir(target):
@@ -150,6 +155,19 @@ def test_write_outside_workdir(target):
     r = assert_blocked(escape(f"open({target!r}, 'w').write('x')\nprint('ESCAPED')"))
     assert not r.ok
     assert not os.path.exists(target)
+
+
+def test_device_nodes_still_work_and_base_site_packages_is_hidden():
+    base_site = Path(os.__file__).resolve().parent / "site-packages"
+    code = (
+        "import os\n"
+        "open('/dev/null', 'w').write('x')\n"
+        "print(len(open('/dev/urandom', 'rb').read(8)))\n"
+        f"print(os.listdir({str(base_site)!r}) if os.path.isdir({str(base_site)!r}) else [])\n"
+    )
+    r = escape(code)
+    assert r.ok, r.stderr
+    assert r.stdout == "8\n[]\n"
 
 
 def test_socket_to_loopback_fails():
