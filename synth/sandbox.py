@@ -205,6 +205,14 @@ _SYSCALLS = {
             "bpf": 321,
             "process_vm_writev": 311,
             "process_vm_readv": 310,
+            "io_uring_setup": 425,
+            "io_uring_enter": 426,
+            "io_uring_register": 427,
+            "add_key": 248,
+            "request_key": 249,
+            "keyctl": 250,
+            "perf_event_open": 298,
+            "userfaultfd": 323,
         },
     ),
     "aarch64": (
@@ -223,6 +231,14 @@ _SYSCALLS = {
             "bpf": 280,
             "process_vm_readv": 270,
             "process_vm_writev": 271,
+            "io_uring_setup": 425,
+            "io_uring_enter": 426,
+            "io_uring_register": 427,
+            "add_key": 217,
+            "request_key": 218,
+            "keyctl": 219,
+            "perf_event_open": 241,
+            "userfaultfd": 282,
         },
     ),
 }
@@ -239,7 +255,8 @@ def seccomp_program(machine: str | None = None) -> bytes:
 
     No new processes (clone without CLONE_THREAD, fork, vfork: EPERM; clone3: ENOSYS so that
     glibc falls back to clone for threads), no execve/execveat, ptrace, unshare, setns, mount,
-    bpf, process_vm_*; sockets only AF_UNIX. Other architectures are killed outright.
+    bpf, process_vm_*, io_uring (it could open sockets without socket()), keyrings,
+    perf_event_open, userfaultfd; sockets only AF_UNIX. Other architectures are killed outright.
     """
     machine = machine or platform.machine()
     if machine not in _SYSCALLS:
@@ -273,6 +290,14 @@ def seccomp_program(machine: str | None = None) -> bytes:
             "process_vm_readv",
             "process_vm_writev",
             "socketpair",
+            "io_uring_setup",
+            "io_uring_enter",
+            "io_uring_register",
+            "add_key",
+            "request_key",
+            "keyctl",
+            "perf_event_open",
+            "userfaultfd",
         )
         if name in nr
     ]

@@ -8,6 +8,7 @@ Each attempt prints ESCAPED if it got through, and the host side checks the effe
 from __future__ import annotations
 
 import os
+import platform
 import shutil
 import socket
 import threading
@@ -21,6 +22,7 @@ from synth import sandbox
 from synth.sandbox import run_python
 
 REPO = Path(__file__).resolve().parents[2]
+KEYCTL = sandbox._SYSCALLS.get(platform.machine(), (0, {"keyctl": 250}))[1]["keyctl"]
 pytestmark = pytest.mark.skipif(
     shutil.which("bwrap") is None,
     reason="bubblewrap (bwrap) is not installed: apt-get install bubblewrap",
@@ -481,13 +483,23 @@ def test_ctypes_tricks_fail():
         "print('socket', libc.socket(2, 1, 0))\n"  # AF_INET, SOCK_STREAM
         "print('unshare', libc.unshare(0x10000000))\n"  # CLONE_NEWUSER
         "print('ptrace', libc.ptrace(16, 1, 0, 0))\n"  # PTRACE_ATTACH to the sandbox's init
+        "params = ctypes.create_string_buffer(120)\n"
+        "print('io_uring', libc.syscall(425, 4, params))\n"  # io_uring_setup
+        f"print('keyctl', libc.syscall({KEYCTL}, 0, -3, 0))\n"  # KEYCTL_GET_KEYRING_ID
     )
     r = assert_blocked(escape(code))
     assert r.ok, r.stderr
     lines = dict(line.split() for line in r.stdout.splitlines())
     # glibc's system() reports a failed spawn as exit status 127 (32512), never running /bin/sh
     assert lines.pop("system") in ("-1", "32512")
-    assert lines == {"fork": "-1", "socket": "-1", "unshare": "-1", "ptrace": "-1"}
+    assert lines == {
+        "fork": "-1",
+        "socket": "-1",
+        "unshare": "-1",
+        "ptrace": "-1",
+        "io_uring": "-1",
+        "keyctl": "-1",
+    }
 
 
 def test_dunder_tricks_reach_nothing():
