@@ -8,7 +8,7 @@ The boundary is Debian's bubblewrap (`bwrap`); the code runs in a fresh process 
 
 - every namespace unshared (network included: no interfaces but a downed loopback), `--die-with-parent`;
 - a read-only view of only the Python runtime (interpreter, libpython, stdlib), the system shared
-  libraries (`/usr/lib`) and the installed distributions that matplotlib, numpy and pandas need
+  libraries (`/usr/lib/<multiarch>`) and the installed distributions that matplotlib, numpy and pandas need
   (bound one by one from the venv's site-packages into `/sandbox/site`); no repo, no home, no `/etc`,
   no `/proc`, no binaries;
 - a fresh temporary working directory (`/sandbox/work`) as the only writable place; `inputs` are
@@ -400,6 +400,13 @@ def _runtime_binds() -> tuple[tuple[str, str], ...]:
     return tuple(binds)
 
 
+def _system_libdir() -> str:
+    """The shared libraries: Debian's multiarch /usr/lib/<triplet>, not all of /usr/lib."""
+    multiarch = sysconfig.get_config_var("MULTIARCH")
+    path = f"/usr/lib/{multiarch}" if multiarch else ""
+    return path if path and os.path.isdir(path) else "/usr/lib"
+
+
 def _bwrap_args(bwrap: str, workdir: Path, rundir: Path, status_fd: int) -> list[str]:
     args = [
         bwrap,
@@ -417,8 +424,8 @@ def _bwrap_args(bwrap: str, workdir: Path, rundir: Path, status_fd: int) -> list
         "--hostname",
         "sandbox",
         "--ro-bind",
-        "/usr/lib",
-        "/usr/lib",
+        _system_libdir(),
+        _system_libdir(),
         "--ro-bind-try",
         "/usr/lib64",
         "/usr/lib64",

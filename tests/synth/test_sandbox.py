@@ -128,6 +128,13 @@ def test_listing_shows_only_the_sandbox():
     assert "proc" not in top
 
 
+def test_usr_holds_only_the_shared_libraries():
+    r = escape("import os\nprint(sorted(os.listdir('/usr')), len(os.listdir('/usr/lib')))")
+    assert r.ok, r.stderr
+    assert r.stdout.split("]")[0] + "]" in ("['lib']", "['lib', 'lib64']")
+    assert r.stdout.split("]")[1].strip() == "1"  # /usr/lib/<multiarch> only: no bin, share, jvm
+
+
 def test_site_packages_is_only_the_plotting_closure():
     r = escape("import os\nprint(sorted(os.listdir('/sandbox/site')))")
     assert r.ok, r.stderr
@@ -144,7 +151,7 @@ def test_site_packages_is_only_the_plotting_closure():
         str(REPO / "escape-{u}"),
         "/sandbox/site/escape-{u}",
         "/sandbox/run/escape-{u}",
-        "/usr/lib/escape-{u}",
+        "/usr/lib/x86_64-linux-gnu/escape-{u}",
         "/escape-{u}",
         "/dev/escape-{u}",
         "/dev/shm/escape-{u}",
