@@ -168,6 +168,23 @@ def test_same_seed_same_weights_other_seed_differs(tmp_path):
         runs[name] = load_state(tmp_path / name)
     assert all(torch.equal(runs["a"][k], runs["b"][k]) for k in runs["a"])
     assert not all(torch.equal(runs["a"][k], runs["c"][k]) for k in runs["a"])
+    # A checkpoint directory is also a starting point: fine-tuning starts from its weights.
+    rows = []
+    summary = train_clip(
+        pairs,
+        tmp_path / "tuned",
+        model=str(tmp_path / "a"),
+        steps=2,
+        batch_size=8,
+        lr=1e-9,
+        on_step=lambda step, total, row: rows.append(row),
+    )
+    assert summary["model"] == str(tmp_path / "a") and [r["step"] for r in rows] == [1, 2]
+    assert {"loss", "lr", "pairs_per_s"} <= set(rows[0])
+    tuned = load_state(tmp_path / "tuned")
+    weights = [k for k in tuned if "running_" not in k and "num_batches" not in k]  # not BN stats
+    assert max(float((tuned[k] - runs["a"][k]).abs().max()) for k in weights) < 1e-3
+    assert not all(torch.equal(tuned[k], runs["c"][k]) for k in tuned)
 
 
 def test_undecodable_training_images_are_skipped_and_counted(tmp_path):
