@@ -37,3 +37,13 @@ if ! "$VENV/bin/python" -m crawlers.browser >/dev/null 2>&1; then
     exit 1
   fi
 fi
+
+# bubblewrap: the sandbox model-written code runs in (synth/sandbox.py refuses to run without it).
+if ! command -v bwrap >/dev/null 2>&1; then
+  if [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then
+    echo "[bootstrap] installing Debian's bubblewrap (the code sandbox)"
+    (apt-get install -y -q bubblewrap >/dev/null 2>&1 || { apt-get update -q >/dev/null && apt-get install -y -q bubblewrap >/dev/null; })
+  else
+    echo "[bootstrap] no bubblewrap: install your distribution's bubblewrap; until then generated code is refused, never run unsandboxed" >&2
+  fi
+fi
