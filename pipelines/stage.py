@@ -31,6 +31,7 @@ from pipelines import lake as lake_mod
 # Errors a user can fix (a missing file, a bad value): the CLI prints one line and exits 2.
 USER_ERRORS: tuple[type[BaseException], ...] = (
     FileNotFoundError,
+    FileExistsError,
     NotADirectoryError,
     IsADirectoryError,
     PermissionError,
@@ -39,7 +40,11 @@ USER_ERRORS: tuple[type[BaseException], ...] = (
 )
 # Domain errors that are the user's to fix, by module (looked up only once raised, so the CLI
 # never imports a heavy module just to name its error class).
-USER_ERROR_CLASSES = (("crawlers.crawl.config", "CrawlError"), ("training.trainer", "TrainError"))
+USER_ERROR_CLASSES = (
+    ("crawlers.crawl.config", "CrawlError"),
+    ("training.trainer", "TrainError"),
+    ("synth.teacher", "TeacherError"),
+)
 
 
 def is_user_error(exc: BaseException) -> bool:

@@ -111,6 +111,26 @@ def test_every_command_treats_a_missing_file_alike(args, named, tmp_path, monkey
     assert "Traceback" not in res.output
 
 
+def test_an_existing_output_is_one_line_too(tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from crawlers.extract.schema import OUTPUTS
+    from crawlers.images.journal import JOURNAL
+
+    extract = tmp_path / "extract"
+    extract.mkdir()
+    pq.write_table(OUTPUTS["image_refs"].empty_table(), extract / "image_refs.parquet")
+    docs = pa.table({"id": pa.array([], pa.string()), "noai": pa.array([], pa.bool_())})
+    pq.write_table(docs, extract / "documents.parquet")
+    out = tmp_path / "pairs"
+    out.mkdir()
+    (out / JOURNAL).write_bytes(b"")
+    res = CliRunner().invoke(app, ["images", "build", "--docs", str(extract), "--out", str(out)])
+    assert res.exit_code == 2 and "Traceback" not in res.output
+    assert "already holds an image fetch" in res.output and "--resume" in res.output
+
+
 def test_io_manager_hands_out_handles_and_falls_back_to_the_lake_place(tmp_path):
     from dagster import build_input_context, build_output_context
 
