@@ -1,0 +1,978 @@
+"""Synthetic charts with verified QA (issue 15, "Charts").
+
+    from synth.charts import make_charts
+    summary = make_charts(out_dir, n=20, seed=0)
+
+Flow per chart: topic -> data (JSON) -> plotting code -> `run_python(code, {"data.json": ...})`
+in the bubblewrap sandbox -> `chart.png` -> QA.
+
+- `teacher=None` (recorded as `teacher="programmatic"`): seeded topic and data generators and one
+  plotting-code template per chart type (`CHART_TYPES`); the code reads `data.json` from its
+  working directory and writes `chart.png`. Every QA answer is computed from the data
+  (`verified=True`).
+- `teacher=TeacherClient(...)`: the teacher invents the topic and data (in the categorical shape,
+  `TEACHER_TYPES`), writes the plotting code and writes QA, each through `chat_json`. Each teacher
+  answer names what it refers to (series, categories, op); it is recomputed from the data and kept
+  with `verified=True` where it agrees, dropped with its reason where it does not (the reasons are in
+  the summary's `dropped_qa`); a kind that cannot be recomputed is kept with `verified=False`.
+- Code that is blocked or fails in the sandbox gives the chart `status` = the reason, no image and
+  no QA.
+
+Output: `out_dir/charts.parquet` (columns `COLUMNS`) and the PNGs under `out_dir/images/`.
+Deterministic for a seed: the same rows, data and code (PNG bytes may differ).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+import time
+from collections import Counter
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+from pydantic import BaseModel, Field
+
+from synth.sandbox import run_python
+
+CHART_TYPES = (
+    "bar",
+    "grouped_bar",
+    "stacked_bar",
+    "line",
+    "area",
+    "pie",
+    "scatter",
+    "histogram",
+    "heatmap",
+)
+# Chart types whose data has the categorical shape (categories x series): the teacher path.
+TEACHER_TYPES = ("bar", "grouped_bar", "stacked_bar", "line", "area", "pie")
+QA_KINDS = (
+    "lookup",
+    "extremum",
+    "comparison",
+    "difference",
+    "sum",
+    "average",
+    "trend",
+    "count",
+    "unanswerable",
+)
+UNANSWERABLE = "unanswerable"
+PROGRAMMATIC = "programmatic"
+RENDER_TIMEOUT_S = 30.0
+FILE_NAME = "charts.parquet"
+IMAGES = "images"
+
+QA_TYPE = pa.list_(
+    pa.struct(
+        [
+            ("question", pa.string()),
+            ("answer", pa.string()),
+            ("kind", pa.string()),
+            ("verified", pa.bool_()),
+        ]
+    )
+)
+SCHEMA = pa.schema(
+    [
+        ("id", pa.string()),
+        ("chart_type", pa.string()),
+        ("topic", pa.string()),
+        ("data", pa.string()),
+        ("code", pa.string()),
+        ("image_path", pa.string()),
+        ("qa", QA_TYPE),
+        ("status", pa.string()),
+        ("teacher", pa.string()),
+    ]
+)
+COLUMNS = tuple(SCHEMA.names)
+
+# --------------------------------------------------------------------------- topics
+
+# (subject, x_field, y_field, unit, category pool, series pool, value range)
+CATEGORICAL_TOPICS = (
+    (
+        "Fruit sales",
+        "Fruit",
+        "Sales",
+        "tonnes",
+        ("Apples", "Bananas", "Cherries", "Dates", "Grapes", "Kiwis", "Lemons", "Mangoes"),
+        ("North", "South", "East", "West"),
+        (10, 200),
+    ),
+    (
+        "Library loans",
+        "Genre",
+        "Loans",
+        "books",
+        ("Fiction", "History", "Science", "Poetry", "Travel", "Cooking", "Art", "Biography"),
+        ("Main branch", "Riverside", "Hillcrest"),
+        (50, 900),
+    ),
+    (
+        "Electricity generation",
+        "Source",
+        "Output",
+        "TWh",
+        ("Solar", "Wind", "Hydro", "Nuclear", "Gas", "Coal", "Biomass", "Geothermal"),
+        ("Region A", "Region B", "Region C"),
+        (5, 120),
+    ),
+    (
+        "Museum visitors",
+        "Museum",
+        "Visitors",
+        "thousands",
+        ("Natural History", "Modern Art", "Science", "Maritime", "Railway", "Design", "Toys"),
+        ("Adults", "Children", "Seniors"),
+        (20, 400),
+    ),
+    (
+        "Bicycle trips",
+        "Station",
+        "Trips",
+        "trips",
+        ("Harbour", "Market", "Station Rd", "Park Gate", "Old Town", "Campus", "Stadium"),
+        ("Weekdays", "Weekends"),
+        (100, 2000),
+    ),
+    (
+        "Rainfall",
+        "City",
+        "Rainfall",
+        "mm",
+        ("Oslo", "Lima", "Perth", "Dakar", "Quito", "Hanoi", "Cork", "Tunis"),
+        ("Spring", "Summer", "Autumn", "Winter"),
+        (5, 300),
+    ),
+)
+YEARS = tuple(str(y) for y in range(2012, 2025))
+
+# (subject, label field, x_field, y_field, labels)
+SCATTER_TOPICS = (
+    (
+        "Car weight and fuel use",
+        "Model",
+        "Weight (kg)",
+        "Fuel use (L/100 km)",
+        ("Alto", "Brio", "Corsa", "Dart", "Echo", "Fiesta", "Golf", "Hilux", "Ibiza", "Jazz"),
+    ),
+    (
+        "Study hours and exam scores",
+        "Student",
+        "Study hours",
+        "Score",
+        ("Ana", "Ben", "Chen", "Dara", "Eli", "Femi", "Gus", "Hana", "Ivan", "Jo", "Kai"),
+    ),
+    (
+        "Altitude and temperature",
+        "Town",
+        "Altitude (m)",
+        "Mean temperature (C)",
+        ("Aosta", "Bern", "Chur", "Davos", "Evolene", "Fiesch", "Gstaad", "Hasli", "Interlaken"),
+    ),
+)
+# (subject, measure, unit, value range)
+HISTOGRAM_TOPICS = (
+    ("Delivery times", "Delivery time", "minutes", (10, 70)),
+    ("Adult heights", "Height", "cm", (150, 200)),
+    ("Daily step counts", "Steps", "thousand steps", (0, 20)),
+    ("Commute distances", "Distance", "km", (0, 40)),
+)
+# (subject, row field, column field, value name, rows, columns, value range)
+HEATMAP_TOPICS = (
+    (
+        "Website visits by weekday and hour",
+        "Day",
+        "Hour",
+        "Visits",
+        ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"),
+        ("06", "09", "12", "15", "18", "21"),
+        (0, 99),
+    ),
+    (
+        "Product defects by line and shift",
+        "Line",
+        "Shift",
+        "Defects",
+        ("Line 1", "Line 2", "Line 3", "Line 4", "Line 5"),
+        ("Early", "Day", "Late", "Night"),
+        (0, 60),
+    ),
+)
+
+# --------------------------------------------------------------------------- templates
+
+_HEAD = """import json
+import matplotlib
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt
+
+STYLE = {style}
+with open("data.json") as f:
+    d = json.load(f)
+fig, ax = plt.subplots(figsize=STYLE["figsize"], dpi=100)
+"""
+_TAIL = """ax.set_title(d["title"])
+fig.tight_layout()
+fig.savefig("chart.png")
+"""
+_AXES = """ax.set_xlabel(d["x_field"])
+ax.set_ylabel(d["y_field"] + " (" + d["unit"] + ")")
+if STYLE["grid"]:
+    ax.grid(axis="y", alpha=0.3)
+"""
+
+TEMPLATES: dict[str, str] = {
+    "bar": """s = d["series"][0]
+bars = ax.bar(d["categories"], s["values"], color=STYLE["colors"][0])
+ax.bar_label(bars, fontsize=8)
+ax.tick_params(axis="x", labelrotation=30)
+"""
+    + _AXES,
+    "grouped_bar": """n = len(d["series"])
+width = 0.8 / n
+xs = list(range(len(d["categories"])))
+for i, s in enumerate(d["series"]):
+    pos = [x - 0.4 + width * (i + 0.5) for x in xs]
+    bars = ax.bar(pos, s["values"], width, label=s["name"], color=STYLE["colors"][i])
+    ax.bar_label(bars, fontsize=7)
+ax.set_xticks(xs)
+ax.set_xticklabels(d["categories"], rotation=30)
+ax.legend()
+"""
+    + _AXES,
+    "stacked_bar": """bottom = [0] * len(d["categories"])
+for i, s in enumerate(d["series"]):
+    bars = ax.bar(d["categories"], s["values"], bottom=bottom, label=s["name"],
+                  color=STYLE["colors"][i])
+    ax.bar_label(bars, label_type="center", fontsize=7)
+    bottom = [b + v for b, v in zip(bottom, s["values"])]
+ax.tick_params(axis="x", labelrotation=30)
+ax.legend()
+"""
+    + _AXES,
+    "line": """for i, s in enumerate(d["series"]):
+    ax.plot(d["categories"], s["values"], marker=STYLE["marker"], label=s["name"],
+            color=STYLE["colors"][i])
+    for x, y in zip(d["categories"], s["values"]):
+        ax.annotate(str(y), (x, y), textcoords="offset points", xytext=(0, 5),
+                    ha="center", fontsize=7)
+if len(d["series"]) > 1:
+    ax.legend()
+"""
+    + _AXES,
+    "area": """ys = [s["values"] for s in d["series"]]
+ax.stackplot(d["categories"], ys, labels=[s["name"] for s in d["series"]],
+             colors=STYLE["colors"][: len(ys)], alpha=0.8)
+bottom = [0] * len(d["categories"])
+for s in d["series"]:
+    for i, (x, y) in enumerate(zip(d["categories"], s["values"])):
+        ax.text(i, bottom[i] + y / 2, str(y), ha="center", va="center", fontsize=7)
+    bottom = [b + v for b, v in zip(bottom, s["values"])]
+ax.legend(loc="upper left")
+"""
+    + _AXES,
+    "pie": """s = d["series"][0]
+labels = [c + " (" + str(v) + ")" for c, v in zip(d["categories"], s["values"])]
+ax.pie(s["values"], labels=labels, colors=STYLE["colors"][: len(labels)],
+       autopct="%1.1f%%", startangle=STYLE["startangle"], textprops={"fontsize": 8})
+ax.axis("equal")
+""",
+    "scatter": """xs = [p["x"] for p in d["points"]]
+ys = [p["y"] for p in d["points"]]
+ax.scatter(xs, ys, color=STYLE["colors"][0], marker=STYLE["marker"])
+for p in d["points"]:
+    ax.annotate(p["label"] + " (" + str(p["x"]) + ", " + str(p["y"]) + ")", (p["x"], p["y"]),
+                textcoords="offset points", xytext=(4, 4), fontsize=7)
+ax.set_xlabel(d["x_field"])
+ax.set_ylabel(d["y_field"])
+if STYLE["grid"]:
+    ax.grid(alpha=0.3)
+""",
+    "histogram": """counts, edges, patches = ax.hist(d["values"], bins=d["bins"],
+                                color=STYLE["colors"][0], edgecolor="black")
+ax.bar_label(patches, labels=[str(int(c)) for c in counts], fontsize=8)
+ax.set_xticks(d["bins"])
+ax.set_xlabel(d["x_field"] + " (" + d["unit"] + ")")
+ax.set_ylabel("Count")
+""",
+    "heatmap": """im = ax.imshow(d["matrix"], cmap=STYLE["cmap"], aspect="auto")
+ax.set_xticks(range(len(d["columns"])))
+ax.set_xticklabels(d["columns"])
+ax.set_yticks(range(len(d["rows"])))
+ax.set_yticklabels(d["rows"])
+for i, row in enumerate(d["matrix"]):
+    for j, v in enumerate(row):
+        ax.text(j, i, str(v), ha="center", va="center", fontsize=8, color="black")
+ax.set_xlabel(d["column_field"])
+ax.set_ylabel(d["row_field"])
+fig.colorbar(im, ax=ax, label=d["value_field"])
+""",
+}
+PALETTES = (
+    ["#4C72B0", "#DD8452", "#55A868", "#C44E52", "#8172B3", "#937860", "#DA8BC3", "#8C8C8C"],
+    ["#1b9e77", "#d95f02", "#7570b3", "#e7298a", "#66a61e", "#e6ab02", "#a6761d", "#666666"],
+    ["#377eb8", "#ff7f00", "#4daf4a", "#f781bf", "#a65628", "#984ea3", "#999999", "#e41a1c"],
+)
+
+
+def _style(rng: random.Random) -> dict[str, Any]:
+    return {
+        "figsize": rng.choice([[6.4, 4.8], [7.0, 4.5], [6.0, 5.0]]),
+        "colors": rng.choice(PALETTES),
+        "grid": rng.random() < 0.5,
+        "marker": rng.choice(["o", "s", "^", "D"]),
+        "startangle": rng.choice([0, 90, 140]),
+        "cmap": rng.choice(["viridis", "YlOrRd", "Blues"]),
+    }
+
+
+def template_code(chart_type: str, rng: random.Random) -> str:
+    """The plotting program for `chart_type`, with a seeded style block."""
+    style = repr(dict(sorted(_style(rng).items())))
+    return _HEAD.format(style=style) + TEMPLATES[chart_type] + _TAIL
+
+
+# --------------------------------------------------------------------------- data
+
+
+def fmt(x: float) -> str:
+    """A number as an answer string: integers without a decimal point, others to 2 places."""
+    x = round(float(x), 2)
+    if x == int(x):
+        return str(int(x))
+    return f"{x:.2f}".rstrip("0").rstrip(".")
+
+
+def _categorical(chart_type: str, rng: random.Random) -> tuple[str, dict]:
+    subject, x_field, y_field, unit, cats, series_pool, (lo, hi) = rng.choice(CATEGORICAL_TOPICS)
+    if chart_type in ("line", "area"):
+        k = rng.randint(5, 8)
+        start = rng.randint(0, len(YEARS) - k)
+        categories = list(YEARS[start : start + k])
+        x_field = "Year"
+    else:
+        k = rng.randint(4, 6) if chart_type != "pie" else rng.randint(3, 6)
+        categories = rng.sample(cats, k)
+    if chart_type in ("bar", "pie"):
+        names = ["All"]
+    elif chart_type == "line":
+        names = rng.sample(series_pool, rng.randint(1, min(3, len(series_pool))))
+    else:
+        names = rng.sample(series_pool, rng.randint(2, min(3, len(series_pool))))
+    series = []
+    for name in names:
+        if chart_type in ("line", "area") and rng.random() < 0.5:
+            vals = sorted(rng.sample(range(lo, hi), k), reverse=rng.random() < 0.4)
+        else:
+            vals = rng.sample(range(lo, hi), k)  # distinct: unique extremes
+        series.append({"name": name, "values": vals})
+    topic = f"{subject} by {x_field.lower()}"
+    if len(names) > 1:
+        topic += f" and {'season' if subject == 'Rainfall' else 'group'}"
+    data = {
+        "title": topic.capitalize(),
+        "x_field": x_field,
+        "y_field": y_field,
+        "unit": unit,
+        "categories": categories,
+        "series": series,
+    }
+    return topic, data
+
+
+def _scatter(rng: random.Random) -> tuple[str, dict]:
+    subject, label_field, x_field, y_field, labels = rng.choice(SCATTER_TOPICS)
+    k = rng.randint(6, min(9, len(labels)))
+    chosen = rng.sample(labels, k)
+    slope = rng.choice([-1, 1]) * rng.uniform(0.5, 2.0)
+    xs = rng.sample(range(10, 100), k)
+    points = []
+    for label, x in zip(chosen, xs, strict=True):
+        y = round(50 + slope * (x - 55) * 0.5 + rng.uniform(-6, 6), 1)
+        points.append({"label": label, "x": x, "y": y})
+    data = {
+        "title": subject,
+        "label_field": label_field,
+        "x_field": x_field,
+        "y_field": y_field,
+        "points": points,
+    }
+    return subject.lower(), data
+
+
+def _histogram(rng: random.Random) -> tuple[str, dict]:
+    subject, measure, unit, (lo, hi) = rng.choice(HISTOGRAM_TOPICS)
+    nbins = rng.randint(5, 7)
+    step = max(1, (hi - lo) // nbins)
+    bins = [lo + i * step for i in range(nbins + 1)]
+    mid, spread = (bins[0] + bins[-1]) / 2, (bins[-1] - bins[0]) / 4
+    values = []
+    for _ in range(rng.randint(40, 80)):
+        v = round(min(bins[-1], max(bins[0], rng.gauss(mid, spread))), 1)
+        values.append(v)
+    data = {"title": subject, "x_field": measure, "unit": unit, "bins": bins, "values": values}
+    return subject.lower(), data
+
+
+def _heatmap(rng: random.Random) -> tuple[str, dict]:
+    subject, row_field, col_field, value_field, rows, cols, (lo, hi) = rng.choice(HEATMAP_TOPICS)
+    r, c = rng.randint(3, len(rows)), rng.randint(3, len(cols))
+    flat = rng.sample(range(lo, hi + 1), r * c)  # distinct: unique extremes
+    data = {
+        "title": subject,
+        "row_field": row_field,
+        "column_field": col_field,
+        "value_field": value_field,
+        "rows": list(rows[:r]),
+        "columns": list(cols[:c]),
+        "matrix": [flat[i * c : (i + 1) * c] for i in range(r)],
+    }
+    return subject.lower(), data
+
+
+def make_data(chart_type: str, rng: random.Random) -> tuple[str, dict]:
+    """(topic, data) for a chart type, from the seeded generator."""
+    if chart_type in TEACHER_TYPES:
+        return _categorical(chart_type, rng)
+    return {"scatter": _scatter, "histogram": _histogram, "heatmap": _heatmap}[chart_type](rng)
+
+
+# --------------------------------------------------------------------------- QA
+
+
+class Unrecomputable(ValueError):
+    """A QA item whose answer cannot be recomputed from the data (names what is missing)."""
+
+
+def _series(data: dict, name: str | None) -> dict:
+    series = data["series"]
+    if name is None:
+        if len(series) == 1:
+            return series[0]
+        raise Unrecomputable(f"no series named; the chart has {[s['name'] for s in series]}")
+    for s in series:
+        if s["name"].strip().lower() == name.strip().lower():
+            return s
+    raise Unrecomputable(f"series {name!r} is not in the data ({[s['name'] for s in series]})")
+
+
+def _value(data: dict, s: dict, category: str) -> float:
+    for c, v in zip(data["categories"], s["values"], strict=True):
+        if c.strip().lower() == category.strip().lower():
+            return v
+    raise Unrecomputable(f"category {category!r} is not in the data")
+
+
+def recompute(
+    data: dict, kind: str, series: str | None = None, categories: Iterable[str] = (), op: str = ""
+) -> str:
+    """The answer to a QA item on categorical data (categories x series), computed from the data.
+
+    kind: lookup (one category), extremum (op max|min), comparison (two categories: the larger),
+    difference (two categories: |a - b|), sum, average, trend (increasing|decreasing|fluctuating
+    from the first category to the last), count (categories), unanswerable (a category that is
+    not in the data). Raises Unrecomputable when the item does not fit the data.
+    """
+    cats = list(categories)
+    if kind == "count":
+        return str(len(data["categories"]))
+    if kind == UNANSWERABLE:
+        known = {c.strip().lower() for c in data["categories"]}
+        if cats and any(c.strip().lower() not in known for c in cats):
+            return UNANSWERABLE
+        raise Unrecomputable("an unanswerable item must name a category that is not in the data")
+    s = _series(data, series)
+    vals = s["values"]
+    if kind == "lookup":
+        if len(cats) != 1:
+            raise Unrecomputable("lookup needs exactly one category")
+        return fmt(_value(data, s, cats[0]))
+    if kind == "extremum":
+        if op not in ("max", "min"):
+            raise Unrecomputable(f"extremum op {op!r} must be max or min")
+        best = max(vals) if op == "max" else min(vals)
+        if vals.count(best) != 1:
+            raise Unrecomputable(f"the {op} is tied")
+        return data["categories"][vals.index(best)]
+    if kind in ("comparison", "difference"):
+        if len(cats) != 2:
+            raise Unrecomputable(f"{kind} needs exactly two categories")
+        a, b = (_value(data, s, c) for c in cats)
+        if kind == "difference":
+            return fmt(abs(a - b))
+        if a == b:
+            raise Unrecomputable("comparison of equal values")
+        return cats[0] if a > b else cats[1]
+    if kind == "sum":
+        return fmt(sum(vals))
+    if kind == "average":
+        return fmt(sum(vals) / len(vals))
+    if kind == "trend":
+        pairs = list(zip(vals, vals[1:], strict=False))
+        if all(b > a for a, b in pairs):
+            return "increasing"
+        if all(b < a for a, b in pairs):
+            return "decreasing"
+        return "fluctuating"
+    raise Unrecomputable(f"kind {kind!r} cannot be recomputed (known: {', '.join(QA_KINDS)})")
+
+
+def answers_agree(given: str, expected: str) -> bool:
+    """Numbers within 0.01 (or 0.1%); other answers equal ignoring case and spaces."""
+    try:
+        g, e = float(str(given).replace(",", "")), float(expected)
+    except ValueError:
+        return str(given).strip().lower().rstrip(".") == expected.strip().lower()
+    return math.isclose(g, e, rel_tol=1e-3, abs_tol=0.01)
+
+
+def _qa(question: str, answer: str, kind: str, verified: bool = True) -> dict:
+    return {"question": question, "answer": answer, "kind": kind, "verified": verified}
+
+
+def _categorical_qa(chart_type: str, data: dict, rng: random.Random) -> list[dict]:
+    cats, x_field, y = data["categories"], data["x_field"], data["y_field"]
+    unit = data["unit"]
+    multi = len(data["series"]) > 1
+    s = rng.choice(data["series"])
+    name = s["name"] if multi else None
+    of = f" for {s['name']}" if multi else ""
+    a, b = rng.sample(cats, 2)
+    c = rng.choice(cats)
+    op = rng.choice(["max", "min"])
+    qa = [
+        _qa(
+            f"What is the {y.lower()}{of} in {c} ({unit})?",
+            recompute(data, "lookup", name, [c]),
+            "lookup",
+        ),
+        _qa(
+            f"Which {x_field.lower()} has the {'highest' if op == 'max' else 'lowest'} "
+            f"{y.lower()}{of}?",
+            recompute(data, "extremum", name, op=op),
+            "extremum",
+        ),
+        _qa(
+            f"Which is larger{of}: {a} or {b}?",
+            recompute(data, "comparison", name, [a, b]),
+            "comparison",
+        ),
+        _qa(
+            f"What is the difference in {y.lower()}{of} between {a} and {b} ({unit})?",
+            recompute(data, "difference", name, [a, b]),
+            "difference",
+        ),
+    ]
+    agg = rng.choice(["sum", "average"])
+    word = "total" if agg == "sum" else "average"
+    qa.append(
+        _qa(
+            f"What is the {word} {y.lower()}{of} across all {x_field.lower()}s shown ({unit})?",
+            recompute(data, agg, name),
+            agg,
+        )
+    )
+    if x_field == "Year":
+        qa.append(
+            _qa(
+                f"From {cats[0]} to {cats[-1]}, is the {y.lower()}{of} increasing, decreasing "
+                "or fluctuating?",
+                recompute(data, "trend", name),
+                "trend",
+            )
+        )
+    qa.append(
+        _qa(
+            f"How many {x_field.lower()}s are shown in the chart?",
+            recompute(data, "count"),
+            "count",
+        )
+    )
+    missing = next(
+        m
+        for m in (
+            [str(int(cats[-1]) + 1 + i) for i in range(5)]
+            if x_field == "Year"
+            else ["Quinces", "Jazz", "Tidal", "Aquarium", "Airport", "Zurich", "Other", "Pears"]
+        )
+        if m not in cats
+    )
+    qa.append(
+        _qa(
+            f"What is the {y.lower()}{of} in {missing}?",
+            recompute(data, UNANSWERABLE, name, [missing]),
+            UNANSWERABLE,
+        )
+    )
+    return qa
+
+
+def _scatter_qa(data: dict, rng: random.Random) -> list[dict]:
+    pts, lf, xf, yf = data["points"], data["label_field"], data["x_field"], data["y_field"]
+    p, q = rng.sample(pts, 2)
+    top = max(pts, key=lambda t: t["y"])
+    n = len(pts)
+    mx = sum(t["x"] for t in pts) / n
+    my = sum(t["y"] for t in pts) / n
+    cov = sum((t["x"] - mx) * (t["y"] - my) for t in pts)
+    qa = [
+        _qa(f"What is the {yf} of {p['label']}?", fmt(p["y"]), "lookup"),
+        _qa(f"Which {lf.lower()} has the highest {yf}?", top["label"], "extremum"),
+        _qa(
+            f"Which has the larger {xf}: {p['label']} or {q['label']}?",
+            p["label"] if p["x"] > q["x"] else q["label"],
+            "comparison",
+        ),
+        _qa(
+            f"What is the difference in {yf} between {p['label']} and {q['label']}?",
+            fmt(abs(p["y"] - q["y"])),
+            "difference",
+        ),
+        _qa(f"What is the average {xf} of the points shown?", fmt(mx), "average"),
+        _qa(
+            f"As {xf} increases, does {yf} tend to increase or decrease?",
+            "increase" if cov > 0 else "decrease",
+            "trend",
+        ),
+        _qa(f"How many {lf.lower()}s are plotted?", str(n), "count"),
+        _qa(f"What is the price of {p['label']}?", UNANSWERABLE, UNANSWERABLE),
+    ]
+    if [t["y"] for t in pts].count(top["y"]) != 1:
+        qa.pop(1)  # a tied maximum has no single answer
+    return qa
+
+
+def histogram_counts(values: list[float], bins: list[float]) -> list[int]:
+    """Counts per bin as numpy/matplotlib count them: [a, b) and the last bin [a, b]."""
+    counts = [0] * (len(bins) - 1)
+    for v in values:
+        for i in range(len(counts)):
+            last = i == len(counts) - 1
+            if bins[i] <= v < bins[i + 1] or (last and v == bins[i + 1]):
+                counts[i] += 1
+                break
+    return counts
+
+
+def _histogram_qa(data: dict, rng: random.Random) -> list[dict]:
+    bins, counts, m, unit = data["bins"], histogram_counts(data["values"], data["bins"]), "", ""
+    m, unit = data["x_field"].lower(), data["unit"]
+    label = [f"{fmt(bins[i])}-{fmt(bins[i + 1])}" for i in range(len(counts))]
+    i, j = rng.sample(range(len(counts)), 2)
+    qa = [
+        _qa(f"How many observations fall in the {label[i]} {unit} bin?", str(counts[i]), "lookup"),
+        _qa(
+            f"Which {m} bin ({unit}) has the most observations?",
+            label[counts.index(max(counts))],
+            "extremum",
+        ),
+        _qa(
+            f"What is the difference in count between the {label[i]} and {label[j]} bins?",
+            str(abs(counts[i] - counts[j])),
+            "difference",
+        ),
+        _qa("How many observations does the histogram show in total?", str(sum(counts)), "sum"),
+        _qa("How many bins does the histogram have?", str(len(counts)), "count"),
+        _qa(f"What was the {m} of the first observation recorded?", UNANSWERABLE, UNANSWERABLE),
+    ]
+    if counts[i] != counts[j]:
+        qa.insert(
+            2,
+            _qa(
+                f"Which bin has more observations: {label[i]} or {label[j]}?",
+                label[i] if counts[i] > counts[j] else label[j],
+                "comparison",
+            ),
+        )
+    if counts.count(max(counts)) != 1:
+        qa.pop(1)
+    return qa
+
+
+def _named(field: str, label: str) -> str:
+    """ "Line 2" rather than "Line Line 2"; "Day Mon" otherwise."""
+    return label if label.lower().startswith(field.lower()) else f"{field} {label}"
+
+
+def _heatmap_qa(data: dict, rng: random.Random) -> list[dict]:
+    rows, cols, mat = data["rows"], data["columns"], data["matrix"]
+    rf, cf, vf = data["row_field"], data["column_field"], data["value_field"].lower()
+    i, j = rng.randrange(len(rows)), rng.randrange(len(cols))
+    i2, j2 = rng.randrange(len(rows)), rng.randrange(len(cols))
+    while (i2, j2) == (i, j):
+        i2, j2 = rng.randrange(len(rows)), rng.randrange(len(cols))
+    flat = [(v, r, c) for r, row in enumerate(mat) for c, v in enumerate(row)]
+    _, br, bc = max(flat)
+    r = rng.randrange(len(rows))
+    a, b = mat[i][j], mat[i2][j2]
+    at = f"{_named(rf, rows[i])}, {_named(cf, cols[j])}"
+    at2 = f"{_named(rf, rows[i2])}, {_named(cf, cols[j2])}"
+    qa = [
+        _qa(f"What is the number of {vf} at {at}?", str(a), "lookup"),
+        _qa(
+            f"Which cell has the most {vf}? Answer as {rf}, {cf}.",
+            f"{rows[br]}, {cols[bc]}",
+            "extremum",
+        ),
+        _qa(
+            f"Which is larger: {at} or {at2}?",
+            f"{rows[i]}, {cols[j]}" if a > b else f"{rows[i2]}, {cols[j2]}",
+            "comparison",
+        ),
+        _qa(
+            f"What is the difference in {vf} between {at} and {at2}?", str(abs(a - b)), "difference"
+        ),
+        _qa(
+            f"What is the total number of {vf} for {_named(rf, rows[r])}?", str(sum(mat[r])), "sum"
+        ),
+        _qa(f"How many {rf.lower()}s does the heatmap show?", str(len(rows)), "count"),
+        _qa(f"What is the number of {vf} at {rf} Holiday?", UNANSWERABLE, UNANSWERABLE),
+    ]
+    return qa
+
+
+def make_qa(chart_type: str, data: dict, rng: random.Random) -> list[dict]:
+    """QA computed from the data (every item verified=True), one unanswerable question included."""
+    if chart_type in TEACHER_TYPES:
+        return _categorical_qa(chart_type, data, rng)
+    return {"scatter": _scatter_qa, "histogram": _histogram_qa, "heatmap": _heatmap_qa}[chart_type](
+        data, rng
+    )
+
+
+# --------------------------------------------------------------------------- teacher
+
+
+class TeacherSeries(BaseModel):
+    name: str
+    values: list[float]
+
+
+class TeacherData(BaseModel):
+    topic: str
+    title: str
+    x_field: str
+    y_field: str
+    unit: str
+    categories: list[str] = Field(min_length=2)
+    series: list[TeacherSeries] = Field(min_length=1)
+
+
+class TeacherCode(BaseModel):
+    code: str
+
+
+class TeacherQAItem(BaseModel):
+    question: str
+    answer: str
+    kind: str
+    series: str | None = None
+    categories: list[str] = []
+    op: str = ""
+
+
+class TeacherQA(BaseModel):
+    qa: list[TeacherQAItem]
+
+
+def _teacher_data(teacher, chart_type: str, rng: random.Random) -> tuple[str, dict]:
+    subject = rng.choice(CATEGORICAL_TOPICS)[0]
+    prompt = (
+        f"Invent a realistic small data set for a {chart_type.replace('_', ' ')} chart on a topic "
+        f"related to '{subject}' (seed {rng.randrange(10**6)}). Give 3-8 categories and "
+        f"{'one series' if chart_type in ('bar', 'pie') else '1-3 series'}; each series has one "
+        "numeric value per category. Fields: topic, title, x_field, y_field, unit, categories, "
+        "series (name, values)."
+    )
+    d = teacher.chat_json([{"role": "user", "content": prompt}], TeacherData, temperature=0)
+    data = d.model_dump()
+    for s in data["series"]:
+        if len(s["values"]) != len(data["categories"]):
+            raise ValueError(
+                f"teacher data: series {s['name']!r} has {len(s['values'])} values for "
+                f"{len(data['categories'])} categories"
+            )
+        s["values"] = [int(v) if float(v).is_integer() else v for v in s["values"]]
+    return data.pop("topic"), data
+
+
+def _teacher_code(teacher, chart_type: str, data: dict) -> str:
+    prompt = (
+        f"Write a Python program that draws a {chart_type.replace('_', ' ')} chart with "
+        "matplotlib (Agg backend). It must read the data from 'data.json' in the working "
+        "directory, label every value on the chart, and save the figure as 'chart.png'. Use only "
+        "json and matplotlib. The data.json content is:\n" + json.dumps(data)
+    )
+    return teacher.chat_json([{"role": "user", "content": prompt}], TeacherCode, temperature=0).code
+
+
+def _teacher_qa(teacher, data: dict) -> list[TeacherQAItem]:
+    prompt = (
+        "Write question-answer pairs about a chart of this data, one for each kind: "
+        f"{', '.join(QA_KINDS)} (the unanswerable one asks about a category not in the data and "
+        "answers 'unanswerable'). For each, give the series name, the categories the question "
+        "refers to, and op (max or min) for extremum. Data:\n" + json.dumps(data)
+    )
+    return teacher.chat_json([{"role": "user", "content": prompt}], TeacherQA, temperature=0).qa
+
+
+def _check_teacher_qa(
+    data: dict, items: list[TeacherQAItem], chart_id: str, dropped: list[dict]
+) -> list[dict]:
+    kept = []
+    for it in items:
+        try:
+            expected = recompute(data, it.kind, it.series, it.categories, it.op)
+        except Unrecomputable as exc:
+            if it.kind in QA_KINDS and it.kind != UNANSWERABLE:
+                reason = f"does not fit the data: {exc}"
+            elif it.kind == UNANSWERABLE:
+                reason = f"unanswerable question is answerable: {exc}"
+            else:
+                kept.append(_qa(it.question, it.answer, it.kind, verified=False))
+                continue
+            dropped.append(
+                {
+                    "id": chart_id,
+                    "question": it.question,
+                    "answer": it.answer,
+                    "reject": reason.split(":")[0],
+                    "reason": reason,
+                }
+            )
+            continue
+        if answers_agree(it.answer, expected):
+            kept.append(_qa(it.question, expected, it.kind))
+        else:
+            dropped.append(
+                {
+                    "id": chart_id,
+                    "question": it.question,
+                    "answer": it.answer,
+                    "reject": "wrong answer",
+                    "reason": f"teacher answer {it.answer!r} != recomputed {expected!r}",
+                }
+            )
+    return kept
+
+
+# --------------------------------------------------------------------------- driver
+
+
+def _render_status(r) -> str:
+    if not r.ok:
+        why = r.error or "failed"
+        last = (getattr(r, "stderr", "") or "").strip().splitlines()
+        if why.startswith("exit code") and last:
+            why += f": {last[-1][:200]}"
+        return why
+    if "chart.png" not in r.outputs:
+        return "no chart.png written"
+    if not r.outputs["chart.png"].startswith(b"\x89PNG"):
+        return "chart.png is not a PNG"
+    return "ok"
+
+
+def make_charts(
+    out_dir: str | Path,
+    *,
+    n: int,
+    seed: int,
+    types: Iterable[str] | None = None,
+    teacher=None,
+    run: Callable = run_python,
+) -> dict:
+    """Generate `n` charts into `out_dir` (charts.parquet + images/); return the summary.
+
+    Chart types go round-robin over `types` (default: all of CHART_TYPES; with a teacher, all of
+    TEACHER_TYPES). Summary: charts, rendered, status (counts per status), qa, verified_qa_share,
+    dropped_qa (teacher answers dropped, each with its reason), dropped_qa_reasons, seconds,
+    charts_per_s, teacher.
+    """
+    if n < 0:
+        raise ValueError(f"make_charts n={n} must be >= 0")
+    allowed = TEACHER_TYPES if teacher is not None else CHART_TYPES
+    types = list(types) if types is not None else list(allowed)
+    if not types:
+        raise ValueError(f"make_charts types is empty; choose from {', '.join(allowed)}")
+    bad = [t for t in types if t not in allowed]
+    if bad:
+        how = "with a teacher (categorical data)" if teacher is not None else ""
+        raise ValueError(
+            f"chart types {bad} are not supported {how}; choose from {', '.join(allowed)}"
+        )
+    out = Path(out_dir)
+    target = out / FILE_NAME
+    if target.exists():
+        raise FileExistsError(f"{target} already exists; choose a new --out directory")
+    (out / IMAGES).mkdir(parents=True, exist_ok=True)
+    teacher_name = PROGRAMMATIC if teacher is None else str(teacher.model)
+
+    rows: list[dict] = []
+    dropped: list[dict] = []
+    t0 = time.monotonic()
+    for i in range(n):
+        chart_type = types[i % len(types)]
+        rng = random.Random(f"charts:{seed}:{i}:{chart_type}")
+        chart_id = f"chart-{seed}-{i:05d}"
+        row = {"id": chart_id, "chart_type": chart_type, "topic": "", "data": "", "code": ""}
+        row.update(image_path=None, qa=[], status="ok", teacher=teacher_name)
+        rows.append(row)
+        try:
+            if teacher is None:
+                topic, data = make_data(chart_type, rng)
+                code = template_code(chart_type, rng)
+            else:
+                topic, data = _teacher_data(teacher, chart_type, rng)
+                code = _teacher_code(teacher, chart_type, data)
+        except Exception as exc:  # teacher errors and bad teacher data: the row keeps the reason
+            row["status"] = f"teacher: {type(exc).__name__}: {str(exc)[:300]}"
+            continue
+        data_json = json.dumps(data, sort_keys=True)
+        row.update(topic=topic, data=data_json, code=code)
+        r = run(code, {"data.json": data_json.encode()}, timeout_s=RENDER_TIMEOUT_S)
+        row["status"] = _render_status(r)
+        if row["status"] != "ok":
+            continue
+        rel = f"{IMAGES}/{chart_id}.png"
+        (out / rel).write_bytes(r.outputs["chart.png"])
+        row["image_path"] = rel
+        if teacher is None:
+            row["qa"] = make_qa(chart_type, data, rng)
+        else:
+            try:
+                items = _teacher_qa(teacher, data)
+            except Exception as exc:
+                row["status"] = f"teacher: {type(exc).__name__}: {str(exc)[:300]}"
+                continue
+            row["qa"] = _check_teacher_qa(data, items, chart_id, dropped)
+    seconds = time.monotonic() - t0
+
+    tmp = target.with_suffix(".parquet.tmp")
+    pq.write_table(pa.Table.from_pylist(rows, schema=SCHEMA), tmp)
+    tmp.replace(target)
+    qa = [q for r in rows for q in r["qa"]]
+    verified = sum(q["verified"] for q in qa)
+    return {
+        "charts": len(rows),
+        "rendered": sum(r["image_path"] is not None for r in rows),
+        "status": dict(Counter(r["status"] for r in rows)),
+        "qa": len(qa),
+        "verified_qa": verified,
+        "verified_qa_share": verified / len(qa) if qa else None,
+        "dropped_qa": dropped,
+        "dropped_qa_reasons": dict(Counter(d["reject"] for d in dropped)),
+        "seconds": round(seconds, 3),
+        "charts_per_s": round(len(rows) / seconds, 3) if seconds > 0 else None,
+        "teacher": teacher_name,
+        "types": types,
+    }
