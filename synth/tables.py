@@ -7,7 +7,8 @@ if any, is `cells[0]`), `training_allowed`). The table's own HTML is not kept by
 stage, so the image is rendered from an HTML table rebuilt from the cells: header cells as `<th>`
 (runs of one repeated header text merged back into a colspan), body cells as `<td>`, with a
 neutral stylesheet. The page is set directly (`page.set_content`), JavaScript is off and every
-request is aborted, so rendering fetches nothing.
+request is aborted, so rendering fetches nothing. A table with characters no installed font can
+draw (fontconfig's coverage) keeps its image but gets status `missing_glyphs: ...`.
 
 QA (programmatic, `verified=True` only where the answer is recomputed from the cells):
 - `lookup`: the cell at a row header (first column of unique labels) and a column header;
@@ -27,14 +28,17 @@ whose `training_allowed` is not true is never sent (and `items=` makes the clien
 
 from __future__ import annotations
 
+import bisect
 import hashlib
 import html
 import logging
 import math
 import re
 import shutil
+import subprocess
 import tempfile
 import time
+import unicodedata
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -511,6 +515,55 @@ def table_html(grid: Grid) -> str:
     )
 
 
+_coverage: list[tuple[int, int]] | None = None
+
+
+def font_coverage() -> list[tuple[int, int]] | None:
+    """Code point ranges that some installed font covers (fontconfig's `fc-list`), merged;
+    None where fc-list is missing (then glyph coverage is not checked)."""
+    global _coverage
+    if _coverage is not None:
+        return _coverage
+    exe = shutil.which("fc-list")
+    if exe is None:
+        log.warning("fc-list (fontconfig) not found: table glyph coverage is not checked")
+        return None
+    text = subprocess.run(
+        [exe, "--format", "%{charset}\\n"], capture_output=True, text=True, timeout=60
+    ).stdout
+    ranges = []
+    for tok in text.split():
+        lo, _, hi = tok.partition("-")
+        try:
+            ranges.append((int(lo, 16), int(hi or lo, 16)))
+        except ValueError:
+            continue
+    merged: list[tuple[int, int]] = []
+    for lo, hi in sorted(ranges):
+        if merged and lo <= merged[-1][1] + 1:
+            merged[-1] = (merged[-1][0], max(hi, merged[-1][1]))
+        else:
+            merged.append((lo, hi))
+    _coverage = merged
+    return merged
+
+
+def missing_glyphs(text: str) -> list[str]:
+    """Characters of `text` that no installed font can draw (they would render as boxes)."""
+    cov = font_coverage()
+    if cov is None:
+        return []
+    starts = [lo for lo, _ in cov]
+    out = []
+    for ch in sorted(set(text)):
+        if ch.isspace() or unicodedata.category(ch) in ("Cc", "Cf"):
+            continue
+        k = bisect.bisect_right(starts, ord(ch)) - 1
+        if k < 0 or ord(ch) > cov[k][1]:
+            out.append(ch)
+    return out
+
+
 class TableRenderer:
     """One headless Chromium (the project's, launched as crawlers.render does, sandboxed where
     it can be) that screenshots table pages. Every request a page makes is aborted and counted."""
@@ -760,6 +813,14 @@ def make_table_pairs(
                     continue
                 rec["image_path"] = rel
                 summary.rendered += 1
+                cells = [*grid.header, *(c for r in [*grid.rows, *grid.footer] for c in r)]
+                missing = missing_glyphs("".join(cells))
+                if missing:
+                    rec["status"] = (
+                        f"missing_glyphs: no installed font draws {len(missing)} character(s) "
+                        f"({''.join(missing[:10])!r}); the image shows boxes for them: install "
+                        "fonts for the script (e.g. Debian's fonts-noto-cjk) and rerun"
+                    )
             summary.blocked_requests = len(renderer.blocked_requests)
 
     records.sort(key=lambda r: (r["doc_id"], r["table_index"]))

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 import struct
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -25,12 +26,13 @@ from synth.tables import (
     TableRenderer,
     grid_from_row,
     make_table_pairs,
+    missing_glyphs,
     parse_number,
     programmatic_qa,
     table_html,
 )
 from synth.teacher import TeacherClient
-from tests.synth.test_teacher import _completion, server  # noqa: F401 - the fake endpoint
+from tests.synth.test_teacher import server  # noqa: F401 - the fake endpoint
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -143,11 +145,21 @@ def _png_size(path) -> tuple[int, int]:
 
 def test_pairs_markdown_image_and_verified_qa(tmp_path):
     rows = _rows()
-    summary = make_table_pairs(_write(tmp_path, rows), tmp_path / "out")
+    nofont = {
+        **rows[0],
+        "doc_id": "nofont",
+        "header": ["Name", "Mark"],
+        "cells": [["Name", "Mark"], ["x", "\U0010fffd"], ["y", "z"]],
+    }
+    summary = make_table_pairs(_write(tmp_path, [*rows, nofont]), tmp_path / "out")
     out = pq.read_table(tmp_path / "out" / "table_pairs.parquet")
     assert out.schema.equals(TABLE_PAIRS)
     got = {r["doc_id"]: r for r in out.to_pylist()}
-    assert set(got) == set(PAGES)
+    assert set(got) == {*PAGES, "nofont"}
+    # A character no installed font draws: the image is kept, the status says why it is not ok.
+    if shutil.which("fc-list"):
+        assert got["nofont"]["status"].startswith("missing_glyphs: no installed font draws 1 ")
+        assert got["nofont"]["image_path"] is not None
     for row in rows:
         pair = got[row["doc_id"]]
         assert pair["markdown"] == row["markdown"]  # carried as is
@@ -155,7 +167,7 @@ def test_pairs_markdown_image_and_verified_qa(tmp_path):
         assert pair["id"] == f"{row['doc_id']}#t0"
         w, h = _png_size(tmp_path / "out" / pair["image_path"])
         assert 60 < w < 1280 and 20 < h < 800, (row["doc_id"], w, h)
-    assert summary.rendered == 4 and summary.blocked_requests == 0
+    assert summary.rendered == 5 and summary.blocked_requests == 0
     # Products: the colspan total row is kept apart (not summed); every kind is asked.
     kinds = {q["kind"] for q in got["products"]["qa"]}
     assert kinds == {
@@ -251,7 +263,8 @@ def test_teacher_wrong_answers_dropped_and_opted_out_never_sent(tmp_path, server
         {"question": "Which model looks newest?", "answer": "Nova C3", "kind": "other"},
     ]
     server["default"] = ("ok", json.dumps({"items": items}))
-    teacher = TeacherClient(server["base_url"], "tiny", timeout=5, backoff_s=0.01)
+    cache = tmp_path / "cache"
+    teacher = TeacherClient(server["base_url"], "tiny", timeout=5, backoff_s=0.01, cache_dir=cache)
     rows = _rows(opted_out=("cities", "league"))
     summary = make_table_pairs(
         _write(tmp_path, rows), tmp_path / "out", teacher=teacher, render=False
@@ -273,6 +286,24 @@ def test_teacher_wrong_answers_dropped_and_opted_out_never_sent(tmp_path, server
     assert summary.teacher_rejects["teacher_unresolvable_reference"] >= 1
     assert all(q["verified"] for q in got["cities"]["qa"])  # programmatic only
     assert got["cities"]["training_allowed"] is False and got["league"]["training_allowed"] is False
+    # A rerun with the same cache sends nothing and gives the same pairs.
+    again = TeacherClient(server["base_url"], "tiny", timeout=5, backoff_s=0.01, cache_dir=cache)
+    s2 = make_table_pairs(str(tmp_path / "extract"), tmp_path / "out2", teacher=again, render=False)
+    assert len(server["requests"]) == 2 and again.usage()["cache_hits"] == 2
+    assert pq.read_table(s2.out_path).equals(pq.read_table(summary.out_path))
+
+
+def test_teacher_failure_is_counted_and_programmatic_qa_kept(tmp_path, server):  # noqa: F811
+    server["default"] = ("ok", "not json at all")
+    teacher = TeacherClient(server["base_url"], "tiny", timeout=5, backoff_s=0.01)
+    rows = _rows(opted_out=("cities", "league", "plain"))
+    summary = make_table_pairs(
+        _write(tmp_path, rows), tmp_path / "out", teacher=teacher, render=False
+    )
+    assert len(server["requests"]) == 2  # the answer and its one repair retry, for products
+    assert summary.teacher_rejects == {"teacher_error": 1}
+    got = {r["doc_id"]: r for r in pq.read_table(summary.out_path).to_pylist()}
+    assert got["products"]["status"] == "ok" and len(got["products"]["qa"]) == 9
 
 
 def test_broken_tables_get_a_reason_not_a_crash(tmp_path):
@@ -355,3 +386,9 @@ def test_qa_ties_and_units():
     kinds = {q["kind"]: q["answer"] for q in programmatic_qa(grid, seed=0)}
     assert "argmax" not in kinds and kinds["max"] == "5"
     assert grid.numeric(2) is None and grid.numeric(1) is not None
+
+
+@pytest.mark.skipif(shutil.which("fc-list") is None, reason="fontconfig's fc-list is not installed")
+def test_missing_glyphs():
+    assert missing_glyphs("Abc Москва 1,2 %") == []
+    assert missing_glyphs("a\U0010fffd b\U0010fffd") == ["\U0010fffd"]
