@@ -739,12 +739,15 @@ def make_table_pairs(
     seed: int = 0,
     chromium: str | None = None,
     sandbox: str = "auto",
+    max_render_rows: int = 300,
+    max_render_cols: int = 40,
 ) -> Summary:
     """Write `out_dir/table_pairs.parquet` (TABLE_PAIRS) from an extract output's tables.
 
     An existing table_pairs.parquet is not overwritten (FileExistsError). A table that cannot be
     used keeps its row with the reason in `status`; a failed render keeps Markdown and QA with
-    `image_path` null and status `render_failed: ...`.
+    `image_path` null and status `render_failed: ...`; so does a table beyond max_render_rows x
+    max_render_cols (`too_large_to_render: ...`), whose screenshot would be unreadable.
     """
     t0 = time.monotonic()
     rows = read_tables(tables_dir)
@@ -804,6 +807,13 @@ def make_table_pairs(
         with TableRenderer(chromium, sandbox) as renderer:
             summary.render_sandbox = renderer.sandbox_note
             for rec, grid in to_render:
+                n_rows = len(grid.rows) + len(grid.footer) + (1 if grid.header else 0)
+                if n_rows > max_render_rows or grid.width > max_render_cols:
+                    rec["status"] = (
+                        f"too_large_to_render: {n_rows} rows x {grid.width} columns (limits "
+                        f"{max_render_rows} x {max_render_cols}: max_render_rows/max_render_cols)"
+                    )
+                    continue
                 rel = f"{IMAGES_DIR}/{_image_name(rec['id'])}"
                 try:
                     renderer.screenshot(table_html(grid), out / rel)

@@ -392,3 +392,24 @@ def test_qa_ties_and_units():
 def test_missing_glyphs():
     assert missing_glyphs("Abc Москва 1,2 %") == []
     assert missing_glyphs("a\U0010fffd b\U0010fffd") == ["\U0010fffd"]
+
+
+def test_too_large_table_keeps_markdown_and_qa_without_image(tmp_path):
+    cells = [["Item", "Qty"], *([f"i{k}", str(k)] for k in range(12))]
+    row = {
+        "doc_id": "big",
+        "url": "u",
+        "table_index": 0,
+        "markdown": "| big |",
+        "header": ["Item", "Qty"],
+        "cells": cells,
+        "n_rows": 12,
+        "n_cols": 2,
+        "training_allowed": True,
+    }
+    summary = make_table_pairs(_write(tmp_path, [row]), tmp_path / "out", max_render_rows=10)
+    (got,) = pq.read_table(summary.out_path).to_pylist()
+    assert got["status"].startswith("too_large_to_render: 13 rows x 2 columns")
+    assert got["image_path"] is None and got["markdown"] == "| big |"
+    assert {q["kind"]: q["answer"] for q in got["qa"]}["sum"] == str(sum(range(12)))
+    assert summary.rendered == 0
