@@ -26,10 +26,12 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import random
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -882,6 +884,52 @@ def _render_status(r) -> str:
     return "ok"
 
 
+def _one_chart(
+    i: int,
+    chart_type: str,
+    seed: int,
+    out: Path,
+    teacher,
+    teacher_name: str,
+    run: Callable,
+) -> tuple[dict, list[dict]]:
+    """One chart: topic -> data -> code -> sandboxed render -> PNG -> QA; (row, dropped QA)."""
+    rng = random.Random(f"charts:{seed}:{i}:{chart_type}")
+    chart_id = f"chart-{seed}-{i:05d}"
+    row = {"id": chart_id, "chart_type": chart_type, "topic": "", "data": "", "code": ""}
+    row.update(image_path=None, qa=[], status="ok", teacher=teacher_name)
+    dropped: list[dict] = []
+    try:
+        if teacher is None:
+            topic, data = make_data(chart_type, rng)
+            code = template_code(chart_type, rng)
+        else:
+            topic, data = _teacher_data(teacher, chart_type, rng)
+            code = _teacher_code(teacher, chart_type, data)
+    except Exception as exc:  # teacher errors and bad teacher data: the row keeps the reason
+        row["status"] = f"teacher: {type(exc).__name__}: {str(exc)[:300]}"
+        return row, dropped
+    data_json = json.dumps(data, sort_keys=True)
+    row.update(topic=topic, data=data_json, code=code)
+    r = run(code, {"data.json": data_json.encode()}, timeout_s=RENDER_TIMEOUT_S)
+    row["status"] = _render_status(r)
+    if row["status"] != "ok":
+        return row, dropped
+    rel = f"{IMAGES}/{chart_id}.png"
+    (out / rel).write_bytes(r.outputs["chart.png"])
+    row["image_path"] = rel
+    if teacher is None:
+        row["qa"] = make_qa(chart_type, data, rng)
+    else:
+        try:
+            items = _teacher_qa(teacher, data)
+        except Exception as exc:
+            row["status"] = f"teacher: {type(exc).__name__}: {str(exc)[:300]}"
+            return row, dropped
+        row["qa"] = _check_teacher_qa(data, items, chart_id, dropped)
+    return row, dropped
+
+
 def make_charts(
     out_dir: str | Path,
     *,
@@ -890,14 +938,18 @@ def make_charts(
     types: Iterable[str] | None = None,
     teacher=None,
     run: Callable = run_python,
+    workers: int | None = None,
 ) -> dict:
     """Generate `n` charts into `out_dir` (charts.parquet + images/); return the summary.
 
     Chart types go round-robin over `types` (default: all of CHART_TYPES; with a teacher, all of
     TEACHER_TYPES). Summary: charts, rendered, status (counts per status), qa, verified_qa_share,
     dropped_qa (teacher answers dropped, each with its reason), dropped_qa_reasons, seconds,
-    charts_per_s, teacher.
+    charts_per_s, teacher. `workers` charts are made at once (default: min(4, CPUs)); each
+    chart has its own seeded generator, so the rows do not depend on it.
     """
+    if workers is None:
+        workers = min(4, os.cpu_count() or 1)
     if n < 0:
         raise ValueError(f"make_charts n={n} must be >= 0")
     allowed = TEACHER_TYPES if teacher is not None else CHART_TYPES
@@ -917,44 +969,17 @@ def make_charts(
     (out / IMAGES).mkdir(parents=True, exist_ok=True)
     teacher_name = PROGRAMMATIC if teacher is None else str(teacher.model)
 
-    rows: list[dict] = []
-    dropped: list[dict] = []
+    def one(i: int) -> tuple[dict, list[dict]]:
+        return _one_chart(i, types[i % len(types)], seed, out, teacher, teacher_name, run)
+
     t0 = time.monotonic()
-    for i in range(n):
-        chart_type = types[i % len(types)]
-        rng = random.Random(f"charts:{seed}:{i}:{chart_type}")
-        chart_id = f"chart-{seed}-{i:05d}"
-        row = {"id": chart_id, "chart_type": chart_type, "topic": "", "data": "", "code": ""}
-        row.update(image_path=None, qa=[], status="ok", teacher=teacher_name)
-        rows.append(row)
-        try:
-            if teacher is None:
-                topic, data = make_data(chart_type, rng)
-                code = template_code(chart_type, rng)
-            else:
-                topic, data = _teacher_data(teacher, chart_type, rng)
-                code = _teacher_code(teacher, chart_type, data)
-        except Exception as exc:  # teacher errors and bad teacher data: the row keeps the reason
-            row["status"] = f"teacher: {type(exc).__name__}: {str(exc)[:300]}"
-            continue
-        data_json = json.dumps(data, sort_keys=True)
-        row.update(topic=topic, data=data_json, code=code)
-        r = run(code, {"data.json": data_json.encode()}, timeout_s=RENDER_TIMEOUT_S)
-        row["status"] = _render_status(r)
-        if row["status"] != "ok":
-            continue
-        rel = f"{IMAGES}/{chart_id}.png"
-        (out / rel).write_bytes(r.outputs["chart.png"])
-        row["image_path"] = rel
-        if teacher is None:
-            row["qa"] = make_qa(chart_type, data, rng)
-        else:
-            try:
-                items = _teacher_qa(teacher, data)
-            except Exception as exc:
-                row["status"] = f"teacher: {type(exc).__name__}: {str(exc)[:300]}"
-                continue
-            row["qa"] = _check_teacher_qa(data, items, chart_id, dropped)
+    if workers <= 1:
+        results = [one(i) for i in range(n)]
+    else:
+        with ThreadPoolExecutor(workers) as pool:  # sandbox runs are processes; map keeps order
+            results = list(pool.map(one, range(n)))
+    rows = [row for row, _ in results]
+    dropped = [d for _, ds in results for d in ds]
     seconds = time.monotonic() - t0
 
     tmp = target.with_suffix(".parquet.tmp")
@@ -975,4 +1000,5 @@ def make_charts(
         "charts_per_s": round(len(rows) / seconds, 3) if seconds > 0 else None,
         "teacher": teacher_name,
         "types": types,
+        "workers": workers,
     }

@@ -146,11 +146,11 @@ def test_recompute_by_kind():
 
 
 def test_deterministic_for_a_seed(tmp_path):
-    def rows(d, seed):
-        make_charts(d, n=12, seed=seed, run=fake_run)
+    def rows(d, seed, workers=1):
+        make_charts(d, n=12, seed=seed, run=fake_run, workers=workers)
         return pq.read_table(d / "charts.parquet").to_pylist()
 
-    a, b = rows(tmp_path / "a", 3), rows(tmp_path / "b", 3)
+    a, b = rows(tmp_path / "a", 3), rows(tmp_path / "b", 3, workers=3)
     assert a == b
     assert len({r["code"] for r in a}) > 1  # the style block varies
     c = rows(tmp_path / "c", 4)
@@ -279,7 +279,7 @@ def test_teacher_wrong_answers_dropped_and_malicious_code_blocked(server, tmp_pa
         json.dumps({"code": evil}),
     ]
     teacher = TeacherClient(server["base_url"], "tiny-teacher", timeout=5, backoff_s=0.01)
-    s = make_charts(tmp_path, n=2, seed=1, types=["bar"], teacher=teacher)
+    s = make_charts(tmp_path, n=2, seed=1, types=["bar"], teacher=teacher, workers=1)
     good, bad = pq.read_table(tmp_path / "charts.parquet").to_pylist()
     assert len(server["requests"]) == 5  # no QA asked for the chart that did not render
     assert good["teacher"] == bad["teacher"] == "tiny-teacher"
