@@ -28,6 +28,7 @@ import json
 import math
 import os
 import random
+import statistics
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable
@@ -51,6 +52,7 @@ CHART_TYPES = (
     "scatter",
     "histogram",
     "heatmap",
+    "box",
 )
 # Chart types whose data has the categorical shape (categories x series): the teacher path.
 TEACHER_TYPES = ("bar", "grouped_bar", "stacked_bar", "line", "area", "pie")
@@ -210,6 +212,34 @@ HEATMAP_TOPICS = (
     ),
 )
 
+# (subject, group field, measure, unit, groups, value range)
+BOX_TOPICS = (
+    (
+        "Reaction times by age group",
+        "Age group",
+        "Reaction time",
+        "ms",
+        ("18-29", "30-39", "40-49", "50-59", "60-69", "70+"),
+        (180, 420),
+    ),
+    (
+        "Apartment rents by district",
+        "District",
+        "Monthly rent",
+        "EUR",
+        ("Centre", "Harbour", "North", "Old Town", "University", "West End"),
+        (500, 2400),
+    ),
+    (
+        "Battery life by phone brand",
+        "Brand",
+        "Battery life",
+        "hours",
+        ("Arvo", "Bolt", "Corvo", "Dyna", "Elm"),
+        (6, 30),
+    ),
+)
+
 # --------------------------------------------------------------------------- templates
 
 _HEAD = """import json
@@ -317,6 +347,20 @@ for i, row in enumerate(d["matrix"]):
 ax.set_xlabel(d["column_field"])
 ax.set_ylabel(d["row_field"])
 fig.colorbar(im, ax=ax, label=d["value_field"])
+""",
+    "box": """names = [g["name"] for g in d["groups"]]
+bp = ax.boxplot([g["values"] for g in d["groups"]], patch_artist=True)
+for patch, color in zip(bp["boxes"], STYLE["colors"]):
+    patch.set_facecolor(color)
+for i, line in enumerate(bp["medians"]):
+    y = line.get_ydata()[0]
+    ax.text(i + 1.3, y, str(d["medians"][i]), va="center", fontsize=8)
+ax.set_xticks(range(1, len(names) + 1))
+ax.set_xticklabels(names)
+ax.set_xlabel(d["x_field"])
+ax.set_ylabel(d["y_field"] + " (" + d["unit"] + ")")
+if STYLE["grid"]:
+    ax.grid(axis="y", alpha=0.3)
 """,
 }
 PALETTES = (
@@ -441,11 +485,33 @@ def _heatmap(rng: random.Random) -> tuple[str, dict]:
     return subject.lower(), data
 
 
+def _box(rng: random.Random) -> tuple[str, dict]:
+    subject, group_field, measure, unit, groups, (lo, hi) = rng.choice(BOX_TOPICS)
+    chosen = rng.sample(groups, rng.randint(3, min(5, len(groups))))
+    span = hi - lo
+    centres = rng.sample(range(lo + span // 4, hi - span // 4), len(chosen))  # distinct
+    out = []
+    for name, c in zip(chosen, centres, strict=True):
+        k = rng.randrange(9, 22, 2)  # odd: the median is one of the values
+        vals = [round(min(hi, max(lo, rng.gauss(c, span / 10))), 1) for _ in range(k)]
+        out.append({"name": name, "values": vals})
+    data = {
+        "title": subject,
+        "x_field": group_field,
+        "y_field": measure,
+        "unit": unit,
+        "groups": out,
+        "medians": [statistics.median(g["values"]) for g in out],
+    }
+    return subject.lower(), data
+
+
 def make_data(chart_type: str, rng: random.Random) -> tuple[str, dict]:
     """(topic, data) for a chart type, from the seeded generator."""
     if chart_type in TEACHER_TYPES:
         return _categorical(chart_type, rng)
-    return {"scatter": _scatter, "histogram": _histogram, "heatmap": _heatmap}[chart_type](rng)
+    makers = {"scatter": _scatter, "histogram": _histogram, "heatmap": _heatmap, "box": _box}
+    return makers[chart_type](rng)
 
 
 # --------------------------------------------------------------------------- QA
@@ -742,13 +808,59 @@ def _heatmap_qa(data: dict, rng: random.Random) -> list[dict]:
     return qa
 
 
+def _box_qa(data: dict, rng: random.Random) -> list[dict]:
+    groups, gf, m, unit = data["groups"], data["x_field"], data["y_field"].lower(), data["unit"]
+    med = {g["name"]: statistics.median(g["values"]) for g in groups}
+    a, b = rng.sample(list(med), 2)
+    op = rng.choice(["max", "min"])
+    best = (max if op == "max" else min)(med, key=med.get)
+    pool = next(t[4] for t in BOX_TOPICS if t[0] == data["title"])
+    missing = next((g for g in pool if g not in med), "Other")
+    qa = [
+        _qa(f"What is the median {m} for {a} ({unit})?", fmt(med[a]), "lookup"),
+        _qa(
+            f"Which {gf.lower()} has the {'highest' if op == 'max' else 'lowest'} median {m}?",
+            best,
+            "extremum",
+        ),
+        _qa(
+            f"What is the difference between the median {m} of {a} and {b} ({unit})?",
+            fmt(abs(med[a] - med[b])),
+            "difference",
+        ),
+        _qa(
+            f"What is the average of the {len(med)} medians shown ({unit})?",
+            fmt(sum(med.values()) / len(med)),
+            "average",
+        ),
+        _qa(f"How many {gf.lower()}s are compared?", str(len(groups)), "count"),
+        _qa(f"What is the median {m} for {missing} ({unit})?", UNANSWERABLE, UNANSWERABLE),
+    ]
+    if med[a] != med[b]:
+        qa.insert(
+            2,
+            _qa(
+                f"Which has the higher median {m}: {a} or {b}?",
+                a if med[a] > med[b] else b,
+                "comparison",
+            ),
+        )
+    if list(med.values()).count(med[best]) != 1:
+        qa.pop(1)
+    return qa
+
+
 def make_qa(chart_type: str, data: dict, rng: random.Random) -> list[dict]:
     """QA computed from the data (every item verified=True), one unanswerable question included."""
     if chart_type in TEACHER_TYPES:
         return _categorical_qa(chart_type, data, rng)
-    return {"scatter": _scatter_qa, "histogram": _histogram_qa, "heatmap": _heatmap_qa}[chart_type](
-        data, rng
-    )
+    makers = {
+        "scatter": _scatter_qa,
+        "histogram": _histogram_qa,
+        "heatmap": _heatmap_qa,
+        "box": _box_qa,
+    }
+    return makers[chart_type](data, rng)
 
 
 # --------------------------------------------------------------------------- teacher

@@ -109,6 +109,12 @@ def test_qa_answers_are_right(rendered):
             assert qa["extremum"]["answer"] == f"{data['rows'][r_]}, {data['columns'][c_]}"
             assert qa["count"]["answer"] == str(len(data["rows"]))
             checked += 2
+        elif "groups" in data:
+            med = {g["name"]: float(np.median(g["values"])) for g in data["groups"]}
+            name = re.search(r" for (.+) \(", qa["lookup"]["question"]).group(1)
+            assert float(qa["lookup"]["answer"]) == med[name]
+            assert qa["count"]["answer"] == str(len(med))
+            checked += 2
         else:
             pts = data["points"]
             assert qa["count"]["answer"] == str(len(pts))
@@ -155,7 +161,7 @@ def test_deterministic_for_a_seed(tmp_path):
     assert len({r["code"] for r in a}) > 1  # the style block varies
     c = rows(tmp_path / "c", 4)
     assert [r["data"] for r in c] != [r["data"] for r in a]
-    assert [r["chart_type"] for r in a][:9] == list(CHART_TYPES)
+    assert [r["chart_type"] for r in a][: len(CHART_TYPES)] == list(CHART_TYPES)
 
 
 def test_types_and_existing_output_errors(tmp_path):
