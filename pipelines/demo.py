@@ -28,6 +28,7 @@ DEMO_TRAIN_STEPS = {"pretrained_model": 300, "cpt_model": 100, "long_context_mod
 DEMO_RETRIEVAL_EVAL_DOCS = 64
 DEMO_IMAGE_DELAY_S = 0.05
 DEMO_CLIP_STEPS = 60
+DEMO_CHARTS = 10  # one of each chart type
 
 
 @dataclass
@@ -53,6 +54,7 @@ def demo_config(seeds: list[str], train_steps: dict[str, int]) -> dict[str, dict
         # the sample web's images are on loopback too
         "image_pairs": {"allow_private_networks": True, "delay": DEMO_IMAGE_DELAY_S},
         "clip_model": {"steps": DEMO_CLIP_STEPS, "batch_size": 32},
+        "synthetic_charts": {"n": DEMO_CHARTS},
     }
     for name, steps in train_steps.items():
         config.setdefault(name, {})["steps"] = steps

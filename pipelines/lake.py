@@ -49,6 +49,8 @@ DATASETS = {
     "interleaved_documents": "images/interleaved/interleaved.parquet",
     "clip_model": "models/clip",
     "domain_images": "images/domain/domain_images.parquet",
+    "synthetic_charts": "synth/charts/charts.parquet",
+    "table_pairs": "synth/tables/table_pairs.parquet",
     # mixtures: the default (tiny) specs' names; training runs: the newest finished run
     "pretrain_mixture": "mixtures/tiny-pretrain",
     "cpt_mixture": "mixtures/tiny-cpt",

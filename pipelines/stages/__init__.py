@@ -13,6 +13,7 @@ from pipelines.stages.images import CLIP_TRAIN, DOMAINS, IMAGES_BUILD, INTERLEAV
 from pipelines.stages.mix import MIX_BUILD, MIX_REPORT, MIX_VALIDATE, MIXTURES, TOKENIZER
 from pipelines.stages.quality import QUALITY_MODELS, QUALITY_TRAIN
 from pipelines.stages.sampleweb import SAMPLE_WEB, SERVE
+from pipelines.stages.synth import CHARTS, TABLES
 from pipelines.stages.train import RETRIEVAL_DATA, RETRIEVAL_EVAL, TRAIN
 
 STAGES: list[Stage] = [
@@ -28,6 +29,8 @@ STAGES: list[Stage] = [
     INTERLEAVED,
     CLIP_TRAIN,
     DOMAINS,
+    CHARTS,
+    TABLES,
     TOKENIZER,
     MIX_VALIDATE,
     MIX_BUILD,
@@ -45,6 +48,7 @@ GROUPS = {
     "train": "Train the model: pretrain, cpt, long-context.",
     "quality": "Per-language quality classifiers (fastText).",
     "images": "Image-text pairs, interleaved documents, knowledge-domain images.",
+    "synth": "Synthetic data: charts from sandboxed code, tables, with verified QA.",
     "clip": "A CLIP model trained here with open_clip on the kept image-text pairs.",
     "sampleweb": "The bundled sample web: serve it on loopback or write it to the lake.",
 }
