@@ -124,6 +124,10 @@ def images_build(p: ImagesBuildParams, lake: Lake) -> ImagesBuildSummary:
     else:
         base = lake.root / "images" / "pairs"
         out = base / f"shard={lake.partition}" if lake.partition is not None else base
+        if out.exists() and not p.resume:  # the lake's dataset: a new run starts it afresh
+            import shutil
+
+            shutil.rmtree(out)
     cfg = load_image_config(p.config)
     refs = _shard_refs(load_refs(docs), lake.partition)
     fetch_cfg = ImageFetchConfig(
