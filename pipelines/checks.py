@@ -741,6 +741,17 @@ def _finite(v: Any) -> bool:
     return isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)
 
 
+def _within_warmup(run_dir: Path) -> str | None:
+    """'N <= W steps' when the run's total steps do not pass its warm-up (run.json), else None."""
+    try:
+        run = json.loads((run_dir / "run.json").read_text())
+        stage = run["config"]["stages"][run["stage"]]
+        total, warmup = int(run["total_steps"]), int(stage.get("warmup_steps") or 0)
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    return f"{total} <= {warmup} steps" if total <= warmup else None
+
+
 def training_loss_finite_and_falling(run_dir: Path) -> CheckOutcome:
     """Every logged loss is finite, and the loss fell over the run.
 
@@ -750,7 +761,8 @@ def training_loss_finite_and_falling(run_dir: Path) -> CheckOutcome:
     first 10%. Single steps are noisy (one batch each); windows that scale with the run's length
     compare the start with the end without hinging on one lucky or unlucky batch. A run too short
     to log two steps is judged by its held-out loss instead: summary.json's eval mean at the end
-    below the one at the start. With neither, the check fails.
+    below the one at the start. With neither, the check fails. A run that ends within its
+    warm-up (run.json: total steps <= warmup_steps) is not judged on falling, and says so.
     """
     run_dir = Path(run_dir)
     metrics = sorted(_jsonl(run_dir / "metrics.jsonl"), key=lambda r: r["step"])
@@ -776,7 +788,13 @@ def training_loss_finite_and_falling(run_dir: Path) -> CheckOutcome:
     first = last = float("nan")
     falling = False
     basis = "train"
-    if n >= 2 and not bad_train:
+    within_warmup = _within_warmup(run_dir)
+    if within_warmup is not None:
+        # Still warming up when it stopped: the learning rate never reached its peak, and the
+        # loss of a continued run may rise first on its new mixture. Not judged; said so.
+        basis = "within_warmup"
+        falling = True
+    elif n >= 2 and not bad_train:
         first = sum(losses[:window]) / window
         last = sum(losses[-window:]) / window
         falling = last < first
@@ -803,6 +821,8 @@ def training_loss_finite_and_falling(run_dir: Path) -> CheckOutcome:
         verdict = (
             f"non-finite losses: {bad_train} train, {bad_eval} eval, {bad_summary} in summary.json"
         )
+    elif basis == "within_warmup":
+        verdict = f"not judged: the run ended within its warm-up ({within_warmup})"
     elif basis == "held-out":
         word = "falling" if falling else "not falling"
         verdict = f"{n} logged step(s); held-out loss {word}: {first:.4f} -> {last:.4f}"

@@ -448,6 +448,25 @@ def test_a_rising_loss_fails(run_dir, tmp_path):
     assert out.metadata["finite"] is True
 
 
+def test_a_run_within_its_warmup_is_not_judged_on_falling(run_dir, tmp_path):
+    rows = _run_copy(run_dir, tmp_path)
+    losses = [r["loss"] for r in rows][::-1]
+    _write_metrics(tmp_path, [{**r, "loss": v} for r, v in zip(rows, losses, strict=True)])
+    run = json.loads((run_dir / "run.json").read_text())
+    stage = run["config"]["stages"][run["stage"]]
+    assert run["total_steps"] > (stage.get("warmup_steps") or 0)  # past warm-up: judged, fails
+    (tmp_path / "run.json").write_text(json.dumps(run))
+    assert not checks.training_loss_finite_and_falling(tmp_path).passed
+    stage["warmup_steps"] = run["total_steps"]  # ended within warm-up: said so, not judged
+    (tmp_path / "run.json").write_text(json.dumps(run))
+    out = checks.training_loss_finite_and_falling(tmp_path)
+    assert out.passed and out.metadata["judged_on"] == "within_warmup"
+    assert "within its warm-up" in out.description
+    rows[3]["loss"] = math.nan  # but a non-finite loss still fails
+    _write_metrics(tmp_path, rows)
+    assert not checks.training_loss_finite_and_falling(tmp_path).passed
+
+
 # --- errors ----------------------------------------------------------------------------------
 
 
