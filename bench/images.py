@@ -55,11 +55,10 @@ import subprocess
 import sys
 import tempfile
 import textwrap
-import threading
 import time
 from pathlib import Path
 
-from _peers import IMG2DATASET, peer_python
+from _peers import IMG2DATASET, TreePeak, peer_python
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "bench" / "results"
@@ -281,43 +280,6 @@ SCORING = textwrap.dedent(
     json.dump(result, open(args["result"], "w"))
     """
 )
-
-
-class TreePeak:
-    """Peak PSS (MiB) of a process and its descendants, sampled in a background thread."""
-
-    def __init__(self, pid: int, interval_s: float = 0.2):
-        import psutil
-
-        self.proc = psutil.Process(pid)
-        self.interval_s = interval_s
-        self.peak_mib = 0.0
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-        self._thread.start()
-
-    def _run(self) -> None:
-        import psutil
-
-        while not self._stop.is_set():
-            total = 0
-            try:
-                procs = [self.proc, *self.proc.children(recursive=True)]
-            except psutil.Error:
-                break
-            for p in procs:
-                try:
-                    total += p.memory_full_info().pss
-                except psutil.Error:
-                    pass
-            self.peak_mib = max(self.peak_mib, total / 2**20)
-            self._stop.wait(self.interval_s)
-
-    def stop(self) -> float:
-        """Stop sampling; the peak in MiB."""
-        self._stop.set()
-        self._thread.join()
-        return self.peak_mib
 
 
 def run_measured(cmd: list[str], **kw) -> tuple[float, float]:
