@@ -118,6 +118,8 @@ def images_build(p: ImagesBuildParams, lake: Lake) -> ImagesBuildSummary:
     from filters.images import load_image_config
     from filters.images.pairs import build_pairs, pairs_table
 
+    if p.min_score is not None and p.top_fraction is not None:
+        raise ValueError("--min-score and --top-fraction exclude each other: give one")
     docs = Path(p.docs) if p.docs else lake.root / "extract"
     if p.out is not None:
         out = Path(p.out)

@@ -186,7 +186,8 @@ def test_min_score_and_top_fraction_exclude_each_other(built, tmp_path):
             "0.3",
         ],
     )
-    assert res.exit_code == 2 and "error:" in res.output
+    assert res.exit_code == 2 and "exclude each other" in res.output
+    assert not (tmp_path / "x").exists()  # refused before anything is fetched
 
 
 def test_consent_check_passes_then_fails_on_a_stored_opted_out_image(built, tmp_path):
