@@ -2,8 +2,9 @@
 
 A config file has three sections: `model` (fields of `training.model.ModelConfig`; `vocab_size`
 may be left out, it then comes from the mixture's tokenizer), `train` (batch, precision, logging,
-checkpointing) and `stages` with one section per stage (`pretrain`, `cpt`, `long-context`) holding
-the mixture name, steps and schedule, and for long context the raised RoPE base and length limit.
+checkpointing) and `stages` with one section per stage (`pretrain`, `cpt`, `multimodal`,
+`long-context`) holding the mixture name, steps and schedule, for long context the raised RoPE base
+and length limit, for multimodal the vision options (`MultimodalSection`).
 """
 
 from __future__ import annotations
@@ -70,6 +71,22 @@ class StageSection(_Strict):
     max_seq_len: int | None = Field(default=None, ge=1)  # overrides model.max_seq_len
 
 
+class MultimodalSection(StageSection):
+    """The multimodal stage: a stage plus the vision side (training/vision.py).
+
+    Image tokens per image come from the mixture (manifest `image_tokens`), the image size and
+    normalisation from the CLIP model.
+    """
+
+    freeze_vision: bool = True  # false: the CLIP image tower trains too
+    adapter_only_steps: int = Field(default=0, ge=0)  # the first N steps train the adapter only
+    adapter_heads: int = Field(default=4, ge=1)
+    adapter_ffn_mult: float = Field(default=2.0, gt=0)
+    # the text eval loss at the end may exceed the init checkpoint's by this fraction at most
+    text_loss_tolerance: float = Field(default=0.05, ge=0)
+    mismatch_seed: int = 0  # seeds the derangement of eval images (the mismatched condition)
+
+
 class StagesSection(_Strict):
     """The per-stage sections; a stage left out cannot be run with this config."""
 
@@ -77,6 +94,7 @@ class StagesSection(_Strict):
 
     pretrain: StageSection | None = None
     cpt: StageSection | None = None
+    multimodal: MultimodalSection | None = None
     long_context: StageSection | None = Field(default=None, alias="long-context")
 
 
