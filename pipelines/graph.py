@@ -31,6 +31,7 @@ from dagster import (
     multi_asset,
 )
 
+from common.memory import PeakMemory
 from pipelines.resources import HANDLES_DIR, LakeIOManager
 from pipelines.stage import Dataset, Lake, Stage, Summary, field_role
 
@@ -65,20 +66,86 @@ def config_class(stage: Stage, asset_name: str) -> type[Config]:
     return pydantic.create_model(cls_name, __base__=Config, __doc__=stage.description, **fields)
 
 
-def _metadata(values: dict[str, Any], markdown: tuple[str, ...]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
+def _kind(key: str, value: Any, markdown: tuple[str, ...]) -> str:
+    """The metadata type of one figure: md, json, path, or raw (bool/int/float/str as they are)."""
+    if key in markdown:
+        return "md"
+    if isinstance(value, dict | list | tuple):
+        return "json"
+    if isinstance(value, Path):
+        return "path"
+    return "raw"
+
+
+def typed_metadata(values: dict[str, Any], markdown: tuple[str, ...]) -> dict[str, tuple[str, Any]]:
+    """Figures as (type, JSON-able value) pairs: the same for an in-process step and a Pipes job."""
+    out: dict[str, tuple[str, Any]] = {}
     for key, value in values.items():
-        if key in markdown:
-            out[key] = MetadataValue.md(str(value))
-        elif isinstance(value, dict | list | tuple):
-            out[key] = MetadataValue.json(value)
-        elif isinstance(value, Path):
-            out[key] = MetadataValue.path(str(value))
-        elif isinstance(value, bool | int | float | str):
-            out[key] = value
-        else:
-            out[key] = str(value)
+        kind = _kind(key, value, markdown)
+        if kind == "md" or kind == "path":
+            value = str(value)
+        elif kind == "raw" and not isinstance(value, bool | int | float | str):
+            value = str(value)
+        out[key] = (kind, value)
     return out
+
+
+def _metadata_values(typed: dict[str, tuple[str, Any]]) -> dict[str, Any]:
+    makers = {"md": MetadataValue.md, "json": MetadataValue.json, "path": MetadataValue.path}
+    return {k: makers[kind](v) if kind in makers else v for k, (kind, v) in typed.items()}
+
+
+def _metadata(values: dict[str, Any], markdown: tuple[str, ...]) -> dict[str, Any]:
+    return _metadata_values(typed_metadata(values, markdown))
+
+
+def stage_results(stage: Stage, summary: Summary, lake: Lake, seconds: float, peak: PeakMemory):
+    """What a finished stage reports: per output (name, path, typed metadata), and each check
+    with its outcome. The in-process step and the Pipes job (`pipelines.pipes_job`) share it."""
+    outputs = []
+    for out in stage.outputs:
+        path = summary.outputs.get(out)
+        if path is None:
+            raise RuntimeError(f"stage {stage.name} did not report output {out}")
+        meta: dict[str, tuple[str, Any]] = {
+            "path": ("path", str(path)),
+            "summary": ("raw", summary.line()),
+            "seconds": ("raw", seconds),
+            "peak_memory_mib": ("raw", peak.mib),
+        }
+        figures = summary.metadata_for(out, out == stage.outputs[0])
+        meta.update(typed_metadata(figures, summary.markdown_fields))
+        outputs.append((out, str(path), meta))
+    checks = [(check, check.fn(summary, lake)) for check in stage.checks]
+    return outputs, checks
+
+
+def _run_via_pipes(context: AssetExecutionContext, stage: Stage, values: dict, lake: Lake):
+    """Run the stage as its own process through Dagster Pipes (`pipelines.pipes_job`): the job
+    reports each output's metadata and each check back with `dagster_pipes`, exactly as a job on
+    a remote Beam runner's launcher would; the outputs become lake handles here."""
+    import json
+    import sys
+
+    from dagster import PipesSubprocessClient
+
+    extras = {
+        "stage": stage.name,
+        "params": json.loads(json.dumps(values, default=str)),
+        "lake": str(lake.root),
+        "partition": lake.partition,
+    }
+    invocation = PipesSubprocessClient().run(
+        command=[sys.executable, "-m", "pipelines.pipes_job"], context=context, extras=extras
+    )
+    for result in invocation.get_results():
+        if isinstance(result, AssetCheckResult):
+            yield result
+            continue
+        out = result.asset_key.path[-1]
+        meta = dict(result.metadata or {})
+        path = meta["path"].value if hasattr(meta["path"], "value") else meta["path"]
+        yield Output(Dataset(out, str(path), lake.partition), output_name=out, metadata=meta)
 
 
 def stage_asset(stage: Stage, name: str | None = None):
@@ -124,24 +191,18 @@ def stage_asset(stage: Stage, name: str | None = None):
                 resource_name, attr = source.split(".", 1)
                 value = getattr(getattr(res, resource_name), attr)
                 values[field_name] = value() if callable(value) else value
+        if stage.beam_job and res.beam.launch_via_pipes:
+            yield from _run_via_pipes(context, stage, values, lake)
+            return
         started = time.perf_counter()
-        summary: Summary = stage.run(stage.params(**values), lake)
+        with PeakMemory() as peak:
+            summary: Summary = stage.run(stage.params(**values), lake)
         seconds = round(time.perf_counter() - started, 2)
-        for out in stage.outputs:
-            path = summary.outputs.get(out)
-            if path is None:
-                raise RuntimeError(f"stage {stage.name or op_name} did not report output {out}")
-            handle = Dataset(out, str(path), lake.partition)
-            out_meta = {
-                "path": MetadataValue.path(str(path)),
-                "summary": summary.line(),
-                "seconds": seconds,
-            }
-            figures = summary.metadata_for(out, out == stage.outputs[0])
-            out_meta.update(_metadata(figures, summary.markdown_fields))
-            yield Output(handle, output_name=out, metadata=out_meta)
-        for check in stage.checks:
-            outcome = check.fn(summary, lake)
+        outputs, checks = stage_results(stage, summary, lake, seconds, peak)
+        for out, path, meta in outputs:
+            handle = Dataset(out, path, lake.partition)
+            yield Output(handle, output_name=out, metadata=_metadata_values(meta))
+        for check, outcome in checks:
             yield AssetCheckResult(
                 asset_key=check.asset,
                 check_name=check.name,

@@ -29,6 +29,20 @@ class BeamRunnerResource(ConfigurableResource):
 
     runner: str = "DirectRunner"
     options: list[str] = []
+    # How stages that run Beam jobs are launched: "in_process", "pipes" (their own process via
+    # Dagster Pipes, reporting back with dagster_pipes), or "auto": pipes unless the runner is the
+    # in-process DirectRunner with no options (the demo's fast default).
+    launch: str = "auto"
+
+    @property
+    def launch_via_pipes(self) -> bool:
+        if self.launch not in ("auto", "in_process", "pipes"):
+            raise ValueError(
+                f"beam resource: launch={self.launch!r}; use auto, in_process or pipes"
+            )
+        if self.launch == "auto":
+            return self.runner_or_none is not None
+        return self.launch == "pipes"
 
     @property
     def runner_or_none(self) -> str | None:

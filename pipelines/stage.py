@@ -217,6 +217,9 @@ class Stage:
     bind: Mapping[str, str] = field(default_factory=dict)  # params field -> upstream asset
     # outputs that depend on other outputs of the same stage, not on all its inputs
     internal_deps: Mapping[str, Sequence[str]] = field(default_factory=dict)
+    # runs Beam pipelines: launched as its own process through Dagster Pipes when the `beam`
+    # resource says so (pipelines/pipes_job.py)
+    beam_job: bool = False
 
     def input_fields(self) -> dict[str, str]:
         """params field -> upstream dataset: fields marked `input=`, and `bind`."""

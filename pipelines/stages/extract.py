@@ -468,6 +468,7 @@ EXTRACT = Stage(
     name="extract",
     params=ExtractParams,
     run=extract,
+    beam_job=True,
     description=extract.__doc__,
     outputs=("documents",),
     inputs=("raw_pages", "rendered_pages"),

@@ -338,6 +338,7 @@ FILTER = Stage(
     name="filter",
     params=FilterParams,
     run=filter_stage,
+    beam_job=True,
     description=filter_stage.__doc__,
     outputs=("filtered_documents", "deduplicated_documents"),
     inputs=("documents", "quality_models"),

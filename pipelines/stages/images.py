@@ -402,6 +402,7 @@ IMAGES_BUILD = Stage(
     name="images build",
     params=ImagesBuildParams,
     run=images_build,
+    beam_job=True,
     description=images_build.__doc__,
     outputs=("image_pairs",),
     inputs=("documents",),

@@ -1,0 +1,52 @@
+"""The filter stage's Beam job launched through Dagster Pipes: its own process, reporting each
+output's metadata and each check back with dagster_pipes; lineage handles as in process."""
+
+import os
+import shutil
+
+import pytest
+
+from pipelines.graph import materialize_selection
+from pipelines.resources import BeamRunnerResource
+
+
+@pytest.mark.timeout(300)
+def test_filter_via_pipes_reports_metadata_and_checks(tmp_path, docs_dir, models_dir):
+    (tmp_path / "extract").mkdir()
+    shutil.copy(docs_dir / "documents.parquet", tmp_path / "extract" / "documents.parquet")
+    names = ["sample_web", "quality_models", "filtered_documents", "deduplicated_documents"]
+    res = materialize_selection(
+        names, tmp_path, resources={"beam": BeamRunnerResource(launch="pipes")}
+    )
+    assert res.success
+    mats = {
+        m.asset_key.to_user_string(): m.materialization
+        for m in res.get_asset_materialization_events()
+    }
+    # quality_models is no Beam job: it ran in this process and has no pipes_pid.
+    assert "pipes_pid" not in mats["quality_models"].metadata
+    pids = set()
+    for name in ("filtered_documents", "deduplicated_documents"):
+        meta = mats[name].metadata
+        pids.add(meta["pipes_pid"].value)
+        assert meta["peak_memory_mib"].value > 50  # a Python process with pyarrow and Beam
+        assert meta["path"].value.startswith(str(tmp_path / "filter"))
+    assert len(pids) == 1 and os.getpid() not in pids
+    assert "| lang |" in mats["filtered_documents"].metadata["funnel"].value
+    assert 0 < mats["deduplicated_documents"].metadata["dedup_rate"].value < 1
+    checks = {
+        (c.asset_key.to_user_string(), c.check_name): c for c in res.get_asset_check_evaluations()
+    }
+    assert {k: c.passed for k, c in checks.items()} == {
+        ("filtered_documents", "rows_accounted"): True,
+        ("deduplicated_documents", "no_duplicate_kept"): True,
+    }
+    assert checks[("filtered_documents", "rows_accounted")].metadata["description"].value
+    # The outputs are lake handles a downstream step loads, exactly as from an in-process step.
+    handles = sorted(p.name for p in (tmp_path / "_handles").rglob("*.json"))
+    assert "deduplicated_documents.json" in handles or any("deduplicated" in h for h in handles)
+
+
+def test_unknown_launch_is_refused():
+    with pytest.raises(ValueError, match="launch='remote'"):
+        assert BeamRunnerResource(launch="remote").launch_via_pipes
