@@ -22,6 +22,21 @@ model. The report's ideas are each a few named lines:
   followed by the boundary token `<|endoftext|>` (`boundary_token_id`, set from the mixture). A token
   attends only to earlier tokens of its own document; the boundary token belongs to the document it
   ends. Segment ids come from the boundary positions (`document_segments`).
+- Parallel-Track (the server model's PT transformer): with `tracks` K > 1 the decoder is K
+  smaller transformers ("tracks") side by side. Each track is its own stack of `n_layer` layers
+  with the full residual width `d_model` but 1/K of the query heads, of the KV heads and of the
+  FFN (or of each MoE expert's) hidden units, so the K tracks together hold the parameters of the
+  dense model with the same config (plus K copies of the norms and routers). Layers are grouped
+  into track blocks of `track_block_depth` D layers. All tracks start a block from the same
+  hidden state h, run their D layers without seeing each other, and meet only at the block's end:
+  `combine_tracks` sets h <- h + sum_k (h_k - h), the sum of the tracks' residual updates (one
+  all-reduce when tracks live on different devices). That is L/D synchronisation points per
+  forward instead of the 2L (one after attention, one after the FFN, in every layer) of K-way
+  tensor parallelism. MoE layers are local to a track: each track has its own router and its own
+  experts, and a token of track k is only ever routed to track k's experts. KV sharing pairs
+  layers within a track. On one device the tracks run batched: their weights are stacked and
+  their heads folded into one attention call (`Transformer._parallel_layer`);
+  `Transformer.reference_forward` runs them one after another with the plain `Block` code.
 
 Attention memory. A local layer never builds a (T, T) score matrix: on CUDA the mask (causal,
 sliding window, documents) is a FlexAttention block mask, so whole masked-out blocks are skipped
@@ -68,6 +83,8 @@ class ModelConfig:
     boundary_token_id: int = -1  # <|endoftext|>; -1 (unknown) leaves document masking off
     norm_eps: float = 1e-5
     init_std: float = 0.02
+    tracks: int = 1  # Parallel-Track: K tracks (1 = the plain decoder)
+    track_block_depth: int = 0  # D: layers per track block (a divisor of n_layer; tracks > 1)
 
     def __post_init__(self) -> None:
         if self.d_model % self.n_head:
@@ -92,6 +109,28 @@ class ModelConfig:
             self.ffn_hidden = 32 * math.ceil(8 * self.d_model / 3 / 32)
         if not self.moe_hidden:
             self.moe_hidden = self.ffn_hidden
+        self._check_tracks()
+
+    def _check_tracks(self) -> None:
+        k = self.tracks
+        if k < 1:
+            raise ValueError(f"tracks must be >= 1 (1 = no Parallel-Track), got {k}")
+        if k == 1:
+            return
+        depth = self.track_block_depth
+        if depth < 1 or self.n_layer % depth:
+            raise ValueError(
+                f"track_block_depth={depth}: with tracks={k} it must divide n_layer="
+                f"{self.n_layer} (layers per track block, e.g. 4)"
+            )
+        split = {"n_head": self.n_head, "n_kv_head": self.n_kv_head, "ffn_hidden": self.ffn_hidden}
+        if self.moe_experts:
+            split["moe_hidden"] = self.moe_hidden
+        for name, value in split.items():
+            if value % k:
+                raise ValueError(
+                    f"{name}={value} must be divisible by tracks={k}: each track holds 1/{k} of it"
+                )
 
     @property
     def head_dim(self) -> int:
@@ -118,6 +157,13 @@ class ModelConfig:
                 f"pattern position {i % period} to share KV with; lower kv_share_fraction"
             )
         return partners[-1]
+
+    def sync_points(self) -> int:
+        """Cross-track synchronisation points per forward: L/D with tracks, else the 2L all-reduces
+        (after attention and after the FFN of every layer) of tensor parallelism."""
+        if self.tracks > 1:
+            return self.n_layer // self.track_block_depth
+        return 2 * self.n_layer
 
     def is_moe(self, i: int) -> bool:
         """Layer i uses the mixture-of-experts feed-forward."""
@@ -352,19 +398,23 @@ class AttentionContext:
 
 
 class Attention(nn.Module):
-    """GQA self-attention; local (RoPE, sliding window) or global (NoPE); optionally reuses KV."""
+    """GQA self-attention; local (RoPE, sliding window) or global (NoPE); optionally reuses KV.
 
-    def __init__(self, cfg: ModelConfig, layer: int) -> None:
+    `parts` > 1: one track's share of the layer (1/parts of the query and KV heads).
+    """
+
+    def __init__(self, cfg: ModelConfig, layer: int, parts: int = 1) -> None:
         super().__init__()
         self.cfg = cfg
         self.is_global = cfg.is_global(layer)
         self.kv_source = cfg.kv_source(layer)
+        self.n_head, self.n_kv_head = cfg.n_head // parts, cfg.n_kv_head // parts
         hd = cfg.head_dim
-        self.q_proj = nn.Linear(cfg.d_model, cfg.n_head * hd, bias=False)
+        self.q_proj = nn.Linear(cfg.d_model, self.n_head * hd, bias=False)
         if self.kv_source is None:
-            self.k_proj = nn.Linear(cfg.d_model, cfg.n_kv_head * hd, bias=False)
-            self.v_proj = nn.Linear(cfg.d_model, cfg.n_kv_head * hd, bias=False)
-        self.o_proj = nn.Linear(cfg.n_head * hd, cfg.d_model, bias=False)
+            self.k_proj = nn.Linear(cfg.d_model, self.n_kv_head * hd, bias=False)
+            self.v_proj = nn.Linear(cfg.d_model, self.n_kv_head * hd, bias=False)
+        self.o_proj = nn.Linear(self.n_head * hd, cfg.d_model, bias=False)
 
     def forward(
         self,
@@ -376,10 +426,10 @@ class Attention(nn.Module):
         """Return the attention output and the (k, v) it attended to (for layers that share them)."""
         B, T, _ = x.shape
         hd = self.cfg.head_dim
-        q = self.q_proj(x).view(B, T, self.cfg.n_head, hd).transpose(1, 2)
+        q = self.q_proj(x).view(B, T, self.n_head, hd).transpose(1, 2)
         if self.kv_source is None:
-            k = self.k_proj(x).view(B, T, self.cfg.n_kv_head, hd).transpose(1, 2)
-            v = self.v_proj(x).view(B, T, self.cfg.n_kv_head, hd).transpose(1, 2)
+            k = self.k_proj(x).view(B, T, self.n_kv_head, hd).transpose(1, 2)
+            v = self.v_proj(x).view(B, T, self.n_kv_head, hd).transpose(1, 2)
             if not self.is_global:
                 k = apply_rope(k, *rope)
         else:
@@ -408,56 +458,83 @@ class SwiGLU(nn.Module):
         return self.down(F.silu(self.gate(x)) * self.up(x))
 
 
-class MoE(nn.Module):
-    """Top-k routed SwiGLU experts with no dropped tokens and a load-balancing auxiliary loss."""
+def route(logits: torch.Tensor, top_k: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Router probabilities (..., E) in float32, and the top-k experts with their weights
+    renormalised to sum to 1 over the chosen k."""
+    probs = F.softmax(logits.float(), dim=-1)
+    weights, chosen = probs.topk(top_k, dim=-1)
+    return probs, weights / weights.sum(-1, keepdim=True), chosen
 
-    def __init__(self, cfg: ModelConfig) -> None:
+
+def dispatch(
+    flat: torch.Tensor, chosen: torch.Tensor, weights: torch.Tensor, experts: list[nn.Module]
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Run the chosen experts: flat (N, d), chosen/weights (N, k) -> (mixed outputs, per-expert
+    assignment counts). No token is dropped: the N·k (token, expert) assignments are sorted by
+    expert, each expert runs once on its contiguous group, and the weighted outputs are
+    scatter-added back to their tokens."""
+    top_k = chosen.size(-1)
+    assignment_expert = chosen.reshape(-1)
+    order = assignment_expert.argsort(stable=True)
+    counts = torch.bincount(assignment_expert, minlength=len(experts))
+    weights = weights.to(flat.dtype).reshape(-1)
+    out = torch.zeros_like(flat)
+    start = 0
+    for e, count in enumerate(counts.tolist()):
+        if count == 0:
+            continue
+        assignments = order[start : start + count]
+        tokens = assignments // top_k
+        out.index_add_(0, tokens, experts[e](flat[tokens]) * weights[assignments].unsqueeze(-1))
+        start += count
+    return out, counts
+
+
+def balance_loss(probs: torch.Tensor, counts: torch.Tensor, top_k: int) -> torch.Tensor:
+    """Switch Transformer balance loss: E · Σ_e (fraction of assignments to e) · (mean prob of e);
+    equals 1 when routing is uniform. probs (N, E), counts (E,)."""
+    n_tokens, n_experts = probs.shape
+    fraction = counts.float() / (n_tokens * top_k)
+    return n_experts * (fraction * probs.mean(0)).sum()
+
+
+class MoE(nn.Module):
+    """Top-k routed SwiGLU experts with no dropped tokens and a load-balancing auxiliary loss.
+
+    `parts` > 1: one track's MoE (all `moe_experts` experts, each 1/parts of `moe_hidden` wide).
+    """
+
+    def __init__(self, cfg: ModelConfig, parts: int = 1) -> None:
         super().__init__()
         self.top_k = cfg.moe_top_k
         self.router = nn.Linear(cfg.d_model, cfg.moe_experts, bias=False)
         self.experts = nn.ModuleList(
-            SwiGLU(cfg.d_model, cfg.moe_hidden) for _ in range(cfg.moe_experts)
+            SwiGLU(cfg.d_model, cfg.moe_hidden // parts) for _ in range(cfg.moe_experts)
         )
 
     def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Return the mixed expert outputs (same shape as x) and the load-balancing loss."""
         shape = x.shape
         flat = x.reshape(-1, shape[-1])
-        n_tokens, n_experts = flat.size(0), len(self.experts)
-        probs = F.softmax(self.router(flat).float(), dim=-1)
-        weights, chosen = probs.topk(self.top_k, dim=-1)  # (N, k)
-        weights = (weights / weights.sum(-1, keepdim=True)).to(x.dtype)
-        # Dense dispatch: sort the N·k (token, expert) assignments by expert, run each expert
-        # once on its contiguous group, scatter-add the weighted outputs back to their tokens.
-        assignment_expert = chosen.reshape(-1)
-        order = assignment_expert.argsort(stable=True)
-        counts = torch.bincount(assignment_expert, minlength=n_experts)
-        out = torch.zeros_like(flat)
-        start = 0
-        for e, count in enumerate(counts.tolist()):
-            if count == 0:
-                continue
-            assignments = order[start : start + count]
-            tokens = assignments // self.top_k
-            y = self.experts[e](flat[tokens]) * weights.reshape(-1)[assignments].unsqueeze(-1)
-            out.index_add_(0, tokens, y)
-            start += count
-        # Switch Transformer balance loss: E · Σ_e (fraction of assignments to e) · (mean prob of e);
-        # equals 1 when routing is uniform.
-        fraction = counts.float() / (n_tokens * self.top_k)
-        aux = n_experts * (fraction * probs.mean(0)).sum()
-        return out.view(shape), aux
+        probs, weights, chosen = route(self.router(flat), self.top_k)  # (N, E), (N, k), (N, k)
+        out, counts = dispatch(flat, chosen, weights, list(self.experts))
+        return out.view(shape), balance_loss(probs, counts, self.top_k)
 
 
 class Block(nn.Module):
-    """Pre-norm transformer layer: x + attn(norm(x)), then x + ffn(norm(x))."""
+    """Pre-norm transformer layer: x + attn(norm(x)), then x + ffn(norm(x)).
 
-    def __init__(self, cfg: ModelConfig, layer: int) -> None:
+    `parts` > 1: a layer of one track of a Parallel-Track model (1/parts of heads and hidden units).
+    """
+
+    def __init__(self, cfg: ModelConfig, layer: int, parts: int = 1) -> None:
         super().__init__()
         self.attn_norm = RMSNorm(cfg.d_model, cfg.norm_eps)
-        self.attn = Attention(cfg, layer)
+        self.attn = Attention(cfg, layer, parts)
         self.ffn_norm = RMSNorm(cfg.d_model, cfg.norm_eps)
-        self.ffn = MoE(cfg) if cfg.is_moe(layer) else SwiGLU(cfg.d_model, cfg.ffn_hidden)
+        self.ffn = (
+            MoE(cfg, parts) if cfg.is_moe(layer) else SwiGLU(cfg.d_model, cfg.ffn_hidden // parts)
+        )
 
     def forward(self, x, rope, shared_kv=None, ctx=None):
         """Return (x, kv, aux_loss); aux_loss is zero for dense layers."""
@@ -470,6 +547,35 @@ class Block(nn.Module):
         return x + f, kv, aux
 
 
+def combine_tracks(start: torch.Tensor, ends: torch.Tensor | list[torch.Tensor]) -> torch.Tensor:
+    """The synchronisation point at the end of a track block: every track began the block from
+    `start` (B, T, d) and reached `ends[k]`; the next block starts from start + Σ_k (ends[k] −
+    start), the sum of the tracks' residual updates (one all-reduce across track devices)."""
+    ends = torch.stack(list(ends)) if isinstance(ends, list | tuple) else ends
+    return start + (ends - start).sum(0)
+
+
+class Track(nn.Module):
+    """One track of a Parallel-Track model: its own stack of `n_layer` smaller layers."""
+
+    def __init__(self, cfg: ModelConfig) -> None:
+        super().__init__()
+        self.layers = nn.ModuleList(Block(cfg, i, cfg.tracks) for i in range(cfg.n_layer))
+
+
+def _rms(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
+    """RMSNorm of each track's states x (K, B, T, d) with that track's weight (K, d)."""
+    xf = x.float()
+    xf = xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + eps)
+    return xf.type_as(x) * weight[:, None, None, :]
+
+
+def _per_track(x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
+    """Each track's linear map: x (K, B, T, i) @ weight (K, o, i)^T -> (K, B, T, o)."""
+    K, B, T, _ = x.shape
+    return torch.bmm(x.reshape(K, B * T, -1), weight.transpose(1, 2)).view(K, B, T, -1)
+
+
 class Transformer(nn.Module):
     """The decoder-only language model."""
 
@@ -480,7 +586,10 @@ class Transformer(nn.Module):
         self.image_proj = (
             nn.Linear(cfg.image_embed_dim, cfg.d_model) if cfg.image_embed_dim else None
         )
-        self.layers = nn.ModuleList(Block(cfg, i) for i in range(cfg.n_layer))
+        if cfg.tracks == 1:
+            self.layers = nn.ModuleList(Block(cfg, i) for i in range(cfg.n_layer))
+        else:  # Parallel-Track: parameters under tracks.<k>.layers.<i>
+            self.tracks = nn.ModuleList(Track(cfg) for _ in range(cfg.tracks))
         self.norm = RMSNorm(cfg.d_model, cfg.norm_eps)
         self.lm_head = nn.Linear(cfg.d_model, cfg.vocab_size, bias=False)
         if cfg.tie_embeddings:
@@ -511,10 +620,9 @@ class Transformer(nn.Module):
         """Training FLOPs per token (forward + backward), counting only active experts (PaLM-style)."""
         cfg = self.config
         dense = self.num_params(non_embedding=False)
-        for layer in self.layers:
-            if isinstance(layer.ffn, MoE):
-                inactive = len(layer.ffn.experts) - cfg.moe_top_k
-                dense -= inactive * sum(p.numel() for p in layer.ffn.experts[0].parameters())
+        for moe in (m for m in self.modules() if isinstance(m, MoE)):
+            inactive = len(moe.experts) - cfg.moe_top_k
+            dense -= inactive * sum(p.numel() for p in moe.experts[0].parameters())
         if not cfg.tie_embeddings:
             dense -= self.embed.weight.numel()  # a lookup, not a matmul
         attn = sum(
@@ -553,6 +661,15 @@ class Transformer(nn.Module):
         `boundary_token_id`, attention stays inside each packed document. `attention_backend`:
         see `attend` (`auto` picks flex on CUDA, chunked SDPA elsewhere).
         """
+        x, rope, ctx = self._inputs(idx, image_embeds, attention_backend)
+        if self.config.tracks == 1:
+            x, aux = self._stack(self.layers, x, rope, ctx)
+        else:
+            x, aux = self._parallel_tracks(x, rope, ctx)
+        return self._outputs(x, targets, aux)
+
+    def _inputs(self, idx, image_embeds, attention_backend):
+        """Embeddings, RoPE tables and the attention context (document segments) of a batch."""
         cfg = self.config
         T = idx.size(1)
         if T > cfg.max_seq_len:
@@ -562,18 +679,9 @@ class Transformer(nn.Module):
         segments = None
         if cfg.doc_mask and cfg.boundary_token_id >= 0:
             segments = document_segments(idx, cfg.boundary_token_id)
-        ctx = AttentionContext(segments, attention_backend)
-        sources = {layer.attn.kv_source for layer in self.layers}
-        kv_of: dict[
-            int, tuple[torch.Tensor, torch.Tensor]
-        ] = {}  # KV kept only for layers shared later
-        aux = x.new_zeros((), dtype=torch.float32)
-        for i, layer in enumerate(self.layers):
-            source = layer.attn.kv_source
-            x, kv, layer_aux = layer(x, rope, kv_of[source] if source is not None else None, ctx)
-            if i in sources:
-                kv_of[i] = kv
-            aux = aux + layer_aux
+        return x, rope, AttentionContext(segments, attention_backend)
+
+    def _outputs(self, x, targets, aux):
         logits = self.lm_head(self.norm(x))
         loss = None
         if targets is not None:
@@ -581,3 +689,127 @@ class Transformer(nn.Module):
                 logits.float().view(-1, logits.size(-1)), targets.reshape(-1), ignore_index=-100
             )
         return logits, loss, aux
+
+    def _kv_sources(self) -> set[int | None]:
+        """Layers whose keys/values a later layer reuses (kept during the forward)."""
+        return {self.config.kv_source(i) for i in range(self.config.n_layer)}
+
+    def _stack(self, layers, x, rope, ctx, kv_of=None, first: int = 0):
+        """Run consecutive layers (numbered from `first`) of one stack; `kv_of` holds the KV of
+        earlier layers that later ones reuse (filled in as it goes)."""
+        kv_of = {} if kv_of is None else kv_of
+        sources = self._kv_sources()
+        aux = x.new_zeros((), dtype=torch.float32)
+        for i, layer in enumerate(layers, start=first):
+            source = layer.attn.kv_source
+            x, kv, layer_aux = layer(x, rope, kv_of[source] if source is not None else None, ctx)
+            if i in sources:
+                kv_of[i] = kv
+            aux = aux + layer_aux
+        return x, aux
+
+    def _parallel_tracks(self, x, rope, ctx):
+        """The K tracks, batched: all of a block's layers per track, then `combine_tracks`."""
+        cfg = self.config
+        depth, K = cfg.track_block_depth, cfg.tracks
+        kv_of: dict[int, tuple[torch.Tensor, torch.Tensor]] = {}
+        aux = x.new_zeros((), dtype=torch.float32)
+        for first in range(0, cfg.n_layer, depth):
+            xs = x.unsqueeze(0).expand(K, *x.shape)
+            for i in range(first, first + depth):
+                xs, layer_aux = self._parallel_layer(i, xs, rope, ctx, kv_of)
+                aux = aux + layer_aux
+            x = combine_tracks(x, xs)
+        return x, aux
+
+    def _parallel_layer(self, i, xs, rope, ctx, kv_of):
+        """Layer i of every track at once. xs (K, B, T, d): each track's hidden states. Weights are
+        stacked per track; the tracks' heads are folded into one attention call (track k owns
+        query heads [k·H/K, (k+1)·H/K) and KV heads [k·Hkv/K, ...), which is exactly how grouped-
+        query attention pairs them), so no track reads another's states."""
+        cfg = self.config
+        layers = [track.layers[i] for track in self.tracks]
+        K, B, T, d = xs.shape
+        hd = cfg.head_dim
+        first = layers[0].attn
+
+        def stacked(get) -> torch.Tensor:
+            return torch.stack([get(layer) for layer in layers])
+
+        def heads(y: torch.Tensor, n: int) -> torch.Tensor:  # (K,B,T,n·hd) -> (B,K·n,T,hd)
+            return y.view(K, B, T, n, hd).permute(1, 0, 3, 2, 4).reshape(B, K * n, T, hd)
+
+        h = _rms(xs, stacked(lambda b: b.attn_norm.weight), cfg.norm_eps)
+        q = heads(_per_track(h, stacked(lambda b: b.attn.q_proj.weight)), first.n_head)
+        if first.kv_source is None:
+            k = heads(_per_track(h, stacked(lambda b: b.attn.k_proj.weight)), first.n_kv_head)
+            v = heads(_per_track(h, stacked(lambda b: b.attn.v_proj.weight)), first.n_kv_head)
+            if not first.is_global:
+                k = apply_rope(k, *rope)
+        else:
+            k, v = kv_of[first.kv_source]
+        if i in self._kv_sources():
+            kv_of[i] = (k, v)
+        if not first.is_global:
+            q = apply_rope(q, *rope)
+        y = ctx(q, k, v, window=None if first.is_global else cfg.window)
+        y = y.view(B, K, first.n_head, T, hd).permute(1, 0, 3, 2, 4).reshape(K, B, T, -1)
+        xs = xs + _per_track(y, stacked(lambda b: b.attn.o_proj.weight))
+        h = _rms(xs, stacked(lambda b: b.ffn_norm.weight), cfg.norm_eps)
+        if isinstance(layers[0].ffn, MoE):
+            f, aux = self._parallel_moe(layers, h)
+        else:
+            gate = _per_track(h, stacked(lambda b: b.ffn.gate.weight))
+            up = _per_track(h, stacked(lambda b: b.ffn.up.weight))
+            f = _per_track(F.silu(gate) * up, stacked(lambda b: b.ffn.down.weight))
+            aux = xs.new_zeros((), dtype=torch.float32)
+        return xs + f, aux
+
+    def _parallel_moe(self, layers, h):
+        """Each track's MoE on its own tokens: track k's router picks among track k's experts only
+        (expert e of track k is expert k·E + e of one dispatch over all K·E experts). The balance
+        loss is the mean of the tracks' own balance losses."""
+        K, B, T, d = h.shape
+        moes = [layer.ffn for layer in layers]
+        n_experts, top_k = len(moes[0].experts), moes[0].top_k
+        flat = h.reshape(K, B * T, d)
+        logits = torch.bmm(flat, torch.stack([m.router.weight for m in moes]).transpose(1, 2))
+        probs, weights, chosen = route(logits, top_k)  # (K, N, E), (K, N, k), (K, N, k)
+        chosen = chosen + n_experts * torch.arange(K, device=h.device).view(K, 1, 1)
+        experts = [e for m in moes for e in m.experts]
+        out, counts = dispatch(
+            flat.reshape(K * B * T, d),
+            chosen.reshape(K * B * T, top_k),
+            weights.reshape(-1, top_k),
+            experts,
+        )
+        counts = counts.view(K, n_experts)
+        aux = torch.stack([balance_loss(probs[k], counts[k], top_k) for k in range(K)]).mean()
+        return out.view(K, B, T, d), aux
+
+    def reference_forward(
+        self,
+        idx: torch.Tensor,
+        targets: torch.Tensor | None = None,
+        image_embeds: torch.Tensor | None = None,
+        *,
+        attention_backend: str = "auto",
+    ):
+        """`forward` computed the plain way: each track's layers run as ordinary `Block`s, one
+        track after another, combined with `combine_tracks` at each block boundary. Slow; for
+        tests of the batched Parallel-Track path (for tracks = 1 it is `forward`)."""
+        if self.config.tracks == 1:
+            return self.forward(idx, targets, image_embeds, attention_backend=attention_backend)
+        depth = self.config.track_block_depth
+        x, rope, ctx = self._inputs(idx, image_embeds, attention_backend)
+        kv_of: list[dict] = [{} for _ in self.tracks]
+        aux = x.new_zeros((), dtype=torch.float32)
+        for first in range(0, self.config.n_layer, depth):
+            ends = []
+            for k, track in enumerate(self.tracks):
+                layers = track.layers[first : first + depth]
+                end, track_aux = self._stack(layers, x, rope, ctx, kv_of[k], first)
+                ends.append(end)
+                aux = aux + track_aux / len(self.tracks)
+            x = combine_tracks(x, ends)
+        return self._outputs(x, targets, aux)
