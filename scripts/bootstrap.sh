@@ -47,3 +47,17 @@ if ! command -v bwrap >/dev/null 2>&1; then
     echo "[bootstrap] no bubblewrap: install your distribution's bubblewrap; until then generated code is refused, never run unsandboxed" >&2
   fi
 fi
+
+# PostgreSQL server binaries: the test of Dagster's Postgres storage (tests/ops/test_postgres.py)
+# runs initdb and a throwaway server of its own. No system cluster is wanted, so Debian's
+# postgresql-common is told (in a createcluster.d drop-in) not to create and start one.
+if ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 && ! command -v initdb >/dev/null 2>&1; then
+  if [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then
+    echo "[bootstrap] installing Debian's postgresql (for the Postgres-storage test)"
+    mkdir -p /etc/postgresql-common/createcluster.d
+    echo "create_main_cluster = false" > /etc/postgresql-common/createcluster.d/refinery-no-main-cluster.conf
+    (apt-get install -y -q postgresql >/dev/null 2>&1 || { apt-get update -q >/dev/null && apt-get install -y -q postgresql >/dev/null; })
+  else
+    echo "[bootstrap] no PostgreSQL: install your distribution's postgresql (initdb) for tests/ops/test_postgres.py" >&2
+  fi
+fi
