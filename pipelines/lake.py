@@ -51,6 +51,7 @@ DATASETS = {
     "domain_images": "images/domain/domain_images.parquet",
     "synthetic_charts": "synth/charts/charts.parquet",
     "table_pairs": "synth/tables/table_pairs.parquet",
+    "domain_qa": "synth/domain_qa/domain_qa.parquet",
     # mixtures: the default (tiny) specs' names; training runs: the newest finished run
     "pretrain_mixture": "mixtures/tiny-pretrain",
     "cpt_mixture": "mixtures/tiny-cpt",

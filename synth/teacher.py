@@ -10,7 +10,8 @@ Around it:
   endpoint accepts it (else in the prompt), validated, with one repair retry, then
   `TeacherSchemaError`;
 - images as data URLs for vision models (`image_content`, `user_message`);
-- token and cost accounting (`usage()`, a dict for metadata).
+- token and cost accounting (`usage()`, a dict for metadata; cost from per-1k-token prices for
+  the model, 0 with `cost_known` False without them).
 
 The key comes from `REFINERY_TEACHER_API_KEY` unless given.
 """
@@ -328,16 +329,18 @@ class TeacherClient:
     def usage(self) -> dict[str, Any]:
         """Requests, cache hits, tokens and cost so far, as a plain dict for run metadata.
 
-        `cost` is in the unit of the prices given (None without prices); cache hits cost nothing
-        and their tokens are counted apart, in `cached_total_tokens`.
+        `cost` is in the unit of the prices given (per 1k tokens, for this model); without
+        prices it is 0 and `cost_known` is False. Cache hits cost nothing and their tokens are
+        counted apart, in `cached_total_tokens`.
         """
         with self._lock:
             out: dict[str, Any] = {"model": self.model, "base_url": self.base_url, **self._usage}
         pp, pc = self.prices
         out["price_per_1k_prompt_tokens"] = pp
         out["price_per_1k_completion_tokens"] = pc
+        out["cost_known"] = pp is not None
         out["cost"] = (
-            None
+            0.0
             if pp is None
             else round(out["prompt_tokens"] / 1000 * pp + out["completion_tokens"] / 1000 * pc, 9)
         )

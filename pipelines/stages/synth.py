@@ -1,7 +1,10 @@
 """Synthetic data stages: `refinery synth charts` (programmatic or teacher-written charts, run in
-the bubblewrap sandbox, QA verified against the data) and `refinery synth tables` (extracted
-tables as Markdown, a browser-rendered image and verified QA); assets `synthetic_charts` and
-`table_pairs`. Without a teacher both are programmatic, and say so."""
+the bubblewrap sandbox, QA verified against the data), `refinery synth tables` (extracted tables
+as Markdown, a browser-rendered image and verified QA) and `refinery synth domain-qa` (a vision
+teacher's QA on knowledge-domain images, with adversarial questions whose refusals are kept);
+assets `synthetic_charts`, `table_pairs` and `domain_qa`. Without a teacher charts and tables are
+programmatic, and domain QA is rows with status `no_teacher`: each says so. Every summary carries
+the teacher's requests, tokens and cost (0 without a teacher or without prices)."""
 
 from __future__ import annotations
 
@@ -20,9 +23,27 @@ class TeacherOptions(Params):
         "",
         envvar="REFINERY_TEACHER_URL",
         resource="teacher.base_url",
-        help="OpenAI-compatible base URL of the teacher (default: none, programmatic).",
+        help="OpenAI-compatible base URL of the teacher (default: none: charts and tables are "
+        "programmatic, domain QA rows say no_teacher).",
     )
     teacher_model: str = param("", envvar="REFINERY_TEACHER_MODEL", resource="teacher.model")
+    teacher_price_prompt: float | None = param(
+        None,
+        min=0,
+        envvar="REFINERY_TEACHER_PRICE_PROMPT",
+        help="Price per 1k prompt tokens of --teacher-model (default: unknown, cost shown as 0).",
+    )
+    teacher_price_completion: float | None = param(
+        None,
+        min=0,
+        envvar="REFINERY_TEACHER_PRICE_COMPLETION",
+        help="Price per 1k completion tokens of --teacher-model (give both prices or neither).",
+    )
+    teacher_rps: float | None = param(
+        None,
+        envvar="REFINERY_TEACHER_RPS",
+        help="Most requests per second sent to the teacher (default: no limit).",
+    )
 
     def teacher(self, cache_dir: Path):
         """A TeacherClient (key from REFINERY_TEACHER_API_KEY, answers cached on disk), or None."""
@@ -30,9 +51,52 @@ class TeacherOptions(Params):
             return None
         if not self.teacher_model:
             raise ValueError("--teacher-url needs --teacher-model")
+        if (self.teacher_price_prompt is None) != (self.teacher_price_completion is None):
+            raise ValueError(
+                "--teacher-price-prompt and --teacher-price-completion: give both or neither"
+            )
+        if self.teacher_rps is not None and not self.teacher_rps > 0:
+            raise ValueError(f"--teacher-rps {self.teacher_rps} must be > 0 requests per second")
         from synth.teacher import TeacherClient
 
-        return TeacherClient(self.teacher_url, self.teacher_model, cache_dir=cache_dir)
+        return TeacherClient(
+            self.teacher_url,
+            self.teacher_model,
+            cache_dir=cache_dir,
+            requests_per_s=self.teacher_rps,
+            price_per_1k_prompt_tokens=self.teacher_price_prompt,
+            price_per_1k_completion_tokens=self.teacher_price_completion,
+        )
+
+
+class TeacherFigures(Summary):
+    """The teacher's accounting, in every synth summary: 0 (and no usage) without a teacher."""
+
+    teacher_requests: int = 0
+    teacher_cache_hits: int = 0
+    teacher_tokens: int = 0
+    teacher_cost: float = 0.0
+    teacher_usage: dict[str, Any] | None = None
+
+    def metadata(self) -> dict[str, Any]:
+        """The stage's own figures first, the teacher's after them."""
+        m = super().metadata()
+        own = {k: v for k, v in m.items() if not k.startswith("teacher_")}
+        return {**own, **{k: v for k, v in m.items() if k.startswith("teacher_")}}
+
+
+def teacher_figures(client) -> dict[str, Any]:
+    """TeacherFigures's fields for a TeacherClient (or None: no teacher)."""
+    if client is None:
+        return {}
+    u = client.usage()
+    return {
+        "teacher_requests": u["requests"],
+        "teacher_cache_hits": u["cache_hits"],
+        "teacher_tokens": u["total_tokens"],
+        "teacher_cost": float(u["cost"] or 0.0),
+        "teacher_usage": u,
+    }
 
 
 def _fresh(out: Path, name: str) -> None:
@@ -52,7 +116,7 @@ class ChartsParams(TeacherOptions):
     types: str = param("", help="Comma-separated chart types (default: all).")
 
 
-class ChartsSummary(Summary):
+class ChartsSummary(TeacherFigures):
     charts: int
     rendered: int
     status: dict[str, int]
@@ -69,15 +133,17 @@ def charts(p: ChartsParams, lake: Lake) -> ChartsSummary:
 
     out = Path(p.out) if p.out else lake.root / "synth" / "charts"
     out.mkdir(parents=True, exist_ok=True)
+    client = p.teacher(out / "_teacher")
     if p.out is None:
         _fresh(out, "charts.parquet")  # the lake's dataset is rewritten by a new run
     types = [t.strip() for t in p.types.split(",") if t.strip()] or None
-    s = make_charts(out, n=p.n, seed=p.seed, types=types, teacher=p.teacher(out / "_teacher"))
+    s = make_charts(out, n=p.n, seed=p.seed, types=types, teacher=client)
     lake_mod.write_manifest(
         out / "charts.parquet", rows=s["charts"], config=p.model_dump(mode="json")
     )
     figures = {k: s[k] for k in ChartsSummary.model_fields if k in s and k != "outputs"}
     figures["teacher"] = str(s.get("teacher") or "programmatic")
+    figures.update(teacher_figures(client))
     return ChartsSummary(outputs={"synthetic_charts": str(out / "charts.parquet")}, **figures)
 
 
@@ -92,7 +158,7 @@ class TablesParams(TeacherOptions):
     )
 
 
-class TablesSummary(Summary):
+class TablesSummary(TeacherFigures):
     tables: int
     ok: int
     rendered: int
@@ -111,14 +177,103 @@ def tables(p: TablesParams, lake: Lake) -> TablesSummary:
     source = Path(p.tables) if p.tables else lake.root / "extract"
     out = Path(p.out) if p.out else lake.root / "synth" / "tables"
     out.mkdir(parents=True, exist_ok=True)
+    client = p.teacher(out / "_teacher")
     if p.out is None:
         _fresh(out, "table_pairs.parquet")  # the lake's dataset is rewritten by a new run
-    s = make_table_pairs(source, out, teacher=p.teacher(out / "_teacher")).as_dict()
+    s = make_table_pairs(source, out, teacher=client).as_dict()
     lake_mod.write_manifest(
         out / "table_pairs.parquet", rows=s["tables"], inputs=[str(source / "tables.parquet")]
     )
     figures: dict[str, Any] = {k: s[k] for k in TablesSummary.model_fields if k in s}
+    figures.update(teacher_figures(client))
     return TablesSummary(outputs={"table_pairs": str(out / "table_pairs.parquet")}, **figures)
+
+
+class DomainQAParams(TeacherOptions):
+    domains: Path | None = param(
+        None,
+        input="domain_images",
+        help="An `images domains` output (domain_images.parquet); default: lake images/domain.",
+    )
+    pairs: Path | None = param(
+        None,
+        input="image_pairs",
+        help="The `images build` output the domains came from; default: lake images/pairs.",
+    )
+    out: Path | None = param(
+        None,
+        output=True,
+        help="Output directory (domain_qa.parquet, domain_qa_rejects.parquet, images/); "
+        "default: lake synth/domain_qa.",
+    )
+    questions: int = param(4, min=1, help="Answerable question-answer pairs asked per image.")
+    adversarial: int = param(
+        2, min=0, help="Teacher-written questions the image cannot answer, per image."
+    )
+    templates: int = param(
+        1, min=0, help="Fixed unanswerable questions (who/when/where made) asked per image."
+    )
+    seed: int = param(0, help="Seed of the template questions' choice.")
+    workers: int = param(4, min=1, help="Images asked at once.")
+
+
+class DomainQASummary(TeacherFigures):
+    images_in: int
+    rows: int
+    status: dict[str, int]
+    sent: int
+    not_sent_consent: int
+    qa: int
+    qa_by_kind: dict[str, int] = {}
+    refusals: int
+    refusal_rate: float | None = None
+    verified_share: float
+    dropped_qa_reasons: dict[str, int] = {}
+    teacher: str
+    note: str | None = None
+
+
+def domain_qa(p: DomainQAParams, lake: Lake) -> DomainQASummary:
+    """A vision teacher's QA on the selected knowledge-domain images, the domain in the prompt,
+    with adversarial questions the image cannot answer: refusals kept, answers dropped."""
+    from synth.domain_qa import OUTPUT_NAME, REJECTS_NAME, make_domain_qa
+
+    domains = Path(p.domains) if p.domains else lake.root / "images" / "domain"
+    pairs = Path(p.pairs) if p.pairs else lake.root / "images" / "pairs"
+    out = Path(p.out) if p.out else lake.root / "synth" / "domain_qa"
+    out.mkdir(parents=True, exist_ok=True)
+    client = p.teacher(out / "_teacher")
+    if p.out is None:
+        _fresh(out, OUTPUT_NAME)  # the lake's dataset is rewritten by a new run (cache kept)
+        (out / REJECTS_NAME).unlink(missing_ok=True)
+    s = make_domain_qa(
+        domains,
+        [pairs],
+        out,
+        client,
+        questions=p.questions,
+        adversarial=p.adversarial,
+        templates=p.templates,
+        seed=p.seed,
+        workers=p.workers,
+    )
+    lake_mod.write_manifest(
+        out / OUTPUT_NAME,
+        rows=s["rows"],
+        inputs=[s["source"], str(pairs)],
+        config=p.model_dump(mode="json"),
+        extra={"rejects": REJECTS_NAME, "dropped_qa_reasons": s["dropped_qa_reasons"]},
+    )
+    lake_mod.write_manifest(
+        out / REJECTS_NAME,
+        rows=sum(s["dropped_qa_reasons"].values()),
+        inputs=[str(out / OUTPUT_NAME)],
+        extra={"kind": "domain-qa-rejects"},
+    )
+    figures = {k: s[k] for k in DomainQASummary.model_fields if k in s and k != "outputs"}
+    figures["teacher"] = s["teacher"] or "none"
+    figures.update(teacher_figures(client))
+    return DomainQASummary(outputs={"domain_qa": str(out / OUTPUT_NAME)}, **figures)
 
 
 CHARTS = Stage(
@@ -144,5 +299,19 @@ TABLES = Stage(
     output_descriptions={
         "table_pairs": "Extracted tables as Markdown, a rendered image and verified QA, with "
         "training_allowed carried (lake synth/tables/table_pairs.parquet)."
+    },
+)
+DOMAIN_QA = Stage(
+    name="synth domain-qa",
+    params=DomainQAParams,
+    run=domain_qa,
+    description=domain_qa.__doc__,
+    outputs=("domain_qa",),
+    inputs=("domain_images", "image_pairs"),
+    group="synth",
+    output_descriptions={
+        "domain_qa": "A vision teacher's QA on the selected knowledge-domain images, refusals to "
+        "unanswerable questions kept (answerable=false); without a teacher every image is a row "
+        "with status no_teacher (lake synth/domain_qa/domain_qa.parquet)."
     },
 )

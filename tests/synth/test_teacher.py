@@ -1,8 +1,8 @@
 """The teacher client (synth.teacher) against a fake OpenAI-compatible server on loopback.
 
-The server records every request and answers from a script: good answers, 429 and 500 (retried),
-a slow answer (timeout, retried), malformed JSON (repaired or rejected), a refused json_schema
-response_format, and vision requests.
+The server (tests/synth/fake_teacher.py) records every request and answers from a script: good
+answers, 429 and 500 (retried), a slow answer (timeout, retried), malformed JSON (repaired or
+rejected), a refused json_schema response_format, and vision requests.
 """
 
 from __future__ import annotations
@@ -12,7 +12,6 @@ import io
 import json
 import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 from PIL import Image
@@ -27,10 +26,11 @@ from synth.teacher import (
     send_allowed,
     user_message,
 )
+from tests.synth import fake_teacher
+
+server = fake_teacher.server  # the fake endpoint (a pytest fixture; test_tables imports it here)
 
 pytestmark = pytest.mark.timeout(60)
-
-HOST = "127.0.0.63"
 
 
 class QA(BaseModel):
@@ -39,96 +39,6 @@ class QA(BaseModel):
 
 
 GOOD_QA = '{"question": "What is the largest bar?", "answer": 42}'
-
-
-def _completion(content: str, prompt_tokens: int = 11, completion_tokens: int = 7) -> dict:
-    return {
-        "id": "chatcmpl-1",
-        "object": "chat.completion",
-        "created": 0,
-        "model": "tiny",
-        "choices": [
-            {
-                "index": 0,
-                "finish_reason": "stop",
-                "message": {"role": "assistant", "content": content},
-            }
-        ],
-        "usage": {
-            "prompt_tokens": prompt_tokens,
-            "completion_tokens": completion_tokens,
-            "total_tokens": prompt_tokens + completion_tokens,
-        },
-    }
-
-
-@pytest.fixture
-def server():
-    """A fake endpoint. `script` is a list of steps answered in turn (then `default`):
-    an int status (error body, `retry-after-ms: 1` on 429), ("ok", content), ("raw", body bytes
-    sent as application/json), ("sleep", s)
-    (answer after s seconds), or ("reject_format", status) (refuse a request that carries a
-    response_format, otherwise answer `default`). Every request is recorded.
-    Stops by itself after 60 s if the test does not stop it."""
-    state = {"script": [], "requests": [], "default": ("ok", "hello")}
-
-    class Handler(BaseHTTPRequestHandler):
-        def log_message(self, *args):
-            pass
-
-        def _send(self, status: int, payload: dict, headers: dict | None = None) -> None:
-            data = json.dumps(payload).encode()
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            for k, v in (headers or {}).items():
-                self.send_header(k, v)
-            self.end_headers()
-            self.wfile.write(data)
-
-        def do_POST(self):
-            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-            state["requests"].append(
-                {
-                    "t": time.monotonic(),
-                    "path": self.path,
-                    "auth": self.headers.get("Authorization"),
-                    "body": body,
-                }
-            )
-            step = state["script"].pop(0) if state["script"] else state["default"]
-            if isinstance(step, int):
-                headers = {"retry-after-ms": "1"} if step == 429 else None
-                self._send(step, {"error": {"message": f"scripted {step}"}}, headers)
-                return
-            kind, arg = step
-            if kind == "raw":
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(arg)))
-                self.end_headers()
-                self.wfile.write(arg)
-                return
-            if kind == "sleep":
-                time.sleep(arg)
-                step = state["default"]
-            elif kind == "reject_format":
-                if "response_format" in body:
-                    self._send(arg, {"error": {"message": "response_format not supported"}})
-                    return
-                step = state["default"]
-            self._send(200, _completion(step[1]))
-
-    httpd = ThreadingHTTPServer((HOST, 0), Handler)
-    threading.Thread(target=httpd.serve_forever, args=(0.05,), daemon=True).start()
-    watchdog = threading.Timer(60, httpd.shutdown)
-    watchdog.daemon = True
-    watchdog.start()
-    state["base_url"] = f"http://{HOST}:{httpd.server_address[1]}/v1"
-    yield state
-    watchdog.cancel()
-    httpd.shutdown()
-    httpd.server_close()
 
 
 def _client(server, **kw) -> TeacherClient:
@@ -152,7 +62,7 @@ def test_good_answer_key_from_env_and_usage(server, monkeypatch):
     u = client.usage()
     assert (u["requests"], u["cache_hits"], u["failures"]) == (2, 0, 0)
     assert (u["prompt_tokens"], u["completion_tokens"], u["total_tokens"]) == (22, 14, 36)
-    assert u["cost"] == pytest.approx(22 / 1000 * 2.0 + 14 / 1000 * 10.0)
+    assert u["cost"] == pytest.approx(22 / 1000 * 2.0 + 14 / 1000 * 10.0) and u["cost_known"]
     assert u["model"] == "tiny"
     json.dumps(u)  # a plain dict for metadata
 
@@ -163,7 +73,8 @@ def test_no_key_sends_no_authorization_and_no_prices_means_no_cost(server, monke
     client = _client(server)
     assert client.chat(HI) == "hello"
     assert server["requests"][0]["auth"] is None
-    assert client.usage()["cost"] is None
+    u = client.usage()
+    assert u["cost"] == 0 and u["cost_known"] is False
 
 
 @pytest.mark.parametrize("status", [429, 500, 503])

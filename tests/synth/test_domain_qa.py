@@ -1,0 +1,329 @@
+"""Domain QA (synth.domain_qa, `refinery synth domain-qa`) against a fake OpenAI-compatible vision
+teacher on loopback (tests/synth/fake_teacher.py), which recognises each image by its data URL:
+good answers, adversarial refusals, a hallucinated answer to an unanswerable question (dropped
+with its reason), malformed JSON (repaired, or rejected with the reason), 429/500 (retried),
+opted-out images never sent, a rerun sends nothing, the no-teacher path and the CLI."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import io
+import json
+import re
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from PIL import Image
+from typer.testing import CliRunner
+
+from synth.domain_qa import (
+    DOMAIN_QA,
+    NO_TEACHER,
+    OUTPUT_NAME,
+    REJECTS_NAME,
+    TEMPLATES,
+    make_domain_qa,
+)
+from synth.teacher import TeacherClient
+from tests.synth import fake_teacher
+from tests.synth.fake_teacher import request_images, request_text
+
+server = fake_teacher.server  # the fake endpoint (a pytest fixture)
+pytestmark = pytest.mark.timeout(120)
+
+COLUMNS = ["id", "pair_id", "domain", "image_path", "qa", "training_allowed", "status", "teacher"]
+HALLUCINATION = "The X-ray was taken by Dr. Jane Smith on 3 March 2021."
+
+# pair id -> (domain, selected, domain row consent, pair consent, colour, format or None)
+PAIRS = {
+    "p1": ("medical_imaging", True, True, True, (200, 20, 20), "PNG"),
+    "p2": ("food", True, True, True, (20, 200, 20), "JPEG"),
+    "p3": ("maps", True, False, True, (20, 20, 200), "PNG"),  # opted out in domain_images
+    "p4": ("animals", True, True, None, (200, 200, 20), "PNG"),  # pair without consent evidence
+    "p5": ("maps", False, True, True, (20, 200, 200), "PNG"),  # not selected
+    "p6": ("microscopy", True, True, True, (90, 90, 90), None),  # image not stored
+    "p7": ("microscopy", True, True, True, (200, 20, 200), "BMP"),  # sent as PNG
+}
+
+
+def _image(colour, fmt) -> bytes:
+    buf = io.BytesIO()
+    Image.new("RGB", (12, 10), colour).save(buf, format=fmt)
+    return buf.getvalue()
+
+
+@pytest.fixture
+def inputs(tmp_path):
+    """A domain_images.parquet and a pairs.parquet with images, laid out as in the lake."""
+    pairs_dir = tmp_path / "lake" / "images" / "pairs" / "shard=0"
+    pairs, domains, images = [], [], {}
+    for pid, (domain, selected, ok_domain, ok_pair, colour, fmt) in PAIRS.items():
+        rel = None
+        if fmt is not None:
+            data = _image(colour, fmt)
+            sha = hashlib.sha256(data).hexdigest()
+            rel = f"images/{sha[:2]}/{sha}.{fmt.lower()}"
+            (pairs_dir / rel).parent.mkdir(parents=True, exist_ok=True)
+            (pairs_dir / rel).write_bytes(data)
+            images[pid] = data
+        else:
+            sha = "0" * 64
+            rel = f"images/00/{sha}.png"  # named, but never stored
+        pairs.append(
+            {"id": pid, "image_path": rel, "image_sha256": sha, "training_allowed": ok_pair}
+        )
+        domains.append(
+            {
+                "id": pid,
+                "domain": domain,
+                "selected": selected,
+                "caption": f"{domain} {pid}",
+                "training_allowed": ok_domain,
+            }
+        )
+    pq.write_table(pa.Table.from_pylist(pairs), pairs_dir / "pairs.parquet")
+    domain_dir = tmp_path / "lake" / "images" / "domain"
+    domain_dir.mkdir(parents=True)
+    pq.write_table(pa.Table.from_pylist(domains), domain_dir / "domain_images.parquet")
+    return {
+        "lake": tmp_path / "lake",
+        "domains": domain_dir,
+        "pairs": tmp_path / "lake" / "images" / "pairs",
+        "images": images,
+    }
+
+
+def _who(body: dict, inputs) -> str:
+    """Which pair's image a request carries (by the bytes in its data URL)."""
+    (url,) = request_images(body)
+    data = base64.b64decode(url.split(",", 1)[1])
+    for pid, img in inputs["images"].items():
+        if img == data:
+            return pid
+    png = Image.open(io.BytesIO(data))
+    assert png.format == "PNG"  # the converted BMP
+    return "p7"
+
+
+def _qa_answer(pid: str) -> dict:
+    return {
+        "qa": [
+            {
+                "question": f"What colour is the square in {pid}?",
+                "answer": "red",
+                "kind": "attribute",
+            },
+            {"question": "How many squares are shown?", "answer": "one", "kind": "count"},
+            {"question": "How many squares are shown?", "answer": "1", "kind": "count"},
+            {
+                "question": "What is the label?",
+                "answer": "It cannot be determined.",
+                "kind": "text",
+            },
+        ],
+        "unanswerable_questions": [f"Who is the patient in {pid}?"],
+    }
+
+
+def _probe_answer(pid: str, text: str) -> dict:
+    numbers = [int(n) for n in re.findall(r"^(\d+)\. ", text, re.M)]
+    answers = []
+    for i in numbers:
+        if pid == "p2" and i == 1:  # the teacher-written question: a hallucination
+            answers.append({"index": i, "refused": False, "answer": HALLUCINATION})
+        else:
+            answers.append({"index": i, "refused": True, "answer": "The image does not show it."})
+    return {"answers": answers}
+
+
+def _responder(inputs):
+    def respond(body):
+        pid = _who(body, inputs)
+        text = request_text(body)
+        if "Answer each numbered question" in text:
+            return ("ok", json.dumps(_probe_answer(pid, text)))
+        return ("ok", json.dumps(_qa_answer(pid)))
+
+    return respond
+
+
+def _teacher(server, cache, **kw) -> TeacherClient:
+    kw.setdefault("timeout", 5)
+    kw.setdefault("backoff_s", 0.01)
+    return TeacherClient(server["base_url"], "tiny-vlm", cache_dir=cache, **kw)
+
+
+def _rows(out) -> dict[str, dict]:
+    table = pq.read_table(out / OUTPUT_NAME)
+    assert table.column_names == COLUMNS and table.schema.equals(DOMAIN_QA)
+    return {r["pair_id"]: r for r in table.to_pylist()}
+
+
+def test_teacher_qa_refusals_hallucination_dropped_and_opted_out_never_sent(
+    server, inputs, tmp_path
+):
+    server["responder"] = _responder(inputs)
+    server["script"] = [429, 500, ("ok", '{"qa": [{"question": "broken')]  # p1's first request
+    teacher = _teacher(server, tmp_path / "cache")
+    s = make_domain_qa(
+        inputs["domains"], [inputs["pairs"]], tmp_path / "out", teacher, workers=1, templates=2
+    )
+    rows = _rows(tmp_path / "out")
+    assert set(rows) == {"p1", "p2", "p3", "p4", "p6", "p7"}  # every selected image is a row
+    assert s["images_in"] == s["rows"] == 6
+
+    # never sent: opted out, no consent evidence, not selected, not stored
+    sent = [r["body"] for r in server["requests"]]
+    assert {_who(b, inputs) for b in sent} == {"p1", "p2", "p7"}
+    everything = json.dumps(sent)
+    for pid in ("p3", "p4", "p5"):
+        assert base64.b64encode(inputs["images"][pid]).decode() not in everything
+    assert rows["p3"]["status"].startswith("opted_out: training_allowed is false in domain_images")
+    assert rows["p4"]["status"].startswith("no_consent_evidence: training_allowed is missing")
+    assert rows["p6"]["status"].startswith("no_image:")
+    for pid in ("p3", "p4", "p6"):
+        assert rows[pid]["qa"] == [] and rows[pid]["teacher"] is None
+        assert rows[pid]["image_path"] is None
+    assert not rows["p3"]["training_allowed"] and not rows["p4"]["training_allowed"]
+    assert s["not_sent_consent"] == 2 and s["sent"] == 3
+
+    # the domain is in the prompt, the image is a data URL, structured output asked for
+    first = sent[0]
+    assert "medical imaging" in request_text(first)
+    assert request_images(first)[0].startswith("data:image/png;base64,")
+    assert first["response_format"]["type"] == "json_schema"
+    assert request_images(sent[-1])[0].startswith("data:image/png;base64,")  # p7: BMP -> PNG
+    assert any(request_images(b)[0].startswith("data:image/jpeg;base64,") for b in sent)
+
+    # 429 and 500 were retried, the broken JSON repaired once
+    u = teacher.usage()
+    assert u["repairs"] == 1 and u["failures"] == 0
+    assert len(sent) == 3 + 1 + 5  # p1 QA (429, 500, broken), its repair, 5 more
+
+    p1 = rows["p1"]
+    assert p1["status"] == "ok" and p1["teacher"] == "tiny-vlm" and p1["training_allowed"]
+    answerable = [q for q in p1["qa"] if q["answerable"]]
+    assert [q["kind"] for q in answerable] == ["attribute", "count"]  # duplicate, refusal dropped
+    assert not any(q["verified"] for q in answerable)
+    refusals = [q for q in p1["qa"] if q["kind"] == "refusal"]
+    assert len(refusals) == 3 and not any(q["answerable"] for q in refusals)
+    by_q = {q["question"]: q for q in refusals}
+    assert not by_q["Who is the patient in p1?"]["verified"]  # teacher-written
+    assert sum(q["question"] in TEMPLATES and q["verified"] for q in refusals) == 2
+    assert (tmp_path / "out" / p1["image_path"]).read_bytes() == inputs["images"]["p1"]
+
+    p2 = rows["p2"]
+    assert p2["status"] == "ok"
+    assert all(q["answer"] != HALLUCINATION for q in p2["qa"])
+    assert [q["kind"] for q in p2["qa"]].count("refusal") == 2  # the templates only
+    rejects = pq.read_table(tmp_path / "out" / REJECTS_NAME).to_pylist()
+    hallucinated = [r for r in rejects if r["reason"] == "answered_unanswerable"]
+    assert [(r["pair_id"], r["question"], r["answer"]) for r in hallucinated] == [
+        ("p2", "Who is the patient in p2?", HALLUCINATION)
+    ]
+    assert s["dropped_qa_reasons"] == {
+        "answerable_question_refused": 3,
+        "answered_unanswerable": 1,
+        "duplicate_question": 3,
+    }
+    assert s["refusals"] == 8 and s["refusal_rate"] == pytest.approx(8 / 9, abs=1e-4)
+    assert s["teacher_usage"]["requests"] == 7 and s["teacher_usage"]["cost"] == 0
+
+    # a rerun (new output, same cache) sends nothing and writes the same rows
+    before = len(server["requests"])
+    again = _teacher(server, tmp_path / "cache")
+    make_domain_qa(
+        inputs["domains"], [inputs["pairs"]], tmp_path / "out2", again, workers=3, templates=2
+    )
+    assert len(server["requests"]) == before
+    assert _rows(tmp_path / "out2") == rows
+    assert again.usage()["requests"] == 0 and again.usage()["cache_hits"] == 7
+
+
+def test_malformed_json_twice_is_the_row_status(server, inputs, tmp_path):
+    good = _responder(inputs)
+
+    def respond(body):
+        if _who(body, inputs) == "p2":
+            return ("ok", "Sure! Here are some questions: 1. What is it?")
+        return good(body)
+
+    server["responder"] = respond
+    s = make_domain_qa(
+        inputs["domains"], [inputs["pairs"]], tmp_path / "out", _teacher(server, None)
+    )
+    rows = _rows(tmp_path / "out")
+    assert rows["p2"]["status"].startswith("teacher_error: TeacherSchemaError:")
+    assert rows["p2"]["qa"] == [] and rows["p2"]["teacher"] == "tiny-vlm"
+    assert rows["p1"]["status"] == "ok" and rows["p7"]["status"] == "ok"
+    assert s["status"]["teacher_error"] == 1
+    p2_requests = [r for r in server["requests"] if _who(r["body"], inputs) == "p2"]
+    assert len(p2_requests) == 2  # the request and its one repair retry
+
+
+def test_no_teacher_writes_every_selected_image_with_its_status(inputs, tmp_path):
+    s = make_domain_qa(inputs["domains"], [inputs["pairs"]], tmp_path / "out")
+    rows = _rows(tmp_path / "out")
+    assert s["images_in"] == s["rows"] == len(rows) == 6
+    assert all(r["qa"] == [] and r["teacher"] is None for r in rows.values())
+    assert {p for p, r in rows.items() if r["status"] == NO_TEACHER} == {"p1", "p2", "p7"}
+    assert rows["p3"]["status"].startswith("opted_out") and rows["p6"]["status"].startswith(
+        "no_image"
+    )
+    assert s["qa"] == 0 and s["teacher"] is None and "needs one" in s["note"]
+    assert pq.read_table(tmp_path / "out" / REJECTS_NAME).num_rows == 0
+    with pytest.raises(FileExistsError, match="already exists"):
+        make_domain_qa(inputs["domains"], [inputs["pairs"]], tmp_path / "out")
+    with pytest.raises(FileNotFoundError, match="images domains"):
+        make_domain_qa(tmp_path / "nowhere", [inputs["pairs"]], tmp_path / "out3")
+
+
+def test_cli_defaults_to_the_lake_and_a_rerun_sends_nothing(server, inputs, monkeypatch):
+    from pipelines.cli import app
+
+    server["responder"] = _responder(inputs)
+    monkeypatch.setenv("REFINERY_HOME", str(inputs["lake"]))
+    monkeypatch.delenv("REFINERY_TEACHER_API_KEY", raising=False)
+    args = [
+        "synth",
+        "domain-qa",
+        "--teacher-url",
+        server["base_url"],
+        "--teacher-model",
+        "tiny-vlm",
+        "--teacher-price-prompt",
+        "1.0",
+        "--teacher-price-completion",
+        "2.0",
+    ]
+    res = CliRunner().invoke(app, args)
+    assert res.exit_code == 0, res.output
+    assert "images_in=6" in res.output and "teacher_requests=6" in res.output
+    assert "teacher_cost=0.15" in res.output  # 6 x 11 prompt, 6 x 7 completion tokens at 1, 2/1k
+    out = inputs["lake"] / "synth" / "domain_qa"
+    rows = _rows(out)
+    assert rows["p1"]["status"] == "ok" and rows["p1"]["qa"]
+    manifest = json.loads((out / f"{OUTPUT_NAME}.manifest.json").read_text())
+    assert manifest["rows"] == 6
+    sent = len(server["requests"])
+    again = CliRunner().invoke(app, args)  # the lake's dataset is rewritten, from the cache
+    assert again.exit_code == 0, again.output
+    assert len(server["requests"]) == sent and "teacher_cache_hits=6" in again.output
+    assert _rows(out) == rows
+    bad = CliRunner().invoke(app, [*args[:6], "--teacher-price-prompt", "1"])
+    assert bad.exit_code == 2 and "give both or neither" in bad.output
+
+
+def test_dagster_asset_reads_the_lake_and_says_no_teacher(inputs):
+    from pipelines.graph import materialize_selection
+
+    res = materialize_selection(["domain_qa"], inputs["lake"])
+    assert res.success
+    (event,) = res.get_asset_materialization_events()
+    meta = {k: getattr(v, "value", v) for k, v in event.materialization.metadata.items()}
+    assert meta["rows"] == meta["images_in"] == 6 and meta["status"]["no_teacher"] == 3
+    assert meta["teacher"] == "none" and meta["teacher_requests"] == 0
+    assert meta["teacher_cost"] == 0 and "needs one" in meta["note"]
+    assert len(_rows(inputs["lake"] / "synth" / "domain_qa")) == 6
