@@ -13,7 +13,7 @@ from pipelines.stages.images import CLIP_TRAIN, DOMAINS, IMAGES_BUILD, INTERLEAV
 from pipelines.stages.mix import MIX_BUILD, MIX_REPORT, MIX_VALIDATE, MIXTURES, TOKENIZER
 from pipelines.stages.quality import QUALITY_MODELS, QUALITY_TRAIN
 from pipelines.stages.sampleweb import SAMPLE_WEB, SERVE
-from pipelines.stages.synth import CHARTS, TABLES
+from pipelines.stages.synth import CHARTS, DOMAIN_QA, TABLES
 from pipelines.stages.train import RETRIEVAL_DATA, RETRIEVAL_EVAL, TRAIN
 from pipelines.stages.upcycle import UPCYCLE
 
@@ -32,6 +32,7 @@ STAGES: list[Stage] = [
     DOMAINS,
     CHARTS,
     TABLES,
+    DOMAIN_QA,
     TOKENIZER,
     MIX_VALIDATE,
     MIX_BUILD,
@@ -50,7 +51,7 @@ GROUPS = {
     "train": "Train the model: pretrain, cpt, long-context; upcycle a dense checkpoint to MoE.",
     "quality": "Per-language quality classifiers (fastText).",
     "images": "Image-text pairs, interleaved documents, knowledge-domain images.",
-    "synth": "Synthetic data: charts from sandboxed code, tables, with verified QA.",
+    "synth": "Synthetic data: charts from sandboxed code, tables, domain QA, with verified QA.",
     "clip": "A CLIP model trained here with open_clip on the kept image-text pairs.",
     "sampleweb": "The bundled sample web: serve it on loopback or write it to the lake.",
 }
