@@ -4,6 +4,14 @@ vocabulary and sequence length, in the same run.
 
 Usage: .venv/bin/python bench/train.py [--quick] [--device cpu|cuda] [--steps N]
        .venv/bin/python bench/train.py --attention-memory [--device cpu|cuda]
+       .venv/bin/python bench/train.py --parallel-track [--quick] [--device cpu|cuda] [--steps N]
+
+`--parallel-track`: the Parallel-Track model (tracks K, track blocks of depth D) against the dense
+model of the same config, which has the same parameters (each of the K tracks holds 1/K of the
+heads and FFN units; only norms are repeated per track): training tokens/s of both on this one
+device, and the cross-device synchronisation points per forward each would need when split K
+ways: L/D for PT (one all-reduce per track block) vs 2L for the dense model under tensor
+parallelism (after attention and after the FFN of every layer).
 
 `--attention-memory`: peak memory of one forward (no grad) and of one forward+backward of the
 report configuration at 2k, 4k and 8k tokens, old attention (one explicit (T, T) sliding-window
@@ -55,12 +63,14 @@ def _rss_bytes() -> int:
 
 
 def _build(impl: str, size: str, seq_len: int, device):
-
+    """(model, x -> loss, flops per token) of one implementation: `refinery` (dense),
+    `pt:K:D` (Parallel-Track, K tracks, blocks of D layers) or `llama`."""
     d, n_layer, n_head, n_kv, ffn, vocab, window = SIZES[size]
-    if impl == "refinery":
+    if impl == "refinery" or impl.startswith("pt:"):
         sys.path.insert(0, str(ROOT))
         from training.model import ModelConfig, Transformer
 
+        tracks, depth = (int(v) for v in impl.split(":")[1:]) if impl != "refinery" else (1, 0)
         cfg = ModelConfig(
             vocab_size=vocab,
             d_model=d,
@@ -71,6 +81,8 @@ def _build(impl: str, size: str, seq_len: int, device):
             max_seq_len=seq_len,
             window=window,
             tie_embeddings=True,
+            tracks=tracks,
+            track_block_depth=depth,
         )
         model = Transformer(cfg).to(device)
         return model, lambda x: model(x[:, :-1], x[:, 1:])[1], model.flops_per_token(seq_len)
@@ -148,6 +160,8 @@ def worker(impl: str, size: str, seq_len: int, batch: int, steps: int, device_na
         "tokens_per_s": tps,
         "peak_mem_mb": peak / 2**20,
         "mfu": flops_per_token * tps / peak_flops if peak_flops else None,
+        "params": sum(p.numel() for p in model.parameters()),
+        "sync_points": model.config.sync_points() if hasattr(model.config, "sync_points") else None,
     }
 
 
@@ -254,6 +268,56 @@ def run_case(impl: str, size: str, seq_len: int, batch: int, steps: int, device:
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
+# Parallel-Track vs dense: (size, seq_len, batch, tracks K, block depth D)
+PT_CPU = [("tiny-2M", 128, 8, 2, 4), ("small-10M", 256, 4, 2, 4), ("small-10M", 256, 4, 2, 2)]
+PT_CPU_QUICK = [("tiny-2M", 128, 4, 2, 4)]
+PT_GPU = [
+    ("gpt2-ish-125M", 2048, 8, 2, 4),
+    ("gpt2-ish-125M", 2048, 8, 4, 4),
+    ("1B", 4096, 2, 4, 4),
+]
+PT_GPU_QUICK = [("gpt2-ish-125M", 2048, 4, 4, 4)]
+
+
+def parallel_track(device: str, quick: bool, steps: int) -> None:
+    """PT vs the dense model of the same config: tokens/s here and synchronisation points."""
+    import torch
+
+    cases = {
+        ("cpu", False): PT_CPU,
+        ("cpu", True): PT_CPU_QUICK,
+        ("cuda", False): PT_GPU,
+        ("cuda", True): PT_GPU_QUICK,
+    }[(device, quick)]
+    name = (
+        torch.cuda.get_device_name()
+        if device == "cuda"
+        else f"cpu x{os.environ.get('BENCH_THREADS', '2')} threads"
+    )
+    print(f"Parallel-Track vs dense (fwd+bwd+AdamW), device: {name}, {steps} timed steps per case")
+    header = (
+        f"{'size':<14}{'seq':>6}{'batch':>6}{'K':>3}{'D':>3} | {'dense params':>13}{'PT params':>11}"
+        f" | {'dense tok/s':>12}{'PT tok/s':>10}{'PT/dense':>9} | {'sync dense (2L)':>16}"
+        f"{'sync PT (L/D)':>14}{'ratio':>7}"
+    )
+    print(header)
+    print("-" * len(header))
+    for size, seq, batch, tracks, depth in cases:
+        dense = run_case("refinery", size, seq, batch, steps, device)
+        pt = run_case(f"pt:{tracks}:{depth}", size, seq, batch, steps, device)
+        print(
+            f"{size:<14}{seq:>6}{batch:>6}{tracks:>3}{depth:>3} | {dense['params']:>13,}"
+            f"{pt['params']:>11,} | {dense['tokens_per_s']:>12,.0f}{pt['tokens_per_s']:>10,.0f}"
+            f"{pt['tokens_per_s'] / dense['tokens_per_s']:>9.2f} | {dense['sync_points']:>16}"
+            f"{pt['sync_points']:>14}{pt['sync_points'] / dense['sync_points']:>7.3f}",
+            flush=True,
+        )
+    print(
+        "sync = cross-device synchronisation points per forward when split K ways: dense under "
+        "tensor parallelism 2L, PT L/D (ratio 0.125 = 87.5% fewer at D=4)"
+    )
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="smallest cases, few steps (smoke pass)")
@@ -268,6 +332,11 @@ def main() -> None:
         help="peak memory of old vs new attention at 2k/4k/8k tokens",
     )
     ap.add_argument("--attention-worker", nargs=4, help=argparse.SUPPRESS)
+    ap.add_argument(
+        "--parallel-track",
+        action="store_true",
+        help="Parallel-Track (K tracks, depth-D blocks) vs the dense model of equal parameters",
+    )
     args = ap.parse_args()
     if args.attention_worker:
         impl, seq, mode, device = args.attention_worker
@@ -285,6 +354,9 @@ def main() -> None:
     import torch
 
     device = args.device or ("cuda" if torch.cuda.is_available() else "cpu")
+    if args.parallel_track:
+        parallel_track(device, args.quick, args.steps or (3 if args.quick else 4))
+        return
     cases = {
         ("cpu", False): CPU_FULL,
         ("cpu", True): CPU_QUICK,
