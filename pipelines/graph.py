@@ -48,15 +48,19 @@ def _config_type(annotation: Any) -> Any:
     return annotation
 
 
-def config_class(stage: Stage, asset_name: str) -> type[Config]:
-    """The Dagster `Config` of a stage: its params that Dagster users set (`asset=True`)."""
+def config_class(
+    stage: Stage, asset_name: str, overrides: dict[str, Any] | None = None
+) -> type[Config]:
+    """The Dagster `Config` of a stage: its params that Dagster users set (`asset=True`), with
+    defaults from `overrides` (see `config_defaults`), else the stage's `asset_defaults`."""
     fields: dict[str, Any] = {}
     bound = stage.input_fields()
+    defaults = {**stage.asset_defaults, **(overrides or {})}
     for name, info in stage.params.model_fields.items():
         if not field_role(stage.params, name).get("asset", True) or name in bound:
             continue
-        default = stage.asset_defaults.get(name, info.default)
-        if info.is_required() and name not in stage.asset_defaults:
+        default = defaults.get(name, info.default)
+        if info.is_required() and name not in defaults:
             default = ...
         fields[name] = (
             _config_type(info.annotation),
@@ -148,8 +152,9 @@ def _run_via_pipes(context: AssetExecutionContext, stage: Stage, values: dict, l
         yield Output(Dataset(out, str(path), lake.partition), output_name=out, metadata=meta)
 
 
-def stage_asset(stage: Stage, name: str | None = None):
-    """The Dagster multi-asset of one stage (named after its only output, or `name`)."""
+def stage_asset(stage: Stage, name: str | None = None, defaults: dict[str, Any] | None = None):
+    """The Dagster multi-asset of one stage (named after its only output, or `name`); `defaults`
+    replace config defaults of its fields (see `config_defaults`)."""
     op_name = name or (
         stage.outputs[0] if len(stage.outputs) == 1 else stage.name.replace(" ", "_")
     )
@@ -167,7 +172,7 @@ def stage_asset(stage: Stage, name: str | None = None):
         AssetCheckSpec(c.name, asset=c.asset, description=c.description, blocking=c.blocking)
         for c in stage.checks
     ]
-    config_cls = config_class(stage, op_name)
+    config_cls = config_class(stage, op_name, defaults)
     bound = stage.input_fields()  # params field -> upstream asset
 
     def compute(context: AssetExecutionContext, config, **inputs: Dataset):
@@ -253,8 +258,50 @@ def build_definitions(env: str | None = None, root: str | Path | None = None) ->
     from pipelines.resources import resources_for
     from pipelines.stages import STAGES
 
-    assets = [stage_asset(s) for s in STAGES if s.outputs]
+    defaults = config_defaults([s for s in STAGES if s.outputs])
+    assets = [stage_asset(s, defaults=defaults.get(s.outputs)) for s in STAGES if s.outputs]
     return Definitions(assets=assets, resources=resources_for(env, root))
+
+
+CONFIG_DEFAULTS_ENV = "REFINERY_ASSET_CONFIG"
+
+
+def config_defaults(stages: list[Stage]) -> dict[tuple[str, ...], dict[str, Any]]:
+    """Config defaults per stage (keyed by its outputs) from the YAML or JSON file named by
+    $REFINERY_ASSET_CONFIG: `{asset name: {config field: value}}`, e.g. `{raw_pages: {seeds:
+    [...]}, cpt_model: {steps: 6}}`. Launches that bring no run config, such as "Materialize
+    all" and backfills from the Dagster UI, use these values; run config given at launch still
+    wins. Unset: no overrides."""
+    import os
+
+    import yaml
+
+    path = os.environ.get(CONFIG_DEFAULTS_ENV, "").strip()
+    if not path:
+        return {}
+    try:
+        data = yaml.safe_load(Path(path).read_text()) or {}
+    except (OSError, yaml.YAMLError) as exc:
+        raise ValueError(f"{CONFIG_DEFAULTS_ENV}={path}: cannot read it ({exc})") from None
+    if not isinstance(data, dict):
+        raise ValueError(f"{path}: expected a mapping of asset name to config fields")
+    by_name = {n: s for s in stages for n in s.outputs}
+    out: dict[tuple[str, ...], dict[str, Any]] = {}
+    for name, fields in data.items():
+        stage = by_name.get(name)
+        if stage is None:
+            raise ValueError(
+                f"{path}: {name!r} is not an asset; use one of {', '.join(sorted(by_name))}"
+            )
+        settable = set(config_class(stage, name).model_fields)
+        if not isinstance(fields, dict) or set(fields) - settable:
+            bad = sorted(set(fields) - settable) if isinstance(fields, dict) else fields
+            raise ValueError(
+                f"{path}: {name}: {bad!r} are not config fields; use some of "
+                f"{', '.join(sorted(settable))}"
+            )
+        out.setdefault(stage.outputs, {}).update(fields)
+    return out
 
 
 def asset(name: str):

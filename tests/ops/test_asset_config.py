@@ -1,0 +1,52 @@
+"""$REFINERY_ASSET_CONFIG: config defaults for launches without run config (the Dagster UI's
+"Materialize all" and backfills); run config at launch still wins; mistakes name file and fix."""
+
+from __future__ import annotations
+
+import pytest
+
+from pipelines.graph import CONFIG_DEFAULTS_ENV, build_definitions
+
+
+def _default(defs, op: str) -> dict:
+    (node,) = [a.node_def for a in defs.assets if a.node_def.name == op]
+    return node.config_schema.as_field().default_value
+
+
+def test_file_sets_defaults_of_named_assets_only(tmp_path, monkeypatch):
+    cfg = tmp_path / "ui.yaml"
+    cfg.write_text(
+        "raw_pages: {seeds: ['http://127.0.0.1:9/'], delay: 0.2}\ncpt_model: {steps: 6}\n"
+    )
+    monkeypatch.delenv(CONFIG_DEFAULTS_ENV, raising=False)
+    before = build_definitions("local", root=tmp_path)
+    monkeypatch.setenv(CONFIG_DEFAULTS_ENV, str(cfg))
+    after = build_definitions("local", root=tmp_path)
+    assert _default(before, "raw_pages")["seeds"] == []
+    assert _default(after, "raw_pages")["seeds"] == ["http://127.0.0.1:9/"]
+    assert _default(after, "raw_pages")["delay"] == 0.2
+    assert _default(after, "cpt_model")["steps"] == 6
+    assert _default(after, "pretrained_model") == _default(before, "pretrained_model")
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("bogus: {steps: 1}\n", r"'bogus' is not an asset; use one of .*cpt_model"),
+        ("cpt_model: {stepz: 1}\n", r"cpt_model: \['stepz'\] are not config fields; use .*steps"),
+        ("- a\n", "expected a mapping of asset name to config fields"),
+    ],
+)
+def test_mistakes_name_the_file_the_key_and_the_fix(tmp_path, monkeypatch, text, message):
+    cfg = tmp_path / "ui.yaml"
+    cfg.write_text(text)
+    monkeypatch.setenv(CONFIG_DEFAULTS_ENV, str(cfg))
+    with pytest.raises(ValueError, match=message) as err:
+        build_definitions("local", root=tmp_path)
+    assert str(cfg) in str(err.value)
+
+
+def test_a_missing_file_names_the_variable(tmp_path, monkeypatch):
+    monkeypatch.setenv(CONFIG_DEFAULTS_ENV, str(tmp_path / "nope.yaml"))
+    with pytest.raises(ValueError, match=f"{CONFIG_DEFAULTS_ENV}=.*nope.yaml: cannot read it"):
+        build_definitions("local", root=tmp_path)
