@@ -208,3 +208,7 @@ _register_all()
 def main() -> None:
     """Entry point of the `refinery` console script."""
     app()
+
+
+if __name__ == "__main__":  # `python -m pipelines.cli` (e.g. under torchrun -m)
+    main()

@@ -1,7 +1,16 @@
-"""Checkpoints: model, optimiser, scheduler, every RNG and the data-loader state in one file.
+"""Checkpoints: model, optimiser, scheduler, every RNG and the data-loader state.
 
 A run directory keeps them as `checkpoints/step_0000100.pt`; the latest is the highest step.
 Files are written atomically (temp file + rename) so a crash never leaves a truncated latest.
+
+A single process writes everything into that one file. A distributed (FSDP2) run writes the
+model and optimiser sharded with `torch.distributed.checkpoint` (DCP) into the directory
+`checkpoints/step_0000100.dcp/` (one `__<rank>_0.distcp` file per rank and `.metadata`), then
+rank 0 writes `step_0000100.pt` with the rest: step, stage, scheduler, configs, and the loader
+state and RNG states of every rank (lists in rank order), `world_size` and `sharded` (the DCP
+directory's name). The `.pt` is written last, so a checkpoint without it is incomplete and
+ignored. `load_checkpoint` reads both formats; for a sharded one it gathers the full model
+weights from the DCP directory (no process group needed), so `--init` and evaluation take either.
 """
 
 from __future__ import annotations
@@ -9,6 +18,7 @@ from __future__ import annotations
 import os
 import random
 import re
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -82,11 +92,129 @@ def save_checkpoint(run_dir: str | Path, step: int, payload: dict[str, Any], kee
     tmp = path.with_name(path.name + ".tmp")
     torch.save({**payload, "step": step, "rng": rng_state()}, tmp)
     os.replace(tmp, path)
-    for old in list_checkpoints(run_dir)[:-keep]:
-        old.unlink()
+    prune_checkpoints(run_dir, keep)
     return path
 
 
-def load_checkpoint(path: str | Path) -> dict[str, Any]:
-    """Load a checkpoint onto the CPU (our own files: they hold NumPy/Python RNG tuples)."""
-    return torch.load(path, map_location="cpu", weights_only=False)
+def prune_checkpoints(run_dir: str | Path, keep: int) -> None:
+    """Delete all but the newest `keep` checkpoints (a sharded one's DCP directory with it)."""
+    for old in list_checkpoints(run_dir)[:-keep]:
+        old.unlink()
+        shutil.rmtree(sharded_dir(old), ignore_errors=True)
+
+
+def sharded_dir(path: str | Path) -> Path:
+    """The DCP directory that goes with checkpoint file `path` (`step_N.pt` -> `step_N.dcp`)."""
+    path = Path(path)
+    return path.with_name(path.name[: -len(".pt")] + ".dcp")
+
+
+def is_sharded_checkpoint(saved: dict[str, Any]) -> bool:
+    """Whether a loaded checkpoint keeps its model and optimiser in a DCP directory."""
+    return "sharded" in saved
+
+
+def save_sharded_checkpoint(
+    run_dir: str | Path,
+    step: int,
+    model: torch.nn.Module,
+    optimizer: torch.optim.Optimizer,
+    payload: dict[str, Any],
+    rank_state: dict[str, Any],
+    keep: int,
+) -> Path:
+    """Collective (every rank calls it): DCP-save model + optimiser, then rank 0 writes the `.pt`.
+
+    `payload` (rank 0's) holds what every rank shares (stage, scheduler, configs); `rank_state`
+    (each rank's) holds what differs per rank, e.g. {"loader": ...}; it is stored as lists in rank
+    order under the same keys, with every rank's RNG states as `rng`.
+    """
+    import torch.distributed as dist
+    import torch.distributed.checkpoint as dcp
+    from torch.distributed.checkpoint.state_dict import get_state_dict
+
+    rank, world = dist.get_rank(), dist.get_world_size()
+    d = checkpoint_dir(run_dir)
+    d.mkdir(parents=True, exist_ok=True)
+    path = d / f"step_{step:07d}.pt"
+    model_sd, optim_sd = get_state_dict(model, optimizer)
+    dcp.save({"model": model_sd, "optimizer": optim_sd}, checkpoint_id=sharded_dir(path))
+    states: list[dict[str, Any]] | None = [{}] * world if rank == 0 else None
+    dist.gather_object({**rank_state, "rng": rng_state()}, states, dst=0)
+    if rank == 0:
+        assert states is not None
+        per_rank = {k: [s[k] for s in states] for k in states[0]}
+        record = {
+            **payload,
+            **per_rank,
+            "step": step,
+            "world_size": world,
+            "sharded": sharded_dir(path).name,
+        }
+        tmp = path.with_name(path.name + ".tmp")
+        torch.save(record, tmp)
+        os.replace(tmp, path)
+        prune_checkpoints(run_dir, keep)
+    dist.barrier()
+    return path
+
+
+def load_sharded_checkpoint(
+    path: str | Path,
+    saved: dict[str, Any],
+    model: torch.nn.Module,
+    optimizer: torch.optim.Optimizer,
+) -> None:
+    """Collective: load a sharded checkpoint's model and optimiser into the (FSDP2) `model`."""
+    import torch.distributed.checkpoint as dcp
+    from torch.distributed.checkpoint.state_dict import get_state_dict, set_state_dict
+
+    source = Path(path).with_name(saved["sharded"])
+    if not (source / ".metadata").is_file():
+        raise FileNotFoundError(
+            f"{path} keeps its weights in {source}, which has no .metadata; the checkpoint is "
+            "incomplete: resume from an earlier one (delete this .pt) or restart the run"
+        )
+    model_sd, optim_sd = get_state_dict(model, optimizer)
+    state = {"model": model_sd, "optimizer": optim_sd}
+    dcp.load(state, checkpoint_id=source)
+    set_state_dict(
+        model, optimizer, model_state_dict=state["model"], optim_state_dict=state["optimizer"]
+    )
+
+
+def _full_weights(path: Path, saved: dict[str, Any]) -> dict[str, torch.Tensor]:
+    """The full (unsharded) model state dict of a sharded checkpoint, read in this process."""
+    from torch.distributed.checkpoint import FileSystemReader
+    from torch.distributed.checkpoint.format_utils import (
+        _EmptyStateDictLoadPlanner,
+        _load_state_dict,
+    )
+
+    source = path.with_name(saved["sharded"])
+    if not (source / ".metadata").is_file():
+        raise FileNotFoundError(
+            f"{path} keeps its weights in {source}, which has no .metadata; the checkpoint is "
+            "incomplete: use an earlier one"
+        )
+    sd: dict[str, Any] = {}
+    _load_state_dict(
+        sd,
+        storage_reader=FileSystemReader(source),
+        planner=_EmptyStateDictLoadPlanner(keys={"model"}),
+        no_dist=True,
+    )
+    return sd["model"]
+
+
+def load_checkpoint(path: str | Path, *, weights: bool = True) -> dict[str, Any]:
+    """Load a checkpoint onto the CPU (our own files: they hold NumPy/Python RNG tuples).
+
+    For a sharded checkpoint, `model` is the full state dict gathered from its DCP directory
+    (skipped with `weights=False`; the optimiser state stays there, see `load_sharded_checkpoint`).
+    """
+    path = Path(path)
+    saved = torch.load(path, map_location="cpu", weights_only=False)
+    if is_sharded_checkpoint(saved) and weights:
+        saved["model"] = _full_weights(path, saved)
+    return saved

@@ -26,11 +26,15 @@ from typing import Any
 import numpy as np
 import torch
 
+from training import distributed
 from training.checkpoint import (
+    is_sharded_checkpoint,
     latest_checkpoint,
     load_checkpoint,
+    load_sharded_checkpoint,
     resolve_checkpoint,
     save_checkpoint,
+    save_sharded_checkpoint,
     set_rng_state,
 )
 from training.loader import EvalSets, ShardLoader, read_manifest
@@ -241,6 +245,8 @@ class TrainState:
     batch_size: int
     total: int  # the step the run ends at
     start: int = 0  # the last step already done: 0, or the step of the checkpoint resumed from
+    # rank and world size under torchrun (training/distributed.py); rank 0 of 1 otherwise
+    dist: distributed.DistContext = dataclasses.field(default_factory=distributed.DistContext)
 
     @property
     def metrics_path(self) -> Path:
@@ -266,6 +272,27 @@ class TrainState:
         _, loss, aux = model(x, y, attention_backend=self.cfg.train.attention_backend)
         return loss, aux
 
+    # --- distributed (training/distributed.py) ---
+    def loss_weight(self, batch: Any) -> float:
+        """1.0 in one process; under torchrun, this rank's share of the global batch's predicted
+        tokens (n_r * W / N), so that averaging over ranks gives the global token mean."""
+        if not self.dist.enabled:
+            return 1.0
+        return distributed.loss_weight(self.predicted_tokens(batch), self.dist, self.device)
+
+    def predicted_tokens(self, batch: Any) -> int:
+        """How many targets of `batch` the loss counts: not padding, not image placeholders
+        (a stage whose batches hold something else overrides this)."""
+        tokens = batch[0] if isinstance(batch, tuple | list) else batch
+        targets = np.asarray(tokens)[:, 1:]
+        counted = targets != self.pad_id
+        image_id = getattr(self.model.config, "image_token_id", -1)
+        if image_id is not None and image_id >= 0:
+            counted &= targets != image_id
+        return int(counted.sum())
+
+    # --- end distributed ---
+
     def evaluate(self, step: int) -> list[dict[str, Any]]:
         """Held-out loss per bucket/group at `step`, appended to eval.jsonl."""
         t = self.cfg.train
@@ -279,32 +306,46 @@ class TrainState:
             t.attention_backend,
         )
         rows = [{"step": step, "seq_len": self.seq_len, **r} for r in rows]
-        _append_jsonl(self.eval_path, rows)
+        if self.dist.is_main:
+            _append_jsonl(self.eval_path, rows)
         return rows
 
     def checkpoint(self, step: int) -> Path:
         """Model, optimiser, scheduler, loader (and RNGs, added by save_checkpoint) at `step`."""
         payload = {
             "stage": self.stage,
-            "model": self.model.state_dict(),
-            "optimizer": self.optimizer.state_dict(),
             "scheduler": self.scheduler.state_dict(),
-            "loader": self.loader.state_dict(),
             "model_config": dataclasses.asdict(self.model.config),
             "mixture": self.mixture,
             "seq_len": self.seq_len,
         }
-        return save_checkpoint(self.out_dir, step, payload, self.cfg.train.keep_checkpoints)
+        keep = self.cfg.train.keep_checkpoints
+        if self.dist.enabled:  # model + optimiser sharded (DCP), per-rank loader and RNG
+            rank_state = {"loader": self.loader.state_dict()}
+            return save_sharded_checkpoint(
+                self.out_dir, step, self.model, self.optimizer, payload, rank_state, keep
+            )
+        payload["model"] = self.model.state_dict()
+        payload["optimizer"] = self.optimizer.state_dict()
+        payload["loader"] = self.loader.state_dict()
+        return save_checkpoint(self.out_dir, step, payload, keep)
 
-    def restore(self, saved: dict[str, Any]) -> None:
+    def restore(self, saved: dict[str, Any], source: Path) -> None:
         """Continue from a checkpoint: optimiser, scheduler, loader, RNGs; drop logs past it."""
-        self.optimizer.load_state_dict(saved["optimizer"])
+        if is_sharded_checkpoint(saved):  # model + optimiser from DCP; this rank's loader, RNG
+            check_compatible(saved["model_config"], self.model.config, source)
+            load_sharded_checkpoint(source, saved, self.model, self.optimizer)
+            loader_state, rng = saved["loader"][self.dist.rank], saved["rng"][self.dist.rank]
+        else:
+            self.optimizer.load_state_dict(saved["optimizer"])
+            loader_state, rng = saved["loader"], saved["rng"]
         self.scheduler.load_state_dict(saved["scheduler"])
-        self.loader.load_state_dict(saved["loader"])
-        set_rng_state(saved["rng"])
+        self.loader.load_state_dict(loader_state)
+        set_rng_state(rng)
         self.start = int(saved["step"])
-        _truncate_jsonl(self.metrics_path, self.start)
-        _truncate_jsonl(self.eval_path, self.start)
+        if self.dist.is_main:
+            _truncate_jsonl(self.metrics_path, self.start)
+            _truncate_jsonl(self.eval_path, self.start)
 
 
 def _checkpoint_to_resume(
@@ -318,7 +359,7 @@ def _checkpoint_to_resume(
             raise TrainError(
                 f"--resume: {out_dir} has no checkpoint to resume from; drop --resume to start it"
             )
-        resume_state = load_checkpoint(existing)
+        resume_state = load_checkpoint(existing, weights=False)  # sharded weights: in restore
         if resume_state["stage"] != stage:
             raise TrainError(
                 f"--resume: {out_dir} is a {resume_state['stage']!r} run, not {stage!r}"
@@ -413,23 +454,34 @@ def setup(
 
     t = cfg.train
     device = _setup_torch(cfg)
+    ctx = distributed.init(device.type)  # torchrun: join the process group; else rank 0 of 1
+    device = distributed.device_for(ctx, device)
+    if resume_state is not None and resume_state.get("world_size", 1) != ctx.world_size:
+        raise TrainError(
+            f"--resume: {existing} was written by {resume_state.get('world_size', 1)} process(es) "
+            f"but this run has {ctx.world_size}; resume with torchrun --nproc-per-node "
+            f"{resume_state.get('world_size', 1)} (the loader's rank split must match)"
+        )
     torch.manual_seed(t.seed)
     np.random.seed(t.seed)
     model = Transformer(model_cfg).to(device)
     init_path = None
-    if resume_state is not None:
+    if resume_state is not None and not is_sharded_checkpoint(resume_state):
         _load_weights(model, resume_state, existing)
-    elif init is not None:
+    elif resume_state is None and init is not None:
         init_path = _load_init_weights(model, stage, init, seq_len, data_dir)
+    model = distributed.shard_model(model, ctx, device)  # FSDP2 when distributed
     optimizer, scheduler = _optimizer(model, cfg, stage, total, device)
-    batch_size = sc.batch_size or t.batch_size
+    batch_size = sc.batch_size or t.batch_size  # per rank: the global batch is world_size times
     state = TrainState(
         stage=stage,
         cfg=cfg,
         model=model,
         optimizer=optimizer,
         scheduler=scheduler,
-        loader=ShardLoader(data_dir, batch_size, seed=t.seed),
+        loader=ShardLoader(
+            data_dir, batch_size, seed=t.seed, rank=ctx.rank, world_size=ctx.world_size
+        ),
         evals=EvalSets(data_dir),
         device=device,
         out_dir=out_dir,
@@ -438,16 +490,17 @@ def setup(
         pad_id=pad_id,
         batch_size=batch_size,
         total=total,
+        dist=ctx,
     )
 
     out_dir.mkdir(parents=True, exist_ok=True)
     if resume_state is not None:
-        state.restore(resume_state)
+        state.restore(resume_state, existing)
         if (out_dir / "run.json").exists():
             # The resumed run keeps the weights it was started from on record.
             previous_init = json.loads((out_dir / "run.json").read_text()).get("init")
             init_path = Path(previous_init) if previous_init else None
-    else:
+    elif ctx.is_main:
         state.metrics_path.write_text("")
         state.eval_path.write_text("")
     run_record = {
@@ -459,8 +512,10 @@ def setup(
         "init": str(init_path) if init_path else None,
         "total_steps": total,
         "device": str(device),
+        "world_size": ctx.world_size,
     }
-    (out_dir / "run.json").write_text(json.dumps(run_record, indent=2, default=str))
+    if ctx.is_main:
+        (out_dir / "run.json").write_text(json.dumps(run_record, indent=2, default=str))
     return state
 
 
@@ -470,9 +525,10 @@ class _Throughput:
     def __init__(self, state: TrainState) -> None:
         t = state.cfg.train
         self.device = state.device
-        self.peak = peak_flops(state.device)
+        peak, world = peak_flops(state.device), state.dist.world_size
+        self.peak = peak * world if peak else None  # MFU of all ranks' devices together
         self.flops_per_token = state.model.flops_per_token(state.seq_len - 1)
-        self.tokens_per_step = state.batch_size * t.grad_accum * (state.seq_len - 1)
+        self.tokens_per_step = state.batch_size * t.grad_accum * (state.seq_len - 1) * world
         self.start, self.tokens = time.perf_counter(), 0
 
     def step(self) -> None:
@@ -517,11 +573,13 @@ def train_loop(state: TrainState, on_step: StepCallback | None = None) -> None:
         step_loss = torch.zeros((), device=s.device)
         s.begin_step(step)
         for _ in range(t.grad_accum):
+            batch = next(batches)
+            weight = s.loss_weight(batch)  # 1.0 unless distributed
             with s.autocast():
-                loss, aux = s.forward(step_model, next(batches))
-                objective = (loss + aux_weight * aux) / t.grad_accum
+                loss, aux = s.forward(step_model, batch)
+                objective = (loss * weight + aux_weight * aux) / t.grad_accum
             objective.backward()
-            step_loss += loss.detach().float() / t.grad_accum
+            step_loss += loss.detach().float() * weight / t.grad_accum
         if t.grad_clip:
             torch.nn.utils.clip_grad_norm_(s.model.parameters(), t.grad_clip)
         s.optimizer.step()
@@ -534,13 +592,14 @@ def train_loop(state: TrainState, on_step: StepCallback | None = None) -> None:
             tps, mfu = throughput.read()
             row = {
                 "step": step,
-                "loss": float(step_loss),
+                "loss": float(distributed.mean(step_loss, s.dist)),
                 "tokens_per_s": tps,
                 "seq_len": s.seq_len,
                 "lr": lr,
                 "mfu": mfu,
             }
-            _append_jsonl(s.metrics_path, [row])
+            if s.dist.is_main:
+                _append_jsonl(s.metrics_path, [row])
         with throughput.paused():
             if due(step, t.eval_every):
                 s.evaluate(step)
@@ -564,7 +623,9 @@ def run_stage(
     """Train one stage into `out_dir` up to `steps` total steps; return the run summary."""
     state = setup(stage, config_path, data_dir, out_dir, init=init, steps=steps, resume=resume)
     train_loop(state, on_step)
-    return summarize(state.out_dir)
+    distributed.barrier(state.dist)
+    summary = summarize(state.out_dir) if state.dist.is_main else None
+    return distributed.broadcast_from_main(summary, state.dist)
 
 
 def summarize(out_dir: str | Path) -> dict[str, Any]:

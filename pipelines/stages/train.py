@@ -8,6 +8,7 @@ directory and is used as given.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import time
@@ -147,6 +148,7 @@ def run_train(
 
     Example: run_train("pretrain", "tiny", "lake/mixtures/tiny-pretrain", "lake/runs/pretrain", steps=300)
     """
+    from training import distributed
     from training.trainer import run_stage
 
     if stage not in STAGES:
@@ -161,18 +163,21 @@ def run_train(
         resume=resume,
         on_step=on_step,
     )
-    summary["loss_plot"] = str(plot_loss_curve(out_dir))
-    lake.write_manifest(
-        Path(out_dir),
-        rows=summary["steps"],
-        inputs=[str(data_dir)] + ([str(summary["init"])] if summary["init"] else []),
-        config={"stage": stage, "config": str(config_path), "steps": steps},
-        extra={
-            "kind": "training-run",
-            "checkpoint": summary["checkpoint"],
-            "final_loss": summary["final_loss"],
-        },
-    )
+    summary["loss_plot"] = str(Path(out_dir) / "loss.png")
+    if distributed.is_main():  # under torchrun, rank 0 writes the run's files
+        plot_loss_curve(out_dir)
+        lake.write_manifest(
+            Path(out_dir),
+            rows=summary["steps"],
+            inputs=[str(data_dir)] + ([str(summary["init"])] if summary["init"] else []),
+            config={"stage": stage, "config": str(config_path), "steps": steps},
+            extra={
+                "kind": "training-run",
+                "checkpoint": summary["checkpoint"],
+                "final_loss": summary["final_loss"],
+            },
+        )
+    distributed.barrier()
     return summary
 
 
@@ -462,16 +467,19 @@ def train(stage: str):
     def run(p: TrainParams, lake_: Lake) -> TrainSummary:
         import base64
 
+        from training import distributed
         from training.checkpoint import latest_checkpoint
 
+        ctx = distributed.init()  # under torchrun: rank 0 picks the run directory for all
         runs = lake_.dir("runs") / stage
         data = Path(p.data) if p.data else stage_mixture_dir(stage, p.config, lake_.root)
         if p.out is not None:
             out, resume, versioned = Path(p.out), p.resume, False
         else:
-            previous = resumable_run(runs) if p.resume else None
-            out = previous or new_run_dir(runs)
+            previous = resumable_run(runs) if p.resume and ctx.is_main else None
+            out = (previous or new_run_dir(runs)) if ctx.is_main else None
             resume, versioned = previous is not None, True
+            out, resume = distributed.broadcast_from_main((out, resume), ctx)
         init = Path(p.init) if p.init else None
         if init is None and versioned and not resume and stage in UPSTREAM:
             init = latest_run(lake_.dir("runs") / UPSTREAM[stage])
@@ -481,11 +489,11 @@ def train(stage: str):
                     f"train {UPSTREAM[stage]} first (or pass --init)"
                 )
         lake_.log(f"{stage}: run directory {out}" + (" (resumed)" if resume else ""))
-        with _progress(stage, lake_) as on_step:
+        with _progress(stage, lake_) if ctx.is_main else contextlib.nullcontext() as on_step:
             s = run_train(
                 stage, p.config, data, out, init=init, steps=p.steps, resume=resume, on_step=on_step
             )
-        if versioned:
+        if versioned and ctx.is_main:
             set_latest(runs, out)
         png = base64.b64encode(Path(s["loss_plot"]).read_bytes()).decode()
         return TrainSummary(
@@ -506,7 +514,7 @@ def train(stage: str):
             tokens_per_s=s["tokens_per_s"],
             loss_curve=f"![loss curve](data:image/png;base64,{png})",
             loss_curve_path=s["loss_plot"],
-            late_query_loss=_late_query_loss(p, init, out, data, lake_),
+            late_query_loss=_late_query_loss(p, init, out, data, lake_) if ctx.is_main else None,
         )
 
     run.__doc__ = STAGE_HELP[stage]

@@ -1,0 +1,163 @@
+"""Two CPU processes on gloo under torchrun (loopback only): FSDP2 data parallelism, DCP checkpoints.
+
+The 2-process run (per-rank batch 2) must reproduce the single-process run with the same global
+batch (4) step for step: measured on this model, the losses agree to ~1e-7 relative (fp32; only
+the order of the gradient sums differs), so the tolerance is 1e-5. A resumed 2-process run must
+continue bit for bit like the uninterrupted one. The model is dense: an MoE model's
+load-balancing loss is computed per rank (see training/distributed.py), which moves the curve by
+~1e-4 relative.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+import yaml
+
+from training.checkpoint import list_checkpoints, load_checkpoint, sharded_dir
+from training.trainer import TrainError, run_stage
+
+from .conftest import write_config
+
+pytestmark = pytest.mark.timeout(300)
+
+ROOT = Path(__file__).resolve().parents[2]
+STEPS = 6
+REL_TOL = 1e-5
+
+
+def read_jsonl(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def dense_config(path: Path, batch_size: int) -> Path:
+    """The trainer tests' tiny config without MoE, one thread per process, checkpoints every 3."""
+    write_config(path, batch_size=batch_size, threads=1, checkpoint_every=3, eval_every=3)
+    cfg = yaml.safe_load(path.read_text())
+    for key in ("moe_experts", "moe_top_k", "moe_hidden"):
+        cfg["model"].pop(key)
+    cfg["model"]["n_layer"] = 2
+    path.write_text(yaml.safe_dump(cfg))
+    return path
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def torchrun(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+    """`torchrun --nproc-per-node 2 -m pipelines.cli ARGS` with a loopback rendezvous."""
+    env = dict(
+        os.environ,
+        OMP_NUM_THREADS="1",
+        OMP_WAIT_POLICY="PASSIVE",
+        GLOO_SOCKET_IFNAME="lo",  # gloo's connections stay on loopback too
+        PYTHONPATH=str(ROOT),
+    )
+    env.pop("REFINERY_HOME", None)
+    cmd = [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--nnodes",
+        "1",
+        "--nproc-per-node",
+        "2",
+        "--master-addr",
+        "127.0.0.1",
+        "--master-port",
+        str(free_port()),
+        "-m",
+        "pipelines.cli",
+        *args,
+    ]
+    proc = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=240)
+    assert proc.returncode == 0, f"torchrun failed ({proc.returncode}):\n{proc.stderr[-4000:]}"
+    return proc
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory, mixtures) -> dict[str, Path]:
+    """A single-process run (batch 4), a 2-process run (batch 2 per rank), and that run resumed
+    under 2 processes from its step-3 checkpoint."""
+    root = tmp_path_factory.mktemp("dist")
+    one, two = dense_config(root / "one.yaml", 4), dense_config(root / "two.yaml", 2)
+    torch.set_num_threads(1)
+    run_stage("pretrain", one, mixtures["pretrain"], root / "single", steps=STEPS)
+    common = ["--data", str(mixtures["pretrain"]), "--steps", str(STEPS)]
+    torchrun("train", "pretrain", "--config", str(two), "--out", "ddp", *common, cwd=root)
+
+    # stop after step 3: the run as it was when its step-3 checkpoint was the newest
+    shutil.copytree(root / "ddp", root / "resumed")
+    last = list_checkpoints(root / "resumed")[-1]
+    assert last.name == "step_0000006.pt"
+    last.unlink()
+    shutil.rmtree(sharded_dir(last))
+    args = ["train", "pretrain", "--config", str(two), "--out", "resumed", "--resume", *common]
+    torchrun(*args, cwd=root)
+    return {"single": root / "single", "ddp": root / "ddp", "resumed": root / "resumed"}
+
+
+def test_two_processes_reproduce_the_single_process_loss_curve(runs):
+    single = read_jsonl(runs["single"] / "metrics.jsonl")
+    ddp = read_jsonl(runs["ddp"] / "metrics.jsonl")
+    assert [r["step"] for r in ddp] == list(range(1, STEPS + 1))  # rank 0 alone writes
+    for a, b in zip(single, ddp, strict=True):
+        assert a["lr"] == b["lr"]
+        assert b["loss"] == pytest.approx(a["loss"], rel=REL_TOL), (a["step"], a["loss"], b["loss"])
+    assert ddp[-1]["loss"] < ddp[0]["loss"]
+    evals = {(e["step"], e["group"]): e["loss"] for e in read_jsonl(runs["single"] / "eval.jsonl")}
+    ddp_evals = read_jsonl(runs["ddp"] / "eval.jsonl")
+    assert {(e["step"], e["group"]) for e in ddp_evals} == set(evals)
+    for e in ddp_evals:
+        assert e["loss"] == pytest.approx(evals[(e["step"], e["group"])], rel=REL_TOL)
+    record = json.loads((runs["ddp"] / "run.json").read_text())
+    assert record["world_size"] == 2 and record["config"]["train"]["batch_size"] == 2
+
+
+def test_a_resumed_two_process_run_continues_exactly(runs):
+    def curve(run: str, name: str, keys: tuple[str, ...]) -> list[tuple]:
+        return [tuple(r[k] for k in keys) for r in read_jsonl(runs[run] / name)]
+
+    keys = ("step", "loss", "lr")
+    assert curve("resumed", "metrics.jsonl", keys) == curve("ddp", "metrics.jsonl", keys)
+    ekeys = ("step", "group", "loss")
+    assert curve("resumed", "eval.jsonl", ekeys) == curve("ddp", "eval.jsonl", ekeys)
+    a = load_checkpoint(list_checkpoints(runs["ddp"])[-1])["model"]
+    b = load_checkpoint(list_checkpoints(runs["resumed"])[-1])["model"]
+    assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
+
+
+def test_sharded_checkpoints_exist_load_whole_and_feed_a_single_process_stage(
+    runs, mixtures, tmp_path
+):
+    ckpts = list_checkpoints(runs["ddp"])
+    assert [p.name for p in ckpts] == ["step_0000003.pt", "step_0000006.pt"]
+    dcp_dir = sharded_dir(ckpts[-1])
+    assert {p.name for p in dcp_dir.iterdir()} == {".metadata", "__0_0.distcp", "__1_0.distcp"}
+    saved = load_checkpoint(ckpts[-1])
+    assert saved["world_size"] == 2 and saved["step"] == STEPS and saved["sharded"] == dcp_dir.name
+    assert [s["rank"] for s in saved["loader"]] == [0, 1] and len(saved["rng"]) == 2
+    # the DCP shards gather into the full weights, close to the single-process run's
+    single = load_checkpoint(list_checkpoints(runs["single"])[-1])["model"]
+    assert saved["model"].keys() == single.keys()
+    for k, v in single.items():
+        assert saved["model"][k].shape == v.shape
+        torch.testing.assert_close(saved["model"][k], v, rtol=1e-3, atol=1e-5)
+    # a single process starts a later stage from it, and refuses to resume it with 1 rank
+    cfg = dense_config(tmp_path / "c.yaml", 4)
+    cpt = run_stage("cpt", cfg, mixtures["cpt"], tmp_path / "cpt", init=runs["ddp"], steps=1)
+    assert cpt["init"].endswith("step_0000006.pt")
+    shutil.copytree(runs["ddp"], tmp_path / "again")
+    with pytest.raises(TrainError, match="written by 2 process.*--nproc-per-node 2"):
+        run_stage("pretrain", cfg, mixtures["pretrain"], tmp_path / "again", steps=8, resume=True)
