@@ -13,7 +13,8 @@ Around it:
 - token and cost accounting (`usage()`, a dict for metadata; cost from per-1k-token prices for
   the model, 0 with `cost_known` False without them).
 
-The key comes from `REFINERY_TEACHER_API_KEY` unless given.
+The key comes from `REFINERY_TEACHER_API_KEY` unless given; openai's own environment (OPENAI_API_KEY,
+OPENAI_BASE_URL, OPENAI_ORG_ID, OPENAI_PROJECT_ID) is never used or sent.
 """
 
 from __future__ import annotations
@@ -250,6 +251,10 @@ class _OpenAI(openai.OpenAI):
 
     backoff_s = _OPENAI_INITIAL_RETRY_DELAY
 
+    @property
+    def user_agent(self) -> str:
+        return f"Refinery-teacher openai-python/{self._version}"
+
     def _calculate_retry_timeout(self, remaining_retries, options, response_headers=None):
         wait = super()._calculate_retry_timeout(remaining_retries, options, response_headers)
         if self._parse_retry_after_header(response_headers) == wait:
@@ -323,6 +328,10 @@ class TeacherClient:
             max_retries=max_retries,
         )
         self._client.backoff_s = backoff_s
+        # openai reads OPENAI_ORG_ID / OPENAI_PROJECT_ID into headers it would send to any
+        # endpoint; a teacher gets only what is configured here.
+        self._client.organization = None
+        self._client.project = None
 
     # ---------------------------------------------------------------- accounting
 

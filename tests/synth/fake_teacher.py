@@ -95,6 +95,7 @@ def server():
                         "t": time.monotonic(),
                         "path": self.path,
                         "auth": self.headers.get("Authorization"),
+                        "headers": dict(self.headers),
                         "body": body,
                     }
                 )

@@ -77,6 +77,26 @@ def test_no_key_sends_no_authorization_and_no_prices_means_no_cost(server, monke
     assert u["cost"] == 0 and u["cost_known"] is False
 
 
+def test_openai_environment_is_never_used_or_sent(server, monkeypatch):
+    leaks = {
+        "OPENAI_API_KEY": "api-leak",
+        "OPENAI_ADMIN_KEY": "admin-leak",
+        "OPENAI_ORG_ID": "org-leak",
+        "OPENAI_PROJECT_ID": "project-leak",
+        "OPENAI_BASE_URL": "http://127.0.0.9:1/v1",
+    }
+    for k, v in leaks.items():
+        monkeypatch.setenv(k, v)
+    monkeypatch.setenv("REFINERY_TEACHER_API_KEY", "the-teacher-key")
+    assert _client(server).chat(HI) == "hello"  # sent to the given URL, not OPENAI_BASE_URL
+    headers = server["requests"][0]["headers"]
+    assert headers["authorization"] == "Bearer the-teacher-key"
+    assert headers["user-agent"].startswith("Refinery-teacher openai-python/")
+    sent = json.dumps(headers).lower()
+    assert not any(v.lower() in sent for v in leaks.values()), headers
+    assert "openai-organization" not in sent and "openai-project" not in sent
+
+
 @pytest.mark.parametrize("status", [429, 500, 503])
 def test_transient_status_is_retried(server, status):
     server["script"] = [status, ("ok", "after retry")]
