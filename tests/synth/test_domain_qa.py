@@ -327,3 +327,21 @@ def test_dagster_asset_reads_the_lake_and_says_no_teacher(inputs):
     assert meta["teacher"] == "none" and meta["teacher_requests"] == 0
     assert meta["teacher_cost"] == 0 and "needs one" in meta["note"]
     assert len(_rows(inputs["lake"] / "synth" / "domain_qa")) == 6
+
+
+def test_every_synth_summary_carries_teacher_accounting(server, tmp_path):
+    """The tables stage (as charts and domain-qa) reports the teacher's requests, tokens and cost
+    (0 without a teacher: the Dagster test above)."""
+    from pipelines.cli import app
+    from tests.synth.test_tables import _rows as table_rows
+    from tests.synth.test_tables import _write as write_tables
+
+    server["default"] = ("ok", json.dumps({"items": []}))
+    src = write_tables(tmp_path, table_rows(opted_out=("cities", "league")))
+    teacher = ["--teacher-url", server["base_url"], "--teacher-model", "tiny"]
+    prices = ["--teacher-price-prompt", "3", "--teacher-price-completion", "5"]
+    args = ["synth", "tables", "--tables", src]
+    res = CliRunner().invoke(app, [*args, "--out", str(tmp_path / "t1"), *teacher, *prices])
+    assert res.exit_code == 0, res.output
+    assert "teacher_requests=2" in res.output and "teacher_tokens=36" in res.output
+    assert "teacher_cost=0.136" in res.output  # 22 prompt x 3/1k + 14 completion x 5/1k
