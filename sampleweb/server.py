@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import hashlib
 import re
 import socket
 import threading
-from email.utils import parsedate_to_datetime
+import time
+from email.utils import formatdate, parsedate_to_datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import TYPE_CHECKING
 
@@ -26,12 +28,34 @@ NOT_FOUND = (
 
 
 class _Response:
-    __slots__ = ("status", "headers", "body", "gz", "last_modified")
+    """A canned response. A 200 carries a weak ETag (sha256 of the body) beside its
+    Last-Modified, and both validators are honoured (RFC 9110 section 13): If-None-Match first,
+    If-Modified-Since only when no If-None-Match was sent."""
+
+    __slots__ = ("status", "headers", "body", "gz", "last_modified", "etag")
 
     def __init__(self, status: int, headers: dict[str, str], body: bytes, gz: bytes | None) -> None:
         self.status, self.headers, self.body, self.gz = status, headers, body, gz
         lm = headers.get("Last-Modified")
         self.last_modified = parsedate_to_datetime(lm) if lm else None
+        # Weak: the same tag whether the body goes out gzipped or not (RFC 9110 8.8.3).
+        self.etag = f'W/"{hashlib.sha256(body).hexdigest()[:32]}"' if status == 200 else None
+        if self.etag and "ETag" not in headers:
+            headers["ETag"] = self.etag
+
+    def not_modified(self, if_none_match: str | None, if_modified_since: str | None) -> bool:
+        """Whether a conditional GET may be answered 304 Not Modified."""
+        if self.status != 200:
+            return False
+        if if_none_match is not None:  # weak comparison (RFC 9110 13.1.2)
+            tags = {t.strip().removeprefix("W/") for t in if_none_match.split(",")}
+            return "*" in tags or (self.etag is not None and self.etag[2:] in tags)
+        if if_modified_since and self.last_modified:
+            try:
+                return self.last_modified <= parsedate_to_datetime(if_modified_since)
+            except (TypeError, ValueError):
+                return False  # an unparsable date is ignored, as RFC 9110 requires
+        return False
 
 
 class _SiteServer(ThreadingHTTPServer):
@@ -101,13 +125,10 @@ class _Handler(BaseHTTPRequestHandler):
         resp = self._lookup()
         status, body = resp.status, resp.body
         headers = dict(resp.headers)
-        ims = self.headers.get("If-Modified-Since")
-        if ims and status == 200 and resp.last_modified:
-            try:
-                if resp.last_modified <= parsedate_to_datetime(ims):
-                    status, body = 304, b""
-            except (TypeError, ValueError):
-                pass  # an unparsable date is ignored, as RFC 9110 requires
+        if resp.not_modified(
+            self.headers.get("If-None-Match"), self.headers.get("If-Modified-Since")
+        ):
+            status, body = 304, b""
         if resp.gz is not None:
             headers["Vary"] = "Accept-Encoding"
             if status == 200 and "gzip" in (self.headers.get("Accept-Encoding") or ""):
@@ -202,6 +223,26 @@ class ServedWeb:
         if not path.startswith("/"):
             raise ValueError(f"path {path!r} must start with '/'")
         return self.base_url(site) + path
+
+    def set_response(
+        self,
+        site: str,
+        path: str,
+        body: bytes,
+        *,
+        status: int = 200,
+        content_type: str = "text/html; charset=utf-8",
+    ) -> None:
+        """Serve `body` at `path` of `site` from now on (a publisher edits a page or its
+        robots.txt): a new ETag, and Last-Modified = now."""
+        server = next((s for s in self.servers if s.site == site), None)
+        if server is None:
+            raise KeyError(f"site {site!r} is not served (known: {[s.site for s in self.servers]})")
+        headers = {
+            "Content-Type": content_type,
+            "Last-Modified": formatdate(time.time(), usegmt=True),
+        }
+        server.responses[path] = _Response(status, headers, body, None)
 
     def seeds(self) -> list[str]:
         """One home-page URL per site, in site order."""

@@ -37,6 +37,7 @@ from training.mixture.sources import (
     ALL_GROUP,
     DocBatch,
     ReadUnit,
+    consent_version,
     plan_units,
     source_files,
     tokenize_unit_batches,
@@ -241,7 +242,10 @@ def build_mixture(
         for unit in units:
             for batch in tokenize_unit_batches(unit, tok):
                 writer.add(unit, batch)
-        return assemble_corpus(spec, spec_path, writer.finish(), out_dir, lake_root)
+        consent = consent_version(units, lake_root)
+        return assemble_corpus(
+            spec, spec_path, writer.finish(), out_dir, lake_root, consent=consent
+        )
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
@@ -327,7 +331,8 @@ def assemble(
     shutil.rmtree(work, ignore_errors=True)
     try:
         corpus = Corpus.from_batches(units, batches, work)
-        return assemble_corpus(spec, spec_path, corpus, out_dir, lake_root)
+        consent = consent_version(units, lake_root)
+        return assemble_corpus(spec, spec_path, corpus, out_dir, lake_root, consent=consent)
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
@@ -340,9 +345,12 @@ def assemble_corpus(
     lake_root: Path | None = None,
     *,
     plan_only: bool = False,
+    consent: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """`assemble` on an already-built corpus; with plan_only, stop after sampling (nothing written)
-    and return the planned buckets, sources and shortfalls (a disallowed shortfall still raises)."""
+    and return the planned buckets, sources and shortfalls (a disallowed shortfall still raises).
+    `consent` is the consent ledger version the units honoured (`consent_version`); the manifest
+    records it as `consent_ledger` when the ledger has files."""
     from training.mixture.report import accounting_checks
 
     out_dir = Path(out_dir)
@@ -493,6 +501,8 @@ def assemble_corpus(
         "eval": evals,
         "spec": spec.model_dump(mode="json"),
     }
+    if consent and consent.get("files"):  # the consent ledger honoured (none: key absent)
+        manifest["consent_ledger"] = consent
     manifest["checks"] = accounting_checks(manifest)
     # The lake fields every dataset's manifest has: schema version, rows, the inputs it was made
     # from, the config hash.

@@ -7,7 +7,7 @@ the in-process builder and the Beam pipeline tokenize the same units and assembl
 from __future__ import annotations
 
 import glob
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -40,6 +40,7 @@ class ReadUnit:
     text_column: str
     split_by: str | None
     repeat: tuple[tuple[str, float], ...]
+    consent: tuple[str, ...] = ()  # consent ledger files honoured (see crawlers/consent.py)
 
 
 @dataclass
@@ -101,14 +102,30 @@ def source_files(
 
 
 def plan_units(spec: MixtureSpec, spec_dir: Path, lake_root: Path | None = None) -> list[ReadUnit]:
-    """Every read unit of the spec, in bucket / source / file order."""
+    """Every read unit of the spec, in bucket / source / file order.
+
+    Each unit carries the same snapshot of the lake's consent ledger (its files at planning time),
+    so a recheck appending meanwhile changes neither what is read nor the version recorded.
+    """
+    from crawlers.consent import ledger_files
+
+    consent = tuple(str(f) for f in ledger_files(lake_root))
     units = []
     for name, bucket in spec.buckets.items():
         for i, src in enumerate(bucket.sources):
             for f in source_files(spec, name, i, spec_dir, lake_root):
                 rep = tuple((r.where, r.times) for r in bucket.repeat)
-                units.append(ReadUnit(name, i, f, src.where, src.text_column, bucket.split_by, rep))
+                units.append(
+                    ReadUnit(name, i, f, src.where, src.text_column, bucket.split_by, rep, consent)
+                )
     return units
+
+
+def consent_version(units: Sequence[ReadUnit], lake_root: Path | None = None) -> dict:
+    """The consent ledger version the units honour (for the manifest; the lake's when no units)."""
+    from crawlers.consent import ledger_files, ledger_version
+
+    return ledger_version(units[0].consent if units else ledger_files(lake_root))
 
 
 ALLOWED_ROWS_SQL = (
@@ -122,20 +139,50 @@ def _select_sql(unit: ReadUnit) -> str:
     `allowed` holds only training-allowed rows (NULL counts as not allowed); every user predicate
     is parsed as a single expression, re-printed from its parse tree (`normalize_predicate`) and
     applied on top of `allowed`, so `OR true`, a stray `)`, a comment or a subquery cannot widen it.
-    The file path is bound as a parameter. Rows come in file order without an ORDER BY (DuckDB's
+    Documents whose latest consent ledger row says training_allowed = false are removed in
+    `allowed` too, by `doc_id` (image and interleaved sources) or `url`: a later opt-out
+    (crawlers/consent.py) reaches every future mixture. The file path is bound as a parameter.
+    Rows come in file order without an ORDER BY (DuckDB's
     `preserve_insertion_order`, set explicitly by the readers), so a large file streams instead of
     being sorted in memory; `read_unit_batches` checks the order.
     """
+    allowed = ALLOWED_ROWS_SQL + _consent_sql(unit)
     group = f"CAST({quote_ident(unit.split_by)} AS VARCHAR)" if unit.split_by else f"'{ALL_GROUP}'"
     cases = " ".join(f"WHEN ({normalize_predicate(w)}) THEN {float(t)!r}" for w, t in unit.repeat)
     repeat = f"CASE {cases} ELSE 1.0 END" if cases else "1.0"
     where = f"WHERE ({normalize_predicate(unit.where)}) " if unit.where else ""
     text = f"COALESCE({quote_ident(unit.text_column)}, '')"  # a NULL text: an empty document
     return (
-        f"WITH allowed AS ({ALLOWED_ROWS_SQL}) "
+        f"WITH allowed AS ({allowed}) "
         f"SELECT {text} AS text, {group} AS grp, {repeat} AS rep, file_row_number AS row "
         f"FROM allowed {where}"
     )
+
+
+def _consent_key(unit: ReadUnit) -> str | None:
+    """The column a unit's rows are matched to the consent ledger by: doc_id (image and
+    interleaved rows, whose url may be an image's), else url (documents)."""
+    if not unit.consent:
+        return None
+    import pyarrow.parquet as pq
+
+    names = pq.read_schema(unit.file).names
+    return "doc_id" if "doc_id" in names else "url" if "url" in names else None
+
+
+def _consent_sql(unit: ReadUnit) -> str:
+    """' AND <key> not opted out' against the latest ledger row per URL ('' without a ledger)."""
+    key = _consent_key(unit)
+    if key is None:
+        return ""
+    files = ", ".join("'" + f.replace("'", "''") + "'" for f in unit.consent)
+    latest = (
+        "SELECT url, doc_ids, training_allowed, row_number() OVER "
+        f"(PARTITION BY url ORDER BY filename DESC) AS rn FROM read_parquet([{files}], filename=true)"
+    )
+    out = f"SELECT {'url' if key == 'url' else 'unnest(doc_ids)'} FROM ({latest}) "
+    out += "WHERE rn = 1 AND training_allowed IS FALSE"
+    return f" AND ({key} IS NULL OR {key} NOT IN ({out}))"
 
 
 def _where_error(unit: ReadUnit, exc: Exception) -> SpecError:

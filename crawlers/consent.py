@@ -1,0 +1,321 @@
+"""The consent ledger: later opt-outs (robots.txt for the training token), append-only, with evidence.
+
+A publisher who disallows the training token after we crawled must be out of every future
+mixture. `recheck(lake_root)` re-fetches robots.txt for every host that holds documents in the
+lake (`extract/documents.parquet`, `filter/documents.parquet`) with the crawler's `Downloader`
+(its SSRF guard, politeness slot, redirect limit and RFC 9309 status mapping), evaluates the
+training token for every document URL of that host, and appends one Parquet file to
+`<lake>/consent/ledger/` holding a row for each document URL whose training permission changed
+since the last word on it (the latest ledger row, else the crawl's own robots decision).
+
+Rules (stated, and tested in tests/ops/test_consent.py):
+
+- Append-only: files are `ledger-<seq>.parquet` (seq = 1 + the highest present), created with an
+  exclusive link so a concurrent recheck never overwrites one; nothing is ever rewritten. A
+  recheck that changes nothing writes no file (so the ledger grows only on a change).
+- Latest row wins, per URL, in file order: an opt-out is `training_allowed = false`; a host that
+  allows the token again gets a `true` row. The ledger can only take documents out: a document
+  the crawl already marked not allowed (meta noai, X-Robots-Tag, robots at crawl time) stays out
+  whatever the ledger says, because the mixture reads `training_allowed IS TRUE` first.
+- An unreachable robots.txt at recheck time (network error, timeout, 5xx, 429, a refused address)
+  is no evidence of a new opt-out: that host's documents keep their last state and the host is
+  reported in `RecheckResult.unreachable`; the next recheck asks again. 4xx means "no
+  robots.txt": allowed (RFC 9309), so a host that deletes its file re-allows its documents.
+- Evidence per row: check time, host, URL, the document ids at that URL, the robots.txt URL,
+  HTTP status and sha256 of the body as fetched, the policy kind, the agent group that applied
+  and the rule line that matched (e.g. group `refinerybot-extended`, rule `Disallow: /`).
+
+A ledger version is the sha256 of its sorted file names with each file's sha256
+(`ledger_version`); a mixture manifest records the version it honoured.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import os
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+LEDGER_DIR = Path("consent") / "ledger"
+DOCUMENT_SOURCES = ("extract/documents.parquet", "filter/documents.parquet")
+LEDGER_SCHEMA = pa.schema(
+    [
+        ("checked_at", pa.string()),  # UTC, ISO 8601
+        ("host", pa.string()),  # host[:port] of the document URL
+        ("url", pa.string()),  # the document URL the decision is about
+        ("doc_ids", pa.list_(pa.string())),  # lake document ids at that URL
+        ("training_allowed", pa.bool_()),  # the new decision for the training token
+        ("previous", pa.bool_()),  # what it was before this row
+        ("agent", pa.string()),  # the training product token evaluated
+        ("agent_group", pa.string()),  # the robots.txt group that applied ('*', a token, none)
+        ("rule", pa.string()),  # the rule line that matched, e.g. 'Disallow: /'; None: no rule
+        ("robots_url", pa.string()),
+        ("robots_status", pa.int32()),  # final HTTP status of the robots.txt fetch
+        ("robots_sha256", pa.string()),  # sha256 of the robots.txt body as fetched
+        ("robots_kind", pa.string()),  # RobotsTxt.kind: parsed, unavailable-4xx, ...
+    ]
+)
+_NAME = "ledger-{:06d}.parquet"
+
+
+def ledger_dir(lake_root: str | Path) -> Path:
+    """`<lake>/consent/ledger`."""
+    return Path(lake_root) / LEDGER_DIR
+
+
+def ledger_files(lake_root: str | Path | None) -> list[Path]:
+    """The ledger's files in append order (empty when there is no ledger or no lake root)."""
+    if lake_root is None:
+        return []
+    return sorted(ledger_dir(lake_root).glob("ledger-*.parquet"))
+
+
+def _sha256_file(path: Path) -> str:
+    h = hashlib.sha256()
+    with path.open("rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def latest_rows(files: Iterable[str | Path]) -> dict[str, dict[str, Any]]:
+    """The latest ledger row per URL (files in append order; the last row for a URL wins)."""
+    latest: dict[str, dict[str, Any]] = {}
+    for f in files:
+        for row in pq.read_table(f, schema=LEDGER_SCHEMA).to_pylist():
+            latest[row["url"]] = row
+    return latest
+
+
+def ledger_version(files: Iterable[str | Path]) -> dict[str, Any]:
+    """What a mixture manifest records: file count, last file, sha256 over (name, file sha256)
+    of every file in order (None for an empty ledger), and how many URLs are opted out now."""
+    paths = [Path(f) for f in files]
+    if not paths:
+        return {"path": str(LEDGER_DIR), "files": 0, "last": None, "sha256": None, "opted_out": 0}
+    h = hashlib.sha256()
+    for p in paths:
+        h.update(f"{p.name} {_sha256_file(p)}\n".encode())
+    opted_out = sum(1 for r in latest_rows(paths).values() if not r["training_allowed"])
+    return {
+        "path": str(LEDGER_DIR),
+        "files": len(paths),
+        "last": paths[-1].name,
+        "sha256": h.hexdigest(),
+        "opted_out": opted_out,
+    }
+
+
+def append_ledger(lake_root: str | Path, rows: list[dict[str, Any]]) -> Path | None:
+    """Append `rows` as one new ledger file (None when there are none); never overwrites a file."""
+    if not rows:
+        return None
+    missing = [r for r in rows if not r.get("url") or r.get("training_allowed") is None]
+    if missing:
+        raise ValueError(
+            f"consent ledger rows need a url and a training_allowed decision; got {missing[0]!r}"
+        )
+    out = ledger_dir(lake_root)
+    out.mkdir(parents=True, exist_ok=True)
+    table = pa.Table.from_pylist(rows, schema=LEDGER_SCHEMA)
+    tmp = out / f".append-{os.getpid()}-{id(rows)}.tmp"
+    pq.write_table(table, tmp)
+    try:
+        while True:
+            files = ledger_files(lake_root)
+            seq = 1 + max((int(p.stem.split("-")[1]) for p in files), default=0)
+            final = out / _NAME.format(seq)
+            try:
+                os.link(tmp, final)  # exclusive: fails if a concurrent recheck took this name
+                return final
+            except FileExistsError:
+                continue
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+@dataclass
+class LakeDocument:
+    """A document URL of the lake: its ids and the crawl's robots decision for training."""
+
+    url: str
+    host: str
+    ids: set[str] = field(default_factory=set)
+    allowed_at_crawl: bool = True
+
+
+def lake_documents(lake_root: str | Path) -> dict[str, LakeDocument]:
+    """Every http(s) document URL in the lake's extract/filter outputs, with its document ids."""
+    from urllib.parse import urlsplit
+
+    docs: dict[str, LakeDocument] = {}
+    for rel in DOCUMENT_SOURCES:
+        path = Path(lake_root) / rel
+        if not path.exists():
+            continue
+        names = pq.read_schema(path).names
+        if "url" not in names:
+            raise ValueError(f"{path}: no url column; the consent recheck needs document URLs")
+        cols = [c for c in ("id", "url", "robots_training", "training_allowed") if c in names]
+        for row in pq.read_table(path, columns=cols).to_pylist():
+            url = row.get("url")
+            parts = urlsplit(url or "")
+            if parts.scheme not in ("http", "https") or not parts.hostname:
+                continue  # synthetic:// and other non-web documents have no robots.txt
+            doc = docs.get(url)
+            if doc is None:
+                if "robots_training" in row:
+                    before = row["robots_training"] == "allowed"
+                else:
+                    before = bool(row.get("training_allowed"))
+                doc = docs[url] = LakeDocument(url, parts.netloc.lower(), allowed_at_crawl=before)
+            if row.get("id"):
+                doc.ids.add(str(row["id"]))
+    return docs
+
+
+def matched_rule(robots, agent: str, url: str) -> tuple[str | None, str | None]:
+    """(agent group, rule line) that decides `url` for `agent` under RFC 9309 longest match
+    (allow wins ties); (group, None) when no rule of the group matches; (None, None) without a
+    group. A status-derived policy (4xx, 5xx) reports its kind as the group."""
+    from crawlers.robots_match import normalize_path, path_params_query, pattern_matches
+
+    if robots.kind != "parsed":
+        return robots.kind, None
+    group = robots.matched_group(agent)
+    if group is None:
+        return None, None
+    path = normalize_path(path_params_query(url))
+    best: tuple[int, bool, str] | None = None
+    for g in robots._groups_for(agent):  # the group's merged rules, as RobotsTxt decides on them
+        for is_allow, pattern in g.rules:
+            if not pattern or not pattern_matches(pattern, path):
+                continue
+            cand = (len(pattern), is_allow, pattern)
+            if best is None or cand[:2] > best[:2]:
+                best = cand
+    if best is None:
+        return group, None
+    return group, f"{'Allow' if best[1] else 'Disallow'}: {best[2]}"
+
+
+@dataclass
+class RecheckResult:
+    """What one recheck did."""
+
+    hosts: int = 0
+    documents: int = 0
+    changed: int = 0
+    opted_out: int = 0  # rows appended with training_allowed = false
+    re_allowed: int = 0  # rows appended with training_allowed = true
+    unreachable: dict[str, str] = field(default_factory=dict)  # origin -> why (state kept)
+    file: str | None = None  # the ledger file appended, None when nothing changed
+    version: dict[str, Any] = field(default_factory=dict)
+
+    def as_dict(self) -> dict[str, Any]:
+        """Plain figures for logs and metadata."""
+        return {
+            "hosts": self.hosts,
+            "documents": self.documents,
+            "changed": self.changed,
+            "opted_out": self.opted_out,
+            "re_allowed": self.re_allowed,
+            "unreachable": dict(self.unreachable),
+            "file": self.file,
+            "ledger_version": self.version.get("sha256"),
+        }
+
+
+def _unreachable(record) -> str | None:
+    """Why a robots.txt fetch gives no evidence (None when it does)."""
+    if record is None:
+        return "robots.txt was not fetched"
+    if record.error and not record.error.startswith("body-too-large"):
+        return record.error
+    if record.status is None:
+        return "network error"
+    if record.status >= 500 or record.status == 429:
+        return f"HTTP {record.status}"
+    return None
+
+
+async def recheck_async(lake_root: str | Path, config: Any = None) -> RecheckResult:
+    """`recheck` in a running event loop."""
+    from crawlers.crawl.downloader import Downloader
+    from crawlers.robots import RobotsTxt, origin_of
+
+    lake_root = Path(lake_root)
+    docs = lake_documents(lake_root)
+    files = ledger_files(lake_root)
+    latest = latest_rows(files)
+    by_origin: dict[str, list[LakeDocument]] = {}
+    for doc in docs.values():
+        by_origin.setdefault(origin_of(doc.url), []).append(doc)
+    records: dict[str, Any] = {}
+    result = RecheckResult(hosts=len(by_origin), documents=len(docs))
+    async with Downloader(config, on_robots_fetch=lambda r: records.__setitem__(r.origin, r)) as d:
+        agent = d.cfg.training_agent
+        limit = asyncio.Semaphore(max(1, d.cfg.concurrency))
+
+        async def fetch(origin: str) -> None:
+            async with limit:
+                await d.robots.get(origin + "/")  # SSRF guard, politeness, redirects, caching
+
+        await asyncio.gather(*(fetch(o) for o in sorted(by_origin)))
+    checked_at = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    rows: list[dict[str, Any]] = []
+    for origin in sorted(by_origin):
+        record = records.get(origin)
+        why = _unreachable(record)
+        if why is not None:
+            result.unreachable[origin] = why
+            continue
+        robots = RobotsTxt.from_response(record.status, record.body)
+        sha = hashlib.sha256(record.body or b"").hexdigest()
+        for doc in sorted(by_origin[origin], key=lambda x: x.url):
+            now = robots.allows(agent, doc.url)
+            prev_row = latest.get(doc.url)
+            before = doc.allowed_at_crawl if prev_row is None else prev_row["training_allowed"]
+            if now == before:
+                continue
+            group, rule = matched_rule(robots, agent, doc.url)
+            rows.append(
+                {
+                    "checked_at": checked_at,
+                    "host": doc.host,
+                    "url": doc.url,
+                    "doc_ids": sorted(doc.ids),
+                    "training_allowed": now,
+                    "previous": before,
+                    "agent": agent,
+                    "agent_group": group,
+                    "rule": rule,
+                    "robots_url": origin + "/robots.txt",
+                    "robots_status": record.status,
+                    "robots_sha256": sha,
+                    "robots_kind": robots.kind,
+                }
+            )
+    written = append_ledger(lake_root, rows)
+    result.changed = len(rows)
+    result.opted_out = sum(1 for r in rows if not r["training_allowed"])
+    result.re_allowed = len(rows) - result.opted_out
+    result.file = None if written is None else str(written)
+    result.version = ledger_version(ledger_files(lake_root))
+    return result
+
+
+def recheck(lake_root: str | Path, config: Any = None) -> RecheckResult:
+    """Re-fetch robots.txt for every host with documents in the lake and append the changes.
+
+    `config` is a `CrawlConfig` (or dict of its fields) for the downloader: the training token,
+    the SSRF policy (`allow_private_networks`), politeness (`delay`) and timeouts.
+    """
+    return asyncio.run(recheck_async(lake_root, config))
