@@ -1,8 +1,10 @@
 """Two CPU processes on gloo under torchrun (loopback only): FSDP2 data parallelism, DCP checkpoints.
 
-The 2-process run (per-rank batch 2) must reproduce the single-process run with the same global
-batch (4) step for step: measured on this model, the losses agree to ~1e-7 relative (fp32; only
-the order of the gradient sums differs), so the tolerance is 1e-5. A resumed 2-process run must
+The 2-process run (per-rank batch 2, 2 micro-batches) must reproduce the single-process run with
+the same global batch (4) step for step, on sequences with padded tails of different lengths (so
+each rank's loss is weighted by its share of the global tokens): measured on this model, the
+losses agree to ~1e-7 relative (fp32; only the order of the gradient sums differs), so the
+tolerance is 1e-5. A resumed 2-process run must
 continue bit for bit like the uninterrupted one. The model is dense: an MoE model's
 load-balancing loss is computed per rank (see training/distributed.py), which moves the curve by
 ~1e-4 relative.
@@ -18,6 +20,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
 import yaml
@@ -25,7 +28,7 @@ import yaml
 from training.checkpoint import list_checkpoints, load_checkpoint, sharded_dir
 from training.trainer import TrainError, run_stage
 
-from .conftest import write_config
+from .conftest import SPECIAL, write_config, write_mixture
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -39,8 +42,11 @@ def read_jsonl(path: Path) -> list[dict]:
 
 
 def dense_config(path: Path, batch_size: int) -> Path:
-    """The trainer tests' tiny config without MoE, one thread per process, checkpoints every 3."""
-    write_config(path, batch_size=batch_size, threads=1, checkpoint_every=3, eval_every=3)
+    """The trainer tests' tiny config without MoE, 2 layers, 2 micro-batches per step, one thread
+    per process, checkpoints every 3 steps."""
+    write_config(
+        path, batch_size=batch_size, grad_accum=2, threads=1, checkpoint_every=3, eval_every=3
+    )
     cfg = yaml.safe_load(path.read_text())
     for key in ("moe_experts", "moe_top_k", "moe_hidden"):
         cfg["model"].pop(key)
@@ -86,15 +92,29 @@ def torchrun(*args: str, cwd: Path) -> subprocess.CompletedProcess:
     return proc
 
 
+def padded_mixture(mix_dir: Path) -> Path:
+    """A mixture whose sequences carry padded tails of different lengths, so that the two ranks
+    predict different numbers of tokens (the loss must still be the global token mean)."""
+    write_mixture(mix_dir, seq_len=64, seed=1)
+    rng = np.random.default_rng(7)
+    for shard in sorted((mix_dir / "shards").glob("*.npy")):
+        arr = np.load(shard)
+        for row in np.nonzero(rng.random(len(arr)) < 0.5)[0]:
+            arr[row, rng.integers(8, 64) :] = SPECIAL["pad"]
+        np.save(shard, arr)
+    return mix_dir
+
+
 @pytest.fixture(scope="module")
-def runs(tmp_path_factory, mixtures) -> dict[str, Path]:
+def runs(tmp_path_factory) -> dict[str, Path]:
     """A single-process run (batch 4), a 2-process run (batch 2 per rank), and that run resumed
     under 2 processes from its step-3 checkpoint."""
     root = tmp_path_factory.mktemp("dist")
+    mix = padded_mixture(root / "mix")
     one, two = dense_config(root / "one.yaml", 4), dense_config(root / "two.yaml", 2)
     torch.set_num_threads(1)
-    run_stage("pretrain", one, mixtures["pretrain"], root / "single", steps=STEPS)
-    common = ["--data", str(mixtures["pretrain"]), "--steps", str(STEPS)]
+    run_stage("pretrain", one, mix, root / "single", steps=STEPS)
+    common = ["--data", str(mix), "--steps", str(STEPS)]
     torchrun("train", "pretrain", "--config", str(two), "--out", "ddp", *common, cwd=root)
 
     # stop after step 3: the run as it was when its step-3 checkpoint was the newest
@@ -105,7 +125,12 @@ def runs(tmp_path_factory, mixtures) -> dict[str, Path]:
     shutil.rmtree(sharded_dir(last))
     args = ["train", "pretrain", "--config", str(two), "--out", "resumed", "--resume", *common]
     torchrun(*args, cwd=root)
-    return {"single": root / "single", "ddp": root / "ddp", "resumed": root / "resumed"}
+    return {
+        "single": root / "single",
+        "ddp": root / "ddp",
+        "resumed": root / "resumed",
+        "mix": mix,
+    }
 
 
 def test_two_processes_reproduce_the_single_process_loss_curve(runs):
@@ -160,4 +185,4 @@ def test_sharded_checkpoints_exist_load_whole_and_feed_a_single_process_stage(
     assert cpt["init"].endswith("step_0000006.pt")
     shutil.copytree(runs["ddp"], tmp_path / "again")
     with pytest.raises(TrainError, match="written by 2 process.*--nproc-per-node 2"):
-        run_stage("pretrain", cfg, mixtures["pretrain"], tmp_path / "again", steps=8, resume=True)
+        run_stage("pretrain", cfg, runs["mix"], tmp_path / "again", steps=8, resume=True)
