@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from pipelines import lake as lake_mod
-from pipelines.stage import Lake, Params, Stage, Summary, param
+from pipelines.stage import Check, Lake, Params, Stage, Summary, param
 
 
 class TeacherOptions(Params):
@@ -276,6 +276,47 @@ def domain_qa(p: DomainQAParams, lake: Lake) -> DomainQASummary:
     return DomainQASummary(outputs={"domain_qa": str(out / OUTPUT_NAME)}, **figures)
 
 
+def _domain_qa_consent(summary: DomainQASummary, lake: Lake):
+    """No row whose image may not be used has QA or a teacher: it was never sent."""
+    import pyarrow.parquet as pq
+
+    from pipelines.checks import CheckOutcome
+
+    rows = pq.read_table(summary.outputs["domain_qa"]).to_pylist()
+    sent = [r["id"] for r in rows if not r["training_allowed"] and (r["qa"] or r["teacher"])]
+    return CheckOutcome(
+        not sent,
+        f"{len(sent)} opted-out rows with QA or a teacher"
+        + (f" (first: {sent[0]})" if sent else ""),
+        {
+            "opted_out_sent": len(sent),
+            "opted_out_rows": sum(not r["training_allowed"] for r in rows),
+        },
+    )
+
+
+def _domain_qa_accounted(summary: DomainQASummary, lake: Lake):
+    """One row per selected (image, domain) of the domain_images it read: none lost."""
+    import pyarrow.parquet as pq
+
+    from pipelines.checks import CheckOutcome
+
+    path = Path(summary.outputs["domain_qa"])
+    source = lake_mod.read_manifest(path)["inputs"][0]
+    want = {
+        (r["id"], r["domain"])
+        for r in pq.read_table(source, columns=["id", "domain", "selected"]).to_pylist()
+        if r["selected"]
+    }
+    got = [(r["pair_id"], r["domain"]) for r in pq.read_table(path).to_pylist()]
+    ok = len(got) == len(set(got)) and set(got) == want
+    return CheckOutcome(
+        ok,
+        f"{len(want)} selected domain images in, {len(got)} domain_qa rows out",
+        {"selected": len(want), "rows": len(got)},
+    )
+
+
 CHARTS = Stage(
     name="synth charts",
     params=ChartsParams,
@@ -309,6 +350,20 @@ DOMAIN_QA = Stage(
     outputs=("domain_qa",),
     inputs=("domain_images", "image_pairs"),
     group="synth",
+    checks=(
+        Check(
+            "no_opted_out_sent",
+            "domain_qa",
+            _domain_qa_consent,
+            "No image whose training_allowed is not true has QA or a teacher: none was sent.",
+        ),
+        Check(
+            "images_accounted",
+            "domain_qa",
+            _domain_qa_accounted,
+            "One row per selected domain image (rows in = rows out), each with its status.",
+        ),
+    ),
     output_descriptions={
         "domain_qa": "A vision teacher's QA on the selected knowledge-domain images, refusals to "
         "unanswerable questions kept (answerable=false); without a teacher every image is a row "

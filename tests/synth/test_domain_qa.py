@@ -327,6 +327,48 @@ def test_dagster_asset_reads_the_lake_and_says_no_teacher(inputs):
     assert meta["teacher"] == "none" and meta["teacher_requests"] == 0
     assert meta["teacher_cost"] == 0 and "needs one" in meta["note"]
     assert len(_rows(inputs["lake"] / "synth" / "domain_qa")) == 6
+    checks = {c.check_name: c.passed for c in res.get_asset_check_evaluations()}
+    assert checks == {"no_opted_out_sent": True, "images_accounted": True}
+
+
+def test_checks_catch_a_sent_opted_out_image_and_a_lost_row(inputs, tmp_path):
+    from pipelines import lake as lake_mod
+    from pipelines.stage import Lake
+    from pipelines.stages.synth import (
+        DomainQASummary,
+        _domain_qa_accounted,
+        _domain_qa_consent,
+    )
+
+    out = tmp_path / "out"
+    make_domain_qa(inputs["domains"], [inputs["pairs"]], out)
+    lake_mod.write_manifest(
+        out / OUTPUT_NAME, rows=6, inputs=[str(inputs["domains"] / "domain_images.parquet")]
+    )
+    summary = DomainQASummary.model_construct(outputs={"domain_qa": str(out / OUTPUT_NAME)})
+    lake = Lake(root=tmp_path)
+    assert _domain_qa_consent(summary, lake).passed and _domain_qa_accounted(summary, lake).passed
+    rows = pq.read_table(out / OUTPUT_NAME).to_pylist()
+    for r in rows:
+        if r["pair_id"] == "p3":  # opted out, yet with a teacher's QA
+            r["teacher"] = "tiny-vlm"
+            r["qa"] = [
+                {
+                    "question": "q",
+                    "answer": "a",
+                    "kind": "count",
+                    "verified": False,
+                    "answerable": True,
+                }
+            ]
+    pq.write_table(pa.Table.from_pylist(rows[1:], schema=DOMAIN_QA), out / OUTPUT_NAME)
+    consent = _domain_qa_consent(summary, lake)
+    assert not consent.passed and "p3#maps" in consent.description
+    accounted = _domain_qa_accounted(summary, lake)
+    assert (
+        not accounted.passed
+        and "6 selected domain images in, 5 domain_qa rows out" in accounted.description
+    )
 
 
 def test_every_synth_summary_carries_teacher_accounting(server, tmp_path):
