@@ -9,6 +9,12 @@ Order is a pure function of (seed, epoch): each epoch is a seeded permutation of
 sequence, applied inside each curriculum stage's range so stage order is kept. Rank `r` of
 `world_size` takes every `world_size`-th batch-sized slice of that order; the tail that does not
 fill a batch on every rank is dropped, so all ranks see the same number of batches per epoch.
+
+A mixture with images (manifest `image_tokens` > 0; layout in training/mixture/store.py) has an
+image block of `image_tokens` consecutive `<|image|>` ids per image, never across two rows.
+`batch_images(epoch, index)` gives the sha256 of each block of a batch in row-major order;
+`ShardLoader(..., with_images=True)` yields `(tokens, shas)`; `ImageStore(mix_dir).pixels(shas,
+image_size)` decodes them to a normalised (N, 3, S, S) float tensor (open_clip's val transform).
 """
 
 from __future__ import annotations
@@ -41,6 +47,7 @@ class ShardLoader:
         rank: int = 0,
         world_size: int = 1,
         shuffle: bool = True,
+        with_images: bool = False,
     ) -> None:
         if batch_size < 1:
             raise ValueError(f"batch_size must be >= 1, got {batch_size}")
@@ -74,6 +81,14 @@ class ShardLoader:
             )
         self._epoch = 0
         self._batch = 0
+        self.image_tokens = int(self.manifest.get("image_tokens") or 0)
+        self.with_images = with_images
+        if with_images and not self.image_tokens:
+            raise ValueError(
+                f"{self.mix_dir}: with_images=True but the mixture has no images "
+                "(manifest image_tokens is 0); build it from a spec with image_tokens"
+            )
+        self._img = _ShardImages(self.mix_dir, self.manifest) if self.image_tokens else None
 
     def _stage_segments(self) -> list[tuple[int, int]]:
         """(start, stop) sequence ranges that are shuffled separately: one per curriculum stage."""
@@ -110,25 +125,34 @@ class ShardLoader:
             out[rows] = self._shards[shard][np.sort(local)][np.argsort(np.argsort(local))]
         return out
 
+    def _indices(self, epoch: int, index: int, order: np.ndarray | None = None) -> np.ndarray:
+        order = self.epoch_order(epoch) if order is None else order
+        start = (index * self.world_size + self.rank) * self.batch_size
+        return order[start : start + self.batch_size]
+
     def batch(self, epoch: int, index: int) -> np.ndarray:
         """Batch `index` of `epoch` for this rank (random access; does not move the iterator)."""
-        order = self.epoch_order(epoch)
-        start = (index * self.world_size + self.rank) * self.batch_size
-        return self._gather(order[start : start + self.batch_size])
+        return self._gather(self._indices(epoch, index))
+
+    def batch_images(self, epoch: int, index: int) -> list[str]:
+        """sha256 of every image block of batch `index` of `epoch`, in row-major block order."""
+        if self._img is None:
+            raise ValueError(f"{self.mix_dir}: the mixture has no images (image_tokens is 0)")
+        return self._img.shas(self._indices(epoch, index))
 
     def __len__(self) -> int:
         return self.batches_per_epoch
 
-    def __iter__(self) -> Iterator[np.ndarray]:
+    def __iter__(self) -> Iterator[Any]:
         """Yield batches forever (epochs loop), starting from the current state."""
         while True:
             epoch = self._epoch
             order = self.epoch_order(epoch)
             while self._batch < self.batches_per_epoch and self._epoch == epoch:
-                start = (self._batch * self.world_size + self.rank) * self.batch_size
-                batch = self._gather(order[start : start + self.batch_size])
+                rows = self._indices(epoch, self._batch, order)
+                batch = self._gather(rows)
                 self._batch += 1
-                yield batch
+                yield (batch, self._img.shas(rows)) if self.with_images else batch
             if self._epoch == epoch:
                 self._epoch, self._batch = epoch + 1, 0
 
@@ -173,6 +197,140 @@ class ShardLoader:
         self._epoch, self._batch = int(state["epoch"]), int(state["batch"])
 
 
+class _ShardImages:
+    """Per global sequence, the images of its blocks (from the shard sidecars), as sha256."""
+
+    def __init__(self, mix_dir: Path, manifest: dict[str, Any]) -> None:
+        self.sha_list = _image_shas(mix_dir, manifest)
+        offsets, index, base = [np.zeros(1, np.int64)], [], 0
+        for s in manifest["shards"]:
+            off, idx = _sidecar(mix_dir, s)
+            offsets.append(off[1:] + base)
+            index.append(idx)
+            base += int(off[-1])
+        self.offsets = np.concatenate(offsets)
+        self.index = np.concatenate(index or [np.zeros(0, np.int64)])
+
+    def shas(self, rows: np.ndarray) -> list[str]:
+        return [
+            self.sha_list[i]
+            for r in np.asarray(rows).tolist()
+            for i in self.index[self.offsets[r] : self.offsets[r + 1]].tolist()
+        ]
+
+
+def _image_shas(mix_dir: Path, manifest: dict[str, Any]) -> list[str]:
+    import pyarrow.parquet as pq
+
+    table = mix_dir / manifest["images"]["table"]
+    if not table.exists():
+        raise FileNotFoundError(
+            f"{table}: the mixture's images table is missing; rebuild the mixture"
+        )
+    return [str(x) for x in pq.read_table(table, columns=["sha256"]).column(0).to_pylist()]
+
+
+def _sidecar(mix_dir: Path, entry: dict[str, Any]) -> tuple[np.ndarray, np.ndarray]:
+    """(img_offsets, img_index) of one shard or eval array, checked against its rows."""
+    info = entry.get("images")
+    if not info:
+        raise ValueError(
+            f"{mix_dir / 'manifest.json'}: {entry['path']} has no image sidecar although the "
+            "mixture has image_tokens; rebuild the mixture"
+        )
+    with np.load(mix_dir / info["path"]) as z:
+        off, idx = z["img_offsets"].astype(np.int64), z["img_index"].astype(np.int64)
+    if len(off) != int(entry["num_sequences"]) + 1 or int(off[-1]) != len(idx):
+        raise ValueError(
+            f"{mix_dir / info['path']}: img_offsets has {len(off)} entries for "
+            f"{entry['num_sequences']} sequences (and {len(idx)} images); rebuild the mixture"
+        )
+    return off, idx
+
+
+def image_slot_count(tokens: np.ndarray, image_token_id: int, image_tokens: int) -> int:
+    """Number of image blocks in a (B, T) or (T,) token array; ValueError when an image-token run
+    in some row is not a whole number of `image_tokens`-long blocks (a cut or straddling block)."""
+    if image_tokens < 1:
+        raise ValueError(f"image_tokens must be >= 1, got {image_tokens}")
+    arr = np.atleast_2d(np.asarray(tokens))
+    hit = arr == image_token_id
+    count = 0
+    for r in np.flatnonzero(hit.any(axis=1)).tolist():
+        h = np.concatenate([[False], hit[r], [False]]).astype(np.int8)
+        starts = np.flatnonzero(np.diff(h) == 1)
+        ends = np.flatnonzero(np.diff(h) == -1)
+        runs = ends - starts
+        bad = runs % image_tokens != 0
+        if bad.any():
+            i = int(np.flatnonzero(bad)[0])
+            raise ValueError(
+                f"row {r}: a run of {int(runs[i])} image tokens at column {int(starts[i])} is not "
+                f"a whole number of {image_tokens}-token image blocks"
+            )
+        count += int((runs // image_tokens).sum())
+    return count
+
+
+OPENAI_DATASET_MEAN = (0.48145466, 0.4578275, 0.40821073)  # open_clip.constants
+OPENAI_DATASET_STD = (0.26862954, 0.26130258, 0.27577711)
+
+
+class ImageStore:
+    """A mixture's stored images (images.parquet + images/), decoded to pixel tensors."""
+
+    def __init__(self, mix_dir: str | Path) -> None:
+        import pyarrow.parquet as pq
+
+        self.mix_dir = Path(mix_dir)
+        manifest = read_manifest(self.mix_dir)
+        if not manifest.get("image_tokens"):
+            raise ValueError(f"{self.mix_dir}: the mixture has no images (image_tokens is 0)")
+        table = pq.read_table(self.mix_dir / manifest["images"]["table"]).to_pylist()
+        self.rows = {r["sha256"]: r for r in table}
+        self._transforms: dict[tuple, Any] = {}
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def path(self, sha: str) -> Path:
+        """The stored file of an image."""
+        try:
+            return self.mix_dir / self.rows[sha]["path"]
+        except KeyError:
+            raise KeyError(f"{self.mix_dir}: no stored image with sha256 {sha}") from None
+
+    def pixels(
+        self,
+        shas: list[str],
+        image_size: int,
+        mean: tuple[float, float, float] | None = None,
+        std: tuple[float, float, float] | None = None,
+    ):
+        """torch.FloatTensor (N, 3, S, S): each image decoded (PIL, RGB), resized and centre-cropped
+        to `image_size` and normalised, as open_clip's val transform does (mean/std default to
+        open_clip's OPENAI_DATASET_MEAN/STD)."""
+        import torch
+        from open_clip.transform import image_transform
+        from PIL import Image
+
+        mean = tuple(mean or OPENAI_DATASET_MEAN)
+        std = tuple(std or OPENAI_DATASET_STD)
+        key = (int(image_size), mean, std)
+        if key not in self._transforms:
+            self._transforms[key] = image_transform(
+                int(image_size), is_train=False, mean=mean, std=std
+            )
+        tf = self._transforms[key]
+        if not shas:
+            return torch.zeros((0, 3, image_size, image_size), dtype=torch.float32)
+        out = []
+        for sha in shas:
+            with Image.open(self.path(sha)) as im:
+                out.append(tf(im.convert("RGB")))
+        return torch.stack(out).to(torch.float32)
+
+
 class EvalSets:
     """The mixture's held-out eval sequences, one uint32 array per (bucket, group), mmapped."""
 
@@ -182,6 +340,9 @@ class EvalSets:
         self.entries: list[dict[str, Any]] = list(manifest.get("eval", []))
         self.pad_id = int(manifest["special_tokens"]["pad"])
         self.seq_len = int(manifest["seq_len"])
+        self.manifest = manifest
+        self.image_tokens = int(manifest.get("image_tokens") or 0)
+        self._shas: list[str] | None = None
 
     def keys(self) -> list[tuple[str, str]]:
         """(bucket, group) pairs that have eval sequences."""
@@ -192,6 +353,18 @@ class EvalSets:
         for e in self.entries:
             if e["bucket"] == bucket and e["group"] == group:
                 return np.load(self.mix_dir / e["path"], mmap_mode="r")
+        raise KeyError(f"no eval set for bucket={bucket!r} group={group!r}; have {self.keys()}")
+
+    def get_images(self, bucket: str, group: str) -> list[str]:
+        """sha256 of every image block of one eval array, in row-major block order."""
+        if not self.image_tokens:
+            raise ValueError(f"{self.mix_dir}: the mixture has no images (image_tokens is 0)")
+        for e in self.entries:
+            if e["bucket"] == bucket and e["group"] == group:
+                if self._shas is None:
+                    self._shas = _image_shas(self.mix_dir, self.manifest)
+                _, idx = _sidecar(self.mix_dir, e)
+                return [self._shas[i] for i in idx.tolist()]
         raise KeyError(f"no eval set for bucket={bucket!r} group={group!r}; have {self.keys()}")
 
     def items(self) -> Iterator[tuple[tuple[str, str], np.ndarray]]:

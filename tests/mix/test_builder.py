@@ -133,12 +133,12 @@ def test_per_source_weights_are_met(lake, write_spec, tmp_path):
 
 
 def test_empty_optional_bucket_is_reported_as_shortfall(lake, write_spec, tmp_path):
-    spec = base_spec(lake, allow_shortfall=True)
+    spec = base_spec(lake, allow_shortfall=True, image_tokens=4)
     spec["buckets"]["web"]["weight"] = 0.5
     spec["buckets"]["images"] = {
         "weight": 0.1,
         "modality": "image_caption",
-        "sources": [{"path": "missing/*.parquet", "optional": True}],
+        "sources": [{"path": "missing/*.parquet", "kind": "pairs", "optional": True}],
     }
     m = build_mixture(write_spec(spec), tmp_path / "e")
     (short,) = m["shortfalls"]

@@ -11,19 +11,23 @@ import os
 import re
 import shutil
 import zlib
+from collections import Counter
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from common.manifest import lake_fields
+from training.mixture.images import block_starts
 from training.mixture.packing import (
     DiskTokens,
+    ImageRows,
     PackStats,
     TokenStore,
     pack_sequences,
+    pack_sequences_images,
     save_array,
 )
 from training.mixture.sampling import (
@@ -71,6 +75,12 @@ class Corpus:
     repeat: np.ndarray  # float64 per-document repetition weight
     bucket_names: list[str]
     group_names: list[str]
+    # Images (mixtures with image_tokens): document d's blocks stand for
+    # images[img_ids[img_offsets[d]:img_offsets[d + 1]]], one record per distinct sha256.
+    img_offsets: np.ndarray | None = None
+    img_ids: np.ndarray | None = None
+    images: list[dict] = field(default_factory=list)
+    rejects: list[dict] = field(default_factory=list)
 
     @classmethod
     def from_batches(
@@ -130,6 +140,11 @@ class CorpusWriter:
         self.group_names: list[str] = []
         self._bucket_code: dict[str, int] = {}
         self._group_code: dict[str, int] = {}
+        self.img_counts: list[np.ndarray] = []
+        self.img_ids: list[int] = []
+        self.images: list[dict] = []
+        self._image_code: dict[str, int] = {}
+        self.rejects: list[dict] = []
 
     def _code(self, table: dict[str, int], names: list[str], name: str) -> int:
         if name not in table:
@@ -153,6 +168,14 @@ class CorpusWriter:
         codes = [self._code(self._group_code, self.group_names, g) for g in batch.groups]
         self.groups.append(np.array(codes, dtype=np.int32))
         self.repeats.append(np.asarray(batch.repeat, dtype=np.float64))
+        self.img_counts.append(batch.image_counts())
+        for info in batch.images:
+            code = self._image_code.get(info["sha256"])
+            if code is None:
+                code = self._image_code[info["sha256"]] = len(self.images)
+                self.images.append(info)
+            self.img_ids.append(code)
+        self.rejects.extend(batch.rejects)
 
     def finish(self) -> Corpus:
         """The finished corpus (tokens read from the file with positioned reads when on disk)."""
@@ -164,6 +187,8 @@ class CorpusWriter:
         lengths = _concat(self.lengths, np.int64)
         offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
         np.cumsum(lengths, out=offsets[1:])
+        img_offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
+        np.cumsum(_concat(self.img_counts, np.int64), out=img_offsets[1:])
         return Corpus(
             store=TokenStore(tokens, offsets),
             bucket=_concat(self.buckets, np.int32),
@@ -172,6 +197,10 @@ class CorpusWriter:
             repeat=_concat(self.repeats, np.float64),
             bucket_names=self.bucket_names,
             group_names=self.group_names,
+            img_offsets=img_offsets,
+            img_ids=np.array(self.img_ids, dtype=np.int64),
+            images=self.images,
+            rejects=self.rejects,
         )
 
 
@@ -382,6 +411,17 @@ def assemble_corpus(
                     "tokens": 0,
                 }
             )
+            if spec.image_tokens:
+                sources_out[-1]["kind"] = src.kind
+                sources_out[-1]["rejected"] = dict(
+                    sorted(
+                        Counter(
+                            r["reason"]
+                            for r in corpus.rejects
+                            if r["bucket"] == bucket and r["source"] == i
+                        ).items()
+                    )
+                )
             if len(m) == 0 and not src.optional:
                 raise SpecError(
                     f"buckets.{bucket}.sources[{i}]: {src.path} offers no rows with training_allowed = true"
@@ -416,6 +456,7 @@ def assemble_corpus(
         int_targets = largest_remainder(capped)
         stage_want = [frac * w[bucket] * spec.total_tokens for _, frac, w in spans]
         placed = 0
+        bucket_images = 0
         for k in keys:
             pool = members[k]
             d, n = repetition_plan(
@@ -426,6 +467,9 @@ def assemble_corpus(
             )
             perm = _rng(spec.seed, "order", bucket, str(k)).permutation(len(d))
             d, n = pool[d[perm]], n[perm]
+            if spec.image_tokens and bs.modality != "text":
+                d, n, n_img = _whole_blocks(corpus, d, n, special["image"], spec.image_tokens)
+                bucket_images += n_img
             stage = split_by_stage(n, stage_want)
             for s in range(len(spans)):
                 stage_copies[s].append((d[stage == s], n[stage == s]))
@@ -462,6 +506,9 @@ def assemble_corpus(
             "tokens": placed,
             "groups": groups_out,
         }
+        if spec.image_tokens:
+            buckets_out[bucket]["images"] = bucket_images
+            buckets_out[bucket]["image_tokens"] = bucket_images * spec.image_tokens
 
     if shortfalls and not spec.allow_shortfall:
         lines = "\n".join(f"  buckets.{s['bucket']}: {s['reason']}" for s in shortfalls)
@@ -472,10 +519,11 @@ def assemble_corpus(
     if plan_only:
         return {"buckets": buckets_out, "sources": sources_out, "shortfalls": shortfalls}
 
-    shards, stages_out, stats = _write_shards(
-        spec, corpus.store, stage_copies, spans, special, out_dir
+    imgs = corpus if spec.image_tokens else None
+    shards, stages_out, stats, shard_images = _write_shards(
+        spec, corpus.store, stage_copies, spans, special, out_dir, imgs
     )
-    evals = _write_eval(spec, corpus.store, eval_docs, special, out_dir)
+    evals, eval_images = _write_eval(spec, corpus.store, eval_docs, special, out_dir, imgs)
     manifest = {
         "manifest_version": MANIFEST_VERSION,
         "name": spec.name,
@@ -503,6 +551,14 @@ def assemble_corpus(
     }
     if consent and consent.get("files"):  # the consent ledger honoured (none: key absent)
         manifest["consent_ledger"] = consent
+    if spec.image_tokens:
+        from training.mixture.store import write_image_outputs
+
+        manifest["image_tokens"] = spec.image_tokens
+        manifest.update(
+            write_image_outputs(out_dir, corpus, shards, shard_images, evals, eval_images)
+        )
+        manifest["modality_shares"] = _modality_shares(spec, buckets_out)
     manifest["checks"] = accounting_checks(manifest)
     # The lake fields every dataset's manifest has: schema version, rows, the inputs it was made
     # from, the config hash.
@@ -552,30 +608,48 @@ def _shortfall(
 def _clean(dirpath: Path) -> None:
     """Remove arrays of a previous build so no stale shard survives in the directory."""
     if dirpath.exists():
-        for f in dirpath.glob("*.npy"):
+        for f in [*dirpath.glob("*.npy"), *dirpath.glob("*.npz")]:
             f.unlink()
     dirpath.mkdir(parents=True, exist_ok=True)
 
 
-def _write_shards(spec, store, stage_copies, spans, special, out_dir: Path):
+def _pack(spec, store, docs, lengths, special, rows, stats, corpus):
+    """pack_sequences, or its image-aware form (yielding (block, ImageRows)) with a corpus."""
+    if corpus is None:
+        for block in pack_sequences(
+            store, docs, lengths, spec.seq_len, special["boundary"], special["pad"], rows, stats
+        ):
+            yield block, None
+        return
+    yield from pack_sequences_images(
+        store,
+        docs,
+        lengths,
+        spec.seq_len,
+        special["boundary"],
+        special["pad"],
+        rows,
+        stats,
+        image_id=special["image"],
+        image_tokens=spec.image_tokens,
+        img_offsets=corpus.img_offsets,
+        img_ids=corpus.img_ids,
+    )
+
+
+def _write_shards(spec, store, stage_copies, spans, special, out_dir: Path, corpus=None):
     _clean(out_dir / "shards")
-    shards, stages_out, stats = [], [], PackStats()
+    shards, stages_out, stats, images = [], [], PackStats(), []
     for s, (name, frac, _) in enumerate(spans):
         d = np.concatenate([c[0] for c in stage_copies[s]] or [np.zeros(0, np.int64)])
         n = np.concatenate([c[1] for c in stage_copies[s]] or [np.zeros(0, np.int64)])
         perm = _rng(spec.seed, "shuffle", name).permutation(len(d))  # the global shuffle of a stage
         first = stats.sequences
         before = stats.doc_tokens
-        for block in pack_sequences(
-            store,
-            d[perm],
-            n[perm],
-            spec.seq_len,
-            special["boundary"],
-            special["pad"],
-            spec.shard_sequences,
-            stats,
+        for block, rows in _pack(
+            spec, store, d[perm], n[perm], special, spec.shard_sequences, stats, corpus
         ):
+            images.append(rows)
             rel = f"shards/{len(shards):05d}.npy"
             shards.append(
                 {
@@ -594,27 +668,29 @@ def _write_shards(spec, store, stage_copies, spans, special, out_dir: Path):
                 "tokens": stats.doc_tokens - before,
             }
         )
-    return shards, stages_out, stats
+    return shards, stages_out, stats, images
 
 
-def _write_eval(spec, store, eval_docs, special, out_dir: Path) -> list[dict[str, Any]]:
+def _write_eval(spec, store, eval_docs, special, out_dir: Path, corpus=None):
     _clean(out_dir / "eval")
-    out = []
+    out, images = [], []
     for bucket, group, docs in eval_docs:
         stats = PackStats()
-        blocks = list(
-            pack_sequences(
+        packed = list(
+            _pack(
+                spec,
                 store,
                 docs,
                 store.lengths[docs],
-                spec.seq_len,
-                special["boundary"],
-                special["pad"],
+                special,
                 max(spec.eval.sequences_per_group, 1),
                 stats,
+                corpus,
             )
         )
-        arr = np.concatenate(blocks)[: spec.eval.sequences_per_group]
+        arr = np.concatenate([b for b, _ in packed])[: spec.eval.sequences_per_group]
+        if corpus is not None:
+            images.append(ImageRows.concat([r for _, r in packed]).head(arr.shape[0]))
         rel = f"eval/{bucket}.{re.sub(r'[^A-Za-z0-9_-]', '_', group)}.npy"
         save_array(arr, out_dir / rel)
         out.append(
@@ -627,4 +703,38 @@ def _write_eval(spec, store, eval_docs, special, out_dir: Path) -> list[dict[str
                 "tokens": int(store.lengths[docs].sum()),
             }
         )
+    return out, images
+
+
+def _whole_blocks(corpus: Corpus, docs: np.ndarray, lengths: np.ndarray, image_id: int, k: int):
+    """Copies of image documents cut inside an image block are extended to the block's end (an
+    image enters whole or not at all); returns (docs, lengths, images the copies hold)."""
+    lengths = lengths.copy()
+    per_doc = np.diff(corpus.img_offsets)[docs]
+    full = corpus.store.lengths[docs]
+    images = int(per_doc[lengths >= full].sum())
+    for j in np.flatnonzero((lengths < full) & (per_doc > 0)).tolist():
+        starts = block_starts(corpus.store.doc(int(docs[j])), image_id, k)
+        inside = starts[(starts < lengths[j]) & (starts + k > lengths[j])]
+        if len(inside):
+            lengths[j] = int(inside[0]) + k
+        images += int((starts < lengths[j]).sum())
+    return docs, lengths, images
+
+
+def _modality_shares(spec: MixtureSpec, buckets_out: dict[str, Any]) -> dict[str, Any]:
+    """Realised share of all placed tokens (image tokens included) per bucket vs its weight."""
+    placed = sum(b["tokens"] for b in buckets_out.values())
+    out: dict[str, Any] = {"tolerance": spec.tolerance, "buckets": {}}
+    for name, b in buckets_out.items():
+        share = b["tokens"] / placed if placed else 0.0
+        out["buckets"][name] = {
+            "modality": b["modality"],
+            "target_share": b["weight"],
+            "share": share,
+            "deviation": share - b["weight"],
+            "ok": abs(share - b["weight"]) <= spec.tolerance,
+            "images": b.get("images", 0),
+            "image_tokens": b.get("image_tokens", 0),
+        }
     return out

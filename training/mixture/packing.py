@@ -166,3 +166,142 @@ def save_array(arr: np.ndarray, path: Path) -> str:
         for chunk in iter(lambda: f.read(1 << 20), b""):
             h.update(chunk)
     return h.hexdigest()
+
+
+@dataclass
+class ImageRows:
+    """The images of a packed block: per row `offsets` (rows + 1) into `ids` (corpus image ids,
+    in row-major block order) and `pos` (each block's first column in its row)."""
+
+    offsets: np.ndarray
+    ids: np.ndarray
+    pos: np.ndarray
+
+    @classmethod
+    def concat(cls, parts: list[ImageRows]) -> ImageRows:
+        """The images of blocks stacked in order."""
+        offsets, base = [np.zeros(1, np.int64)], 0
+        for p in parts:
+            offsets.append(p.offsets[1:] + base)
+            base += int(p.offsets[-1])
+        return cls(
+            np.concatenate(offsets),
+            np.concatenate([p.ids for p in parts] or [np.zeros(0, np.int64)]),
+            np.concatenate([p.pos for p in parts] or [np.zeros(0, np.int64)]),
+        )
+
+    def head(self, rows: int) -> ImageRows:
+        """The images of the first `rows` rows."""
+        n = int(self.offsets[rows])
+        return ImageRows(self.offsets[: rows + 1].copy(), self.ids[:n], self.pos[:n])
+
+
+class _Stream:
+    """A packed stream written token by token into blocks of `block_sequences` rows."""
+
+    def __init__(self, seq_len: int, block_sequences: int, pad_id: int, stats: PackStats):
+        self.seq_len, self.pad_id, self.stats = seq_len, pad_id, stats
+        self.cap = block_sequences * seq_len
+        self.buf = np.empty(self.cap, dtype=np.uint32)
+        self.fill = 0
+        self.img_at: list[int] = []
+        self.img_id: list[int] = []
+        self.done: list[tuple[np.ndarray, ImageRows]] = []
+
+    def write(self, arr: np.ndarray) -> None:
+        while len(arr):
+            n = min(len(arr), self.cap - self.fill)
+            self.buf[self.fill : self.fill + n] = arr[:n]
+            self.fill += n
+            arr = arr[n:]
+            if self.fill == self.cap:
+                self.flush()
+
+    def _pad_to_row(self) -> None:
+        """Pad to the start of the next row."""
+        gap = -self.fill % self.seq_len
+        self.buf[self.fill : self.fill + gap] = self.pad_id
+        self.fill += gap
+        self.stats.padding_tokens += gap
+
+    def image(self, block: np.ndarray, image_id: int) -> None:
+        """An image block, moved to the next row when it would straddle this one."""
+        if self.fill % self.seq_len + len(block) > self.seq_len:
+            self._pad_to_row()
+            if self.fill == self.cap:
+                self.flush()
+        self.img_at.append(self.fill)
+        self.img_id.append(image_id)
+        self.write(block)
+
+    def flush(self) -> None:
+        if self.fill == 0:
+            return
+        self._pad_to_row()
+        rows = self.fill // self.seq_len
+        at = np.array(self.img_at, dtype=np.int64)
+        offsets = np.searchsorted(at // self.seq_len, np.arange(rows + 1), side="left")
+        self.done.append(
+            (
+                self.buf[: self.fill].reshape(rows, self.seq_len).copy(),
+                ImageRows(
+                    offsets.astype(np.int64),
+                    np.array(self.img_id, dtype=np.int64),
+                    (at % self.seq_len).astype(np.int64),
+                ),
+            )
+        )
+        self.stats.sequences += rows
+        self.fill = 0
+        self.img_at, self.img_id = [], []
+
+
+def pack_sequences_images(
+    store: TokenStore,
+    docs: np.ndarray,
+    lengths: np.ndarray,
+    seq_len: int,
+    boundary_id: int,
+    pad_id: int,
+    block_sequences: int,
+    stats: PackStats,
+    *,
+    image_id: int,
+    image_tokens: int,
+    img_offsets: np.ndarray,
+    img_ids: np.ndarray,
+) -> Iterator[tuple[np.ndarray, ImageRows]]:
+    """`pack_sequences` for a mixture with images: the same stream of copies and boundaries, but an
+    image block (image_tokens ids) that would straddle two rows starts the next row instead, the
+    rest of the row padded. Yields (uint32 block, its ImageRows). Copies must end on a block
+    boundary (the builder's sampling ensures it); document d's images are
+    img_ids[img_offsets[d]:img_offsets[d + 1]], in block order.
+    """
+    stream = _Stream(seq_len, block_sequences, pad_id, stats)
+    boundary = np.array([boundary_id], dtype=np.uint32)
+    block = np.full(image_tokens, image_id, dtype=np.uint32)
+    for d, n in zip(np.asarray(docs).tolist(), np.asarray(lengths).tolist(), strict=True):
+        tokens = np.asarray(store.doc(d, n))
+        first = int(img_offsets[d])
+        if first == int(img_offsets[d + 1]):
+            stream.write(tokens)
+        else:
+            hits = np.flatnonzero(tokens == image_id)
+            if len(hits) % image_tokens:
+                raise ValueError(
+                    f"document {d}: a copy of {n} tokens ends inside an image block; this is a bug"
+                )
+            prev = 0
+            for k, s in enumerate(hits[::image_tokens].tolist()):
+                stream.write(tokens[prev:s])
+                stream.image(block, int(img_ids[first + k]))
+                prev = s + image_tokens
+            stream.write(tokens[prev:])
+        stream.write(boundary)
+        stats.doc_tokens += n
+        stats.boundary_tokens += 1
+        while stream.done:
+            yield stream.done.pop(0)
+    stream.flush()
+    while stream.done:
+        yield stream.done.pop(0)

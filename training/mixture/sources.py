@@ -7,8 +7,9 @@ the in-process builder and the Beam pipeline tokenize the same units and assembl
 from __future__ import annotations
 
 import glob
+import json
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -41,20 +42,39 @@ class ReadUnit:
     split_by: str | None
     repeat: tuple[tuple[str, float], ...]
     consent: tuple[str, ...] = ()  # consent ledger files honoured (see crawlers/consent.py)
+    kind: str = "text"  # how rows become documents (training/mixture/images.py for image kinds)
+    pairs: tuple[str, ...] = ()  # pairs.parquet files resolving pair ids to images
+    image_tokens: int = 0  # the mixture's tokens per image (0: a text-only mixture)
 
 
 @dataclass
 class DocBatch:
-    """A tokenized unit: concatenated tokens, per-document lengths, group names, repeat weights, row ids."""
+    """A tokenized unit: concatenated tokens, per-document lengths, group names, repeat weights, row ids.
+
+    Image units add, per document, how many images its blocks stand for (`img_counts`), the
+    images themselves in block order (`images`: sha256, path, width, height, ext) and the rows
+    or images that could not enter (`rejects`, each with its reason).
+    """
 
     tokens: np.ndarray
     lengths: np.ndarray
     groups: list[str]
     repeat: np.ndarray
     rows: np.ndarray
+    img_counts: np.ndarray | None = None
+    images: list[dict] = field(default_factory=list)
+    rejects: list[dict] = field(default_factory=list)
 
     def save(self, path: str | Path) -> None:
         """Write to .npz (used to hand units between Beam workers and the assembler)."""
+        extra = {}
+        if self.img_counts is not None or self.rejects:
+            counts = self.img_counts
+            extra = {
+                "img_counts": np.zeros(len(self.lengths), np.int64) if counts is None else counts,
+                "images": np.array([json.dumps(i) for i in self.images], dtype=object),
+                "rejects": np.array([json.dumps(r) for r in self.rejects], dtype=object),
+            }
         np.savez(
             path,
             tokens=self.tokens,
@@ -62,6 +82,7 @@ class DocBatch:
             groups=np.array(self.groups, dtype=object),
             repeat=self.repeat,
             rows=self.rows,
+            **extra,
         )
 
     @classmethod
@@ -69,21 +90,36 @@ class DocBatch:
         """One batch holding the given batches in order (an empty batch for none)."""
         if len(batches) == 1:
             return batches[0]
+        with_images = any(b.img_counts is not None for b in batches)
         return cls(
             np.concatenate([b.tokens for b in batches] or [np.zeros(0, np.uint32)]),
             np.concatenate([b.lengths for b in batches] or [np.zeros(0, np.int64)]),
             [g for b in batches for g in b.groups],
             np.concatenate([b.repeat for b in batches] or [np.zeros(0, np.float64)]),
             np.concatenate([b.rows for b in batches] or [np.zeros(0, np.int64)]),
+            np.concatenate([b.image_counts() for b in batches]) if with_images else None,
+            [i for b in batches for i in b.images],
+            [r for b in batches for r in b.rejects],
         )
+
+    def image_counts(self) -> np.ndarray:
+        """Images per document (zeros for a text batch)."""
+        if self.img_counts is None:
+            return np.zeros(len(self.lengths), dtype=np.int64)
+        return np.asarray(self.img_counts, dtype=np.int64)
 
     @classmethod
     def load(cls, path: str | Path) -> DocBatch:
         """Read a batch written by `save`."""
         with np.load(path, allow_pickle=True) as z:
-            return cls(
+            batch = cls(
                 z["tokens"], z["lengths"], [str(g) for g in z["groups"]], z["repeat"], z["rows"]
             )
+            if "img_counts" in z.files:
+                batch.img_counts = z["img_counts"]
+                batch.images = [json.loads(str(i)) for i in z["images"]]
+                batch.rejects = [json.loads(str(r)) for r in z["rejects"]]
+            return batch
 
 
 def source_files(
@@ -116,7 +152,19 @@ def plan_units(spec: MixtureSpec, spec_dir: Path, lake_root: Path | None = None)
             for f in source_files(spec, name, i, spec_dir, lake_root):
                 rep = tuple((r.where, r.times) for r in bucket.repeat)
                 units.append(
-                    ReadUnit(name, i, f, src.where, src.text_column, bucket.split_by, rep, consent)
+                    ReadUnit(
+                        name,
+                        i,
+                        f,
+                        src.where,
+                        src.text_column,
+                        bucket.split_by,
+                        rep,
+                        consent,
+                        kind=src.kind,
+                        pairs=_pairs_files(src.pairs, spec_dir, lake_root),
+                        image_tokens=spec.image_tokens,
+                    )
                 )
     return units
 
@@ -255,22 +303,56 @@ def check_unit(unit: ReadUnit) -> int:
     """Validate a unit's columns and predicates against its file; return its training-allowed row count."""
     import duckdb
 
+    sql = _select_sql(unit)
+    if unit.kind != "text":
+        import pyarrow.parquet as pq
+
+        from training.mixture.images import _select_sql as image_sql
+
+        sql = image_sql(unit, "training_allowed" in pq.read_schema(unit.file).names)
     con = duckdb.connect()
     try:
-        return int(
-            con.execute(f"SELECT count(*) FROM ({_select_sql(unit)})", [unit.file]).fetchone()[0]
-        )
+        return int(con.execute(f"SELECT count(*) FROM ({sql})", [unit.file]).fetchone()[0])
     except duckdb.Error as exc:
         raise _where_error(unit, exc) from None
     finally:
         con.close()
 
 
+def _pairs_files(pattern: str | None, spec_dir: Path, lake_root: Path | None) -> tuple[str, ...]:
+    """The pairs.parquet files a source's `pairs` path/glob names (none: an empty tuple)."""
+    if not pattern:
+        return ()
+    return tuple(sorted(glob.glob(str(resolve_path(pattern, spec_dir, lake_root)))))
+
+
 def tokenize_unit_batches(unit: ReadUnit, tokenizer) -> Iterator[DocBatch]:
-    """Read and tokenize one unit a batch of rows at a time (bounded memory for any file size)."""
+    """Read and tokenize one unit a batch of rows at a time (bounded memory for any file size).
+
+    Image kinds go through training/mixture/images.py. In a mixture with images, a text
+    document's literal `<|image|>` tokens are removed: only an image block may hold that id.
+    """
+    image_id = tokenizer.token_to_id("<|image|>") if unit.image_tokens else None
+    if unit.kind != "text":
+        from training.mixture.images import read_image_unit_batches
+
+        yield from read_image_unit_batches(unit, tokenizer, image_id)
+        return
     for texts, groups, rep, rows in read_unit_batches(unit):
         tokens, lengths = encode_texts(tokenizer, texts)
+        if image_id is not None:
+            tokens, lengths = _strip_token(tokens, lengths, image_id)
         yield DocBatch(tokens, lengths, groups, rep, rows)
+
+
+def _strip_token(tokens: np.ndarray, lengths: np.ndarray, token: int):
+    """Remove every `token` id, shortening each document's length accordingly."""
+    hit = tokens == token
+    if not hit.any():
+        return tokens, lengths
+    doc = np.repeat(np.arange(len(lengths)), lengths)
+    lengths = lengths - np.bincount(doc[hit], minlength=len(lengths))
+    return tokens[~hit], lengths
 
 
 def tokenize_unit(unit: ReadUnit, tokenizer) -> DocBatch:

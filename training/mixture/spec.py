@@ -18,6 +18,15 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 Modality = Literal["text", "interleaved", "image_caption", "domain_image_text"]
+# How a source's rows become documents. `text`: its text_column. The image kinds read the lake's
+# image and synthetic outputs and put an image block (`image_tokens` ids of `<|image|>`) where each
+# image goes (training/mixture/images.py says what each kind reads).
+SourceKind = Literal[
+    "text", "pairs", "interleaved", "domain_images", "charts", "tables", "captions", "domain_qa"
+]
+IMAGE_KINDS = ("pairs", "interleaved", "domain_images", "charts", "tables", "captions", "domain_qa")
+# Kinds whose rows name their image by pair id only: they need `pairs` to find the image file.
+PAIR_KINDS = ("interleaved", "domain_images", "captions")
 WEIGHT_EPS = 1e-6
 
 
@@ -130,6 +139,9 @@ class SourceSpec(_Strict):
     text_column: str = "text"
     # Optional sources may be missing or empty (e.g. image stages not run yet); the report says so.
     optional: bool = False
+    kind: SourceKind = "text"
+    # pairs.parquet path/glob: resolves pair ids to image files (and each image's own consent).
+    pairs: str | None = None
 
     _where = field_validator("where")(_check_predicate)
 
@@ -139,6 +151,17 @@ class SourceSpec(_Strict):
         if not v or "\x00" in v:
             raise ValueError("must be a non-empty column name")
         return v
+
+    @model_validator(mode="after")
+    def _pairs_needed(self) -> SourceSpec:
+        if self.kind in PAIR_KINDS and not self.pairs:
+            raise ValueError(
+                f"kind {self.kind!r} names images by pair id: give `pairs:` (e.g. "
+                "lake/images/pairs/*/pairs.parquet) so each image file can be found"
+            )
+        if self.pairs and self.kind == "text":
+            raise ValueError("pairs: only image kinds read pairs; drop it or set `kind`")
+        return self
 
 
 class BucketSpec(_Strict):
@@ -151,6 +174,21 @@ class BucketSpec(_Strict):
     max_epochs: float | None = Field(default=None, gt=0)
     modality: Modality = "text"
     repeat: list[RepeatRule] = []
+
+    @model_validator(mode="after")
+    def _kinds(self) -> BucketSpec:
+        for i, src in enumerate(self.sources):
+            if self.modality == "text" and src.kind != "text":
+                raise ValueError(
+                    f"sources[{i}].kind: {src.kind!r} carries images; put it in a bucket whose "
+                    "modality is interleaved, image_caption or domain_image_text"
+                )
+            if self.modality != "text" and src.kind == "text":
+                raise ValueError(
+                    f"sources[{i}].kind: modality {self.modality!r} needs an image kind "
+                    f"({', '.join(IMAGE_KINDS)}); as `text` its images would be lost"
+                )
+        return self
 
     @model_validator(mode="after")
     def _source_weights(self) -> BucketSpec:
@@ -207,6 +245,8 @@ class MixtureSpec(_Strict):
     tolerance: float = Field(default=0.01, gt=0, lt=1)
     allow_shortfall: bool = False
     shard_sequences: int = Field(default=4096, ge=1)
+    # Tokens per image: each image is written as this many consecutive `<|image|>` ids.
+    image_tokens: int = Field(default=0, ge=0)
     stages: list[StageSpec] = []
     eval: EvalSpec = EvalSpec()
 
@@ -226,6 +266,17 @@ class MixtureSpec(_Strict):
         if abs(total - 1) > WEIGHT_EPS:
             parts = ", ".join(f"{k}={b.weight:g}" for k, b in self.buckets.items())
             raise ValueError(f"buckets: weights sum to {total:g} ({parts}); they must sum to 1")
+        images = [k for k, b in self.buckets.items() if b.modality != "text"]
+        if images and self.image_tokens == 0:
+            raise ValueError(
+                f"image_tokens: buckets {images} carry images; give the tokens per image "
+                "(e.g. image_tokens: 144)"
+            )
+        if self.image_tokens >= self.seq_len:
+            raise ValueError(
+                f"image_tokens: {self.image_tokens} must be smaller than seq_len {self.seq_len} "
+                "(an image block never straddles a sequence)"
+            )
         last = 0.0
         for i, stage in enumerate(self.stages):
             if stage.until <= last:

@@ -1,0 +1,364 @@
+"""Image sources of a mixture: rows of the lake's image and synthetic outputs become documents
+whose tokens hold an image block (`image_tokens` consecutive `<|image|>` ids) where each image
+goes, plus the image each block stands for (content hash, file, size).
+
+What each source `kind` reads (paths relative to the row's own Parquet file unless absolute):
+
+- `pairs` (images/pairs/*/pairs.parquet): image `image_path` + the row's `text_column` (caption).
+- `interleaved` (images/interleaved/interleaved.parquet): `blocks` in order, text blocks joined
+  by blank lines, an image block at each kept image (its `pair_id`, found in `pairs`).
+- `domain_images` (images/domain/domain_images.parquet): the pair `id`'s image + `text_column`.
+- `charts` (synth/charts/charts.parquet): `image_path` + the verified QA as "Q: .. A: .." lines.
+- `tables` (synth/tables/table_pairs.parquet): `image_path` + `markdown` + the verified QA.
+- `captions` (synth/captions/captions.parquet): the `pair_id`'s image (or `image_path` when the
+  file carries one) + `caption`.
+- `domain_qa` (synth/domain_qa/domain_qa.parquet): `image_path` (or the `pair_id`'s) + the QA.
+
+Consent: rows are read through the same `allowed` relation as text (training_allowed IS TRUE,
+plus the consent ledger); a file without a training_allowed column is accepted only for
+`charts` (generated from seeded generators or a teacher's invented data: nothing crawled is in
+them) and `captions` (whose consent is their pair's). Every image named by pair id also needs
+its pair's own training_allowed (and ledger) to be true. A row or image that cannot enter is a
+recorded reject with its reason (`opted_out` included), never silently dropped.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from training.mixture import sources as src_mod
+from training.mixture.spec import normalize_predicate, quote_ident
+from training.tokenizer import encode_texts
+
+# Kinds accepted without a training_allowed column (see the module docstring).
+NO_CONSENT_COLUMN_KINDS = ("charts", "captions")
+# Kinds whose text is QA pairs, and whether only verified answers are kept.
+QA_VERIFIED_ONLY = {"charts": True, "tables": True, "domain_qa": False}
+IMAGE_FORMATS = {"PNG": "png", "JPEG": "jpg", "GIF": "gif", "WEBP": "webp", "BMP": "bmp"}
+
+
+@dataclass(frozen=True)
+class Pair:
+    """What a pair id resolves to: its image file, recorded hash and consent."""
+
+    path: str | None
+    sha256: str | None
+    allowed: bool
+
+
+class PairIndex:
+    """Pair id -> `Pair` over pairs.parquet files (image_path relative to each file's directory).
+
+    A pair is allowed when its training_allowed is true and the consent ledger has not opted its
+    document out (the same rule the text read path applies)."""
+
+    def __init__(self, files: tuple[str, ...], consent: tuple[str, ...] = ()) -> None:
+        import duckdb
+
+        self.pairs: dict[str, Pair] = {}
+        for f in files:
+            unit = src_mod.ReadUnit("pairs", 0, f, None, "caption", None, (), consent)
+            extra = src_mod._consent_sql(unit)
+            con = duckdb.connect(config={"threads": 1})
+            try:
+                rows = con.execute(
+                    "SELECT id, image_path, image_sha256, "
+                    f"(training_allowed IS TRUE{extra}) AS ok FROM read_parquet(?)",
+                    [f],
+                ).fetchall()
+            except duckdb.Error as exc:
+                raise ValueError(
+                    f"{f}: cannot read pairs (need id, image_path, image_sha256, "
+                    f"training_allowed): {str(exc).splitlines()[0]}"
+                ) from None
+            finally:
+                con.close()
+            base = Path(f).parent
+            for pid, path, sha, ok in rows:
+                if pid is None:
+                    continue
+                full = None if not path else str(path if Path(path).is_absolute() else base / path)
+                self.pairs[str(pid)] = Pair(full, sha, bool(ok))
+
+    def get(self, pair_id: str | None) -> Pair | None:
+        return None if pair_id is None else self.pairs.get(str(pair_id))
+
+
+class ImageCheck:
+    """Reads each image file once: content sha256, width, height, extension; or why it cannot enter."""
+
+    def __init__(self) -> None:
+        self._seen: dict[str, dict[str, Any] | str] = {}
+
+    def __call__(self, path: str, expected_sha: str | None = None) -> dict[str, Any] | str:
+        """The image's record, or a reject reason string."""
+        got = self._seen.get(path)
+        if got is None:
+            got = self._seen[path] = _inspect(path)
+        if isinstance(got, dict) and expected_sha and expected_sha != got["sha256"]:
+            return "image_sha256_mismatch"
+        return got
+
+
+def _inspect(path: str) -> dict[str, Any] | str:
+    from PIL import Image, UnidentifiedImageError
+
+    try:
+        data = Path(path).read_bytes()
+    except OSError:
+        return "image_file_missing"
+    try:
+        with Image.open(io.BytesIO(data)) as im:
+            im.verify()
+        with Image.open(io.BytesIO(data)) as im:
+            width, height, fmt = im.size[0], im.size[1], im.format
+    except (UnidentifiedImageError, OSError, ValueError, SyntaxError):
+        return "image_undecodable"
+    ext = IMAGE_FORMATS.get(fmt or "", (fmt or "bin").lower())
+    return {
+        "sha256": hashlib.sha256(data).hexdigest(),
+        "path": path,
+        "width": int(width),
+        "height": int(height),
+        "ext": ext,
+    }
+
+
+def qa_text(qa: list[dict] | None, verified_only: bool) -> str:
+    """QA pairs as "Q: .. A: .." lines (only verified answers when asked)."""
+    lines = []
+    for q in qa or []:
+        if not q or not q.get("question") or q.get("answer") is None:
+            continue
+        if verified_only and q.get("verified") is not True:
+            continue
+        lines.append(f"Q: {q['question']} A: {q['answer']}")
+    return "\n".join(lines)
+
+
+def _select_sql(unit: src_mod.ReadUnit, has_consent_column: bool) -> str:
+    """Like the text read path: consent first in `allowed`, the user's predicate on top."""
+    if has_consent_column:
+        allowed = src_mod.ALLOWED_ROWS_SQL + src_mod._consent_sql(unit)
+    else:
+        allowed = (
+            "SELECT *, NULL::BOOLEAN AS training_allowed FROM read_parquet(?, file_row_number=true)"
+        )
+    group = f"CAST({quote_ident(unit.split_by)} AS VARCHAR)" if unit.split_by else "'all'"
+    cases = " ".join(f"WHEN ({normalize_predicate(w)}) THEN {float(t)!r}" for w, t in unit.repeat)
+    repeat = f"CASE {cases} ELSE 1.0 END" if cases else "1.0"
+    where = f"WHERE ({normalize_predicate(unit.where)}) " if unit.where else ""
+    return (
+        f"WITH allowed AS ({allowed}) SELECT allowed.*, {group} AS __grp, {repeat} AS __rep, "
+        f"file_row_number AS __row FROM allowed {where}"
+    )
+
+
+def _resolve(path: str | None, base: Path) -> str | None:
+    if not path:
+        return None
+    return str(path if Path(path).is_absolute() else base / path)
+
+
+def _row_parts(
+    unit: src_mod.ReadUnit, row: dict, pairs: PairIndex | None, consent_column: bool
+) -> tuple[list[tuple[str, Any]], list[tuple[str, str]]]:
+    """A row as parts [("text", str) | ("image", (path, sha))] and image-level rejects
+    [(reason, detail)]. A row-level reject is returned as parts == [] with its reason."""
+    kind, base = unit.kind, Path(unit.file).parent
+    rid = row.get("id") or row.get("pair_id") or row.get("doc_id")
+
+    def by_pair(pid: str | None) -> tuple[tuple[str, str | None] | None, str | None]:
+        pair = pairs.get(pid) if pairs is not None else None
+        if pair is None:
+            return None, "pair_not_found"
+        if not pair.allowed:
+            return None, "image_opted_out"
+        if not pair.path:
+            return None, "image_missing"
+        return (pair.path, pair.sha256), None
+
+    if kind == "interleaved":
+        parts: list[tuple[str, Any]] = []
+        dropped: list[tuple[str, str]] = []
+        for i, block in enumerate(row.get("blocks") or []):
+            if block.get("kind") == "image":
+                ref, why = by_pair(block.get("pair_id"))
+                if ref is None:
+                    dropped.append((why, f"block {i} pair {block.get('pair_id')}"))
+                else:
+                    parts.append(("image", ref))
+            elif block.get("text"):
+                parts.append(("text", block["text"]))
+        return parts, dropped
+
+    if kind == "pairs":
+        ref = (_resolve(row.get("image_path"), base), row.get("image_sha256"))
+        text = row.get(unit.text_column)
+    elif kind == "domain_images":
+        ref, why = by_pair(row.get("id"))
+        if ref is None:
+            return [], [(why, f"pair {row.get('id')}")]
+        text = row.get(unit.text_column)
+    elif kind == "charts":
+        ref = (_resolve(row.get("image_path"), base), None)
+        text = qa_text(row.get("qa"), QA_VERIFIED_ONLY["charts"])
+    elif kind == "tables":
+        ref = (_resolve(row.get("image_path"), base), None)
+        qa = qa_text(row.get("qa"), QA_VERIFIED_ONLY["tables"])
+        text = "\n\n".join(t for t in (row.get("markdown"), qa) if t)
+    elif kind in ("captions", "domain_qa"):
+        pid = row.get("pair_id")
+        pair_ref, why = by_pair(pid) if pid is not None else (None, "pair_not_found")
+        if why == "image_opted_out" or (kind == "captions" and not consent_column and why):
+            # the pair's consent is the row's own (captions carry none of their own)
+            return [], [(why, f"pair {pid}")]
+        own = _resolve(row.get("image_path"), base)
+        ref = (own, row.get("image_sha256")) if own else pair_ref
+        if ref is None:
+            return [], [(why or "image_missing", f"pair {pid}")]
+        if kind == "captions":
+            text = row.get("caption")
+        else:
+            text = qa_text(row.get("qa"), QA_VERIFIED_ONLY["domain_qa"])
+    else:  # pragma: no cover - the spec's Literal admits no other kind
+        raise ValueError(f"unknown source kind {kind!r}")
+    if not ref[0]:
+        return [], [("image_missing", f"row {rid} has no image_path")]
+    if not text:
+        return [], [("no_text", f"row {rid} has no {'verified QA' if kind != 'pairs' else 'text'}")]
+    return [("image", ref), ("text", text)], []
+
+
+def read_image_unit_batches(
+    unit: src_mod.ReadUnit, tokenizer, image_id: int, rows_per_batch: int = 512
+):
+    """Stream an image unit as tokenized `DocBatch`es (images and rejects attached)."""
+    import duckdb
+    import pyarrow.parquet as pq
+
+    names = pq.read_schema(unit.file).names
+    consent_column = "training_allowed" in names
+    if not consent_column and unit.kind not in NO_CONSENT_COLUMN_KINDS:
+        raise src_mod.SpecError(
+            f"buckets.{unit.bucket}.sources[{unit.source}]: {unit.file} has no boolean "
+            f"training_allowed column; a {unit.kind!r} source must carry it"
+        )
+    pairs = PairIndex(unit.pairs, unit.consent) if unit.pairs else None
+    check = ImageCheck()
+    con = duckdb.connect(config={"preserve_insertion_order": True, "threads": 1})
+    try:
+        try:
+            reader = con.sql(_select_sql(unit, consent_column), params=[unit.file]).to_arrow_reader(
+                rows_per_batch
+            )
+        except duckdb.Error as exc:
+            raise src_mod._where_error(unit, exc) from None
+        for batch in reader:
+            if batch.num_rows:
+                yield _tokenize_rows(
+                    unit, batch.to_pylist(), pairs, check, consent_column, tokenizer, image_id
+                )
+    finally:
+        con.close()
+
+
+def _tokenize_rows(
+    unit, rows, pairs, check, consent_column, tokenizer, image_id
+) -> src_mod.DocBatch:
+    k = unit.image_tokens
+    docs: list[list[tuple[str, Any]]] = []
+    keep_rows: list[dict] = []
+    rejects: list[dict[str, Any]] = []
+
+    def reject(row: dict, reason: str, detail: str) -> None:
+        rejects.append(
+            {
+                "bucket": unit.bucket,
+                "source": unit.source,
+                "file": unit.file,
+                "row": int(row["__row"]),
+                "id": str(row.get("id") or row.get("pair_id") or row.get("doc_id") or ""),
+                "reason": reason,
+                "detail": detail,
+            }
+        )
+
+    for row in rows:
+        parts, problems = _row_parts(unit, row, pairs, consent_column)
+        checked: list[tuple[str, Any]] = []
+        for kind, value in parts:
+            if kind == "image":
+                info = check(*value)
+                if isinstance(info, str):
+                    problems.append((info, value[0]))
+                    if unit.kind != "interleaved":  # the image is the row: it cannot enter
+                        checked = []
+                        break
+                    continue
+                checked.append(("image", info))
+            else:
+                checked.append((kind, value))
+        for reason, detail in problems:
+            reject(row, reason, detail)
+        if not checked or (unit.kind != "interleaved" and problems):
+            continue
+        docs.append(checked)
+        keep_rows.append(row)
+
+    texts = [v for parts in docs for kind, v in parts if kind == "text"]
+    tokens, lengths = encode_texts(tokenizer, texts)
+    text_ends = np.cumsum(lengths)
+    out_tokens: list[np.ndarray] = []
+    doc_lengths, img_counts, images = [], [], []
+    block = np.full(k, image_id, dtype=np.uint32)
+    sep = encode_texts(tokenizer, ["\n\n"])[0]
+    t = 0
+    for parts in docs:
+        pieces, n_img, prev_text = [], 0, False
+        for kind, value in parts:
+            if kind == "image":
+                pieces.append(block)
+                images.append(value)
+                n_img += 1
+                prev_text = False
+            else:
+                ids = tokens[text_ends[t] - lengths[t] : text_ends[t]]
+                t += 1
+                ids = ids[ids != image_id]  # a literal "<|image|>" in text is no image slot
+                if prev_text:
+                    pieces.append(sep)
+                pieces.append(ids)
+                prev_text = True
+        doc = np.concatenate(pieces) if pieces else np.zeros(0, np.uint32)
+        out_tokens.append(doc.astype(np.uint32, copy=False))
+        doc_lengths.append(len(doc))
+        img_counts.append(n_img)
+    return src_mod.DocBatch(
+        tokens=np.concatenate(out_tokens) if out_tokens else np.zeros(0, np.uint32),
+        lengths=np.array(doc_lengths, dtype=np.int64),
+        groups=[str(r["__grp"]) if r["__grp"] is not None else "null" for r in keep_rows],
+        repeat=np.array([float(r["__rep"]) for r in keep_rows], dtype=np.float64),
+        rows=np.array([int(r["__row"]) for r in keep_rows], dtype=np.int64),
+        img_counts=np.array(img_counts, dtype=np.int64),
+        images=images,
+        rejects=rejects,
+    )
+
+
+def block_starts(tokens: np.ndarray, image_id: int, image_tokens: int) -> np.ndarray:
+    """Start offsets of the image blocks in one document's tokens (blocks are whole runs of
+    `image_tokens` ids; a run of two adjacent blocks holds two starts)."""
+    idx = np.flatnonzero(np.asarray(tokens) == image_id)
+    if len(idx) % image_tokens:
+        raise ValueError(
+            f"{len(idx)} image ids is not a whole number of {image_tokens}-token blocks; "
+            "the document was cut inside an image block (a builder bug)"
+        )
+    return idx[::image_tokens]
