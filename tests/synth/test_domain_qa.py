@@ -317,8 +317,16 @@ def test_cli_defaults_to_the_lake_and_a_rerun_sends_nothing(server, inputs, monk
 
 
 def test_dagster_asset_reads_the_lake_and_says_no_teacher(inputs):
-    from pipelines.graph import materialize_selection
+    from pipelines.graph import lineage_gaps, materialize_selection
+    from pipelines.stage import Dataset
 
+    # the upstream handles, as the demo leaves them (image_pairs: one per crawl shard)
+    handles = inputs["lake"] / "_handles"
+    (handles / "image_pairs").mkdir(parents=True)
+    shard = str(inputs["pairs"] / "shard=0")
+    (handles / "image_pairs" / "0.json").write_text(Dataset("image_pairs", shard, "0").to_json())
+    domains = str(inputs["domains"] / "domain_images.parquet")
+    (handles / "domain_images.json").write_text(Dataset("domain_images", domains).to_json())
     res = materialize_selection(["domain_qa"], inputs["lake"])
     assert res.success
     (event,) = res.get_asset_materialization_events()
@@ -329,6 +337,7 @@ def test_dagster_asset_reads_the_lake_and_says_no_teacher(inputs):
     assert len(_rows(inputs["lake"] / "synth" / "domain_qa")) == 6
     checks = {c.check_name: c.passed for c in res.get_asset_check_evaluations()}
     assert checks == {"no_opted_out_sent": True, "images_accounted": True}
+    assert "domain_qa" not in lineage_gaps(inputs["lake"])  # its manifest names both inputs
 
 
 def test_checks_catch_a_sent_opted_out_image_and_a_lost_row(inputs, tmp_path):
