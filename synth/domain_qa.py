@@ -83,7 +83,8 @@ DOMAIN_QA = pa.schema(
 )
 REJECTS = pa.schema(
     [
-        ("id", pa.string()),
+        ("id", pa.string()),  # "<row id>#r<k>": the k-th item dropped for that row
+        ("row_id", pa.string()),  # the domain_qa row
         ("pair_id", pa.string()),
         ("domain", pa.string()),
         ("question", pa.string()),
@@ -461,9 +462,15 @@ def make_domain_qa(
             log.warning("teacher failed on %s: %s", rec["id"], rec["status"])
             return
         rec["qa"] = kept
-        for d in dropped:
+        for k, d in enumerate(dropped):
             dropped_rows.append(
-                {"id": rec["id"], "pair_id": rec["pair_id"], "domain": rec["domain"], **d}
+                {
+                    "id": f"{rec['id']}#r{k}",
+                    "row_id": rec["id"],
+                    "pair_id": rec["pair_id"],
+                    "domain": rec["domain"],
+                    **d,
+                }
             )
         if not any(q["answerable"] for q in kept):
             reasons = Counter(d["reason"] for d in dropped)
@@ -475,7 +482,7 @@ def make_domain_qa(
         with ThreadPoolExecutor(max_workers=min(workers, len(jobs))) as pool:
             list(pool.map(one, jobs))
 
-    dropped_rows.sort(key=lambda d: (d["id"], d["question"] or ""))
+    dropped_rows.sort(key=lambda d: (d["row_id"], int(d["id"].rsplit("#r", 1)[1])))
     tmp = out / f".{REJECTS_NAME}.tmp"
     pq.write_table(pa.Table.from_pylist(dropped_rows, schema=REJECTS), tmp)
     tmp.replace(out / REJECTS_NAME)

@@ -18,6 +18,7 @@ import pytest
 from PIL import Image
 from typer.testing import CliRunner
 
+from common.lakecheck import verify_lake
 from synth.domain_qa import (
     DOMAIN_QA,
     NO_TEACHER,
@@ -223,6 +224,10 @@ def test_teacher_qa_refusals_hallucination_dropped_and_opted_out_never_sent(
     assert [(r["pair_id"], r["question"], r["answer"]) for r in hallucinated] == [
         ("p2", "Who is the patient in p2?", HALLUCINATION)
     ]
+    assert [r["id"] for r in rejects if r["pair_id"] == "p1"] == [
+        "p1#medical_imaging#r0",
+        "p1#medical_imaging#r1",
+    ]
     assert s["dropped_qa_reasons"] == {
         "answerable_question_refused": 3,
         "answered_unanswerable": 1,
@@ -312,6 +317,7 @@ def test_cli_defaults_to_the_lake_and_a_rerun_sends_nothing(server, inputs, monk
     assert again.exit_code == 0, again.output
     assert len(server["requests"]) == sent and "teacher_cache_hits=6" in again.output
     assert _rows(out) == rows
+    assert verify_lake(inputs["lake"]) == []  # ids unique, rows as the manifests say
     bad = CliRunner().invoke(app, [*args[:6], "--teacher-price-prompt", "1"])
     assert bad.exit_code == 2 and "give both or neither" in bad.output
 
