@@ -279,8 +279,11 @@ PT_GPU = [
 PT_GPU_QUICK = [("gpt2-ish-125M", 2048, 4, 4, 4)]
 
 
-def parallel_track(device: str, quick: bool, steps: int) -> None:
-    """PT vs the dense model of the same config: tokens/s here and synchronisation points."""
+def parallel_track(device: str, quick: bool, steps: int, repeats: int) -> None:
+    """PT vs the dense model of the same config: tokens/s here and synchronisation points.
+
+    Each case runs dense and PT alternately `repeats` times and keeps each one's best tokens/s,
+    so a burst of load on a shared machine does not land on one side only."""
     import torch
 
     cases = {
@@ -294,7 +297,10 @@ def parallel_track(device: str, quick: bool, steps: int) -> None:
         if device == "cuda"
         else f"cpu x{os.environ.get('BENCH_THREADS', '2')} threads"
     )
-    print(f"Parallel-Track vs dense (fwd+bwd+AdamW), device: {name}, {steps} timed steps per case")
+    print(
+        f"Parallel-Track vs dense (fwd+bwd+AdamW), device: {name}, {steps} timed steps per run, "
+        f"best of {repeats} alternating runs"
+    )
     header = (
         f"{'size':<14}{'seq':>6}{'batch':>6}{'K':>3}{'D':>3} | {'dense params':>13}{'PT params':>11}"
         f" | {'dense tok/s':>12}{'PT tok/s':>10}{'PT/dense':>9} | {'sync dense (2L)':>16}"
@@ -303,8 +309,11 @@ def parallel_track(device: str, quick: bool, steps: int) -> None:
     print(header)
     print("-" * len(header))
     for size, seq, batch, tracks, depth in cases:
-        dense = run_case("refinery", size, seq, batch, steps, device)
-        pt = run_case(f"pt:{tracks}:{depth}", size, seq, batch, steps, device)
+        runs: dict[str, list[dict]] = {"dense": [], "pt": []}
+        for _ in range(repeats):
+            runs["dense"].append(run_case("refinery", size, seq, batch, steps, device))
+            runs["pt"].append(run_case(f"pt:{tracks}:{depth}", size, seq, batch, steps, device))
+        dense, pt = (max(r, key=lambda x: x["tokens_per_s"]) for r in runs.values())
         print(
             f"{size:<14}{seq:>6}{batch:>6}{tracks:>3}{depth:>3} | {dense['params']:>13,}"
             f"{pt['params']:>11,} | {dense['tokens_per_s']:>12,.0f}{pt['tokens_per_s']:>10,.0f}"
@@ -337,6 +346,7 @@ def main() -> None:
         action="store_true",
         help="Parallel-Track (K tracks, depth-D blocks) vs the dense model of equal parameters",
     )
+    ap.add_argument("--repeats", type=int, default=2, help="--parallel-track: alternating runs")
     args = ap.parse_args()
     if args.attention_worker:
         impl, seq, mode, device = args.attention_worker
@@ -355,7 +365,7 @@ def main() -> None:
 
     device = args.device or ("cuda" if torch.cuda.is_available() else "cpu")
     if args.parallel_track:
-        parallel_track(device, args.quick, args.steps or (3 if args.quick else 4))
+        parallel_track(device, args.quick, args.steps or (3 if args.quick else 4), args.repeats)
         return
     cases = {
         ("cpu", False): CPU_FULL,
