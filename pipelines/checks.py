@@ -552,16 +552,20 @@ def _copy_prefix(window: np.ndarray, boundary: int) -> np.ndarray:
 
 
 def _source_files(manifest: dict[str, Any], mix_dir: Path, lake_root: Path | None):
-    """(file, text column) pairs of every source the mixture's spec read, sorted."""
+    """(file, text column, image ReadUnit or None) of every source the mixture's spec read, sorted.
+
+    Image sources (a `kind` other than text) carry the ReadUnit the builder read them with, so
+    their documents are rebuilt exactly as the builder builds them (training/mixture/images.py)."""
     import glob
 
     from training.mixture.spec import resolve_path
 
     inputs = manifest.get("inputs") or []
     spec_dir = Path(inputs[0]).parent if inputs else None
-    out: set[tuple[str, str]] = set()
+    out: set[tuple[str, str, Any]] = set()
     for name, bucket in manifest["spec"]["buckets"].items():
         for i, src in enumerate(bucket["sources"]):
+            kind = src.get("kind") or "text"
             path = src["path"]
             is_lake = path == "lake" or path.startswith("lake/")
             if not is_lake and not Path(path).is_absolute() and spec_dir is None:
@@ -572,8 +576,25 @@ def _source_files(manifest: dict[str, Any], mix_dir: Path, lake_root: Path | Non
                 )
             pattern = resolve_path(path, spec_dir or mix_dir, lake_root)
             for f in sorted(glob.glob(str(pattern))):
-                out.add((f, src.get("text_column") or "text"))
-    return sorted(out)
+                unit = None
+                if kind != "text":
+                    from training.mixture.sources import ReadUnit, _pairs_files
+
+                    pairs = _pairs_files(src.get("pairs"), spec_dir or mix_dir, lake_root)
+                    unit = ReadUnit(
+                        name,
+                        i,
+                        f,
+                        src.get("where"),
+                        src.get("text_column") or "text",
+                        None,
+                        (),
+                        kind=kind,
+                        pairs=pairs,
+                        image_tokens=int(manifest.get("image_tokens") or 0),
+                    )
+                out.add((f, src.get("text_column") or "text", unit))
+    return sorted(out, key=lambda e: (e[0], e[1], repr(e[2])))
 
 
 def _source_docs(
@@ -583,7 +604,14 @@ def _source_docs(
     it) or allowed rows, tokenized a batch at a time: (refs "file#row", tokens, lengths)."""
     from training.tokenizer import encode_texts
 
-    for f, text_col in files:
+    for f, text_col, unit in files:
+        if unit is not None:  # an image source: the builder's own documents (allowed or not)
+            from training.mixture.images import read_image_unit_batches
+
+            image_id = tok.token_to_id("<|image|>")
+            for b in read_image_unit_batches(unit, tok, image_id, opted_out=not allowed):
+                yield [f"{f}#{r}" for r in b.rows.tolist()], b.tokens, b.lengths
+            continue
         cols = [text_col, "training_allowed"]
         _require(Path(f), cols, "every mixture source carries its text_column and training_allowed")
         first_row = 0
@@ -611,10 +639,18 @@ def _streams(mix_dir: Path, manifest: dict[str, Any]) -> Iterator[list[np.ndarra
     by_stage: dict[str, list[str]] = {}
     for s in manifest["shards"]:
         by_stage.setdefault(str(s.get("stage", "")), []).append(s["path"])
+    # With images, padding also sits before an image block moved to the next row: drop it, so the
+    # stream is again copies and boundaries only.
+    pad = int(manifest["special_tokens"]["pad"]) if manifest.get("image_tokens") else None
+
+    def load(p: str) -> np.ndarray:
+        arr = np.load(mix_dir / p, mmap_mode="r")
+        return arr if pad is None else np.asarray(arr)[np.asarray(arr) != pad]
+
     for paths in by_stage.values():
-        yield [np.load(mix_dir / p, mmap_mode="r") for p in paths]
+        yield [load(p) for p in paths]
     for e in manifest.get("eval", []):
-        yield [np.load(mix_dir / e["path"], mmap_mode="r")]
+        yield [load(e["path"])]
 
 
 def mixture_no_opted_out_rows(mix_dir: Path, lake_root: Path) -> CheckOutcome:
@@ -697,7 +733,7 @@ def mixture_no_opted_out_rows(mix_dir: Path, lake_root: Path) -> CheckOutcome:
     ambiguous -= found
     leaked = sorted(found)
     meta: dict[str, Figure] = {
-        "source_files": len({f for f, _ in files}),
+        "source_files": len({f for f, _, _ in files}),
         "opted_out_rows": len(refs) + empty,
         "opted_out_probed": len(refs),
         "opted_out_empty": empty,

@@ -437,3 +437,33 @@ def test_spec_rules_for_image_sources(lake, mm_lake):
     spec = mm_spec(lake, mm_lake, image_tokens=32)
     with pytest.raises(SpecError, match="smaller than seq_len"):
         parse_spec(spec)
+
+
+def test_opted_out_check_finds_an_image_row_that_leaked(lake, mm_lake, tmp_path):
+    """The shards of a lake where p5 was allowed, checked after p5 opted out: its pairs row and
+    its caption (whose consent is p5's) are found; the mixture built honestly passes."""
+    import shutil
+
+    import yaml
+
+    from pipelines.checks import mixture_no_opted_out_rows
+
+    copy = tmp_path / "lake"
+    shutil.copytree(mm_lake, copy)
+    pairs_file = copy / "images/pairs/shard=0/pairs.parquet"
+    honest = pq.read_table(pairs_file)
+    rows = honest.to_pylist()
+    for r in rows:
+        r["training_allowed"] = True
+    pq.write_table(pa.Table.from_pylist(rows, schema=honest.schema), pairs_file)
+    spec = mm_spec(lake, copy)
+    spec["buckets"]["image_caption"]["sources"] = spec["buckets"]["image_caption"]["sources"][:2]
+    path = tmp_path / "spec.yaml"
+    path.write_text(yaml.safe_dump(spec, sort_keys=False))
+    build_mixture(path, tmp_path / "leaky")
+    pq.write_table(honest, pairs_file)  # p5 opts out after the build
+    leaked = mixture_no_opted_out_rows(tmp_path / "leaky", copy)
+    assert not leaked.passed and leaked.metadata["opted_out_found"] >= 1
+    build_mixture(path, tmp_path / "honest")
+    ok = mixture_no_opted_out_rows(tmp_path / "honest", copy)
+    assert ok.passed and ok.metadata["opted_out_probed"] >= 2

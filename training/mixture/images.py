@@ -142,9 +142,19 @@ def qa_text(qa: list[dict] | None, verified_only: bool) -> str:
     return "\n".join(lines)
 
 
-def _select_sql(unit: src_mod.ReadUnit, has_consent_column: bool) -> str:
-    """Like the text read path: consent first in `allowed`, the user's predicate on top."""
-    if has_consent_column:
+def _select_sql(unit: src_mod.ReadUnit, has_consent_column: bool, opted_out: bool = False) -> str:
+    """Like the text read path: consent first in `allowed`, the user's predicate on top.
+
+    With `opted_out` (for checks), every row instead, flagged `__out` when its own consent is
+    not given (the complement of `allowed`)."""
+    if opted_out:
+        consent = (
+            f"coalesce(NOT (training_allowed IS TRUE{src_mod._consent_sql(unit)}), true)"
+            if has_consent_column
+            else "false"
+        )
+        allowed = f"SELECT *, {consent} AS __out FROM read_parquet(?, file_row_number=true)"
+    elif has_consent_column:
         allowed = src_mod.ALLOWED_ROWS_SQL + src_mod._consent_sql(unit)
     else:
         allowed = (
@@ -167,10 +177,17 @@ def _resolve(path: str | None, base: Path) -> str | None:
 
 
 def _row_parts(
-    unit: src_mod.ReadUnit, row: dict, pairs: PairIndex | None, consent_column: bool
+    unit: src_mod.ReadUnit,
+    row: dict,
+    pairs: PairIndex | None,
+    consent_column: bool,
+    pairs_out: list[str] | None = None,
 ) -> tuple[list[tuple[str, Any]], list[tuple[str, str]]]:
     """A row as parts [("text", str) | ("image", (path, sha))] and image-level rejects
-    [(reason, detail)]. A row-level reject is returned as parts == [] with its reason."""
+    [(reason, detail)]. A row-level reject is returned as parts == [] with its reason.
+
+    Given a `pairs_out` list, an opted-out pair's image is used anyway and its id appended
+    there (checks build the documents that must not enter this way)."""
     kind, base = unit.kind, Path(unit.file).parent
     rid = row.get("id") or row.get("pair_id") or row.get("doc_id")
 
@@ -178,7 +195,9 @@ def _row_parts(
         pair = pairs.get(pid) if pairs is not None else None
         if pair is None:
             return None, "pair_not_found"
-        if not pair.allowed:
+        if not pair.allowed and pairs_out is not None:
+            pairs_out.append(str(pid))
+        elif not pair.allowed:
             return None, "image_opted_out"
         if not pair.path:
             return None, "image_missing"
@@ -237,9 +256,19 @@ def _row_parts(
 
 
 def read_image_unit_batches(
-    unit: src_mod.ReadUnit, tokenizer, image_id: int, rows_per_batch: int = 512
+    unit: src_mod.ReadUnit,
+    tokenizer,
+    image_id: int,
+    rows_per_batch: int = 512,
+    *,
+    opted_out: bool = False,
 ):
-    """Stream an image unit as tokenized `DocBatch`es (images and rejects attached)."""
+    """Stream an image unit as tokenized `DocBatch`es (images and rejects attached).
+
+    With `opted_out`, the documents that must NOT enter instead, built exactly as entering ones
+    are: rows whose own consent is not given, and rows of one-image kinds whose image's pair is
+    opted out (an interleaved document only loses such an image, which the image store check
+    covers). Rejects are not recorded then."""
     import duckdb
     import pyarrow.parquet as pq
 
@@ -255,22 +284,28 @@ def read_image_unit_batches(
     con = duckdb.connect(config={"preserve_insertion_order": True, "threads": 1})
     try:
         try:
-            reader = con.sql(_select_sql(unit, consent_column), params=[unit.file]).to_arrow_reader(
-                rows_per_batch
-            )
+            sql = _select_sql(unit, consent_column, opted_out)
+            reader = con.sql(sql, params=[unit.file]).to_arrow_reader(rows_per_batch)
         except duckdb.Error as exc:
             raise src_mod._where_error(unit, exc) from None
         for batch in reader:
             if batch.num_rows:
                 yield _tokenize_rows(
-                    unit, batch.to_pylist(), pairs, check, consent_column, tokenizer, image_id
+                    unit,
+                    batch.to_pylist(),
+                    pairs,
+                    check,
+                    consent_column,
+                    tokenizer,
+                    image_id,
+                    opted_out,
                 )
     finally:
         con.close()
 
 
 def _tokenize_rows(
-    unit, rows, pairs, check, consent_column, tokenizer, image_id
+    unit, rows, pairs, check, consent_column, tokenizer, image_id, opted_out=False
 ) -> src_mod.DocBatch:
     k = unit.image_tokens
     docs: list[list[tuple[str, Any]]] = []
@@ -291,7 +326,12 @@ def _tokenize_rows(
         )
 
     for row in rows:
-        parts, problems = _row_parts(unit, row, pairs, consent_column)
+        pairs_out: list[str] | None = [] if opted_out else None
+        parts, problems = _row_parts(unit, row, pairs, consent_column, pairs_out)
+        if opted_out:
+            out = row["__out"] or (bool(pairs_out) and unit.kind != "interleaved")
+            if not out or problems:
+                continue
         checked: list[tuple[str, Any]] = []
         for kind, value in parts:
             if kind == "image":
