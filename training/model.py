@@ -726,7 +726,10 @@ class Transformer(nn.Module):
         """Layer i of every track at once. xs (K, B, T, d): each track's hidden states. Weights are
         stacked per track; the tracks' heads are folded into one attention call (track k owns
         query heads [k·H/K, (k+1)·H/K) and KV heads [k·Hkv/K, ...), which is exactly how grouped-
-        query attention pairs them), so no track reads another's states."""
+        query attention pairs them), so no track reads another's states. Stacking copies the
+        layer's weights once per forward (each track keeps its own ordinary `Block`, so
+        checkpoints, upcycling and `reference_forward` see plain modules); that copy is small
+        next to the layer's matmuls."""
         cfg = self.config
         layers = [track.layers[i] for track in self.tracks]
         K, B, T, d = xs.shape
