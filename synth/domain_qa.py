@@ -293,9 +293,11 @@ def ask_teacher(
         [user_message(prompt, [image])], DomainQAResponse, items=[item], temperature=0
     )
     seen: set[str] = set()
-    for qa in first.qa[:questions]:
+    for n, qa in enumerate(first.qa):
         q, a = qa.question.strip(), qa.answer.strip()
-        if not q or not a:
+        if n >= questions:
+            drop(q, a, qa.kind, "beyond_questions_asked")
+        elif not q or not a:
             drop(q, a, qa.kind, "empty_question_or_answer")
         elif _norm(q) in seen:
             drop(q, a, qa.kind, "duplicate_question")
@@ -308,9 +310,15 @@ def ask_teacher(
             )
 
     probes: list[tuple[str, bool]] = []  # (question, by construction)
-    for q in first.unanswerable_questions[:adversarial]:
+    for n, q in enumerate(first.unanswerable_questions):
         q = q.strip()
-        if q and _norm(q) not in seen:
+        if n >= adversarial:
+            drop(q, None, REFUSAL, "beyond_adversarial_asked")
+        elif not q:
+            drop(q, None, REFUSAL, "empty_question_or_answer")
+        elif _norm(q) in seen:
+            drop(q, None, REFUSAL, "duplicate_question")
+        else:
             seen.add(_norm(q))
             probes.append((q, False))
     for q in templates:

@@ -402,3 +402,46 @@ def test_every_synth_summary_carries_teacher_accounting(server, tmp_path):
     assert res.exit_code == 0, res.output
     assert "teacher_requests=2" in res.output and "teacher_tokens=36" in res.output
     assert "teacher_cost=0.136" in res.output  # 22 prompt x 3/1k + 14 completion x 5/1k
+
+
+def test_every_dropped_item_keeps_its_reason():
+    """ask_teacher alone, on a scripted teacher object: limits, duplicates, unanswered probes."""
+    from synth.domain_qa import ask_teacher
+
+    class Scripted:
+        model = "scripted"
+
+        def __init__(self, *answers):
+            self.answers, self.sent = list(answers), []
+
+        def chat_json(self, messages, schema, *, items, **params):
+            assert [i["training_allowed"] for i in items] == [True]
+            self.sent.append(messages)
+            return schema.model_validate(self.answers.pop(0))
+
+    first = {
+        "qa": [
+            {"question": "What organ is shown?", "answer": "a lung", "kind": "identify"},
+            {"question": "What side?", "answer": "left", "kind": "position"},
+            {"question": "How many ribs?", "answer": "12", "kind": "count"},
+        ],
+        "unanswerable_questions": ["what organ is  shown?", "  ", "Who is the patient?", "Age?"],
+    }
+    probe = {"answers": [{"index": 2, "refused": False, "answer": "I cannot tell from this."}]}
+    teacher = Scripted(first, probe)
+    row = {"pair_id": "p", "domain": "medical_imaging", "training_allowed": True}
+    kept, dropped = ask_teacher(
+        teacher, row, _image((1, 2, 3), "PNG"), questions=2, adversarial=3, templates=[TEMPLATES[0]]
+    )
+    assert [(d["question"], d["reason"]) for d in dropped] == [
+        ("How many ribs?", "beyond_questions_asked"),
+        ("what organ is  shown?", "duplicate_question"),
+        ("", "empty_question_or_answer"),
+        ("Age?", "beyond_adversarial_asked"),
+        ("Who is the patient?", "probe_not_answered"),  # the teacher skipped question 1
+    ]
+    assert [q["kind"] for q in kept] == ["identify", "position", "refusal"]
+    refusal = kept[-1]
+    assert refusal["question"] == TEMPLATES[0] and refusal["verified"] and not refusal["answerable"]
+    probe_text = teacher.sent[1][0]["content"][0]["text"]
+    assert "1. Who is the patient?\n2. " + TEMPLATES[0] in probe_text
