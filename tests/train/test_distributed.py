@@ -61,8 +61,23 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def torchrun(*args: str, cwd: Path) -> subprocess.CompletedProcess:
-    """`torchrun --nproc-per-node 2 -m pipelines.cli ARGS` with a loopback rendezvous."""
+# Rank 1 dies abruptly at the end of step 5 (after the step-3 checkpoint and rank 0's step-5 log
+# line); torchrun then stops rank 0, which is waiting for it in the next collective.
+CRASHING_RUN = """
+import os, sys
+from training.trainer import run_stage
+
+def crash(step, total, row):
+    if step == 5 and os.environ["RANK"] == "1":
+        os._exit(17)
+
+config, data, out, steps = sys.argv[1:]
+run_stage("pretrain", config, data, out, steps=int(steps), on_step=crash)
+"""
+
+
+def torchrun(*args: str, cwd: Path, ok: bool = True) -> subprocess.CompletedProcess:
+    """`torchrun --nproc-per-node 2 ARGS` (a script, or `-m pipelines.cli ...`) on loopback."""
     env = dict(
         os.environ,
         OMP_NUM_THREADS="1",
@@ -83,12 +98,11 @@ def torchrun(*args: str, cwd: Path) -> subprocess.CompletedProcess:
         "127.0.0.1",
         "--master-port",
         str(free_port()),
-        "-m",
-        "pipelines.cli",
         *args,
     ]
     proc = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=240)
-    assert proc.returncode == 0, f"torchrun failed ({proc.returncode}):\n{proc.stderr[-4000:]}"
+    if ok:
+        assert proc.returncode == 0, f"torchrun failed ({proc.returncode}):\n{proc.stderr[-4000:]}"
     return proc
 
 
@@ -107,24 +121,24 @@ def padded_mixture(mix_dir: Path) -> Path:
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory) -> dict[str, Path]:
-    """A single-process run (batch 4), a 2-process run (batch 2 per rank), and that run resumed
-    under 2 processes from its step-3 checkpoint."""
+    """A single-process run (batch 4), a 2-process run (batch 2 per rank), and the same 2-process
+    run killed in step 5 and resumed under 2 processes from its step-3 checkpoint."""
     root = tmp_path_factory.mktemp("dist")
     mix = padded_mixture(root / "mix")
     one, two = dense_config(root / "one.yaml", 4), dense_config(root / "two.yaml", 2)
     torch.set_num_threads(1)
     run_stage("pretrain", one, mix, root / "single", steps=STEPS)
+    cli = ["-m", "pipelines.cli", "train", "pretrain", "--config", str(two)]
     common = ["--data", str(mix), "--steps", str(STEPS)]
-    torchrun("train", "pretrain", "--config", str(two), "--out", "ddp", *common, cwd=root)
+    torchrun(*cli, "--out", "ddp", *common, cwd=root)
 
-    # stop after step 3: the run as it was when its step-3 checkpoint was the newest
-    shutil.copytree(root / "ddp", root / "resumed")
-    last = list_checkpoints(root / "resumed")[-1]
-    assert last.name == "step_0000006.pt"
-    last.unlink()
-    shutil.rmtree(sharded_dir(last))
-    args = ["train", "pretrain", "--config", str(two), "--out", "resumed", "--resume", *common]
-    torchrun(*args, cwd=root)
+    # kill a rank in step 5, then resume under 2 processes from the step-3 checkpoint
+    (root / "crash.py").write_text(CRASHING_RUN)
+    crashed = torchrun("crash.py", str(two), str(mix), "resumed", str(STEPS), cwd=root, ok=False)
+    assert crashed.returncode != 0
+    assert [p.name for p in list_checkpoints(root / "resumed")] == ["step_0000003.pt"]
+    assert read_jsonl(root / "resumed" / "metrics.jsonl")[-1]["step"] == 5
+    torchrun(*cli, "--out", "resumed", "--resume", *common, cwd=root)
     return {
         "single": root / "single",
         "ddp": root / "ddp",
