@@ -88,6 +88,9 @@ def write_parquet(table, path: Path, **manifest_kwargs: Any) -> Path:
 
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
+    # The old manifest goes first and the new one comes last: killed in between, the dataset has
+    # no manifest (not valid) rather than an old manifest over new rows.
+    manifest_path(path).unlink(missing_ok=True)
     tmp = path.with_name(path.name + ".tmp")
     pq.write_table(table, tmp)
     os.replace(tmp, path)
