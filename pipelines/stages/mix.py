@@ -137,6 +137,8 @@ def run_mix_build(
         "shortfalls": manifest["shortfalls"],
         "checks_ok": all(c["ok"] for c in manifest["checks"]),
         "tokens_per_s": manifest["tokens"] / seconds if seconds > 0 else None,
+        "images": (manifest.get("images") or {}).get("count"),
+        "rejects": (manifest.get("rejects") or {}).get("by_reason"),
         "seconds": round(seconds, 2),
         "markdown": report["markdown"],
         "plot": report["plot"],
@@ -280,6 +282,8 @@ class MixBuildSummary(Summary):
     shortfalls: int
     shares_within_tolerance: bool
     tokens_per_s: float | None
+    images: int | None = None  # distinct stored images (mixtures with image_tokens)
+    rejects: dict[str, int] | None = None  # image-source rows/images refused, by reason
     seconds: float
     accounting: str
     plot: str
@@ -312,6 +316,8 @@ def mix_build(p: MixBuildParams, lake_: Lake) -> MixBuildSummary:
         shortfalls=len(s["shortfalls"]),
         shares_within_tolerance=s["checks_ok"],
         tokens_per_s=s["tokens_per_s"],
+        images=s["images"],
+        rejects=s["rejects"],
         seconds=s["seconds"],
         accounting=s["markdown"],
         plot=s["plot"],
@@ -404,8 +410,18 @@ MIXTURE_ASSETS = {
     ),
     "multimodal_mixture": (
         "tiny/multimodal",
-        ("interleaved_documents", "image_pairs", "domain_images"),
-        "Multimodal mixture: text, interleaved, image-caption, domain image-text.",
+        (
+            "interleaved_documents",
+            "image_pairs",
+            "domain_images",
+            "synthetic_charts",
+            "table_pairs",
+            "synthetic_captions",
+            "domain_qa",
+        ),
+        "Multimodal mixture: text, interleaved, image-caption (pairs, synthetic captions, charts, "
+        "tables), domain image-text (domain images, domain QA); images as blocks of image_tokens "
+        "<|image|> ids, stored by content hash with per-shard sidecars.",
     ),
 }
 
