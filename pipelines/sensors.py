@@ -11,21 +11,30 @@ partition k: due pages are re-fetched with conditional requests and the revisit 
 `crawlers.crawl.recrawl`, and the shard's `raw_pages` partition is reported materialized.
 """
 
-from __future__ import annotations
-
+# No `from __future__ import annotations`: Dagster reads the op's Config and resource
+# annotations at definition time.
 from collections.abc import Sequence
 from typing import Any
 
 from dagster import (
     AssetKey,
+    AssetMaterialization,
+    Config,
+    OpExecutionContext,
     RunRequest,
+    ScheduleDefinition,
     SensorDefinition,
     SensorEvaluationContext,
     SkipReason,
+    StaticPartitionsDefinition,
+    job,
+    op,
+    schedule,
     sensor,
 )
 
 from pipelines.resources import LakeResource
+from pipelines.stages.crawl import CRAWL_SHARDS
 
 MIXTURE_ASSETS = ("pretrain_mixture", "cpt_mixture", "long_context_mixture", "multimodal_mixture")
 CONSENT_INTERVAL_S = 6 * 3600  # robots.txt is cached for at most 24 h (RFC 9309); check 4x/day
@@ -72,3 +81,74 @@ def consent_recheck_sensor(
         )
 
     return consent_recheck
+
+
+# --- recrawl: one schedule per host-hash shard of raw_pages ---------------------------------
+
+RECRAWL_CRON = "{minute} */6 * * *"  # every 6 hours; shards staggered by 15 minutes
+
+
+RECRAWL_PARTITIONS = StaticPartitionsDefinition([str(k) for k in range(CRAWL_SHARDS)])
+
+
+class RecrawlConfig(Config):
+    """How a shard is revisited (CrawlConfig fields the downloader uses, and the policy)."""
+
+    agent: str = "RefineryBot"
+    training_agent: str = "RefineryBot-Extended"
+    delay: float = 1.0
+    allow_private_networks: bool = False
+    due_only: bool = True
+    initial_s: float = 86400.0
+    min_s: float = 3600.0
+    max_s: float = 30 * 86400.0
+
+
+@op(name="recrawl_shard")
+def recrawl_shard(context: OpExecutionContext, config: RecrawlConfig, lake: LakeResource) -> None:
+    """Revisit the due pages of one raw_pages shard with conditional requests."""
+    from crawlers.crawl.recrawl import RevisitPolicy, run_recrawl
+
+    shard = context.partition_key
+    out = lake.stage_dir("crawl") / f"shard={shard}"
+    crawl_config = {
+        "agent": config.agent,
+        "training_agent": config.training_agent,
+        "delay": config.delay,
+        "allow_private_networks": config.allow_private_networks,
+    }
+    policy = RevisitPolicy(initial_s=config.initial_s, min_s=config.min_s, max_s=config.max_s)
+    summary = run_recrawl(out, crawl_config, policy=policy, due_only=config.due_only)
+    context.log.info(f"recrawl shard {shard}: {summary}")
+    context.log_event(
+        AssetMaterialization(
+            asset_key="raw_pages",
+            partition=shard,
+            description=f"recrawl of {out}",
+            metadata={"path": str(out), **summary},
+        )
+    )
+
+
+@job(name="recrawl_job", partitions_def=RECRAWL_PARTITIONS)
+def recrawl_job():
+    """Recrawl one host-hash shard of raw_pages (partition = shard)."""
+    recrawl_shard()
+
+
+def _recrawl_schedule(shard: str) -> ScheduleDefinition:
+    @schedule(
+        name=f"recrawl_shard_{shard}",
+        job=recrawl_job,
+        cron_schedule=RECRAWL_CRON.format(minute=15 * int(shard) % 60),
+        description=f"Revisit the due pages of raw_pages shard {shard} (conditional requests).",
+    )
+    def recrawl_schedule(context):
+        return RunRequest(partition_key=shard)
+
+    return recrawl_schedule
+
+
+def recrawl_schedules() -> list[ScheduleDefinition]:
+    """One schedule per host-hash shard of raw_pages."""
+    return [_recrawl_schedule(k) for k in RECRAWL_PARTITIONS.get_partition_keys()]

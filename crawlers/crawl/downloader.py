@@ -71,6 +71,7 @@ class Request:
     wanted_types: tuple[str, ...] | None = None
     attempt: int = 0
     meta: dict = field(default_factory=dict)
+    headers: dict[str, str] | None = None  # extra request headers (a recrawl's validators)
 
 
 def refusal(request: Request, error: str) -> FetchResult:
@@ -230,6 +231,7 @@ class RetryLayer(Layer):
             request.trusted_origin,
             request.wanted_types,
             request.attempt + 1,
+            headers=request.headers,
         )
 
 
@@ -421,16 +423,19 @@ class Downloader:
         trusted_origin: str | None = None,
         max_redirects: int | None = None,
         wanted_types: tuple[str, ...] | None = None,
+        headers: dict[str, str] | None = None,
     ) -> FetchResult:
         """Fetch `url` through every layer, following redirects hop by hop; never raises on network errors.
 
-        The result carries both robots decisions; `final_url` is the last hop's URL.
+        The result carries both robots decisions; `final_url` is the last hop's URL. `headers`
+        (e.g. a recrawl's If-None-Match / If-Modified-Since) go with the first hop only.
         """
         limit = self.cfg.max_redirects if max_redirects is None else max_redirects
         hops, visited, current = [], {url}, url
         started = time.monotonic()
         while True:
             request = Request(current, resource_type, page, trusted_origin, wanted_types)
+            request.headers = headers if current == url else None
             res = await self.handle(request)
             hops += res.hops
             res.hops, res.url, res.final_url = hops, url, current
@@ -468,6 +473,7 @@ class Downloader:
                     max_redirects=0,
                     wanted_types=request.wanted_types,
                     header_gate=self.header_gate,
+                    headers=request.headers,
                 )
             retry: Request | None = None
             for layer in reversed(self.layers):

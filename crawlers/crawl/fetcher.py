@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import time
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from urllib.parse import urljoin, urlsplit
@@ -290,8 +290,12 @@ class Fetcher:
         wanted_types: tuple[str, ...] | None = None,
         keep_prefix: int | None = None,
         header_gate: Callable[[Hop], str | None] | None = None,
+        headers: Mapping[str, str] | None = None,
     ) -> FetchResult:
         """GET `url`, following up to `max_redirects` redirects (loops cut); never raises on network errors.
+
+        `headers` go with the request for `url` only, not with redirect hops (a recrawl's
+        conditional If-None-Match / If-Modified-Since belong to the URL they were stored for).
 
         `header_gate(hop)` sees each 2xx response's headers before its body is read; a string it
         returns becomes `result.error` and the body is not downloaded (the image fetch refuses
@@ -312,7 +316,8 @@ class Fetcher:
         visited = {url}
         current = url
         while True:
-            hop = await self._one(current, result, wanted_types, keep_prefix, header_gate)
+            extra = headers if current == url else None
+            hop = await self._one(current, result, wanted_types, keep_prefix, header_gate, extra)
             if hop is not None:
                 result.hops.append(hop)
             result.final_url = current
@@ -338,6 +343,7 @@ class Fetcher:
         wanted_types: tuple[str, ...] | None,
         keep_prefix: int | None = None,
         header_gate: Callable[[Hop], str | None] | None = None,
+        headers: Mapping[str, str] | None = None,
     ) -> Hop | None:
         parts = urlsplit(url)
         host = parts.netloc.lower()
@@ -351,10 +357,12 @@ class Fetcher:
             )
             return None
         if self.politeness is None:
-            return await self._request(url, result, wanted_types, keep_prefix, header_gate)
+            return await self._request(url, result, wanted_types, keep_prefix, header_gate, headers)
         try:
             async with self.politeness.slot(host):
-                hop = await self._request(url, result, wanted_types, keep_prefix, header_gate)
+                hop = await self._request(
+                    url, result, wanted_types, keep_prefix, header_gate, headers
+                )
         except HostGaveUpError as exc:
             result.error = f"host-gave-up: {exc}"
             return None
@@ -373,13 +381,14 @@ class Fetcher:
         wanted_types: tuple[str, ...] | None,
         keep_prefix: int | None = None,
         header_gate: Callable[[Hop], str | None] | None = None,
+        headers: Mapping[str, str] | None = None,
     ) -> Hop | None:
         assert self._session is not None
         result.fetched_at = now_iso()
         result.status, result.error, result.body, result.content_type = None, None, b"", ""
         prefix: PrefixDecoder | None = None
         try:
-            async with self._session.get(url, allow_redirects=False) as resp:
+            async with self._session.get(url, allow_redirects=False, headers=headers) as resp:
                 peer = (
                     resp.connection.transport.get_extra_info("peername")
                     if resp.connection
