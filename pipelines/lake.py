@@ -59,6 +59,7 @@ DATASETS = {
     "multimodal_mixture": "mixtures/tiny-multimodal",
     "pretrained_model": "runs/pretrain",
     "cpt_model": "runs/cpt",
+    "multimodal_model": "runs/multimodal",
     "long_context_model": "runs/long-context",
 }
 

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from training.model import ModelConfig
 
 # The training stages, in order; the single definition (pipelines import it from here).
-STAGES = ("pretrain", "cpt", "long-context")
+STAGES = ("pretrain", "cpt", "multimodal", "long-context")
 CONFIG_DIR = Path(__file__).parent / "configs"
 
 

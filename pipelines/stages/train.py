@@ -21,7 +21,7 @@ from pipelines.stage import Check, Lake, Params, Stage, Summary, param
 from training.train_config import STAGES
 
 # The stage each later stage starts from (its `--init`).
-UPSTREAM = {"cpt": "pretrain", "long-context": "cpt"}
+UPSTREAM = {"cpt": "pretrain", "multimodal": "cpt", "long-context": "multimodal"}
 
 
 LATEST = "latest.json"
@@ -143,9 +143,11 @@ def run_train(
     steps: int | None = None,
     resume: bool = False,
     on_step: Callable[[int, int, dict[str, Any] | None], None] | None = None,
+    vision: str | Path | None = None,
 ) -> dict[str, Any]:
     """Train `stage` on the mixture `data_dir` into the run directory `out_dir`; return its summary.
 
+    `vision` (multimodal only): the CLIP model whose image tower the stage starts from.
     Example: run_train("pretrain", "tiny", "lake/mixtures/tiny-pretrain", "lake/runs/pretrain", steps=300)
     """
     from training import distributed
@@ -153,28 +155,45 @@ def run_train(
 
     if stage not in STAGES:
         raise ValueError(f"unknown stage {stage!r}; choose one of {', '.join(STAGES)}")
-    summary = run_stage(
-        stage,
-        config_path,
-        data_dir,
-        out_dir,
-        init=init,
-        steps=steps,
-        resume=resume,
-        on_step=on_step,
-    )
+    if stage == "multimodal":
+        from training.multimodal import run_multimodal
+
+        summary = run_multimodal(
+            config_path,
+            data_dir,
+            out_dir,
+            init=init,
+            vision=vision,
+            steps=steps,
+            resume=resume,
+            on_step=on_step,
+        )
+    else:
+        summary = run_stage(
+            stage,
+            config_path,
+            data_dir,
+            out_dir,
+            init=init,
+            steps=steps,
+            resume=resume,
+            on_step=on_step,
+        )
     summary["loss_plot"] = str(Path(out_dir) / "loss.png")
     if distributed.is_main():  # under torchrun, rank 0 writes the run's files
         plot_loss_curve(out_dir)
         lake.write_manifest(
             Path(out_dir),
             rows=summary["steps"],
-            inputs=[str(data_dir)] + ([str(summary["init"])] if summary["init"] else []),
+            inputs=[str(data_dir)]
+            + ([str(summary["init"])] if summary["init"] else [])
+            + ([summary["vision"]] if "vision" in summary else []),
             config={"stage": stage, "config": str(config_path), "steps": steps},
             extra={
                 "kind": "training-run",
                 "checkpoint": summary["checkpoint"],
                 "final_loss": summary["final_loss"],
+                **({"vision": summary["vision"]} if "vision" in summary else {}),
             },
         )
     distributed.barrier()
@@ -237,20 +256,25 @@ def run_retrieval_eval(
     return compare_checkpoints(checkpoints, tokenizer, docs)
 
 
-# --- declarations: `refinery train pretrain|cpt|long-context|retrieval-data|retrieval-eval`,
-# assets retrieval_documents and pretrained_model -> cpt_model -> long_context_model ---
+# --- declarations: `refinery train pretrain|cpt|multimodal|long-context|retrieval-data|
+# retrieval-eval`, assets retrieval_documents and
+# pretrained_model -> cpt_model -> multimodal_model -> long_context_model ---
 
 STAGE_HELP = {
     "pretrain": "Pretrain from scratch on the pretraining mixture.",
     "cpt": "Continued pretraining from a pretrain run (--init), fresh optimiser and warm-up.",
-    "long-context": "Context lengthening from a cpt run (--init) at a longer seq_len, raised "
-    "RoPE base.",
+    "multimodal": "Multimodal continued pretraining: decoder from a cpt run (--init), image "
+    "tower from a CLIP model (--vision), vision-language adapter from scratch, on the "
+    "multimodal mixture.",
+    "long-context": "Context lengthening from a multimodal run (--init: its decoder; the vision "
+    "tower and adapter are dropped) at a longer seq_len, raised RoPE base.",
 }
 # stage: (asset, its mixture asset, upstream model asset)
 TRAIN_ASSETS = {
     "pretrain": ("pretrained_model", "pretrain_mixture", None),
     "cpt": ("cpt_model", "cpt_mixture", "pretrained_model"),
-    "long-context": ("long_context_model", "long_context_mixture", "cpt_model"),
+    "multimodal": ("multimodal_model", "multimodal_mixture", "cpt_model"),
+    "long-context": ("long_context_model", "long_context_mixture", "multimodal_model"),
 }
 
 
@@ -357,6 +381,14 @@ class TrainParams(Params):
     )
 
 
+class MultimodalTrainParams(TrainParams):
+    vision: str | None = param(
+        None,
+        help="CLIP model (a `refinery clip train` directory or an open_clip spec) whose image "
+        "tower the stage uses; default: the lake's models/clip. On --resume: the run's own.",
+    )
+
+
 class TrainSummary(Summary):
     stage: str
     run_id: str
@@ -375,6 +407,14 @@ class TrainSummary(Summary):
     loss_curve: str
     loss_curve_path: str
     late_query_loss: dict[str, float] | None = None
+    # multimodal: caption loss on held-out pairs given the matched vs a deranged image
+    image_gap_first: float | None = None
+    image_gap_last: float | None = None
+    caption_loss_matched: float | None = None
+    caption_loss_mismatched: float | None = None
+    text_loss_init: float | None = None
+    text_loss_final: float | None = None
+    text_loss_tolerance: float | None = None
     markdown_fields: ClassVar[tuple[str, ...]] = ("loss_curve",)
 
     def text(self) -> str:
@@ -391,6 +431,17 @@ class TrainSummary(Summary):
         if self.late_query_loss:
             figures = ", ".join(f"{k} {v:.3f}" for k, v in self.late_query_loss.items())
             lines.append(f"  late-query loss: {figures}")
+        if self.caption_loss_matched is not None and self.caption_loss_mismatched is not None:
+            lines.append(
+                f"  caption loss, held-out pairs: matched image {self.caption_loss_matched:.4f}, "
+                f"mismatched {self.caption_loss_mismatched:.4f}; gap {self.image_gap_first:+.4f} "
+                f"-> {self.image_gap_last:+.4f} (start -> end)"
+            )
+        if self.text_loss_init is not None and self.text_loss_final is not None:
+            lines.append(
+                f"  text loss {self.text_loss_init:.4f} (init) -> {self.text_loss_final:.4f}, "
+                f"tolerance +{self.text_loss_tolerance:.0%}"
+            )
         lines.append(f"  checkpoint: {self.checkpoint}")
         lines.append(f"  loss curve: {self.loss_curve_path}")
         return "\n".join(lines)
@@ -465,6 +516,7 @@ def _late_query_loss(p: TrainParams, init: Path | None, out: Path, data: Path, l
 
 def train(stage: str):
     def run(p: TrainParams, lake_: Lake) -> TrainSummary:
+        vision = getattr(p, "vision", None)
         import base64
 
         from training import distributed
@@ -488,10 +540,24 @@ def train(stage: str):
                     f"{lake_.dir('runs') / UPSTREAM[stage]}: no finished run with a checkpoint; "
                     f"train {UPSTREAM[stage]} first (or pass --init)"
                 )
+        if stage == "multimodal" and vision is None and not resume:
+            vision = lake_.root / lake.DATASETS["clip_model"]
+            if not vision.is_dir():
+                raise FileNotFoundError(
+                    f"{vision}: no CLIP model; train one (`refinery clip train`) or pass --vision"
+                )
         lake_.log(f"{stage}: run directory {out}" + (" (resumed)" if resume else ""))
         with _progress(stage, lake_) if ctx.is_main else contextlib.nullcontext() as on_step:
             s = run_train(
-                stage, p.config, data, out, init=init, steps=p.steps, resume=resume, on_step=on_step
+                stage,
+                p.config,
+                data,
+                out,
+                init=init,
+                steps=p.steps,
+                resume=resume,
+                on_step=on_step,
+                vision=vision,
             )
         if versioned and ctx.is_main:
             set_latest(runs, out)
@@ -514,6 +580,13 @@ def train(stage: str):
             tokens_per_s=s["tokens_per_s"],
             loss_curve=f"![loss curve](data:image/png;base64,{png})",
             loss_curve_path=s["loss_plot"],
+            image_gap_first=s.get("gap_first"),
+            image_gap_last=s.get("gap_last"),
+            caption_loss_matched=s.get("caption_loss_matched"),
+            caption_loss_mismatched=s.get("caption_loss_mismatched"),
+            text_loss_init=s.get("text_loss_init"),
+            text_loss_final=s.get("text_loss_final"),
+            text_loss_tolerance=s.get("text_loss_tolerance"),
             late_query_loss=_late_query_loss(p, init, out, data, lake_) if ctx.is_main else None,
         )
 
@@ -528,6 +601,50 @@ def _loss_check(asset: str) -> Check:
         return checks.training_loss_finite_and_falling(Path(summary.outputs[asset]))
 
     return Check("loss_finite_and_falling", asset, fn, "Training loss finite and falling.")
+
+
+def _image_checks(asset: str) -> tuple[Check, ...]:
+    """The multimodal stage's evidence: the image helps the caption more at the end than at the
+    start, and text loss stays within the config's tolerance of the init checkpoint's."""
+
+    def gap(summary: Summary, lake_: Lake):
+        from pipelines.checks import CheckOutcome
+
+        first, last = summary.image_gap_first, summary.image_gap_last
+        ok = first is not None and last is not None and last > 0 and last > first
+        return CheckOutcome(
+            ok,
+            f"caption loss gap (mismatched - matched image) {first} -> {last}",
+            {k: v for k, v in {"gap_first": first, "gap_last": last}.items() if v is not None},
+        )
+
+    def text(summary: Summary, lake_: Lake):
+        from pipelines.checks import CheckOutcome
+
+        init, final, tol = (
+            summary.text_loss_init,
+            summary.text_loss_final,
+            summary.text_loss_tolerance,
+        )
+        ok = init is not None and final is not None and final <= init * (1 + tol)
+        return CheckOutcome(
+            ok,
+            f"text eval loss {init} (init) -> {final}, allowed up to +{(tol or 0):.0%}",
+            {
+                k: v
+                for k, v in {
+                    "text_loss_init": init,
+                    "text_loss_final": final,
+                    "tolerance": tol,
+                }.items()
+                if v is not None
+            },
+        )
+
+    return (
+        Check("image_gap_grows", asset, gap, "Matched-image caption loss gap grows.", False),
+        Check("text_loss_within_tolerance", asset, text, "Text loss does not regress.", False),
+    )
 
 
 RETRIEVAL_DATA = Stage(
@@ -560,15 +677,23 @@ def _train_stage(stage: str) -> Stage:
     asset, mixture, upstream = TRAIN_ASSETS[stage]
     return Stage(
         name=f"train {stage}",
-        params=TrainParams,
+        params=MultimodalTrainParams if stage == "multimodal" else TrainParams,
         run=train(stage),
         description=STAGE_HELP[stage],
         outputs=(asset,),
-        inputs=(mixture, *([upstream] if upstream else [])),
+        inputs=(
+            mixture,
+            *([upstream] if upstream else []),
+            *(["clip_model"] if stage == "multimodal" else []),
+        ),
         group="train",
         asset_defaults={"config": "tiny"},
-        bind={"data": mixture, **({"init": upstream} if upstream else {})},
-        checks=(_loss_check(asset),),
+        bind={
+            "data": mixture,
+            **({"init": upstream} if upstream else {}),
+            **({"vision": "clip_model"} if stage == "multimodal" else {}),
+        },
+        checks=(_loss_check(asset), *(_image_checks(asset) if stage == "multimodal" else ())),
         output_descriptions={
             asset: f"{STAGE_HELP[stage]} A new versioned run under lake runs/{stage}/ each "
             "time (runs/<stage>/latest.json names the newest); resume: true continues the newest."

@@ -1,4 +1,4 @@
-"""The three model assets chain through Dagster on tiny synthetic mixtures in a tmp lake."""
+"""The four model assets chain through Dagster on tiny synthetic mixtures in a tmp lake."""
 
 from __future__ import annotations
 
@@ -10,16 +10,26 @@ import pytest
 from pipelines.graph import materialize_selection
 from pipelines.stages.train import latest_run, run_dirs
 
-pytestmark = pytest.mark.timeout(180)
+pytestmark = pytest.mark.timeout(240)
 # The mixtures are built by the fixtures at the lake's standard places, not by the mixture
 # assets: the lake IO manager hands out handles to them.
-MODELS = ["pretrained_model", "cpt_model", "long_context_model"]
+MODELS = ["pretrained_model", "cpt_model", "multimodal_model", "long_context_model"]
 
 
-def test_pretrain_cpt_long_context_assets_materialize_in_order(tmp_path, mixtures, config):
+def test_pretrain_cpt_multimodal_long_context_assets_materialize_in_order(tmp_path, mixtures):
+    from .test_multimodal import write_clip_dir, write_multimodal_config, write_multimodal_mixture
+
     for src in mixtures.values():
         shutil.copytree(src, tmp_path / "mixtures" / src.name)
-    steps = {"pretrained_model": 12, "cpt_model": 4, "long_context_model": 6}
+    write_multimodal_mixture(tmp_path / "mixtures" / "tiny-multimodal")
+    write_clip_dir(tmp_path / "models" / "clip")  # the lake's clip_model
+    config = write_multimodal_config(tmp_path / "train.yaml")
+    steps = {
+        "pretrained_model": 12,
+        "cpt_model": 4,
+        "multimodal_model": 10,
+        "long_context_model": 6,
+    }
     result = materialize_selection(
         MODELS,
         tmp_path,
@@ -43,9 +53,13 @@ def test_pretrain_cpt_long_context_assets_materialize_in_order(tmp_path, mixture
     runs = tmp_path / "runs"
     cpt_run = latest_run(runs / "cpt")
     assert cpt_run.parent == runs / "cpt" and cpt_run.name == meta["cpt_model"]["run_id"].value
+    mm_run = latest_run(runs / "multimodal")
+    mm = json.loads((mm_run / "run.json").read_text())
+    assert mm["init"].startswith(str(cpt_run / "checkpoints"))
+    assert mm["vision"]["spec"] == str(tmp_path / "models" / "clip")
     long_run = latest_run(runs / "long-context")
     run = json.loads((long_run / "run.json").read_text())
-    assert run["init"].startswith(str(cpt_run / "checkpoints"))
+    assert run["init"].startswith(str(mm_run / "checkpoints"))
     assert (cpt_run / "manifest.json").exists()
 
     # Re-materialising the pretraining asset makes a second run; the first one stays untouched.

@@ -14,14 +14,18 @@ IMAGE_ID, BOUNDARY, PAD = 2, 0, 1
 COLOURS = np.array([[220, 30, 30], [30, 200, 40], [40, 60, 220], [230, 220, 40]], dtype=np.float32)
 
 
-@pytest.fixture(scope="module")
-def clip_dir(tmp_path_factory):
+def write_clip_dir(out):
     """A randomly initialised refinery-tiny CLIP saved like `refinery clip train` saves it."""
     from training.clip import load_clip, save_clip
 
     torch.manual_seed(0)
     clip = load_clip("refinery-tiny", "cpu", for_training=True)
-    return save_clip(clip.model, clip.model_cfg, tmp_path_factory.mktemp("clip") / "model")
+    return save_clip(clip.model, clip.model_cfg, out)
+
+
+@pytest.fixture(scope="module")
+def clip_dir(tmp_path_factory):
+    return write_clip_dir(tmp_path_factory.mktemp("clip") / "model")
 
 
 @pytest.fixture(scope="module")
@@ -171,3 +175,198 @@ def test_matched_image_beats_mismatched_after_short_training(encoder):
         mismatched = float(loss_of(classes, classes[perm], np.random.default_rng(7)))
     # chance on the colour word is log(4) = 1.39 of 3 predicted tokens per document
     assert matched < 0.25 and mismatched > matched + 0.5, (matched, mismatched)
+
+
+# --- the stage: a tiny multimodal mixture in the builder's layout (training/mixture/store.py) ---
+
+DOC = 7  # <|image|> x 4, colour word, shade word, boundary
+
+
+def _png(colour: np.ndarray, rng: np.random.Generator) -> bytes:
+    import io
+
+    from PIL import Image
+
+    img = np.clip(colour[None, None, :] + rng.normal(0, 25, (64, 64, 3)), 0, 255)
+    buf = io.BytesIO()
+    Image.fromarray(img.astype(np.uint8)).save(buf, format="PNG")
+    return buf.getvalue()
+
+
+def write_multimodal_mixture(mix_dir, seq_len: int = 64, seed: int = 0):
+    """Caption rows (documents `<|image|> x 4, 10 + c, 20 + c, boundary` whose words name the
+    colour c of the image) and Markov text rows; eval: held-out images and held-out text."""
+    import hashlib
+    import json
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from tests.train.conftest import SPECIAL, VOCAB, _markov_tokens
+
+    rng = np.random.default_rng(seed)
+    images: dict[str, dict] = {}
+
+    def image(c: int) -> str:
+        data = _png(COLOURS[c], rng)
+        sha = hashlib.sha256(data).hexdigest()
+        rel = f"images/{sha[:2]}/{sha}.png"
+        (mix_dir / rel).parent.mkdir(parents=True, exist_ok=True)
+        (mix_dir / rel).write_bytes(data)
+        images[sha] = {"sha256": sha, "path": rel, "width": 64, "height": 64}
+        return sha
+
+    pool = {c: [image(c) for _ in range(4)] for c in range(4)}  # training images
+    held = {c: [image(c) for _ in range(2)] for c in range(4)}  # eval images only
+
+    def caption_rows(n: int, source) -> tuple[np.ndarray, list[list[str]]]:
+        rows, shas = [], []
+        for _ in range(n):
+            row, row_shas = [BOUNDARY], []
+            while len(row) + DOC <= seq_len:
+                c = int(rng.integers(0, 4))
+                row_shas.append(source[c][int(rng.integers(0, len(source[c])))])
+                row += [SPECIAL["image"]] * 4 + [10 + c, 20 + c, BOUNDARY]
+            rows.append(row + [SPECIAL["pad"]] * (seq_len - len(row)))
+            shas.append(row_shas)
+        return np.array(rows, dtype=np.uint32), shas
+
+    caps, cap_shas = caption_rows(32, pool)
+    text = _markov_tokens(rng, 32, seq_len, VOCAB)
+    order = rng.permutation(64)
+    train = np.concatenate([caps, text])[order]
+    train_shas = [(cap_shas + [[]] * 32)[i] for i in order]
+    eval_caps, eval_shas = caption_rows(6, held)
+    eval_text = _markov_tokens(rng, 6, seq_len, VOCAB)
+
+    table = sorted(images.values(), key=lambda r: r["sha256"])
+    code = {r["sha256"]: i for i, r in enumerate(table)}
+    pq.write_table(pa.Table.from_pylist(table), mix_dir / "images.parquet")
+
+    def write(path: str, arr: np.ndarray, shas: list[list[str]]) -> dict:
+        (mix_dir / path).parent.mkdir(parents=True, exist_ok=True)
+        np.save(mix_dir / path, arr)
+        side = path.removesuffix(".npy") + ".images.npz"
+        offsets = np.cumsum([0] + [len(s) for s in shas]).astype(np.int64)
+        index = np.array([code[s] for r in shas for s in r], dtype=np.int64)
+        np.savez(mix_dir / side, img_offsets=offsets, img_index=index, img_pos=index * 0)
+        return {"path": path, "num_sequences": len(arr), "images": {"path": side}}
+
+    manifest = {
+        "seq_len": seq_len,
+        "vocab_size": VOCAB,
+        "special_tokens": SPECIAL,
+        "image_tokens": 4,
+        "images": {"table": "images.parquet"},
+        "shards": [write("shards/shard_00000.npy", train, train_shas)],
+        "eval": [
+            {"bucket": "text", "group": "en", **write("eval/text.en.npy", eval_text, [[]] * 6)},
+            {
+                "bucket": "image_caption",
+                "group": "all",
+                **write("eval/image_caption.all.npy", eval_caps, eval_shas),
+            },
+        ],
+        "spec_sha256": f"synthetic-multimodal-{seed}",
+    }
+    (mix_dir / "manifest.json").write_text(json.dumps(manifest))
+    (mix_dir / "tokenizer.json").write_text("{}")
+    return mix_dir
+
+
+@pytest.fixture(scope="module")
+def mm_mixture(tmp_path_factory):
+    return write_multimodal_mixture(tmp_path_factory.mktemp("mixtures") / "tiny-multimodal")
+
+
+def write_multimodal_config(path, **train_overrides):
+    """The trainer tests' config (same model as `pretrained_run`) with a multimodal stage."""
+    import yaml
+
+    from tests.train.conftest import write_config
+
+    path = write_config(path, **train_overrides)
+    cfg = yaml.safe_load(path.read_text())
+    cfg["stages"]["multimodal"] = {
+        "mixture": "tiny-multimodal",
+        "steps": 24,
+        "lr": 3e-3,
+        "warmup_steps": 2,
+        "adapter_only_steps": 8,
+        "adapter_heads": 4,
+        "adapter_ffn_mult": 0.25,
+        "text_loss_tolerance": 0.05,
+    }
+    path.write_text(yaml.safe_dump(cfg))
+    return path
+
+
+@pytest.fixture(scope="module")
+def mm_config(tmp_path_factory):
+    path = tmp_path_factory.mktemp("mmconfig") / "train.yaml"
+    return write_multimodal_config(path, eval_every=8, checkpoint_every=6)
+
+
+def _rows(path, keys):
+    import json
+
+    return [
+        {k: r.get(k) for k in keys} for r in map(json.loads, path.read_text().splitlines()) if r
+    ]
+
+
+def test_multimodal_stage_cli_learns_from_images_resumes_exactly_and_feeds_long_context(
+    tmp_path, mm_mixture, mm_config, pretrained_run, clip_dir, mixtures, config
+):
+    import json
+
+    from typer.testing import CliRunner
+
+    from pipelines.cli import app
+    from training.checkpoint import latest_checkpoint, load_checkpoint
+    from training.multimodal import run_multimodal
+    from training.trainer import run_stage
+
+    runner = CliRunner()
+    start = ["train", "multimodal", "--config", str(mm_config), "--data", str(mm_mixture)]
+    weights = ["--init", str(pretrained_run), "--vision", str(clip_dir)]
+    a, b = tmp_path / "a", tmp_path / "b"
+    whole = runner.invoke(app, [*start, *weights, "--out", str(a), "--steps", "24"])
+    assert whole.exit_code == 0, whole.output
+    assert "caption loss, held-out pairs: matched image" in whole.output
+
+    summary = json.loads((a / "summary.json").read_text())
+    # the image helps the caption more and more: the gap (mismatched - matched) grows
+    assert summary["gap_last"] > max(0.1, summary["gap_first"] + 0.05), summary["gap_by_step"]
+    assert summary["caption_loss_mismatched"] > summary["caption_loss_matched"]
+    assert summary["text_loss_within_tolerance"] is True, summary
+    evals = _rows(a / "eval.jsonl", ["step", "bucket", "images", "gap"])
+    assert {r["step"] for r in evals} == {0, 8, 16, 24}
+    assert all(r["images"] > 0 for r in evals if r["bucket"] == "image_caption")
+
+    # crash at 14 (after the step-12 checkpoint, in the full phase), resume: the same run
+    def crash(step, total, row):
+        if step == 14:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        run_multimodal(
+            mm_config, mm_mixture, b, init=pretrained_run, vision=clip_dir, steps=24, on_step=crash
+        )
+    resumed = runner.invoke(app, [*start, "--out", str(b), "--steps", "24", "--resume"])
+    assert resumed.exit_code == 0, resumed.output
+    keys = ["step", "loss", "lr"]
+    assert _rows(b / "metrics.jsonl", keys) == _rows(a / "metrics.jsonl", keys)
+    keys = ["step", "bucket", "loss", "loss_mismatched"]
+    assert _rows(b / "eval.jsonl", keys) == _rows(a / "eval.jsonl", keys)
+
+    # the checkpoint is a text model plus the vision side; long context starts from its decoder
+    saved = load_checkpoint(latest_checkpoint(b))
+    assert saved["model_config"]["image_embed_dim"] == 0
+    assert not any(k.startswith("image_proj.") for k in saved["model"])
+    assert set(saved["vision_language"]) >= {"adapter", "image_proj", "vision_info"}
+    assert saved["vision_language"]["vision"] is None  # frozen tower: spec + fingerprint only
+    lc = run_stage(
+        "long-context", config, mixtures["long-context"], tmp_path / "lc", init=b, steps=1
+    )
+    assert lc["steps"] == 1
