@@ -44,8 +44,8 @@ import torch
 import torch.distributed as dist
 
 
-class DistributedError(RuntimeError):
-    """A distributed run cannot start; the message says what to fix."""
+class DistributedError(ValueError):
+    """A distributed run cannot start (bad launch environment); the message says what to fix."""
 
 
 @dataclasses.dataclass(frozen=True)

@@ -25,6 +25,7 @@ import pytest
 import torch
 import yaml
 
+from training import distributed
 from training.checkpoint import list_checkpoints, load_checkpoint, sharded_dir
 from training.trainer import TrainError, run_stage
 
@@ -200,3 +201,21 @@ def test_sharded_checkpoints_exist_load_whole_and_feed_a_single_process_stage(
     shutil.copytree(runs["ddp"], tmp_path / "again")
     with pytest.raises(TrainError, match="written by 2 process.*--nproc-per-node 2"):
         run_stage("pretrain", cfg, runs["mix"], tmp_path / "again", steps=8, resume=True)
+
+
+def test_a_bad_launch_environment_is_a_clear_error(monkeypatch):
+    for var in ("MASTER_ADDR", "MASTER_PORT", "LOCAL_RANK"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("WORLD_SIZE", "1")
+    monkeypatch.setenv("RANK", "0")
+    assert distributed.init() == distributed.DistContext(0, 1, 0)  # one process: nothing to join
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    monkeypatch.setenv("RANK", "2")
+    with pytest.raises(distributed.DistributedError, match="RANK=2 is not in.*torchrun"):
+        distributed.init()
+    monkeypatch.setenv("RANK", "1")
+    with pytest.raises(distributed.DistributedError, match="MASTER_ADDR is not set.*torchrun"):
+        distributed.init()
+    monkeypatch.setenv("RANK", "one")
+    with pytest.raises(distributed.DistributedError, match="RANK='one' is not an integer"):
+        distributed.init()
