@@ -71,6 +71,7 @@ def mm_lake(tmp_path_factory, lake) -> Path:
                 "drop_reason": None,
             }
         )
+    pairs[3]["caption"] += " <|image|>"
     (pairs_dir / "images" / "broken.png").write_bytes(b"not an image at all")
     pairs.append(
         {
@@ -93,6 +94,8 @@ def mm_lake(tmp_path_factory, lake) -> Path:
             blocks.append({"kind": "image", "text": None, "pair_id": f"p{(d * 3 + b) % 24}"})
         inter.append({"doc_id": f"d{d}", "blocks": blocks, "training_allowed": d != 4})
     inter[0]["blocks"].append({"kind": "image", "text": None, "pair_id": "p-unknown"})
+    # a literal placeholder in crawled text is no image slot (the alignment test would see it)
+    inter[1]["blocks"][0]["text"] += " <|image|> <|image|>"
     (root / "images" / "interleaved").mkdir(parents=True)
     pq.write_table(pa.Table.from_pylist(inter), root / "images/interleaved/interleaved.parquet")
 
@@ -467,3 +470,22 @@ def test_opted_out_check_finds_an_image_row_that_leaked(lake, mm_lake, tmp_path)
     build_mixture(path, tmp_path / "honest")
     ok = mixture_no_opted_out_rows(tmp_path / "honest", copy)
     assert ok.passed and ok.metadata["opted_out_probed"] >= 2
+
+
+def test_literal_image_placeholder_in_text_is_removed_in_image_mixtures(lake, tmp_path):
+    from dataclasses import replace
+
+    from training.mixture.sources import ReadUnit, tokenize_unit_batches
+    from training.tokenizer import load_tokenizer
+
+    f = tmp_path / "docs.parquet"
+    texts = ["river <|image|> garden", "no placeholder here", "<|image|>"]
+    pq.write_table(pa.table({"text": texts, "training_allowed": [True] * 3}), f)
+    tok = load_tokenizer(lake / "tokenizer" / "tokenizer.json")
+    unit = ReadUnit("text", 0, str(f), None, "text", None, ())
+    plain = next(tokenize_unit_batches(unit, tok))
+    assert (plain.tokens == IMAGE_ID).sum() == 2  # a text-only mixture keeps its text as it was
+    stripped = next(tokenize_unit_batches(replace(unit, image_tokens=K), tok))
+    assert not (stripped.tokens == IMAGE_ID).any()
+    assert stripped.lengths.tolist() == (plain.lengths - np.array([1, 0, 1])).tolist()
+    assert stripped.lengths.sum() == len(stripped.tokens)
