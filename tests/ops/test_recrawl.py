@@ -18,6 +18,7 @@ import pytest
 
 from crawlers.crawl.recrawl import (
     CHANGED,
+    DENIED,
     ERROR,
     RECRAWL_FILE,
     UNCHANGED,
@@ -34,6 +35,10 @@ EDITED = (
     b"<!DOCTYPE html><html lang='en'><head><title>Edited</title></head><body><main>"
     b"<h1>Edited</h1><p>The publisher rewrote this page after our crawl.</p></main></body></html>"
 )
+
+
+def _iso(ts: float) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(ts))
 
 
 def _warc_requests(out, prefix: str) -> list[dict[str, str]]:
@@ -132,6 +137,25 @@ def test_recrawl_gets_304s_refetches_the_edited_page_and_moves_intervals(tmp_pat
         assert [(m.asset_key.to_user_string(), m.partition) for m in mats] == [("raw_pages", "0")]
         figures = {k: v.value for k, v in mats[0].metadata.items()}
         assert figures["due"] == figures["not_modified"] == len(fetched)
+
+        # An outage is not a change (kept, asked again after min_s); a page robots.txt now
+        # refuses is not fetched, its copy is kept and it loses training consent.
+        busy, refused = [u for u in fetched if u != edited and urlsplit(u).path != "/"][:2]
+        web.set_response(SITE, urlsplit(busy).path, b"try later", status=503)
+        robots = f"User-agent: *\nDisallow: {urlsplit(refused).path}\n".encode()
+        web.set_response(SITE, "/robots.txt", robots, content_type="text/plain")
+        t1 = t0 + 3 * DAY
+        third = run_recrawl(out, {**LOOPBACK, "max_retries": 0}, now=t1, due_only=False)
+        assert (third[ERROR], third[DENIED], third[UNCHANGED]) == (1, 1, len(fetched) - 2)
+        state = {r["url"]: r for r in pq.read_table(out / RECRAWL_FILE).to_pylist()}
+        pages = {p["url"]: p for p in pq.read_table(out / "pages.parquet").to_pylist()}
+        assert (state[busy]["outcome"], state[busy]["http_status"]) == (ERROR, 503)
+        assert state[busy]["next_due"] == _iso(t1 + RevisitPolicy().min_s)
+        assert pages[busy]["content_sha256"] == before[busy]["content_sha256"]
+        assert state[refused]["outcome"] == DENIED
+        assert pages[refused]["robots_crawl"] == "disallowed"
+        assert pages[refused]["training_allowed"] is False
+        assert pages[refused]["warc_offset"] == before[refused]["warc_offset"]
 
     schedules = recrawl_schedules()
     assert [s.name for s in schedules] == [f"recrawl_shard_{k}" for k in range(4)]
