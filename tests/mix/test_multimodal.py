@@ -489,3 +489,61 @@ def test_literal_image_placeholder_in_text_is_removed_in_image_mixtures(lake, tm
     assert not (stripped.tokens == IMAGE_ID).any()
     assert stripped.lengths.tolist() == (plain.lengths - np.array([1, 0, 1])).tolist()
     assert stripped.lengths.sum() == len(stripped.tokens)
+
+
+def test_packer_moves_a_straddling_block_to_the_next_row_and_keeps_text_packing():
+    from training.mixture.packing import (
+        PackStats,
+        TokenStore,
+        pack_sequences,
+        pack_sequences_images,
+    )
+
+    b, pad = 0, 1
+    docs = [np.array([7, 8, 9, 2, 2, 2, 2, 10], np.uint32), np.array([11, 12, 13], np.uint32)]
+    store = TokenStore(np.concatenate(docs), np.array([0, 8, 11]))
+    img_offsets, img_ids = np.array([0, 1, 1]), np.array([42])
+    stats = PackStats()
+    (block, rows), *_ = list(
+        pack_sequences_images(
+            store,
+            np.array([0, 1]),
+            np.array([8, 3]),
+            5,
+            b,
+            pad,
+            8,
+            stats,
+            image_id=2,
+            image_tokens=4,
+            img_offsets=img_offsets,
+            img_ids=img_ids,
+        )
+    )
+    assert block.tolist() == [[7, 8, 9, pad, pad], [2, 2, 2, 2, 10], [b, 11, 12, 13, b]]
+    assert rows.offsets.tolist() == [0, 0, 1, 1] and rows.ids.tolist() == [42]
+    assert rows.pos.tolist() == [0] and stats.padding_tokens == 2 and stats.sequences == 3
+    # without images the two packers write the same stream
+    text = TokenStore(np.arange(100, 160, dtype=np.uint32), np.array([0, 17, 40, 60]))
+    d, n = np.array([2, 0, 1, 0]), np.array([20, 17, 23, 5])
+    a = np.concatenate(list(pack_sequences(text, d, n, 8, b, pad, 4, PackStats())))
+    z = np.concatenate(
+        [
+            blk
+            for blk, _ in pack_sequences_images(
+                text,
+                d,
+                n,
+                8,
+                b,
+                pad,
+                4,
+                PackStats(),
+                image_id=2,
+                image_tokens=4,
+                img_offsets=np.zeros(4, np.int64),
+                img_ids=np.zeros(0, np.int64),
+            )
+        ]
+    )
+    assert np.array_equal(a, z)
