@@ -326,6 +326,11 @@ def test_bucket_shares_with_image_tokens_are_within_tolerance(built):
         assert b["images"] > 0 and b["image_tokens"] == K * b["images"]
     assert manifest["buckets"]["text"]["images"] == 0
     assert all(c["ok"] for c in manifest["checks"])
+    from training.mixture.report import summary_lines
+
+    lines = summary_lines(manifest)
+    assert any(x.startswith(f"images: {K} tokens each;") and "interleaved 0.1" in x for x in lines)
+    assert any(x.startswith("REJECTED image-source rows/images:") for x in lines)
 
 
 def test_opted_out_rows_and_images_never_enter(built, mm_lake):

@@ -98,6 +98,20 @@ def summary_lines(manifest: dict[str, Any]) -> list[str]:
         f"padding {manifest['padding_tokens']:,} (waste {manifest['waste_fraction']:.4%}); "
         f"eval sets: {len(manifest['eval'])}",
     ]
+    if manifest.get("image_tokens"):
+        images, rejects = manifest.get("images") or {}, manifest.get("rejects") or {}
+        shares = (manifest.get("modality_shares") or {}).get("buckets", {})
+        parts = ", ".join(
+            f"{k} {v['share']:.4f}/{v['target_share']:.4f} ({v['images']:,} images)"
+            for k, v in shares.items()
+        )
+        lines.append(
+            f"images: {manifest['image_tokens']} tokens each; {images.get('count', 0):,} stored, "
+            f"{images.get('shard_occurrences', 0):,} blocks in shards, "
+            f"{images.get('eval_occurrences', 0):,} in eval; shares realised/target: {parts}"
+        )
+        if rejects.get("count"):
+            lines.append(f"REJECTED image-source rows/images: {rejects['by_reason']}")
     for s in manifest.get("shortfalls", []):
         lines.append(
             f"SHORTFALL {s['bucket']}: {s['reason']} ({s['fraction_missing']:.1%} of its target)"
