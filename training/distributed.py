@@ -183,19 +183,19 @@ def is_sharded(model: torch.nn.Module) -> bool:
     return isinstance(model, FSDPModule)
 
 
-def loss_weight(tokens: int, ctx: DistContext, device: torch.device) -> float:
+def loss_weight(tokens: int, ctx: DistContext, device: torch.device) -> torch.Tensor | float:
     """The factor that turns this rank's mean token loss into its share of the global mean.
 
     With n_r = `tokens` predicted tokens on rank r and N = sum n_r, the weight is n_r * W / N:
     averaging the weighted losses (and gradients) over the W ranks gives sum(loss_r * n_r) / N,
-    the mean over every token of the global batch. 1.0 in a single process.
+    the mean over every token of the global batch. A float32 scalar tensor on `device` (no
+    host synchronisation on CUDA); 1.0 in a single process.
     """
     if not ctx.enabled:
         return 1.0
     total = torch.tensor(float(tokens), dtype=torch.float64, device=device)
     dist.all_reduce(total)
-    n = float(total)
-    return tokens * ctx.world_size / n if n else 0.0
+    return (tokens * ctx.world_size / total.clamp_min(1.0)).float()
 
 
 def mean(value: torch.Tensor, ctx: DistContext) -> torch.Tensor:

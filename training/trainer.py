@@ -273,7 +273,7 @@ class TrainState:
         return loss, aux
 
     # --- distributed (training/distributed.py) ---
-    def loss_weight(self, batch: Any) -> float:
+    def loss_weight(self, batch: Any) -> torch.Tensor | float:
         """1.0 in one process; under torchrun, this rank's share of the global batch's predicted
         tokens (n_r * W / N), so that averaging over ranks gives the global token mean."""
         if not self.dist.enabled:
