@@ -256,17 +256,23 @@ def build_definitions(env: str | None = None, root: str | Path | None = None) ->
     """Every asset and check of the stage table, with the resources of one environment
     (`root` overrides the local lake root)."""
     from pipelines.resources import resources_for
-    from pipelines.sensors import consent_recheck_sensor, recrawl_job, recrawl_schedules
+    from pipelines.sensors import (
+        consent_recheck_sensor,
+        downloader_config,
+        recrawl_job,
+        recrawl_schedules,
+    )
     from pipelines.stages import STAGES
 
     defaults = config_defaults([s for s in STAGES if s.outputs])
     assets = [stage_asset(s, defaults=defaults.get(s.outputs)) for s in STAGES if s.outputs]
+    fetch = downloader_config(defaults.get(("raw_pages",)))  # robots rechecks and recrawls
     return Definitions(
         assets=assets,
         resources=resources_for(env, root),
         jobs=[recrawl_job],
-        sensors=[consent_recheck_sensor()],
-        schedules=recrawl_schedules(),
+        sensors=[consent_recheck_sensor(fetch)],
+        schedules=recrawl_schedules(fetch),
     )
 
 

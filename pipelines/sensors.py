@@ -38,6 +38,16 @@ from pipelines.stages.crawl import CRAWL_SHARDS
 
 MIXTURE_ASSETS = ("pretrain_mixture", "cpt_mixture", "long_context_mixture", "multimodal_mixture")
 CONSENT_INTERVAL_S = 6 * 3600  # robots.txt is cached for at most 24 h (RFC 9309); check 4x/day
+# The crawl's settings the downloader of a recheck or a recrawl shares with it.
+DOWNLOADER_FIELDS = ("agent", "training_agent", "delay", "allow_private_networks")
+
+
+def downloader_config(raw_pages_config: dict[str, Any] | None) -> dict[str, Any]:
+    """The downloader settings (tokens, politeness delay, SSRF policy) of the crawl's asset
+    config, e.g. its $REFINERY_ASSET_CONFIG defaults, so a recheck and a recrawl fetch as the
+    crawl did; unset fields (and an empty delay) keep CrawlConfig's defaults."""
+    values = dict(raw_pages_config or {})
+    return {k: values[k] for k in DOWNLOADER_FIELDS if values.get(k) is not None}
 
 
 def consent_recheck_sensor(
@@ -136,7 +146,7 @@ def recrawl_job():
     recrawl_shard()
 
 
-def _recrawl_schedule(shard: str) -> ScheduleDefinition:
+def _recrawl_schedule(shard: str, config: dict[str, Any]) -> ScheduleDefinition:
     @schedule(
         name=f"recrawl_shard_{shard}",
         job=recrawl_job,
@@ -144,11 +154,15 @@ def _recrawl_schedule(shard: str) -> ScheduleDefinition:
         description=f"Revisit the due pages of raw_pages shard {shard} (conditional requests).",
     )
     def recrawl_schedule(context):
-        return RunRequest(partition_key=shard)
+        run_config = {"ops": {"recrawl_shard": {"config": config}}} if config else None
+        return RunRequest(partition_key=shard, run_config=run_config)
 
     return recrawl_schedule
 
 
-def recrawl_schedules() -> list[ScheduleDefinition]:
-    """One schedule per host-hash shard of raw_pages."""
-    return [_recrawl_schedule(k) for k in RECRAWL_PARTITIONS.get_partition_keys()]
+def recrawl_schedules(config: dict[str, Any] | None = None) -> list[ScheduleDefinition]:
+    """One schedule per host-hash shard of raw_pages; `config` (RecrawlConfig fields, e.g.
+    `downloader_config(...)`) goes into each run's config."""
+    return [
+        _recrawl_schedule(k, dict(config or {})) for k in RECRAWL_PARTITIONS.get_partition_keys()
+    ]

@@ -166,10 +166,16 @@ def test_opt_out_after_a_run_removes_the_host_from_the_next_mixture(served_lake,
     assert (before / "manifest.json").read_bytes() == earlier  # the earlier manifest unchanged
 
 
-def test_re_allowed_host_returns_and_outages_are_not_opt_outs(tmp_path):
-    """Latest row wins; an unreachable robots.txt keeps the last state (no rows)."""
+def test_re_allowed_host_returns_and_outages_are_not_opt_outs(tmp_path, monkeypatch):
+    """Latest row wins; an unreachable robots.txt keeps the last state (no rows). The sensor
+    wired into the Dagster definitions fetches with the crawl's settings ($REFINERY_ASSET_CONFIG
+    raw_pages: here the loopback permission) and requests every mixture."""
     import pyarrow as pa
+    from dagster import DagsterInstance, RunRequest, build_sensor_context
 
+    from pipelines.graph import CONFIG_DEFAULTS_ENV, build_definitions
+    from pipelines.resources import LakeResource
+    from pipelines.sensors import MIXTURE_ASSETS
     from sampleweb import build_web, serve
 
     lake = tmp_path / "lake"
@@ -189,8 +195,17 @@ def test_re_allowed_host_returns_and_outages_are_not_opt_outs(tmp_path):
         assert list(first.unreachable) == ["http://127.0.0.1:9"]
 
         web.set_response("wiki-en", "/robots.txt", b"not here\n", status=404)  # 4xx: allow all
-        second = recheck(lake, LOOPBACK)
-        assert (second.opted_out, second.re_allowed) == (0, 2)
+        ui = tmp_path / "ui.yaml"
+        ui.write_text("raw_pages: {allow_private_networks: true, delay: 0.0}\n")
+        monkeypatch.setenv(CONFIG_DEFAULTS_ENV, str(ui))
+        sensor = build_definitions("local", root=lake).get_sensor_def("consent_recheck")
+        with DagsterInstance.ephemeral() as instance:
+            resources = {"lake": LakeResource(root=str(lake))}
+            request = sensor(build_sensor_context(instance=instance, resources=resources))
+        assert isinstance(request, RunRequest)
+        assert {k.to_user_string() for k in request.asset_selection} == set(MIXTURE_ASSETS)
+        second = latest_rows(ledger_files(lake)[-1:])  # what the sensor's recheck appended
+        assert sorted(second) == sorted(urls)
         assert recheck(lake, LOOPBACK).file is None  # nothing changed: no new file
 
     files = ledger_files(lake)

@@ -159,9 +159,13 @@ def test_recrawl_gets_304s_refetches_the_edited_page_and_moves_intervals(tmp_pat
 
     schedules = recrawl_schedules()
     assert [s.name for s in schedules] == [f"recrawl_shard_{k}" for k in range(4)]
+    wired = recrawl_schedules({"allow_private_networks": True})[2](build_schedule_context())
+    assert wired.run_config == {
+        "ops": {"recrawl_shard": {"config": {"allow_private_networks": True}}}
+    }
     for k, sched in enumerate(schedules):
         request = sched(build_schedule_context())
-        assert request.partition_key == str(k)
+        assert request.partition_key == str(k) and request.run_config == {}
         assert sched.job_name == "recrawl_job" and sched.cron_schedule == f"{15 * k} */6 * * *"
 
 
