@@ -552,3 +552,13 @@ def test_packer_moves_a_straddling_block_to_the_next_row_and_keeps_text_packing(
         ]
     )
     assert np.array_equal(a, z)
+
+
+def test_beam_build_of_an_image_mixture_is_byte_identical(built, tmp_path):
+    from pipelines.beam.mix import build_mixture_beam
+
+    mix, manifest, spec_path = built
+    build_mixture_beam(spec_path, tmp_path / "beam", pipeline_args=["--runner=DirectRunner"])
+    assert (tmp_path / "beam/manifest.json").read_bytes() == (mix / "manifest.json").read_bytes()
+    for name in ("images.parquet", "rejects.parquet"):
+        assert (tmp_path / "beam" / name).read_bytes() == (mix / name).read_bytes()
