@@ -26,7 +26,6 @@ from __future__ import annotations
 import hashlib
 import math
 import os
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -251,6 +250,3 @@ class VisionLanguageModel(nn.Module):
             flag = {"vision": vision, "decoder": decoder, "adapter": True}[name]
             for p in params:
                 p.requires_grad_(flag)
-
-    def named_parts(self) -> Iterator[tuple[str, nn.Module]]:
-        yield from (("encoder", self.encoder), ("adapter", self.adapter), ("decoder", self.decoder))
