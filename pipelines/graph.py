@@ -19,12 +19,14 @@ from dagster import (
     AssetCheckResult,
     AssetCheckSeverity,
     AssetCheckSpec,
+    AssetDep,
     AssetExecutionContext,
     AssetIn,
     AssetKey,
     AssetOut,
     Config,
     Definitions,
+    IdentityPartitionMapping,
     MetadataValue,
     Output,
     StaticPartitionsDefinition,
@@ -240,6 +242,9 @@ def stage_asset(stage: Stage, name: str | None = None, defaults: dict[str, Any] 
         internal_asset_deps=internal,
         outs=outs,
         ins=ins,
+        deps=[AssetDep(stage.partitions_follow, partition_mapping=IdentityPartitionMapping())]
+        if stage.partitions_follow
+        else None,
         check_specs=check_specs or None,
         partitions_def=partitions,
         required_resource_keys={"lake", "beam", "browser", "teacher"},
@@ -367,7 +372,11 @@ def dataset_inputs(path: str | Path) -> set[str]:
 
 def lineage_gaps(root: str | Path) -> dict[str, list[str]]:
     """For each materialized asset, the upstream assets whose datasets its manifests do not name
-    as inputs (an empty dict: every asset read every one of its upstream datasets)."""
+    as inputs (an empty dict: every asset read every one of its upstream datasets). A stage's
+    `partitions_follow` upstream is an ordering, not a read, and is not asked for."""
+    from pipelines.stages import STAGES
+
+    follows = {o: s.partitions_follow for s in STAGES for o in s.outputs if s.partitions_follow}
     defs = build_definitions("local", root=root)
     graph = defs.resolve_asset_graph()
     io = LakeIOManager(root=str(root))
@@ -386,6 +395,8 @@ def lineage_gaps(root: str | Path) -> dict[str, list[str]]:
         read = set().union(*(dataset_inputs(p) for p in mine))
         missing = []
         for parent in sorted(graph.get(key).parent_keys, key=lambda k: k.to_user_string()):
+            if parent.to_user_string() == follows.get(key.to_user_string()):
+                continue  # a partition-order dependency, not a data read
             ups = paths(parent)
             # an input names the dataset, a file in it, or a directory holding it
             if not any(

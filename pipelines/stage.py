@@ -211,6 +211,10 @@ class Stage:
     group: str = ""
     checks: Sequence[Check] = ()
     partitions: Sequence[str] | None = None
+    # a partitioned upstream asset whose partition k must come before this stage's partition k:
+    # a Dagster dependency without a data read, so that a backfill of the upstream's partitions
+    # (the UI's "Materialize all") reaches this stage across unpartitioned assets in between
+    partitions_follow: str | None = None
     output_descriptions: Mapping[str, str] = field(default_factory=dict)
     asset_defaults: Mapping[str, Any] = field(default_factory=dict)  # Dagster-only defaults
     show: Callable[[Summary], None] | None = None  # richer terminal output than Summary.text()

@@ -408,6 +408,7 @@ IMAGES_BUILD = Stage(
     inputs=("documents",),
     group="images",
     partitions=[str(k) for k in range(CRAWL_SHARDS)],
+    partitions_follow="raw_pages",  # pairs shard k holds the images of crawl shard k's hosts
     checks=(
         Check(
             "no_opted_out_image",
