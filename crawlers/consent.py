@@ -113,6 +113,33 @@ def ledger_version(files: Iterable[str | Path]) -> dict[str, Any]:
     }
 
 
+def honoured_files(lake_root: str | Path | None, version: dict[str, Any] | None) -> list[Path]:
+    """The ledger files a manifest's `consent_ledger` entry names (none for no entry): the
+    lake's files up to `last`, checked against the recorded count and sha256."""
+    if not version or not version.get("files"):
+        return []
+    files = [f for f in ledger_files(lake_root) if f.name <= str(version["last"])]
+    if ledger_version(files).get("sha256") != version.get("sha256"):
+        raise ValueError(
+            f"consent_ledger: the manifest honoured {version.get('files')} ledger files up to "
+            f"{version.get('last')} (sha256 {version.get('sha256')}), but "
+            f"{ledger_dir(lake_root or '.')} holds {len(files)} such files with another hash; "
+            "the ledger is append-only: restore the files or rebuild the mixture"
+        )
+    return files
+
+
+def opted_out(files: Iterable[str | Path]) -> tuple[set[str], set[str]]:
+    """(URLs, document ids) whose latest ledger row says training_allowed = false."""
+    urls: set[str] = set()
+    ids: set[str] = set()
+    for row in latest_rows(files).values():
+        if not row["training_allowed"]:
+            urls.add(row["url"])
+            ids.update(row["doc_ids"] or ())
+    return urls, ids
+
+
 def append_ledger(lake_root: str | Path, rows: list[dict[str, Any]]) -> Path | None:
     """Append `rows` as one new ledger file (None when there are none); never overwrites a file."""
     if not rows:

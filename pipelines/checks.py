@@ -598,26 +598,41 @@ def _source_files(manifest: dict[str, Any], mix_dir: Path, lake_root: Path | Non
 
 
 def _source_docs(
-    files: list[tuple[str, str]], tok, *, allowed: bool
+    files: list[tuple[str, str]], tok, *, allowed: bool, ledger: tuple = ((), set(), set())
 ) -> Iterator[tuple[list[str], np.ndarray, np.ndarray]]:
     """The sources' opted-out rows (training_allowed not true, as the builder's consent rule reads
-    it) or allowed rows, tokenized a batch at a time: (refs "file#row", tokens, lengths)."""
+    it) or allowed rows, tokenized a batch at a time: (refs "file#row", tokens, lengths).
+
+    `ledger` = (consent ledger files the mixture honoured, their opted-out URLs, document ids):
+    a row the ledger opted out (by doc_id, else url, as the builder matches) is opted out too."""
     from training.tokenizer import encode_texts
 
+    ledger_files, out_urls, out_ids = ledger
     for f, text_col, unit in files:
         if unit is not None:  # an image source: the builder's own documents (allowed or not)
+            from dataclasses import replace
+
             from training.mixture.images import read_image_unit_batches
 
+            if ledger_files:
+                unit = replace(unit, consent=tuple(str(p) for p in ledger_files))
             image_id = tok.token_to_id("<|image|>")
             for b in read_image_unit_batches(unit, tok, image_id, opted_out=not allowed):
                 yield [f"{f}#{r}" for r in b.rows.tolist()], b.tokens, b.lengths
             continue
         cols = [text_col, "training_allowed"]
         _require(Path(f), cols, "every mixture source carries its text_column and training_allowed")
+        names = pq.read_schema(f).names if ledger_files else []
+        key = "doc_id" if "doc_id" in names else "url" if "url" in names else None
+        opted = pa.array(sorted(out_ids if key == "doc_id" else out_urls), pa.string())
         first_row = 0
-        for batch in pq.ParquetFile(f).iter_batches(batch_size=READ_ROWS, columns=cols):
-            ok = pc.fill_null(batch.column(1), False).to_numpy(zero_copy_only=False)
-            rows = np.flatnonzero(np.asarray(ok) == allowed)
+        for batch in pq.ParquetFile(f).iter_batches(
+            batch_size=READ_ROWS, columns=cols + ([key] if key else [])
+        ):
+            ok = np.asarray(pc.fill_null(batch.column(1), False).to_numpy(zero_copy_only=False))
+            if key:  # the consent ledger's later opt-outs
+                ok = ok & ~pc.is_in(batch.column(2), value_set=opted).to_numpy(zero_copy_only=False)
+            rows = np.flatnonzero(ok == allowed)
             base, first_row = first_row, first_row + batch.num_rows
             if not len(rows):
                 continue
@@ -672,10 +687,14 @@ def mixture_no_opted_out_rows(mix_dir: Path, lake_root: Path) -> CheckOutcome:
     boundary = int(manifest["special_tokens"]["boundary"])
     tok = load_tokenizer(mix_dir / "tokenizer.json")
     files = _source_files(manifest, mix_dir, Path(lake_root))
+    from crawlers.consent import honoured_files, opted_out
+
+    honoured = honoured_files(lake_root, manifest.get("consent_ledger"))
+    ledger = (honoured, *opted_out(honoured))
     refs: list[str] = []
     key_parts: list[np.ndarray] = []
     empty = 0
-    for batch_refs, tokens, lengths in _source_docs(files, tok, allowed=False):
+    for batch_refs, tokens, lengths in _source_docs(files, tok, allowed=False, ledger=ledger):
         nonempty = lengths > 0
         empty += int((~nonempty).sum())
         key_parts.append(_doc_keys(tokens, lengths, boundary)[nonempty])
@@ -711,13 +730,13 @@ def mixture_no_opted_out_rows(mix_dir: Path, lake_root: Path) -> CheckOutcome:
     if candidates:
         wanted = {refs[i]: i for i in candidates}
         docs: dict[int, np.ndarray] = {}
-        for batch_refs, tokens, lengths in _source_docs(files, tok, allowed=False):
+        for batch_refs, tokens, lengths in _source_docs(files, tok, allowed=False, ledger=ledger):
             for r, prefix in zip(batch_refs, _prefixes(tokens, lengths), strict=True):
                 if r in wanted:
                     docs[wanted[r]] = prefix
         openings = {keys[i].tobytes() for i in candidates}
         allowed: list[np.ndarray] = []
-        for _, tokens, lengths in _source_docs(files, tok, allowed=True):
+        for _, tokens, lengths in _source_docs(files, tok, allowed=True, ledger=ledger):
             k = _doc_keys(tokens, lengths, boundary)
             for key, prefix in zip(k, _prefixes(tokens, lengths), strict=True):
                 if key.tobytes() in openings:

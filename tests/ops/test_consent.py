@@ -165,6 +165,24 @@ def test_opt_out_after_a_run_removes_the_host_from_the_next_mixture(served_lake,
     assert after["consent_ledger"]["opted_out"] == len(rows)
     assert (before / "manifest.json").read_bytes() == earlier  # the earlier manifest unchanged
 
+    # The asset check proves it by content: the earlier mixture, judged as if it had honoured
+    # this ledger, holds the host's documents; an edited ledger is refused.
+    import shutil
+
+    from pipelines.checks import mixture_no_opted_out_rows
+
+    leaky = tmp_path / "leaky"
+    shutil.copytree(before, leaky)
+    claimed = {**json.loads(earlier), "consent_ledger": ledger_version(files)}
+    (leaky / "manifest.json").write_text(json.dumps(claimed))
+    outcome = mixture_no_opted_out_rows(leaky, lake)
+    assert not outcome.passed and outcome.metadata["opted_out_found"] > 0
+    assert outcome.metadata["first_found"].startswith(str(lake / "filter" / "documents.parquet"))
+    claimed["consent_ledger"] = {**ledger_version(files), "sha256": "0" * 64}
+    (leaky / "manifest.json").write_text(json.dumps(claimed))
+    with pytest.raises(ValueError, match="consent_ledger: the manifest honoured 1 ledger files"):
+        mixture_no_opted_out_rows(leaky, lake)
+
 
 def test_re_allowed_host_returns_and_outages_are_not_opt_outs(tmp_path, monkeypatch):
     """Latest row wins; an unreachable robots.txt keeps the last state (no rows). The sensor
