@@ -395,21 +395,24 @@ def load_captioner(
     fix = "train one with `refinery captioner train --out DIR` and pass that DIR (--captioner)"
     if not path.is_dir():
         raise CaptionerError(f"captioner {path}: no such directory; {fix}")
-    for name in (CONFIG_FILE, WEIGHTS_FILE, VOCAB_FILE):
+    for name in (CONFIG_FILE, WEIGHTS_FILE):
         if not (path / name).is_file():
             raise CaptionerError(f"captioner {path}: {name} missing; {fix}")
     try:
         cfg = json.loads((path / CONFIG_FILE).read_text(encoding="utf-8"))
-        tokenizer = CompactTokenizer.load(path)
-    except (OSError, ValueError, KeyError, TypeError) as exc:
-        raise CaptionerError(
-            f"captioner {path}: unreadable config or vocabulary ({exc}); {fix}"
-        ) from exc
+    except (OSError, ValueError) as exc:
+        raise CaptionerError(f"{path / CONFIG_FILE}: not readable JSON ({exc}); {fix}") from exc
     if "multimodal_cfg" not in (cfg.get("model_cfg") or {}):
         raise CaptionerError(
             f"{path / CONFIG_FILE}: model_cfg has no multimodal_cfg, so it is not a CoCa "
             f"(a CLIP directory?); {fix}"
         )
+    try:
+        tokenizer = CompactTokenizer.load(path)
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise CaptionerError(
+            f"captioner {path}: {VOCAB_FILE} missing or unreadable ({exc}); {fix}"
+        ) from exc
     dev = torch.device(device) if device is not None else default_device()
     try:
         model, preprocess = _create(path, dev)

@@ -6,6 +6,7 @@ The CLI (`pipelines.cli`) and the Dagster graph (`pipelines.graph`) are both der
 from __future__ import annotations
 
 from pipelines.stage import Stage
+from pipelines.stages.captions import CAPTIONER_TRAIN, CAPTIONS
 from pipelines.stages.crawl import CRAWL
 from pipelines.stages.extract import EXTRACT, RENDER
 from pipelines.stages.filter import FILTER
@@ -32,6 +33,8 @@ STAGES: list[Stage] = [
     DOMAINS,
     CHARTS,
     TABLES,
+    CAPTIONER_TRAIN,
+    CAPTIONS,
     DOMAIN_QA,
     TOKENIZER,
     MIX_VALIDATE,
@@ -52,6 +55,7 @@ GROUPS = {
     "quality": "Per-language quality classifiers (fastText).",
     "images": "Image-text pairs, interleaved documents, knowledge-domain images.",
     "synth": "Synthetic data: charts from sandboxed code, tables, domain QA, with verified QA.",
+    "captioner": "A CoCa captioner trained here with open_clip on the kept image-text pairs.",
     "clip": "A CLIP model trained here with open_clip on the kept image-text pairs.",
     "sampleweb": "The bundled sample web: serve it on loopback or write it to the lake.",
 }

@@ -1,0 +1,200 @@
+"""Caption stages: `refinery captioner train` (a CoCa trained here with open_clip's own model and
+loss on the kept image pairs; asset captioner_model) and `refinery synth captions` (keywords,
+brief and detailed captions of the kept pairs, each scored with the project's CLIP and filtered;
+asset synthetic_captions). Without a teacher the detailed level is absent, and the summary says
+why."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from pipelines import lake as lake_mod
+from pipelines.stage import Lake, Params, Stage, Summary, param
+from pipelines.stages.synth import TeacherOptions
+
+
+def _pairs(pairs: list[Path], lake: Lake) -> list[Path]:
+    return [Path(p) for p in pairs] or [lake.root / "images" / "pairs"]
+
+
+class CaptionerTrainParams(Params):
+    pairs: list[Path] = param(
+        [],
+        input="image_pairs",
+        help="An `images build` output (repeatable): its kept pairs; default: lake images/pairs.",
+    )
+    out: Path | None = param(
+        None,
+        output=True,
+        help="Model directory (what --captioner loads); default: lake models/captioner.",
+    )
+    steps: int = param(200, min=1, help="Optimizer steps.")
+    batch_size: int = param(32, min=2, help="Pairs per batch.")
+    lr: float = param(3e-3, help="Peak learning rate.")
+    seed: int = param(0)
+
+
+class CaptionerTrainSummary(Summary):
+    pairs: int
+    steps: int
+    first_loss: float
+    final_loss: float
+    final_caption_loss: float
+    seconds: float
+    card: str
+    details: dict[str, Any] = {}
+
+    def metadata(self) -> dict[str, Any]:
+        return self.model_dump(exclude={"outputs", "details"})
+
+
+def captioner_train(p: CaptionerTrainParams, lake: Lake) -> CaptionerTrainSummary:
+    """Train a CoCa captioner (open_clip.CoCa, CoCaLoss) on the kept image-text pairs."""
+    from training.coca import pairs_files, train_coca
+
+    files = pairs_files(_pairs(p.pairs, lake))
+    out = Path(p.out) if p.out else lake.root / "models" / "captioner"
+    s = train_coca(
+        files, out, steps=p.steps, seed=p.seed, batch_size=p.batch_size, lr=p.lr, device="cpu"
+    )
+    lake_mod.write_manifest(
+        out,
+        rows=s["pairs"],
+        inputs=[str(f) for f in files],
+        config=p.model_dump(mode="json"),
+        extra={"kind": "captioner-model"},
+    )
+    lake.log(
+        f"captioner {out}: {s['pairs']} pairs, loss {s['first_loss']:.3g} -> {s['final_loss']:.3g}"
+    )
+    return CaptionerTrainSummary(
+        outputs={"captioner_model": str(out)},
+        pairs=s["pairs"],
+        steps=s["steps"],
+        first_loss=s["first_loss"],
+        final_loss=s["final_loss"],
+        final_caption_loss=s["final_caption_loss"],
+        seconds=s["seconds"],
+        card=f"CoCa trained here on {s['pairs']} sample-web pairs",
+        details=s,
+    )
+
+
+class CaptionsParams(TeacherOptions):
+    pairs: list[Path] = param(
+        [],
+        input="image_pairs",
+        help="An `images build` output (repeatable); default: lake images/pairs.",
+    )
+    out: Path | None = param(
+        None, output=True, help="Output directory (captions.parquet); default: lake synth/captions."
+    )
+    levels: str = param(
+        "keywords,brief,detailed", help="Comma-separated levels: keywords, brief, detailed."
+    )
+    captioner: Path | None = param(
+        None,
+        input="captioner_model",
+        help="A `refinery captioner train` directory; default: lake models/captioner.",
+    )
+    clip: str | None = param(
+        None,
+        input="clip_model",
+        help="CLIP model that scores every caption (a `refinery clip train` directory or an "
+        "open_clip spec); default: lake models/clip.",
+    )
+    min_score: float | None = param(
+        None, help="Captions whose CLIP score is below this get status low_clip_score."
+    )
+    dense: int | None = param(
+        None,
+        help="Detailed level by the dense-caption recipe: a 2x2 or 3x3 grid of regions, each "
+        "captioned by the teacher, then summarised with their positions (2 or 3; needs a teacher).",
+    )
+
+
+class CaptionsSummary(Summary):
+    pairs: int
+    opted_out_skipped: int
+    rows: int
+    ok: int
+    rejected: int
+    rejects: dict[str, int]
+    levels: dict[str, dict[str, Any]]
+    absent_levels: dict[str, str]
+    captioner: str | None = None
+    teacher: str | None = None
+    seconds: float
+    captions_per_s: float
+
+    def metadata(self) -> dict[str, Any]:
+        return self.model_dump(exclude={"outputs"}, exclude_none=True)
+
+
+def captions(p: CaptionsParams, lake: Lake) -> CaptionsSummary:
+    """Keywords, brief and detailed captions of the kept pairs, scored with the project's CLIP."""
+    from synth.captions import make_captions
+
+    pairs = _pairs(p.pairs, lake)
+    levels = [lv.strip() for lv in p.levels.split(",") if lv.strip()]
+    out = Path(p.out) if p.out else lake.root / "synth" / "captions"
+    if p.out is None:  # the lake's dataset is rewritten by a new run
+        (out / "captions.parquet").unlink(missing_ok=True)
+    out.mkdir(parents=True, exist_ok=True)
+    teacher = p.teacher(out / "_teacher")
+    if p.dense is not None and teacher is None:
+        raise ValueError("--dense needs a teacher (--teacher-url and --teacher-model)")
+    captioner = p.captioner
+    default_captioner = lake.root / "models" / "captioner"
+    if captioner is None and any(lv in ("keywords", "brief") for lv in levels):
+        if (default_captioner / "open_clip_config.json").is_file() or teacher is None:
+            captioner = default_captioner  # without a teacher, the captioner is needed
+    clip = p.clip or str(lake.root / "models" / "clip")
+    from training.coca import pairs_files
+
+    files = pairs_files(pairs)
+    s = make_captions(
+        files,
+        out,
+        levels,
+        captioner=captioner,
+        clip=clip,
+        min_score=p.min_score,
+        teacher=teacher,
+        dense=p.dense,
+        device="cpu",
+        inputs=[*map(str, files), *([str(captioner)] if captioner else []), clip],
+        on_progress=lake.log,
+    )
+    figures = {k: s[k] for k in CaptionsSummary.model_fields if k in s}
+    return CaptionsSummary(**figures)
+
+
+CAPTIONER_TRAIN = Stage(
+    name="captioner train",
+    params=CaptionerTrainParams,
+    run=captioner_train,
+    description=captioner_train.__doc__,
+    outputs=("captioner_model",),
+    inputs=("image_pairs",),
+    group="images",
+    output_descriptions={
+        "captioner_model": "A CoCa captioner (open_clip.CoCa and CoCaLoss, tiny config) trained "
+        "here on the kept image pairs (lake models/captioner)."
+    },
+)
+CAPTIONS = Stage(
+    name="synth captions",
+    params=CaptionsParams,
+    run=captions,
+    description=captions.__doc__,
+    outputs=("synthetic_captions",),
+    inputs=("image_pairs", "captioner_model", "clip_model"),
+    group="synth",
+    output_descriptions={
+        "synthetic_captions": "Captions of the kept pairs at three levels (keywords, brief, "
+        "detailed), CLIP-scored, rejects kept with their reason (lake "
+        "synth/captions/captions.parquet)."
+    },
+)

@@ -1,0 +1,451 @@
+"""Captions at three levels of detail for the kept image pairs, each scored with the project's CLIP.
+
+Levels (the report: "ranging from a list of key words to a paragraph-level comprehensive
+description"):
+
+- `brief`: a short caption from the CoCa captioner trained here (`training.coca`), greedy decoding.
+  Without a captioner, the teacher writes it (one sentence).
+- `keywords`: the content words of that brief caption, in order, de-duplicated, joined by ", "
+  (stop words such as "a", "of", "the", "on" dropped). They are the captioner's words, nothing
+  more: no zero-shot guess over a vocabulary is added, because the project's tiny CLIP scores
+  single words it never saw alone in training no better than chance. Without a captioner, the
+  teacher lists them.
+- `detailed`: a paragraph, from the teacher only (a vision model on an OpenAI-compatible
+  endpoint, images sent as data URLs). With `dense=True`, the report's dense-caption recipe: the
+  image is cut into a grid (2x2 quadrants or 3x3), each region is captioned separately by the
+  teacher, and the teacher then summarises the region captions with their positions into the
+  paragraph. Without a teacher the level is absent (no rows) and the summary says why.
+
+Every caption is scored with the project's CLIP: the cosine of the image and the caption (for a
+paragraph, the mean over its sentences, since CLIP reads a few dozen tokens). A caption below
+`min_score` keeps its row with status `low_clip_score`; an empty caption, an undecodable image or a
+teacher failure also keeps its row with that reason. Only pairs with drop_reason null and
+training_allowed true are captioned; an opted-out pair is counted and never read, let alone sent
+(the teacher client refuses it too: every request names its pair in `items=`).
+
+Output `DIR/captions.parquet`: pair_id, level, caption, clip_score, source, status (`ok` or the
+reason), then image_sha256 and image_path (relative to DIR), and its manifest.
+Plain Python: never imports Dagster or Beam.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import re
+import time
+from collections import Counter
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+
+LEVELS = ("keywords", "brief", "detailed")
+COLUMNS = (
+    "pair_id",
+    "level",
+    "caption",
+    "clip_score",
+    "source",
+    "status",
+    "image_sha256",
+    "image_path",
+)
+SCHEMA = pa.schema(
+    [
+        ("pair_id", pa.string()),
+        ("level", pa.string()),
+        ("caption", pa.string()),
+        ("clip_score", pa.float64()),
+        ("source", pa.string()),
+        ("status", pa.string()),
+        ("image_sha256", pa.string()),
+        ("image_path", pa.string()),
+    ]
+)
+OUTPUT_FILE = "captions.parquet"
+NO_TEACHER = (
+    "no teacher configured (--teacher-url/--teacher-model): the paragraph level needs a vision "
+    "teacher and is left absent rather than faked"
+)
+STOP_WORDS = frozenset(
+    "a an the of on at in and or with to for from by its it is are this that there some".split()
+)
+GRIDS = {
+    2: ("top-left", "top-right", "bottom-left", "bottom-right"),
+    3: (
+        "top-left",
+        "top",
+        "top-right",
+        "left",
+        "center",
+        "right",
+        "bottom-left",
+        "bottom",
+        "bottom-right",
+    ),
+}
+PROMPTS = {
+    "detailed": (
+        "Describe this image in one paragraph of three to six sentences: every object you see, "
+        "its colour, how many there are, where it is in the image, and the background or "
+        "setting. Describe only what is visible; do not guess at anything else."
+    ),
+    "brief": "Caption this image in one short sentence: what is in it, with colours, counts "
+    "and positions. Answer with the caption only.",
+    "keywords": "List five to ten keywords for what is visible in this image (objects, "
+    "colours, counts, positions), comma-separated, nothing else.",
+    "region": (
+        "This is the {position} region of a larger image. Caption what is in this region in one "
+        "sentence (objects, colours, counts). If it shows only background, answer 'empty'."
+    ),
+    "summary": (
+        "These are captions of the regions of one image, by position:\n{regions}\n\nWrite one "
+        "paragraph of three to six sentences describing the whole image: what is where. Use "
+        "only what the region captions say; leave out regions that are empty."
+    ),
+}
+TEACHER_PARAMS = {"temperature": 0.0, "max_tokens": 400}
+
+
+class CaptionsError(ValueError):
+    """An input or option of `make_captions` is unusable; the message names the fix."""
+
+
+# ----------------------------------------------------------------------------- inputs
+
+
+def read_pairs(pairs_dirs: str | os.PathLike | Iterable[str | os.PathLike]) -> tuple[list, int]:
+    """(kept, training-allowed pairs as dicts; how many kept pairs were opted out)."""
+    import pyarrow.parquet as pq
+
+    from training.coca import pairs_files
+
+    kept, opted_out = [], 0
+    for f in pairs_files(pairs_dirs):
+        names = set(pq.read_schema(f).names)
+        need = {"id", "image_path", "drop_reason", "training_allowed"}
+        if need - names:
+            raise CaptionsError(
+                f"{f}: columns {sorted(need - names)} missing; pass an `images build` output"
+            )
+        for r in pq.read_table(f).to_pylist():
+            if r["drop_reason"] is not None or not r["image_path"]:
+                continue
+            if r["training_allowed"] is not True:
+                opted_out += 1  # never read, never captioned, never sent
+                continue
+            kept.append(
+                {
+                    "pair_id": r["id"],
+                    "training_allowed": True,
+                    "image_sha256": r.get("image_sha256"),
+                    "image_file": str(f.parent / r["image_path"]),
+                }
+            )
+    return kept, opted_out
+
+
+def keywords_of(caption: str) -> str:
+    """The content words of a caption, in order, de-duplicated, joined by ', '."""
+    words = re.findall(r"[a-z0-9]+(?:-[a-z0-9]+)*", caption.lower())
+    seen: list[str] = []
+    for w in words:
+        if w not in STOP_WORDS and w not in seen:
+            seen.append(w)
+    return ", ".join(seen)
+
+
+def sentences_of(text: str) -> list[str]:
+    """A paragraph's sentences (what CLIP scores one at a time)."""
+    parts = [s.strip() for s in re.split(r"(?<=[.!?])\s+", text.strip())]
+    return [s for s in parts if s] or [text.strip()]
+
+
+def _png(image) -> bytes:
+    buf = io.BytesIO()
+    image.save(buf, format="PNG")
+    return buf.getvalue()
+
+
+def _teacher_bytes(data: bytes) -> bytes:
+    """The image as stored when a vision model reads its format, else re-encoded as PNG."""
+    from synth.teacher import image_mime
+
+    try:
+        image_mime(data)
+        return data
+    except ValueError:
+        from PIL import Image
+
+        with Image.open(io.BytesIO(data)) as im:
+            return _png(im.convert("RGB"))
+
+
+def regions(data: bytes, grid: int) -> list[tuple[str, bytes]]:
+    """(position, PNG bytes) of each cell of a grid x grid cut of the image, row by row."""
+    from PIL import Image
+
+    if grid not in GRIDS:
+        raise CaptionsError(f"dense grid {grid}: use 2 (quadrants) or 3 (3x3)")
+    with Image.open(io.BytesIO(data)) as im:
+        im = im.convert("RGB")
+        w, h = im.size
+        out = []
+        for i, name in enumerate(GRIDS[grid]):
+            r, c = divmod(i, grid)
+            box = (c * w // grid, r * h // grid, (c + 1) * w // grid, (r + 1) * h // grid)
+            out.append((name, _png(im.crop(box))))
+    return out
+
+
+# ----------------------------------------------------------------------------- teacher
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
+def teacher_caption(teacher, pair: dict, data: bytes, level: str, *, dense: int | None) -> str:
+    """One caption of `level` by the teacher (dense: regions first, then their summary)."""
+    from synth.teacher import user_message
+
+    items = [pair]  # the client refuses a pair whose training_allowed is not true
+    image = _teacher_bytes(data)
+    if level != "detailed" or not dense:
+        msg = user_message(PROMPTS[level], [image])
+        return _one_line(teacher.chat([msg], items=items, **TEACHER_PARAMS))
+    lines = []
+    for position, crop in regions(data, dense):
+        prompt = PROMPTS["region"].format(position=position)
+        text = _one_line(
+            teacher.chat([user_message(prompt, [crop])], items=items, **TEACHER_PARAMS)
+        )
+        lines.append(f"- {position}: {text}")
+    prompt = PROMPTS["summary"].format(regions="\n".join(lines))
+    return _one_line(teacher.chat([user_message(prompt)], items=items, **TEACHER_PARAMS))
+
+
+# ----------------------------------------------------------------------------- the stage
+
+
+def make_captions(
+    pairs_dirs: str | os.PathLike | Iterable[str | os.PathLike],
+    out: str | os.PathLike,
+    levels: Sequence[str] = LEVELS,
+    captioner: Any = None,
+    clip: Any = None,
+    min_score: float | None = None,
+    teacher: Any = None,
+    *,
+    dense: int | None = None,
+    workers: int = 4,
+    device: str | None = None,
+    inputs: Sequence[str] = (),
+    on_progress: Callable[[str], None] | None = None,
+) -> dict[str, Any]:
+    """Caption every kept, training-allowed pair at `levels`; write DIR/captions.parquet.
+
+    captioner: a `training.coca.Captioner` or its directory (keywords, brief); clip: a
+    `training.clip.ClipScorer` or a CLIP model spec (required: every caption is scored); teacher:
+    a `synth.teacher.TeacherClient` or None (detailed; keywords and brief too when there is no
+    captioner); dense: 2 or 3 for the dense-caption recipe of the detailed level. Returns the
+    summary (also in the manifest): rows in = rows ok + rejects, by reason; absent levels and why.
+    """
+    from common.manifest import write_parquet
+
+    started = time.perf_counter()
+    log = on_progress or (lambda msg: None)
+    levels = list(dict.fromkeys(levels))
+    unknown = [lv for lv in levels if lv not in LEVELS]
+    if unknown or not levels:
+        raise CaptionsError(f"--levels {','.join(levels)}: use some of {','.join(LEVELS)}")
+    if dense is not None and dense not in GRIDS:
+        raise CaptionsError(f"--dense {dense}: use 2 (quadrants) or 3 (a 3x3 grid)")
+    if clip is None:
+        raise CaptionsError(
+            "--clip: every caption is scored with the project's CLIP; train one with "
+            "`refinery clip train` and pass its directory"
+        )
+    if isinstance(captioner, str | os.PathLike):
+        from training.coca import load_captioner
+
+        captioner = load_captioner(captioner, device)
+    if isinstance(clip, str | os.PathLike):
+        from training.clip import ClipScorer
+
+        clip = ClipScorer(clip, device)
+    absent: dict[str, str] = {}
+    plan: list[tuple[str, str]] = []  # (level, "captioner" | "teacher")
+    for level in levels:
+        if level == "detailed":
+            if teacher is None:
+                absent[level] = NO_TEACHER
+            else:
+                plan.append((level, "teacher"))
+        elif captioner is not None:
+            plan.append((level, "captioner"))
+        elif teacher is not None:
+            plan.append((level, "teacher"))
+        else:
+            raise CaptionsError(
+                f"level {level}: needs the captioner (--captioner, `refinery captioner train` "
+                "makes one) or a teacher (--teacher-url/--teacher-model)"
+            )
+
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    pairs, opted_out = read_pairs(pairs_dirs)
+    log(f"captions: {len(pairs)} kept pairs ({opted_out} opted out, skipped), levels {levels}")
+    data: list[bytes | None] = []
+    decodable: list[bool] = []
+    from training.clip import open_image
+
+    for p in pairs:
+        try:
+            blob = Path(p["image_file"]).read_bytes()
+        except OSError:
+            blob = None
+        data.append(blob)
+        decodable.append(blob is not None and open_image(blob) is not None)
+
+    # captioner levels: one brief caption per image; keywords are its content words
+    brief: list[str] = [""] * len(pairs)
+    if any(src == "captioner" for _, src in plan):
+        ok_idx = [i for i, d in enumerate(decodable) if d]
+        generated = captioner.generate([data[i] for i in ok_idx])
+        for i, text in zip(ok_idx, generated, strict=True):
+            brief[i] = text
+
+    # teacher levels, in a thread pool (the client rate-limits and caches)
+    teacher_levels = [lv for lv, src in plan if src == "teacher"]
+    answers: dict[tuple[int, str], tuple[str | None, str]] = {}
+    teacher_name = getattr(teacher, "model", None) or "teacher"
+
+    def ask(job: tuple[int, str]) -> tuple[tuple[int, str], tuple[str | None, str]]:
+        i, level = job
+        from synth.teacher import TeacherError
+
+        try:
+            text = teacher_caption(
+                teacher, pairs[i], data[i], level, dense=dense if level == "detailed" else None
+            )
+        except TeacherError as exc:
+            return job, (None, f"teacher_error: {_one_line(str(exc))[:300]}")
+        return job, (text, "ok")
+
+    if teacher_levels:
+        jobs = [(i, lv) for i in range(len(pairs)) if decodable[i] for lv in teacher_levels]
+        with ThreadPoolExecutor(max(1, workers)) as pool:
+            for job, answer in pool.map(ask, jobs):
+                answers[job] = answer
+        log(f"captions: {len(jobs)} teacher captions asked")
+
+    rows: list[dict[str, Any]] = []
+    for i, p in enumerate(pairs):
+        rel = os.path.relpath(p["image_file"], out)
+        for level, src in plan:
+            source = captioner.name if src == "captioner" else teacher_name
+            status, caption = "ok", None
+            if not decodable[i]:
+                status = "undecodable_image"
+            elif src == "captioner":
+                caption = brief[i] if level == "brief" else keywords_of(brief[i])
+            else:
+                caption, status = answers[(i, level)]
+            if status == "ok" and not (caption or "").strip():
+                status, caption = "empty_caption", None
+            rows.append(
+                {
+                    "pair_id": p["pair_id"],
+                    "level": level,
+                    "caption": caption,
+                    "clip_score": None,
+                    "source": source,
+                    "status": status,
+                    "image_sha256": p["image_sha256"],
+                    "image_path": rel,
+                }
+            )
+
+    _score(rows, pairs, clip)
+    for r in rows:
+        if r["status"] == "ok" and min_score is not None and r["clip_score"] < min_score:
+            r["status"] = "low_clip_score"
+
+    table = pa.Table.from_pylist(rows, schema=SCHEMA)
+    summary = _summary(rows, pairs, opted_out, plan, absent, min_score, dense, teacher, captioner)
+    summary["seconds"] = round(time.perf_counter() - started, 3)
+    summary["captions_per_s"] = round(len(rows) / summary["seconds"], 2) if rows else 0.0
+    write_parquet(
+        table,
+        out / OUTPUT_FILE,
+        inputs=list(inputs),
+        config={"levels": levels, "min_score": min_score, "dense": dense},
+        extra={"summary": summary},
+    )
+    summary["outputs"] = {"synthetic_captions": str(out / OUTPUT_FILE)}
+    return summary
+
+
+def _score(rows: list[dict], pairs: list[dict], clip) -> None:
+    """clip_score of every row with a caption: cosine of image and caption (paragraphs: the
+    mean over sentences)."""
+    import numpy as np
+
+    by_pair = {p["pair_id"]: i for i, p in enumerate(pairs)}
+    todo = [r for r in rows if r["caption"]]
+    if not todo:
+        return
+    image_idx = sorted({by_pair[r["pair_id"]] for r in todo})
+    image_feats, ok = clip.encode_images([pairs[i]["image_file"] for i in image_idx])
+    feat_of = {pairs[i]["pair_id"]: (image_feats[k], ok[k]) for k, i in enumerate(image_idx)}
+    texts = {
+        id(r): sentences_of(r["caption"]) if r["level"] == "detailed" else [r["caption"]]
+        for r in todo
+    }
+    unique = sorted({t for ts in texts.values() for t in ts})
+    text_feats = clip.encode_texts(unique)
+    where = {t: k for k, t in enumerate(unique)}
+    for r in todo:
+        feat, good = feat_of[r["pair_id"]]
+        if not good:
+            r["status"] = "undecodable_image"
+            continue
+        sims = [float(feat @ text_feats[where[t]]) for t in texts[id(r)]]
+        r["clip_score"] = float(np.mean(sims))
+
+
+def _summary(rows, pairs, opted_out, plan, absent, min_score, dense, teacher, captioner) -> dict:
+    status = Counter(r["status"] for r in rows)
+    reasons = Counter(r["status"].split(":", 1)[0] for r in rows if r["status"] != "ok")
+    per_level: dict[str, dict[str, Any]] = {}
+    for level, src in plan:
+        lv = [r for r in rows if r["level"] == level]
+        scores = [r["clip_score"] for r in lv if r["clip_score"] is not None]
+        per_level[level] = {
+            "source": src,
+            "rows": len(lv),
+            "ok": sum(r["status"] == "ok" for r in lv),
+            "mean_clip_score": round(sum(scores) / len(scores), 4) if scores else None,
+        }
+    out: dict[str, Any] = {
+        "pairs": len(pairs),
+        "opted_out_skipped": opted_out,
+        "rows": len(rows),
+        "ok": status.get("ok", 0),
+        "rejected": sum(reasons.values()),
+        "rejects": dict(sorted(reasons.items())),
+        "levels": per_level,
+        "absent_levels": absent,
+        "min_score": min_score,
+        "dense": dense,
+        "captioner": getattr(captioner, "name", None),
+        "captioner_card": getattr(captioner, "card", {}).get("description"),
+        "teacher": getattr(teacher, "model", None),
+    }
+    if teacher is not None and hasattr(teacher, "usage"):
+        out["teacher_usage"] = teacher.usage()
+    return out
