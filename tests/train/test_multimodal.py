@@ -370,3 +370,38 @@ def test_multimodal_stage_cli_learns_from_images_resumes_exactly_and_feeds_long_
         "long-context", config, mixtures["long-context"], tmp_path / "lc", init=b, steps=1
     )
     assert lc["steps"] == 1
+
+
+def test_a_vit_tower_gives_its_patch_grid(tmp_path):
+    """Any open_clip checkpoint: a (tiny) ViT's patch tokens after its final LayerNorm."""
+    import open_clip
+
+    from training.clip import _write_config, save_clip
+    from training.vision import AdapterConfig, VisionAdapter, load_vision_encoder
+
+    cfg = {
+        "embed_dim": 16,
+        "vision_cfg": {
+            "image_size": 32,
+            "layers": 1,
+            "width": 32,
+            "head_width": 16,
+            "patch_size": 8,
+        },
+        "text_cfg": {"context_length": 8, "vocab_size": 64, "width": 16, "heads": 2, "layers": 1},
+    }
+    (tmp_path / "cfg").mkdir()
+    _write_config(tmp_path / "cfg", cfg, {})
+    torch.manual_seed(0)
+    model = open_clip.create_model(f"local-dir:{tmp_path / 'cfg'}")
+    out = save_clip(model, cfg, tmp_path / "vit")
+    encoder = load_vision_encoder(out)
+    assert (encoder.width, encoder.grid_h, encoder.grid_w) == (32, 4, 4)
+    pixels = torch.randn(2, 3, 32, 32)
+    visual = encoder.visual
+    with torch.no_grad():
+        tokens = visual.ln_post(visual.transformer(visual._embeds(pixels)))[:, 1:]
+        grid = encoder(pixels)
+    assert torch.allclose(grid.flatten(2).transpose(1, 2), tokens, atol=1e-5)
+    adapter = VisionAdapter(AdapterConfig(32, 24, image_tokens=4, heads=4))
+    assert adapter(grid).shape == (2, 4, 24)
