@@ -12,6 +12,7 @@ from pipelines.stages.extract import EXTRACT, RENDER
 from pipelines.stages.filter import FILTER
 from pipelines.stages.images import CLIP_TRAIN, DOMAINS, IMAGES_BUILD, INTERLEAVED
 from pipelines.stages.mix import MIX_BUILD, MIX_REPORT, MIX_VALIDATE, MIXTURES, TOKENIZER
+from pipelines.stages.ops import CONSENT_RECHECK, RECRAWL
 from pipelines.stages.quality import QUALITY_MODELS, QUALITY_TRAIN
 from pipelines.stages.sampleweb import SAMPLE_WEB, SERVE
 from pipelines.stages.synth import CHARTS, DOMAIN_QA, TABLES
@@ -45,6 +46,8 @@ STAGES: list[Stage] = [
     *TRAIN,
     RETRIEVAL_EVAL,
     UPCYCLE,
+    CONSENT_RECHECK,
+    RECRAWL,
 ]
 
 # Help of the CLI's command groups.
@@ -57,5 +60,6 @@ GROUPS = {
     "synth": "Synthetic data: charts from sandboxed code, tables, domain QA, with verified QA.",
     "captioner": "A CoCa captioner trained here with open_clip on the kept image-text pairs.",
     "clip": "A CLIP model trained here with open_clip on the kept image-text pairs.",
+    "consent": "Consent: re-check robots.txt for the lake's hosts into the consent ledger.",
     "sampleweb": "The bundled sample web: serve it on loopback or write it to the lake.",
 }
