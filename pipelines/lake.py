@@ -52,6 +52,8 @@ DATASETS = {
     "synthetic_charts": "synth/charts/charts.parquet",
     "table_pairs": "synth/tables/table_pairs.parquet",
     "domain_qa": "synth/domain_qa/domain_qa.parquet",
+    "captioner_model": "models/captioner",
+    "synthetic_captions": "synth/captions/captions.parquet",
     # mixtures: the default (tiny) specs' names; training runs: the newest finished run
     "pretrain_mixture": "mixtures/tiny-pretrain",
     "cpt_mixture": "mixtures/tiny-cpt",

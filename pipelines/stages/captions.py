@@ -10,8 +10,8 @@ from pathlib import Path
 from typing import Any
 
 from pipelines import lake as lake_mod
-from pipelines.stage import Lake, Params, Stage, Summary, param
-from pipelines.stages.synth import TeacherOptions
+from pipelines.stage import Check, Lake, Params, Stage, Summary, param
+from pipelines.stages.synth import TeacherFigures, TeacherOptions, teacher_figures
 
 
 def _pairs(pairs: list[Path], lake: Lake) -> list[Path]:
@@ -114,7 +114,7 @@ class CaptionsParams(TeacherOptions):
     )
 
 
-class CaptionsSummary(Summary):
+class CaptionsSummary(TeacherFigures):
     pairs: int
     opted_out_skipped: int
     rows: int
@@ -127,9 +127,6 @@ class CaptionsSummary(Summary):
     teacher: str | None = None
     seconds: float
     captions_per_s: float
-
-    def metadata(self) -> dict[str, Any]:
-        return self.model_dump(exclude={"outputs"}, exclude_none=True)
 
 
 def captions(p: CaptionsParams, lake: Lake) -> CaptionsSummary:
@@ -167,8 +164,57 @@ def captions(p: CaptionsParams, lake: Lake) -> CaptionsSummary:
         inputs=[*map(str, files), *([str(captioner)] if captioner else []), clip],
         on_progress=lake.log,
     )
-    figures = {k: s[k] for k in CaptionsSummary.model_fields if k in s}
+    figures = {k: s[k] for k in CaptionsSummary.model_fields if k in s and k != "teacher_usage"}
+    figures.update(teacher_figures(teacher))
     return CaptionsSummary(**figures)
+
+
+def _caption_pairs(summary: CaptionsSummary) -> tuple[list[dict], set[str]]:
+    """(captions rows, ids of the kept, consented pairs of the pairs files it read)."""
+    import pyarrow.parquet as pq
+
+    path = Path(summary.outputs["synthetic_captions"])
+    files = [f for f in lake_mod.read_manifest(path)["inputs"] if f.endswith("pairs.parquet")]
+    allowed = {
+        r["id"]
+        for f in files
+        for r in pq.read_table(f, columns=["id", "drop_reason", "training_allowed"]).to_pylist()
+        if r["drop_reason"] is None and r["training_allowed"] is True
+    }
+    return pq.read_table(path).to_pylist(), allowed
+
+
+def _captions_consent(summary: CaptionsSummary, lake: Lake):
+    """Every caption is of a kept pair whose training_allowed is true: no other was read."""
+    from pipelines.checks import CheckOutcome
+
+    rows, allowed = _caption_pairs(summary)
+    bad = sorted({r["pair_id"] for r in rows} - allowed)
+    return CheckOutcome(
+        not bad,
+        f"{len(bad)} captioned pairs not kept or not consented"
+        + (f" (first: {bad[0]})" if bad else ""),
+        {"captioned_not_allowed": len(bad), "opted_out_skipped": summary.opted_out_skipped},
+    )
+
+
+def _captions_accounted(summary: CaptionsSummary, lake: Lake):
+    """One row per kept, consented pair and level made, each `ok` or with its reason."""
+    from collections import Counter
+
+    from pipelines.checks import CheckOutcome
+
+    rows, allowed = _caption_pairs(summary)
+    keys = Counter((r["pair_id"], r["level"]) for r in rows)
+    want = {(pid, level) for pid in allowed for level in summary.levels}
+    ok = set(keys) == want and max(keys.values(), default=1) == 1
+    ok = ok and all(r["status"] for r in rows)
+    return CheckOutcome(
+        ok,
+        f"{len(allowed)} pairs x {len(summary.levels)} levels in, {len(rows)} rows out "
+        f"({summary.ok} ok, {summary.rejected} rejects with their reason)",
+        {"expected": len(want), "rows": len(rows)},
+    )
 
 
 CAPTIONER_TRAIN = Stage(
@@ -192,6 +238,20 @@ CAPTIONS = Stage(
     outputs=("synthetic_captions",),
     inputs=("image_pairs", "captioner_model", "clip_model"),
     group="synth",
+    checks=(
+        Check(
+            "only_consented_pairs",
+            "synthetic_captions",
+            _captions_consent,
+            "Only kept pairs whose training_allowed is true are captioned (or sent to a teacher).",
+        ),
+        Check(
+            "captions_accounted",
+            "synthetic_captions",
+            _captions_accounted,
+            "One row per kept, consented pair and level: ok or a reject with its reason.",
+        ),
+    ),
     output_descriptions={
         "synthetic_captions": "Captions of the kept pairs at three levels (keywords, brief, "
         "detailed), CLIP-scored, rejects kept with their reason (lake "

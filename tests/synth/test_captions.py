@@ -375,3 +375,70 @@ def test_cli_trains_the_captioner_and_captions_a_tiny_lake(tmp_path, monkeypatch
     assert bad.exit_code == 2 and "multimodal_cfg" in bad.output
     bad = runner.invoke(app, ["synth", "captions", "--dense", "2", "--out", str(tmp_path / "y")])
     assert bad.exit_code == 2 and "needs a teacher" in bad.output
+
+
+def test_dagster_assets_train_caption_and_check(tmp_path):
+    import pyarrow as pa
+
+    from pipelines.graph import materialize_selection
+    from pipelines.stage import Dataset, Lake
+    from pipelines.stages import captions as stage_mod
+    from training.clip import train_clip
+    from training.coca import kept_pairs
+
+    lake = tmp_path / "lake"
+    shard = lake / "images" / "pairs" / "shard=0"
+    pairs = make_pairs_dir(shard, 12, seed=2, extra=_opted_out_rows(shard))
+    clip = lake / "models" / "clip"
+    kept = [(p["image_file"], p["caption"]) for p in kept_pairs([pairs])]
+    train_clip(kept, clip, steps=3, batch_size=8, device="cpu")
+    handles = lake / "_handles"
+    (handles / "image_pairs").mkdir(parents=True)
+    (handles / "image_pairs" / "0.json").write_text(
+        Dataset("image_pairs", str(pairs), "0").to_json()
+    )
+    (handles / "clip_model.json").write_text(Dataset("clip_model", str(clip)).to_json())
+    res = materialize_selection(
+        ["captioner_model", "synthetic_captions"],
+        lake,
+        run_config={
+            "ops": {
+                "captioner_model": {"config": {"steps": 8, "batch_size": 8}},
+                "synthetic_captions": {"config": {"min_score": -1.0}},
+            }
+        },
+    )
+    assert res.success
+    events = {e.asset_key.path[-1]: e for e in res.get_asset_materialization_events()}
+    meta = {
+        k: getattr(v, "value", v)
+        for k, v in events["synthetic_captions"].materialization.metadata.items()
+    }
+    assert meta["pairs"] == 12 and meta["opted_out_skipped"] == 2 and meta["rows"] == 24
+    assert meta["teacher_requests"] == 0 and "detailed" in meta["absent_levels"]
+    checks = {c.check_name: c.passed for c in res.get_asset_check_evaluations()}
+    assert checks == {"only_consented_pairs": True, "captions_accounted": True}
+    out = lake / "synth" / "captions" / "captions.parquet"
+    assert (lake / "models" / "captioner" / "model_card.json").is_file() and out.is_file()
+
+    # the checks catch a captioned opted-out pair and a lost row
+    table = pq.read_table(out)
+    rows = table.to_pylist()
+    summary = stage_mod.CaptionsSummary(
+        outputs={"synthetic_captions": str(out)},
+        **{k: meta[k] for k in ("pairs", "opted_out_skipped", "rows", "ok", "rejected")},
+        rejects={},
+        levels={"keywords": {}, "brief": {}},
+        absent_levels={},
+        seconds=1.0,
+        captions_per_s=1.0,
+    )
+    manifest = out.with_name(out.name + ".manifest.json").read_text()
+    bad = [*rows[1:], {**rows[0], "pair_id": "out0"}]
+    pq.write_table(pa.Table.from_pylist(bad, schema=table.schema), out)
+    out.with_name(out.name + ".manifest.json").write_text(manifest)
+    assert not stage_mod._captions_consent(summary, Lake(root=lake)).passed
+    assert not stage_mod._captions_accounted(summary, Lake(root=lake)).passed
+    pq.write_table(pa.Table.from_pylist(rows, schema=table.schema), out)
+    assert stage_mod._captions_consent(summary, Lake(root=lake)).passed
+    assert stage_mod._captions_accounted(summary, Lake(root=lake)).passed
