@@ -25,6 +25,8 @@ rendezvous variables). Then:
   whole held-out set (FSDP's forward is collective), which keeps eval losses identical to one
   process's.
 - Checkpoints are sharded with `torch.distributed.checkpoint` (`training.checkpoint`).
+- When torchrun restarts failed workers (`--max-restarts`), a run of this launch (same
+  rendezvous id in run.json's `launch`) resumes from its latest checkpoint by itself.
 
 Differences from one process, by construction: floating-point summation order (gradient
 reduction), and AdamW still steps (decays) a parameter that no rank used in a step, where one
@@ -36,8 +38,10 @@ from __future__ import annotations
 import atexit
 import dataclasses
 import datetime
+import json
 import os
 import warnings
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -128,14 +132,46 @@ def init(device_type: str = "cpu") -> DistContext:
             )
         torch.cuda.set_device(ctx.local_rank)
     backend = "cpu:gloo,cuda:nccl" if torch.cuda.is_available() else "gloo"
+    timeout = datetime.timedelta(minutes=30)
+    # torchrun's store outlives restarted workers: keep each attempt's keys (e.g. gloo's peer
+    # addresses) apart, or a restarted rank reads a dead rank's address.
+    store, _, _ = next(dist.rendezvous("env://", ctx.rank, ctx.world_size, timeout=timeout))
+    attempt = _env_int("TORCHELASTIC_RESTART_COUNT", 0)
     dist.init_process_group(
         backend=backend,
+        store=dist.PrefixStore(f"refinery/attempt_{attempt}", store),
         rank=ctx.rank,
         world_size=ctx.world_size,
-        timeout=datetime.timedelta(minutes=30),
+        timeout=timeout,
     )
     atexit.register(shutdown)
     return ctx
+
+
+def launch_id() -> str | None:
+    """The rendezvous id of this torchrun launch (`TORCHELASTIC_RUN_ID`) when it names one launch:
+    `torchrun --standalone` draws a fresh uuid, a multi-node job passes `--rdzv-id` (e.g. the
+    scheduler's job id). None outside torchrun and for the static rendezvous's default 'none'."""
+    run_id = os.environ.get("TORCHELASTIC_RUN_ID", "")
+    return None if run_id in ("", "none") else run_id
+
+
+def restarted() -> bool:
+    """torchrun restarted this launch's workers after a failure (`--max-restarts`)."""
+    return _env_int("TORCHELASTIC_RESTART_COUNT", 0) > 0
+
+
+def continues_launch(run_dir: str | Path) -> bool:
+    """Whether `run_dir` is this launch's own run, left by workers that torchrun restarted: then
+    the run resumes from its latest checkpoint without `--resume` (run.json records `launch`)."""
+    launch = launch_id()
+    record = Path(run_dir) / "run.json"
+    if not restarted() or launch is None or not record.is_file():
+        return False
+    try:
+        return json.loads(record.read_text()).get("launch") == launch
+    except ValueError:
+        return False
 
 
 def shutdown() -> None:

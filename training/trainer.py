@@ -450,6 +450,8 @@ def setup(
     total = steps if steps is not None else sc.steps
     if total < 1:
         raise TrainError(f"steps must be >= 1, got {total}")
+    if not resume and latest_checkpoint(out_dir) and distributed.continues_launch(out_dir):
+        resume = True  # torchrun restarted this launch's workers: continue where they stopped
     existing, resume_state = _checkpoint_to_resume(stage, out_dir, resume, init)
 
     t = cfg.train
@@ -513,9 +515,12 @@ def setup(
         "total_steps": total,
         "device": str(device),
         "world_size": ctx.world_size,
+        "launch": distributed.launch_id(),
     }
-    if ctx.is_main:
-        (out_dir / "run.json").write_text(json.dumps(run_record, indent=2, default=str))
+    if ctx.is_main:  # atomically: restarted ranks may be reading it (distributed.continues_launch)
+        tmp = out_dir / "run.json.tmp"
+        tmp.write_text(json.dumps(run_record, indent=2, default=str))
+        os.replace(tmp, out_dir / "run.json")
     return state
 
 

@@ -528,7 +528,11 @@ def train(stage: str):
         if p.out is not None:
             out, resume, versioned = Path(p.out), p.resume, False
         else:
-            previous = resumable_run(runs) if p.resume and ctx.is_main else None
+            previous = None
+            if ctx.is_main and (p.resume or distributed.restarted()):
+                previous = resumable_run(runs)
+                if not p.resume and not (previous and distributed.continues_launch(previous)):
+                    previous = None  # torchrun restarted us: continue only this launch's run
             out = (previous or new_run_dir(runs)) if ctx.is_main else None
             resume, versioned = previous is not None, True
             out, resume = distributed.broadcast_from_main((out, resume), ctx)

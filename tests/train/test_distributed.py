@@ -62,14 +62,18 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-# Rank 1 dies abruptly at the end of step 5 (after the step-3 checkpoint and rank 0's step-5 log
-# line); torchrun then stops rank 0, which is waiting for it in the next collective.
+# On torchrun's first attempt, rank 1 dies abruptly at the end of step 5 (after the step-3
+# checkpoint and rank 0's step-5 log line); torchrun stops rank 0, which is waiting for it in the
+# next collective, and restarts both: the same call then resumes from the step-3 checkpoint.
 CRASHING_RUN = """
 import os, sys
+from pathlib import Path
 from training.trainer import run_stage
 
 def crash(step, total, row):
-    if step == 5 and os.environ["RANK"] == "1":
+    first_attempt = os.environ["TORCHELASTIC_RESTART_COUNT"] == "0"
+    if step == 5 and os.environ["RANK"] == "1" and first_attempt:
+        Path("rank1-killed").write_text(str(step))
         os._exit(17)
 
 config, data, out, steps = sys.argv[1:]
@@ -77,8 +81,9 @@ run_stage("pretrain", config, data, out, steps=int(steps), on_step=crash)
 """
 
 
-def torchrun(*args: str, cwd: Path, ok: bool = True) -> subprocess.CompletedProcess:
-    """`torchrun --nproc-per-node 2 ARGS` (a script, or `-m pipelines.cli ...`) on loopback."""
+def torchrun(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+    """`torchrun --nproc-per-node 2 ARGS` (a script, or `-m pipelines.cli ...`) on loopback: a
+    static rendezvous unless ARGS choose one."""
     env = dict(
         os.environ,
         OMP_NUM_THREADS="1",
@@ -95,15 +100,14 @@ def torchrun(*args: str, cwd: Path, ok: bool = True) -> subprocess.CompletedProc
         "1",
         "--nproc-per-node",
         "2",
-        "--master-addr",
+        "--local-addr",
         "127.0.0.1",
-        "--master-port",
-        str(free_port()),
+        *([] if "--rdzv-backend" in args else ["--master-addr", "127.0.0.1"]),
+        *([] if "--rdzv-backend" in args else ["--master-port", str(free_port())]),
         *args,
     ]
     proc = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=240)
-    if ok:
-        assert proc.returncode == 0, f"torchrun failed ({proc.returncode}):\n{proc.stderr[-4000:]}"
+    assert proc.returncode == 0, f"torchrun failed ({proc.returncode}):\n{proc.stderr[-4000:]}"
     return proc
 
 
@@ -123,7 +127,7 @@ def padded_mixture(mix_dir: Path) -> Path:
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory) -> dict[str, Path]:
     """A single-process run (batch 4), a 2-process run (batch 2 per rank), and the same 2-process
-    run killed in step 5 and resumed under 2 processes from its step-3 checkpoint."""
+    run killed in step 5 and resumed by torchrun's restart from its step-3 checkpoint."""
     root = tmp_path_factory.mktemp("dist")
     mix = padded_mixture(root / "mix")
     one, two = dense_config(root / "one.yaml", 4), dense_config(root / "two.yaml", 2)
@@ -133,13 +137,12 @@ def runs(tmp_path_factory) -> dict[str, Path]:
     common = ["--data", str(mix), "--steps", str(STEPS)]
     torchrun(*cli, "--out", "ddp", *common, cwd=root)
 
-    # kill a rank in step 5, then resume under 2 processes from the step-3 checkpoint
+    # kill a rank in step 5; torchrun restarts the workers, which resume from step 3
     (root / "crash.py").write_text(CRASHING_RUN)
-    crashed = torchrun("crash.py", str(two), str(mix), "resumed", str(STEPS), cwd=root, ok=False)
-    assert crashed.returncode != 0
-    assert [p.name for p in list_checkpoints(root / "resumed")] == ["step_0000003.pt"]
-    assert read_jsonl(root / "resumed" / "metrics.jsonl")[-1]["step"] == 5
-    torchrun(*cli, "--out", "resumed", "--resume", *common, cwd=root)
+    elastic = ["--rdzv-backend", "c10d", "--rdzv-endpoint", f"127.0.0.1:{free_port()}"]
+    elastic += ["--rdzv-id", "test-distributed-resume", "--max-restarts", "1"]
+    torchrun(*elastic, "crash.py", str(two), str(mix), "resumed", str(STEPS), cwd=root)
+    assert (root / "rank1-killed").read_text() == "5"
     return {
         "single": root / "single",
         "ddp": root / "ddp",
