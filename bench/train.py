@@ -161,8 +161,6 @@ def worker(impl: str, size: str, seq_len: int, batch: int, steps: int, device_na
         "tokens_per_s": tps,
         "peak_mem_mb": peak / 2**20,
         "mfu": flops_per_token * tps / peak_flops if peak_flops else None,
-        "params": sum(p.numel() for p in model.parameters()),
-        "sync_points": model.config.sync_points() if hasattr(model.config, "sync_points") else None,
     }
 
 
@@ -280,11 +278,76 @@ PT_GPU = [
 PT_GPU_QUICK = [("gpt2-ish-125M", 2048, 4, 4, 4)]
 
 
-def parallel_track(device: str, quick: bool, steps: int, repeats: int) -> None:
-    """PT vs the dense model of the same config: tokens/s here and synchronisation points.
+def pt_worker(
+    size: str, seq_len: int, batch: int, tracks: int, depth: int, steps: int, device_name: str
+) -> dict:
+    """Dense and PT in one process, their training steps interleaved (dense, PT, PT, dense, ...)
+    so that load on a shared machine hits both alike; medians of the per-step figures."""
+    import contextlib
+    import statistics
 
-    Each case runs dense and PT alternately `repeats` times and keeps each one's best tokens/s,
-    so a burst of load on a shared machine does not land on one side only."""
+    import torch
+
+    torch.manual_seed(0)
+    if device_name == "cpu":
+        torch.set_num_threads(int(os.environ.get("BENCH_THREADS", "2")))
+    device = torch.device(device_name)
+    amp = (
+        torch.autocast("cuda", dtype=torch.bfloat16)
+        if device.type == "cuda"
+        else contextlib.nullcontext()
+    )
+    x = torch.randint(0, SIZES[size][5], (batch, seq_len + 1), device=device)
+    sides = {}
+    for side, impl in (("dense", "refinery"), ("pt", f"pt:{tracks}:{depth}")):
+        model, step_loss, flops = _build(impl, size, seq_len, device)
+        opt = torch.optim.AdamW(model.parameters(), lr=1e-4, fused=device.type == "cuda")
+        sides[side] = (model, step_loss, opt, flops)
+
+    def step(side: str) -> float:
+        model, step_loss, opt, _ = sides[side]
+        if device.type == "cuda":
+            torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        with amp:
+            loss = step_loss(x)
+        loss.backward()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+        if device.type == "cuda":
+            torch.cuda.synchronize()
+        return time.perf_counter() - t0
+
+    for side in ("dense", "pt", "dense", "pt"):  # warm-up (and compilation on CUDA)
+        step(side)
+    times: dict[str, list[float]] = {"dense": [], "pt": []}
+    for i in range(steps):
+        for side in ("dense", "pt") if i % 2 == 0 else ("pt", "dense"):
+            times[side].append(step(side))
+    tokens = batch * seq_len
+    peak_flops = None
+    if device.type == "cuda":
+        sys.path.insert(0, str(ROOT))
+        from training.trainer import PEAK_FLOPS
+
+        name = torch.cuda.get_device_name(device)
+        peak_flops = next((v for k, v in PEAK_FLOPS.items() if k in name), None)
+    out = {
+        "ratio": statistics.median(d / p for d, p in zip(times["dense"], times["pt"], strict=True))
+    }
+    for side, (model, _, _, flops) in sides.items():
+        tps = tokens / statistics.median(times[side])
+        out[side] = {
+            "tokens_per_s": tps,
+            "params": sum(p.numel() for p in model.parameters()),
+            "sync_points": model.config.sync_points(),
+            "mfu": flops * tps / peak_flops if peak_flops else None,
+        }
+    return out
+
+
+def parallel_track(device: str, quick: bool, steps: int) -> None:
+    """PT vs the dense model of the same config: tokens/s here and synchronisation points."""
     import torch
 
     cases = {
@@ -299,32 +362,40 @@ def parallel_track(device: str, quick: bool, steps: int, repeats: int) -> None:
         else f"cpu x{os.environ.get('BENCH_THREADS', '2')} threads"
     )
     print(
-        f"Parallel-Track vs dense (fwd+bwd+AdamW), device: {name}, {steps} timed steps per run, "
-        f"best of {repeats} alternating runs"
+        f"Parallel-Track vs dense (fwd+bwd+AdamW), device: {name}, {steps} timed steps of each, "
+        "interleaved in one process; medians"
     )
     header = (
         f"{'size':<14}{'seq':>6}{'batch':>6}{'K':>3}{'D':>3} | {'dense params':>13}{'PT params':>11}"
         f" | {'dense tok/s':>12}{'PT tok/s':>10}{'PT/dense':>9} | {'sync dense (2L)':>16}"
         f"{'sync PT (L/D)':>14}{'ratio':>7}"
     )
+    if device == "cuda":
+        header += f" | {'dense MFU':>10}{'PT MFU':>8}"
     print(header)
     print("-" * len(header))
     for size, seq, batch, tracks, depth in cases:
-        runs: dict[str, list[dict]] = {"dense": [], "pt": []}
-        for _ in range(repeats):
-            runs["dense"].append(run_case("refinery", size, seq, batch, steps, device))
-            runs["pt"].append(run_case(f"pt:{tracks}:{depth}", size, seq, batch, steps, device))
-        dense, pt = (max(r, key=lambda x: x["tokens_per_s"]) for r in runs.values())
-        print(
+        cmd = [sys.executable, __file__, "--pt-worker", size, str(seq), str(batch)]
+        cmd += [str(tracks), str(depth), str(steps), device]
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=1200)
+        if proc.returncode != 0:
+            raise RuntimeError(f"PT {size} seq {seq} failed:\n{proc.stderr[-2000:]}")
+        r = json.loads(proc.stdout.strip().splitlines()[-1])
+        dense, pt = r["dense"], r["pt"]
+        line = (
             f"{size:<14}{seq:>6}{batch:>6}{tracks:>3}{depth:>3} | {dense['params']:>13,}"
             f"{pt['params']:>11,} | {dense['tokens_per_s']:>12,.0f}{pt['tokens_per_s']:>10,.0f}"
-            f"{pt['tokens_per_s'] / dense['tokens_per_s']:>9.2f} | {dense['sync_points']:>16}"
-            f"{pt['sync_points']:>14}{pt['sync_points'] / dense['sync_points']:>7.3f}",
-            flush=True,
+            f"{r['ratio']:>9.2f} | {dense['sync_points']:>16}"
+            f"{pt['sync_points']:>14}{pt['sync_points'] / dense['sync_points']:>7.3f}"
         )
+        if device == "cuda":
+            fmt = lambda v: f"{v:.1%}" if v is not None else "n/a"  # noqa: E731
+            line += f" | {fmt(dense['mfu']):>10}{fmt(pt['mfu']):>8}"
+        print(line, flush=True)
     print(
-        "sync = cross-device synchronisation points per forward when split K ways: dense under "
-        "tensor parallelism 2L, PT L/D (ratio 0.125 = 87.5% fewer at D=4)"
+        "PT/dense = median over interleaved step pairs of dense step time / PT step time (>1: PT "
+        "faster). sync = cross-device synchronisation points per forward when split K ways: "
+        "dense under tensor parallelism 2L, PT L/D (ratio 0.125 = 87.5% fewer at D=4)"
     )
 
 
@@ -474,7 +545,7 @@ def main() -> None:
         action="store_true",
         help="Parallel-Track (K tracks, depth-D blocks) vs the dense model of equal parameters",
     )
-    ap.add_argument("--repeats", type=int, default=2, help="--parallel-track: alternating runs")
+    ap.add_argument("--pt-worker", nargs=7, help=argparse.SUPPRESS)
     ap.add_argument(
         "--multimodal",
         action="store_true",
@@ -490,6 +561,11 @@ def main() -> None:
 
         attention_memory(args.device or ("cuda" if torch.cuda.is_available() else "cpu"))
         return
+    if args.pt_worker:
+        size, seq, batch, tracks, depth, steps, device = args.pt_worker
+        r = pt_worker(size, int(seq), int(batch), int(tracks), int(depth), int(steps), device)
+        print(json.dumps(r))
+        return
     if args.worker:
         impl, size, seq, batch, steps, device = args.worker
         print(json.dumps(worker(impl, size, int(seq), int(batch), int(steps), device)))
@@ -501,7 +577,7 @@ def main() -> None:
         multimodal(device, args.steps or (3 if args.quick else 8))
         return
     if args.parallel_track:
-        parallel_track(device, args.quick, args.steps or (3 if args.quick else 4), args.repeats)
+        parallel_track(device, args.quick, args.steps or (4 if args.quick else 8))
         return
     cases = {
         ("cpu", False): CPU_FULL,
