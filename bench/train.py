@@ -65,13 +65,16 @@ def _rss_bytes() -> int:
 
 def _build(impl: str, size: str, seq_len: int, device):
     """(model, x -> loss, flops per token) of one implementation: `refinery` (dense),
-    `pt:K:D` (Parallel-Track, K tracks, blocks of D layers) or `llama`."""
+    `pt:K:D[:E]` (Parallel-Track, K tracks, blocks of D layers; E > 0: MoE with E experts as wide
+    as the FFN, top-2, every other layer; K = 1, D = 0: no tracks) or `llama`."""
     d, n_layer, n_head, n_kv, ffn, vocab, window = SIZES[size]
     if impl == "refinery" or impl.startswith("pt:"):
         sys.path.insert(0, str(ROOT))
         from training.model import ModelConfig, Transformer
 
-        tracks, depth = (int(v) for v in impl.split(":")[1:]) if impl != "refinery" else (1, 0)
+        tracks, depth, experts = (
+            [*map(int, impl.split(":")[1:]), 0][:3] if impl != "refinery" else (1, 0, 0)
+        )
         cfg = ModelConfig(
             vocab_size=vocab,
             d_model=d,
@@ -84,6 +87,8 @@ def _build(impl: str, size: str, seq_len: int, device):
             tie_embeddings=True,
             tracks=tracks,
             track_block_depth=depth,
+            moe_experts=experts,
+            moe_hidden=ffn,
         )
         model = Transformer(cfg).to(device)
         return model, lambda x: model(x[:, :-1], x[:, 1:])[1], model.flops_per_token(seq_len)
@@ -267,19 +272,33 @@ def run_case(impl: str, size: str, seq_len: int, batch: int, steps: int, device:
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
-# Parallel-Track vs dense: (size, seq_len, batch, tracks K, block depth D)
-PT_CPU = [("tiny-2M", 128, 8, 2, 4), ("small-10M", 256, 4, 2, 4), ("small-10M", 256, 4, 2, 2)]
-PT_CPU_QUICK = [("tiny-2M", 128, 4, 2, 4)]
-PT_GPU = [
-    ("gpt2-ish-125M", 2048, 8, 2, 4),
-    ("gpt2-ish-125M", 2048, 8, 4, 4),
-    ("1B", 4096, 2, 4, 4),
+# Parallel-Track vs dense: (size, seq_len, batch, tracks K, block depth D, MoE experts E); with
+# E > 0 both sides are MoE (PT-MoE, the report's server design, vs the single-stack MoE)
+PT_CPU = [
+    ("tiny-2M", 128, 8, 2, 4, 0),
+    ("small-10M", 256, 4, 2, 4, 0),
+    ("small-10M", 256, 4, 2, 2, 0),
+    ("tiny-2M", 128, 8, 2, 4, 4),
 ]
-PT_GPU_QUICK = [("gpt2-ish-125M", 2048, 4, 4, 4)]
+PT_CPU_QUICK = [("tiny-2M", 128, 4, 2, 4, 0)]
+PT_GPU = [
+    ("gpt2-ish-125M", 2048, 8, 2, 4, 0),
+    ("gpt2-ish-125M", 2048, 8, 4, 4, 0),
+    ("1B", 4096, 2, 4, 4, 0),
+    ("gpt2-ish-125M", 2048, 8, 4, 4, 8),
+]
+PT_GPU_QUICK = [("gpt2-ish-125M", 2048, 4, 4, 4, 0)]
 
 
 def pt_worker(
-    size: str, seq_len: int, batch: int, tracks: int, depth: int, steps: int, device_name: str
+    size: str,
+    seq_len: int,
+    batch: int,
+    tracks: int,
+    depth: int,
+    experts: int,
+    steps: int,
+    device_name: str,
 ) -> dict:
     """Dense and PT in one process, their training steps interleaved (dense, PT, PT, dense, ...)
     so that load on a shared machine hits both alike; medians of the per-step figures."""
@@ -299,7 +318,7 @@ def pt_worker(
     )
     x = torch.randint(0, SIZES[size][5], (batch, seq_len + 1), device=device)
     sides = {}
-    for side, impl in (("dense", "refinery"), ("pt", f"pt:{tracks}:{depth}")):
+    for side, impl in (("dense", f"pt:1:0:{experts}"), ("pt", f"pt:{tracks}:{depth}:{experts}")):
         model, step_loss, flops = _build(impl, size, seq_len, device)
         opt = torch.optim.AdamW(model.parameters(), lr=1e-4, fused=device.type == "cuda")
         sides[side] = (model, step_loss, opt, flops)
@@ -366,7 +385,8 @@ def parallel_track(device: str, quick: bool, steps: int) -> None:
         "interleaved in one process; medians"
     )
     header = (
-        f"{'size':<14}{'seq':>6}{'batch':>6}{'K':>3}{'D':>3} | {'dense params':>13}{'PT params':>11}"
+        f"{'size':<14}{'seq':>6}{'batch':>6}{'K':>3}{'D':>3}{'E':>3} | {'dense params':>13}"
+        f"{'PT params':>11}"
         f" | {'dense tok/s':>12}{'PT tok/s':>10}{'PT/dense':>9} | {'sync dense (2L)':>16}"
         f"{'sync PT (L/D)':>14}{'ratio':>7}"
     )
@@ -374,16 +394,16 @@ def parallel_track(device: str, quick: bool, steps: int) -> None:
         header += f" | {'dense MFU':>10}{'PT MFU':>8}"
     print(header)
     print("-" * len(header))
-    for size, seq, batch, tracks, depth in cases:
+    for size, seq, batch, tracks, depth, experts in cases:
         cmd = [sys.executable, __file__, "--pt-worker", size, str(seq), str(batch)]
-        cmd += [str(tracks), str(depth), str(steps), device]
+        cmd += [str(tracks), str(depth), str(experts), str(steps), device]
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=1200)
         if proc.returncode != 0:
             raise RuntimeError(f"PT {size} seq {seq} failed:\n{proc.stderr[-2000:]}")
         r = json.loads(proc.stdout.strip().splitlines()[-1])
         dense, pt = r["dense"], r["pt"]
         line = (
-            f"{size:<14}{seq:>6}{batch:>6}{tracks:>3}{depth:>3} | {dense['params']:>13,}"
+            f"{size:<14}{seq:>6}{batch:>6}{tracks:>3}{depth:>3}{experts:>3} | {dense['params']:>13,}"
             f"{pt['params']:>11,} | {dense['tokens_per_s']:>12,.0f}{pt['tokens_per_s']:>10,.0f}"
             f"{r['ratio']:>9.2f} | {dense['sync_points']:>16}"
             f"{pt['sync_points']:>14}{pt['sync_points'] / dense['sync_points']:>7.3f}"
@@ -393,6 +413,7 @@ def parallel_track(device: str, quick: bool, steps: int) -> None:
             line += f" | {fmt(dense['mfu']):>10}{fmt(pt['mfu']):>8}"
         print(line, flush=True)
     print(
+        "E: MoE experts on both sides (0: dense FFN). "
         "PT/dense = median over interleaved step pairs of dense step time / PT step time (>1: PT "
         "faster). sync = cross-device synchronisation points per forward when split K ways: "
         "dense under tensor parallelism 2L, PT L/D (ratio 0.125 = 87.5% fewer at D=4)"
@@ -545,7 +566,7 @@ def main() -> None:
         action="store_true",
         help="Parallel-Track (K tracks, depth-D blocks) vs the dense model of equal parameters",
     )
-    ap.add_argument("--pt-worker", nargs=7, help=argparse.SUPPRESS)
+    ap.add_argument("--pt-worker", nargs=8, help=argparse.SUPPRESS)
     ap.add_argument(
         "--multimodal",
         action="store_true",
@@ -562,8 +583,9 @@ def main() -> None:
         attention_memory(args.device or ("cuda" if torch.cuda.is_available() else "cpu"))
         return
     if args.pt_worker:
-        size, seq, batch, tracks, depth, steps, device = args.pt_worker
-        r = pt_worker(size, int(seq), int(batch), int(tracks), int(depth), int(steps), device)
+        size, device = args.pt_worker[0], args.pt_worker[-1]
+        seq, batch, tracks, depth, experts, steps = map(int, args.pt_worker[1:-1])
+        r = pt_worker(size, seq, batch, tracks, depth, experts, steps, device)
         print(json.dumps(r))
         return
     if args.worker:
