@@ -405,3 +405,26 @@ def test_a_vit_tower_gives_its_patch_grid(tmp_path):
     assert torch.allclose(grid.flatten(2).transpose(1, 2), tokens, atol=1e-5)
     adapter = VisionAdapter(AdapterConfig(32, 24, image_tokens=4, heads=4))
     assert adapter(grid).shape == (2, 4, 24)
+
+
+def test_a_trained_tower_changes_and_is_carried_in_the_checkpoint(
+    tmp_path, mm_mixture, pretrained_run, clip_dir
+):
+    import yaml
+
+    from training.checkpoint import latest_checkpoint, load_checkpoint
+    from training.clip import load_state
+    from training.multimodal import run_multimodal
+
+    config = write_multimodal_config(tmp_path / "c.yaml", checkpoint_every=2)
+    cfg = yaml.safe_load(config.read_text())
+    cfg["stages"]["multimodal"] |= {"freeze_vision": False, "adapter_only_steps": 0}
+    config.write_text(yaml.safe_dump(cfg))
+    run_multimodal(
+        config, mm_mixture, tmp_path / "run", init=pretrained_run, vision=clip_dir, steps=2
+    )
+    saved = load_checkpoint(latest_checkpoint(tmp_path / "run"))["vision_language"]
+    assert saved["vision_fingerprint"] is None
+    before = load_state(clip_dir)
+    changed = [k for k, v in saved["vision"].items() if not torch.equal(v, before[f"visual.{k}"])]
+    assert changed and any(k.startswith("layer4.") for k in changed)
