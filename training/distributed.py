@@ -11,7 +11,8 @@ rendezvous variables). Then:
 - The process group is `gloo` on CPU and `cpu:gloo,cuda:nccl` where CUDA is available; a CUDA
   run puts rank r on `cuda:LOCAL_RANK`.
 - The model is sharded with FSDP2 (`torch.distributed.fsdp.fully_shard`): each transformer block,
-  then the root (embedding, tied head, final norm). Gradients of parameters a rank did not use
+  then the root (embedding, tied head, final norm); a Parallel-Track model (`tracks` > 1, whose
+  batched forward reads the blocks' weights directly) as one unit at the root. Gradients of parameters a rank did not use
   (an MoE expert no token chose) are reduced as zeros, so every rank reduces the same set.
 - **Batch rule**: `train.batch_size` is the per-rank micro-batch. The global batch of a step is
   `world_size x batch_size x grad_accum` sequences, and rank r takes every world_size-th
@@ -200,8 +201,12 @@ def shard_model(model: torch.nn.Module, ctx: DistContext, device: torch.device) 
     from training.model import Block
 
     mesh = init_device_mesh(device.type, (ctx.world_size,), mesh_dim_names=("dp",))
-    for block in [m for m in model.modules() if isinstance(m, Block)]:
-        fully_shard(block, mesh=mesh)
+    # FSDP2 gathers a module's weights when its forward runs. A Parallel-Track model reads its
+    # tracks' block weights directly (stacked per layer, Block.forward never runs), so there the
+    # root alone is sharded: all weights are gathered once per forward.
+    if getattr(getattr(model, "config", None), "tracks", 1) == 1:
+        for block in [m for m in model.modules() if isinstance(m, Block)]:
+            fully_shard(block, mesh=mesh)
     fully_shard(model, mesh=mesh)
     # MoE experts and the image projection are used on some ranks only: reduce zeros for them
     # so that every rank reduce-scatters the same parameters.

@@ -206,6 +206,27 @@ def test_sharded_checkpoints_exist_load_whole_and_feed_a_single_process_stage(
         run_stage("pretrain", cfg, runs["mix"], tmp_path / "again", steps=8, resume=True)
 
 
+def test_a_parallel_track_model_trains_the_same_under_two_processes(tmp_path, mixtures):
+    """PT's batched forward reads the blocks' weights directly, so it is sharded at the root only
+    (sharding each block failed: 'aten.mul.Tensor got mixed torch.Tensor and DTensor')."""
+    configs = {}
+    for name, batch in (("one", 4), ("two", 2)):
+        path = dense_config(tmp_path / f"{name}.yaml", batch)
+        cfg = yaml.safe_load(path.read_text())
+        cfg["model"].update(tracks=2, track_block_depth=2)
+        path.write_text(yaml.safe_dump(cfg))
+        configs[name] = path
+    torch.set_num_threads(1)
+    run_stage("pretrain", configs["one"], mixtures["pretrain"], tmp_path / "single", steps=3)
+    args = ["--config", str(configs["two"]), "--data", str(mixtures["pretrain"]), "--steps", "3"]
+    torchrun("-m", "pipelines.cli", "train", "pretrain", *args, "--out", "ddp", cwd=tmp_path)
+    single = read_jsonl(tmp_path / "single" / "metrics.jsonl")
+    ddp = read_jsonl(tmp_path / "ddp" / "metrics.jsonl")
+    assert len(ddp) == len(single) == 3
+    for a, b in zip(single, ddp, strict=True):
+        assert b["loss"] == pytest.approx(a["loss"], rel=REL_TOL), (a["step"], a["loss"], b["loss"])
+
+
 def test_a_bad_launch_environment_is_a_clear_error(monkeypatch):
     for var in ("MASTER_ADDR", "MASTER_PORT", "LOCAL_RANK"):
         monkeypatch.delenv(var, raising=False)
