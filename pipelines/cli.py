@@ -157,7 +157,8 @@ def demo(
     train_steps: Annotated[
         str | None,
         typer.Option(
-            help="Training steps as PRETRAIN,CPT,LONG (default 300,100,100, the tiny config's own)."
+            help="Training steps as PRETRAIN,CPT,MULTIMODAL,LONG (default 300,100,100,100, the "
+            "tiny config's own); PRETRAIN,CPT,LONG keeps multimodal at its default."
         ),
     ] = None,
 ) -> None:
@@ -168,11 +169,12 @@ def demo(
     if train_steps:
         try:
             steps = tuple(int(x) for x in train_steps.split(","))
-            if len(steps) != 3 or any(n <= 0 for n in steps):
+            if len(steps) not in (3, 4) or any(n <= 0 for n in steps):
                 raise ValueError
         except ValueError:
             raise ValueError(
-                f"--train-steps {train_steps!r}: three positive integers, e.g. 300,100,100"
+                f"--train-steps {train_steps!r}: four positive integers PRETRAIN,CPT,MULTIMODAL,"
+                "LONG (e.g. 300,100,100,100), or three PRETRAIN,CPT,LONG"
             ) from None
     run_demo(lake_dir.resolve() if lake_dir else None, train_steps=steps)
 

@@ -24,7 +24,12 @@ from pipelines import lake
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 # The sample web is on loopback: a short delay keeps the demo quick; robots and Crawl-delay apply.
 DEMO_CRAWL_DELAY_S = 0.2
-DEMO_TRAIN_STEPS = {"pretrained_model": 300, "cpt_model": 100, "long_context_model": 100}
+DEMO_TRAIN_STEPS = {
+    "pretrained_model": 300,
+    "cpt_model": 100,
+    "multimodal_model": 100,
+    "long_context_model": 100,
+}
 DEMO_RETRIEVAL_EVAL_DOCS = 64
 DEMO_IMAGE_DELAY_S = 0.05
 DEMO_CLIP_STEPS = 60
@@ -165,12 +170,13 @@ def run_demo(
     root: Path | None = None,
     console: Console | None = None,
     *,
-    train_steps: tuple[int, int, int] | None = None,
+    train_steps: tuple[int, ...] | None = None,
     dagster_home: Path | None = None,
 ) -> list[AssetResult]:
     """Serve the sample web on loopback and materialize the whole graph on it; print a table.
 
-    train_steps overrides the (pretrain, cpt, long-context) step counts, e.g. for a quick check.
+    train_steps overrides the (pretrain, cpt, multimodal, long-context) step counts, e.g. for a
+    quick check; three values are (pretrain, cpt, long-context) with multimodal at its default.
     """
     from sampleweb import build_web, serve
 
@@ -179,7 +185,10 @@ def run_demo(
     root.mkdir(parents=True, exist_ok=True)
     steps = dict(DEMO_TRAIN_STEPS)
     if train_steps:
-        steps = dict(zip(DEMO_TRAIN_STEPS, train_steps, strict=True))
+        names = list(DEMO_TRAIN_STEPS)
+        if len(train_steps) == 3:
+            names.remove("multimodal_model")
+        steps.update(zip(names, train_steps, strict=True))
     started = time.perf_counter()
     with serve(build_web()) as served:
         console.print(
