@@ -29,9 +29,11 @@ class CaptionerTrainParams(Params):
         output=True,
         help="Model directory (what --captioner loads); default: lake models/captioner.",
     )
-    steps: int = param(200, min=1, help="Optimizer steps.")
-    batch_size: int = param(32, min=2, help="Pairs per batch.")
-    lr: float = param(3e-3, help="Peak learning rate.")
+    # 400 x 16 at 2e-3: on the demo lake's 200 pairs, 110 of 200 greedy captions equal the alt
+    # text (word recall 0.82) against 36 for 200 x 32 at 3e-3, in about the same time.
+    steps: int = param(400, min=1, help="Optimizer steps.")
+    batch_size: int = param(16, min=2, help="Pairs per batch.")
+    lr: float = param(2e-3, help="Peak learning rate.")
     seed: int = param(0)
 
 
@@ -105,7 +107,10 @@ class CaptionsParams(TeacherOptions):
         "open_clip spec); default: lake models/clip.",
     )
     min_score: float | None = param(
-        None, help="Captions whose CLIP score is below this get status low_clip_score."
+        0.5,
+        help="Captions whose CLIP score (cosine) is below this get status low_clip_score. 0.5: "
+        "on the demo lake the project's CLIP scored 99.5% of the true alt texts and 20% of "
+        "shuffled ones at or above it; -1 keeps every caption.",
     )
     dense: int | None = param(
         None,
