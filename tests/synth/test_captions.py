@@ -25,6 +25,7 @@ import pytest
 from PIL import Image
 from typer.testing import CliRunner
 
+from common.lakecheck import verify_lake
 from sampleweb.images import COLOURS, random_scene, render_png
 from synth import captions as cap_mod
 from synth.captions import COLUMNS, NO_TEACHER, make_captions
@@ -345,6 +346,7 @@ def test_cli_trains_the_captioner_and_captions_a_tiny_lake(tmp_path, monkeypatch
     assert all(r["caption"] and r["clip_score"] is not None for r in rows if r["status"] == "ok")
     assert {r["status"] for r in rows} <= {"ok", "low_clip_score", "empty_caption"}
     assert "rows=48" in res.output and "absent_levels" in res.output
+    assert verify_lake(lake) == []  # rows as the manifests say, no duplicate rows
 
     explicit = tmp_path / "explicit"
     res = runner.invoke(
