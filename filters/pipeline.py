@@ -81,17 +81,82 @@ def output_schema(input_schema: pa.Schema) -> pa.Schema:
     return pa.schema(fields + [pa.field(k, v) for k, v in ADDED_COLUMNS.items()])
 
 
-def plan_chunks(docs_path: str, files=LOCAL_FILES) -> list[Chunk]:
-    """(chunk, path, first row, end row) ranges of the input; reads only the Parquet footer."""
+def plan_chunks(docs_path: str, files=LOCAL_FILES, max_rows: int | None = None) -> list[Chunk]:
+    """(chunk, path, first row, end row) ranges of the input; reads only the Parquet footer.
+
+    A chunk is the rows a worker holds at once; `max_rows` (from a memory budget,
+    `rows_for_budget`) caps it, so a budget gives more, smaller chunks.
+    """
     with files.open_read(docs_path) as f:
         n = pq.ParquetFile(f).metadata.num_rows
     size = max(MIN_CHUNK_ROWS, math.ceil(n / MAX_CHUNKS))
+    if max_rows is not None:
+        size = max(1, min(size, max_rows))
     return [(i, docs_path, a, min(n, a + size)) for i, a in enumerate(range(0, n, size))]
 
 
 def shard_count(chunks: list[Chunk]) -> int:
-    """Dedup shards of a run: one per chunk (at least one)."""
-    return max(1, len(chunks))
+    """Dedup shards of a run: one per chunk (at least one, at most MAX_CHUNKS). The clusters do
+    not depend on the number of shards (`filters.dedup_shards`)."""
+    return max(1, min(len(chunks), MAX_CHUNKS))
+
+
+# Memory of the filter, for `memory_budget_mib` (see common.budget). Measured with
+# common.memory.PeakMemory around `pipelines.stages.filter.run_filter` (no quality models) on 300
+# rows of sample-web texts joined into ~85 KB rows, each run in a fresh process with Beam
+# imported: in process, 8 rows at once grew 56 MiB over the resident set and all 300 at once
+# 92 MiB, so a row held costs ~1.5 times its uncompressed Parquet size (the row as Python
+# objects, its annotated copy, the Arrow table of the part); on the DirectRunner 8 rows at once
+# grew 75 MiB. FILTER_FIXED_MIB covers that fixed part (language ID, PII, MinHash, Beam's
+# in-memory runner, the parts' buffers) and FILTER_ROW_FACTOR doubles the per-row figure; the
+# quality models' files (loaded whole) and the language-ID model come on top.
+FILTER_ROW_FACTOR = 3.0
+FILTER_FIXED_MIB = 96.0
+FILTER_MIN_ROW_MIB = 0.01  # a row's Python objects and annotations however short its text
+
+
+def _row_bytes(docs_path: str, files=LOCAL_FILES) -> float:
+    """Mean uncompressed Parquet bytes of a row of the input (its footer's row groups)."""
+    with files.open_read(docs_path) as f:
+        meta = pq.ParquetFile(f).metadata
+    rows = meta.num_rows
+    size = sum(meta.row_group(i).total_byte_size for i in range(meta.num_row_groups))
+    return size / rows if rows else 0.0
+
+
+def _model_mib(*dirs: str | Path | None) -> float:
+    """Size of the quality models (`*.bin`, loaded whole) in the given directories, in MiB."""
+    total = 0
+    for d in dirs:
+        if d and Path(d).is_dir():
+            total += sum(p.stat().st_size for p in Path(d).glob("*.bin"))
+    return total / 2**20
+
+
+def rows_for_budget(
+    docs_path: str,
+    budget_mib: float,
+    cfg: FilterConfig,
+    models_dir: str | Path | None,
+    workers: int = 1,
+    files=LOCAL_FILES,
+):
+    """The chunk size (`common.budget.Fit`; `units` = rows held at once per worker) that keeps
+    the filter under `budget_mib` with `workers` workers in this process."""
+    from common.budget import fit
+    from common.langid import lid176_path
+
+    row_mib = max(FILTER_MIN_ROW_MIB, FILTER_ROW_FACTOR * _row_bytes(docs_path, files) / 2**20)
+    lid = lid176_path()
+    fixed = FILTER_FIXED_MIB + (lid.stat().st_size / 2**20 if lid.exists() else 0.0)
+    fixed += _model_mib(models_dir, cfg.quality.fallback_models_dir)
+    return fit(
+        budget_mib,
+        stage="filter",
+        unit="row held at once",
+        unit_mib=row_mib * max(1, workers),
+        fixed_mib=fixed,
+    )
 
 
 def read_chunk(chunk: Chunk, files=LOCAL_FILES) -> Iterator[dict]:
@@ -338,14 +403,16 @@ def run_local(
     *,
     rounds: int = dedup_shards.ROUNDS,
     files=LOCAL_FILES,
+    max_rows: int | None = None,
 ) -> dict:
     """The in-process executor: out_dir/{annotated,documents,dup_clusters}.parquet in this process.
 
     Parts go to `work_dir` (which must exist); returns the counts (also in work_dir/counts.json),
-    the same as the Beam pipeline's for the same input and config.
+    the same as the Beam pipeline's for the same input and config. `max_rows` caps the rows
+    held at once (`plan_chunks`).
     """
     docs_path, out_dir, work_dir = str(docs_path), str(out_dir), str(work_dir)
-    chunks = plan_chunks(docs_path, files)
+    chunks = plan_chunks(docs_path, files, max_rows)
     annotator = make_annotator(cfg, str(models_dir) if models_dir else None)
     batches = [annotate_chunk(c, annotator, work_dir, schema, cfg, files) for c in chunks]
     results = dedup_shards.run_in_memory(batches, cfg.dedup, shard_count(chunks), rounds)

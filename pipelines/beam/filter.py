@@ -142,6 +142,20 @@ class MergeOutputsFn(beam.DoFn):
         yield counts["rows"]
 
 
+def direct_workers(args: list[str]) -> int:
+    """Workers of the DirectRunner in these args (`--direct_num_workers`, 0: one per CPU)."""
+    import os
+
+    n = 1
+    args = fs.runner_args(args)
+    for i, a in enumerate(args):
+        if a.startswith("--direct_num_workers="):
+            n = int(a.split("=", 1)[1])
+        elif a == "--direct_num_workers" and i + 1 < len(args):
+            n = int(args[i + 1])
+    return n if n > 0 else (os.cpu_count() or 1)
+
+
 def is_in_process(args: list[str]) -> bool:
     """Whether the args select the in-process executor (`--runner=InProcess`)."""
     return f"--runner={IN_PROCESS}" in fs.runner_args(args)
@@ -156,17 +170,29 @@ def build_and_run(
     models_dir: str | None,
     beam_args: list[str],
     rounds: int = ROUNDS,
+    max_rows: int | None = None,
 ) -> dict:
     """Run the filter pipeline; workers write out_dir/{annotated,documents,dup_clusters}.parquet.
 
     Returns the counts the workers wrote to parts_dir/counts.json (the driver reads nothing else).
     `--runner=InProcess` runs `filters.pipeline.run_local` here instead (same outputs, counts).
+    `max_rows` caps the rows a worker holds at once: each element of the Annotate step is one
+    chunk of at most that many rows (Beam's Python runners take no bundle-size option; a
+    bundle of chunk elements is processed one element at a time, each written out as a part).
     """
     if is_in_process(beam_args):
         return steps.run_local(
-            docs_path, out_dir, parts_dir, schema, cfg, models_dir, rounds=rounds, files=fs
+            docs_path,
+            out_dir,
+            parts_dir,
+            schema,
+            cfg,
+            models_dir,
+            rounds=rounds,
+            files=fs,
+            max_rows=max_rows,
         )
-    chunks = plan_chunks(docs_path, fs)
+    chunks = plan_chunks(docs_path, fs, max_rows)
     p = beam.Pipeline(options=PipelineOptions(fs.runner_args(beam_args)))
     batches = (
         p

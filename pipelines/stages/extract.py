@@ -88,6 +88,7 @@ def run_render(
     delay: float | None = None,
     sandbox: str = "auto",
     archive: bool = True,
+    memory_budget_mib: float | None = None,
 ) -> dict[str, Any]:
     """Render the crawl's pages that need it; write out_dir/rendered.parquet and return a summary.
 
@@ -96,11 +97,20 @@ def run_render(
     out_dir/render-*.warc.gz and located by the warc_* columns. Tokens, User-Agent and delay
     left as None are the crawl's own (from its frontier.sqlite), else the crawl defaults.
     Private networks are never inherited: pass `allow_private_networks` to lift the guard.
+    With `memory_budget_mib`, at most `pages_in_flight` pages are in flight, as many as fit in
+    the budget (`crawlers.render.budget`).
     """
     import pyarrow as pa
 
     from crawlers.render import RenderConfig
     from crawlers.render.crawl import render_crawl
+
+    budget = None
+    if memory_budget_mib is not None:
+        from crawlers.render.budget import pages_in_flight_for
+
+        budget = pages_in_flight_for(memory_budget_mib, pages_in_flight)
+        pages_in_flight = budget.units
 
     out_dir = Path(out_dir)
     crawl_cfg = _crawl_settings(crawl_dir)
@@ -140,6 +150,8 @@ def run_render(
         "sandbox": sandbox,
         "archive": archive,
     }
+    if budget is not None:
+        settings["memory_budget_mib"] = memory_budget_mib
     lake.write_parquet(
         pa.Table.from_pylist(rows, schema=_rendered_schema()),
         path,
@@ -156,6 +168,8 @@ def run_render(
         "subresources": sum(len(r["subresources"]) for r in rendered),
         "seconds": round(elapsed, 2),
         "pages_per_s": round(len(rendered) / elapsed, 3) if rendered and elapsed > 0 else 0.0,
+        "pages_in_flight": pages_in_flight,
+        "memory_budget": budget.as_dict() if budget else None,
     }
 
 
@@ -295,6 +309,13 @@ class RenderOptions(Params):
     block_media: bool = param(
         True, flag="--block-media/--no-block-media", help="Do not download images, audio, video."
     )
+    memory_budget_mib: float | None = param(
+        None,
+        min=1,
+        help="Peak memory (MiB, this process and Chromium) the render stays under: pages in "
+        "flight are lowered to what fits (at most --pages-in-flight); too small for one page "
+        "is an error naming the smallest budget.",
+    )
 
     def render_kwargs(self) -> dict[str, Any]:
         """The keyword arguments of `run_render` (one mapping of options to RenderConfig)."""
@@ -309,6 +330,7 @@ class RenderOptions(Params):
             "delay": self.delay,
             "sandbox": self.sandbox,
             "archive": self.archive,
+            "memory_budget_mib": self.memory_budget_mib,
         }
 
 
@@ -330,6 +352,8 @@ class RenderSummary(Summary):
     subresources: int
     seconds: float
     pages_per_s: float
+    pages_in_flight: int | None = None  # the pool size used (lowered to fit a memory budget)
+    memory_budget: dict[str, Any] | None = None  # how the budget was spent (common.budget.Fit)
 
     def text(self) -> str:
         return json.dumps(self.model_dump(exclude={"outputs"}), indent=2)

@@ -102,12 +102,18 @@ def run_filter(
     models_dir: str | Path | None = None,
     config: FilterConfig | dict | str | Path | None = None,
     beam_args: Sequence[str] = (),
+    memory_budget_mib: float | None = None,
 ) -> dict[str, Any]:
-    """Filter DIR2/documents.parquet into DIR3 (annotated, documents, dup_clusters, host_languages, funnel)."""
+    """Filter DIR2/documents.parquet into DIR3 (annotated, documents, dup_clusters, host_languages, funnel).
+
+    With `memory_budget_mib`, the rows a worker holds at once (a chunk) are as many as fit in
+    the budget (`filters.pipeline.rows_for_budget`); the outputs do not change.
+    """
     cfg = _config(config)
     docs_path = Path(docs_dir) / "documents.parquet"
     in_schema = _check_input(docs_path)
     from filters import report
+    from filters.pipeline import plan_chunks
     from pipelines.beam.filter import build_and_run, output_schema
 
     out = Path(out_dir)
@@ -117,6 +123,13 @@ def run_filter(
     args = list(beam_args)
     if not any(a.startswith("--runner") for a in args):
         args.insert(0, "--runner=DirectRunner")
+    budget = None
+    if memory_budget_mib is not None:
+        from filters.pipeline import rows_for_budget
+        from pipelines.beam.filter import direct_workers, is_in_process
+
+        workers = 1 if is_in_process(args) else direct_workers(args)
+        budget = rows_for_budget(str(docs_path), memory_budget_mib, cfg, models_dir, workers)
     # Workers write the outputs and a counts file under OUT; the driver reads only the counts.
     work = Path(tempfile.mkdtemp(prefix="_beam-", dir=out))
     try:
@@ -128,10 +141,12 @@ def run_filter(
             cfg,
             str(models_dir) if models_dir else None,
             args,
+            max_rows=budget.units if budget else None,
         )
     finally:
         shutil.rmtree(work, ignore_errors=True)
     n_in = pq.ParquetFile(docs_path).metadata.num_rows
+    chunks = plan_chunks(str(docs_path), max_rows=budget.units if budget else None)
     if counts["rows"] != n_in:
         raise RuntimeError(f"filter lost rows: {n_in} in, {counts['rows']} annotated")
     manifest_cfg = {
@@ -167,6 +182,9 @@ def run_filter(
             "quality_models": sorted(models),
             "clusters": counts["clusters"],
             "dedup_leftover_edges": counts["dedup_leftover_edges"],
+            "chunks": len(chunks),
+            "chunk_rows": max((c[3] - c[2] for c in chunks), default=0),
+            "memory_budget": budget.as_dict() if budget else None,
         }
     )
     (out / "funnel.json").write_text(
@@ -243,6 +261,12 @@ class FilterParams(Params):
         help="Directory of <lang>.bin quality models (default: the default set, built on first "
         "use under <lake>/models/quality/default).",
     )
+    memory_budget_mib: float | None = param(
+        None,
+        min=1,
+        help="Peak memory (MiB) the filter stays under: the rows a worker holds at once are "
+        "lowered to what fits; too small for one row is an error naming the smallest budget.",
+    )
 
 
 class FilterSummary(Summary):
@@ -258,6 +282,9 @@ class FilterSummary(Summary):
     quality_models: list[str]
     funnel: str
     funnel_plot: str
+    chunks: int | None = None  # row ranges annotated (one element of the Annotate step each)
+    chunk_rows: int | None = None  # rows a worker held at once (the largest chunk)
+    memory_budget: dict[str, Any] | None = None  # how the budget was spent (common.budget.Fit)
     markdown_fields: ClassVar[tuple[str, ...]] = ("funnel",)
 
     def metadata(self) -> dict[str, Any]:
@@ -269,7 +296,11 @@ class FilterSummary(Summary):
                 "funnel_plot",
                 "unscored_languages",
                 "quality_models",
-            }
+                "chunks",
+                "chunk_rows",
+                "memory_budget",
+            },
+            exclude_none=True,
         )
 
     def metadata_for(self, output: str, first: bool) -> dict[str, Any]:
@@ -309,6 +340,7 @@ def filter_stage(p: FilterParams, lake: Lake) -> FilterSummary:
         models_dir=p.models,
         config=p.config,
         beam_args=[f"--runner={p.runner}", *p.beam_args],
+        memory_budget_mib=p.memory_budget_mib,
     )
     lake.log(f"filter: {s['rows_in']} in, {s['rows_kept']} kept")
     return FilterSummary(

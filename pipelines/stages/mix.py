@@ -106,19 +106,33 @@ def run_mix_build(
     runner: str | None = None,
     pipeline_args: Sequence[str] = (),
     lake_root: Path | None = None,
+    memory_budget_mib: float | None = None,
 ) -> dict[str, Any]:
     """Build a mixture: in process when runner is None, else as a Beam pipeline on that runner.
 
     `lake/...` paths in the spec resolve against lake_root (default $REFINERY_HOME or ./lake).
+    With `memory_budget_mib` (in process only), the rows read and tokenized at once are as many
+    as fit in the budget (`training.mixture.builder.read_rows_for_budget`); the shards do not
+    change.
     """
     path = resolve_spec(spec_path)
     root = lake_root or lake.lake_root()
     out_dir = Path(out_dir)
     t0 = time.perf_counter()
+    budget = None
+    if memory_budget_mib is not None and runner is not None:
+        raise ValueError(
+            f"memory_budget_mib={memory_budget_mib:g} (--memory-budget-mib) applies to the "
+            f"in-process build; drop it or build without --runner ({runner})"
+        )
     if runner is None:
-        from training.mixture.builder import build_mixture
+        from training.mixture.builder import READ_BATCH_ROWS, build_mixture, read_rows_for_budget
 
-        manifest = build_mixture(path, out_dir, lake_root=root)
+        read_rows = READ_BATCH_ROWS
+        if memory_budget_mib is not None:
+            budget = read_rows_for_budget(path, memory_budget_mib, lake_root=root)
+            read_rows = budget.units
+        manifest = build_mixture(path, out_dir, lake_root=root, read_rows=read_rows)
     else:
         from pipelines.beam.mix import build_mixture_beam
 
@@ -142,6 +156,8 @@ def run_mix_build(
         "seconds": round(seconds, 2),
         "markdown": report["markdown"],
         "plot": report["plot"],
+        "read_rows": budget.units if budget else None,
+        "memory_budget": budget.as_dict() if budget else None,
     }
 
 
@@ -269,6 +285,13 @@ class MixBuildParams(Params):
     )
     beam_runner: str = param("DirectRunner", cli=False, resource="beam.runner")
     beam_options: list[str] = param([], cli=False, resource="beam.options")
+    memory_budget_mib: float | None = param(
+        None,
+        min=1,
+        help="Peak memory (MiB) an in-process build stays under: the text rows read and "
+        "tokenized at once are lowered to what fits; too small is an error naming the smallest "
+        "budget.",
+    )
 
 
 class MixBuildSummary(Summary):
@@ -284,6 +307,8 @@ class MixBuildSummary(Summary):
     tokens_per_s: float | None
     images: int | None = None  # distinct stored images (mixtures with image_tokens)
     rejects: dict[str, int] | None = None  # image-source rows/images refused, by reason
+    read_rows: int | None = None  # text rows read and tokenized at once (from a memory budget)
+    memory_budget: dict[str, Any] | None = None  # how the budget was spent (common.budget.Fit)
     seconds: float
     accounting: str
     plot: str
@@ -302,7 +327,14 @@ def mix_build(p: MixBuildParams, lake_: Lake) -> MixBuildSummary:
     out = Path(p.out) if p.out else lake_.dir("mixtures") / load_spec(spec_path).name
     runner = p.runner or (p.beam_runner if p.use_beam else None)
     args = p.beam_arg if p.runner else p.beam_options
-    s = run_mix_build(spec_path, out, runner=runner, pipeline_args=args or (), lake_root=lake_.root)
+    s = run_mix_build(
+        spec_path,
+        out,
+        runner=runner,
+        pipeline_args=args or (),
+        lake_root=lake_.root,
+        memory_budget_mib=p.memory_budget_mib,
+    )
     lake_.log(f"mixture {s['name']}: {s['num_sequences']} sequences, {s['tokens']} tokens -> {out}")
     return MixBuildSummary(
         outputs={"mixture": str(out)},
@@ -318,6 +350,8 @@ def mix_build(p: MixBuildParams, lake_: Lake) -> MixBuildSummary:
         tokens_per_s=s["tokens_per_s"],
         images=s["images"],
         rejects=s["rejects"],
+        read_rows=s["read_rows"],
+        memory_budget=s["memory_budget"],
         seconds=s["seconds"],
         accounting=s["markdown"],
         plot=s["plot"],

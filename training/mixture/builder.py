@@ -39,6 +39,7 @@ from training.mixture.sampling import (
 )
 from training.mixture.sources import (
     ALL_GROUP,
+    READ_BATCH_ROWS,
     DocBatch,
     ReadUnit,
     consent_version,
@@ -255,10 +256,60 @@ def _glob(path: Path) -> list[str]:
     return sorted(glob.glob(str(path)))
 
 
+# Memory of a build, for `memory_budget_mib` (common.budget): the knob is the text rows read and
+# tokenized at once (`read_rows`), whose tokens then go to the on-disk token file. Measured with
+# common.memory.PeakMemory around `build_mixture` (fresh process, DuckDB and tokenizers imported)
+# on 1500 rows of sample-web texts joined into ~19 KB rows, a 512-token vocabulary: 16 rows at
+# once grew 116 MiB over the resident set, all rows at once 1571 MiB, so a row costs ~50 times
+# its uncompressed Parquet size -- the tokenizer's Encoding objects (ids, offsets, token
+# strings: ~100 bytes a token) dominate; a larger vocabulary makes fewer tokens a byte. On top
+# come MIX_FIXED_MIB (DuckDB, the tokenizer, NumPy temporaries; ~100 measured), MIX_DOC_BYTES per
+# source row (labels kept per document) and two shard blocks of shard_sequences x seq_len uint32.
+MIX_ROW_FACTOR = 64.0
+MIX_FIXED_MIB = 128.0
+MIX_DOC_BYTES = 96
+
+
+def read_rows_for_budget(
+    spec_path: str | Path, budget_mib: float, *, lake_root: Path | None = None
+):
+    """Rows read and tokenized at once (`common.budget.Fit`, at most READ_BATCH_ROWS) that keep
+    a build of this spec under `budget_mib`. The shards do not depend on it."""
+    import duckdb  # noqa: F401 - the build reads with DuckDB: resident before the budget is read
+    import pyarrow.parquet as pq
+    import tokenizers  # noqa: F401 - as DuckDB
+
+    from common.budget import fit
+
+    spec_path = Path(spec_path)
+    spec = load_spec(spec_path)
+    files = sorted({u.file for u in plan_units(spec, spec_path.parent, lake_root)})
+    rows, row_bytes = 0, 0.0
+    for f in files:
+        meta = pq.ParquetFile(f).metadata
+        size = sum(meta.row_group(i).total_byte_size for i in range(meta.num_row_groups))
+        rows += meta.num_rows
+        row_bytes = max(row_bytes, size / meta.num_rows if meta.num_rows else 0.0)
+    block = 2 * spec.shard_sequences * spec.seq_len * 4
+    return fit(
+        budget_mib,
+        stage="mixture build",
+        unit="row read at once",
+        unit_mib=max(MIX_ROW_FACTOR * row_bytes, 1024) / 2**20,
+        fixed_mib=MIX_FIXED_MIB + (block + rows * MIX_DOC_BYTES) / 2**20,
+        most=READ_BATCH_ROWS,
+    )
+
+
 def build_mixture(
-    spec_path: str | Path, out_dir: str | Path, *, lake_root: Path | None = None
+    spec_path: str | Path,
+    out_dir: str | Path,
+    *,
+    lake_root: Path | None = None,
+    read_rows: int = READ_BATCH_ROWS,
 ) -> dict[str, Any]:
-    """Build a mixture in process; return its manifest."""
+    """Build a mixture in process; return its manifest. `read_rows`: text rows read and tokenized
+    at once (`read_rows_for_budget`); the shards and manifest do not depend on it."""
     spec_path, out_dir = Path(spec_path), Path(out_dir)
     spec = load_spec(spec_path)
     tok_path = prepare_tokenizer(spec, spec_path.parent, out_dir, lake_root)
@@ -269,7 +320,7 @@ def build_mixture(
     try:
         writer = CorpusWriter(work)
         for unit in units:
-            for batch in tokenize_unit_batches(unit, tok):
+            for batch in tokenize_unit_batches(unit, tok, read_rows):
                 writer.add(unit, batch)
         consent = consent_version(units, lake_root)
         return assemble_corpus(

@@ -326,8 +326,11 @@ def _pairs_files(pattern: str | None, spec_dir: Path, lake_root: Path | None) ->
     return tuple(sorted(glob.glob(str(resolve_path(pattern, spec_dir, lake_root)))))
 
 
-def tokenize_unit_batches(unit: ReadUnit, tokenizer) -> Iterator[DocBatch]:
-    """Read and tokenize one unit a batch of rows at a time (bounded memory for any file size).
+def tokenize_unit_batches(
+    unit: ReadUnit, tokenizer, rows_per_batch: int = READ_BATCH_ROWS
+) -> Iterator[DocBatch]:
+    """Read and tokenize one unit a batch of rows at a time (bounded memory for any file size;
+    `rows_per_batch` text rows at once, the builder's memory budget may lower it).
 
     Image kinds go through training/mixture/images.py. In a mixture with images, a text
     document's literal `<|image|>` tokens are removed: only an image block may hold that id.
@@ -338,8 +341,8 @@ def tokenize_unit_batches(unit: ReadUnit, tokenizer) -> Iterator[DocBatch]:
 
         yield from read_image_unit_batches(unit, tokenizer, image_id)
         return
-    for texts, groups, rep, rows in read_unit_batches(unit):
-        tokens, lengths = encode_texts(tokenizer, texts)
+    for texts, groups, rep, rows in read_unit_batches(unit, rows_per_batch):
+        tokens, lengths = encode_texts(tokenizer, texts, min(1024, rows_per_batch))
         if image_id is not None:
             tokens, lengths = _strip_token(tokens, lengths, image_id)
         yield DocBatch(tokens, lengths, groups, rep, rows)
