@@ -255,3 +255,13 @@ def test_mixture_build_stays_under_its_budget(mix_lake, tmp_path):
             lake_root=mix_lake,
             memory_budget_mib=low,
         )
+
+
+def test_the_budget_is_a_config_field_of_each_asset(tmp_path):
+    """One params field gives the CLI flag and the Dagster config field (unset by default)."""
+    from pipelines.graph import build_definitions
+
+    defs = build_definitions("local", root=tmp_path)
+    defaults = {a.node_def.name: a.node_def.config_schema.as_field() for a in defs.assets}
+    for op in ("rendered_pages", "documents", "filter", "pretrain_mixture", "cpt_mixture"):
+        assert defaults[op].default_value["memory_budget_mib"] is None, op
