@@ -27,7 +27,11 @@ from pathlib import Path
 SKIP_DIRS = {"runs", "_handles"}
 # The key of a dataset's rows where it is not `id` alone (one row per image and candidate domain;
 # crawled pages by URL).
-KEYS = {"domain_images.parquet": ("id", "domain"), "pages.parquet": ("url",)}
+KEYS = {
+    "domain_images.parquet": ("id", "domain"),
+    "pages.parquet": ("url",),
+    "captions.parquet": ("pair_id", "level"),
+}
 TMP_MARKERS = (".tmp", ".partial", ".incomplete")
 
 
