@@ -107,6 +107,8 @@ def run_render(
 
     budget = None
     if memory_budget_mib is not None:
+        import playwright.async_api  # noqa: F401 - the render imports it: resident before the fit
+
         from crawlers.render.budget import pages_in_flight_for
 
         budget = pages_in_flight_for(memory_budget_mib, pages_in_flight)
@@ -455,6 +457,12 @@ def extract(p: ExtractParams, lake_: Lake) -> ExtractSummary:
     """Render the pages that need it, then extract documents, images, tables and rejects."""
     crawl = _crawl_dir(p.crawl, lake_)
     out = Path(p.out) if p.out else lake_.dir("extract")
+    if p.rendered is not None and p.memory_budget_mib is not None:
+        raise ValueError(
+            f"memory_budget_mib={p.memory_budget_mib:g} (--memory-budget-mib) sizes the browser "
+            f"pool, but this extraction reuses the render in {p.rendered}; set it on the render "
+            "(`refinery render`, asset rendered_pages) instead"
+        )
     s = run_extract(
         crawl,
         out,

@@ -265,3 +265,11 @@ def test_the_budget_is_a_config_field_of_each_asset(tmp_path):
     defaults = {a.node_def.name: a.node_def.config_schema.as_field() for a in defs.assets}
     for op in ("rendered_pages", "documents", "filter", "pretrain_mixture", "cpt_mixture"):
         assert defaults[op].default_value["memory_budget_mib"] is None, op
+    # Extraction that reuses a render has no browser pool to size: the budget is refused.
+    from pipelines.stage import Lake
+    from pipelines.stages.extract import ExtractParams, extract
+
+    (tmp_path / "crawl").mkdir()
+    p = ExtractParams(crawl=tmp_path / "crawl", rendered=tmp_path, memory_budget_mib=900)
+    with pytest.raises(ValueError, match=r"memory_budget_mib=900 .*asset rendered_pages"):
+        extract(p, Lake(root=tmp_path))
