@@ -129,6 +129,10 @@ def run_filter(
         from pipelines.beam.filter import direct_workers, is_in_process
 
         workers = 1 if is_in_process(args) else direct_workers(args)
+        if not is_in_process(args):  # Beam imports its runner when the pipeline runs
+            import apache_beam.runners.portability.fn_api_runner  # noqa: F401
+        import filters.annotate  # noqa: F401 - as the workers do: resident before the fit
+
         budget = rows_for_budget(str(docs_path), memory_budget_mib, cfg, models_dir, workers)
     # Workers write the outputs and a counts file under OUT; the driver reads only the counts.
     work = Path(tempfile.mkdtemp(prefix="_beam-", dir=out))
