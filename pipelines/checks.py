@@ -807,6 +807,9 @@ def _within_warmup(run_dir: Path) -> str | None:
     return f"{total} <= {warmup} steps" if total <= warmup else None
 
 
+MIN_WINDOW = 2  # logged steps per window below which one batch's noise decides: held-out first
+
+
 def training_loss_finite_and_falling(run_dir: Path) -> CheckOutcome:
     """Every logged loss is finite, and the loss fell over the run.
 
@@ -814,8 +817,9 @@ def training_loss_finite_and_falling(run_dir: Path) -> CheckOutcome:
     there: a group without sequences) and summary.json's losses are finite numbers.
     Falling: the mean loss of the last 10% of logged steps (at least one) is below the mean of the
     first 10%. Single steps are noisy (one batch each); windows that scale with the run's length
-    compare the start with the end without hinging on one lucky or unlucky batch. A run too short
-    to log two steps is judged by its held-out loss instead: summary.json's eval mean at the end
+    compare the start with the end without hinging on one lucky or unlucky batch. A run that logs
+    too few steps for windows of MIN_WINDOW batches is judged by its held-out loss instead, where
+    it has one (the same sequences at the start and the end): summary.json's eval mean at the end
     below the one at the start. With neither, the check fails. A run that ends within its
     warm-up (run.json: total steps <= warmup_steps) is not judged on falling, and says so.
     """
@@ -844,18 +848,19 @@ def training_loss_finite_and_falling(run_dir: Path) -> CheckOutcome:
     falling = False
     basis = "train"
     within_warmup = _within_warmup(run_dir)
+    held_out = _finite(summary.get("eval_mean_before")) and _finite(summary.get("eval_mean"))
     if within_warmup is not None:
         # Still warming up when it stopped: the learning rate never reached its peak, and the
         # loss of a continued run may rise first on its new mixture. Not judged; said so.
         basis = "within_warmup"
         falling = True
+    elif held_out and (n < 2 * MIN_WINDOW or bad_train):
+        basis = "held-out"
+        first, last = float(summary["eval_mean_before"]), float(summary["eval_mean"])
+        falling = last < first
     elif n >= 2 and not bad_train:
         first = sum(losses[:window]) / window
         last = sum(losses[-window:]) / window
-        falling = last < first
-    elif _finite(summary.get("eval_mean_before")) and _finite(summary.get("eval_mean")):
-        basis = "held-out"
-        first, last = float(summary["eval_mean_before"]), float(summary["eval_mean"])
         falling = last < first
     meta: dict[str, Figure] = {
         "steps_logged": n,

@@ -480,3 +480,23 @@ def test_a_missing_dataset_or_column_is_an_error_not_a_verdict(filter_dir, tmp_p
         checks.filter_no_duplicate_kept(tmp_path)
     with pytest.raises(FileNotFoundError, match="metrics.jsonl"):
         checks.training_loss_finite_and_falling(tmp_path)
+
+
+def test_a_short_run_is_judged_on_its_held_out_loss(run_dir, tmp_path):
+    """Three logged steps are one batch per window: the held-out loss (the same sequences at
+    the start and the end) decides where the run has one."""
+    rows = _run_copy(run_dir, tmp_path)
+    noisy = [{**rows[0], "loss": 7.50}, {**rows[1], "loss": 7.66}, {**rows[2], "loss": 7.57}]
+    _write_metrics(tmp_path, noisy)
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    summary.update(eval_mean_before=7.77, eval_mean=7.55)
+    (tmp_path / "summary.json").write_text(json.dumps(summary))
+    out = checks.training_loss_finite_and_falling(tmp_path)
+    assert out.passed and out.metadata["judged_on"] == "held-out", out.description
+    summary.update(eval_mean=7.80)  # held-out rose: fails, whatever the batches did
+    (tmp_path / "summary.json").write_text(json.dumps(summary))
+    _write_metrics(
+        tmp_path, [{**r, "loss": v} for r, v in zip(noisy, (7.6, 7.5, 7.4), strict=True)]
+    )
+    out = checks.training_loss_finite_and_falling(tmp_path)
+    assert not out.passed and out.metadata["judged_on"] == "held-out"
