@@ -583,7 +583,10 @@ def train_loop(state: TrainState, on_step: StepCallback | None = None) -> None:
             with s.autocast():
                 loss, aux = s.forward(step_model, batch)
                 objective = (loss * weight + aux_weight * aux) / t.grad_accum
-            objective.backward()
+            # No trainable weight took part (the multimodal stage's adapter-only phase on a batch
+            # without images): no gradient, and the optimiser leaves every weight as it is.
+            if objective.requires_grad:
+                objective.backward()
             step_loss += loss.detach().float() * weight / t.grad_accum
         if t.grad_clip:
             torch.nn.utils.clip_grad_norm_(s.model.parameters(), t.grad_clip)

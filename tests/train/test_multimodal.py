@@ -428,3 +428,16 @@ def test_a_trained_tower_changes_and_is_carried_in_the_checkpoint(
     before = load_state(clip_dir)
     changed = [k for k, v in saved["vision"].items() if not torch.equal(v, before[f"visual.{k}"])]
     assert changed and any(k.startswith("layer4.") for k in changed)
+
+
+def test_a_text_only_batch_in_the_adapter_only_phase_trains_nothing(encoder):
+    """With the decoder frozen and no image in the batch, no trainable weight takes part: the
+    loss has no gradient, and the training loop steps over it instead of failing."""
+    vlm = tiny_vlm(encoder)
+    vlm.set_trainable(vision=False, decoder=False)
+    tokens = torch.randint(3, 32, (2, 17))  # no image placeholder, no boundary, no padding
+    _, loss, _ = vlm(tokens[:, :-1], tokens[:, 1:], None)
+    assert not loss.requires_grad
+    vlm.set_trainable(vision=False, decoder=True)
+    _, loss, _ = vlm(tokens[:, :-1], tokens[:, 1:], None)
+    assert loss.requires_grad
