@@ -2,7 +2,8 @@
 
 `PeakMemory` resets this process's resident high-water mark (`VmHWM`, by writing 5 to
 `/proc/self/clear_refs`) when it starts, and samples the resident memory of its child processes
-(Chromium, Beam workers, sandboxed code) in a background thread. At the end its peak is this
+(Chromium, Beam workers, sandboxed code) in a background thread; child processes that were
+already running when it started (a server or a worker pool of earlier work) are not counted. At the end its peak is this
 process's high-water mark since the start plus the largest sampled total of the children. Where
 the kernel does not allow the reset, the high-water mark is sampled too and `exact` is False.
 """
@@ -55,6 +56,10 @@ class PeakMemory:
     def __enter__(self) -> PeakMemory:
         self.exact = _reset_high_water_mark()
         self._proc = psutil.Process()
+        try:
+            self._before = {c.pid for c in self._proc.children(recursive=True)}
+        except psutil.Error:
+            self._before = set()
         self._thread = threading.Thread(target=self._sample, name="peak-memory", daemon=True)
         self._thread.start()
         return self
@@ -67,6 +72,8 @@ class PeakMemory:
             except psutil.Error:
                 children = []
             for child in children:
+                if child.pid in self._before:
+                    continue
                 try:
                     total += child.memory_info().rss
                 except psutil.Error:
