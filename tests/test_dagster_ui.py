@@ -33,6 +33,8 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.slow
 TINY_STEPS = 6  # per training asset: the UI test checks the plumbing, not the models
+# ... except the multimodal stage, whose checks ask for evidence about images: the demo test's 30
+MULTIMODAL_STEPS = 30
 DONE = {"COMPLETED", "COMPLETED_SUCCESS", "COMPLETED_FAILED", "FAILED", "CANCELED"}
 
 
@@ -203,7 +205,10 @@ def test_the_whole_graph_materializes_from_the_ui(tmp_path):
     }
 
     with serve(build_web()) as served, open(tmp_path / "progress.log", "w") as progress:
-        config = demo_config(served.seeds(), {name: TINY_STEPS for name in DEMO_TRAIN_STEPS})
+        steps = {name: TINY_STEPS for name in DEMO_TRAIN_STEPS} | {
+            "multimodal_model": MULTIMODAL_STEPS
+        }
+        config = demo_config(served.seeds(), steps)
         (tmp_path / "ui_config.yaml").write_text(yaml.safe_dump(config))
         env = {
             "REFINERY_HOME": str(lake),
