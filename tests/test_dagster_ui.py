@@ -35,6 +35,7 @@ pytestmark = pytest.mark.slow
 TINY_STEPS = 6  # per training asset: the UI test checks the plumbing, not the models
 # ... except the multimodal stage, whose checks ask for evidence about images: the demo test's 30
 MULTIMODAL_STEPS = 30
+CAPTIONER_STEPS = 100  # of the demo's 400: captions are made and accounted, not good
 DONE = {"COMPLETED", "COMPLETED_SUCCESS", "COMPLETED_FAILED", "FAILED", "CANCELED"}
 
 
@@ -209,6 +210,7 @@ def test_the_whole_graph_materializes_from_the_ui(tmp_path):
             "multimodal_model": MULTIMODAL_STEPS
         }
         config = demo_config(served.seeds(), steps)
+        config["captioner_model"] = {"steps": CAPTIONER_STEPS}
         (tmp_path / "ui_config.yaml").write_text(yaml.safe_dump(config))
         env = {
             "REFINERY_HOME": str(lake),

@@ -19,7 +19,10 @@ any size. The margin left is the difference between the measured costs and the c
 from __future__ import annotations
 
 import asyncio
+import json
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pyarrow as pa
@@ -225,20 +228,44 @@ def mix_lake(tmp_path_factory) -> Path:
     return root
 
 
+MIX_CHILD = """
+import json, re, sys
+from pathlib import Path
+from common.memory import PeakMemory
+from pipelines.stages.mix import run_mix_build
+spec, lake, out = Path({spec!r}), Path({lake!r}), Path({out!r})
+if sys.argv[1] == "smallest":
+    try:
+        run_mix_build(spec, out / "none", lake_root=lake, memory_budget_mib=20)
+    except ValueError as exc:
+        print(re.search(r"give at least (\\d+) MiB", str(exc)).group(1))
+else:
+    with PeakMemory() as peak:
+        s = run_mix_build(spec, out / "low", lake_root=lake, memory_budget_mib=int(sys.argv[1]))
+    print(json.dumps([peak.mib, {{k: s[k] for k in ("read_rows", "memory_budget", "tokens")}}]))
+"""
+
+
 def test_mixture_build_stays_under_its_budget(mix_lake, tmp_path):
     from pipelines.stages.mix import run_mix_build
     from training.mixture.builder import read_rows_for_budget
 
     spec = mix_lake / "spec.yaml"
     row_mib = read_rows_for_budget(spec, 1e9, lake_root=mix_lake).unit_mib
-    smallest = _smallest(
-        lambda: run_mix_build(spec, tmp_path / "none", lake_root=mix_lake, memory_budget_mib=20)
+    # Measured in a fresh process, as a CLI or Dagster run starts: a long-lived test process's
+    # own history (freed arenas, libraries warmed by other tests) is not the stage's memory.
+    code = MIX_CHILD.format(spec=str(spec), lake=str(mix_lake), out=str(tmp_path))
+    probe = subprocess.run(
+        [sys.executable, "-c", code, "smallest"], capture_output=True, text=True, check=True
     )
+    smallest = int(probe.stdout.strip().splitlines()[-1])
     low = int(smallest + 9.5 * row_mib)  # about 10 rows at once
-    with PeakMemory() as peak:
-        small = run_mix_build(spec, tmp_path / "low", lake_root=mix_lake, memory_budget_mib=low)
+    res = subprocess.run(
+        [sys.executable, "-c", code, str(low)], capture_output=True, text=True, check=True
+    )
+    peak_mib, small = json.loads(res.stdout.strip().splitlines()[-1])
     assert 4 <= small["read_rows"] <= 16, small["memory_budget"]
-    assert peak.mib < low, (peak.mib, small["memory_budget"])
+    assert peak_mib < low, (peak_mib, small["memory_budget"])
     big = run_mix_build(spec, tmp_path / "high", lake_root=mix_lake, memory_budget_mib=1e9)
     assert big["read_rows"] == 2048
     assert small["tokens"] == big["tokens"] > 100_000
