@@ -11,6 +11,10 @@ state and RNG states of every rank (lists in rank order), `world_size` and `shar
 directory's name). The `.pt` is written last, so a checkpoint without it is incomplete and
 ignored. `load_checkpoint` reads both formats; for a sharded one it gathers the full model
 weights from the DCP directory (no process group needed), so `--init` and evaluation take either.
+A model whose state dict is more than the text decoder (the multimodal stage's vision tower +
+adapter + decoder) names `sharded_parts` in the `.pt`: where each part of the gathered weights
+goes (`{"model": "decoder.", "vision_language.adapter": "adapter.", ...}`, longest prefix wins),
+so a sharded checkpoint loads in the same shape as the single-process one.
 """
 
 from __future__ import annotations
@@ -114,6 +118,36 @@ def is_sharded_checkpoint(saved: dict[str, Any]) -> bool:
     return "sharded" in saved
 
 
+def complete_adam_state(optimizer: torch.optim.Optimizer) -> None:
+    """Give every parameter of an Adam/AdamW optimiser the state its first update would create.
+
+    A parameter that has not been updated yet (no gradient so far: the multimodal stage's decoder
+    in its adapter-only phase) has no optimiser state; a sharded save would then lack its keys and
+    the resumed run's DCP load (which asks for every parameter's state) would fail. The state
+    added is exactly Adam's lazy initialisation (step 0, zero moments), which Adam leaves alone
+    until the parameter has a gradient, so training continues as it would have.
+    """
+    from torch.optim.adam import _get_scalar_dtype
+
+    if not isinstance(optimizer, torch.optim.Adam | torch.optim.AdamW):
+        return
+    for group in optimizer.param_groups:
+        for p in group["params"]:
+            state = optimizer.state[p]
+            if state:
+                continue
+            on_device = group["capturable"] or group["fused"]
+            state["step"] = (
+                torch.zeros((), dtype=_get_scalar_dtype(is_fused=group["fused"]), device=p.device)
+                if on_device
+                else torch.tensor(0.0, dtype=_get_scalar_dtype(), device="cpu")
+            )
+            state["exp_avg"] = torch.zeros_like(p, memory_format=torch.preserve_format)
+            state["exp_avg_sq"] = torch.zeros_like(p, memory_format=torch.preserve_format)
+            if group["amsgrad"]:
+                state["max_exp_avg_sq"] = torch.zeros_like(p, memory_format=torch.preserve_format)
+
+
 def save_sharded_checkpoint(
     run_dir: str | Path,
     step: int,
@@ -137,6 +171,7 @@ def save_sharded_checkpoint(
     d = checkpoint_dir(run_dir)
     d.mkdir(parents=True, exist_ok=True)
     path = d / f"step_{step:07d}.pt"
+    complete_adam_state(optimizer)  # every parameter's state is saved, so every one loads
     model_sd, optim_sd = get_state_dict(model, optimizer)
     dcp.save({"model": model_sd, "optimizer": optim_sd}, checkpoint_id=sharded_dir(path))
     states: list[dict[str, Any]] | None = [{}] * world if rank == 0 else None
@@ -207,14 +242,39 @@ def _full_weights(path: Path, saved: dict[str, Any]) -> dict[str, torch.Tensor]:
     return sd["model"]
 
 
+def split_parts(full: dict[str, Any], parts: dict[str, str], into: dict[str, Any]) -> None:
+    """Put each weight of `full` into the part whose prefix is its longest match, prefix removed.
+
+    `parts` maps a dotted destination in `into` ("model", "vision_language.adapter") to a key
+    prefix ("decoder.", "adapter."); weights that match no prefix are not kept.
+    """
+    out: dict[str, dict[str, Any]] = {name: {} for name in parts}
+    by_length = sorted(parts.items(), key=lambda kv: -len(kv[1]))
+    for key, value in full.items():
+        name = next((n for n, prefix in by_length if key.startswith(prefix)), None)
+        if name is not None:
+            out[name][key[len(parts[name]) :]] = value
+    for name, sd in out.items():
+        *path, leaf = name.split(".")
+        target = into
+        for step in path:
+            target = target.setdefault(step, {})
+        target[leaf] = sd
+
+
 def load_checkpoint(path: str | Path, *, weights: bool = True) -> dict[str, Any]:
     """Load a checkpoint onto the CPU (our own files: they hold NumPy/Python RNG tuples).
 
     For a sharded checkpoint, `model` is the full state dict gathered from its DCP directory
-    (skipped with `weights=False`; the optimiser state stays there, see `load_sharded_checkpoint`).
+    (skipped with `weights=False`; the optimiser state stays there, see `load_sharded_checkpoint`),
+    split by its `sharded_parts` when it names them.
     """
     path = Path(path)
     saved = torch.load(path, map_location="cpu", weights_only=False)
     if is_sharded_checkpoint(saved) and weights:
-        saved["model"] = _full_weights(path, saved)
+        full = _full_weights(path, saved)
+        if saved.get("sharded_parts"):
+            split_parts(full, saved["sharded_parts"], saved)
+        else:
+            saved["model"] = full
     return saved

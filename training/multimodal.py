@@ -21,6 +21,16 @@ the other stages'. What differs:
   path (so long-context can `--init` from a multimodal run: the vision tower, adapter and
   image_proj are *dropped* there), and `vision_language` carries the adapter, image_proj, the
   tower's weights when it trains (its spec and weight fingerprint when frozen) and their configs.
+- Under torchrun (`torchrun --nproc-per-node N -m pipelines.cli train multimodal ...`) the stage
+  runs data-parallel like the text stages (training/distributed.py): FSDP2 shards each decoder
+  block, then the whole vision-language model at the root (tower, adapter, embeddings, head); the
+  loader splits by rank; checkpoints are DCP-sharded, with `sharded_parts` so that
+  `load_checkpoint` returns the same text model + `vision_language` as a single process's.
+  One difference, by construction: in the adapter-only phase a distributed run keeps the decoder's
+  `requires_grad` on and drops its gradients before the update (`before_update`), because a rank
+  whose micro-batch holds no image would otherwise have nothing to backpropagate while the others
+  wait for it in the gradient reduction. The update is the same (AdamW skips a parameter without
+  a gradient); the cost is the decoder's weight gradients during those steps.
 """
 
 from __future__ import annotations
@@ -35,11 +45,15 @@ from typing import Any
 import numpy as np
 import torch
 
+from training import distributed
 from training.checkpoint import (
+    is_sharded_checkpoint,
     latest_checkpoint,
     load_checkpoint,
+    load_sharded_checkpoint,
     resolve_checkpoint,
     save_checkpoint,
+    save_sharded_checkpoint,
     set_rng_state,
 )
 from training.model import ModelConfig, Transformer
@@ -117,10 +131,23 @@ class MultimodalState(TrainState):
 
     # --- training ---
 
+    def adapter_only(self, step: int) -> bool:
+        """Whether `step` is in the adapter-only phase (the decoder does not change)."""
+        return step <= self.section.adapter_only_steps
+
     def begin_step(self, step: int) -> None:
-        """Adapter-only for the first `adapter_only_steps` steps (decoder frozen), then both."""
-        sec = self.section
-        self.vlm.set_trainable(vision=not sec.freeze_vision, decoder=step > sec.adapter_only_steps)
+        """Adapter-only for the first `adapter_only_steps` steps (decoder frozen), then both.
+
+        Under torchrun the decoder keeps requires_grad (see `before_update`)."""
+        if not self.dist.enabled:
+            trains_decoder = not self.adapter_only(step)
+            self.vlm.set_trainable(vision=not self.section.freeze_vision, decoder=trains_decoder)
+
+    def before_update(self, step: int) -> None:
+        """Distributed adapter-only phase: drop the decoder's gradients (AdamW skips it)."""
+        if self.dist.enabled and self.adapter_only(step):
+            for p in self.vlm.groups()["decoder"]:
+                p.grad = None
 
     def _pixels(
         self, tokens: np.ndarray, shas: list[str], where: str
@@ -212,7 +239,8 @@ class MultimodalState(TrainState):
                         row["gap"] = row["loss_mismatched"] - row["loss"]
             rows.append(row)
         self.model.train(was_training)
-        _append_jsonl(self.eval_path, rows)
+        if self.dist.is_main:
+            _append_jsonl(self.eval_path, rows)
         return rows
 
     # --- checkpoints ---
@@ -220,37 +248,58 @@ class MultimodalState(TrainState):
     def checkpoint(self, step: int) -> Path:
         """A text-model checkpoint (decoder without image path) plus `vision_language`."""
         dec = self.vlm.decoder
-        text_sd = {k: v for k, v in dec.state_dict().items() if not k.startswith("image_proj.")}
         trains_tower = not self.section.freeze_vision
         payload = {
             "stage": self.stage,
-            "model": text_sd,
             "model_config": dataclasses.asdict(text_config(dec.config)),
-            "optimizer": self.optimizer.state_dict(),
             "scheduler": self.scheduler.state_dict(),
-            "loader": self.loader.state_dict(),
             "mixture": self.mixture,
             "seq_len": self.seq_len,
             "vision_language": {
                 "image_token_id": self.image_token_id,
-                "image_proj": dec.image_proj.state_dict(),
-                "adapter": self.vlm.adapter.state_dict(),
                 "adapter_config": dataclasses.asdict(self.vlm.adapter.config),
                 "vision_info": dataclasses.asdict(self.info),
-                "vision": self.vlm.encoder.visual.state_dict() if trains_tower else None,
+                "vision": None,
                 "vision_fingerprint": None if trains_tower else self.fingerprint,
             },
         }
-        return save_checkpoint(self.out_dir, step, payload, self.cfg.train.keep_checkpoints)
+        keep = self.cfg.train.keep_checkpoints
+        if self.dist.enabled:  # the whole model + optimiser in DCP; loading splits it back
+            payload["sharded_parts"] = {
+                "model": "decoder.",
+                "vision_language.image_proj": "decoder.image_proj.",
+                "vision_language.adapter": "adapter.",
+                **({"vision_language.vision": "encoder.visual."} if trains_tower else {}),
+            }
+            rank_state = {"loader": self.loader.state_dict()}
+            return save_sharded_checkpoint(
+                self.out_dir, step, self.model, self.optimizer, payload, rank_state, keep
+            )
+        text_sd = {k: v for k, v in dec.state_dict().items() if not k.startswith("image_proj.")}
+        payload["model"] = text_sd
+        payload["optimizer"] = self.optimizer.state_dict()
+        payload["loader"] = self.loader.state_dict()
+        payload["vision_language"] |= {
+            "image_proj": dec.image_proj.state_dict(),
+            "adapter": self.vlm.adapter.state_dict(),
+            "vision": self.vlm.encoder.visual.state_dict() if trains_tower else None,
+        }
+        return save_checkpoint(self.out_dir, step, payload, keep)
 
     def restore(self, saved: dict[str, Any], source: Path | None = None) -> None:
-        self.optimizer.load_state_dict(saved["optimizer"])
+        if is_sharded_checkpoint(saved):  # model + optimiser from DCP; this rank's loader, RNG
+            load_sharded_checkpoint(source, saved, self.model, self.optimizer)
+            loader_state, rng = saved["loader"][self.dist.rank], saved["rng"][self.dist.rank]
+        else:
+            self.optimizer.load_state_dict(saved["optimizer"])
+            loader_state, rng = saved["loader"], saved["rng"]
         self.scheduler.load_state_dict(saved["scheduler"])
-        self.loader.load_state_dict(saved["loader"])
-        set_rng_state(saved["rng"])
+        self.loader.load_state_dict(loader_state)
+        set_rng_state(rng)
         self.start = int(saved["step"])
-        _truncate_jsonl(self.metrics_path, self.start)
-        _truncate_jsonl(self.eval_path, self.start)
+        if self.dist.is_main:
+            _truncate_jsonl(self.metrics_path, self.start)
+            _truncate_jsonl(self.eval_path, self.start)
 
 
 def _load_decoder_init(decoder: Transformer, init: str | Path) -> Path:
@@ -275,7 +324,7 @@ def _resume_point(out_dir: Path, resume: bool, init) -> dict[str, Any] | None:
             raise TrainError(
                 f"--resume: {out_dir} has no checkpoint to resume from; drop --resume to start it"
             )
-        saved = load_checkpoint(existing)
+        saved = load_checkpoint(existing, weights=False)  # sharded weights: in restore
         if saved.get("stage") != STAGE or "vision_language" not in saved:
             raise TrainError(f"--resume: {out_dir} is a {saved.get('stage')!r} run, not {STAGE!r}")
         return saved
@@ -303,8 +352,6 @@ def setup_multimodal(
     """Check the inputs, build tower + adapter + decoder, optimiser and data, or restore a run."""
     from training.loader import EvalSets, ImageStore, ShardLoader, read_manifest
 
-    if int(os.environ.get("WORLD_SIZE", "1")) > 1:
-        raise TrainError("the multimodal stage runs in one process; launch it without torchrun")
     cfg, raw_cfg = load_run_config(config_path)
     sec = cfg.stage(STAGE)
     if not isinstance(sec, MultimodalSection):
@@ -329,6 +376,8 @@ def setup_multimodal(
     total = steps if steps is not None else sec.steps
     if total < 1:
         raise TrainError(f"steps must be >= 1, got {total}")
+    if not resume and latest_checkpoint(out_dir) and distributed.continues_launch(out_dir):
+        resume = True  # torchrun restarted this launch's workers: continue where they stopped
     saved = _resume_point(out_dir, resume, init)
     saved_vl = saved["vision_language"] if saved else None
     if saved_vl is not None and vision is None:
@@ -338,6 +387,15 @@ def setup_multimodal(
 
     t = cfg.train
     device = _setup_torch(cfg)
+    ctx = distributed.init(device.type)  # torchrun: join the process group; else rank 0 of 1
+    device = distributed.device_for(ctx, device)
+    existing = latest_checkpoint(out_dir) if saved is not None else None
+    if saved is not None and saved.get("world_size", 1) != ctx.world_size:
+        raise TrainError(
+            f"--resume: {existing} was written by {saved.get('world_size', 1)} process(es) "
+            f"but this run has {ctx.world_size}; resume with torchrun --nproc-per-node "
+            f"{saved.get('world_size', 1)} (the loader's rank split must match)"
+        )
     torch.manual_seed(t.seed)
     np.random.seed(t.seed)
     encoder = load_vision_encoder(vision, device)
@@ -354,19 +412,22 @@ def setup_multimodal(
     fingerprint = encoder.fingerprint() if sec.freeze_vision else None
     init_path = None
     if saved is not None:
-        existing = latest_checkpoint(out_dir)
         check_compatible(saved["model_config"], text_config(model_cfg), existing)
-        decoder.load_state_dict(saved["model"], strict=False)
-        decoder.image_proj.load_state_dict(saved_vl["image_proj"])
         if saved_vl["adapter_config"] != dataclasses.asdict(adapter_cfg):
             raise TrainError(
                 f"--resume: {existing} adapter {saved_vl['adapter_config']} differs from this "
                 f"run's {dataclasses.asdict(adapter_cfg)}; resume with the same config and mixture"
             )
-        vlm.adapter.load_state_dict(saved_vl["adapter"])
-        if saved_vl["vision"] is not None:
-            encoder.visual.load_state_dict(saved_vl["vision"])
-        elif saved_vl["vision_fingerprint"] != fingerprint:
+        if not is_sharded_checkpoint(saved):  # a sharded one loads in restore, after sharding
+            saved = load_checkpoint(existing)
+            saved_vl = saved["vision_language"]
+            decoder.load_state_dict(saved["model"], strict=False)
+            decoder.image_proj.load_state_dict(saved_vl["image_proj"])
+            vlm.adapter.load_state_dict(saved_vl["adapter"])
+            if saved_vl["vision"] is not None:
+                encoder.visual.load_state_dict(saved_vl["vision"])
+        saved_fp = saved_vl["vision_fingerprint"]  # the run's tower was frozen: must be this one
+        if saved_fp is not None and saved_fp != (fingerprint or encoder.fingerprint()):
             raise TrainError(
                 f"--resume: the frozen vision tower of {vision} is not the one {existing} was "
                 "trained with (weights fingerprint differs); pass the run's --vision model"
@@ -375,15 +436,23 @@ def setup_multimodal(
         init_path = _load_decoder_init(decoder, init)
 
     vlm.set_trainable(vision=not sec.freeze_vision, decoder=True)
+    vlm = distributed.shard_model(vlm, ctx, device)  # FSDP2 when distributed: blocks, then root
     optimizer, scheduler = _optimizer(vlm, cfg, STAGE, total, device)
-    batch_size = sec.batch_size or t.batch_size
+    batch_size = sec.batch_size or t.batch_size  # per rank: the global batch is world_size times
     state = MultimodalState(
         stage=STAGE,
         cfg=cfg,
         model=vlm,
         optimizer=optimizer,
         scheduler=scheduler,
-        loader=ShardLoader(data_dir, batch_size, seed=t.seed, with_images=True),
+        loader=ShardLoader(
+            data_dir,
+            batch_size,
+            seed=t.seed,
+            rank=ctx.rank,
+            world_size=ctx.world_size,
+            with_images=True,
+        ),
         evals=EvalSets(data_dir),
         device=device,
         out_dir=out_dir,
@@ -397,14 +466,15 @@ def setup_multimodal(
         image_token_id=int(image_id),
         image_tokens=image_tokens,
         fingerprint=fingerprint,
+        dist=ctx,
     )
     out_dir.mkdir(parents=True, exist_ok=True)
     if saved is not None:
-        state.restore(saved)
+        state.restore(saved, existing)
         if (out_dir / "run.json").exists():
             previous_init = json.loads((out_dir / "run.json").read_text()).get("init")
             init_path = Path(previous_init) if previous_init else None
-    else:
+    elif ctx.is_main:
         state.metrics_path.write_text("")
         state.eval_path.write_text("")
     record = {
@@ -418,8 +488,13 @@ def setup_multimodal(
         "adapter": dataclasses.asdict(adapter_cfg),
         "total_steps": total,
         "device": str(device),
+        "world_size": ctx.world_size,
+        "launch": distributed.launch_id(),
     }
-    (out_dir / "run.json").write_text(json.dumps(record, indent=2, default=str))
+    if ctx.is_main:  # atomically: restarted ranks may be reading it (distributed.continues_launch)
+        tmp = out_dir / "run.json.tmp"
+        tmp.write_text(json.dumps(record, indent=2, default=str))
+        os.replace(tmp, out_dir / "run.json")
     return state
 
 
@@ -487,7 +562,9 @@ def run_multimodal(
         config_path, data_dir, out_dir, init=init, vision=vision, steps=steps, resume=resume
     )
     train_loop(state, on_step)
-    return summarize_multimodal(out_dir)
+    distributed.barrier(state.dist)
+    summary = summarize_multimodal(out_dir) if state.dist.is_main else None
+    return distributed.broadcast_from_main(summary, state.dist)
 
 
 __all__ = [

@@ -265,6 +265,10 @@ class TrainState:
     def begin_step(self, step: int) -> None:
         """Called before each step (the multimodal stage switches its training phase here)."""
 
+    def before_update(self, step: int) -> None:
+        """Called after the step's backward passes, before gradient clipping and the optimiser
+        step (the multimodal stage drops the frozen decoder's gradients here under torchrun)."""
+
     def forward(self, model: torch.nn.Module, batch: Any) -> tuple[torch.Tensor, torch.Tensor]:
         """(loss, MoE aux loss) of one micro-batch as the loader yields it (tokens here; the
         multimodal stage's batches also carry images)."""
@@ -588,6 +592,7 @@ def train_loop(state: TrainState, on_step: StepCallback | None = None) -> None:
             if objective.requires_grad:
                 objective.backward()
             step_loss += loss.detach().float() * weight / t.grad_accum
+        s.before_update(step)
         if t.grad_clip:
             torch.nn.utils.clip_grad_norm_(s.model.parameters(), t.grad_clip)
         s.optimizer.step()
