@@ -72,6 +72,7 @@ from training.trainer import (
     resolve_model_config,
     summarize,
     train_loop,
+    write_run_record,
 )
 from training.vision import (
     AdapterConfig,
@@ -488,13 +489,8 @@ def setup_multimodal(
         "adapter": dataclasses.asdict(adapter_cfg),
         "total_steps": total,
         "device": str(device),
-        "world_size": ctx.world_size,
-        "launch": distributed.launch_id(),
     }
-    if ctx.is_main:  # atomically: restarted ranks may be reading it (distributed.continues_launch)
-        tmp = out_dir / "run.json.tmp"
-        tmp.write_text(json.dumps(record, indent=2, default=str))
-        os.replace(tmp, out_dir / "run.json")
+    write_run_record(state, record)
     return state
 
 

@@ -518,14 +518,19 @@ def setup(
         "init": str(init_path) if init_path else None,
         "total_steps": total,
         "device": str(device),
-        "world_size": ctx.world_size,
-        "launch": distributed.launch_id(),
     }
-    if ctx.is_main:  # atomically: restarted ranks may be reading it (distributed.continues_launch)
-        tmp = out_dir / "run.json.tmp"
-        tmp.write_text(json.dumps(run_record, indent=2, default=str))
-        os.replace(tmp, out_dir / "run.json")
+    write_run_record(state, run_record)
     return state
+
+
+def write_run_record(state: TrainState, record: dict[str, Any]) -> None:
+    """run.json with the launch's world size and id, written by rank 0 alone, atomically:
+    restarted ranks may be reading it (distributed.continues_launch)."""
+    record = record | {"world_size": state.dist.world_size, "launch": distributed.launch_id()}
+    if state.dist.is_main:
+        tmp = state.out_dir / "run.json.tmp"
+        tmp.write_text(json.dumps(record, indent=2, default=str))
+        os.replace(tmp, state.out_dir / "run.json")
 
 
 class _Throughput:
