@@ -72,7 +72,8 @@ REFINERY_CHILD = """
 import json, sys, time
 from pathlib import Path
 from training.mixture.builder import CorpusWriter, assemble_corpus
-from training.mixture.sources import plan_units, tokenize_unit_batches
+from training.mixture.read import tokenize_unit_batches
+from training.mixture.sources import plan_units
 from training.mixture.spec import parse_spec
 from training.tokenizer import load_tokenizer
 corpus, tok_path, out = sys.argv[1], sys.argv[2], Path(sys.argv[3])

@@ -28,7 +28,8 @@ from apache_beam.options.pipeline_options import GoogleCloudOptions, PipelineOpt
 
 from pipelines.beam import fs
 from training.mixture.builder import assemble, prepare_tokenizer
-from training.mixture.sources import DocBatch, ReadUnit, plan_units, tokenize_unit
+from training.mixture.read import tokenize_unit
+from training.mixture.sources import DocBatch, ReadUnit, plan_units
 from training.mixture.spec import load_spec
 from training.tokenizer import load_tokenizer
 

@@ -76,7 +76,7 @@ def run_mix_validate(
     spec_path: str | Path, *, check_data: bool = True, lake_root: Path | None = None
 ) -> dict[str, Any]:
     """Validate a spec (schema; with check_data also paths, columns and `where` predicates)."""
-    from training.mixture.sources import check_spec_data
+    from training.mixture.read import check_spec_data
     from training.mixture.spec import load_spec
 
     path = resolve_spec(spec_path)

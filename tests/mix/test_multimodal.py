@@ -480,7 +480,8 @@ def test_opted_out_check_finds_an_image_row_that_leaked(lake, mm_lake, tmp_path)
 def test_literal_image_placeholder_in_text_is_removed_in_image_mixtures(lake, tmp_path):
     from dataclasses import replace
 
-    from training.mixture.sources import ReadUnit, tokenize_unit_batches
+    from training.mixture.read import tokenize_unit_batches
+    from training.mixture.sources import ReadUnit
     from training.tokenizer import load_tokenizer
 
     f = tmp_path / "docs.parquet"

@@ -10,7 +10,8 @@ from tokenizers import Tokenizer
 
 from pipelines.stages.mix import run_mix_validate
 from training.mixture.builder import build_mixture
-from training.mixture.sources import check_spec_data, plan_units, read_unit
+from training.mixture.read import check_spec_data
+from training.mixture.sources import plan_units, read_unit
 from training.mixture.spec import SpecError, load_spec, normalize_predicate, parse_spec
 from training.tokenizer import sample_texts
 

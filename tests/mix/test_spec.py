@@ -7,7 +7,7 @@ import copy
 import pytest
 
 from training.mixture.builder import build_mixture
-from training.mixture.sources import check_spec_data
+from training.mixture.read import check_spec_data
 from training.mixture.spec import SpecError, load_spec, parse_spec, resolve_path
 
 from .conftest import base_spec

@@ -30,6 +30,7 @@ from training.mixture.packing import (
     pack_sequences_images,
     save_array,
 )
+from training.mixture.read import tokenize_unit_batches
 from training.mixture.sampling import (
     cap_targets,
     largest_remainder,
@@ -45,7 +46,6 @@ from training.mixture.sources import (
     consent_version,
     plan_units,
     source_files,
-    tokenize_unit_batches,
 )
 from training.mixture.spec import MixtureSpec, SpecError, TokenizerTrain, load_spec, resolve_path
 from training.tokenizer import load_tokenizer, sample_texts, special_token_ids, train_tokenizer

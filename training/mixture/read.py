@@ -1,0 +1,99 @@
+"""Reading a mixture's sources, whatever their kind: text rows (training/mixture/sources.py) or
+image rows (training/mixture/images.py) become tokenized document batches; the spec's data
+checks. The builder, the Beam pipeline and the CLI read through here."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+
+from training.mixture.images import _select_sql as image_sql
+from training.mixture.images import read_image_unit_batches
+from training.mixture.sources import (
+    READ_BATCH_ROWS,
+    DocBatch,
+    ReadUnit,
+    _select_sql,
+    _where_error,
+    plan_units,
+    read_unit_batches,
+)
+from training.mixture.spec import MixtureSpec, SpecError
+from training.tokenizer import encode_texts
+
+
+def check_unit(unit: ReadUnit) -> int:
+    """Validate a unit's columns and predicates against its file; return its training-allowed row count."""
+    import duckdb
+
+    sql = _select_sql(unit)
+    if unit.kind != "text":
+        import pyarrow.parquet as pq
+
+        sql = image_sql(unit, "training_allowed" in pq.read_schema(unit.file).names)
+    con = duckdb.connect()
+    try:
+        return int(con.execute(f"SELECT count(*) FROM ({sql})", [unit.file]).fetchone()[0])
+    except duckdb.Error as exc:
+        raise _where_error(unit, exc) from None
+    finally:
+        con.close()
+
+
+def tokenize_unit_batches(
+    unit: ReadUnit, tokenizer, rows_per_batch: int = READ_BATCH_ROWS
+) -> Iterator[DocBatch]:
+    """Read and tokenize one unit a batch of rows at a time (bounded memory for any file size;
+    `rows_per_batch` text rows at once, the builder's memory budget may lower it).
+
+    Image kinds go through training/mixture/images.py. In a mixture with images, a text
+    document's literal `<|image|>` tokens are removed: only an image block may hold that id.
+    """
+    image_id = tokenizer.token_to_id("<|image|>") if unit.image_tokens else None
+    if unit.kind != "text":
+        yield from read_image_unit_batches(unit, tokenizer, image_id)
+        return
+    for texts, groups, rep, rows in read_unit_batches(unit, rows_per_batch):
+        tokens, lengths = encode_texts(tokenizer, texts, min(1024, rows_per_batch))
+        if image_id is not None:
+            tokens, lengths = _strip_token(tokens, lengths, image_id)
+        yield DocBatch(tokens, lengths, groups, rep, rows)
+
+
+def _strip_token(tokens: np.ndarray, lengths: np.ndarray, token: int):
+    """Remove every `token` id, shortening each document's length accordingly."""
+    hit = tokens == token
+    if not hit.any():
+        return tokens, lengths
+    doc = np.repeat(np.arange(len(lengths)), lengths)
+    lengths = lengths - np.bincount(doc[hit], minlength=len(lengths))
+    return tokens[~hit], lengths
+
+
+def tokenize_unit(unit: ReadUnit, tokenizer) -> DocBatch:
+    """Read and tokenize one whole unit into one batch (the Beam workers' spill unit)."""
+    return DocBatch.concat(list(tokenize_unit_batches(unit, tokenizer)))
+
+
+def check_spec_data(
+    spec: MixtureSpec, spec_dir: Path, lake_root: Path | None = None
+) -> dict[str, int]:
+    """Data checks: every required source exists, its columns and `where` are valid, and it offers rows."""
+    counts: dict[str, int] = {}
+    units = plan_units(spec, spec_dir, lake_root)
+    for unit in units:
+        key = f"buckets.{unit.bucket}.sources[{unit.source}]"
+        counts[key] = counts.get(key, 0) + check_unit(unit)
+    for name, bucket in spec.buckets.items():
+        for i, src in enumerate(bucket.sources):
+            key = f"buckets.{name}.sources[{i}]"
+            counts.setdefault(key, 0)
+            if counts[key] == 0 and not src.optional:
+                raise SpecError(
+                    f"{key}: {src.path} offers no rows with training_allowed = true"
+                    + (f" matching where {src.where!r}" if src.where else "")
+                    + "; loosen the predicate, fix the path, or mark the source `optional: true`"
+                )
+    return counts
