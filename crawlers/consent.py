@@ -39,6 +39,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -291,11 +292,29 @@ async def recheck_async(lake_root: str | Path, config: Any = None) -> RecheckRes
         agent = d.cfg.training_agent
         limit = asyncio.Semaphore(max(1, d.cfg.concurrency))
 
-        async def fetch(origin: str) -> None:
-            async with limit:
-                await d.robots.get(origin + "/")  # SSRF guard, politeness, redirects, caching
+        async def server_of(origin: str) -> str:
+            async with limit:  # the politeness key (resolved IP by default) the fetch will use
+                return await d.politeness.resolve(urlsplit(origin).netloc.lower())
 
-        await asyncio.gather(*(fetch(o) for o in sorted(by_origin)))
+        origins = sorted(by_origin)
+        lanes: dict[str, list[str]] = {}
+        for origin, key in zip(
+            origins, await asyncio.gather(*map(server_of, origins)), strict=True
+        ):
+            lanes.setdefault(key, []).append(origin)
+        # One permit per server lane (per_host_connections lanes per server), longest first:
+        # a permit held by an origin waiting for its server's politeness slot would idle the
+        # other servers (many names on one server sort together: a.blogspot.com, b...), making
+        # the recheck take the sum of the servers' queues instead of the longest one.
+        per_server = max(1, d.cfg.per_host_connections)
+        queues = [q[i::per_server] for q in lanes.values() for i in range(per_server)]
+
+        async def lane(queue: list[str]) -> None:
+            async with limit:
+                for origin in queue:  # SSRF guard, politeness, redirects, caching
+                    await d.robots.get(origin + "/")
+
+        await asyncio.gather(*(lane(q) for q in sorted(queues, key=len, reverse=True) if q))
     checked_at = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
     rows: list[dict[str, Any]] = []
     for origin in sorted(by_origin):

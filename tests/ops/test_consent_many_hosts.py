@@ -243,7 +243,7 @@ def _origin(h: Host, port: int) -> str:
 
 @pytest.fixture
 def many_hosts(tmp_path, monkeypatch):
-    hosts = layout(1)
+    hosts = layout(1, grouped=True)
     table = {h.name: h.ip for h in hosts} | {CDN: CDN_IP}
     install_dns(monkeypatch, table)
     with RobotsWeb([*SHARED, DOWN, TARPIT, CDN_IP]) as web_:
@@ -324,6 +324,14 @@ def test_recheck_over_many_hosts_records_exactly_the_changed_documents(many_host
     paths = {path for name, path in asked if name != CDN}
     assert paths == {"/robots.txt", "/policies/robots.txt", "/r1"}
     _check_politeness(web_, 0)
+
+    # Servers are worked in parallel even though each server's names sort together: every
+    # server got its first request among the first few, not after the servers sorted before it
+    # (a recheck takes as long as its busiest server, not the sum of them all).
+    first_at: dict[str, int] = {}
+    for i, (_, _, ip, _) in enumerate(web_.log):
+        first_at.setdefault(ip, i)
+    assert max(first_at[ip] for ip in SHARED) < 2 * len(first_at), first_at
 
     # Nothing changed: the second recheck appends nothing and reports the same outages.
     seen = len(web_.log)
