@@ -39,7 +39,6 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -277,6 +276,7 @@ def _unreachable(record) -> str | None:
 async def recheck_async(lake_root: str | Path, config: Any = None) -> RecheckResult:
     """`recheck` in a running event loop."""
     from crawlers.crawl.downloader import Downloader
+    from crawlers.crawl.recrawl import per_server
     from crawlers.robots import RobotsTxt, origin_of
 
     lake_root = Path(lake_root)
@@ -290,31 +290,8 @@ async def recheck_async(lake_root: str | Path, config: Any = None) -> RecheckRes
     result = RecheckResult(hosts=len(by_origin), documents=len(docs))
     async with Downloader(config, on_robots_fetch=lambda r: records.__setitem__(r.origin, r)) as d:
         agent = d.cfg.training_agent
-        limit = asyncio.Semaphore(max(1, d.cfg.concurrency))
-
-        async def server_of(origin: str) -> str:
-            async with limit:  # the politeness key (resolved IP by default) the fetch will use
-                return await d.politeness.resolve(urlsplit(origin).netloc.lower())
-
-        origins = sorted(by_origin)
-        lanes: dict[str, list[str]] = {}
-        for origin, key in zip(
-            origins, await asyncio.gather(*map(server_of, origins)), strict=True
-        ):
-            lanes.setdefault(key, []).append(origin)
-        # One permit per server lane (per_host_connections lanes per server), longest first:
-        # a permit held by an origin waiting for its server's politeness slot would idle the
-        # other servers (many names on one server sort together: a.blogspot.com, b...), making
-        # the recheck take the sum of the servers' queues instead of the longest one.
-        per_server = max(1, d.cfg.per_host_connections)
-        queues = [q[i::per_server] for q in lanes.values() for i in range(per_server)]
-
-        async def lane(queue: list[str]) -> None:
-            async with limit:
-                for origin in queue:  # SSRF guard, politeness, redirects, caching
-                    await d.robots.get(origin + "/")
-
-        await asyncio.gather(*(lane(q) for q in sorted(queues, key=len, reverse=True) if q))
+        # One lane per server (politeness key), so one server's many names cannot idle the rest.
+        await per_server(d, sorted(by_origin), str, lambda o: d.robots.get(o + "/"))
     checked_at = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
     rows: list[dict[str, Any]] = []
     for origin in sorted(by_origin):

@@ -34,11 +34,12 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
+from urllib.parse import urlsplit
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -52,6 +53,7 @@ from crawlers.crawl.record import PageLanguage, describe_page
 from crawlers.crawl.robots_policy import ALLOWED, DISALLOWED
 from crawlers.crawl.warc import WarcStore
 
+T = TypeVar("T")
 UNCHANGED, CHANGED, DENIED, ERROR = "unchanged", "changed", "denied", "error"
 RECRAWL_FILE = "recrawl.parquet"
 REVISITS_SQL = """
@@ -191,23 +193,22 @@ async def recrawl(
         counts["due"] = len(due)
         lang = PageLanguage()
         async with Downloader(cfg) as d:
-            limit = asyncio.Semaphore(max(1, cfg.concurrency))
 
-            async def revisit(row: dict[str, Any], st: dict[str, Any]) -> None:
+            async def revisit(item: tuple[dict[str, Any], dict[str, Any]]) -> None:
+                row, st = item
                 headers = {}
                 if st.get("etag"):
                     headers["If-None-Match"] = st["etag"]
                 if st.get("last_modified"):
                     headers["If-Modified-Since"] = st["last_modified"]
-                async with limit:
-                    res = await d.fetch(row["url"], max_redirects=0, headers=headers or None)
+                res = await d.fetch(row["url"], max_redirects=0, headers=headers or None)
                 outcome = _settle(frontier, warc, cfg, lang, row, st, res, policy, clock)
                 counts[outcome] += 1
                 counts["not_modified"] += res.status == 304
                 if progress is not None:
                     progress({"url": row["url"], "outcome": outcome, "status": res.status})
 
-            await asyncio.gather(*(revisit(row, st) for row, st in due))
+            await per_server(d, due, lambda item: item[0]["url"], revisit)
         warc.close()
         written = write_outputs(frontier, out_dir)
         revisits = write_recrawl_table(frontier, out_dir)
@@ -215,6 +216,41 @@ async def recrawl(
         warc.close()
         frontier.close()
     return {**counts, "pages": written["pages"], "revisits": revisits, "at": _iso(clock)}
+
+
+async def per_server(
+    d: Downloader,
+    items: list[T],
+    url_of: Callable[[T], str],
+    work: Callable[[T], Awaitable[Any]],
+) -> None:
+    """Run `work(item)` for every item, one lane per politeness key (server) in item order,
+    `per_host_connections` lanes per server, at most `concurrency` lanes at once, longest first.
+
+    A permit per item would be held while the item waits for its server's politeness slot: when
+    one server's items come together (a site's pages in crawl order, many names on one host),
+    every permit waits on that server and the others idle, so the run takes the sum of the
+    servers' queues instead of the longest one.
+    """
+    limit = asyncio.Semaphore(max(1, d.cfg.concurrency))
+
+    async def server_of(item: T) -> str:
+        async with limit:  # the key the fetch will use (resolved IP by default)
+            return await d.politeness.resolve(urlsplit(url_of(item)).netloc.lower())
+
+    lanes: dict[str, list[T]] = {}
+    keys = await asyncio.gather(*map(server_of, items))
+    for item, key in zip(items, keys, strict=True):
+        lanes.setdefault(key, []).append(item)
+    n = max(1, d.cfg.per_host_connections)
+    queues = [q[i::n] for q in lanes.values() for i in range(n) if q[i::n]]
+
+    async def lane(queue: list[T]) -> None:
+        async with limit:
+            for item in queue:
+                await work(item)
+
+    await asyncio.gather(*(lane(q) for q in sorted(queues, key=len, reverse=True)))
 
 
 def _settle(

@@ -134,6 +134,8 @@ class RobotsWeb(LoopbackServer):
         try:
             if sleep:
                 await asyncio.sleep(sleep)
+            if headers.get("ETag") and request.headers.get("If-None-Match") == headers["ETag"]:
+                return web.Response(status=304, headers={"ETag": headers["ETag"]})
             return web.Response(
                 status=status, body=body, headers={"Content-Type": "text/plain", **headers}
             )
@@ -389,6 +391,64 @@ def test_ssrf_guard_on_sends_nothing_and_appends_nothing(many_hosts):
     assert set(result.unreachable) == {_origin(h, web_.port) for h in hosts}
     reasons = Counter(w.split(":")[0] for w in result.unreachable.values())
     assert set(reasons) <= {"ssrf-blocked", "host-gave-up"} and reasons["ssrf-blocked"] > 0
+
+
+def test_recrawl_over_many_hosts_revisits_every_page_once_servers_in_parallel(
+    tmp_path, monkeypatch
+):
+    """`recrawl` over 32 hosts on 8 servers (96 pages, each server's pages contiguous in the
+    crawl's order): one conditional request per page, 304s kept, edits and outages told apart,
+    one request at a time per server `delay` apart, and the servers worked in parallel."""
+    from crawlers.crawl import crawl
+    from crawlers.crawl.recrawl import CHANGED, ERROR, UNCHANGED, run_recrawl
+
+    servers = [f"127.61.2.{k}" for k in range(1, 9)]
+    hosts = [
+        Host(f"s{k}-site{j}.test", ip, "page", 4 * k + j)
+        for k, ip in enumerate(servers)
+        for j in range(4)
+    ]
+    install_dns(monkeypatch, {h.name: h.ip for h in hosts})
+    paths = ("/", "/p1.html", "/p2.html")
+    html = (
+        b"<!DOCTYPE html><html lang='en'><head><title>T</title></head><body><p>%s</p></body></html>"
+    )
+    config = {**CONFIG, "concurrency": 8, "max_retries": 0}
+    with RobotsWeb(servers) as web_:
+        pages = [f"http://{h.name}:{web_.port}{p}" for h in hosts for p in paths]
+        for h in hosts:
+            for p in paths:
+                body = html % f"{h.name}{p}".encode()
+                tag = f'"{hashlib.sha256(body).hexdigest()[:16]}"'
+                web_.set(h.name, p, 200, body, headers={"Content-Type": "text/html", "ETag": tag})
+        out = tmp_path / "crawl"
+        asyncio.run(crawl(pages, out, {**config, "delay": 0.0, "use_sitemaps": False}))
+        crawled = pq.read_table(out / "pages.parquet").to_pylist()
+        assert sorted(p["url"] for p in crawled if p["status"] == 200) == sorted(pages)
+
+        edited, busy = pages[4], pages[40]
+        web_.set(
+            hosts[1].name, "/p1.html", 200, html % b"edited", headers={"Content-Type": "text/html"}
+        )
+        web_.set(hosts[13].name, "/p1.html", 503, b"busy")
+        web_.log.clear()
+        web_.max_in_flight.clear()
+        summary = run_recrawl(out, config, due_only=False)
+    assert edited == f"http://{hosts[1].name}:{web_.port}/p1.html"
+    assert busy == f"http://{hosts[13].name}:{web_.port}/p1.html"
+    assert summary["due"] == len(pages)
+    assert (summary[CHANGED], summary[ERROR]) == (1, 1)
+    assert summary[UNCHANGED] == summary["not_modified"] == len(pages) - 2
+    asked = Counter((name, path) for name, path, _, _ in web_.log)
+    assert all(asked[(h.name, p)] == 1 for h in hosts for p in paths)
+    assert all(asked[(h.name, "/robots.txt")] == 1 for h in hosts)
+    assert sum(asked.values()) == len(pages) + len(hosts)
+    _check_politeness(web_, 0)
+    first_at: dict[str, int] = {}
+    for i, (_, _, ip, _) in enumerate(web_.log):
+        first_at.setdefault(ip, i)
+    assert set(first_at) == set(servers)
+    assert max(first_at.values()) < 2 * len(servers), first_at
 
 
 def _measure(repeats: list[int], grouped: bool, delay: float) -> None:
