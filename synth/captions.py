@@ -34,6 +34,7 @@ import io
 import os
 import re
 import time
+import unicodedata
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -148,9 +149,17 @@ def read_pairs(pairs_dirs: str | os.PathLike | Iterable[str | os.PathLike]) -> t
     return kept, opted_out
 
 
+def _words(text: str) -> list[str]:
+    """The words of a text in any script: runs of letters, their combining marks and digits,
+    hyphenated parts kept together ("x-ray"). Scripts written without spaces (Chinese, Japanese)
+    are not segmented: each run between punctuation is one word."""
+    kept = "".join(ch if ch == "-" or unicodedata.category(ch)[0] in "LMN" else " " for ch in text)
+    return [w for token in kept.split() for w in re.split(r"-{2,}", token.strip("-")) if w]
+
+
 def keywords_of(caption: str) -> str:
     """The content words of a caption, in order, de-duplicated, joined by ', '."""
-    words = re.findall(r"[a-z0-9]+(?:-[a-z0-9]+)*", caption.lower())
+    words = _words(caption.lower())
     seen: list[str] = []
     for w in words:
         if w not in STOP_WORDS and w not in seen:
@@ -160,7 +169,9 @@ def keywords_of(caption: str) -> str:
 
 def sentences_of(text: str) -> list[str]:
     """A paragraph's sentences (what CLIP scores one at a time)."""
-    parts = [s.strip() for s in re.split(r"(?<=[.!?])\s+", text.strip())]
+    # "." "!" "?" and Arabic "؟" end a sentence before a space; the full-width "。" "！" "？" of
+    # Chinese and Japanese end one with no space after them.
+    parts = [s.strip() for s in re.split(r"(?<=[.!?\u061f])\s+|(?<=[。！？])", text.strip())]
     return [s for s in parts if s] or [text.strip()]
 
 
@@ -317,7 +328,9 @@ def make_captions(
         ok_idx = [i for i, d in enumerate(decodable) if d]
         generated = captioner.generate([data[i] for i in ok_idx])
         for i, text in zip(ok_idx, generated, strict=True):
-            brief[i] = text
+            # U+FFFD is byte-level BPE's mark of a character cut in half (a CJK character is
+            # 2-3 tokens, and the context ends where it ends): never caption text.
+            brief[i] = text.replace("\ufffd", "").strip()
 
     # teacher levels, in a thread pool (the client rate-limits and caches)
     teacher_levels = [lv for lv, src in plan if src == "teacher"]
