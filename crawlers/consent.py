@@ -273,11 +273,23 @@ def _unreachable(record) -> str | None:
     return None
 
 
+def _robots_origin(url: str) -> str:
+    """The origin whose robots.txt governs `url`, as the crawler writes it: one key for a host
+    however a document spells it (IDNA/punycode, capitals, a trailing dot)."""
+    from crawlers.crawl.canon import UrlError, canonicalize
+    from crawlers.robots import origin_of
+
+    try:
+        return origin_of(canonicalize(url))
+    except UrlError:
+        return origin_of(url)
+
+
 async def recheck_async(lake_root: str | Path, config: Any = None) -> RecheckResult:
     """`recheck` in a running event loop."""
     from crawlers.crawl.downloader import Downloader
     from crawlers.crawl.recrawl import per_server
-    from crawlers.robots import RobotsTxt, origin_of
+    from crawlers.robots import RobotsTxt
 
     lake_root = Path(lake_root)
     docs = lake_documents(lake_root)
@@ -285,7 +297,7 @@ async def recheck_async(lake_root: str | Path, config: Any = None) -> RecheckRes
     latest = latest_rows(files)
     by_origin: dict[str, list[LakeDocument]] = {}
     for doc in docs.values():
-        by_origin.setdefault(origin_of(doc.url), []).append(doc)
+        by_origin.setdefault(_robots_origin(doc.url), []).append(doc)
     records: dict[str, Any] = {}
     result = RecheckResult(hosts=len(by_origin), documents=len(docs))
     async with Downloader(config, on_robots_fetch=lambda r: records.__setitem__(r.origin, r)) as d:

@@ -172,11 +172,13 @@ def run_demo(
     *,
     train_steps: tuple[int, ...] | None = None,
     dagster_home: Path | None = None,
+    asset_config: dict[str, dict[str, Any]] | None = None,
 ) -> list[AssetResult]:
     """Serve the sample web on loopback and materialize the whole graph on it; print a table.
 
     train_steps overrides the (pretrain, cpt, multimodal, long-context) step counts, e.g. for a
     quick check; three values are (pretrain, cpt, long-context) with multimodal at its default.
+    asset_config adds config per asset name on top of the demo's (e.g. the captioner's steps).
     """
     from sampleweb import build_web, serve
 
@@ -195,9 +197,10 @@ def run_demo(
             f"[bold]Refinery demo[/] lake={root}  sample web: {len(served.seeds())} sites on "
             "loopback; materializing the asset graph with Dagster"
         )
-        results = materialize_graph(
-            root, demo_config(served.seeds(), steps), dagster_home=dagster_home, console=console
-        )
+        config = demo_config(served.seeds(), steps)
+        for name, extra in (asset_config or {}).items():
+            config[name] = config.get(name, {}) | extra
+        results = materialize_graph(root, config, dagster_home=dagster_home, console=console)
     n_checks = sum(len(r.checks) for r in results)
     table = Table(
         title=f"Refinery demo: {len(results)} assets and {n_checks} checks in "

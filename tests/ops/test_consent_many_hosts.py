@@ -393,6 +393,38 @@ def test_ssrf_guard_on_sends_nothing_and_appends_nothing(many_hosts):
     assert set(reasons) <= {"ssrf-blocked", "host-gave-up"} and reasons["ssrf-blocked"] > 0
 
 
+def test_one_host_in_unicode_punycode_and_upper_case_is_asked_once(tmp_path, monkeypatch):
+    """Documents may name one host as 'bücher.test', 'xn--bcher-kva.test' or in capitals: one
+    origin, one robots.txt request, every document decided from it."""
+    puny = "bücher.test".encode("idna").decode("ascii")
+    install_dns(monkeypatch, {puny: "127.61.3.1", "upper.test": "127.61.3.1"})
+    with RobotsWeb(["127.61.3.1"]) as web_:
+        port = web_.port
+        urls = [
+            f"http://bücher.test:{port}/x",
+            f"http://{puny}:{port}/y",
+            f"http://UPPER.test:{port}/z",
+            f"http://upper.test:{port}/w",
+        ]
+        rows = [
+            {"id": str(i), "url": u, "robots_training": "allowed", "training_allowed": True}
+            for i, u in enumerate(urls)
+        ]
+        (tmp_path / "extract").mkdir()
+        pq.write_table(pa.Table.from_pylist(rows), tmp_path / "extract" / "documents.parquet")
+        web_.set(puny, "/robots.txt", 200, OPT_OUT)
+        web_.set("upper.test", "/robots.txt", 200, OPT_OUT)
+        result = recheck(tmp_path, CONFIG)
+    assert sorted(name for name, _, _, _ in web_.log) == sorted([puny, "upper.test"])
+    assert (result.hosts, result.documents, result.opted_out) == (2, 4, 4)
+    ledger = {r["url"]: r for r in pq.read_table(result.file).to_pylist()}
+    assert set(ledger) == set(urls)
+    assert {r["robots_url"] for r in ledger.values()} == {
+        f"http://{puny}:{port}/robots.txt",
+        f"http://upper.test:{port}/robots.txt",
+    }
+
+
 def test_recrawl_over_many_hosts_revisits_every_page_once_servers_in_parallel(
     tmp_path, monkeypatch
 ):
