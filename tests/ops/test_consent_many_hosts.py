@@ -46,8 +46,8 @@ CONFIG = {
     "delay": DELAY,
     "robots_retries": 0,
     "connect_timeout": 1.0,
-    "read_timeout": 0.5,
-    "total_timeout": 0.5,
+    "read_timeout": 0.8,
+    "total_timeout": 0.8,
     "backoff_base": 0.005,
     "backoff_max": 0.02,
     "breaker_cooldown": 0.05,
@@ -56,7 +56,7 @@ SHARED = [f"127.61.0.{k}" for k in range(1, 17)]  # 16 servers with many virtual
 DOWN, TARPIT, CDN_IP = "127.61.1.1", "127.61.1.2", "127.61.1.3"
 CDN = "cdn.test"
 DOWN_HOSTS = 20  # all answer 500: the breaker opens 3 times x 5 errors, then gives up
-TIMEOUT_HOSTS = 2
+TIMEOUT_HOSTS = 1
 
 ALLOW = b"User-agent: *\nDisallow: /private/\n"
 OPT_OUT = b"User-agent: *\nAllow: /\n\nUser-agent: RefineryBot-Extended\nDisallow: /\n"
