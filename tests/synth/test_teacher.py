@@ -106,17 +106,21 @@ def test_transient_status_is_retried(server, status):
     assert client.usage()["requests"] == 1
 
 
-def test_backoff_s_sets_the_first_wait(server):
+def test_backoff_s_sets_the_first_wait(server, monkeypatch):
+    """The waits openai's retry loop sleeps (recorded, not timed): backoff_s, then doubling."""
+    import openai._base_client as base
+
+    waits: list[float] = []
+    monkeypatch.setattr(base.time, "sleep", waits.append)
     server["script"] = [500, 500]
-    t0 = time.monotonic()
     assert _client(server, backoff_s=0.4).chat(HI) == "hello"
-    slow = time.monotonic() - t0
+    slow, waits[:] = list(waits), []
     server["script"] = [500, 500]
-    t1 = time.monotonic()
     assert _client(server, backoff_s=0.0).chat(HI) == "hello"
-    fast = time.monotonic() - t1
     assert len(server["requests"]) == 6
-    assert slow >= 0.75 * (0.4 + 0.8) and fast < 0.5  # openai's jitter takes off up to 25%
+    # openai's jitter takes off up to 25% of each step
+    assert len(slow) == 2 and 0.3 <= slow[0] <= 0.4 and 0.6 <= slow[1] <= 0.8, slow
+    assert waits == [0.0, 0.0]
 
 
 def test_timeout_is_retried(server):
