@@ -285,11 +285,49 @@ def _robots_origin(url: str) -> str:
         return origin_of(url)
 
 
+def _changes(
+    origin: str,
+    docs: list[LakeDocument],
+    robots: Any,
+    record: Any,
+    latest: dict[str, dict[str, Any]],
+    agent: str,
+) -> list[dict[str, Any]]:
+    """Ledger rows (without checked_at) for the documents of one origin whose training
+    permission under `robots` differs from the last word on them."""
+    sha = hashlib.sha256(record.body or b"").hexdigest()
+    rows = []
+    for doc in sorted(docs, key=lambda x: x.url):
+        now = robots.allows(agent, doc.url)
+        prev_row = latest.get(doc.url)
+        before = doc.allowed_at_crawl if prev_row is None else prev_row["training_allowed"]
+        if now == before:
+            continue
+        group, rule = matched_rule(robots, agent, doc.url)
+        rows.append(
+            {
+                "host": doc.host,
+                "url": doc.url,
+                "doc_ids": sorted(doc.ids),
+                "training_allowed": now,
+                "previous": before,
+                "agent": agent,
+                "agent_group": group,
+                "rule": rule,
+                "robots_url": origin + "/robots.txt",
+                "robots_status": record.status,
+                "robots_sha256": sha,
+                "robots_kind": robots.kind,
+            }
+        )
+    return rows
+
+
 async def recheck_async(lake_root: str | Path, config: Any = None) -> RecheckResult:
     """`recheck` in a running event loop."""
     from crawlers.crawl.downloader import Downloader
     from crawlers.crawl.recrawl import per_server
-    from crawlers.robots import RobotsTxt
+    from crawlers.robots import RobotsCache
 
     lake_root = Path(lake_root)
     docs = lake_documents(lake_root)
@@ -300,44 +338,29 @@ async def recheck_async(lake_root: str | Path, config: Any = None) -> RecheckRes
         by_origin.setdefault(_robots_origin(doc.url), []).append(doc)
     records: dict[str, Any] = {}
     result = RecheckResult(hosts=len(by_origin), documents=len(docs))
+    changes: dict[str, list[dict[str, Any]]] = {}
+    unreachable: dict[str, str] = {}
     async with Downloader(config, on_robots_fetch=lambda r: records.__setitem__(r.origin, r)) as d:
         agent = d.cfg.training_agent
+        # Each origin is asked once, and decided as soon as its robots.txt is in: neither the
+        # fetched files nor the parsed policies of every host are held until the end (a lake
+        # with 100k hosts would hold them all: ~1 MB per host for a 100 KiB robots.txt).
+        d.robots.cache = RobotsCache(d.cfg.robots_max_age_s, max_entries=d.cfg.concurrency)
+
+        async def check(origin: str) -> None:
+            robots = await d.robots.get(origin + "/")  # SSRF guard, politeness, redirects
+            record = records.pop(origin, None)
+            why = _unreachable(record)
+            if why is not None:
+                unreachable[origin] = why
+            else:
+                changes[origin] = _changes(origin, by_origin[origin], robots, record, latest, agent)
+
         # One lane per server (politeness key), so one server's many names cannot idle the rest.
-        await per_server(d, sorted(by_origin), str, lambda o: d.robots.get(o + "/"))
+        await per_server(d, sorted(by_origin), str, check)
     checked_at = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-    rows: list[dict[str, Any]] = []
-    for origin in sorted(by_origin):
-        record = records.get(origin)
-        why = _unreachable(record)
-        if why is not None:
-            result.unreachable[origin] = why
-            continue
-        robots = RobotsTxt.from_response(record.status, record.body)
-        sha = hashlib.sha256(record.body or b"").hexdigest()
-        for doc in sorted(by_origin[origin], key=lambda x: x.url):
-            now = robots.allows(agent, doc.url)
-            prev_row = latest.get(doc.url)
-            before = doc.allowed_at_crawl if prev_row is None else prev_row["training_allowed"]
-            if now == before:
-                continue
-            group, rule = matched_rule(robots, agent, doc.url)
-            rows.append(
-                {
-                    "checked_at": checked_at,
-                    "host": doc.host,
-                    "url": doc.url,
-                    "doc_ids": sorted(doc.ids),
-                    "training_allowed": now,
-                    "previous": before,
-                    "agent": agent,
-                    "agent_group": group,
-                    "rule": rule,
-                    "robots_url": origin + "/robots.txt",
-                    "robots_status": record.status,
-                    "robots_sha256": sha,
-                    "robots_kind": robots.kind,
-                }
-            )
+    result.unreachable = dict(sorted(unreachable.items()))
+    rows = [{"checked_at": checked_at, **row} for o in sorted(changes) for row in changes[o]]
     written = append_ledger(lake_root, rows)
     result.changed = len(rows)
     result.opted_out = sum(1 for r in rows if not r["training_allowed"])

@@ -483,9 +483,13 @@ def test_recrawl_over_many_hosts_revisits_every_page_once_servers_in_parallel(
     assert max(first_at.values()) < 2 * len(servers), first_at
 
 
-def _measure(repeats: list[int], grouped: bool, delay: float) -> None:
-    """Time one recheck at each size (hosts = repeat x the layout); prints a table."""
+def _measure(repeats: list[int], grouped: bool, delay: float, robots_kib: int) -> None:
+    """Time one recheck at each size (hosts = repeat x the layout); prints a table. With
+    `robots_kib`, the unchanged hosts serve robots.txt files of that size (peak RSS printed)."""
+    import resource
     import tempfile
+
+    padded = ALLOW + b"".join(b"Disallow: /p/%06d/\n" % i for i in range(robots_kib * 1024 // 22))
 
     config = {**CONFIG, "delay": delay}
     for repeat in repeats:
@@ -501,6 +505,9 @@ def _measure(repeats: list[int], grouped: bool, delay: float) -> None:
                 lake = Path(d) / "lake"
                 write_lake(lake, hosts, web_.port)
                 serve_phase1(web_, hosts, web_.port)
+                for h in hosts:
+                    if h.kind == "same" and robots_kib:
+                        web_.set(h.name, "/robots.txt", 200, padded)
                 t0 = time.monotonic()
                 first = recheck(lake, config)
                 t1 = time.monotonic()
@@ -509,7 +516,9 @@ def _measure(repeats: list[int], grouped: bool, delay: float) -> None:
                 print(
                     f"grouped={grouped} delay={delay} hosts={len(hosts)} docs={first.documents} rows={first.changed} "
                     f"unreachable={len(first.unreachable)} requests={len(web_.log)} "
-                    f"first={t1 - t0:.2f}s second={t2 - t1:.2f}s (second.changed={second.changed})",
+                    f"first={t1 - t0:.2f}s second={t2 - t1:.2f}s (second.changed={second.changed}) "
+                    f"robots={len(padded) // 1024 if robots_kib else 0}KiB "
+                    f"maxrss={resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024}MiB",
                     flush=True,
                 )
         finally:
@@ -523,5 +532,6 @@ if __name__ == "__main__":
     ap.add_argument("--repeat", default="1,10", help="comma-separated layout repeats")
     ap.add_argument("--grouped", action="store_true", help="each server's names sort together")
     ap.add_argument("--delay", type=float, default=DELAY, help="politeness delay (s)")
+    ap.add_argument("--robots-kib", type=int, default=0, help="size of unchanged robots.txt")
     args = ap.parse_args()
-    _measure([int(x) for x in args.repeat.split(",")], args.grouped, args.delay)
+    _measure([int(x) for x in args.repeat.split(",")], args.grouped, args.delay, args.robots_kib)
