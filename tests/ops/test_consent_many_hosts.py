@@ -45,9 +45,11 @@ CONFIG = {
     "allow_private_networks": True,
     "delay": DELAY,
     "robots_retries": 0,
-    "connect_timeout": 1.0,
-    "read_timeout": 0.8,
-    "total_timeout": 0.8,
+    # Timeouts far above what a served answer takes (slow hosts: 0.1 s) even on a loaded CI
+    # machine, where 0.8 s once timed out slow hosts; only the tarpit host exceeds them.
+    "connect_timeout": 3.0,
+    "read_timeout": 3.0,
+    "total_timeout": 3.0,
     "backoff_base": 0.005,
     "backoff_max": 0.02,
     "breaker_cooldown": 0.05,
@@ -216,7 +218,7 @@ def serve_phase1(web_: RobotsWeb, hosts: list[Host], port: int) -> None:
         elif k == "e429":
             web_.set(h.name, "/robots.txt", 429, b"slow down")
         elif k == "timeout":
-            web_.set(h.name, "/robots.txt", 200, ALLOW, sleep=1.0)
+            web_.set(h.name, "/robots.txt", 200, ALLOW, sleep=CONFIG["total_timeout"] + 0.3)
         # "none": nothing served, 404
 
 
