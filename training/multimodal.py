@@ -50,11 +50,9 @@ from training.checkpoint import (
     is_sharded_checkpoint,
     latest_checkpoint,
     load_checkpoint,
-    load_sharded_checkpoint,
     resolve_checkpoint,
     save_checkpoint,
     save_sharded_checkpoint,
-    set_rng_state,
 )
 from training.model import ModelConfig, Transformer
 from training.train_config import MultimodalSection, load_run_config
@@ -63,13 +61,14 @@ from training.trainer import (
     TrainError,
     TrainState,
     _append_jsonl,
+    _checkpoint_to_resume,
     _optimizer,
     _read_jsonl,
-    _setup_torch,
     _split,
-    _truncate_jsonl,
     check_compatible,
+    join_launch,
     resolve_model_config,
+    start_or_resume,
     summarize,
     train_loop,
     write_run_record,
@@ -287,20 +286,9 @@ class MultimodalState(TrainState):
         }
         return save_checkpoint(self.out_dir, step, payload, keep)
 
-    def restore(self, saved: dict[str, Any], source: Path | None = None) -> None:
-        if is_sharded_checkpoint(saved):  # model + optimiser from DCP; this rank's loader, RNG
-            load_sharded_checkpoint(source, saved, self.model, self.optimizer)
-            loader_state, rng = saved["loader"][self.dist.rank], saved["rng"][self.dist.rank]
-        else:
-            self.optimizer.load_state_dict(saved["optimizer"])
-            loader_state, rng = saved["loader"], saved["rng"]
-        self.scheduler.load_state_dict(saved["scheduler"])
-        self.loader.load_state_dict(loader_state)
-        set_rng_state(rng)
-        self.start = int(saved["step"])
-        if self.dist.is_main:
-            _truncate_jsonl(self.metrics_path, self.start)
-            _truncate_jsonl(self.eval_path, self.start)
+    def recorded_config(self) -> ModelConfig:
+        """Checkpoints record the text decoder (no image path)."""
+        return text_config(self.vlm.decoder.config)
 
 
 def _load_decoder_init(decoder: Transformer, init: str | Path) -> Path:
@@ -318,26 +306,12 @@ def _load_decoder_init(decoder: Transformer, init: str | Path) -> Path:
     return path
 
 
-def _resume_point(out_dir: Path, resume: bool, init) -> dict[str, Any] | None:
-    existing = latest_checkpoint(out_dir)
-    if resume:
-        if existing is None:
-            raise TrainError(
-                f"--resume: {out_dir} has no checkpoint to resume from; drop --resume to start it"
-            )
-        saved = load_checkpoint(existing, weights=False)  # sharded weights: in restore
-        if saved.get("stage") != STAGE or "vision_language" not in saved:
-            raise TrainError(f"--resume: {out_dir} is a {saved.get('stage')!r} run, not {STAGE!r}")
-        return saved
-    if existing is not None:
-        raise TrainError(
-            f"{out_dir} already holds a run ({existing.name}); pass --resume or choose another --out"
-        )
-    if init is None:
-        raise TrainError(
-            "stage 'multimodal' starts from the text CPT weights: pass --init RUNDIR_OR_CHECKPOINT"
-        )
-    return None
+def _resume_point(out_dir: Path, resume: bool, init) -> tuple[Path | None, dict[str, Any] | None]:
+    """The trainer's rule (resume, or refuse to overwrite; --init to start), and a multimodal run."""
+    existing, saved = _checkpoint_to_resume(STAGE, out_dir, resume, init)
+    if saved is not None and "vision_language" not in saved:
+        raise TrainError(f"--resume: {existing} has no vision_language part: not a {STAGE!r} run")
+    return existing, saved
 
 
 def setup_multimodal(
@@ -379,7 +353,7 @@ def setup_multimodal(
         raise TrainError(f"steps must be >= 1, got {total}")
     if not resume and latest_checkpoint(out_dir) and distributed.continues_launch(out_dir):
         resume = True  # torchrun restarted this launch's workers: continue where they stopped
-    saved = _resume_point(out_dir, resume, init)
+    existing, saved = _resume_point(out_dir, resume, init)
     saved_vl = saved["vision_language"] if saved else None
     if saved_vl is not None and vision is None:
         vision = saved_vl["vision_info"]["spec"]
@@ -387,16 +361,7 @@ def setup_multimodal(
         raise TrainError("stage 'multimodal' needs the CLIP model: pass --vision MODELDIR")
 
     t = cfg.train
-    device = _setup_torch(cfg)
-    ctx = distributed.init(device.type)  # torchrun: join the process group; else rank 0 of 1
-    device = distributed.device_for(ctx, device)
-    existing = latest_checkpoint(out_dir) if saved is not None else None
-    if saved is not None and saved.get("world_size", 1) != ctx.world_size:
-        raise TrainError(
-            f"--resume: {existing} was written by {saved.get('world_size', 1)} process(es) "
-            f"but this run has {ctx.world_size}; resume with torchrun --nproc-per-node "
-            f"{saved.get('world_size', 1)} (the loader's rank split must match)"
-        )
+    device, ctx = join_launch(cfg, saved, existing)
     torch.manual_seed(t.seed)
     np.random.seed(t.seed)
     encoder = load_vision_encoder(vision, device)
@@ -469,15 +434,7 @@ def setup_multimodal(
         fingerprint=fingerprint,
         dist=ctx,
     )
-    out_dir.mkdir(parents=True, exist_ok=True)
-    if saved is not None:
-        state.restore(saved, existing)
-        if (out_dir / "run.json").exists():
-            previous_init = json.loads((out_dir / "run.json").read_text()).get("init")
-            init_path = Path(previous_init) if previous_init else None
-    elif ctx.is_main:
-        state.metrics_path.write_text("")
-        state.eval_path.write_text("")
+    init_path = start_or_resume(state, saved, existing, init_path)
     record = {
         "stage": STAGE,
         "config_path": str(config_path),

@@ -334,10 +334,14 @@ class TrainState:
         payload["loader"] = self.loader.state_dict()
         return save_checkpoint(self.out_dir, step, payload, keep)
 
+    def recorded_config(self) -> ModelConfig:
+        """The model config its checkpoints record (the multimodal stage's: the text decoder's)."""
+        return self.model.config
+
     def restore(self, saved: dict[str, Any], source: Path) -> None:
         """Continue from a checkpoint: optimiser, scheduler, loader, RNGs; drop logs past it."""
         if is_sharded_checkpoint(saved):  # model + optimiser from DCP; this rank's loader, RNG
-            check_compatible(saved["model_config"], self.model.config, source)
+            check_compatible(saved["model_config"], self.recorded_config(), source)
             load_sharded_checkpoint(source, saved, self.model, self.optimizer)
             loader_state, rng = saved["loader"][self.dist.rank], saved["rng"][self.dist.rank]
         else:
@@ -459,15 +463,7 @@ def setup(
     existing, resume_state = _checkpoint_to_resume(stage, out_dir, resume, init)
 
     t = cfg.train
-    device = _setup_torch(cfg)
-    ctx = distributed.init(device.type)  # torchrun: join the process group; else rank 0 of 1
-    device = distributed.device_for(ctx, device)
-    if resume_state is not None and resume_state.get("world_size", 1) != ctx.world_size:
-        raise TrainError(
-            f"--resume: {existing} was written by {resume_state.get('world_size', 1)} process(es) "
-            f"but this run has {ctx.world_size}; resume with torchrun --nproc-per-node "
-            f"{resume_state.get('world_size', 1)} (the loader's rank split must match)"
-        )
+    device, ctx = join_launch(cfg, resume_state, existing)
     torch.manual_seed(t.seed)
     np.random.seed(t.seed)
     model = Transformer(model_cfg).to(device)
@@ -499,16 +495,7 @@ def setup(
         dist=ctx,
     )
 
-    out_dir.mkdir(parents=True, exist_ok=True)
-    if resume_state is not None:
-        state.restore(resume_state, existing)
-        if (out_dir / "run.json").exists():
-            # The resumed run keeps the weights it was started from on record.
-            previous_init = json.loads((out_dir / "run.json").read_text()).get("init")
-            init_path = Path(previous_init) if previous_init else None
-    elif ctx.is_main:
-        state.metrics_path.write_text("")
-        state.eval_path.write_text("")
+    init_path = start_or_resume(state, resume_state, existing, init_path)
     run_record = {
         "stage": stage,
         "config_path": str(config_path),
@@ -521,6 +508,44 @@ def setup(
     }
     write_run_record(state, run_record)
     return state
+
+
+def join_launch(
+    cfg: RunConfig, resume_state: dict[str, Any] | None, existing: Path | None
+) -> tuple[torch.device, distributed.DistContext]:
+    """This process's device and place in the launch (torchrun: joins the process group); a
+    resumed checkpoint must come from the same number of processes (the loader's rank split)."""
+    device = _setup_torch(cfg)
+    ctx = distributed.init(device.type)  # torchrun: join the process group; else rank 0 of 1
+    device = distributed.device_for(ctx, device)
+    if resume_state is not None and resume_state.get("world_size", 1) != ctx.world_size:
+        raise TrainError(
+            f"--resume: {existing} was written by {resume_state.get('world_size', 1)} process(es) "
+            f"but this run has {ctx.world_size}; resume with torchrun --nproc-per-node "
+            f"{resume_state.get('world_size', 1)} (the loader's rank split must match)"
+        )
+    return device, ctx
+
+
+def start_or_resume(
+    state: TrainState,
+    resume_state: dict[str, Any] | None,
+    existing: Path | None,
+    init_path: Path | None,
+) -> Path | None:
+    """Restore a resumed run (weights it was started from stay on record: returned from its
+    run.json), or start fresh logs (rank 0); returns the `init` for run.json."""
+    state.out_dir.mkdir(parents=True, exist_ok=True)
+    if resume_state is not None:
+        state.restore(resume_state, existing)
+        record = state.out_dir / "run.json"
+        if record.exists():
+            previous_init = json.loads(record.read_text()).get("init")
+            return Path(previous_init) if previous_init else None
+    elif state.dist.is_main:
+        state.metrics_path.write_text("")
+        state.eval_path.write_text("")
+    return init_path
 
 
 def write_run_record(state: TrainState, record: dict[str, Any]) -> None:

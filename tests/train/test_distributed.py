@@ -62,23 +62,32 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-# On torchrun's first attempt, rank 1 dies abruptly at the end of step 5 (after the step-3
-# checkpoint and rank 0's step-5 log line); torchrun stops rank 0, which is waiting for it in the
-# next collective, and restarts both: the same call then resumes from the step-3 checkpoint.
-CRASHING_RUN = """
+def crashing_run(step: int, call: str) -> str:
+    """A torchrun script: on the first attempt rank 1 dies abruptly (`os._exit`) at the end of
+    `step`, after writing `rank1-killed`; torchrun stops rank 0, which waits for it in the next
+    collective, and restarts both, so the same `call` (its arguments from sys.argv) resumes
+    from the last checkpoint."""
+    return f"""
 import os, sys
 from pathlib import Path
-from training.trainer import run_stage
 
 def crash(step, total, row):
     first_attempt = os.environ["TORCHELASTIC_RESTART_COUNT"] == "0"
-    if step == 5 and os.environ["RANK"] == "1" and first_attempt:
+    if step == {step} and os.environ["RANK"] == "1" and first_attempt:
         Path("rank1-killed").write_text(str(step))
         os._exit(17)
 
-config, data, out, steps = sys.argv[1:]
-run_stage("pretrain", config, data, out, steps=int(steps), on_step=crash)
+{call}
 """
+
+
+# Rank 1 dies in step 5, after the step-3 checkpoint and rank 0's step-5 log line.
+CRASHING_RUN = crashing_run(
+    5,
+    "from training.trainer import run_stage\n"
+    "config, data, out, steps = sys.argv[1:]\n"
+    'run_stage("pretrain", config, data, out, steps=int(steps), on_step=crash)',
+)
 
 
 def torchrun(*args: str, cwd: Path) -> subprocess.CompletedProcess:

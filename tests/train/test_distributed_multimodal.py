@@ -25,7 +25,7 @@ from training.checkpoint import list_checkpoints, load_checkpoint, sharded_dir
 from training.multimodal import run_multimodal
 from training.trainer import TrainError, run_stage
 
-from .test_distributed import dense_config, free_port, read_jsonl, torchrun
+from .test_distributed import crashing_run, dense_config, free_port, read_jsonl, torchrun
 from .test_multimodal import write_clip_dir, write_multimodal_mixture
 
 pytestmark = pytest.mark.timeout(420)
@@ -34,22 +34,13 @@ STEPS = 6
 ADAPTER_ONLY = 3
 REL_TOL = 1e-5
 
-# On torchrun's first attempt rank 1 dies abruptly at the end of step 3 (after the step-2
-# checkpoint); torchrun restarts both workers and the same call resumes from step 2.
-CRASHING_RUN = """
-import os, sys
-from pathlib import Path
-from training.multimodal import run_multimodal
-
-def crash(step, total, row):
-    first_attempt = os.environ["TORCHELASTIC_RESTART_COUNT"] == "0"
-    if step == 3 and os.environ["RANK"] == "1" and first_attempt:
-        Path("rank1-killed").write_text(str(step))
-        os._exit(17)
-
-config, data, init, vision, out, steps = sys.argv[1:]
-run_multimodal(config, data, out, init=init, vision=vision, steps=int(steps), on_step=crash)
-"""
+# Rank 1 dies at the end of step 3, after the step-2 checkpoint (in the adapter-only phase).
+CRASHING_RUN = crashing_run(
+    3,
+    "from training.multimodal import run_multimodal\n"
+    "config, data, init, vision, out, steps = sys.argv[1:]\n"
+    "run_multimodal(config, data, out, init=init, vision=vision, steps=int(steps), on_step=crash)",
+)
 
 
 def multimodal_config(path: Path, batch_size: int) -> Path:
