@@ -8,8 +8,6 @@ from __future__ import annotations
 import json
 import re
 import shutil
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import SimpleNamespace
 
 import numpy as np
@@ -19,10 +17,12 @@ import pytest
 from synth import charts
 from synth.charts import CHART_TYPES, make_charts, recompute
 from synth.teacher import TeacherClient
+from tests.synth import fake_teacher
+
+server = fake_teacher.server  # the shared fake OpenAI-compatible endpoint (a pytest fixture)
 
 pytestmark = pytest.mark.timeout(120)
 
-HOST = "127.0.0.64"
 needs_bwrap = pytest.mark.skipif(
     shutil.which("bwrap") is None,
     reason="bubblewrap (bwrap) is not installed: apt-get install bubblewrap",
@@ -194,51 +194,6 @@ def test_broken_and_blocked_code_keep_the_reason(tmp_path, monkeypatch):
 # --------------------------------------------------------------------------- teacher
 
 
-def _completion(content: str) -> dict:
-    return {
-        "id": "c",
-        "object": "chat.completion",
-        "created": 0,
-        "model": "tiny",
-        "choices": [
-            {
-                "index": 0,
-                "finish_reason": "stop",
-                "message": {"role": "assistant", "content": content},
-            }
-        ],
-        "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
-    }
-
-
-@pytest.fixture
-def server():
-    """Answers scripted contents in turn and records each request body."""
-    state = {"script": [], "requests": []}
-
-    class Handler(BaseHTTPRequestHandler):
-        def log_message(self, *args):
-            pass
-
-        def do_POST(self):
-            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-            state["requests"].append(body)
-            content = state["script"].pop(0) if state["script"] else "{}"
-            data = json.dumps(_completion(content)).encode()
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
-
-    httpd = ThreadingHTTPServer((HOST, 0), Handler)
-    threading.Thread(target=httpd.serve_forever, args=(0.05,), daemon=True).start()
-    state["base_url"] = f"http://{HOST}:{httpd.server_address[1]}/v1"
-    yield state
-    httpd.shutdown()
-    httpd.server_close()
-
-
 TEACHER_DATA = {
     "topic": "coffee sold by cafe",
     "title": "Coffee sold",
@@ -278,11 +233,11 @@ def test_teacher_wrong_answers_dropped_and_malicious_code_blocked(server, tmp_pa
     code = charts.template_code("bar", __import__("random").Random(0))
     evil = "import socket\ns = socket.socket()\ns.connect(('127.0.0.1', 1))\n"
     server["script"] = [
-        json.dumps(TEACHER_DATA),
-        json.dumps({"code": code}),
-        json.dumps(_teacher_qa()),
-        json.dumps(TEACHER_DATA),
-        json.dumps({"code": evil}),
+        ("ok", json.dumps(TEACHER_DATA)),
+        ("ok", json.dumps({"code": code})),
+        ("ok", json.dumps(_teacher_qa())),
+        ("ok", json.dumps(TEACHER_DATA)),
+        ("ok", json.dumps({"code": evil})),
     ]
     teacher = TeacherClient(server["base_url"], "tiny-teacher", timeout=5, backoff_s=0.01)
     s = make_charts(tmp_path, n=2, seed=1, types=["bar"], teacher=teacher, workers=1)
@@ -320,7 +275,7 @@ def test_teacher_needs_categorical_types(server, tmp_path):
 
 def test_teacher_data_that_does_not_fit_keeps_the_reason(server, tmp_path):
     short = dict(TEACHER_DATA, series=[{"name": "Cups", "values": [1, 2]}])
-    server["script"] = [json.dumps(short)]
+    server["script"] = [("ok", json.dumps(short))]
     teacher = TeacherClient(server["base_url"], "tiny-teacher", timeout=5, backoff_s=0.01)
     s = make_charts(tmp_path, n=1, seed=0, types=["pie"], teacher=teacher, run=fake_run)
     (row,) = pq.read_table(tmp_path / "charts.parquet").to_pylist()
