@@ -35,6 +35,7 @@ pytestmark = pytest.mark.slow
 TINY_STEPS = 6  # per training asset: the UI test checks the plumbing, not the models
 # ... except the multimodal stage, whose checks ask for evidence about images: the demo test's 30
 MULTIMODAL_STEPS = 30
+CRAWL_DELAY_S = 0.05  # of the demo's 0.2 s: politeness is tested by the crawl tests
 CAPTIONER_STEPS = 100  # of the demo's 400: captions are made and accounted, not good
 DONE = {"COMPLETED", "COMPLETED_SUCCESS", "COMPLETED_FAILED", "FAILED", "CANCELED"}
 
@@ -167,7 +168,7 @@ def _wait_for_backfill(base: str, deadline: float, log) -> dict:
             backfill = found[0]
             if backfill["status"] in DONE and not states.get("STARTED"):
                 return {"backfill": backfill, "runs": runs}
-        time.sleep(10)
+        time.sleep(3)
     raise AssertionError(f"the backfill did not end in time: {backfill}")
 
 
@@ -211,6 +212,7 @@ def test_the_whole_graph_materializes_from_the_ui(tmp_path):
         }
         config = demo_config(served.seeds(), steps)
         config["captioner_model"] = {"steps": CAPTIONER_STEPS}
+        config["raw_pages"]["delay"] = CRAWL_DELAY_S
         (tmp_path / "ui_config.yaml").write_text(yaml.safe_dump(config))
         env = {
             "REFINERY_HOME": str(lake),

@@ -28,6 +28,7 @@ from pipelines.stages.train import latest_run
 pytestmark = pytest.mark.slow
 
 TRAIN_STEPS = (12, 6, 30, 6)  # pretrain, cpt, multimodal, long-context
+CRAWL_DELAY_S = 0.05  # of the demo's 0.2 s: politeness is tested by the crawl tests
 CAPTIONER_STEPS = 100  # of the demo's 400: captions are made and accounted, not good
 # Kill points: seconds after start, drawn from these seeds (on an unloaded 2-core machine the
 # crawl's four shards end about 50 s after start, and the whole demo takes about 4 minutes).
@@ -76,7 +77,10 @@ def test_demo_materializes_the_graph_into_the_lake_and_the_instance(tmp_path):
         console,
         train_steps=TRAIN_STEPS,
         dagster_home=home,
-        asset_config={"captioner_model": {"steps": CAPTIONER_STEPS}},
+        asset_config={
+            "captioner_model": {"steps": CAPTIONER_STEPS},
+            "raw_pages": {"delay": CRAWL_DELAY_S},
+        },
     )
 
     # After the killed runs and the full one: every dataset complete and consistent with its
