@@ -33,139 +33,16 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-import os
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import pyarrow as pa
 import pyarrow.parquet as pq
 
-LEDGER_DIR = Path("consent") / "ledger"
+from common.consent import append_ledger, latest_rows, ledger_files, ledger_version
+
 DOCUMENT_SOURCES = ("extract/documents.parquet", "filter/documents.parquet")
-LEDGER_SCHEMA = pa.schema(
-    [
-        ("checked_at", pa.string()),  # UTC, ISO 8601
-        ("host", pa.string()),  # host[:port] of the document URL
-        ("url", pa.string()),  # the document URL the decision is about
-        ("doc_ids", pa.list_(pa.string())),  # lake document ids at that URL
-        ("training_allowed", pa.bool_()),  # the new decision for the training token
-        ("previous", pa.bool_()),  # what it was before this row
-        ("agent", pa.string()),  # the training product token evaluated
-        ("agent_group", pa.string()),  # the robots.txt group that applied ('*', a token, none)
-        ("rule", pa.string()),  # the rule line that matched, e.g. 'Disallow: /'; None: no rule
-        ("robots_url", pa.string()),
-        ("robots_status", pa.int32()),  # final HTTP status of the robots.txt fetch
-        ("robots_sha256", pa.string()),  # sha256 of the robots.txt body as fetched
-        ("robots_kind", pa.string()),  # RobotsTxt.kind: parsed, unavailable-4xx, ...
-    ]
-)
-_NAME = "ledger-{:06d}.parquet"
-
-
-def ledger_dir(lake_root: str | Path) -> Path:
-    """`<lake>/consent/ledger`."""
-    return Path(lake_root) / LEDGER_DIR
-
-
-def ledger_files(lake_root: str | Path | None) -> list[Path]:
-    """The ledger's files in append order (empty when there is no ledger or no lake root)."""
-    if lake_root is None:
-        return []
-    return sorted(ledger_dir(lake_root).glob("ledger-*.parquet"))
-
-
-def _sha256_file(path: Path) -> str:
-    h = hashlib.sha256()
-    with path.open("rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
-
-
-def latest_rows(files: Iterable[str | Path]) -> dict[str, dict[str, Any]]:
-    """The latest ledger row per URL (files in append order; the last row for a URL wins)."""
-    latest: dict[str, dict[str, Any]] = {}
-    for f in files:
-        for row in pq.read_table(f, schema=LEDGER_SCHEMA).to_pylist():
-            latest[row["url"]] = row
-    return latest
-
-
-def ledger_version(files: Iterable[str | Path]) -> dict[str, Any]:
-    """What a mixture manifest records: file count, last file, sha256 over (name, file sha256)
-    of every file in order (None for an empty ledger), and how many URLs are opted out now."""
-    paths = [Path(f) for f in files]
-    if not paths:
-        return {"path": str(LEDGER_DIR), "files": 0, "last": None, "sha256": None, "opted_out": 0}
-    h = hashlib.sha256()
-    for p in paths:
-        h.update(f"{p.name} {_sha256_file(p)}\n".encode())
-    opted_out = sum(1 for r in latest_rows(paths).values() if not r["training_allowed"])
-    return {
-        "path": str(LEDGER_DIR),
-        "files": len(paths),
-        "last": paths[-1].name,
-        "sha256": h.hexdigest(),
-        "opted_out": opted_out,
-    }
-
-
-def honoured_files(lake_root: str | Path | None, version: dict[str, Any] | None) -> list[Path]:
-    """The ledger files a manifest's `consent_ledger` entry names (none for no entry): the
-    lake's files up to `last`, checked against the recorded count and sha256."""
-    if not version or not version.get("files"):
-        return []
-    files = [f for f in ledger_files(lake_root) if f.name <= str(version["last"])]
-    if ledger_version(files).get("sha256") != version.get("sha256"):
-        raise ValueError(
-            f"consent_ledger: the manifest honoured {version.get('files')} ledger files up to "
-            f"{version.get('last')} (sha256 {version.get('sha256')}), but "
-            f"{ledger_dir(lake_root or '.')} holds {len(files)} such files with another hash; "
-            "the ledger is append-only: restore the files or rebuild the mixture"
-        )
-    return files
-
-
-def opted_out(files: Iterable[str | Path]) -> tuple[set[str], set[str]]:
-    """(URLs, document ids) whose latest ledger row says training_allowed = false."""
-    urls: set[str] = set()
-    ids: set[str] = set()
-    for row in latest_rows(files).values():
-        if not row["training_allowed"]:
-            urls.add(row["url"])
-            ids.update(row["doc_ids"] or ())
-    return urls, ids
-
-
-def append_ledger(lake_root: str | Path, rows: list[dict[str, Any]]) -> Path | None:
-    """Append `rows` as one new ledger file (None when there are none); never overwrites a file."""
-    if not rows:
-        return None
-    missing = [r for r in rows if not r.get("url") or r.get("training_allowed") is None]
-    if missing:
-        raise ValueError(
-            f"consent ledger rows need a url and a training_allowed decision; got {missing[0]!r}"
-        )
-    out = ledger_dir(lake_root)
-    out.mkdir(parents=True, exist_ok=True)
-    table = pa.Table.from_pylist(rows, schema=LEDGER_SCHEMA)
-    tmp = out / f".append-{os.getpid()}-{id(rows)}.tmp"
-    pq.write_table(table, tmp)
-    try:
-        while True:
-            files = ledger_files(lake_root)
-            seq = 1 + max((int(p.stem.split("-")[1]) for p in files), default=0)
-            final = out / _NAME.format(seq)
-            try:
-                os.link(tmp, final)  # exclusive: fails if a concurrent recheck took this name
-                return final
-            except FileExistsError:
-                continue
-    finally:
-        tmp.unlink(missing_ok=True)
 
 
 @dataclass

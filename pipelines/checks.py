@@ -687,7 +687,7 @@ def mixture_no_opted_out_rows(mix_dir: Path, lake_root: Path) -> CheckOutcome:
     boundary = int(manifest["special_tokens"]["boundary"])
     tok = load_tokenizer(mix_dir / "tokenizer.json")
     files = _source_files(manifest, mix_dir, Path(lake_root))
-    from crawlers.consent import honoured_files, opted_out
+    from common.consent import honoured_files, opted_out
 
     honoured = honoured_files(lake_root, manifest.get("consent_ledger"))
     ledger = (honoured, *opted_out(honoured))

@@ -16,15 +16,14 @@ import pyarrow.parquet as pq
 import pytest
 import yaml
 
-from crawlers.consent import (
+from common.consent import (
     LEDGER_SCHEMA,
     append_ledger,
     latest_rows,
     ledger_files,
     ledger_version,
-    matched_rule,
-    recheck,
 )
+from crawlers.consent import matched_rule, recheck
 from crawlers.robots import RobotsTxt
 
 pytestmark = pytest.mark.timeout(300)

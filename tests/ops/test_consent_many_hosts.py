@@ -34,7 +34,8 @@ import pytest
 from aiohttp import web
 from aiohttp.abc import AbstractResolver
 
-from crawlers.consent import latest_rows, ledger_files, opted_out, recheck
+from common.consent import latest_rows, ledger_files, opted_out
+from crawlers.consent import recheck
 from tests.crawl.loopback import LoopbackServer
 
 pytestmark = pytest.mark.timeout(120)

@@ -142,7 +142,7 @@ def plan_units(spec: MixtureSpec, spec_dir: Path, lake_root: Path | None = None)
     Each unit carries the same snapshot of the lake's consent ledger (its files at planning time),
     so a recheck appending meanwhile changes neither what is read nor the version recorded.
     """
-    from crawlers.consent import ledger_files
+    from common.consent import ledger_files
 
     consent = tuple(str(f) for f in ledger_files(lake_root))
     units = []
@@ -170,7 +170,7 @@ def plan_units(spec: MixtureSpec, spec_dir: Path, lake_root: Path | None = None)
 
 def consent_version(units: Sequence[ReadUnit], lake_root: Path | None = None) -> dict:
     """The consent ledger version the units honour (for the manifest; the lake's when no units)."""
-    from crawlers.consent import ledger_files, ledger_version
+    from common.consent import ledger_files, ledger_version
 
     return ledger_version(units[0].consent if units else ledger_files(lake_root))
 
