@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import re
+import unicodedata
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
 import lxml.html
@@ -12,7 +14,15 @@ from crawlers.crawl.canon import UrlError, canonicalize
 
 # Directive names that contain a colon themselves, so 'name: value' is not a user-agent scope.
 _VALUED = ("unavailable_after", "max-snippet", "max-image-preview", "max-video-preview")
-_UA_SCOPED = re.compile(r"^\s*([A-Za-z][\w.\-]*)\s*:\s*(.*)$")
+# Directive words that are never read as a user-agent scope, even when a colon follows them
+# ('noai: ...' opts out; it does not name a crawler called noai).
+_DIRECTIVE_WORDS = frozenset(
+    {"all", "none", "noindex", "nofollow", "noai", "noimageai", "noarchive", "nosnippet"}
+)
+# One directive word, or one user-agent scope ('otherbot:'). Everything else (commas,
+# semicolons, whitespace, quotes, '=') separates words: sites write 'noai noimageai',
+# 'noindex; noai' and 'noai,noimageai' as well as the standard 'noai, noimageai'.
+_TOKEN = re.compile(r"([a-z0-9_.\-]+)(\s*:)?")
 
 
 @dataclass
@@ -54,21 +64,73 @@ class PageInfo:
     text: str = ""
 
 
-def _words(value: str) -> set[str]:
-    return {w.strip().lower() for w in value.split(",") if w.strip()}
+def _norm(value: str) -> str:
+    """Case-folded NFKC text (fullwidth 'ＮＯＡＩ' reads as 'noai')."""
+    return unicodedata.normalize("NFKC", value or "").casefold()
 
 
-def apply_x_robots_tag(d: Directives, values: list[str], agent: str, training_agent: str) -> None:
-    """Apply X-Robots-Tag header values ('noindex', 'RefineryBot: nofollow', ...)."""
-    agent_l, training_l = agent.lower(), training_agent.lower()
-    for value in values:
-        m = _UA_SCOPED.match(value)
-        if m and m.group(1).lower() not in _VALUED:
-            scope = m.group(1).lower()
-            words = _words(m.group(2))
-            d.add(words, for_crawl=scope == agent_l, for_training=scope == training_l)
+def directive_words(value: str) -> set[str]:
+    """The directive words of a meta robots `content`: lower-case, split on commas, semicolons
+    and whitespace ('noai noimageai', 'noindex; noai', 'NOAI,noimageai' all give noai)."""
+    return {m.group(1) for m in _TOKEN.finditer(_norm(value))}
+
+
+def scoped_directives(value: str) -> Iterator[tuple[str | None, set[str]]]:
+    """One X-Robots-Tag header value as (user agent or None for every agent, directive words).
+
+    'name:' before a directive starts that agent's scope, which lasts to the end of the value or
+    the next scope ('otherbot: noindex, noai' is otherbot's only; 'noai, otherbot: noindex' gives
+    noai to every agent). Valued directives ('max-snippet: 20', 'unavailable_after: ...') and
+    directive words are never scopes."""
+    scope: str | None = None
+    words: set[str] = set()
+    for m in _TOKEN.finditer(_norm(value)):
+        word, colon = m.group(1), m.group(2)
+        if colon and word[0].isalpha() and word not in _VALUED and word not in _DIRECTIVE_WORDS:
+            if words:
+                yield scope, words
+            scope, words = word, set()
         else:
-            d.add(_words(value), for_crawl=True, for_training=True)
+            words.add(word)
+    if words:
+        yield scope, words
+
+
+def apply_x_robots_tag(
+    d: Directives, values: Iterable[str], agent: str, training_agent: str
+) -> None:
+    """Apply X-Robots-Tag header values ('noindex', 'RefineryBot: nofollow', one header or many;
+    see `scoped_directives`): unscoped ones apply to both tokens, a scoped one to its agent only."""
+    agent_l, training_l = _norm(agent), _norm(training_agent)
+    for value in values:
+        for scope, words in scoped_directives(value):
+            if scope is None:
+                d.add(words, for_crawl=True, for_training=True)
+            else:
+                d.add(words, for_crawl=scope == agent_l, for_training=scope == training_l)
+
+
+def apply_meta_robots(
+    d: Directives, name: str, content: str, agent: str, training_agent: str, http_equiv: str = ""
+) -> None:
+    """Apply one `<meta>` tag: name="robots" (every agent), a name listing the crawl token (crawl
+    and noai) or the training token (noai/noimageai), or http-equiv="X-Robots-Tag" (read as the
+    header). Other names (another crawler's) do not apply."""
+    if _norm(http_equiv).strip() == "x-robots-tag":
+        apply_x_robots_tag(d, [content], agent, training_agent)
+        return
+    names = set(directive_words(name))
+    agent_l, training_l = _norm(agent), _norm(training_agent)
+    for_crawl = bool(names & {"robots", agent_l})
+    for_training = training_l in names
+    if for_crawl or for_training:
+        d.add(directive_words(content), for_crawl=for_crawl, for_training=for_training)
+
+
+_VISIBLE_TEXT = etree.XPath(
+    "descendant-or-self::text()[not(ancestor::script or ancestor::style or ancestor::noscript"
+    " or ancestor::template)]"
+)
 
 
 def parse_html(
@@ -82,14 +144,15 @@ def parse_html(
         root = lxml.html.document_fromstring(body)
     except (etree.ParserError, ValueError):
         return info
-    agent_l, training_l = agent.lower(), training_agent.lower()
     for meta in root.iter("meta"):
-        name = (meta.get("name") or "").strip().lower()
-        if name in ("robots", agent_l, training_l):
-            d_words = _words(meta.get("content") or "")
-            info.directives.add(
-                d_words, for_crawl=name in ("robots", agent_l), for_training=name == training_l
-            )
+        apply_meta_robots(
+            info.directives,
+            meta.get("name") or "",
+            meta.get("content") or "",
+            agent,
+            training_agent,
+            meta.get("http-equiv") or "",
+        )
     base = base_url
     for b in root.iter("base"):
         if b.get("href"):
@@ -115,9 +178,10 @@ def parse_html(
         rel = {r.lower() for r in (a.get("rel") or "").split()}
         anchor = " ".join(a.text_content().split())[:200]
         info.links.append(Link(url, anchor, "nofollow" in rel))
-    for bad in root.xpath("//script|//style|//noscript|//template"):
-        bad.drop_tree()
+    # Read the text around script/style/noscript/template without editing the tree: drop_tree
+    # joins the dropped element's tail onto its neighbour, and lxml refuses to set a string with
+    # a control character (a '\x0b' after a </script> ended a crawl of saved pages).
     body_el = root.find("body")
-    text = (body_el if body_el is not None else root).text_content()
+    text = "".join(_VISIBLE_TEXT(body_el if body_el is not None else root))
     info.text = " ".join(text.split())[:max_text_chars]
     return info

@@ -11,38 +11,28 @@ training token, as a header gate and a downloader layer.
 
 from __future__ import annotations
 
-import re
-
 from crawlers.crawl.downloader import Layer, Request, refusal
 from crawlers.crawl.fetcher import FetchResult, Hop
+from crawlers.crawl.html import Directives, apply_x_robots_tag
 from crawlers.crawl.robots_policy import ALLOWED
 
 OPT_OUT_WORDS = ("noai", "noimageai")
 XRT_PREFIX = "x-robots-tag-"  # error prefix of a header-gate refusal: 'x-robots-tag-noai: ...'
 TRAINING_PREFIX = "robots-training-"  # error prefix of a TrainingConsentLayer refusal
-# Directive names that contain a colon themselves, so 'name: value' is not a user-agent scope.
-_VALUED = ("unavailable_after", "max-snippet", "max-image-preview", "max-video-preview")
-_UA_SCOPED = re.compile(r"^\s*([A-Za-z][\w.\-]*)\s*:\s*(.*)$")
 
 
 def xrt_opt_out(values: list[str], agent: str, training_agent: str) -> str | None:
-    """The first of 'noai'/'noimageai' that X-Robots-Tag `values` apply to our agents, or None.
+    """'noai' or 'noimageai' when X-Robots-Tag `values` opt our agents out, else None ('noai'
+    when both do).
 
-    A value scoped to another user agent ('OtherBot: noai') does not apply; an unscoped value or
-    one scoped to the crawl or training token does.
+    Read exactly as the crawl reads them (`crawlers.crawl.html.apply_x_robots_tag`): directives
+    split on commas, semicolons and whitespace, any case; a value scoped to another user agent
+    ('OtherBot: noai') does not apply; an unscoped value or one scoped to the crawl or training
+    token does.
     """
-    ours = {agent.lower(), training_agent.lower()}
-    for value in values:
-        m = _UA_SCOPED.match(value)
-        if m and m.group(1).lower() not in _VALUED:
-            if m.group(1).lower() not in ours:
-                continue
-            value = m.group(2)
-        words = {w.strip().lower() for w in value.split(",")}
-        for word in OPT_OUT_WORDS:
-            if word in words:
-                return word
-    return None
+    d = Directives()
+    apply_x_robots_tag(d, values, agent, training_agent)
+    return "noai" if d.noai else "noimageai" if d.noimageai else None
 
 
 class HeaderGate:
