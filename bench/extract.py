@@ -1,13 +1,28 @@
 """Benchmark extraction quality and speed, and rendering throughput by pages in flight.
 
-    .venv/bin/python bench/extract.py [--quick]
+    .venv/bin/python bench/extract.py [--quick] [--collections sampleweb,trafilatura,readability]
+        [--trafilatura-tests DIR] [--readability-pages DIR] [--no-render]
 
-Serves the sample web on loopback, crawls it, then measures in the same run:
-  1. static extraction: token precision/recall/F1 against the sample web's `main_text` and
-     docs/s for Refinery's `extract_page`, plain `trafilatura.extract` defaults and a naive
-     lxml `text_content()` baseline, with ratios;
-  2. rendering: pages/s of the JS pages at 1, 2, 4, 8 pages in flight, with peak memory
-     (PSS of Chromium processes + this Python process, sampled every 100 ms).
+Collections, each scored for Refinery's `extract_page` and plain
+`trafilatura.extract(html, include_comments=False)` (defaults otherwise) side by side in the
+same run, with the time ratio:
+  - `sampleweb`: serves the sample web on loopback, crawls it and scores token precision/recall/
+    F1 against its `main_text` (plus a naive lxml `text_content()` baseline); then rendering:
+    pages/s of the JS pages at 1, 2, 4, 8 pages in flight, with peak memory (PSS of Chromium
+    processes + this Python process, sampled every 100 ms; skipped with --no-render);
+  - `trafilatura`: trafilatura's own evaluation set (~990 real pages, several languages) with
+    its own metric: expected "with" / "without" snippets found in the output, F1 over the
+    summed counts (tests/eval_common.py count_item). DIR is the `tests/` folder of an
+    adbar/trafilatura checkout (`evaldata.json`, pages under `cache/` and `eval/`);
+  - `readability`: Mozilla readability's test pages; bag-of-words precision/recall/F1
+    (crawlers.extract.evaluate.token_prf, CJK by character, mean over pages) against the text
+    of `expected.html`. DIR is `test/test-pages/` of a mozilla/readability checkout.
+Real pages are read at run time from those checkouts, never committed. Each page goes to
+`extract_page` as a crawl record would (raw bytes, status 200, no HTTP Content-Type) and to
+trafilatura as the same raw bytes (its own decoding).
+
+Measured (trafilatura 2.3.1, 2-core shared machine; `--collections trafilatura,readability`):
+see RESULTS at the end of this file.
 """
 
 from __future__ import annotations
@@ -135,6 +150,127 @@ def bench_static(records: list[dict], labels: dict, repeats: int) -> list[tuple]
     return rows
 
 
+def _ours(url: str, body: bytes) -> tuple[str | None, str]:
+    """Refinery's text for raw page bytes, and the reject reason ('' when a document came out)."""
+    result = extract_page({"url": url, "status": 200, "body": body, "content_type": None})
+    if result.document is None:
+        return None, result.reject["reason"]
+    return result.document["text"], ""
+
+
+def _trafilatura(url: str, body: bytes) -> tuple[str | None, str]:
+    import trafilatura
+
+    try:
+        text = trafilatura.extract(body, url=url, include_comments=False)
+    except Exception as exc:  # a crash is a miss, as in trafilatura's own evaluation
+        return None, type(exc).__name__
+    return text, "" if text else "no_output"
+
+
+SYSTEMS = {"refinery extract_page": _ours, "trafilatura.extract": _trafilatura}
+
+
+def _snippet_counts(item: dict, text: str | None) -> tuple[int, int, int, int]:
+    """(tp, fp, fn, tn) as trafilatura's tests/eval_common.py count_item: normalised substrings."""
+    norm = " ".join((text or "").split())
+    tp = sum(1 for w in item["with"] if " ".join(w.split()) in norm)
+    fp = sum(1 for w in item["without"] if " ".join(w.split()) in norm)
+    return tp, fp, len(item["with"]) - tp, len(item["without"]) - fp
+
+
+def load_trafilatura_eval(tests_dir: Path, limit: int | None = None) -> list[tuple]:
+    """(url, bytes, item) for every annotated page of trafilatura's evaluation set."""
+    import json
+
+    evaldata = json.loads((tests_dir / "evaldata.json").read_text(encoding="utf-8"))
+    pages = []
+    for url in sorted(evaldata):
+        item = evaldata[url]
+        for sub in ("cache", "eval"):
+            path = tests_dir / sub / item["file"]
+            if path.is_file():
+                pages.append((url, path.read_bytes(), item))
+                break
+        else:
+            raise SystemExit(
+                f"{tests_dir / 'evaldata.json'}: file {item['file']!r} of {url} is in neither "
+                "cache/ nor eval/; fix: pass the tests/ folder of a full adbar/trafilatura checkout"
+            )
+    return pages[:limit] if limit else pages
+
+
+def load_readability_pages(pages_dir: Path, limit: int | None = None) -> list[tuple]:
+    """(url, source bytes, expected text) for every readability test page with both files."""
+    from lxml import html as lxml_html
+
+    pages = []
+    for case in sorted(p for p in pages_dir.iterdir() if p.is_dir()):
+        src, exp = case / "source.html", case / "expected.html"
+        if not (src.is_file() and exp.is_file()):
+            continue
+        expected = lxml_html.fromstring(exp.read_bytes()).text_content()
+        pages.append((f"http://fakehost/test/{case.name}/", src.read_bytes(), expected))
+    return pages[:limit] if limit else pages
+
+
+def score_collection(kind: str, pages: list[tuple]) -> list[dict]:
+    """Each system over one collection: precision, recall, F1, seconds, failures by reason."""
+    rows = []
+    for name, fn in SYSTEMS.items():
+        fails: dict[str, int] = {}
+        counts = [0, 0, 0, 0]
+        prf = []
+        start = time.perf_counter()
+        outputs = [fn(url, body) for url, body, _ in pages]
+        seconds = time.perf_counter() - start
+        for (text, why), (_, _, gold) in zip(outputs, pages, strict=True):
+            if text is None:
+                fails[why] = fails.get(why, 0) + 1
+            if kind == "snippets":
+                for i, c in enumerate(_snippet_counts(gold, text)):
+                    counts[i] += c
+            else:
+                prf.append(token_prf(text or "", gold))
+        if kind == "snippets":
+            tp, fp, fn_, _ = counts
+            p = tp / (tp + fp) if tp + fp else 0.0
+            r = tp / (tp + fn_) if tp + fn_ else 0.0
+            f = 2 * tp / (2 * tp + fp + fn_) if tp else 0.0
+        else:
+            p, r, f = (statistics.mean(x[i] for x in prf) for i in range(3))
+        rows.append(
+            {
+                "system": name,
+                "pages": len(pages),
+                "precision": p,
+                "recall": r,
+                "f1": f,
+                "seconds": seconds,
+                "fails": fails,
+                "outputs": [o[0] for o in outputs],
+            }
+        )
+    return rows
+
+
+def print_collection(title: str, rows: list[dict]) -> None:
+    """One table per collection, ours first, then the ratios."""
+    print(f"\n{title}")
+    print(f"{'system':24} {'pages':>5} {'precision':>9} {'recall':>7} {'F1':>6} {'s':>7}  no doc")
+    for r in rows:
+        fails = ", ".join(f"{k} {v}" for k, v in sorted(r["fails"].items())) or "-"
+        print(
+            f"{r['system']:24} {r['pages']:5d} {r['precision']:9.3f} {r['recall']:7.3f} "
+            f"{r['f1']:6.3f} {r['seconds']:7.1f}  {fails}"
+        )
+    ours, peer = rows[0], rows[1]
+    print(
+        f"refinery - trafilatura: F1 {ours['f1'] - peer['f1']:+.3f}; "
+        f"time x{ours['seconds'] / max(peer['seconds'], 1e-9):.2f}"
+    )
+
+
 def bench_render(records: list[dict], in_flight: list[int], copies: int) -> list[tuple]:
     """Pages/s and peak memory when rendering the pages `needs_render` selects."""
     jobs = []
@@ -159,21 +295,17 @@ def bench_render(records: list[dict], in_flight: list[int], copies: int) -> list
     return rows
 
 
-def main() -> None:
-    """Run the benchmark and print its tables."""
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--quick", action="store_true", help="fewer repeats and concurrency levels")
-    args = ap.parse_args()
+def bench_sampleweb(args) -> None:
+    """The project's own sample web: static extraction (three systems), then rendering."""
     repeats = 1 if args.quick else 3
     in_flight = [1, 4] if args.quick else [1, 2, 4, 8]
     copies = 1 if args.quick else 3
-
     with tempfile.TemporaryDirectory(prefix="refinery-bench-extract-") as tmp:
         sw, labels = crawl_sampleweb(Path(tmp) / "crawl")
         try:
             records = list(iter_crawl_records(Path(tmp) / "crawl"))
             static = bench_static(records, labels, repeats)
-            render = bench_render(records, in_flight, copies)
+            render = [] if args.no_render else bench_render(records, in_flight, copies)
         finally:
             sw.__exit__(None, None, None)
 
@@ -186,13 +318,91 @@ def main() -> None:
         print(
             f"ratio refinery / {peer[0]}: F1 x{ours[4] / peer[4]:.2f}, docs/s x{ours[5] / peer[5]:.2f}"
         )
-
+    if not render:
+        return
     print("\nRendering (pages selected by needs_render, Chromium headless)")
     print(f"{'in flight':>9} {'pages':>5} {'errors':>6} {'pages/s':>8} {'peak PSS MiB':>12}")
     for n, pages, errors, pps, mib in render:
         print(f"{n:9d} {pages:5d} {errors:6d} {pps:8.2f} {mib:12.0f}")
     base = render[0][3]
     print("speed-up vs 1 in flight: " + ", ".join(f"{r[0]}: x{r[3] / base:.2f}" for r in render))
+
+
+def _worst(rows: list[dict], pages: list[tuple], kind: str, n: int) -> None:
+    """The pages where refinery loses most against trafilatura (for development)."""
+    losses = []
+    for k, (url, _, gold) in enumerate(pages):
+        ours, peer = rows[0]["outputs"][k], rows[1]["outputs"][k]
+        if kind == "snippets":
+            a, b = _snippet_counts(gold, ours), _snippet_counts(gold, peer)
+            loss = (b[0] - b[1]) - (a[0] - a[1])
+        else:
+            loss = token_prf(peer or "", gold)[2] - token_prf(ours or "", gold)[2]
+        if loss > 0:
+            losses.append((loss, url))
+    for loss, url in sorted(losses, reverse=True)[:n]:
+        print(f"  -{loss:.3f} {url}")
+
+
+def main() -> None:
+    """Run the benchmark and print its tables."""
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="fewer repeats and concurrency levels")
+    ap.add_argument(
+        "--collections",
+        default=None,
+        help="comma-separated: sampleweb, trafilatura, readability (default: sampleweb plus "
+        "each collection whose folder is given)",
+    )
+    ap.add_argument(
+        "--trafilatura-tests", type=Path, help="tests/ of an adbar/trafilatura checkout"
+    )
+    ap.add_argument(
+        "--readability-pages", type=Path, help="test/test-pages/ of mozilla/readability"
+    )
+    ap.add_argument("--limit", type=int, default=None, help="at most N pages per real collection")
+    ap.add_argument("--no-render", action="store_true", help="skip the rendering benchmark")
+    ap.add_argument("--worst", type=int, default=0, help="list the N pages refinery loses most on")
+    args = ap.parse_args()
+    if args.collections:
+        wanted = [c.strip() for c in args.collections.split(",") if c.strip()]
+    else:
+        wanted = ["sampleweb"]
+        wanted += ["trafilatura"] if args.trafilatura_tests else []
+        wanted += ["readability"] if args.readability_pages else []
+    for name in wanted:
+        if name == "trafilatura":
+            if not args.trafilatura_tests:
+                raise SystemExit(
+                    "--trafilatura-tests: missing; fix: pass the tests/ folder of an "
+                    "adbar/trafilatura checkout"
+                )
+            pages = load_trafilatura_eval(args.trafilatura_tests, args.limit)
+            rows = score_collection("snippets", pages)
+            print_collection(
+                f"trafilatura evaluation set ({args.trafilatura_tests}): snippet metric", rows
+            )
+            _worst(rows, pages, "snippets", args.worst)
+        elif name == "readability":
+            if not args.readability_pages:
+                raise SystemExit(
+                    "--readability-pages: missing; fix: pass test/test-pages/ of a "
+                    "mozilla/readability checkout"
+                )
+            pages = load_readability_pages(args.readability_pages, args.limit)
+            rows = score_collection("bow", pages)
+            print_collection(
+                f"readability test pages ({args.readability_pages}): bag-of-words vs expected.html",
+                rows,
+            )
+            _worst(rows, pages, "bow", args.worst)
+        elif name == "sampleweb":
+            bench_sampleweb(args)
+        else:
+            raise SystemExit(
+                f"--collections: unknown collection {name!r}; fix: use sampleweb, trafilatura, "
+                "readability"
+            )
 
 
 if __name__ == "__main__":
