@@ -49,11 +49,12 @@ class CrawlConfig(BaseModel):
     )
     robots_max_redirects: int = Field(5, ge=0)
     robots_max_age_s: float = Field(86400.0, gt=0, le=86400)
-    robots_retries: int = Field(
-        3,
+    robots_retries: int | None = Field(
+        None,
         ge=0,
         description="re-fetches of a robots.txt that answered 5xx/429 or timed out, with backoff; "
-        "its URLs stay queued meanwhile (0: the first failure is final, disallow all)",
+        "its URLs stay queued meanwhile while other hosts proceed (None: as many as "
+        "robots_give_up_s allows; 0: the first failure is final, disallow all)",
     )
     robots_retry_base_s: float = Field(
         1.0, ge=0, description="first robots.txt re-fetch wait; doubles per failure"
@@ -64,8 +65,9 @@ class CrawlConfig(BaseModel):
     robots_give_up_s: float = Field(
         3600.0,
         ge=0,
-        description="after this long unreachable (or robots_retries failures) robots.txt counts "
-        "as disallow-all and its URLs are denied",
+        description="after this long unreachable (RFC 9309: disallow all while it lasts; or "
+        "robots_retries failures) robots.txt counts as disallow-all for the run, its URLs are "
+        "denied and the origin is reported (summary robots_gave_up)",
     )
     wanted_types: list[str] = ["text/html", "application/xhtml+xml"]
     max_retries: int = Field(2, ge=0, description="retries of a page after 429/5xx/network errors")

@@ -53,6 +53,15 @@ GAVE_UP = "host-gave-up: circuit breaker open (re-queued on --resume)"
 _RESOLVERS = 32  # DNS lookups in flight at once
 
 
+def _unusable(url: str) -> str | None:
+    """Why a stored frontier URL can not be fetched (None when it can)."""
+    try:
+        canonicalize(url)
+    except UrlError as exc:
+        return str(exc)
+    return None
+
+
 class Crawler:
     """One crawl run (or resumption) writing to an output directory."""
 
@@ -119,6 +128,7 @@ class Crawler:
     # --- setup ------------------------------------------------------------------------
     def _load(self) -> None:
         requeue: list[str] = []
+        unusable: list[tuple[str, str]] = []
         for row in list(self.frontier.rows()):
             url, host = row["url"], row["host"]
             self.known.add(url)
@@ -135,7 +145,11 @@ class Crawler:
                 # An outage (robots.txt unreachable, breaker open) is not a verdict: ask again.
                 row.update(state="queued", skip_reason=None)
                 requeue.append(url)
-            if row["state"] == "queued":
+            if row["state"] == "queued" and (bad := _unusable(url)):
+                # queued by an older crawler that let it through: skipped now, with the reason
+                row.update(state="skipped", skip_reason=f"bad-url: {bad}")
+                unusable.append((url, row["skip_reason"]))
+            elif row["state"] == "queued":
                 row["tier"] = (
                     0
                     if row["source"] == "seed"
@@ -152,6 +166,12 @@ class Crawler:
                 for url in requeue:
                     self.frontier.update(url, {"state": "queued", "skip_reason": None})
             self.stats["requeued"] += len(requeue)
+        if unusable:
+            with self.frontier:
+                for url, reason in unusable:
+                    self.frontier.update(url, {"state": "skipped", "skip_reason": reason})
+                    self._finished.append(url)
+            self.stats["skipped"] += len(unusable)
         for sm in self.frontier.sitemaps("queued"):
             self.sched.add_sitemap(sm["host"], sm["url"], sm["depth"])
 
@@ -206,6 +226,28 @@ class Crawler:
         self.sched.push(row)
         return "queued"
 
+    def _skip_bad_url(
+        self, url: str, why: str, depth: int, source: str, parent: str | None = None
+    ) -> None:
+        """Record a URL no connection could use as skipped with its reason (inside the caller's
+        transaction): a bad link or seed is a recorded skip, never the end of the crawl."""
+        if url in self.known:
+            return
+        self.known.add(url)
+        row = {
+            "url": url,
+            "host": "",
+            "depth": depth,
+            "state": "skipped",
+            "source": source,
+            "parent": parent,
+            "skip_reason": f"bad-url: {why}"[:1000],
+            "attempts": 0,
+        }
+        self.frontier.add(row)
+        self.stats["skipped"] += 1
+        self._finished.append(url)
+
     async def run(self) -> dict[str, Any]:
         """Crawl until the frontier is empty or max_pages is reached; returns the summary."""
         cfg = self.cfg
@@ -221,11 +263,19 @@ class Crawler:
             if not self.resume:
                 self.frontier.set_meta("config", cfg.model_dump())
                 self.frontier.set_meta("seeds", self.seeds)
+            bad_seeds = []
             for seed in self.seeds:
                 try:
                     self._discover(canonicalize(seed), 0, "seed")
                 except UrlError as exc:
-                    raise CrawlError(f"bad seed URL {seed!r}: {exc}") from exc
+                    bad_seeds.append((seed, exc))
+            if bad_seeds and len(bad_seeds) == len(self.seeds) and not self.resume:
+                seed, exc = bad_seeds[0]
+                raise CrawlError(
+                    f"bad seed URL {seed!r}: {exc} (every seed is unusable; give http(s) URLs)"
+                )
+            for seed, exc in bad_seeds:  # one bad seed among good ones is a recorded skip
+                self._skip_bad_url(seed.strip()[:2000], str(exc), 0, "seed")
         self.router.read_inbox(self._discover)
         try:
             async with self.downloader:
@@ -267,6 +317,8 @@ class Crawler:
             "statuses": {str(k): v for k, v in sorted(self._statuses().items())},
             "robots_fetched": self.stats["robots"],
             "robots_waits": self.stats["robots_waits"],
+            # origins whose robots.txt outage outlasted robots_give_up_s: their URLs were denied
+            "robots_gave_up": dict(sorted(self.downloader.robots.gave_up.items())),
             "sitemaps": self.stats["sitemaps"],
             "elapsed_s": round(elapsed, 3),
             "pages_per_s": round(fetched / crawl_s, 3) if crawl_s else 0.0,
@@ -500,6 +552,8 @@ class Crawler:
             fields["outlinks"] = len(page.links)
             for lk in page.links:
                 self._discover(lk.url, row["depth"] + 1, "link", url, lk.anchor, page.topic)
+            for bad, why in page.bad_links:
+                self._skip_bad_url(bad, why, row["depth"] + 1, "link", url)
             if fields.get("redirect_to"):
                 self._follow_redirect(row, fields, page.topic)
             self.frontier.update(url, fields)

@@ -17,9 +17,10 @@ from datetime import UTC, datetime
 from urllib.parse import urljoin, urlsplit
 
 import aiohttp
+from yarl import URL
 
 from crawlers.crawl.politeness import HostGaveUpError, Politeness
-from crawlers.crawl.ssrf import BlockedAddressError, GuardedResolver, check_literal
+from crawlers.crawl.ssrf import BlockedAddressError, GuardedResolver, check_url
 
 REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
 CHUNK = 64 * 1024
@@ -291,6 +292,7 @@ class Fetcher:
         keep_prefix: int | None = None,
         header_gate: Callable[[Hop], str | None] | None = None,
         headers: Mapping[str, str] | None = None,
+        count_errors: bool = True,
     ) -> FetchResult:
         """GET `url`, following up to `max_redirects` redirects (loops cut); never raises on network errors.
 
@@ -305,6 +307,9 @@ class Fetcher:
         oversized body (Content-Length or not, chunked, gzip/deflate): the body is the first N
         bytes cut back to the last complete line, and the hop is marked truncated ('length').
         robots.txt is read this way (ROBOTS_MAX_BYTES), so a huge file is never taken as empty.
+
+        `count_errors=False`: a 5xx/429 answer does not count toward the server's backoff and
+        circuit breaker (robots.txt outages have their own backoff); network failures still do.
         """
         if self._session is None:
             raise RuntimeError("Fetcher must be used as 'async with Fetcher(...) as f'")
@@ -317,7 +322,9 @@ class Fetcher:
         current = url
         while True:
             extra = headers if current == url else None
-            hop = await self._one(current, result, wanted_types, keep_prefix, header_gate, extra)
+            hop = await self._one(
+                current, result, wanted_types, keep_prefix, header_gate, extra, count_errors
+            )
             if hop is not None:
                 result.hops.append(hop)
             result.final_url = current
@@ -344,24 +351,26 @@ class Fetcher:
         keep_prefix: int | None = None,
         header_gate: Callable[[Hop], str | None] | None = None,
         headers: Mapping[str, str] | None = None,
+        count_errors: bool = True,
     ) -> Hop | None:
-        parts = urlsplit(url)
-        host = parts.netloc.lower()
+        host = urlsplit(url).netloc.lower()
         try:
-            if parts.scheme not in ("http", "https") or not parts.hostname:
-                raise ValueError(f"not an http(s) URL: {url!r}")
-            check_literal(parts.hostname, self.allow_private)
+            # The host decided on is the host aiohttp connects to: yarl's parse of the URL (IDNA/
+            # NFKC-mapped, so '１２７.０.０.１' is 127.0.0.1), and that parsed URL is what is sent.
+            target = check_url(url, self.allow_private)
         except (BlockedAddressError, ValueError) as exc:
             result.error = (
                 f"ssrf-blocked: {exc}" if isinstance(exc, BlockedAddressError) else str(exc)
             )
             return None
         if self.politeness is None:
-            return await self._request(url, result, wanted_types, keep_prefix, header_gate, headers)
+            return await self._request(
+                url, result, wanted_types, keep_prefix, header_gate, headers, target
+            )
         try:
             async with self.politeness.slot(host):
                 hop = await self._request(
-                    url, result, wanted_types, keep_prefix, header_gate, headers
+                    url, result, wanted_types, keep_prefix, header_gate, headers, target
                 )
         except HostGaveUpError as exc:
             result.error = f"host-gave-up: {exc}"
@@ -371,7 +380,12 @@ class Fetcher:
             if key.lower() == "retry-after":
                 retry_after = value
         # A network failure (no hop) counts as an error for backoff and the circuit breaker.
-        self.politeness.record(host, hop.status if hop is not None else None, retry_after)
+        self.politeness.record(
+            host,
+            hop.status if hop is not None else None,
+            retry_after,
+            count_error=count_errors or hop is None,
+        )
         return hop
 
     async def _request(
@@ -382,13 +396,15 @@ class Fetcher:
         keep_prefix: int | None = None,
         header_gate: Callable[[Hop], str | None] | None = None,
         headers: Mapping[str, str] | None = None,
+        target: URL | None = None,
     ) -> Hop | None:
         assert self._session is not None
+        target = target if target is not None else check_url(url, self.allow_private)
         result.fetched_at = now_iso()
         result.status, result.error, result.body, result.content_type = None, None, b"", ""
         prefix: PrefixDecoder | None = None
         try:
-            async with self._session.get(url, allow_redirects=False, headers=headers) as resp:
+            async with self._session.get(target, allow_redirects=False, headers=headers) as resp:
                 peer = (
                     resp.connection.transport.get_extra_info("peername")
                     if resp.connection

@@ -248,12 +248,21 @@ class Politeness:
             async with st.cond:
                 st.cond.notify_all()
 
-    def record(self, host: str, status: int | None, retry_after: str | None = None) -> float:
+    def record(
+        self,
+        host: str,
+        status: int | None,
+        retry_after: str | None = None,
+        *,
+        count_error: bool = True,
+    ) -> float:
         """Account a finished request; returns the extra wait imposed (backoff), 0 on success.
 
         A 429/503 with a valid Retry-After makes the whole server wait (capped at
         `max_retry_after`) but is not an error for the circuit breaker: the server answered and
-        said when to come back, so it is paused, never abandoned for it.
+        said when to come back, so it is paused, never abandoned for it. `count_error=False`
+        (a robots.txt answer: its outage has its own backoff) keeps an error answer out of the
+        backoff and the breaker; Retry-After still pauses the server.
         """
         st = self.state(host)
         now = time.monotonic()
@@ -265,6 +274,8 @@ class Politeness:
             wait = min(told, self.max_retry_after)
             st.next_at = max(st.next_at, now + max(wait, st.delay))
             return wait
+        if not count_error:
+            return 0.0
         st.consecutive_errors += 1
         # Exponential backoff with full jitter (seeded) so retries from many crawlers spread.
         cap = min(self.backoff_max, self.backoff_base * 2 ** (st.consecutive_errors - 1))

@@ -4,10 +4,14 @@ Outcomes per RFC 9309 come from `crawlers.robots.RobotsTxt.from_response`: 4xx a
 5xx / timeouts / network errors disallow all. Decisions are reported as 'allowed',
 'disallowed' or 'unreachable' (disallowed because robots.txt could not be read).
 
-An unreachable robots.txt (5xx, 429, timeout, network error) is never cached as final at once:
-it is re-fetched with exponential backoff (`retries` times, for at most `give_up_s`), and until
-then `retry_at(url)` tells the caller when to ask again, so URLs wait instead of being denied.
-Only after giving up is disallow-all cached (for this run; a resumed crawl asks again).
+An unreachable robots.txt (5xx, 429, timeout, network error) means "not now" (RFC 9309: assume
+complete disallow while it lasts), never a final answer at once: it is re-fetched with
+exponential backoff (capped at `retry_max_s`) until `give_up_s` has passed since the first
+failure (or `retries` failures, when a count is set), and until then `retry_at(url)` tells the
+caller when to ask again, so URLs wait instead of being denied while other hosts proceed. Only
+after giving up is disallow-all cached (for this run; a resumed crawl asks again) and the origin
+listed in `gave_up`. The robots.txt request's own HTTP answer never counts toward the server's
+circuit breaker (the outage has this backoff; a server that answers is not down).
 """
 
 from __future__ import annotations
@@ -68,7 +72,7 @@ class RobotsPolicy:
         training_agent: str,
         max_age_s: float = 86400.0,
         max_redirects: int = 5,
-        retries: int = 3,
+        retries: int | None = None,
         retry_base_s: float = 1.0,
         retry_max_s: float = 300.0,
         give_up_s: float = 3600.0,
@@ -82,6 +86,7 @@ class RobotsPolicy:
         self.on_fetch = on_fetch  # the crawl persists fetches here for --resume
         self._locks: dict[str, asyncio.Lock] = {}
         self._pending: dict[str, _Pending] = {}
+        self.gave_up: dict[str, str] = {}  # origin -> last failure, once its outage outlasted us
 
     def preload(self, record: RobotsFetch) -> None:
         """Seed the cache from a stored fetch if it is still within max age.
@@ -122,17 +127,22 @@ class RobotsPolicy:
                 pending.failures += 1
                 wait = min(self.retry_max_s, self.retry_base_s * 2 ** (pending.failures - 1))
                 if (
-                    pending.failures > self.retries
-                    or now + wait - pending.first_failed > self.give_up_s
-                ):
+                    self.retries is not None and pending.failures > self.retries
+                ) or now + wait - pending.first_failed > self.give_up_s:
                     self._pending.pop(origin, None)  # give up: disallow all, final for this run
                     self.cache.put(origin, robots)
+                    self.gave_up[origin] = (
+                        f"robots.txt unreachable for {now - pending.first_failed:.0f} s "
+                        f"({pending.failures} tries, last: "
+                        f"{record.error or f'HTTP {record.status}'})"
+                    )
                 else:
                     pending.retry_at = now + wait
                     self._pending[origin] = pending
                     self.cache.put(origin, robots, max_age_s=max(wait, 1e-3))
             else:
                 self._pending.pop(origin, None)
+                self.gave_up.pop(origin, None)
                 self.cache.put(origin, robots)
             if self.on_fetch is not None:
                 self.on_fetch(record)
@@ -144,6 +154,7 @@ class RobotsPolicy:
             max_redirects=self.max_redirects,
             wanted_types=("*",),
             keep_prefix=ROBOTS_MAX_BYTES,
+            count_errors=False,
         )
         status = res.status
         if res.error and not res.error.startswith("body-too-large"):

@@ -48,7 +48,8 @@ class Hit:
 @dataclass
 class Site:
     """One host's behaviour: robots mode ('ok', 'malformed', '503', 'timeout', '404', 'redirect',
-    '503-then-ok': the first `robots_failures` robots.txt requests get 503, later ones 'ok').
+    '503-then-ok': the first `robots_failures` robots.txt requests get 503, later ones 'ok';
+    '503-for': 503 until `robots_outage_s` after the first robots.txt request, then 'ok').
     While `down` is set every other path answers 500 (a dead server, for the circuit breaker)."""
 
     ip: str
@@ -56,6 +57,8 @@ class Site:
     crawl_delay: float = 0.0
     counters: dict[str, int] = field(default_factory=dict)
     robots_failures: int = 1
+    robots_outage_s: float = 0.0
+    robots_first: float | None = None  # monotonic time of the first robots.txt request
     down: bool = False
     down_for: int = 0  # the first down_for requests (robots.txt aside) answer 500
 
@@ -173,6 +176,10 @@ class FaultServer(LoopbackServer):
         html = "text/html; charset=utf-8"
         if path == "/robots.txt":
             mode = site.robots
+            if mode == "503-for":
+                now = time.monotonic()
+                site.robots_first = site.robots_first or now
+                mode = "503" if now - site.robots_first < site.robots_outage_s else "ok"
             if mode == "503-then-ok":
                 failing = self._count(site, "robots") <= site.robots_failures
                 mode = "503" if failing else "ok"
