@@ -42,6 +42,7 @@ from crawlers.crawl.ssrf import (
     blocked_reason,
     check_addresses,
     check_literal,
+    connect_url,
     parse_ip_literal,
 )
 from crawlers.robots import origin_of
@@ -116,10 +117,13 @@ class SsrfLayer(Layer):
         self._dns: dict[str, tuple[float, str | None]] = {}
 
     async def process_request(self, request: Request) -> FetchResult | None:
-        parts = urlsplit(request.url)
-        host = parts.hostname
-        if parts.scheme not in ("http", "https") or not host:
-            return refusal(request, f"not-fetched: not an http(s) URL: {request.url[:200]!r}")
+        try:
+            # The host as the connection will use it (yarl: IDNA/NFKC-mapped, so every spelling
+            # of an address is decided as that address), not the string as written.
+            target = connect_url(request.url)
+        except ValueError as exc:
+            return refusal(request, f"not-fetched: {exc}")
+        host = target.raw_host or ""
         if self.allow_private:
             return None
         addr = parse_ip_literal(host)
@@ -137,7 +141,7 @@ class SsrfLayer(Layer):
             check_literal(host, False)  # non-canonical numeric hosts such as 2130706433
         except BlockedAddressError as exc:
             return refusal(request, f"ssrf-blocked: {exc}")
-        blocked = await self._resolve_check(host, parts.port)
+        blocked = await self._resolve_check(host, target.port)
         return refusal(request, f"ssrf-blocked: {blocked}") if blocked else None
 
     async def _resolve_check(self, host: str, port: int | None) -> str | None:

@@ -8,7 +8,15 @@ import pytest
 from aiohttp.abc import AbstractResolver
 
 from crawlers.crawl.fetcher import Fetcher
-from crawlers.crawl.ssrf import BlockedAddressError, GuardedResolver, blocked_reason, check_host
+from crawlers.crawl.ssrf import (
+    BlockedAddressError,
+    GuardedResolver,
+    blocked_reason,
+    check_host,
+    check_literal,
+    check_url,
+    parse_ip_literal,
+)
 
 
 @pytest.mark.parametrize(
@@ -122,3 +130,116 @@ def test_fetcher_refuses_loopback_by_default_and_sends_nothing():
         assert literal.error.startswith("ssrf-blocked") and "loopback" in literal.error
         assert named.error.startswith("ssrf-blocked") and "loopback" in named.error
         assert fs.hits == []
+
+
+# Spellings of a loopback address that the URL library (yarl, IDNA/NFKC) maps onto 127.0.0.x or
+# that an address parser would take: each is decided as the address the connection would use.
+LOOPBACK_SPELLINGS = [
+    "１２７.０.０.{n}",  # fullwidth digits
+    "①②⑦.0.0.{c}",  # circled digits
+    "¹²⁷.0.0.{s}",  # superscript digits
+    "𝟏𝟐𝟕.𝟎.𝟎.{n}",  # mathematical bold digits
+    "127。0。0。{n}",  # ideographic full stop
+    "127．0．0．{n}",  # fullwidth full stop
+    "127｡0｡0｡{n}",  # halfwidth ideographic full stop
+    "１２７｡0．0。{n}",  # mixed
+    "127.0.0.{n}.",  # trailing dot
+    "１２７.０.０.{n}.",
+    "0x7f.0.0.{n}",
+    "0177.0.0.{n}",
+    "127.0.{n}",
+    "{dec}",  # 127.0.0.n as one decimal number
+    "[::ffff:127.0.0.{n}]",  # IPv4-mapped
+    "[::ffff:{hex}]",
+    "[0:0:0:0:0:ffff:127.0.0.{n}]",
+    "[::ffff:0:127.0.0.{n}]",  # IPv4-translated (SIIT)
+    "[64:ff9b::127.0.0.{n}]",  # NAT64 of a loopback address
+    "[::127.0.0.{n}]",  # IPv4-compatible
+]
+_CIRCLED = dict(zip("0123456789", "⓪①②③④⑤⑥⑦⑧⑨", strict=True))
+_SUPER = dict(zip("0123456789", "⁰¹²³⁴⁵⁶⁷⁸⁹", strict=True))
+
+
+def spell(pattern: str, n: int) -> str:
+    """One spelling of 127.0.0.n."""
+    return pattern.format(
+        n=n,
+        c="".join(_CIRCLED[d] for d in str(n)),
+        s="".join(_SUPER[d] for d in str(n)),
+        dec=(127 << 24) + n,
+        hex=f"7f00:{n:x}",
+    )
+
+
+@pytest.mark.parametrize("pattern", LOOPBACK_SPELLINGS)
+def test_every_spelling_of_a_loopback_host_is_refused(pattern):
+    host = spell(pattern, 1)
+    with pytest.raises(BlockedAddressError):
+        check_literal(host)
+    with pytest.raises(BlockedAddressError):
+        check_url(f"http://{host}:8080/x")
+    with pytest.raises(BlockedAddressError):
+        asyncio.run(check_host(host, _fake({})))  # refused without resolving
+
+
+@pytest.mark.parametrize(
+    ("host", "address"),
+    [("１２７.０.０.１", "127.0.0.1"), ("①⓪.0.0.⑦", "10.0.0.7"), ("[FE80::1]", "fe80::1")],
+)
+def test_spelled_literals_are_the_address_they_connect_to(host, address):
+    assert str(parse_ip_literal(host)) == address
+    assert check_literal(host, allow_private=True) is True  # still a literal, allowed when lifted
+
+
+def test_public_names_and_unicode_names_are_left_to_the_resolver():
+    for host in ("example.com", "ｅｘａｍｐｌｅ.com", "١٢٧.٠.٠.١", "bücher.example"):
+        assert check_literal(host) is False  # a name: the guarded resolver decides
+
+
+@pytest.mark.parametrize(
+    ("address", "reason"),
+    [
+        ("fec0::1", "site-local"),
+        ("feff:ffff::1", "site-local"),
+        ("64:ff9b::a00:1", "private (embedded in 64:ff9b::a00:1)"),
+        ("64:ff9b::7f00:1", "loopback (embedded in 64:ff9b::7f00:1)"),
+        ("64:ff9b::a9fe:a9fe", "link-local (embedded in 64:ff9b::a9fe:a9fe)"),
+        ("::ffff:0:a00:1", "private (embedded in ::ffff:0:a00:1)"),
+        ("64:ff9b:1::1", None),  # local-use NAT64: refused (reason depends on the table)
+        ("3fff::1", None),  # documentation (RFC 9637)
+        ("5f00::1", None),  # SRv6 SIDs
+        ("100::1", None),  # discard-only
+        ("2001:db8::1", None),
+        ("192.88.99.1", None),  # deprecated 6to4 relay anycast
+        ("198.51.100.7", None),
+        ("203.0.113.7", None),
+        ("198.18.0.1", None),
+        ("255.255.255.255", None),
+    ],
+)
+def test_non_global_ranges_python_calls_global_are_refused(address, reason):
+    got = blocked_reason(address)
+    assert got is not None, address
+    if reason is not None:
+        assert got == reason
+
+
+@pytest.mark.timeout(30)
+def test_fetcher_refuses_every_spelling_of_a_loopback_host_and_sends_nothing():
+    from .faultserver import FaultServer, Site
+
+    hosts = [spell(p, 32) for p in LOOPBACK_SPELLINGS]
+    with FaultServer([Site("127.0.0.32")]) as fs:
+
+        async def go(allow: bool, which: list[str]):
+            async with Fetcher(user_agent="RefineryBot/0.1", allow_private_networks=allow) as f:
+                return [await f.fetch(f"http://{h}:{fs.port}/a", max_redirects=3) for h in which]
+
+        refused = asyncio.run(go(False, hosts))
+        assert fs.hits == [], [(h.host, h.path) for h in fs.hits]
+        for host, res in zip(hosts, refused, strict=True):
+            assert res.status is None and res.error.startswith("ssrf-blocked"), (host, res.error)
+        # The control: lifted, the same spellings do reach the server (they are not just broken).
+        reached = asyncio.run(go(True, hosts[:8]))
+    assert [r.status for r in reached] == [200] * 8
+    assert len(fs.hits_for("127.0.0.32", "/a")) == 8
