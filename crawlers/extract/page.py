@@ -123,14 +123,12 @@ def extract_page(record: dict, config: ExtractConfig | None = None) -> ExtractRe
         )
 
 
-def _extract(record: dict, config: ExtractConfig) -> ExtractResult:
-    url = record["url"]
-    _check_record(record)
-    html = record.get("rendered_html")
-    if not html:
-        html = decode_html(
-            record.get("body"), record.get("content_type"), max_bytes=config.max_body_bytes
-        )
+# Rendered text replaces the static extraction only when it adds at least this much main content
+# (text_weight: characters without spaces, CJK double) and more than it loses.
+MIN_RENDER_GAIN = 40
+
+
+def _parse(html: str, config: ExtractConfig):
     try:
         tree = lxml_html.fromstring(html)
     except (etree.ParserError, ValueError) as exc:
@@ -140,13 +138,84 @@ def _extract(record: dict, config: ExtractConfig) -> ExtractResult:
         raise BadPage(
             "dom_too_large", f"{n_elements} elements, above the {config.max_elements} limit"
         )
-    content = extract_content(html, url, favor=config.favor)
+    return tree
+
+
+def _lines(text: str) -> list[str]:
+    return [" ".join(line.split()).lower() for line in text.splitlines() if line.strip()]
+
+
+def render_gain(static_text: str, rendered_text: str) -> tuple[int, int]:
+    """(added, lost): weight of the rendered extraction's lines the static one lacks, and of the
+    static lines the rendered one lacks. Loading notes ("Loading... Please wait!") add nothing."""
+    from crawlers.render.decide import is_loading_text, text_weight
+
+    s_lines, r_lines = _lines(static_text), _lines(rendered_text)
+    s_all, r_all = " ".join(s_lines), " ".join(r_lines)
+    added = sum(text_weight(x) for x in r_lines if x not in s_all and not is_loading_text(x))
+    lost = sum(text_weight(x) for x in s_lines if x not in r_all)
+    return added, lost
+
+
+def _merge_render(record: dict, static_html: str | None, config: ExtractConfig):
+    """(record, html, tree, content) from the rendered DOM, or from the static HTML when the
+    render adds no main content (a script navigated away, left a loading note, or changed
+    nothing): rendered text is kept only when it adds main content to the static extraction."""
+    url, rendered = record["url"], record["rendered_html"]
+    try:
+        r_tree = _parse(rendered, config)
+        r_content = extract_content(rendered, url, favor=config.favor)
+    except BadPage:
+        if static_html is None:
+            raise
+        r_tree = r_content = None
+    if static_html is None:
+        return record, rendered, r_tree, r_content
+    s_tree = _parse(static_html, config)
+    s_content = extract_content(static_html, url, favor=config.favor)
+    if s_content is None and r_content is None:
+        return record, rendered, r_tree, r_content
+    if s_content is None:
+        added, lost = render_gain("", r_content.text)
+    elif r_content is None:
+        added, lost = 0, 0
+    else:
+        added, lost = render_gain(s_content.text, r_content.text)
+    if r_content is not None and added >= MIN_RENDER_GAIN and added > lost:
+        return record, rendered, r_tree, r_content
+    if s_content is None:
+        raise BadPage("no_main_content", "trafilatura found no main content (static or rendered)")
+    note = f"static kept: the render added {added} and lost {lost} chars of main content"
+    reason = "; ".join(x for x in (record.get("render_reason"), note) if x)
+    kept = {**record, "rendered": False, "render_reason": reason}
+    return kept, static_html, s_tree, s_content
+
+
+def _extract(record: dict, config: ExtractConfig) -> ExtractResult:
+    url = record["url"]
+    _check_record(record)
+    static_html = None
+    if not record.get("rendered_html") or record.get("body") is not None:
+        try:
+            static_html = decode_html(
+                record.get("body"), record.get("content_type"), max_bytes=config.max_body_bytes
+            )
+        except BadPage:
+            if not record.get("rendered_html"):
+                raise
+    if record.get("rendered_html"):
+        record, html, tree, content = _merge_render(record, static_html, config)
+    else:
+        html = static_html
+        tree = _parse(html, config)
+        content = extract_content(html, url, favor=config.favor)
     if content is None:
         raise BadPage("no_main_content", "trafilatura found no main content")
     method, llm_error = "trafilatura", None
     if config.llm is not None and config.llm.applies_to(url):
         try:
-            content.markdown = config.llm.extract(html, url)
+            item = config.llm.item(record, doc_id(url))  # only a consented page is sent
+            content.markdown = config.llm.extract(html, url, item)
             content.text = config.llm.plain_text(content.markdown)
             method = "llm"
         except Exception as exc:  # the teacher is optional: keep trafilatura's output, record why

@@ -57,9 +57,18 @@ def render_crawl(
     rows = []
     for d in decisions:
         o = outcomes.get(d["url"])
+        reason = d["render_reason"]
+        if o and o.opted_out:
+            reason += (
+                f"; training opt-out: {len(o.opted_out)} sub-request(s) not loaded, their text "
+                "is not in the page (robots.txt disallows the training token)"
+            )
+        if o and o.navigated_to:
+            reason += f"; navigation to {o.navigated_to} not followed"
         rows.append(
             {
                 **d,
+                "render_reason": reason,
                 "html": o.html if o else None,
                 "error": o.error if o else None,
                 "render_ms": o.render_ms if o else None,

@@ -328,7 +328,7 @@ def _heading_only(el) -> bool:
     )
 
 
-def _is_loading_text(text: str) -> bool:
+def is_loading_text(text: str) -> bool:
     t = _norm(text)
     return 0 < len(t) <= 60 and any(t.startswith(w) or f" {w}" in t for w in LOADING_TEXTS)
 
@@ -415,7 +415,7 @@ class _Page:
         if el in self._media:
             return False
         w = self.weight(el)
-        return w == 0 or (w <= 60 and _is_loading_text(" ".join(_texts(el))))
+        return w == 0 or (w <= 60 and is_loading_text(" ".join(_texts(el))))
 
     def flow_elements(self):
         for f in self.flow:
@@ -503,7 +503,7 @@ def _placeholders(page: _Page) -> list[str]:
             found.append(
                 f"{_PLACEHOLDER_CLASS.search(el.get('class')).group(2).lower()} {_describe(el)}"
             )
-        elif len(el) == 0 and el.text and len(el.text) <= 80 and _is_loading_text(el.text):
+        elif len(el) == 0 and el.text and len(el.text) <= 80 and is_loading_text(el.text):
             found.append(f'"{" ".join(el.text.split())}"')
     return list(dict.fromkeys(found))
 

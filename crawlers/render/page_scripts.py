@@ -14,23 +14,40 @@ SETTLE_PROBE = """() => {
   return [performance.now() - s.lastMutation, s.timers.size + s.pending];
 }"""
 
-# Click the first visible, enabled control whose text matches one of the given phrases.
+# Click the first visible, enabled control whose text matches one of the given phrases: a button,
+# an <a> that loads rather than navigates (no href, "#..." or "javascript:"), a role=button, in
+# the light DOM or any open shadow root.
 CLICK_LOAD_MORE = """(phrases) => {
-  const els = document.querySelectorAll('button, a, [role=button], input[type=button], input[type=submit]');
-  for (const el of els) {
-    const text = (el.innerText || el.value || el.getAttribute('aria-label') || '').trim().toLowerCase();
-    if (!text || text.length > 60 || el.disabled) continue;
+  const sel = 'button, a, [role=button], input[type=button], input[type=submit]';
+  const roots = [document];
+  for (let i = 0; i < roots.length; i++)
+    for (const el of roots[i].querySelectorAll('*')) if (el.shadowRoot) roots.push(el.shadowRoot);
+  for (const root of roots) for (const el of root.querySelectorAll(sel)) {
+    const text = (el.innerText || el.textContent || el.value || el.getAttribute('aria-label') || '')
+      .trim().replace(/\\s+/g, ' ').toLowerCase();
+    if (!text || text.length > 60 || el.disabled || el.getAttribute('aria-disabled') === 'true') continue;
+    if (el.closest('form') && el.type === 'submit') continue;
     const rect = el.getBoundingClientRect();
     if (rect.width === 0 && rect.height === 0) continue;
-    if (el.tagName === 'A' && el.getAttribute('href') && !el.getAttribute('href').startsWith('#')
-        && !el.getAttribute('href').startsWith('javascript')) continue;  // a real link navigates away
+    const href = (el.tagName === 'A' && el.getAttribute('href')) || '';
+    if (href && !href.startsWith('#') && !href.startsWith('javascript')) continue;  // a real link navigates away
     if (phrases.some(p => text.includes(p))) {
-      el.scrollIntoView(); el.click();
+      el.scrollIntoView({block: 'center'}); el.click();
       if (window.__refinery) window.__refinery.lastMutation = performance.now();
       return text;
     }
   }
   return null;
+}"""
+
+# Length of the page's visible text, open shadow roots included: what interaction tries to grow.
+CONTENT_SIZE = """() => {
+  let n = document.body ? (document.body.innerText || '').length : 0;
+  const roots = [document];
+  for (let i = 0; i < roots.length; i++)
+    for (const el of roots[i].querySelectorAll('*'))
+      if (el.shadowRoot) { roots.push(el.shadowRoot); n += (el.shadowRoot.textContent || '').length; }
+  return n;
 }"""
 
 # Open <details>, select each tab once and expand collapsed accordions; return how many acted on.
@@ -72,11 +89,20 @@ FLATTEN_SHADOW = """() => {
   return n;
 }"""
 
-# The scroll counts as activity: its event handlers run after this returns, so settling must
-# wait at least the idle time for the requests they start.
-SCROLL_TO_END = """() => { window.scrollTo(0, document.documentElement.scrollHeight);
+# Scroll the window and every scrolled box (feeds in an overflow container) to their ends. The
+# scroll counts as activity: its event handlers and IntersectionObserver callbacks run after this
+# returns, so settling must wait at least the idle time for the requests they start.
+SCROLL_TO_END = """() => {
+  const h = document.documentElement.scrollHeight;
+  window.scrollTo(0, h);
+  for (const el of document.querySelectorAll('*')) {
+    if (el.scrollHeight > el.clientHeight + 20 && el.clientHeight > 0) {
+      const oy = getComputedStyle(el).overflowY;
+      if (oy === 'auto' || oy === 'scroll') el.scrollTop = el.scrollHeight;
+    }
+  }
   if (window.__refinery) window.__refinery.lastMutation = performance.now();
-  return document.documentElement.scrollHeight; }"""
+  return h; }"""
 
 # Tabs hide the panels they are not showing; the content is real, so un-hide it for extraction.
 UNHIDE_PANELS = """() => {

@@ -34,6 +34,7 @@ from crawlers.browser import (
 )
 from crawlers.crawl.config import CrawlConfig
 from crawlers.crawl.downloader import Downloader
+from crawlers.crawl.robots_policy import ALLOWED, DISALLOWED
 from crawlers.crawl.ssrf import blocked_reason, parse_ip_literal
 from crawlers.render import page_scripts as js
 from crawlers.render.archive import (
@@ -48,6 +49,8 @@ from crawlers.render.procs import alive, descendants, is_browser, kill_all
 from crawlers.robots import origin_of
 
 MEDIA_TYPES = {"image", "media", "font"}
+# Responses that cannot put text into the DOM: loaded even when their site opts out of training.
+TEXTLESS_TYPES = MEDIA_TYPES | {"stylesheet"}
 ASSET_TYPES = {"script", "stylesheet"}  # shared by a site's pages: fetched once per run
 ASSET_CACHE_BYTES = 64 * 2**20
 DEFAULT_USER_AGENT = CrawlConfig.model_fields["user_agent"].default
@@ -133,6 +136,11 @@ class RenderOutcome:
     # url, status, resource_type, robots_training (the training token's robots.txt decision)
     subresources: list[dict] = field(default_factory=list)
     archive: ArchiveLocation | None = None
+    # Sub-requests not loaded because robots.txt disallows the training token for them: the
+    # text they would bring is opted out, so it never reaches the DOM (also in blocked_requests).
+    opted_out: list[str] = field(default_factory=list)
+    # Where a script or meta refresh tried to take the page (not followed; the DOM stays the page's).
+    navigated_to: str | None = None
 
 
 async def _refuse(route) -> None:
@@ -352,7 +360,6 @@ class Renderer:
     async def _drive(
         self, page, job: RenderJob, out: RenderOutcome, captured: list[Captured], key: str
     ) -> None:
-        cfg = self.config
         inflight = {"n": 0}
         page.on("request", lambda r: inflight.__setitem__("n", inflight["n"] + 1))
         for ev in ("requestfinished", "requestfailed"):
@@ -376,18 +383,7 @@ class Renderer:
         await page.route("**/*", route)
         await page.goto(job.url, wait_until="load")
         await self._settle(page, inflight)
-        for _ in range(cfg.max_scrolls):
-            before = await page.evaluate(js.SCROLL_TO_END)
-            await self._settle(page, inflight)
-            if await page.evaluate(js.SCROLL_TO_END) <= before:
-                break
-            out.interactions += 1
-        phrases = [p.lower() for p in LOAD_MORE_TEXTS]
-        for _ in range(cfg.max_clicks):
-            if not await page.evaluate(js.CLICK_LOAD_MORE, phrases):
-                break
-            out.interactions += 1
-            await self._settle(page, inflight)
+        await self._interact(page, inflight, out)
         for _ in range(3):  # opening one expander can reveal nested ones
             opened = await page.evaluate(js.OPEN_EXPANDERS)
             if not opened:
@@ -398,18 +394,55 @@ class Renderer:
         await page.evaluate(js.FLATTEN_SHADOW)
         out.html = await page.content()
 
+    async def _interact(self, page, inflight: dict, out: RenderOutcome) -> None:
+        """Scroll to the end and click load-more controls until the page's text stops growing.
+
+        Each round scrolls every scroller to its end (scroll listeners, IntersectionObserver
+        sentinels) and clicks one visible control that promises more content (a button, an
+        `<a href="#">`, a `role=button`, in light DOM or an open shadow root); rounds go on while
+        either grew the text, within `max_scrolls` scrolls and `max_clicks` clicks.
+        """
+        cfg = self.config
+        phrases = [p.lower() for p in LOAD_MORE_TEXTS]
+        scrolls = clicks = 0
+        size = await page.evaluate(js.CONTENT_SIZE)
+        while scrolls < cfg.max_scrolls or clicks < cfg.max_clicks:
+            grew = False
+            if scrolls < cfg.max_scrolls:
+                scrolls += 1
+                await page.evaluate(js.SCROLL_TO_END)
+                await self._settle(page, inflight)
+                now = await page.evaluate(js.CONTENT_SIZE)
+                if now > size:
+                    out.interactions, size, grew = out.interactions + 1, now, True
+            if clicks < cfg.max_clicks and await page.evaluate(js.CLICK_LOAD_MORE, phrases):
+                clicks += 1
+                await self._settle(page, inflight)
+                now = await page.evaluate(js.CONTENT_SIZE)
+                if now > size:
+                    out.interactions, size, grew = out.interactions + 1, now, True
+            if not grew:
+                return
+
     async def _answer(self, route, request, page, job, out, captured, key, trusted, served) -> None:
         """Fulfil one intercepted request: the stored page, the archive, or the downloader."""
         url = request.url
         # The first main-frame navigation is the crawled page: serve the stored HTML (the URL
         # may come back normalised, e.g. with a trailing slash, so it is not compared).
-        if (
-            not served["main"]
-            and request.is_navigation_request()
-            and request.frame == page.main_frame
-        ):
-            served["main"] = True
-            await route.fulfill(status=200, content_type="text/html; charset=utf-8", body=job.html)
+        if request.is_navigation_request() and request.frame == page.main_frame:
+            if not served["main"]:
+                served["main"] = True
+                await route.fulfill(
+                    status=200, content_type="text/html; charset=utf-8", body=job.html
+                )
+                return
+            # A script or meta refresh navigating away (to a 404, a login, another page) would
+            # replace the document with another page's: never followed, nothing is fetched.
+            # ERR_ABORTED cancels the navigation and leaves the current document in place.
+            out.navigated_to = out.navigated_to or url
+            reason = "navigation away from the page: not followed, the page's own DOM is kept"
+            out.blocked_requests.append({"url": url, "reason": reason})
+            await route.abort("aborted")
             return
         if self.config.block_media and request.resource_type in MEDIA_TYPES:
             out.media_blocked += 1
@@ -443,6 +476,18 @@ class Renderer:
         if res.error is not None or res.status is None or not res.hops:
             out.blocked_requests.append({"url": url, "reason": _reason(url, res)})
             await route.abort("blockedbyclient" if res.status is None else "failed")
+            return
+        if res.robots_training != ALLOWED and request.resource_type not in TEXTLESS_TYPES:
+            # What this response would put into the page (a fetch's JSON, a script's strings, a
+            # frame) is content its site opted out of training: it is not loaded at all.
+            token = self.config.training_token
+            why = "robots.txt unreachable" if res.robots_training else "no robots.txt decision"
+            if res.robots_training == DISALLOWED:
+                why = f"robots.txt disallows the training token {token}"
+            reason = f"training opt-out: {why}; not loaded, so none of its text is in the page"
+            out.opted_out.append(url)
+            out.blocked_requests.append({"url": url, "reason": reason})
+            await route.abort("blockedbyclient")
             return
         captured.append(Captured(url, request.resource_type, res))
         out.subresources.append(

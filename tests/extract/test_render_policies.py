@@ -148,14 +148,11 @@ new Worker(URL.createObjectURL(new Blob(["fetch('{secret}?worker').catch(() => 0
     assert "Own-origin passage about harbour seals." in text_of(first.html)
     assert "INTERNAL-ONLY" not in first.html
     reasons = {b["url"]: b["reason"] for o in outs for b in o.blocked_requests}
-    for url in (
-        secret,
-        f"{secret}?xhr",
-        "http://10.0.0.1/admin",
-        f"{secret}?nav",
-        f"{secret}?meta",
-    ):
+    for url in (secret, f"{secret}?xhr", "http://10.0.0.1/admin"):
         assert reasons[url].startswith("ssrf-blocked"), (url, reasons)
+    for url in (f"{secret}?nav", f"{secret}?meta"):  # navigations away are never followed
+        assert reasons[url].startswith("navigation away from the page"), (url, reasons)
+    assert [o.navigated_to for o in outs] == [None, f"{secret}?nav", f"{secret}?meta"]
     assert reasons[f"{site.base}/api/bounce"].startswith(f"redirect to {secret}: ssrf-blocked")
     assert "/api/bounce" in site.paths()  # the page's own origin is reachable, the hop is not
 
@@ -226,16 +223,18 @@ for (const u of ['/api/data', '/nope/data']) fetch(u).then(r => r.json()).then(d
     assert [p for p, _, _ in log] == ["/robots.txt", "/api/data"]  # /nope/ never requested
     assert all("ProbeBot/" in ua and "RefineryBot" not in ua for _, ua, _ in log)
     (row,) = pq.read_table(out / "rendered.parquet").to_pylist()
-    assert "Passage only ProbeBot may fetch." in text_of(row["html"])
-    assert row["blocked_requests"] == [
-        {"url": f"{site.base}/nope/data", "reason": "robots.txt disallows ProbeBot"}
-    ]
-    (sub,) = row["subresources"]
-    assert (sub["url"], sub["status"], sub["robots_training"]) == (
-        f"{site.base}/api/data",
-        200,
-        "disallowed",
+    # /api/ is fetched (ProbeBot may) but its text is opted out of training: never loaded
+    assert "Passage only ProbeBot may fetch." not in text_of(row["html"])
+    reason = (
+        "training opt-out: robots.txt disallows the training token ProbeBot-Train; "
+        "not loaded, so none of its text is in the page"
     )
+    assert sorted(row["blocked_requests"], key=lambda b: b["url"]) == [
+        {"url": f"{site.base}/api/data", "reason": reason},
+        {"url": f"{site.base}/nope/data", "reason": "robots.txt disallows ProbeBot"},
+    ]
+    assert row["subresources"] == []
+    assert "training opt-out: 1 sub-request(s) not loaded" in row["render_reason"]
 
 
 def test_politeness_spaces_subrequests_and_shared_scripts_are_fetched_once(no_browser_leak):
