@@ -39,6 +39,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from common.consent import FLAG, NO_LEDGER, Consent, describe_flag, flag_true
 from crawlers.crawl.downloader import TRANSIENT_ERRORS, Downloader, RobotsLayer
 from crawlers.crawl.fetcher import FetchResult, mime_of
 from crawlers.crawl.robots_policy import ALLOWED
@@ -115,26 +116,44 @@ def ref_id(doc_id: str, position: int) -> str:
     return f"{doc_id}-{int(position)}"
 
 
-def load_refs(extract_dir: str | Path) -> list[dict]:
+def load_refs(extract_dir: str | Path, consent: Consent | None = None) -> list[dict]:
     """An extract output's image refs joined with their page's opt-out flags, in file order.
 
     Each ref has id (`ref_id`), doc_id, url (the page), position, src, alt, surrounding_text,
-    training_allowed (the page's flag: robots for the training token AND not noai) and noai
-    (from documents.parquet; `noimageai` too when that column exists).
+    training_allowed, noai (from documents.parquet; `noimageai` too when that column exists) and
+    consent_reason. `training_allowed` is the consent rule (`common.consent`) for the ref AND its
+    document: true only when the ref's own flag is the boolean true, its document's flag in
+    documents.parquet is the boolean true, and `consent` (the lake's ledger, when given) opts
+    out neither; otherwise false, and `consent_reason` says why (None when allowed).
     """
     root = Path(extract_dir)
     refs_path, docs_path = root / "image_refs.parquet", root / "documents.parquet"
     for path in (refs_path, docs_path):
         if not path.exists():
             raise FileNotFoundError(f"{path} does not exist; pass an `extract` output directory")
-    docs = pq.read_table(docs_path)
-    wanted = [c for c in ("id", "noai", "noimageai") if c in docs.column_names]
-    if "id" not in wanted or "noai" not in wanted:
-        raise ValueError(f"{docs_path}: needs columns id and noai; re-run extract")
-    flags = {d["id"]: d for d in docs.select(wanted).to_pylist()}
+    names = pq.read_schema(docs_path).names
+    need = ("id", "noai", "training_allowed")
+    missing = [c for c in need if c not in names]
+    if missing:
+        raise ValueError(
+            f"{docs_path}: needs columns {', '.join(need)} (missing {', '.join(missing)}); "
+            "re-run extract"
+        )
+    wanted = [c for c in ("id", "url", "training_allowed", "noai", "noimageai") if c in names]
+    flags = {d["id"]: d for d in pq.read_table(docs_path, columns=wanted).to_pylist()}
+    rule = consent if consent is not None else NO_LEDGER
     refs = []
     for r in pq.read_table(refs_path).to_pylist():
-        page = flags.get(r["doc_id"], {})
+        page = flags.get(r["doc_id"])
+        why = rule.why_not(r)
+        if why is not None:
+            why = f"image ref's {why}" if why.startswith(FLAG) else why
+        elif page is None:
+            why = f"document {r['doc_id']} is not in {docs_path.name}"
+        else:
+            why = rule.why_not(page)
+            if why is not None and why.startswith(FLAG):
+                why = f"document's {why}"
         refs.append(
             {
                 "id": ref_id(r["doc_id"], r["position"]),
@@ -144,9 +163,10 @@ def load_refs(extract_dir: str | Path) -> list[dict]:
                 "src": r["src"],
                 "alt": r["alt"],
                 "surrounding_text": r["surrounding_text"],
-                "training_allowed": bool(r["training_allowed"]),
-                "noai": bool(page.get("noai")),
-                "noimageai": bool(page.get("noimageai")),
+                "training_allowed": why is None,
+                "noai": bool((page or {}).get("noai")),
+                "noimageai": bool((page or {}).get("noimageai")),
+                "consent_reason": why,
             }
         )
     return refs
@@ -175,12 +195,18 @@ def _fingerprint(refs: list[dict], cfg: ImageFetchConfig) -> str:
 
 
 def page_opt_out(ref: dict) -> tuple[str, str] | None:
-    """(drop_reason, detail) when the ref's page forbids training use of its images, else None."""
+    """(drop_reason, detail) when the ref's page forbids training use of its images, else None.
+
+    A page directive (noai/noimageai) is any true-ish value; consent is only the boolean true
+    (`common.consent.flag_true`): a `training_allowed` of "false", "true", 1, None or NaN is no.
+    """
     for flag in ("noimageai", "noai"):
         if ref.get(flag):
             return "noai", f"page said {flag}; image not requested"
-    if not ref["training_allowed"]:
-        return "training_opt_out", "page's training_allowed is false; image not requested"
+    value = ref.get(FLAG)
+    if not flag_true(value):
+        why = ref.get("consent_reason") or describe_flag(value)
+        return "training_opt_out", f"{why}; image not requested"
     return None
 
 

@@ -114,6 +114,7 @@ def images_build(p: ImagesBuildParams, lake: Lake) -> ImagesBuildSummary:
 
     import pyarrow.parquet as pq
 
+    from common.consent import Consent
     from crawlers.images import ImageFetchConfig, fetch_images, load_refs
     from filters.images import load_image_config
     from filters.images.pairs import build_pairs, pairs_table
@@ -131,7 +132,8 @@ def images_build(p: ImagesBuildParams, lake: Lake) -> ImagesBuildSummary:
 
             shutil.rmtree(out)
     cfg = load_image_config(p.config)
-    refs = _shard_refs(load_refs(docs), lake.partition)
+    # The consent rule for each ref: its own flag, its document's, and the lake's ledger.
+    refs = _shard_refs(load_refs(docs, Consent.load(lake.root)), lake.partition)
     fetch_cfg = ImageFetchConfig(
         agent=p.agent,
         training_agent=p.training_agent,
@@ -274,14 +276,19 @@ class ClipTrainSummary(Summary):
         return self.model_dump(exclude={"outputs", "details"})
 
 
-def kept_pairs(pairs_files: list[Path]) -> list[tuple[str, str]]:
-    """(image path, caption) of the kept, training-allowed pairs."""
+def kept_pairs(pairs_files: list[Path], consent=None) -> list[tuple[str, str]]:
+    """(image path, caption) of the kept, training-allowed pairs: the consent rule
+    (`common.consent`: the pair's flag is the boolean true, and `consent`'s ledger, when given,
+    has not opted out its document)."""
     import pyarrow.parquet as pq
 
+    from common.consent import NO_LEDGER
+
+    rule = consent if consent is not None else NO_LEDGER
     out = []
     for f in pairs_files:
         for r in pq.read_table(f).to_pylist():
-            if r["drop_reason"] is None and r["training_allowed"] and r["image_path"]:
+            if r["drop_reason"] is None and r["image_path"] and rule.allows(r):
                 out.append((str(f.parent / r["image_path"]), r["caption"]))
     return out
 
@@ -292,8 +299,10 @@ def clip_train(p: ClipTrainParams, lake: Lake) -> ClipTrainSummary:
 
     if not p.pairs:
         raise ValueError("--pairs: give at least one `images build` output")
+    from common.consent import Consent
+
     files = [f for d in p.pairs for f in _pairs_files(d)]
-    pairs = kept_pairs(files)
+    pairs = kept_pairs(files, Consent.load(lake.root))
     if len(pairs) < 2:
         raise ValueError(
             f"--pairs {', '.join(map(str, p.pairs))}: {len(pairs)} kept pairs; need 2+"
@@ -336,6 +345,7 @@ def domains(p: DomainsParams, lake: Lake) -> DomainsSummary:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
+    from common.consent import flag_true
     from filters.images import load_domain_spec, select_domains
     from filters.images.domains import domain_table
 
@@ -364,7 +374,8 @@ def domains(p: DomainsParams, lake: Lake) -> DomainsSummary:
         "caption", pa.array([by_id[i]["caption"] for i in ids], pa.string())
     )
     table = table.append_column(
-        "training_allowed", pa.array([bool(by_id[i]["training_allowed"]) for i in ids], pa.bool_())
+        "training_allowed",
+        pa.array([flag_true(by_id[i]["training_allowed"]) for i in ids], pa.bool_()),
     )
     out = Path(p.out) if p.out else lake.root / "images" / "domain"
     inputs = [str(spec_path), str(p.clip), *map(str, files)]
