@@ -807,7 +807,7 @@ def _within_warmup(run_dir: Path) -> str | None:
     return f"{total} <= {warmup} steps" if total <= warmup else None
 
 
-MIN_WINDOW = 2  # logged steps per window below which one batch's noise decides: held-out first
+MIN_WINDOW = 3  # logged steps per window at the least: fewer and one batch's noise decides
 
 
 def training_loss_finite_and_falling(run_dir: Path) -> CheckOutcome:
@@ -815,13 +815,15 @@ def training_loss_finite_and_falling(run_dir: Path) -> CheckOutcome:
 
     Finite: every training loss in metrics.jsonl, every eval loss in eval.jsonl (None is allowed
     there: a group without sequences) and summary.json's losses are finite numbers.
-    Falling: the mean loss of the last 10% of logged steps (at least one) is below the mean of the
-    first 10%. Single steps are noisy (one batch each); windows that scale with the run's length
-    compare the start with the end without hinging on one lucky or unlucky batch. A run that logs
-    too few steps for windows of MIN_WINDOW batches is judged by its held-out loss instead, where
-    it has one (the same sequences at the start and the end): summary.json's eval mean at the end
-    below the one at the start. With neither, the check fails. A run that ends within its
-    warm-up (run.json: total steps <= warmup_steps) is not judged on falling, and says so.
+    Falling is judged on evidence that does not hinge on one batch:
+    - the held-out loss, where the run has one: the same held-out sequences scored before the
+      first step and after the last (summary.json `eval_mean_before` -> `eval_mean`); it must
+      end lower;
+    - else the training loss in windows: the mean of the first quarter of logged steps against
+      the mean of the last quarter, each window at least MIN_WINDOW logged steps (a run that
+      logs fewer than 2 * MIN_WINDOW steps and has no held-out loss fails: log more often).
+    A run that ends within its warm-up (run.json: total steps <= warmup_steps) is not judged on
+    falling, and says so.
     """
     run_dir = Path(run_dir)
     metrics = sorted(_jsonl(run_dir / "metrics.jsonl"), key=lambda r: r["step"])
@@ -843,7 +845,7 @@ def training_loss_finite_and_falling(run_dir: Path) -> CheckOutcome:
         bad_summary = sum(1 for v in vals if v is not None and not _finite(v))
     finite = not (bad_train or bad_eval or bad_summary)
     n = len(metrics)
-    window = max(1, n // 10)
+    window = max(MIN_WINDOW, n // 4)
     first = last = float("nan")
     falling = False
     basis = "train"
@@ -854,11 +856,11 @@ def training_loss_finite_and_falling(run_dir: Path) -> CheckOutcome:
         # loss of a continued run may rise first on its new mixture. Not judged; said so.
         basis = "within_warmup"
         falling = True
-    elif held_out and (n < 2 * MIN_WINDOW or bad_train):
+    elif held_out:
         basis = "held-out"
         first, last = float(summary["eval_mean_before"]), float(summary["eval_mean"])
         falling = last < first
-    elif n >= 2 and not bad_train:
+    elif n >= 2 * window and not bad_train:
         first = sum(losses[:window]) / window
         last = sum(losses[-window:]) / window
         falling = last < first
@@ -886,8 +888,11 @@ def training_loss_finite_and_falling(run_dir: Path) -> CheckOutcome:
     elif basis == "held-out":
         word = "falling" if falling else "not falling"
         verdict = f"{n} logged step(s); held-out loss {word}: {first:.4f} -> {last:.4f}"
-    elif n < 2:
-        verdict = f"{n} logged step(s) and no held-out losses: too few to show a falling loss"
+    elif n < 2 * window:
+        verdict = (
+            f"{n} logged step(s) and no held-out loss: too few for two windows of {window} "
+            "steps; log more often (train.log_every) or evaluate (train.eval_every)"
+        )
     elif not falling:
         verdict = f"not falling: last {window} step(s) mean {last:.4f} >= first {first:.4f}"
     else:

@@ -176,7 +176,14 @@ def demo(
                 f"--train-steps {train_steps!r}: four positive integers PRETRAIN,CPT,MULTIMODAL,"
                 "LONG (e.g. 300,100,100,100), or three PRETRAIN,CPT,LONG"
             ) from None
-    run_demo(lake_dir.resolve() if lake_dir else None, train_steps=steps)
+    from pipelines.demo import DemoFailed
+
+    try:
+        run_demo(lake_dir.resolve() if lake_dir else None, train_steps=steps)
+    except DemoFailed as failed:
+        for line in failed.lines:
+            typer.secho(line, fg="red", err=True)
+        raise typer.Exit(1) from None
 
 
 def ui(

@@ -9,10 +9,12 @@ the project's dagster_home/), so `make ui` then shows the run that just happened
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
+import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -45,6 +47,91 @@ class AssetResult:
     summary: str
     output: str
     checks: dict[str, bool]
+    warnings: list[str] = field(default_factory=list)  # failed non-blocking checks, described
+
+
+class DemoFailed(RuntimeError):
+    """A demo run failed: `lines` say what failed and why (asset, check, figures, where to look,
+    what to do); the full trace is in the log file the last line names."""
+
+    def __init__(self, lines: list[str]):
+        super().__init__("\n".join(lines))
+        self.lines = lines
+
+
+def _innermost(error):
+    """The user's exception inside Dagster's wrappers (a SerializableErrorInfo chain)."""
+    while error is not None and error.cause is not None and error.cls_name.startswith("Dagster"):
+        error = error.cause
+    return error
+
+
+def _figures(metadata, limit: int = 6) -> str:
+    parts = []
+    for key, value in list((metadata or {}).items())[:limit]:
+        value = getattr(value, "value", value)
+        if isinstance(value, float):
+            value = f"{value:.4g}"
+        parts.append(f"{key}={value}")
+    return ", ".join(parts)
+
+
+def _failure_lines(result, label: str, checks_by_key, log_path: Path | None) -> list[str]:
+    """A few lines on what failed in one run: failed blocking checks first, else failed steps."""
+    paths = {}
+    for ev in result.get_asset_materialization_events():
+        mat = ev.event_specific_data.materialization
+        if "path" in mat.metadata:
+            paths[mat.asset_key.to_user_string()] = mat.metadata["path"].value
+    where = f"full log: {log_path}" if log_path else "full trace: the Dagster instance"
+    lines = [f"demo run {label} failed"]
+    failed_checks = [ev for ev in checks_by_key if not ev.passed]
+    for ev in failed_checks:
+        asset = ev.asset_key.to_user_string()
+        lines.append(f"  check {asset}.{ev.check_name} failed: {ev.description or ''}".rstrip())
+        if ev.metadata:
+            lines.append(f"    figures: {_figures(ev.metadata)}")
+        path = paths.get(asset)
+        if path:
+            lines.append(f"    data: {path}")
+    if not failed_checks:
+        for ev in result.get_step_failure_events():
+            error = _innermost(ev.event_specific_data.error)
+            message = (error.message or "").strip().splitlines() if error else []
+            first = message[0] if message else "no message"
+            lines.append(f"  step {ev.step_key} failed: {error.cls_name if error else ''}: {first}")
+    lines.append(
+        f"  {where}; fix the cause and run `make demo` again (`make ui` shows the runs and checks)"
+    )
+    return lines
+
+
+@contextlib.contextmanager
+def _output_to(log_path: Path | None):
+    """Send this process's and its children's stdout/stderr (Dagster's event log lines, Beam's and
+    the browser's output, tracebacks) to `log_path`; yield a file on the original terminal for
+    the demo's own lines. No log path: nothing is redirected."""
+    if log_path is None:
+        yield None
+        return
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    saved = os.dup(1), os.dup(2)
+    terminal = os.fdopen(os.dup(saved[0]), "w", buffering=1)
+    with log_path.open("ab", buffering=0) as log:
+        os.dup2(log.fileno(), 1)
+        os.dup2(log.fileno(), 2)
+        try:
+            yield terminal
+        finally:
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os.dup2(saved[0], 1)
+            os.dup2(saved[1], 2)
+            os.close(saved[0])
+            os.close(saved[1])
+            terminal.close()
 
 
 def demo_config(seeds: list[str], train_steps: dict[str, int]) -> dict[str, dict[str, Any]]:
@@ -105,9 +192,13 @@ def materialize_graph(
     *,
     dagster_home: Path | None = None,
     console: Console | None = None,
+    log_path: Path | None = None,
 ) -> list[AssetResult]:
     """Materialize every asset of the graph into the lake at `root`, recording the runs in the
-    Dagster instance; return one result per asset (the last partition's, for partitioned ones)."""
+    Dagster instance; return one result per asset (the last partition's, for partitioned ones).
+
+    A failed step or a failed blocking check stops the demo with DemoFailed (a few lines: what
+    failed and why, where to look); a failed non-blocking check is a warning on its asset."""
     from dagster import materialize
 
     from pipelines.graph import build_definitions
@@ -116,6 +207,11 @@ def materialize_graph(
     instance, home = _instance(dagster_home)
     assets = list(defs.assets)
     op_of = {k.to_user_string(): a.node_def.name for a in assets for k in a.keys}
+    blocking = {
+        (spec.asset_key.to_user_string(), spec.name): spec.blocking
+        for a in assets
+        for spec in a.check_specs
+    }
     results: dict[str, AssetResult] = {}
     for keys, partitions in plan_runs(defs):
         names = [k.to_user_string() for k in keys]
@@ -140,12 +236,24 @@ def materialize_graph(
                 run_config=run_config,
                 partition_key=partition,
                 tags={"refinery/demo": "1"},
+                raise_on_error=False,
             )
-            if not result.success:
-                raise RuntimeError(f"demo run {label} failed; see the Dagster instance at {home}")
+            evaluations = result.get_asset_check_evaluations()
+            blocking_failed = [
+                ev for ev in evaluations if not ev.passed and blocking.get(_check_id(ev), True)
+            ]
+            if not result.success or blocking_failed:
+                _log_traces(result)
+                raise DemoFailed(_failure_lines(result, label, blocking_failed, log_path))
             checks: dict[str, dict[str, bool]] = {}
-            for ev in result.get_asset_check_evaluations():
-                checks.setdefault(ev.asset_key.to_user_string(), {})[ev.check_name] = ev.passed
+            warnings: dict[str, list[str]] = {}
+            for ev in evaluations:
+                name = ev.asset_key.to_user_string()
+                checks.setdefault(name, {})[ev.check_name] = ev.passed
+                if not ev.passed:
+                    warnings.setdefault(name, []).append(
+                        f"{ev.check_name} (non-blocking) failed: {ev.description or ''}"
+                    )
             for ev in result.get_asset_materialization_events():
                 mat = ev.event_specific_data.materialization
                 name = mat.asset_key.to_user_string()
@@ -156,14 +264,26 @@ def materialize_graph(
                     summary=str(meta["summary"].value) if "summary" in meta else "",
                     output=str(meta["path"].value) if "path" in meta else "",
                     checks=checks.get(name, {}),
+                    warnings=warnings.get(name, []),
                 )
                 if console:
                     console.print(f"{name}: {results[name].summary}", markup=False)
-            failed = [f"{a}.{c}" for a, cs in checks.items() for c, ok in cs.items() if not ok]
-            if failed:
-                raise RuntimeError(f"demo run {label}: checks failed: {', '.join(failed)}")
+                    for warning in results[name].warnings:
+                        console.print(f"  warning: {warning}", markup=False, style="yellow")
     order = [k.to_user_string() for k in defs.resolve_asset_graph().toposorted_asset_keys]
     return [results[n] for n in order if n in results]
+
+
+def _check_id(ev) -> tuple[str, str]:
+    return ev.asset_key.to_user_string(), ev.check_name
+
+
+def _log_traces(result) -> None:
+    """Write every failed step's full trace to stderr (the log file while the demo runs)."""
+    for ev in result.get_step_failure_events():
+        error = ev.event_specific_data.error
+        if error is not None:
+            print(f"--- step {ev.step_key} failed:\n{error.to_string()}", file=sys.stderr)
 
 
 def run_demo(
@@ -173,18 +293,33 @@ def run_demo(
     train_steps: tuple[int, ...] | None = None,
     dagster_home: Path | None = None,
     asset_config: dict[str, dict[str, Any]] | None = None,
+    log_path: Path | None = None,
 ) -> list[AssetResult]:
     """Serve the sample web on loopback and materialize the whole graph on it; print a table.
 
     train_steps overrides the (pretrain, cpt, multimodal, long-context) step counts, e.g. for a
     quick check; three values are (pretrain, cpt, long-context) with multimodal at its default.
     asset_config adds config per asset name on top of the demo's (e.g. the captioner's steps).
+    log_path: where Dagster's event log, the stages' log lines and every trace go (default
+    `<lake>/logs/demo-<time>.log`; the terminal shows one line per asset and the table). A
+    given console keeps everything on the console (no redirection), as tests want.
     """
-    from sampleweb import build_web, serve
-
-    console = console or Console()
     root = (root or lake.lake_root()).resolve()
     root.mkdir(parents=True, exist_ok=True)
+    if console is None and log_path is None:
+        log_path = root / "logs" / time.strftime("demo-%Y%m%d-%H%M%S.log")
+    with _output_to(log_path) as terminal:
+        if terminal is not None:
+            console = Console(file=terminal, force_terminal=terminal.isatty())
+            console.print(f"[dim]Dagster's event log and every trace go to {log_path}[/]")
+        return _run_demo(
+            root, console or Console(), train_steps, dagster_home, asset_config, log_path
+        )
+
+
+def _run_demo(root, console, train_steps, dagster_home, asset_config, log_path):
+    from sampleweb import build_web, serve
+
     steps = dict(DEMO_TRAIN_STEPS)
     if train_steps:
         names = list(DEMO_TRAIN_STEPS)
@@ -200,7 +335,9 @@ def run_demo(
         config = demo_config(served.seeds(), steps)
         for name, extra in (asset_config or {}).items():
             config[name] = config.get(name, {}) | extra
-        results = materialize_graph(root, config, dagster_home=dagster_home, console=console)
+        results = materialize_graph(
+            root, config, dagster_home=dagster_home, console=console, log_path=log_path
+        )
     n_checks = sum(len(r.checks) for r in results)
     table = Table(
         title=f"Refinery demo: {len(results)} assets and {n_checks} checks in "
@@ -213,6 +350,8 @@ def run_demo(
     for r in results:
         ok = sum(r.checks.values())
         checks = f"{ok}/{len(r.checks)} ok" if r.checks else ""
+        if r.warnings:
+            checks += f" ({len(r.warnings)} warning)"
         table.add_row(r.name, f"{r.seconds:.1f}", checks, r.summary)
     console.print(table)
     return results

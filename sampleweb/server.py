@@ -81,6 +81,15 @@ class _SiteServer(ThreadingHTTPServer):
             self.open_sockets.discard(request)
         super().shutdown_request(request)
 
+    def handle_error(self, request, client_address) -> None:  # noqa: D102 - stdlib hook
+        # A client that resets or drops its connection (a crawler's timeout, a closed keep-alive
+        # socket) is routine for a web server; anything else is still printed.
+        import sys
+
+        if isinstance(sys.exc_info()[1], ConnectionError | TimeoutError):
+            return
+        super().handle_error(request, client_address)
+
     def close_connections(self) -> None:
         """Shut down every open client socket so handler threads return."""
         with self.sockets_lock:

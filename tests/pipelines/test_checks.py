@@ -407,8 +407,42 @@ def test_training_loss_check_passes_on_a_real_run(run_dir):
     out = checks.training_loss_finite_and_falling(run_dir)
     assert out.passed, out.description
     m = out.metadata
-    assert m["steps_logged"] == 20 and m["window"] == 2
+    assert m["judged_on"] == "held-out" and m["steps_logged"] == 20
     assert m["loss_last_mean"] < m["loss_first_mean"]
+
+
+def _drop_held_out(dest: Path) -> None:
+    summary = json.loads((dest / "summary.json").read_text())
+    for key in ("eval_mean", "eval_mean_before"):
+        summary.pop(key, None)
+    (dest / "summary.json").write_text(json.dumps(summary))
+
+
+def test_without_held_out_loss_the_run_is_judged_on_windows_of_steps(run_dir, tmp_path):
+    _run_copy(run_dir, tmp_path)
+    _drop_held_out(tmp_path)
+    out = checks.training_loss_finite_and_falling(tmp_path)
+    assert out.passed and out.metadata["judged_on"] == "train", out.description
+    assert out.metadata["window"] == 5  # a quarter of 20 logged steps, at least MIN_WINDOW
+
+
+def test_the_coin_toss_of_one_noisy_batch_per_window_does_not_decide(run_dir, tmp_path):
+    """The fresh-machine demo failure: a CPT run logged 10 steps, the check compared step 10
+    (5.758) with step 100 (5.858), one batch each, while the held-out loss fell 6.84 -> 6.73."""
+    rows = _run_copy(run_dir, tmp_path)[:10]
+    wandering = (5.758, 5.97, 5.70, 6.09, 5.81, 5.75, 5.93, 5.72, 5.88, 5.858)
+    _write_metrics(tmp_path, [{**r, "loss": v} for r, v in zip(rows, wandering, strict=True)])
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    summary.update(eval_mean_before=6.84, eval_mean=6.73)
+    (tmp_path / "summary.json").write_text(json.dumps(summary))
+    out = checks.training_loss_finite_and_falling(tmp_path)
+    assert out.passed and out.metadata["judged_on"] == "held-out", out.description
+    _drop_held_out(tmp_path)  # no held-out: windows of 3 logged steps see no fall, and say so
+    out = checks.training_loss_finite_and_falling(tmp_path)
+    assert not out.passed and out.metadata["window"] == 3, out.description
+    _write_metrics(tmp_path, [{**r, "loss": 5.8} for r in rows[:5]])  # too few for two windows
+    out = checks.training_loss_finite_and_falling(tmp_path)
+    assert not out.passed and "log more often" in out.description
 
 
 def _run_copy(run_dir: Path, dest: Path) -> list[dict]:
@@ -443,15 +477,23 @@ def test_a_rising_loss_fails(run_dir, tmp_path):
     rows = _run_copy(run_dir, tmp_path)
     losses = [r["loss"] for r in rows][::-1]  # the same losses, the run going the wrong way
     _write_metrics(tmp_path, [{**r, "loss": v} for r, v in zip(rows, losses, strict=True)])
+    _drop_held_out(tmp_path)
     out = checks.training_loss_finite_and_falling(tmp_path)
     assert not out.passed and out.metadata["falling"] is False
     assert out.metadata["finite"] is True
+    summary = json.loads((run_dir / "summary.json").read_text())
+    before, after = summary["eval_mean_before"], summary["eval_mean"]
+    summary.update(eval_mean_before=after, eval_mean=before)  # the held-out loss rose
+    (tmp_path / "summary.json").write_text(json.dumps(summary))
+    out = checks.training_loss_finite_and_falling(tmp_path)
+    assert not out.passed and out.metadata["judged_on"] == "held-out"
 
 
 def test_a_run_within_its_warmup_is_not_judged_on_falling(run_dir, tmp_path):
     rows = _run_copy(run_dir, tmp_path)
     losses = [r["loss"] for r in rows][::-1]
     _write_metrics(tmp_path, [{**r, "loss": v} for r, v in zip(rows, losses, strict=True)])
+    _drop_held_out(tmp_path)
     run = json.loads((run_dir / "run.json").read_text())
     stage = run["config"]["stages"][run["stage"]]
     assert run["total_steps"] > (stage.get("warmup_steps") or 0)  # past warm-up: judged, fails
