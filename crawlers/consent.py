@@ -70,8 +70,13 @@ def lake_documents(lake_root: str | Path) -> dict[str, LakeDocument]:
         cols = [c for c in ("id", "url", "robots_training", "training_allowed") if c in names]
         for row in pq.read_table(path, columns=cols).to_pylist():
             url = row.get("url")
-            parts = urlsplit(url or "")
-            if parts.scheme not in ("http", "https") or not parts.hostname:
+            try:
+                parts = urlsplit(url or "")
+                web = parts.scheme in ("http", "https") and bool(parts.hostname)
+                host = parts.netloc.lower()
+            except (ValueError, TypeError):  # 'http://[::1': the recheck reports it, goes on
+                web, host = str(url).lower().startswith(("http:", "https:")), ""
+            if not web:
                 continue  # synthetic:// and other non-web documents have no robots.txt
             doc = docs.get(url)
             if doc is None:
@@ -79,7 +84,7 @@ def lake_documents(lake_root: str | Path) -> dict[str, LakeDocument]:
                     before = row["robots_training"] == "allowed"
                 else:
                     before = bool(row.get("training_allowed"))
-                doc = docs[url] = LakeDocument(url, parts.netloc.lower(), allowed_at_crawl=before)
+                doc = docs[url] = LakeDocument(url, host, allowed_at_crawl=before)
             if row.get("id"):
                 doc.ids.add(str(row["id"]))
     return docs
@@ -150,16 +155,17 @@ def _unreachable(record) -> str | None:
     return None
 
 
-def _robots_origin(url: str) -> str:
-    """The origin whose robots.txt governs `url`, as the crawler writes it: one key for a host
-    however a document spells it (IDNA/punycode, capitals, a trailing dot)."""
+def _robots_origin(url: str) -> tuple[str, str | None]:
+    """(origin, None): the origin whose robots.txt governs `url`, as the crawler writes it: one
+    key for a host however a document spells it (IDNA/punycode, capitals, a trailing dot).
+    (url, why) when no robots.txt can be asked for it (empty label, bad port, no host...)."""
     from crawlers.crawl.canon import UrlError, canonicalize
     from crawlers.robots import origin_of
 
     try:
-        return origin_of(canonicalize(url))
-    except UrlError:
-        return origin_of(url)
+        return origin_of(canonicalize(url)), None
+    except (UrlError, ValueError, TypeError) as exc:
+        return str(url), f"bad-url: {exc}"
 
 
 def _changes(
@@ -211,12 +217,16 @@ async def recheck_async(lake_root: str | Path, config: Any = None) -> RecheckRes
     files = ledger_files(lake_root)
     latest = latest_rows(files)
     by_origin: dict[str, list[LakeDocument]] = {}
-    for doc in docs.values():
-        by_origin.setdefault(_robots_origin(doc.url), []).append(doc)
-    records: dict[str, Any] = {}
-    result = RecheckResult(hosts=len(by_origin), documents=len(docs))
-    changes: dict[str, list[dict[str, Any]]] = {}
     unreachable: dict[str, str] = {}
+    for doc in docs.values():
+        origin, bad = _robots_origin(doc.url)
+        if bad is not None:  # its state is kept, and the reason reported; the run goes on
+            unreachable[origin] = bad
+            continue
+        by_origin.setdefault(origin, []).append(doc)
+    records: dict[str, Any] = {}
+    result = RecheckResult(hosts=len(by_origin) + len(unreachable), documents=len(docs))
+    changes: dict[str, list[dict[str, Any]]] = {}
     async with Downloader(config, on_robots_fetch=lambda r: records.__setitem__(r.origin, r)) as d:
         agent = d.cfg.training_agent
         # Each origin is asked once, and decided as soon as its robots.txt is in: neither the
@@ -225,7 +235,12 @@ async def recheck_async(lake_root: str | Path, config: Any = None) -> RecheckRes
         d.robots.cache = RobotsCache(d.cfg.robots_max_age_s, max_entries=d.cfg.concurrency)
 
         async def check(origin: str) -> None:
-            robots = await d.robots.get(origin + "/")  # SSRF guard, politeness, redirects
+            try:
+                robots = await d.robots.get(origin + "/")  # SSRF guard, politeness, redirects
+            except Exception as exc:  # one host never ends the recheck: its state is kept
+                records.pop(origin, None)
+                unreachable[origin] = f"error: {type(exc).__name__}: {exc}"[:500]
+                return
             record = records.pop(origin, None)
             why = _unreachable(record)
             if why is not None:

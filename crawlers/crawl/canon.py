@@ -7,6 +7,7 @@ characters encoded), tracking and session parameters removed, query parameters s
 
 from __future__ import annotations
 
+import ipaddress
 import re
 from functools import lru_cache
 from urllib.parse import urljoin, urlsplit, urlunsplit
@@ -51,7 +52,47 @@ _PATH_SESSION = re.compile(r";(jsessionid|phpsessid|sid|sessionid)=[^/?#]*", re.
 
 
 class UrlError(ValueError):
-    """A URL the crawler cannot use (bad scheme, no host, bad port)."""
+    """A URL the crawler cannot use (bad scheme, no host, bad port, bad host name)."""
+
+
+# A host name as DNS can carry it: labels of letters, digits, '-' and '_' (seen on the real
+# web), 1 to 63 characters each, 253 in all. Anything else (spaces, '%', control characters,
+# empty labels) would fail later, in IDNA or the resolver, outside any per-URL handling.
+_LABEL = re.compile(r"[a-z0-9_-]{1,63}")
+MAX_HOST = 253
+MAX_URL = 8192  # longer "URLs" are not links (data blobs, broken markup)
+
+
+def _checked_host(host: str, url: str) -> str:
+    """The host as the frontier stores it (lowercase ASCII, IPv6 in brackets); UrlError if
+    no resolver or connection could use it."""
+    if ":" in host:
+        try:
+            if "%" in host:
+                raise ValueError("a zone id is local to this machine")
+            ipaddress.IPv6Address(host)
+        except ValueError as exc:
+            raise UrlError(f"{url!r}: bad IPv6 host ({exc})") from None
+        return f"[{host.lower()}]"
+    if not host.isascii():
+        try:
+            host = host.encode("idna").decode("ascii")
+        except UnicodeError as exc:
+            raise UrlError(f"{url!r}: bad international host name ({exc})") from None
+    host = host.lower()
+    if len(host) > MAX_HOST:
+        raise UrlError(f"{url!r}: host name longer than {MAX_HOST} characters")
+    for label in host.split("."):
+        if not _LABEL.fullmatch(label):
+            why = (
+                "an empty label"
+                if not label
+                else "a label longer than 63 characters"
+                if len(label) > 63
+                else f"a label with characters other than letters, digits, '-', '_' ({label!r})"
+            )
+            raise UrlError(f"{url!r}: bad host name ({why})")
+    return host
 
 
 def _normalise_pct(text: str, safe: set[str]) -> str:
@@ -97,7 +138,14 @@ def is_tracking_param(name: str) -> bool:
 def canonicalize(url: str, base: str | None = None) -> str:
     """Return the canonical form of `url` (resolved against `base`); UrlError if unusable."""
     url = url.strip()
-    return _canonical(urljoin(base, url) if base else url)
+    if len(url) > MAX_URL:
+        raise UrlError(f"{url[:80]!r}...: longer than {MAX_URL} characters")
+    if base:
+        try:
+            url = urljoin(base, url)
+        except ValueError as exc:  # urljoin parses: 'http://[::1' raises here
+            raise UrlError(f"{url!r}: {exc}") from None
+    return _canonical(url)
 
 
 # Pages repeat the same navigation links, so most canonicalisations are cache hits.
@@ -107,19 +155,14 @@ def _canonical(url: str) -> str:
         parts = urlsplit(url)
         port = parts.port
     except ValueError as exc:
-        raise UrlError(f"{url!r}: {exc}") from exc
+        raise UrlError(f"{url!r}: {exc}") from None
     scheme = parts.scheme.lower()
     if scheme not in DEFAULT_PORTS:
         raise UrlError(f"{url!r}: scheme {scheme or '(none)'!r} is not http or https")
     host = (parts.hostname or "").rstrip(".")
     if not host:
         raise UrlError(f"{url!r}: no host")
-    try:
-        host = host.encode("idna").decode("ascii").lower() if not host.isascii() else host.lower()
-    except UnicodeError as exc:
-        raise UrlError(f"{url!r}: bad international host name ({exc})") from exc
-    if ":" in host:
-        host = f"[{host}]"
+    host = _checked_host(host, url)
     netloc = host if port in (None, DEFAULT_PORTS[scheme]) else f"{host}:{port}"
     path = _PATH_SESSION.sub("", parts.path)
     path = remove_dot_segments(_normalise_pct(path or "/", _PATH_SAFE))

@@ -132,6 +132,10 @@ class Crawler:
         for row in list(self.frontier.rows()):
             url, host = row["url"], row["host"]
             self.known.add(url)
+            if row["state"] == "queued" and (bad := _unusable(url)):
+                # queued by an older crawler that let it through: skipped now, with the reason
+                unusable.append((url, f"bad-url: {bad}"))
+                continue
             if row["state"] != "skipped" or (row["skip_reason"] or "").startswith("host-gave-up"):
                 self.traps.register(url)
                 self.per_host[host] += 1
@@ -145,11 +149,7 @@ class Crawler:
                 # An outage (robots.txt unreachable, breaker open) is not a verdict: ask again.
                 row.update(state="queued", skip_reason=None)
                 requeue.append(url)
-            if row["state"] == "queued" and (bad := _unusable(url)):
-                # queued by an older crawler that let it through: skipped now, with the reason
-                row.update(state="skipped", skip_reason=f"bad-url: {bad}")
-                unusable.append((url, row["skip_reason"]))
-            elif row["state"] == "queued":
+            if row["state"] == "queued":
                 row["tier"] = (
                     0
                     if row["source"] == "seed"

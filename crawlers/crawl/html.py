@@ -6,6 +6,7 @@ import re
 import unicodedata
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
+from urllib.parse import urljoin
 
 import lxml.html
 from lxml import etree
@@ -62,6 +63,9 @@ class PageInfo:
     directives: Directives = field(default_factory=Directives)
     title: str = ""
     text: str = ""
+    # http(s) links no connection could use (empty label, bad port, bad IPv6, space in the
+    # host...): (the link as written, resolved where possible; why), recorded as skips
+    bad_links: list[tuple[str, str]] = field(default_factory=list)
 
 
 def _norm(value: str) -> str:
@@ -133,6 +137,23 @@ _VISIBLE_TEXT = etree.XPath(
 )
 
 
+def _bad_web_link(href: str, base: str) -> str | None:
+    """The http(s) link `href` as written (made absolute when it can be); None for a link of
+    another scheme (ftp:, sms:...), which is no web link and not the crawler's to record."""
+    try:
+        url = urljoin(base, href)
+    except ValueError:
+        url = href
+    scheme = _scheme_of(url)
+    return url[:2000] if scheme in ("http", "https") else None
+
+
+def _scheme_of(url: str) -> str:
+    """The lowercase scheme of a URL that may not parse ('' when it has none)."""
+    head, sep, _ = url.partition(":")
+    return head.strip().lower() if sep and head.strip().isalpha() else ""
+
+
 def parse_html(
     body: bytes, base_url: str, *, agent: str, training_agent: str, max_text_chars: int = 20000
 ) -> PageInfo:
@@ -170,7 +191,9 @@ def parse_html(
             continue
         try:
             url = canonicalize(href, base)
-        except UrlError:
+        except UrlError as exc:
+            if bad := _bad_web_link(href, base):
+                info.bad_links.append((bad, str(exc)))
             continue
         if url in seen:
             continue

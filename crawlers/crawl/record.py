@@ -49,6 +49,7 @@ class Page:
     fields: dict[str, Any]  # frontier columns (WARC location and outlinks are the engine's)
     info: PageInfo | None = None  # parsed HTML (None when the response is not an HTML page)
     links: list[Link] = field(default_factory=list)  # outlinks robots directives let it follow
+    bad_links: list[tuple[str, str]] = field(default_factory=list)  # (link, why) to record
     topic: str = "other"  # the page's topic, the prior of its links' topic
     lang: str | None = None
 
@@ -82,6 +83,7 @@ def describe_page(
         "outlinks": 0,
     }
     page = Page(fields, topic=row["topic"] or "other")
+    unread = False  # True when an HTML page's markup could not be read
     if res.hops:
         xrt = [
             v
@@ -90,9 +92,14 @@ def describe_page(
             if k.lower() == "x-robots-tag"
         ]
         if res.ok and mime_of(res.content_type) in HTML_TYPES:
-            page.info = parse_html(
-                res.body, url, agent=cfg.agent, training_agent=cfg.training_agent
-            )
+            try:
+                page.info = parse_html(
+                    res.body, url, agent=cfg.agent, training_agent=cfg.training_agent
+                )
+            except Exception as exc:  # one page's markup never ends the crawl: recorded, and
+                # its meta robots unread, so no consent for training is assumed
+                fields["error"] = f"html-parse-error: {type(exc).__name__}: {exc}"[:500]
+                unread = True
         d = page.info.directives if page.info else Directives()
         apply_x_robots_tag(d, xrt, cfg.agent, cfg.training_agent)
         fields.update(
@@ -114,10 +121,11 @@ def describe_page(
             )
             if not d.nofollow:
                 page.links = [lk for lk in info.links if not lk.nofollow]
+                page.bad_links = info.bad_links
         if res.status in REDIRECT_STATUSES and res.header("location"):
             try:
                 fields["redirect_to"] = canonicalize(res.header("location") or "", url)
             except UrlError as exc:
                 fields["error"] = f"bad redirect location: {exc}"
-    fields["training_allowed"] = int(training == ALLOWED and not fields["noai"])
+    fields["training_allowed"] = int(training == ALLOWED and not fields["noai"] and not unread)
     return page

@@ -1,0 +1,175 @@
+"""One bad input never ends a run (issue 23): a page with control characters, a link no
+connection could use, a bad URL among a lake's documents. Each is a normal page or a recorded
+skip with its reason; the run goes on and writes its outputs."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from aiohttp import web
+from typer.testing import CliRunner
+
+from common.consent import latest_rows, ledger_files
+from crawlers.crawl.canon import UrlError, canonicalize
+from crawlers.crawl.html import parse_html
+from tests.crawl.loopback import LoopbackServer
+
+pytestmark = pytest.mark.timeout(120)
+
+BAD_LINKS = [
+    "http://a..test/",  # IDNA: empty label
+    "http://[::1",  # urljoin itself raises
+    "http://x:99999/",  # port out of range
+    "http://exa mple.com/",  # space in the host
+    "http://" + "a" * 64 + ".test/",  # label > 63
+    "http://" + "abc." * 70 + "test/",  # host > 253
+    "http://.test/",  # empty first label
+    "http://x\x00y.test/",  # NUL in the host
+    "http://%31%32%37.0.0.1/",  # percent-encoding in the host
+    "http://[fe80::1%25eth0]/",  # IPv6 zone id
+]
+
+
+@pytest.mark.parametrize("url", BAD_LINKS)
+def test_canonicalize_refuses_hosts_no_connection_could_use(url):
+    with pytest.raises(UrlError):
+        canonicalize(url, "http://127.0.0.1/")
+
+
+@pytest.mark.parametrize(
+    "url,want",
+    [
+        ("HTTP://Bücher.DE/x", "http://xn--bcher-kva.de/x"),
+        ("http://a_b.test/", "http://a_b.test/"),
+        ("http://[::1]:80/", "http://[::1]/"),
+        ("http://a.b.:8080/", "http://a.b:8080/"),
+    ],
+)
+def test_canonicalize_still_takes_real_hosts(url, want):
+    assert canonicalize(url) == want
+
+
+@pytest.mark.parametrize("ch", ["\x0b", "\x1b", "\x00", "\x0c", "\x7f", "\x01"])
+def test_page_text_with_a_control_character_after_a_script_parses(ch):
+    body = f"<html><body><p>a</p><script>x</script>tail{ch} here<style>s</style>{ch}</body>"
+    info = parse_html(body.encode(), "http://127.0.0.1/", agent="a", training_agent="b")
+    assert info.text.startswith("atail") and "x" not in info.text and "s" not in info.text[-3:]
+
+
+# Pages a crawl of saved web pages meets: control characters in text, attributes and links,
+# invalid UTF-8, surrogate bytes, NUL, character references to forbidden code points.
+PAGES = {
+    "/nul": b"<html><head><title>t\x00x</title></head><body>hello\x00world"
+    b"<script>s</script>\x00after <a href='/ok\x00x'>a\x00b</a></body></html>",
+    "/vt": b"<html><body>hello\x0bworld\x1b[0m <a href='/o\x0bk'>a\x0b</a>"
+    b"<img src='/i\x1b.png' alt='\x0c'><script>s</script>\x0b tail</body></html>",
+    "/esc": b"<html><head><meta name='robots' content='\x1bnoai'><title>\x1b</title></head>"
+    b"<body>x\x1by<style>q</style>\x1b</body></html>",
+    "/bad": b"<html><head><meta charset='utf-8'></head><body>\xff\xfe\xed\xa0\x80 bad \xc3"
+    b"<noscript>n</noscript>\x0c</body></html>",
+    "/sur": b"<html><head><meta charset='utf-8'></head><body>&#xD800; &#0; &#x1b; "
+    b"\xed\xb0\x80<template>t</template>\x01</body></html>",
+    "/ok": b"<html><body>fine</body></html>",
+}
+
+
+class ControlCharServer(LoopbackServer):
+    label = "control-character server"
+
+    async def _handle(self, request: web.Request) -> web.StreamResponse:
+        if request.path == "/robots.txt":
+            return web.Response(text="User-agent: *\nAllow: /\n")
+        if request.path == "/":
+            links = "".join(f"<a href='{p}'>{p}</a>" for p in PAGES)
+            links += "".join(f"<a href='{u}'>bad</a>" for u in BAD_LINKS if "\x00" not in u)
+            return web.Response(text=f"<html><body>{links}</body></html>", content_type="text/html")
+        return web.Response(body=PAGES.get(request.path, b"<p>other</p>"), content_type="text/html")
+
+
+def _crawl(out, seeds_file, *extra):
+    from pipelines.cli import app
+
+    args = ["crawl", "--seeds", str(seeds_file), "--out", str(out), "--delay", "0"]
+    return CliRunner().invoke(app, [*args, "--allow-private-networks", "--quiet", *extra])
+
+
+def test_crawl_goes_on_past_control_characters_and_unusable_links(tmp_path):
+    from crawlers.crawl.frontier import Frontier
+
+    with ControlCharServer(["127.0.0.231"]) as s:
+        root = f"http://127.0.0.231:{s.port}/"
+        seeds = tmp_path / "seeds.txt"
+        seeds.write_text(f"{root}\nhttp://a..test/\n")  # one bad seed among good ones
+        out = tmp_path / "out"
+        res = _crawl(out, seeds, "--max-pages", "7")
+        assert res.exit_code == 0, res.output
+        pages = {p["url"]: p for p in pq.read_table(out / "pages.parquet").to_pylist()}
+        for path in PAGES:
+            row = pages[root.rstrip("/") + path]
+            assert row["status"] == 200 and row["error"] is None, row
+        skipped = {r["url"]: r for r in pq.read_table(out / "skipped.parquet").to_pylist()}
+        bad = {u: r for u, r in skipped.items() if r["skip_reason"].startswith("bad-url: ")}
+        assert "http://a..test/" in bad and bad["http://a..test/"]["source"] == "seed"
+        # the bad seed and every NUL-free bad link (a..test is both): one skip each
+        assert set(bad) == {u for u in BAD_LINKS if "\x00" not in u}
+        assert all(r["parent"] == root for u, r in bad.items() if r["source"] == "link")
+
+        # A frontier an older crawler wrote may hold such a URL queued: --resume skips it.
+        f = Frontier(out / "frontier.sqlite")
+        with f:
+            for u in ("http://b..test/", "http://[::1/"):
+                f.add({"url": u, "host": u.split("/")[2], "depth": 1, "state": "queued"})
+                f.update(u, {"source": "link", "tier": 1, "attempts": 0})
+        f.close()
+        res = _crawl(out, seeds, "--resume")
+        assert res.exit_code == 0, res.output
+        skipped = {r["url"]: r for r in pq.read_table(out / "skipped.parquet").to_pylist()}
+        assert skipped["http://b..test/"]["skip_reason"].startswith("bad-url: ")
+        assert skipped["http://[::1/"]["skip_reason"].startswith("bad-url: ")
+        assert len(pq.read_table(out / "pages.parquet")) > 7  # the resumed crawl went on
+
+
+def test_crawl_with_only_bad_seeds_is_one_line(tmp_path):
+    seeds = tmp_path / "seeds.txt"
+    seeds.write_text("http://a..test/\n")
+    res = _crawl(tmp_path / "out", seeds)
+    assert res.exit_code == 2 and "Traceback" not in res.output
+    assert "http://a..test/" in res.output and len(res.output.strip().splitlines()) == 1
+
+
+class OptOutRobots(LoopbackServer):
+    label = "opt-out robots server"
+
+    async def _handle(self, request: web.Request) -> web.StreamResponse:
+        return web.Response(text="User-agent: RefineryBot-Extended\nDisallow: /\n")
+
+
+def test_consent_recheck_records_bad_urls_and_writes_the_ledger(tmp_path, monkeypatch):
+    from pipelines.cli import app
+
+    lake = tmp_path / "lake"
+    (lake / "extract").mkdir(parents=True)
+    with OptOutRobots(["127.0.0.232"]) as s:
+        good = f"http://127.0.0.232:{s.port}/page"
+        urls = [good, "http://a..test/x", "http://[::1/y", "http://x:99999/z", "http://ex mp.le/"]
+        pq.write_table(
+            pa.table(
+                {
+                    "id": [f"d{i}" for i in range(len(urls))],
+                    "url": urls,
+                    "training_allowed": [True] * len(urls),
+                }
+            ),
+            lake / "extract" / "documents.parquet",
+        )
+        monkeypatch.setenv("REFINERY_HOME", str(lake))
+        res = CliRunner().invoke(
+            app, ["consent", "recheck", "--allow-private-networks", "--delay", "0"]
+        )
+    assert res.exit_code == 0, res.output
+    assert "opted_out=1" in res.output  # the good host's opt-out is in the ledger
+    ledger = latest_rows(ledger_files(lake))
+    assert ledger[good]["training_allowed"] is False
+    for u in urls[1:]:
+        assert f"{u}:bad-url: " in res.output, res.output
