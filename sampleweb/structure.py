@@ -78,6 +78,9 @@ def add_site_structure(b: Builder) -> None:
             robots.text.encode(),
             status=robots.status,
             content_type=TEXT,
+            # The portal's outage is announced as lasting a day: a crawler gives up on it at once
+            # instead of re-checking for its whole robots_give_up_s.
+            headers={"Retry-After": "86400"} if robots.status == 503 else None,
             page_type="robots",
         )
         pages = content[name]

@@ -261,21 +261,21 @@ class Politeness:
         A 429/503 with a valid Retry-After makes the whole server wait (capped at
         `max_retry_after`) but is not an error for the circuit breaker: the server answered and
         said when to come back, so it is paused, never abandoned for it. `count_error=False`
-        (a robots.txt answer: its outage has its own backoff) keeps an error answer out of the
-        backoff and the breaker; Retry-After still pauses the server.
+        (a robots.txt answer: its outage has its own backoff, which reads Retry-After) keeps an
+        error answer out of the backoff, the Retry-After pause and the breaker.
         """
         st = self.state(host)
         now = time.monotonic()
         if status is not None and status < 500 and status != 429:
             st.consecutive_errors = 0
             return 0.0
+        if not count_error and status is not None:
+            return 0.0
         told = parse_retry_after(retry_after) if status in (429, 503) else None
         if told is not None:
             wait = min(told, self.max_retry_after)
             st.next_at = max(st.next_at, now + max(wait, st.delay))
             return wait
-        if not count_error:
-            return 0.0
         st.consecutive_errors += 1
         # Exponential backoff with full jitter (seeded) so retries from many crawlers spread.
         cap = min(self.backoff_max, self.backoff_base * 2 ** (st.consecutive_errors - 1))

@@ -10,7 +10,8 @@ exponential backoff (capped at `retry_max_s`) until `give_up_s` has passed since
 failure (or `retries` failures, when a count is set), and until then `retry_at(url)` tells the
 caller when to ask again, so URLs wait instead of being denied while other hosts proceed. Only
 after giving up is disallow-all cached (for this run; a resumed crawl asks again) and the origin
-listed in `gave_up`. The robots.txt request's own HTTP answer never counts toward the server's
+listed in `gave_up`; so is at once a 503/429 whose Retry-After lies beyond `give_up_s` (a shorter
+Retry-After delays the next re-check). The robots.txt request's own HTTP answer never counts toward the server's
 circuit breaker (the outage has this backoff; a server that answers is not down).
 """
 
@@ -22,6 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from crawlers.crawl.fetcher import ROBOTS_MAX_BYTES, Fetcher, FetchResult
+from crawlers.crawl.politeness import parse_retry_after
 from crawlers.robots import RobotsCache, RobotsTxt, origin_of
 
 ALLOWED, DISALLOWED, UNREACHABLE = "allowed", "disallowed", "unreachable"
@@ -52,6 +54,13 @@ def transient(status: int | None, error: str | None) -> bool:
     if error and error.startswith("ssrf-blocked"):
         return False  # the address is refused by policy: asking again changes nothing
     return status is None or status >= 500 or status == 429
+
+
+def retry_after(record: RobotsFetch) -> float | None:
+    """Seconds a 503/429 robots.txt answer's Retry-After asks to wait, or None."""
+    if record.status not in (429, 503) or record.result is None:
+        return None
+    return parse_retry_after(record.result.header("retry-after"))
 
 
 @dataclass
@@ -126,6 +135,11 @@ class RobotsPolicy:
                 pending = self._pending.get(origin) or _Pending(now, 0, now)
                 pending.failures += 1
                 wait = min(self.retry_max_s, self.retry_base_s * 2 ** (pending.failures - 1))
+                # A 503/429 that says when to come back is asked again no sooner; one that says
+                # the outage outlasts give_up_s is given up at once (waiting would change nothing).
+                told = retry_after(record)
+                if told is not None:
+                    wait = max(wait, told)
                 if (
                     self.retries is not None and pending.failures > self.retries
                 ) or now + wait - pending.first_failed > self.give_up_s:

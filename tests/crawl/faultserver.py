@@ -59,6 +59,7 @@ class Site:
     robots_failures: int = 1
     robots_outage_s: float = 0.0
     robots_first: float | None = None  # monotonic time of the first robots.txt request
+    robots_retry_after: str | None = None  # Retry-After sent with a robots.txt 503
     down: bool = False
     down_for: int = 0  # the first down_for requests (robots.txt aside) answer 500
 
@@ -184,7 +185,9 @@ class FaultServer(LoopbackServer):
                 failing = self._count(site, "robots") <= site.robots_failures
                 mode = "503" if failing else "ok"
             if mode == "503":
-                return web.Response(status=503, text="busy")
+                after = site.robots_retry_after
+                headers = {"Retry-After": after} if after is not None else None
+                return web.Response(status=503, text="busy", headers=headers)
             if mode == "404":
                 return web.Response(status=404, text="none")
             if mode == "timeout":

@@ -80,3 +80,20 @@ def test_robots_5xx_past_give_up_gets_nothing_and_is_reported(tmp_path):
         assert pages[seed]["robots_crawl"] == "unreachable" and pages[seed]["status"] is None
     assert summary["denied"] == 2
     assert all(pages[fs.url(other.ip, f"/doc/{n}")]["status"] == 200 for n in range(6))
+
+
+def test_retry_after_beyond_give_up_gives_up_at_once_and_shorter_delays_the_recheck(tmp_path):
+    day = Site("127.0.0.165", robots="503", robots_retry_after="86400")
+    soon = Site("127.0.0.166", robots="503-for", robots_outage_s=0.5, robots_retry_after="1")
+    with FaultServer([day, soon], tree_size=3) as fs:
+        seeds = [fs.url(day.ip, "/doc/0"), fs.url(soon.ip, "/doc/0")]
+        summary = asyncio.run(crawl(seeds, tmp_path, OUTAGE))
+        day_hits = fs.hits_for(day.ip)
+        soon_robots = fs.hits_for(soon.ip, "/robots.txt")
+    pages = _pages(tmp_path)
+    assert [h.path for h in day_hits] == ["/robots.txt"]  # asked once, then given up
+    assert list(summary["robots_gave_up"]) == [fs.url(day.ip, "").rstrip("/")]
+    assert pages[seeds[0]]["robots_crawl"] == "unreachable"
+    # Retry-After: 1 outweighs the 0.1 s backoff: asked again after a second, then crawled.
+    assert len(soon_robots) == 2 and soon_robots[1].start - soon_robots[0].start >= 1.0
+    assert all(pages[fs.url(soon.ip, f"/doc/{n}")]["status"] == 200 for n in range(3))
