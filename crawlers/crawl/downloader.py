@@ -431,16 +431,22 @@ class Downloader:
     ) -> FetchResult:
         """Fetch `url` through every layer, following redirects hop by hop; never raises on network errors.
 
-        The result carries both robots decisions; `final_url` is the last hop's URL. `headers`
+        The result carries both robots decisions: the crawl token's of the last hop (every hop
+        was allowed, or it was refused), the training token's the strictest of every hop's (an
+        opt-out on the URL asked for follows it through a redirect to, say, a CDN that allows
+        all); `final_url` is the last hop's URL. `headers`
         (e.g. a recrawl's If-None-Match / If-Modified-Since) go with the first hop only.
         """
         limit = self.cfg.max_redirects if max_redirects is None else max_redirects
         hops, visited, current = [], {url}, url
+        training: str | None = None  # the first hop's training decision that is not 'allowed'
         started = time.monotonic()
         while True:
             request = Request(current, resource_type, page, trusted_origin, wanted_types)
             request.headers = headers if current == url else None
             res = await self.handle(request)
+            if training is None and res.robots_training not in (None, ALLOWED):
+                training = res.robots_training
             hops += res.hops
             res.hops, res.url, res.final_url = hops, url, current
             location = res.header("location")
@@ -455,6 +461,8 @@ class Downloader:
                 break
             visited.add(target)
             current = target
+        if training is not None:
+            res.robots_training = training
         res.elapsed_s = time.monotonic() - started
         return res
 

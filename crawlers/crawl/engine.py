@@ -426,9 +426,9 @@ class Crawler:
         if crawl != ALLOWED:
             error = f"robots {crawl}"
         else:
-            res = await self.fetcher.fetch(
-                url, max_redirects=self.cfg.max_redirects, wanted_types=("*",)
-            )
+            # Through every layer, hop by hop: a redirect's target asks its own robots.txt (both
+            # tokens), the SSRF guard and politeness before anything is sent to it.
+            res = await self.downloader.fetch(url, wanted_types=("*",))
             self.stats["sitemaps"] += 1
             if res.hops:  # archived like robots.txt: what the site declared at fetch time
                 loc = self.warc.write(res.hops, res.fetched_at)
