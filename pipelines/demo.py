@@ -99,7 +99,10 @@ def _failure_lines(result, label: str, checks_by_key, log_path: Path | None) -> 
             error = _innermost(ev.event_specific_data.error)
             message = (error.message or "").strip().splitlines() if error else []
             first = message[0] if message else "no message"
-            lines.append(f"  step {ev.step_key} failed: {error.cls_name if error else ''}: {first}")
+            name = error.cls_name if error else ""
+            if name and not first.startswith(name):
+                first = f"{name}: {first}"
+            lines.append(f"  step {ev.step_key} failed: {first}")
     lines.append(
         f"  {where}; fix the cause and run `make demo` again (`make ui` shows the runs and checks)"
     )
@@ -119,14 +122,17 @@ def _output_to(log_path: Path | None):
     sys.stderr.flush()
     saved = os.dup(1), os.dup(2)
     terminal = os.fdopen(os.dup(saved[0]), "w", buffering=1)
+    streams = sys.stdout, sys.stderr
     with log_path.open("ab", buffering=0) as log:
         os.dup2(log.fileno(), 1)
         os.dup2(log.fileno(), 2)
+        text = os.fdopen(os.dup(log.fileno()), "w", buffering=1)
+        sys.stdout = sys.stderr = text  # Python-level writers too (pytest swaps sys.stdout)
         try:
             yield terminal
         finally:
-            sys.stdout.flush()
-            sys.stderr.flush()
+            text.flush()  # left open: a logging handler made meanwhile may still hold it
+            sys.stdout, sys.stderr = streams
             os.dup2(saved[0], 1)
             os.dup2(saved[1], 2)
             os.close(saved[0])
