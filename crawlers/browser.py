@@ -23,6 +23,17 @@ from pathlib import Path
 
 log = logging.getLogger("crawlers.browser")
 
+# The browser's only network is the refusing proxy and Playwright's routing, both TCP. WebRTC
+# (STUN/TURN, ICE candidates) and QUIC would send UDP around them: WebRTC may use no UDP that
+# does not go through the proxy (so none; the switch is --webrtc-ip-handling-policy in current
+# Chromium, --force-webrtc-ip-handling-policy in older builds), and no QUIC.
+# The renderer also removes the WebRTC constructors from every page (render.session.NO_WEBRTC).
+NO_UDP_ARGS = [
+    "--webrtc-ip-handling-policy=disable_non_proxied_udp",
+    "--force-webrtc-ip-handling-policy=disable_non_proxied_udp",
+    "--disable-quic",
+]
+
 SYSTEM_CANDIDATES = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
 
 # Flags that keep Chromium quiet on a machine with no network beyond loopback. `--no-sandbox` is
@@ -34,6 +45,7 @@ CHROMIUM_ARGS = [
     "--disable-sync",
     "--no-first-run",
     "--disable-dev-shm-usage",
+    *NO_UDP_ARGS,
 ]
 
 

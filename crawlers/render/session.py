@@ -53,6 +53,18 @@ MEDIA_TYPES = {"image", "media", "font"}
 TEXTLESS_TYPES = MEDIA_TYPES | {"stylesheet"}
 ASSET_TYPES = {"script", "stylesheet"}  # shared by a site's pages: fetched once per run
 ASSET_CACHE_BYTES = 64 * 2**20
+# WebRTC talks UDP (STUN/TURN, ICE) around the refusing proxy and the routing, which are TCP only.
+# Chromium is told to send no UDP that does not go through its proxy (crawlers.browser.NO_UDP_ARGS),
+# and every frame of every page loses the WebRTC constructors before its own scripts run.
+NO_WEBRTC = """(() => {
+  const names = Object.getOwnPropertyNames(globalThis).filter((n) => /^(webkit)?RTC/.test(n));
+  for (const name of names) {
+    try { delete globalThis[name]; } catch (e) {}
+    try {
+      Object.defineProperty(globalThis, name, {value: undefined, writable: false, configurable: false});
+    } catch (e) {}
+  }
+})();"""
 DEFAULT_USER_AGENT = CrawlConfig.model_fields["user_agent"].default
 
 
@@ -253,6 +265,7 @@ class Renderer:
                     viewport={"width": cfg.viewport[0], "height": cfg.viewport[1]},
                     service_workers="block",
                 )
+                await ctx.add_init_script(NO_WEBRTC)
                 await ctx.add_init_script(js.INIT_SCRIPT)
                 # Pages' own routes answer first; this catches what no page route covers (popups).
                 await ctx.route("**/*", _refuse)
