@@ -243,3 +243,31 @@ def test_fetcher_refuses_every_spelling_of_a_loopback_host_and_sends_nothing():
         reached = asyncio.run(go(True, hosts[:8]))
     assert [r.status for r in reached] == [200] * 8
     assert len(fs.hits_for("127.0.0.32", "/a")) == 8
+
+
+@pytest.mark.timeout(30)
+def test_downloader_refuses_spelled_hosts_on_every_request_kind():
+    # The layered path (images, rendered sub-requests, recrawls): the SSRF layer decides on the
+    # connected host too, even for a page whose own private origin is trusted.
+    from crawlers.crawl.downloader import Downloader
+
+    from .faultserver import FaultServer, Site
+
+    hosts = [spell(p, 34) for p in LOOPBACK_SPELLINGS]
+    with FaultServer([Site("127.0.0.34"), Site("127.0.0.35")]) as fs:
+        trusted = fs.url("127.0.0.35", "").rstrip("/")
+
+        async def go():
+            async with Downloader({"delay": 0.0, "robots_retries": 0}) as dl:
+                out = []
+                for host in hosts:
+                    url = f"http://{host}:{fs.port}/a"
+                    out.append(await dl.fetch(url, resource_type="image", trusted_origin=trusted))
+                    out.append(await dl.fetch(url, resource_type="script", page="p"))
+                return out
+
+        results = asyncio.run(go())
+    assert fs.hits == [], [(h.host, h.path) for h in fs.hits]
+    assert all(r.status is None and r.error.startswith("ssrf-blocked") for r in results), [
+        r.error for r in results if not (r.error or "").startswith("ssrf-blocked")
+    ]
