@@ -281,19 +281,22 @@ class _RoutedFetcher:
     """What RobotsPolicy fetches robots.txt through: hop by hop, trusted origins on their own client.
 
     A redirect of a trusted origin's robots.txt to any other private target is refused by the
-    guarded client, as every other request is.
+    guarded client, as every other request is; so is a hop into a trusted origin from another
+    origin's robots.txt (the trust is the page's, for its own origin's requests).
     """
 
     def __init__(self, guarded: Fetcher, trusted: Fetcher | None, trusted_origins: set[str]):
         self.guarded, self.trusted, self.trusted_origins = guarded, trusted, trusted_origins
 
-    def client_for(self, url: str) -> Fetcher:
-        """The trusted client for a trusted origin, the guarded one otherwise."""
+    def client_for(self, url: str, start: str | None = None) -> Fetcher:
+        """The trusted client for a trusted origin (reached from `start`'s own origin, when
+        given), the guarded one otherwise."""
         try:
             origin = origin_of(url)
+            same = start is None or origin_of(start) == origin
         except ValueError:
             return self.guarded
-        if self.trusted is not None and origin in self.trusted_origins:
+        if self.trusted is not None and same and origin in self.trusted_origins:
             return self.trusted
         return self.guarded
 
@@ -302,7 +305,8 @@ class _RoutedFetcher:
         limit = 0 if max_redirects is None else max_redirects
         hops, visited, current = [], {url}, url
         while True:
-            res = await self.client_for(current).fetch(current, max_redirects=0, **options)
+            client = self.client_for(current, url)
+            res = await client.fetch(current, max_redirects=0, **options)
             hops += res.hops
             res.hops, res.url = hops, url
             location = res.header("location")

@@ -224,3 +224,41 @@ def test_a_training_opt_out_follows_the_url_through_its_redirect():
     assert opted.ok and opted.robots_crawl == "allowed"
     assert opted.robots_training == "disallowed"
     assert free.ok and free.robots_training == "allowed"  # the control
+
+
+def test_another_origins_robots_redirect_into_a_trusted_private_origin_is_refused(monkeypatch):
+    # A page whose own private origin O is trusted asks host P (made "public" here by treating
+    # its address as global); P's robots.txt redirects into O. The trust is for O's own
+    # requests: the hop is refused like any other private target, and O sees nothing from it.
+    import crawlers.crawl.downloader as downloader_mod
+    import crawlers.crawl.ssrf as ssrf_mod
+
+    o, p = "127.0.0.83", "127.0.0.84"
+    real = ssrf_mod.blocked_reason
+
+    def as_public(address):
+        return None if str(address) == p else real(address)
+
+    monkeypatch.setattr(ssrf_mod, "blocked_reason", as_public)
+    monkeypatch.setattr(downloader_mod, "blocked_reason", as_public)
+    routes = {
+        (o, "/robots.txt"): _robots(ALLOW_ALL),
+        (o, "/page.json"): (200, {"Content-Type": "application/json"}, "{}"),
+        (o, "/internal/robots"): _robots(ALLOW_ALL),
+        (p, "/robots.txt"): _redirect(f"http://{o}:{{port}}/internal/robots", 301),
+        (p, "/data.json"): (200, {"Content-Type": "application/json"}, '{"d": 1}'),
+    }
+    with Sites(routes) as sites:
+
+        async def go():
+            async with Downloader({"delay": 0.0, "robots_retries": 0}) as dl:
+                own = sites.url(o, "")
+                first = await dl.fetch(sites.url(o, "/page.json"), trusted_origin=own, page="x")
+                other = await dl.fetch(sites.url(p, "/data.json"), trusted_origin=own, page="x")
+                return first, other
+
+        first, other = asyncio.run(go())
+    assert first.ok  # the trusted origin's own request
+    assert "/internal/robots" not in sites.paths(o), sites.log
+    assert sites.paths(p) == ["/robots.txt"]
+    assert other.error.startswith("robots-unreachable"), other.error
