@@ -4,6 +4,8 @@ skip with its reason; the run goes on and writes its outputs."""
 
 from __future__ import annotations
 
+import json
+
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
@@ -173,3 +175,94 @@ def test_consent_recheck_records_bad_urls_and_writes_the_ledger(tmp_path, monkey
     assert ledger[good]["training_allowed"] is False
     for u in urls[1:]:
         assert f"{u}:bad-url: " in res.output, res.output
+
+
+# --- mixture image paths ----------------------------------------------------------------------
+def _png(path, seed: int) -> None:
+    from PIL import Image
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    Image.new("RGB", (24, 24), (seed * 40 % 256, 90, 160)).save(path, "PNG")
+
+
+def test_mixture_image_paths_stay_inside_their_dataset(tmp_path):
+    """charts.parquet naming /dev/zero made `mix build` read forever; any absolute path let a
+    local file into a mixture. Every escape is a recorded reject with its reason."""
+    import os
+
+    import yaml
+
+    from pipelines.cli import app
+    from tests.mix.conftest import make_documents
+    from training.mixture.images import MAX_IMAGE_BYTES
+    from training.tokenizer import train_tokenizer
+
+    lake = tmp_path / "lake"
+    (lake / "filter").mkdir(parents=True)
+    docs = make_documents({"en": 60})
+    pq.write_table(docs, lake / "filter" / "documents.parquet")
+    train_tokenizer(docs["text"].to_pylist(), 300, lake / "tokenizer" / "tokenizer.json")
+    charts = lake / "synth" / "charts"
+    for i in range(3):
+        _png(charts / "images" / f"ok{i}.png", i)
+    outside = tmp_path / "secret.png"  # a real image, outside the dataset
+    _png(outside, 7)
+    (charts / "images" / "link.png").symlink_to(outside)
+    (charts / "images" / "dir.png").mkdir()
+    os.mkfifo(charts / "images" / "fifo.png")
+    with open(charts / "images" / "huge.png", "wb") as fh:  # sparse: no disk used
+        fh.truncate(MAX_IMAGE_BYTES + 1)
+    paths = {
+        "images/ok0.png": None,
+        "images/ok1.png": None,
+        "./images/../images/ok2.png": None,
+        "/dev/zero": "image_path_outside",
+        str(outside): "image_path_outside",
+        "../../../secret.png": "image_path_outside",
+        "images/link.png": "image_path_outside",
+        "~/secret.png": "image_path_outside",
+        "images/dir.png": "image_not_a_file",
+        "images/fifo.png": "image_not_a_file",
+        "images/huge.png": "image_too_large",
+        "images/\x00.png": "image_path_invalid",
+    }
+    qa = [{"question": "What?", "answer": "4", "kind": "lookup", "verified": True}]
+    pq.write_table(
+        pa.Table.from_pylist(
+            [{"id": f"c{i}", "image_path": p, "qa": qa} for i, p in enumerate(paths)]
+        ),
+        charts / "charts.parquet",
+    )
+    spec = {
+        "name": "paths",
+        "seq_len": 32,
+        "total_tokens": 2000,
+        "seed": 1,
+        "tokenizer": str(lake / "tokenizer" / "tokenizer.json"),
+        "shard_sequences": 16,
+        "image_tokens": 4,
+        "allow_shortfall": True,
+        "buckets": {
+            "text": {"weight": 0.8, "sources": [{"path": str(lake / "filter/documents.parquet")}]},
+            "charts": {
+                "weight": 0.2,
+                "modality": "image_caption",
+                "sources": [{"path": str(charts / "charts.parquet"), "kind": "charts"}],
+            },
+        },
+        "eval": {"sequences_per_group": 0, "max_fraction": 0.05},
+    }
+    (tmp_path / "spec.yaml").write_text(yaml.safe_dump(spec))
+    res = CliRunner().invoke(
+        app, ["mix", "build", str(tmp_path / "spec.yaml"), "--out", str(tmp_path / "m")]
+    )
+    assert res.exit_code == 0, res.output
+    manifest = json.loads((tmp_path / "m" / "manifest.json").read_text())
+    source = next(s for s in manifest["sources"] if s["kind"] == "charts")
+    want: dict[str, int] = {}
+    for reason in paths.values():
+        if reason:
+            want[reason] = want.get(reason, 0) + 1
+    assert source["rejected"] == want, source
+    images = pq.read_table(tmp_path / "m" / "images.parquet").to_pylist()
+    assert len(images) == 3  # the three images of the dataset, nothing else

@@ -2,7 +2,8 @@
 whose tokens hold an image block (`image_tokens` consecutive `<|image|>` ids) where each image
 goes, plus the image each block stands for (content hash, file, size).
 
-What each source `kind` reads (paths relative to the row's own Parquet file unless absolute):
+What each source `kind` reads (image paths relative to the directory of the row's own Parquet
+file: the dataset the image belongs to; see `resolve_image`):
 
 - `pairs` (images/pairs/*/pairs.parquet): image `image_path` + the row's `text_column` (caption).
 - `interleaved` (images/interleaved/interleaved.parquet): `blocks` in order, text blocks joined
@@ -26,6 +27,8 @@ from __future__ import annotations
 
 import hashlib
 import io
+import os
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -41,6 +44,39 @@ NO_CONSENT_COLUMN_KINDS = ("charts", "captions")
 # Kinds whose text is QA pairs, and whether only verified answers are kept.
 QA_VERIFIED_ONLY = {"charts": True, "tables": True, "domain_qa": False}
 IMAGE_FORMATS = {"PNG": "png", "JPEG": "jpg", "GIF": "gif", "WEBP": "webp", "BMP": "bmp"}
+# An image file larger than this is a reject (`image_too_large`), never read whole.
+MAX_IMAGE_BYTES = 32 * 2**20
+
+
+class BadImagePath(ValueError):
+    """An image path that may not enter a mixture: (reject reason, detail)."""
+
+    def __init__(self, reason: str, detail: str) -> None:
+        super().__init__(f"{reason}: {detail}")
+        self.reason, self.detail = reason, detail
+
+
+def resolve_image(path: object, base: Path) -> str | None:
+    """The file an image path names, inside its dataset `base` (the directory of the Parquet
+    file that names it); None when there is none. BadImagePath (`image_path_outside`) for an
+    absolute path, a `..` that leaves `base` or a symlink that points out of it, and
+    (`image_path_invalid`) for a value that is not a path: no local file outside the dataset
+    (`/dev/zero`, `/etc/passwd`, `~/.ssh/...`) can enter a mixture."""
+    if path is None or path == "":
+        return None
+    if not isinstance(path, str) or "\x00" in path:
+        raise BadImagePath("image_path_invalid", f"image_path {str(path)[:200]!r} is not a path")
+    if Path(path).is_absolute() or path.startswith("~"):
+        raise BadImagePath(
+            "image_path_outside", f"{path[:200]!r} is absolute; paths are relative to {base}"
+        )
+    root = Path(os.path.realpath(base))
+    full = Path(os.path.realpath(base / path))
+    if full != root and root not in full.parents:
+        raise BadImagePath(
+            "image_path_outside", f"{path[:200]!r} resolves to {full}, outside {root}"
+        )
+    return str(full)
 
 
 @dataclass(frozen=True)
@@ -50,6 +86,7 @@ class Pair:
     path: str | None
     sha256: str | None
     allowed: bool
+    bad: BadImagePath | None = None  # an image_path that may not enter (see resolve_image)
 
 
 class PairIndex:
@@ -83,8 +120,11 @@ class PairIndex:
             for pid, path, sha, ok in rows:
                 if pid is None:
                     continue
-                full = None if not path else str(path if Path(path).is_absolute() else base / path)
-                self.pairs[str(pid)] = Pair(full, sha, bool(ok))
+                try:
+                    full, bad = resolve_image(path, base), None
+                except BadImagePath as exc:
+                    full, bad = None, exc
+                self.pairs[str(pid)] = Pair(full, sha, bool(ok), bad)
 
     def get(self, pair_id: str | None) -> Pair | None:
         return None if pair_id is None else self.pairs.get(str(pair_id))
@@ -110,9 +150,25 @@ def _inspect(path: str) -> dict[str, Any] | str:
     from PIL import Image, UnidentifiedImageError
 
     try:
-        data = Path(path).read_bytes()
+        # O_NONBLOCK: a FIFO named as an image does not block the open; only regular files
+        # are read, at most MAX_IMAGE_BYTES (a device such as /dev/zero never ends)
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
     except OSError:
         return "image_file_missing"
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            return "image_not_a_file"
+        if st.st_size > MAX_IMAGE_BYTES:
+            return "image_too_large"
+        with os.fdopen(fd, "rb", closefd=False) as fh:
+            data = fh.read(MAX_IMAGE_BYTES + 1)
+    except OSError:
+        return "image_file_missing"
+    finally:
+        os.close(fd)
+    if len(data) > MAX_IMAGE_BYTES:
+        return "image_too_large"
     try:
         with Image.open(io.BytesIO(data)) as im:
             im.verify()
@@ -171,9 +227,7 @@ def _select_sql(unit: src_mod.ReadUnit, has_consent_column: bool, opted_out: boo
 
 
 def _resolve(path: str | None, base: Path) -> str | None:
-    if not path:
-        return None
-    return str(path if Path(path).is_absolute() else base / path)
+    return resolve_image(path, base)
 
 
 def _row_parts(
@@ -195,6 +249,8 @@ def _row_parts(
         pair = pairs.get(pid) if pairs is not None else None
         if pair is None:
             return None, "pair_not_found"
+        if pair.bad is not None:
+            return None, pair.bad.reason
         if not pair.allowed and pairs_out is not None:
             pairs_out.append(str(pid))
         elif not pair.allowed:
@@ -327,7 +383,10 @@ def _tokenize_rows(
 
     for row in rows:
         pairs_out: list[str] | None = [] if opted_out else None
-        parts, problems = _row_parts(unit, row, pairs, consent_column, pairs_out)
+        try:
+            parts, problems = _row_parts(unit, row, pairs, consent_column, pairs_out)
+        except BadImagePath as exc:  # a path out of its dataset: the row's recorded reject
+            parts, problems = [], [(exc.reason, exc.detail)]
         if opted_out:
             out = row["__out"] or (bool(pairs_out) and unit.kind != "interleaved")
             if not out or problems:

@@ -60,7 +60,10 @@ def _store_image(out_dir: Path, info: dict[str, Any]) -> str:
     sha = info["sha256"]
     rel = f"{IMAGES_DIR}/{sha[:2]}/{sha}.{info['ext']}"
     dest = out_dir / rel
-    data = Path(info["path"]).read_bytes()
+    from training.mixture.images import MAX_IMAGE_BYTES
+
+    with open(info["path"], "rb") as fh:  # capped: the file was a checked regular file
+        data = fh.read(MAX_IMAGE_BYTES + 1)
     if hashlib.sha256(data).hexdigest() != sha:
         raise RuntimeError(
             f"{info['path']}: the image changed while the mixture was built (sha256 is no longer "
