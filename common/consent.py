@@ -104,6 +104,32 @@ def ledger_files(lake_root: str | Path | None) -> list[Path]:
     return sorted(ledger_dir(lake_root).glob("ledger-*.parquet"))
 
 
+def lake_of(path: str | Path | None) -> Path | None:
+    """The lake an input belongs to: the nearest of `path` (a directory) and its parents that
+    holds a consent ledger directory; None when there is none."""
+    if path is None:
+        return None
+    p = Path(path).resolve()
+    for d in (p, *p.parents):
+        if (d / LEDGER_DIR).is_dir():
+            return d
+    return None
+
+
+def ledger_files_for(lake_root: str | Path | None, *inputs: str | Path | None) -> list[Path]:
+    """The ledger files that apply to a run over `inputs`: the run's lake's, then those of each
+    input's own lake (`lake_of`) when that is another one, each file once. An input taken from
+    another lake brings that lake's opt-outs with it."""
+    out: list[Path] = []
+    seen: set[Path] = set()
+    for root in (lake_root, *(lake_of(i) for i in inputs)):
+        for f in ledger_files(root):
+            if f.resolve() not in seen:
+                seen.add(f.resolve())
+                out.append(f)
+    return out
+
+
 def _sha256_file(path: Path) -> str:
     h = hashlib.sha256()
     with path.open("rb") as fh:

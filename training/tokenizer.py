@@ -136,40 +136,65 @@ def expand_sources(patterns: Sequence[str | Path]) -> list[Path]:
 
 
 def sample_texts(
-    files: Sequence[Path], sample_tokens: int, seed: int = 0, text_column: str = "text"
+    files: Sequence[Path],
+    sample_tokens: int,
+    seed: int = 0,
+    text_column: str = "text",
+    consent: Sequence[str | Path] = (),
 ) -> list[str]:
-    """A deterministic sample of about `sample_tokens` tokens of training-allowed text from Parquet files."""
+    """A deterministic sample of about `sample_tokens` tokens of training-allowed text from Parquet files.
+
+    Training-allowed is the mixture's rule (training/mixture/sources.py `consent_sql`, the SQL
+    form of common.consent): the row's training_allowed is the boolean true, and the consent
+    ledger files `consent` (`common.consent.ledger_files(lake)`) have not opted its document out.
+    """
     import duckdb
+
+    from training.mixture.sources import ReadUnit, consent_sql
 
     budget_chars = sample_tokens * CHARS_PER_TOKEN
     col = '"' + text_column.replace('"', '""') + '"'
+    ledger = tuple(str(f) for f in consent)
     # The sample is picked inside DuckDB: rows are ranked by a seeded hash of (file, row), and only
     # the rows whose running length starts inside the budget are fetched, so the driver never holds
     # more than the sample. Same consent rule as shards: opted-out text never shapes the vocabulary.
+    ranked, texts = [], []
+    try:
+        for f in files:
+            lit = "'" + str(f).replace("'", "''") + "'"
+            unit = ReadUnit("tokenizer", 0, str(f), None, text_column, None, (), ledger)
+            allowed = consent_sql(unit)
+            ranked.append(
+                f"SELECT {lit} AS filename, file_row_number AS r, length({col}) AS n, "
+                f"hash({lit} || ':' || file_row_number::VARCHAR || ':' || $seed::VARCHAR) AS k "
+                f"FROM read_parquet({lit}, file_row_number=true) "
+                f"WHERE ({allowed}) AND length({col}) > 0"
+            )
+            texts.append(
+                f"SELECT {lit} AS filename, file_row_number AS r, {col} AS text "
+                f"FROM read_parquet({lit}, file_row_number=true)"
+            )
+    except (OSError, ValueError) as exc:  # pyarrow cannot read a file's schema
+        raise ValueError(f"cannot read tokenizer sources {[str(f) for f in files]}: {exc}") from exc
+    if not ranked:
+        raise ValueError("tokenizer sources: no file given")
     sql = f"""
-        WITH ranked AS (
-            SELECT filename, file_row_number AS r, length({col}) AS n,
-                   hash(filename || ':' || file_row_number::VARCHAR || ':' || $seed::VARCHAR) AS k
-            FROM read_parquet($files, filename=true, file_row_number=true)
-            WHERE training_allowed IS TRUE AND length({col}) > 0
-        ),
+        WITH ranked AS ({" UNION ALL ".join(ranked)}),
         picked AS (
             SELECT filename, r, k,
                    sum(n) OVER (ORDER BY k, filename, r ROWS UNBOUNDED PRECEDING) - n AS before
             FROM ranked
             QUALIFY before < $budget
-        )
-        SELECT t.{col}, p.before
+        ),
+        t AS ({" UNION ALL ".join(texts)})
+        SELECT t.text, p.before
         FROM picked p
-        JOIN read_parquet($files, filename=true, file_row_number=true) t
-          ON t.filename = p.filename AND t.file_row_number = p.r
+        JOIN t ON t.filename = p.filename AND t.r = p.r
         ORDER BY p.k, p.filename, p.r
     """
     con = duckdb.connect()
     try:
-        rows = con.execute(
-            sql, {"files": [str(f) for f in files], "seed": seed, "budget": budget_chars}
-        ).fetchall()
+        rows = con.execute(sql, {"seed": seed, "budget": budget_chars}).fetchall()
     except duckdb.Error as exc:
         raise ValueError(f"cannot read tokenizer sources {[str(f) for f in files]}: {exc}") from exc
     finally:

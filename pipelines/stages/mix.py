@@ -36,7 +36,11 @@ def run_tokenizer_train(
     out = Path(out) if out else lake.stage_dir("tokenizer", root) / "tokenizer.json"
     patterns = list(sources) if sources else [str(root / p) for p in DEFAULT_TOKENIZER_SOURCES]
     files = expand_sources(patterns)
-    texts = sample_texts(files, sample_tokens, seed=seed)
+    from common.consent import ledger_files_for
+
+    # the shards' consent rule: the row's flag and the consent ledger (the lake's, and that of
+    # the lake each source file lies in)
+    texts = sample_texts(files, sample_tokens, seed=seed, consent=ledger_files_for(root, *files))
     t0 = time.perf_counter()
     train_tokenizer(texts, vocab_size, out)
     tok = load_tokenizer(out)

@@ -237,7 +237,15 @@ def prepare_tokenizer(
             raise SpecError(
                 "tokenizer.train.sources: no source file exists to train the tokenizer on"
             )
-        texts = sample_texts([Path(f) for f in files], cfg.sample_tokens, seed=spec.seed)
+        from common.consent import ledger_files
+
+        # the shards' consent rule: the row's flag and the lake's consent ledger
+        texts = sample_texts(
+            [Path(f) for f in files],
+            cfg.sample_tokens,
+            seed=spec.seed,
+            consent=ledger_files(lake_root),
+        )
         return train_tokenizer(texts, cfg.vocab_size, dest)
     src = resolve_path(spec.tokenizer, spec_dir, lake_root)
     if not src.exists():

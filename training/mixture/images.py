@@ -101,12 +101,11 @@ class PairIndex:
         self.pairs: dict[str, Pair] = {}
         for f in files:
             unit = src_mod.ReadUnit("pairs", 0, f, None, "caption", None, (), consent)
-            extra = src_mod._consent_sql(unit)
             con = duckdb.connect(config={"threads": 1})
             try:
                 rows = con.execute(
                     "SELECT id, image_path, image_sha256, "
-                    f"(training_allowed IS TRUE{extra}) AS ok FROM read_parquet(?)",
+                    f"({src_mod.consent_sql(unit)}) AS ok FROM read_parquet(?)",
                     [f],
                 ).fetchall()
             except duckdb.Error as exc:
@@ -204,18 +203,10 @@ def _select_sql(unit: src_mod.ReadUnit, has_consent_column: bool, opted_out: boo
     With `opted_out` (for checks), every row instead, flagged `__out` when its own consent is
     not given (the complement of `allowed`)."""
     if opted_out:
-        consent = (
-            f"coalesce(NOT (training_allowed IS TRUE{src_mod._consent_sql(unit)}), true)"
-            if has_consent_column
-            else "false"
-        )
+        consent = f"coalesce(NOT ({src_mod.consent_sql(unit, has_consent_column)}), true)"
         allowed = f"SELECT *, {consent} AS __out FROM read_parquet(?, file_row_number=true)"
-    elif has_consent_column:
-        allowed = src_mod.ALLOWED_ROWS_SQL + src_mod._consent_sql(unit)
-    else:
-        allowed = (
-            "SELECT *, NULL::BOOLEAN AS training_allowed FROM read_parquet(?, file_row_number=true)"
-        )
+    else:  # the one consent rule (flag, ledger), NaN read as NULL (sources.allowed_rows_sql)
+        allowed = src_mod.allowed_rows_sql(unit, has_consent_column)
     group = f"CAST({quote_ident(unit.split_by)} AS VARCHAR)" if unit.split_by else "'all'"
     cases = " ".join(f"WHEN ({normalize_predicate(w)}) THEN {float(t)!r}" for w, t in unit.repeat)
     repeat = f"CASE {cases} ELSE 1.0 END" if cases else "1.0"

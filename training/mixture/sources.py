@@ -178,22 +178,121 @@ def consent_version(units: Sequence[ReadUnit], lake_root: Path | None = None) ->
 ALLOWED_ROWS_SQL = (
     "SELECT * FROM read_parquet(?, file_row_number=true) WHERE training_allowed IS TRUE"
 )
+# Columns matched to the consent ledger (common.consent: the row's document id or URL). A file
+# without `doc_id` may name its document only through a derived id: a pair id is
+# '<doc_id>-<position>' (crawlers.images.fetch.ref_id), a table pair '<doc_id>#t<index>', a
+# domain QA row '<pair_id>#<domain>'; those id columns are matched with the suffixes stripped too.
+LEDGER_ID_KEYS = ("doc_id", "id", "pair_id")
+LEDGER_URL_KEYS = ("url", "doc_url", "page_url")
+
+
+def _schema(file: str):
+    import pyarrow.parquet as pq
+
+    return pq.read_schema(file)
+
+
+def flag_sql(schema) -> str:
+    """The row's own consent in SQL, as common.consent.flag_true reads it: only a BOOLEAN true.
+
+    DuckDB's `IS TRUE` casts a string 'true'/'t' or an integer 1 to true: a training_allowed
+    column that is not boolean gives no consent at all (a missing one is left to the binder,
+    whose error names the column)."""
+    import pyarrow as pa
+
+    idx = schema.get_field_index("training_allowed")
+    if idx >= 0 and not pa.types.is_boolean(schema.field(idx).type):
+        return "false"
+    return "training_allowed IS TRUE"
+
+
+def _ledger_sql(files: Sequence[str], schema) -> str:
+    """' AND <the row's ids and URLs are not opted out>' against the latest ledger row per URL
+    ('' without a ledger or without any id or URL column)."""
+    if not files:
+        return ""
+    names = set(schema.names)
+    ids = [k for k in LEDGER_ID_KEYS if k in names]
+    urls = [k for k in LEDGER_URL_KEYS if k in names]
+    if not ids and not urls:
+        return ""
+    quoted = ", ".join("'" + f.replace("'", "''") + "'" for f in files)
+    latest = (
+        "SELECT url, doc_ids, training_allowed, row_number() OVER "
+        f"(PARTITION BY url ORDER BY filename DESC) AS rn FROM read_parquet([{quoted}], filename=true)"
+    )
+    out = f"FROM ({latest}) WHERE rn = 1 AND training_allowed IS FALSE"
+    out_ids = f"SELECT unnest(doc_ids) {out}"
+    out_urls = f"SELECT url {out}"
+    hits = []
+    for k in ids:
+        col = f"CAST({quote_ident(k)} AS VARCHAR)"
+        hits.append(f"{col} IN ({out_ids})")
+        if "doc_id" not in names:  # the document a pair / table pair / QA row id names
+            doc = f"regexp_replace(regexp_replace({col}, '#.*$', ''), '-[0-9]+$', '')"
+            hits.append(f"regexp_replace({col}, '#.*$', '') IN ({out_ids})")
+            hits.append(f"{doc} IN ({out_ids})")
+    for k in urls:
+        hits.append(f"CAST({quote_ident(k)} AS VARCHAR) IN ({out_urls})")
+    return " AND NOT coalesce(" + " OR ".join(hits) + ", false)"
+
+
+def _consent_sql(unit: ReadUnit) -> str:
+    """' AND <not opted out by the consent ledger>' for a unit's file ('' without a ledger)."""
+    if not unit.consent:
+        return ""
+    return _ledger_sql(unit.consent, _schema(unit.file))
+
+
+def consent_sql(unit: ReadUnit, own_flag: bool = True) -> str:
+    """The consent rule for one row of the unit's file, as a SQL boolean: its own flag is the
+    boolean true, and the consent ledger has not opted out its document (by doc_id, id, pair id
+    or URL, whatever of those the file has). `own_flag=False`: a kind whose rows carry no flag
+    of their own (training/mixture/images.py), the ledger only."""
+    schema = _schema(unit.file)
+    flag = flag_sql(schema) if own_flag else "true"
+    return flag + (_ledger_sql(unit.consent, schema) if unit.consent else "")
+
+
+def allowed_rows_sql(unit: ReadUnit, own_flag: bool = True) -> str:
+    """The relation every predicate of a unit sees: the unit's consented rows (`consent_sql`), in
+    file order, with a NaN in any floating column read as NULL (unscored, like NULL: pandas and
+    other tools write NaN for missing, and NaN >= 0.5 is true in DuckDB). The file path is the
+    query's `?` parameter. `own_flag=False`: the ledger only, training_allowed read as NULL."""
+    import pyarrow as pa
+
+    schema = _schema(unit.file)
+    floats = [f.name for f in schema if pa.types.is_floating(f.type)]
+    replace = ""
+    if floats:
+        cols = ", ".join(
+            f"CASE WHEN isnan({quote_ident(c)}) THEN NULL ELSE {quote_ident(c)} END AS {quote_ident(c)}"
+            for c in floats
+        )
+        replace = f" REPLACE ({cols})"
+    where = (flag_sql(schema) if own_flag else "true") + (
+        _ledger_sql(unit.consent, schema) if unit.consent else ""
+    )
+    extra = "" if own_flag else ", NULL::BOOLEAN AS training_allowed"
+    return f"SELECT *{replace}{extra} FROM read_parquet(?, file_row_number=true) WHERE {where}"
 
 
 def _select_sql(unit: ReadUnit) -> str:
     """The one query that reads a unit: consent first, in a relation no predicate can reach around.
 
-    `allowed` holds only training-allowed rows (NULL counts as not allowed); every user predicate
+    `allowed` (`allowed_rows_sql`) holds only training-allowed rows (NULL, a string or a number
+    counts as not allowed; NaN scores read as NULL); every user predicate
     is parsed as a single expression, re-printed from its parse tree (`normalize_predicate`) and
     applied on top of `allowed`, so `OR true`, a stray `)`, a comment or a subquery cannot widen it.
     Documents whose latest consent ledger row says training_allowed = false are removed in
-    `allowed` too, by `doc_id` (image and interleaved sources) or `url`: a later opt-out
-    (crawlers/consent.py) reaches every future mixture. The file path is bound as a parameter.
+    `allowed` too, by every id or URL column the file has (`LEDGER_ID_KEYS`, `LEDGER_URL_KEYS`):
+    a later opt-out (crawlers/consent.py) reaches every future mixture, whatever the source's
+    kind. The file path is bound as a parameter.
     Rows come in file order without an ORDER BY (DuckDB's
     `preserve_insertion_order`, set explicitly by the readers), so a large file streams instead of
     being sorted in memory; `read_unit_batches` checks the order.
     """
-    allowed = ALLOWED_ROWS_SQL + _consent_sql(unit)
+    allowed = allowed_rows_sql(unit)
     group = f"CAST({quote_ident(unit.split_by)} AS VARCHAR)" if unit.split_by else f"'{ALL_GROUP}'"
     cases = " ".join(f"WHEN ({normalize_predicate(w)}) THEN {float(t)!r}" for w, t in unit.repeat)
     repeat = f"CASE {cases} ELSE 1.0 END" if cases else "1.0"
@@ -204,32 +303,6 @@ def _select_sql(unit: ReadUnit) -> str:
         f"SELECT {text} AS text, {group} AS grp, {repeat} AS rep, file_row_number AS row "
         f"FROM allowed {where}"
     )
-
-
-def _consent_key(unit: ReadUnit) -> str | None:
-    """The column a unit's rows are matched to the consent ledger by: doc_id (image and
-    interleaved rows, whose url may be an image's), else url (documents)."""
-    if not unit.consent:
-        return None
-    import pyarrow.parquet as pq
-
-    names = pq.read_schema(unit.file).names
-    return "doc_id" if "doc_id" in names else "url" if "url" in names else None
-
-
-def _consent_sql(unit: ReadUnit) -> str:
-    """' AND <key> not opted out' against the latest ledger row per URL ('' without a ledger)."""
-    key = _consent_key(unit)
-    if key is None:
-        return ""
-    files = ", ".join("'" + f.replace("'", "''") + "'" for f in unit.consent)
-    latest = (
-        "SELECT url, doc_ids, training_allowed, row_number() OVER "
-        f"(PARTITION BY url ORDER BY filename DESC) AS rn FROM read_parquet([{files}], filename=true)"
-    )
-    out = f"SELECT {'url' if key == 'url' else 'unnest(doc_ids)'} FROM ({latest}) "
-    out += "WHERE rn = 1 AND training_allowed IS FALSE"
-    return f" AND ({key} IS NULL OR {key} NOT IN ({out}))"
 
 
 def _where_error(unit: ReadUnit, exc: Exception) -> SpecError:
