@@ -2,7 +2,9 @@
 by stages, on the official `openai` client (retries on 408/409/429/5xx and timeouts, typed errors).
 
 Around it:
-- consent: an item whose `training_allowed` is not true is refused before any request (`items=`);
+- consent: an item the one consent rule refuses (common.consent: `training_allowed` not the
+  boolean true, or opted out by the client's `consent` ledger) is refused before any request
+  (`items=`);
 - a rate limit in requests per second, shared by the threads using one client;
 - a content-addressed cache on disk: sha256 of the canonical request (model, messages,
   response_format, params), so a rerun sends no request that was already answered;
@@ -80,32 +82,31 @@ def _item_name(item: Any) -> str:
     return f"{type(item).__name__} {str(item)[:80]!r}"
 
 
-def _training_allowed(item: Any) -> Any:
-    if isinstance(item, Mapping):
-        return item.get("training_allowed")
-    return getattr(item, "training_allowed", None)
+def send_allowed(item: Any, consent: Any = None) -> bool:
+    """True only if the item (a mapping or an object) may go to a teacher under the one consent
+    rule (common.consent): its `training_allowed` is the boolean true (Python's or NumPy's; a
+    string, 1, None or a missing flag is no), and `consent` (a `common.consent.Consent`, the
+    ledger; none: the flag alone) has not opted out its document."""
+    from common.consent import NO_LEDGER
+
+    return (consent or NO_LEDGER).allows(item)
 
 
-def send_allowed(item: Any) -> bool:
-    """True only if the item (a mapping or an object) says `training_allowed` is True.
+def check_send_allowed(items: Iterable[Any], consent: Any = None) -> None:
+    """Raise TeacherError naming the first item that may not go to a teacher, and why."""
+    from common.consent import NO_LEDGER, flag_of, flag_true
 
-    A missing or null `training_allowed` is not consent: the item is not sent.
-    """
-    return _training_allowed(item) is True
-
-
-def check_send_allowed(items: Iterable[Any]) -> None:
-    """Raise TeacherError naming the first item that may not go to a teacher."""
+    rule = consent or NO_LEDGER
     for item in items:
-        if not send_allowed(item):
-            flag = _training_allowed(item)
-            why = (
-                "has training_allowed missing or null; carry it from the source's consent"
-                if flag is None
-                else f"has training_allowed={flag!r}"
-            )
+        why = rule.why_not(item)
+        if why is not None:
+            flag = flag_of(item)
+            if flag is None:
+                why = "it has training_allowed missing or null; carry it from the source's consent"
+            elif not flag_true(flag):
+                why = f"it has training_allowed={flag!r} ({why})"
             raise TeacherError(
-                f"refused to send item {_item_name(item)} to the teacher: it {why}; "
+                f"refused to send item {_item_name(item)} to the teacher: {why}; "
                 "drop opted-out items before calling the teacher"
             )
 
@@ -293,6 +294,7 @@ class TeacherClient:
         price_per_1k_prompt_tokens: float | None = None,
         price_per_1k_completion_tokens: float | None = None,
         json_schema: bool | None = None,
+        consent: Any = None,
     ):
         if not base_url or not base_url.startswith(("http://", "https://")):
             raise ValueError(
@@ -314,6 +316,9 @@ class TeacherClient:
         self.prices = (price_per_1k_prompt_tokens, price_per_1k_completion_tokens)
         # None: try json_schema response_format, fall back to the schema in the prompt if refused.
         self.json_schema = json_schema
+        # The consent rule every `items=` is checked against (common.consent.Consent, with the
+        # lake's ledger); None: the items' own flags only.
+        self.consent = consent
         self.cache = ResponseCache(cache_dir) if cache_dir is not None else None
         self.limiter = RateLimiter(requests_per_s) if requests_per_s else None
         self._lock = threading.Lock()
@@ -454,11 +459,12 @@ class TeacherClient:
     ) -> str:
         """Send chat messages and return the first choice's content.
 
-        `items`: the records (pages, images, tables) whose content is in `messages`; if any has
-        `training_allowed` other than True, TeacherError is raised and nothing is sent.
+        `items`: the records (pages, images, tables) whose content is in `messages`; if any may
+        not be sent (its `training_allowed` is not the boolean true, or the client's `consent`
+        ledger opted it out), TeacherError is raised and nothing is sent.
         `params` go to the endpoint as they are (temperature, max_tokens, seed, extra_body, ...).
         """
-        check_send_allowed(items)
+        check_send_allowed(items, self.consent)
         return self._send(messages, None, params)["content"]
 
     # ---------------------------------------------------------------- structured output
@@ -497,7 +503,7 @@ class TeacherClient:
                 f"chat_json schema {schema!r} must be a pydantic BaseModel subclass "
                 "(its model_json_schema() is sent and its validation is used)"
             )
-        check_send_allowed(items)
+        check_send_allowed(items, self.consent)
         name = re.sub(r"[^A-Za-z0-9_-]", "_", schema.__name__)[:64]
         json_schema = json.loads(_schema_json(schema))  # a fresh dict per request
         fmt = {"type": "json_schema", "json_schema": {"name": name, "schema": json_schema}}
