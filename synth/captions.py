@@ -118,11 +118,20 @@ class CaptionsError(ValueError):
 # ----------------------------------------------------------------------------- inputs
 
 
-def read_pairs(pairs_dirs: str | os.PathLike | Iterable[str | os.PathLike]) -> tuple[list, int]:
-    """(kept, training-allowed pairs as dicts; how many kept pairs were opted out)."""
+def read_pairs(
+    pairs_dirs: str | os.PathLike | Iterable[str | os.PathLike], consent: Any = None
+) -> tuple[list, int]:
+    """(kept, training-allowed pairs as dicts; how many kept pairs were opted out).
+
+    Training-allowed is the one consent rule (common.consent): the pair's training_allowed is the
+    boolean true and `consent` (a Consent with the lake's ledger; None: the flags only) has not
+    opted out its document (doc_id) or the pair (id)."""
     import pyarrow.parquet as pq
 
+    from common.consent import NO_LEDGER
     from training.coca import pairs_files
+
+    rule = consent or NO_LEDGER
 
     kept, opted_out = [], 0
     for f in pairs_files(pairs_dirs):
@@ -135,12 +144,13 @@ def read_pairs(pairs_dirs: str | os.PathLike | Iterable[str | os.PathLike]) -> t
         for r in pq.read_table(f).to_pylist():
             if r["drop_reason"] is not None or not r["image_path"]:
                 continue
-            if r["training_allowed"] is not True:
+            if not rule.allows(r):
                 opted_out += 1  # never read, never captioned, never sent
                 continue
             kept.append(
                 {
                     "pair_id": r["id"],
+                    "doc_id": r.get("doc_id"),  # the client's ledger check reads it too
                     "training_allowed": True,
                     "image_sha256": r.get("image_sha256"),
                     "image_file": str(f.parent / r["image_path"]),
@@ -256,8 +266,12 @@ def make_captions(
     device: str | None = None,
     inputs: Sequence[str] = (),
     on_progress: Callable[[str], None] | None = None,
+    consent: Any = None,
 ) -> dict[str, Any]:
     """Caption every kept, training-allowed pair at `levels`; write DIR/captions.parquet.
+
+    consent: the one consent rule (common.consent.Consent with the lake's ledger; None: the
+    pairs' own flags only): a pair it refuses is never read, captioned or sent.
 
     captioner: a `training.coca.Captioner` or its directory (keywords, brief); clip: a
     `training.clip.ClipScorer` or a CLIP model spec (required: every caption is scored); teacher:
@@ -308,7 +322,7 @@ def make_captions(
 
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    pairs, opted_out = read_pairs(pairs_dirs)
+    pairs, opted_out = read_pairs(pairs_dirs, consent)
     log(f"captions: {len(pairs)} kept pairs ({opted_out} opted out, skipped), levels {levels}")
     data: list[bytes | None] = []
     decodable: list[bool] = []

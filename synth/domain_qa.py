@@ -219,6 +219,8 @@ def read_pairs(pairs_dirs: Iterable[str | os.PathLike]) -> dict[str, dict[str, A
                     f"{f} lacks column(s) {', '.join(missing)}; it must be an `images build` "
                     "pairs.parquet"
                 )
+            # the pair's document, which the consent ledger names (when the file carries it)
+            cols += [c for c in ("doc_id", "url") if c in names]
             for r in pq.read_table(f, columns=cols).to_pylist():
                 image = str(f.parent / r["image_path"]) if r["image_path"] else None
                 out.setdefault(r["id"], {**r, "image": image})
@@ -281,7 +283,11 @@ def ask_teacher(
     from synth.teacher import user_message
 
     domain = row["domain"].replace("_", " ")
-    item = {"id": row["pair_id"], "training_allowed": row["training_allowed"]}
+    item = {
+        "id": row["pair_id"],
+        "doc_id": row.get("doc_id"),
+        "training_allowed": row["training_allowed"],
+    }
     kept: list[dict[str, Any]] = []
     dropped: list[dict[str, Any]] = []
 
@@ -359,20 +365,36 @@ def ask_teacher(
 # the stage
 
 
-def _consent(row: dict[str, Any], pair: dict[str, Any] | None) -> str | None:
-    """Why this image may not go to a teacher, or None."""
+def _consent(row: dict[str, Any], pair: dict[str, Any] | None, rule: Any = None) -> str | None:
+    """Why this image may not go to a teacher, or None: the one consent rule (common.consent)
+    over the domain row and its pair (each flag the boolean true), then the consent ledger
+    (`rule`) over the pair's document."""
+    from common.consent import NO_LEDGER, flag_true
+
     flags = {"domain_images": row.get("training_allowed")}
     if pair is not None:
         flags["pairs"] = pair.get("training_allowed")
-    if any(v is False for v in flags.values()):
-        where = ", ".join(k for k, v in flags.items() if v is False)
+    false = [k for k, v in flags.items() if v is not None and not flag_true(v) and not v]
+    if false:
+        where = ", ".join(false)
         return f"opted_out: training_allowed is false in {where}; not sent to the teacher"
-    if any(v is not True for v in flags.values()):
-        where = ", ".join(k for k, v in flags.items() if v is not True)
+    other = [f"{k} ({v!r})" for k, v in flags.items() if v is not None and not flag_true(v)]
+    if other:  # "true", 1, ...: only the boolean true is consent
+        where = ", ".join(other)
+        return (
+            f"opted_out: training_allowed is not the boolean true in {where}; not sent to the "
+            "teacher"
+        )
+    if any(v is None for v in flags.values()):
+        where = ", ".join(k for k, v in flags.items() if v is None)
         return (
             f"no_consent_evidence: training_allowed is missing in {where}; not sent to the "
             "teacher (carry the source's consent through `images build`)"
         )
+    for what in (row, pair):
+        why = (rule or NO_LEDGER).why_not(what) if what is not None else None
+        if why is not None:
+            return f"opted_out: {why}; not sent to the teacher"
     return None
 
 
@@ -387,9 +409,14 @@ def make_domain_qa(
     templates: int = 1,
     seed: int = 0,
     workers: int = 4,
+    consent: Any = None,
 ) -> dict[str, Any]:
     """Write `out/domain_qa.parquet` (DOMAIN_QA) and `out/domain_qa_rejects.parquet` (REJECTS);
     return the summary (images_in, rows, status counts, QA counts, dropped reasons, teacher usage).
+
+    `consent`: the one consent rule with the lake's ledger (common.consent.Consent; None: the
+    flags only). An image it refuses is never sent or copied and its row says training_allowed
+    false with status `opted_out: ...`.
 
     An existing domain_qa.parquet is not overwritten (FileExistsError)."""
     for name, v, lo in (("questions", questions, 1), ("adversarial", adversarial, 0)):
@@ -419,17 +446,16 @@ def make_domain_qa(
             "domain": r["domain"],
             "image_path": None,
             "qa": [],
-            "training_allowed": r.get("training_allowed") is True
-            and pair is not None
-            and pair["training_allowed"] is True,
+            "training_allowed": False,
             "status": "ok",
             "teacher": None,
         }
         records.append(rec)
-        refused = _consent(r, pair)
+        refused = _consent(r, pair, consent)
         if refused is not None:
             rec["status"] = refused
             continue
+        rec["training_allowed"] = pair is not None
         if pair is None:
             rec["status"] = (
                 f"no_pair: pair {r['id']!r} is in none of the --pairs files; pass the "

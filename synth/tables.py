@@ -23,7 +23,8 @@ is no `lookup`/`argmax`/`difference`.
 Teacher (optional, `synth.teacher.TeacherClient`): asked for QA with references (row label,
 column, second row); each answer is recomputed from the cells; one that disagrees is dropped
 with its reason, one that cannot be checked (kind `other`) is kept with `verified=False`. A table
-whose `training_allowed` is not true is never sent (and `items=` makes the client refuse too).
+the one consent rule refuses (common.consent: `training_allowed` not the boolean true, or the
+consent ledger opted out its document) is never sent (and `items=` makes the client refuse too).
 """
 
 from __future__ import annotations
@@ -454,7 +455,7 @@ def teacher_qa(
     messages = [
         {"role": "user", "content": TEACHER_PROMPT.format(n=n, markdown=row["markdown"] or "")}
     ]
-    item = {"id": row.get("id"), "training_allowed": row.get("training_allowed")}
+    item = {k: row.get(k) for k in ("id", "doc_id", "url", "training_allowed")}
     answer = teacher.chat_json(messages, TeacherQA, items=[item], temperature=0)
     kept = []
     for qa in answer.items[:n]:
@@ -741,6 +742,7 @@ def make_table_pairs(
     sandbox: str = "auto",
     max_render_rows: int = 300,
     max_render_cols: int = 40,
+    consent: Any = None,
 ) -> Summary:
     """Write `out_dir/table_pairs.parquet` (TABLE_PAIRS) from an extract output's tables.
 
@@ -748,7 +750,15 @@ def make_table_pairs(
     used keeps its row with the reason in `status`; a failed render keeps Markdown and QA with
     `image_path` null and status `render_failed: ...`; so does a table beyond max_render_rows x
     max_render_cols (`too_large_to_render: ...`), whose screenshot would be unreadable.
+
+    `consent` (common.consent.Consent, with the lake's ledger; None: the rows' own flags only) is
+    the one consent rule: a table it refuses (its training_allowed is not the boolean true, or
+    the ledger opted out its document) is never sent to the teacher, and its pair says
+    training_allowed false.
     """
+    from common.consent import NO_LEDGER
+
+    rule = consent or NO_LEDGER
     t0 = time.monotonic()
     rows = read_tables(tables_dir)
     out = Path(out_dir)
@@ -771,7 +781,7 @@ def make_table_pairs(
             "markdown": row["markdown"],
             "image_path": None,
             "qa": [],
-            "training_allowed": row["training_allowed"],
+            "training_allowed": rule.allows(row),
             "status": "ok",
         }
         try:
@@ -787,7 +797,7 @@ def make_table_pairs(
             continue
         qa = programmatic_qa(grid, seed + k)
         if teacher is not None:
-            if rec["training_allowed"] is True:
+            if rule.allows(rec):
                 summary.teacher_sent += 1
                 try:
                     qa += teacher_qa(teacher, rec, grid, teacher_questions, rejects)

@@ -132,11 +132,18 @@ def pairs_files(pairs: str | os.PathLike[str] | Iterable[str | os.PathLike[str]]
     return files
 
 
-def kept_pairs(pairs: str | os.PathLike[str] | Iterable[str | os.PathLike[str]]) -> list[dict]:
-    """The kept, training-allowed pairs (drop_reason null, training_allowed true, an image):
-    dicts with pair_id, caption, image_sha256, image_path (relative, as stored), image_file
-    (absolute) and training_allowed, in file order."""
+def kept_pairs(
+    pairs: str | os.PathLike[str] | Iterable[str | os.PathLike[str]], consent: Any = None
+) -> list[dict]:
+    """The kept, training-allowed pairs (drop_reason null, an image, and the one consent rule of
+    common.consent: training_allowed the boolean true and not opted out by `consent`, the
+    ledger; None: the flags only): dicts with pair_id, caption, image_sha256, image_path
+    (relative, as stored), image_file (absolute) and training_allowed, in file order."""
     import pyarrow.parquet as pq
+
+    from common.consent import NO_LEDGER
+
+    rule = consent or NO_LEDGER
 
     out = []
     for f in pairs_files(pairs):
@@ -149,7 +156,7 @@ def kept_pairs(pairs: str | os.PathLike[str] | Iterable[str | os.PathLike[str]])
                 f"{f}: columns {sorted(missing)} missing; pass an `images build` output"
             )
         for r in table.to_pylist():
-            if r["drop_reason"] is None and r["training_allowed"] is True and r["image_path"]:
+            if r["drop_reason"] is None and r["image_path"] and rule.allows(r):
                 out.append(
                     {
                         "pair_id": r["id"],
@@ -445,8 +452,12 @@ def train_coca(
     device: str | torch.device | None = None,
     on_step: StepCallback | None = None,
     pairs: Sequence[tuple[ImageInput, str]] | None = None,
+    consent: Any = None,
 ) -> dict[str, Any]:
     """Train a CoCa with open_clip's `CoCaLoss` on the kept pairs of `pairs_dirs`; save to out_dir.
+
+    `consent`: the one consent rule with the lake's ledger (common.consent.Consent) that picks
+    the training-allowed pairs (`kept_pairs`).
 
     `pairs_dirs`: `images build` outputs (their kept, training-allowed pairs). `pairs` instead
     passes (image, caption) pairs directly (pairs_dirs is then only named in the card). Batches
@@ -470,7 +481,7 @@ def train_coca(
     if pairs is None:
         files = pairs_files(pairs_dirs)
         sources = [str(f) for f in files]
-        pairs = [(p["image_file"], p["caption"]) for p in kept_pairs(files)]
+        pairs = [(p["image_file"], p["caption"]) for p in kept_pairs(files, consent)]
     out = Path(out_dir)
     _seed_everything(seed)
     started = time.perf_counter()

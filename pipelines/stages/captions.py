@@ -11,7 +11,12 @@ from typing import Any
 
 from pipelines import lake as lake_mod
 from pipelines.stage import Check, Lake, Params, Stage, Summary, param
-from pipelines.stages.synth import TeacherFigures, TeacherOptions, teacher_figures
+from pipelines.stages.synth import (
+    TeacherFigures,
+    TeacherOptions,
+    input_consent,
+    teacher_figures,
+)
 
 
 def _pairs(pairs: list[Path], lake: Lake) -> list[Path]:
@@ -58,7 +63,14 @@ def captioner_train(p: CaptionerTrainParams, lake: Lake) -> CaptionerTrainSummar
     files = pairs_files(_pairs(p.pairs, lake))
     out = Path(p.out) if p.out else lake.root / "models" / "captioner"
     s = train_coca(
-        files, out, steps=p.steps, seed=p.seed, batch_size=p.batch_size, lr=p.lr, device="cpu"
+        files,
+        out,
+        steps=p.steps,
+        seed=p.seed,
+        batch_size=p.batch_size,
+        lr=p.lr,
+        device="cpu",
+        consent=input_consent(lake, *files),  # the pairs' flags and the consent ledger
     )
     lake_mod.write_manifest(
         out,
@@ -144,7 +156,8 @@ def captions(p: CaptionsParams, lake: Lake) -> CaptionsSummary:
     if p.out is None:  # the lake's dataset is rewritten by a new run
         (out / "captions.parquet").unlink(missing_ok=True)
     out.mkdir(parents=True, exist_ok=True)
-    teacher = p.teacher(out / "_teacher")
+    consent = input_consent(lake, *pairs)
+    teacher = p.teacher(out / "_teacher", consent)
     if p.dense is not None and teacher is None:
         raise ValueError("--dense needs a teacher (--teacher-url and --teacher-model)")
     captioner = p.captioner
@@ -168,23 +181,28 @@ def captions(p: CaptionsParams, lake: Lake) -> CaptionsSummary:
         device="cpu",
         inputs=[*map(str, files), *([str(captioner)] if captioner else []), clip],
         on_progress=lake.log,
+        consent=consent,
     )
     figures = {k: s[k] for k in CaptionsSummary.model_fields if k in s and k != "teacher_usage"}
     figures.update(teacher_figures(teacher))
     return CaptionsSummary(**figures)
 
 
-def _caption_pairs(summary: CaptionsSummary) -> tuple[list[dict], set[str]]:
-    """(captions rows, ids of the kept, consented pairs of the pairs files it read)."""
+def _caption_pairs(
+    summary: CaptionsSummary, lake: Lake | None = None
+) -> tuple[list[dict], set[str]]:
+    """(captions rows, ids of the kept, consented pairs of the pairs files it read: the one
+    consent rule, with the consent ledger as the run read it)."""
     import pyarrow.parquet as pq
 
     path = Path(summary.outputs["synthetic_captions"])
     files = [f for f in lake_mod.read_manifest(path)["inputs"] if f.endswith("pairs.parquet")]
+    rule = input_consent(lake, *map(Path, files)) if lake is not None else None
     allowed = {
         r["id"]
         for f in files
-        for r in pq.read_table(f, columns=["id", "drop_reason", "training_allowed"]).to_pylist()
-        if r["drop_reason"] is None and r["training_allowed"] is True
+        for r in pq.read_table(f).to_pylist()
+        if r["drop_reason"] is None and (rule.allows(r) if rule else r["training_allowed"] is True)
     }
     return pq.read_table(path).to_pylist(), allowed
 
@@ -193,7 +211,7 @@ def _captions_consent(summary: CaptionsSummary, lake: Lake):
     """Every caption is of a kept pair whose training_allowed is true: no other was read."""
     from pipelines.checks import CheckOutcome
 
-    rows, allowed = _caption_pairs(summary)
+    rows, allowed = _caption_pairs(summary, lake)
     bad = sorted({r["pair_id"] for r in rows} - allowed)
     return CheckOutcome(
         not bad,
@@ -209,7 +227,7 @@ def _captions_accounted(summary: CaptionsSummary, lake: Lake):
 
     from pipelines.checks import CheckOutcome
 
-    rows, allowed = _caption_pairs(summary)
+    rows, allowed = _caption_pairs(summary, lake)
     keys = Counter((r["pair_id"], r["level"]) for r in rows)
     want = {(pid, level) for pid in allowed for level in summary.levels}
     ok = set(keys) == want and max(keys.values(), default=1) == 1

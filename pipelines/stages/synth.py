@@ -45,8 +45,9 @@ class TeacherOptions(Params):
         help="Most requests per second sent to the teacher (default: no limit).",
     )
 
-    def teacher(self, cache_dir: Path):
-        """A TeacherClient (key from REFINERY_TEACHER_API_KEY, answers cached on disk), or None."""
+    def teacher(self, cache_dir: Path, consent=None):
+        """A TeacherClient (key from REFINERY_TEACHER_API_KEY, answers cached on disk, refusing
+        what `consent`, the one consent rule with the lake's ledger, refuses), or None."""
         if not self.teacher_url:
             return None
         if not self.teacher_model:
@@ -66,7 +67,16 @@ class TeacherOptions(Params):
             requests_per_s=self.teacher_rps,
             price_per_1k_prompt_tokens=self.teacher_price_prompt,
             price_per_1k_completion_tokens=self.teacher_price_completion,
+            consent=consent,
         )
+
+
+def input_consent(lake: Lake, *inputs: Path | None):
+    """The one consent rule (common.consent) for a run over `inputs`: the rows' flags, then the
+    consent ledger of the run's lake and of each input's own lake."""
+    from common.consent import Consent, ledger_files_for
+
+    return Consent.load(None, files=ledger_files_for(lake.root, *inputs))
 
 
 class TeacherFigures(Summary):
@@ -177,10 +187,11 @@ def tables(p: TablesParams, lake: Lake) -> TablesSummary:
     source = Path(p.tables) if p.tables else lake.root / "extract"
     out = Path(p.out) if p.out else lake.root / "synth" / "tables"
     out.mkdir(parents=True, exist_ok=True)
-    client = p.teacher(out / "_teacher")
+    consent = input_consent(lake, source)
+    client = p.teacher(out / "_teacher", consent)
     if p.out is None:
         _fresh(out, "table_pairs.parquet")  # the lake's dataset is rewritten by a new run
-    s = make_table_pairs(source, out, teacher=client).as_dict()
+    s = make_table_pairs(source, out, teacher=client, consent=consent).as_dict()
     lake_mod.write_manifest(
         out / "table_pairs.parquet", rows=s["tables"], inputs=[str(source / "tables.parquet")]
     )
@@ -242,7 +253,8 @@ def domain_qa(p: DomainQAParams, lake: Lake) -> DomainQASummary:
     pairs = Path(p.pairs) if p.pairs else lake.root / "images" / "pairs"
     out = Path(p.out) if p.out else lake.root / "synth" / "domain_qa"
     out.mkdir(parents=True, exist_ok=True)
-    client = p.teacher(out / "_teacher")
+    consent = input_consent(lake, domains, pairs)
+    client = p.teacher(out / "_teacher", consent)
     if p.out is None:
         _fresh(out, OUTPUT_NAME)  # the lake's dataset is rewritten by a new run (cache kept)
         (out / REJECTS_NAME).unlink(missing_ok=True)
@@ -256,6 +268,7 @@ def domain_qa(p: DomainQAParams, lake: Lake) -> DomainQASummary:
         templates=p.templates,
         seed=p.seed,
         workers=p.workers,
+        consent=consent,
     )
     lake_mod.write_manifest(
         out / OUTPUT_NAME,
