@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from typing import Any
 from urllib.parse import urlsplit
 
 from lxml import html as lxml_html
@@ -20,11 +21,29 @@ _MD_SYNTAX = re.compile(
 )
 
 
-class LLMExtractor:
-    """Send pages of selected hosts to a teacher (`synth.teacher.TeacherClient`-like `.chat`)."""
+class NotSent(ValueError):
+    """The page may not go to a teacher (the consent rule refused it); nothing was sent."""
 
-    def __init__(self, client, hosts: Iterable[str], *, max_input_chars: int = 24_000):
+
+class LLMExtractor:
+    """Send pages of selected hosts to a teacher (`synth.teacher.TeacherClient`-like `.chat`).
+
+    Only a page the one consent rule allows is sent (common.consent: its `training_allowed` is
+    the boolean true, no `noai`, and `consent`, the lake's ledger, has not opted it out); the
+    page goes to the client as its `items=` too, so a TeacherClient refuses it as well."""
+
+    def __init__(
+        self,
+        client,
+        hosts: Iterable[str],
+        *,
+        max_input_chars: int = 24_000,
+        consent: Any = None,
+    ):
+        from common.consent import NO_LEDGER
+
         self.client = client
+        self.consent = consent or NO_LEDGER
         self.hosts = {h.lower() for h in hosts}
         if not self.hosts:
             raise ValueError(
@@ -46,9 +65,27 @@ class LLMExtractor:
             {"role": "user", "content": f"URL: {url}\n\nHTML:\n{cleaned[: self.max_input_chars]}"},
         ]
 
-    def extract(self, html: str, url: str) -> str:
-        """The teacher's Markdown for this page; raise ValueError if it is empty."""
-        answer = self.client.chat(self.prompt(html, url), temperature=0).strip()
+    @staticmethod
+    def item(record: Mapping[str, Any], doc_id: str | None = None) -> dict[str, Any]:
+        """What the consent rule reads of a crawl record: its id, URL and consent flag (false
+        when the page said `noai`)."""
+        flag = record.get("training_allowed")
+        return {
+            "id": doc_id,
+            "url": record.get("url"),
+            "training_allowed": False if record.get("noai") else flag,
+        }
+
+    def extract(self, html: str, url: str, item: Mapping[str, Any] | None = None) -> str:
+        """The teacher's Markdown for this page; raise ValueError if it is empty.
+
+        `item`: the page's consent record (`LLMExtractor.item(record)`); without one the page
+        has no consent evidence and is not sent. NotSent names why a page was not sent."""
+        item = dict(item) if item is not None else {"url": url}
+        why = self.consent.why_not(item)
+        if why is not None:
+            raise NotSent(f"not sent to the teacher: {why}")
+        answer = self.client.chat(self.prompt(html, url), items=[item], temperature=0).strip()
         if answer.startswith("```"):
             answer = re.sub(r"^```\w*\n?|\n?```$", "", answer).strip()
         if not answer:

@@ -49,14 +49,21 @@ class ExtractFn(beam.DoFn):
                 self.rendered[row["url"]] = row
         llm = None
         if self.teacher_json:
+            from common.consent import Consent
             from crawlers.extract.llm import LLMExtractor
             from synth.teacher import TeacherClient
 
             t = json.loads(self.teacher_json)
+            # the one consent rule: the page's flag, then the lake's consent ledger
+            consent = Consent.load(None, files=t.get("ledger") or [])
             client = TeacherClient(
-                t["base_url"], t["model"], t.get("api_key"), t.get("timeout", 60.0)
+                t["base_url"],
+                t["model"],
+                t.get("api_key"),
+                t.get("timeout", 60.0),
+                consent=consent,
             )
-            llm = LLMExtractor(client, t["hosts"])
+            llm = LLMExtractor(client, t["hosts"], consent=consent)
         self.config = ExtractConfig(**json.loads(self.config_json), llm=llm)
 
     def process(self, record):

@@ -453,6 +453,16 @@ def _teacher(p: ExtractParams, lake_: Lake) -> dict | None:
     }
 
 
+def _with_ledger(teacher: dict | None, lake_root: Path, crawl: Path) -> dict | None:
+    """The teacher settings plus the consent ledger files the LLM path honours (the lake's and
+    the crawl's own lake's): a page the ledger opted out is never sent."""
+    if teacher is None:
+        return None
+    from common.consent import ledger_files_for
+
+    return {**teacher, "ledger": [str(f) for f in ledger_files_for(lake_root, crawl)]}
+
+
 def extract(p: ExtractParams, lake_: Lake) -> ExtractSummary:
     """Render the pages that need it, then extract documents, images, tables and rejects."""
     crawl = _crawl_dir(p.crawl, lake_)
@@ -470,7 +480,7 @@ def extract(p: ExtractParams, lake_: Lake) -> ExtractSummary:
         rendered_dir=p.rendered,
         pipeline_args=[f"--runner={p.runner}", *p.beam_args],
         favor=p.favor,
-        teacher=_teacher(p, lake_),
+        teacher=_with_ledger(_teacher(p, lake_), lake_.root, crawl),
         **p.render_kwargs(),
     )
     figures = {k: s[k] for k in ExtractSummary.model_fields if k in s}
