@@ -4,8 +4,9 @@ each document gets a 0..5 grade at temperature 0, later distilled into a fastTex
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from typing import Any
 
 PROMPT = (
     "Rate the quality of the following web document as pretraining data for a language model, "
@@ -27,25 +28,49 @@ def parse_grade(content: str) -> int:
 
 
 def grade_documents(
-    texts: Sequence[str],
+    docs: Sequence[Mapping[str, Any]],
     base_url: str,
     model: str,
     api_key: str | None = None,
     concurrency: int = 4,
     max_chars: int = 3000,
+    *,
+    consent: Any = None,
 ) -> list[int]:
-    """Grade many documents, a few requests in flight; order is preserved."""
+    """Grade many documents (rows with `text` and their consent: `training_allowed`, and the
+    `id`/`url` the consent ledger knows them by), a few requests in flight; order is preserved.
+
+    Only documents the one consent rule allows are sent (common.consent: their flag is the
+    boolean true and `consent`, the ledger, has not opted them out); the caller drops the others
+    first (`Consent.keep`). A document that may not be sent raises GraderError before any
+    request is made, naming it and why."""
     if not base_url:
         raise GraderError(
             "the llm label source needs a teacher base_url (OpenAI-compatible endpoint)"
         )
+    from common.consent import NO_LEDGER
     from synth.teacher import TeacherClient
 
-    client = TeacherClient(base_url, model, api_key)
+    rule = consent or NO_LEDGER
+    for i, doc in enumerate(docs):
+        if not isinstance(doc, Mapping):
+            raise GraderError(
+                f"grade_documents: document #{i} is a {type(doc).__name__}, not a row; pass rows "
+                "with `text` and `training_allowed` (only consented documents go to the grader)"
+            )
+        why = rule.why_not(doc)
+        if why is not None:
+            name = doc.get("id") or doc.get("url") or f"#{i}"
+            raise GraderError(
+                f"grade_documents: document {name} may not go to the grader: {why}; drop "
+                "opted-out documents first (common.consent.Consent.keep)"
+            )
+    client = TeacherClient(base_url, model, api_key, consent=rule)
 
-    def grade(text: str) -> int:
+    def grade(doc: Mapping[str, Any]) -> int:
+        text = str(doc.get("text") or "")
         msg = [{"role": "user", "content": PROMPT.format(text=text[:max_chars])}]
-        return parse_grade(client.chat(msg, temperature=0, max_tokens=4))
+        return parse_grade(client.chat(msg, items=[doc], temperature=0, max_tokens=4))
 
     with ThreadPoolExecutor(max_workers=max(1, concurrency)) as pool:
-        return list(pool.map(grade, texts))
+        return list(pool.map(grade, docs))

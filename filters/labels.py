@@ -15,6 +15,7 @@ import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from filters.heuristics import is_char_lang, tokens
 from filters.quality import TrainingSet
@@ -36,6 +37,9 @@ class LabelOptions:
     max_graded: int = 400
     targets: list[str] = field(default_factory=list)
     top_frac: float = 0.3
+    # The consent rule the llm source applies before grading (common.consent.Consent, with the
+    # lake's ledger); None: the rows' own training_allowed flags only.
+    consent: Any = None
 
 
 def register_label_source(name: str) -> Callable[[LabelSource], LabelSource]:
@@ -188,13 +192,30 @@ def reference_shuffled_labels(rows: list[dict], lang: str, opts: LabelOptions) -
 @register_label_source("llm")
 def llm_labels(rows: list[dict], lang: str, opts: LabelOptions) -> TrainingSet:
     """Grades from the teacher endpoint, thresholded at min_grade, become the labels."""
+    from common.consent import NO_LEDGER
     from filters.grader import grade_documents
 
-    docs = [r["text"] for r in _of_lang(rows, lang)]
-    sample = random.Random(opts.seed).sample(docs, min(len(docs), opts.max_graded))
-    grades = grade_documents(sample, opts.teacher_url, opts.teacher_model, opts.teacher_api_key)
+    rows = _of_lang(rows, lang)
+    docs = [r["text"] for r in rows]
+    # Only documents the one consent rule allows go to the grader (the row's training_allowed is
+    # the boolean true, and the consent ledger has not opted it out).
+    consent = opts.consent or NO_LEDGER
+    allowed, refused = consent.keep(rows)
+    if not allowed:
+        first = refused[0][1] if refused else "no rows"
+        raise ValueError(
+            f"the llm label source sends only consented documents to the grader, and none of the "
+            f"{len(rows)} lang={lang!r} rows is ({first}); give labels with a boolean "
+            "training_allowed column"
+        )
+    rng = random.Random(opts.seed)
+    sample = rng.sample(allowed, min(len(allowed), opts.max_graded))
+    grades = grade_documents(
+        sample, opts.teacher_url, opts.teacher_model, opts.teacher_api_key, consent=consent
+    )
     labels = [int(g >= opts.min_grade) for g in grades]
-    return TrainingSet(lang, sample, labels, f"llm:{opts.teacher_model or 'default'}", docs)
+    texts = [r["text"] for r in sample]
+    return TrainingSet(lang, texts, labels, f"llm:{opts.teacher_model or 'default'}", docs)
 
 
 def embed(texts: list[str], batch_size: int = 32):

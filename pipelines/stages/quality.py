@@ -94,10 +94,15 @@ def quality_train(p: QualityTrainParams, lake: Lake) -> QualityTrainSummary:
     """Train one language's classifier and print its held-out evaluation report."""
     import os
 
+    from common.consent import Consent, ledger_files_for
     from filters.labels import LabelOptions, build_training_set
     from filters.quality import train_model
 
+    labels_file = Path(p.labels) if Path(p.labels).exists() else None
     opts = LabelOptions(
+        # the llm source grades only documents the consent rule allows: the row's flag, then the
+        # consent ledger (the lake's, and that of the lake the labels file lies in)
+        consent=Consent.load(None, files=ledger_files_for(lake.root, labels_file)),
         seed=p.seed,
         teacher_url=p.teacher_url,
         teacher_model=p.teacher_model,
