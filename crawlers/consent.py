@@ -40,7 +40,7 @@ from typing import Any
 
 import pyarrow.parquet as pq
 
-from common.consent import append_ledger, latest_rows, ledger_files, ledger_version
+from common.consent import append_ledger, flag_true, latest_rows, ledger_files, ledger_version
 
 DOCUMENT_SOURCES = ("extract/documents.parquet", "filter/documents.parquet")
 
@@ -83,7 +83,7 @@ def lake_documents(lake_root: str | Path) -> dict[str, LakeDocument]:
                 if "robots_training" in row:
                     before = row["robots_training"] == "allowed"
                 else:
-                    before = bool(row.get("training_allowed"))
+                    before = flag_true(row.get("training_allowed"))
                 doc = docs[url] = LakeDocument(url, host, allowed_at_crawl=before)
             if row.get("id"):
                 doc.ids.add(str(row["id"]))

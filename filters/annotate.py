@@ -1,10 +1,15 @@
 """The per-document filter step: language, PII scrub, heuristics, safety and quality score.
 
 `DocumentAnnotator.annotate(row)` returns the row with `lang`, `lang_score`, `quality_score`,
-`quality_model`, `pii_found`, `drop_reason`, `heuristic_drop`, `rescued` and the scrubbed,
-boilerplate-stripped `text`. The first failing rule names the drop reason; all scores are
-computed regardless, so a later selection can change its mind without recomputing (annotate,
-then select).
+`quality_model`, `pii_found`, `drop_reason`, `heuristic_drop`, `rescued`, `consent_reason` and
+the scrubbed, boilerplate-stripped `text`. The first failing rule names the drop reason; all
+scores are computed regardless, so a later selection can change its mind without recomputing
+(annotate, then select).
+
+Consent (`common.consent.flag_true`): only a `training_allowed` that is the boolean true is
+consent. Any other value (the string "false" or "true", 1, None, NaN) drops the row as
+`training_not_allowed`; the row goes out with `training_allowed = false` (a real boolean column
+whatever the input's type) and `consent_reason` saying what the flag was.
 
 Quality: the language's own model, else the multilingual fallback (`quality_model` says which:
 `de:<sha12>` or `multilingual-fallback:<sha12>`). A row no model can score has
@@ -23,6 +28,7 @@ from pathlib import Path
 
 import pyarrow as pa
 
+from common.consent import FLAG, describe_flag, flag_true
 from common.langid import LanguageIdentifier
 from filters import heuristics, pii
 from filters.config import FilterConfig
@@ -42,7 +48,13 @@ ADDED_COLUMNS: dict[str, pa.DataType] = {
     "duplicate_of": pa.string(),
     "heuristic_drop": pa.string(),  # relaxed rule that fired (kept if `rescued`)
     "rescued": pa.bool_(),
+    # Why the row's own flag is not consent ("training_allowed is 'false' (str), not the boolean
+    # true", "... is NaN", ...); null when it is the boolean true (common.consent).
+    "consent_reason": pa.string(),
 }
+# Input columns the filter rewrites with its own type: `text` (scrubbed, a string) and
+# `training_allowed` (the boolean the consent rule read: true only for the boolean true).
+REWRITTEN_COLUMNS: dict[str, pa.DataType] = {"text": pa.string(), FLAG: pa.bool_()}
 
 
 # Drop reasons checked before the heuristics (a rescue cannot change them).
@@ -87,6 +99,11 @@ class DocumentAnnotator:
     def annotate(self, row: dict) -> dict:
         """Annotate one document row (a dict with at least id, url, text, training_allowed)."""
         out = dict(row)
+        # Consent: only the boolean true is (common.consent); "false", 1, None, NaN are no. The
+        # row goes out with a real boolean and, when it is not consent, the reason.
+        flag = row.get(FLAG)
+        out[FLAG] = flag_true(flag)
+        out["consent_reason"] = None if out[FLAG] else describe_flag(flag)
         text = row.get("text") or ""
         lang, lang_score = self.langid.predict(text)
         out["lang"], out["lang_score"] = lang, lang_score
@@ -137,7 +154,7 @@ class DocumentAnnotator:
         heuristic: str | None,
         q: float | None,
     ) -> str | None:
-        if not row.get("training_allowed"):
+        if not flag_true(row.get(FLAG)):
             return "training_not_allowed"
         if not text.strip():
             return "empty_text"

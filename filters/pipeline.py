@@ -35,7 +35,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from filters import dedup_shards
-from filters.annotate import ADDED_COLUMNS
+from filters.annotate import ADDED_COLUMNS, REWRITTEN_COLUMNS
 from filters.config import FilterConfig
 
 MAX_CHUNKS = 16  # row ranges per input file (and dedup shards)
@@ -75,9 +75,13 @@ LOCAL_FILES = SimpleNamespace(
 
 
 def output_schema(input_schema: pa.Schema) -> pa.Schema:
-    """Input columns (text as string) plus the filter's columns (`annotate.ADDED_COLUMNS`)."""
+    """Input columns (text as string, training_allowed as boolean: `annotate.REWRITTEN_COLUMNS`)
+    plus the filter's columns (`annotate.ADDED_COLUMNS`)."""
     fields = [f for f in input_schema if f.name not in ADDED_COLUMNS]
-    fields = [pa.field("text", pa.string()) if f.name == "text" else f for f in fields]
+    fields = [
+        pa.field(f.name, REWRITTEN_COLUMNS[f.name]) if f.name in REWRITTEN_COLUMNS else f
+        for f in fields
+    ]
     return pa.schema(fields + [pa.field(k, v) for k, v in ADDED_COLUMNS.items()])
 
 

@@ -24,6 +24,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from common.consent import flag_true
+
 Figure = int | float | str | bool
 
 # The robots decisions the crawler records (crawlers.crawl.robots_policy); "allowed" alone
@@ -175,7 +177,7 @@ def crawl_robots_decisions_recorded(crawl_dir: Path) -> CheckOutcome:
             ):
                 unknown += 1
                 bad = True
-            if ok and rt != "allowed":
+            if flag_true(ok) and rt != "allowed":
                 consent_leaks += 1
                 bad = True
             if bad:
@@ -597,6 +599,14 @@ def _source_files(manifest: dict[str, Any], mix_dir: Path, lake_root: Path | Non
     return sorted(out, key=lambda e: (e[0], e[1], repr(e[2])))
 
 
+def flag_mask(flag: pa.Array | pa.ChunkedArray) -> np.ndarray:
+    """`common.consent.flag_true` over a column: true where the value is the boolean true. A
+    column of another type ("false", 1, NaN, as other tools write) is all false: opted out."""
+    if not pa.types.is_boolean(flag.type):
+        return np.zeros(len(flag), dtype=bool)
+    return np.asarray(pc.fill_null(flag, False).to_numpy(zero_copy_only=False), dtype=bool)
+
+
 def _source_docs(
     files: list[tuple[str, str]], tok, *, allowed: bool, ledger: tuple = ((), set(), set())
 ) -> Iterator[tuple[list[str], np.ndarray, np.ndarray]]:
@@ -629,7 +639,7 @@ def _source_docs(
         for batch in pq.ParquetFile(f).iter_batches(
             batch_size=READ_ROWS, columns=cols + ([key] if key else [])
         ):
-            ok = np.asarray(pc.fill_null(batch.column(1), False).to_numpy(zero_copy_only=False))
+            ok = flag_mask(batch.column(1))
             if key:  # the consent ledger's later opt-outs
                 ok = ok & ~pc.is_in(batch.column(2), value_set=opted).to_numpy(zero_copy_only=False)
             rows = np.flatnonzero(ok == allowed)
@@ -925,7 +935,7 @@ def image_pairs_consent(pairs_dir: Path) -> CheckOutcome:
     leaked = [
         r["id"]
         for r in rows
-        if (not r["training_allowed"] or r["drop_reason"] in OPT_OUT_REASONS)
+        if (not flag_true(r["training_allowed"]) or r["drop_reason"] in OPT_OUT_REASONS)
         and (r["image_path"] or r["drop_reason"] is None)
     ]
     files = (
@@ -933,7 +943,7 @@ def image_pairs_consent(pairs_dir: Path) -> CheckOutcome:
         if (pairs_dir / "images").exists()
         else set()
     )
-    allowed = {r["image_sha256"] for r in stored_rows if r["training_allowed"]}
+    allowed = {r["image_sha256"] for r in stored_rows if flag_true(r["training_allowed"])}
     orphans = sorted(files - allowed)
     passed = not leaked and not orphans
     verdict = "no opted-out image stored or kept"
@@ -947,7 +957,7 @@ def image_pairs_consent(pairs_dir: Path) -> CheckOutcome:
         {
             "rows": len(rows),
             "stored_files": len(files),
-            "opted_out_rows": sum(1 for r in rows if not r["training_allowed"]),
+            "opted_out_rows": sum(1 for r in rows if not flag_true(r["training_allowed"])),
             "leaked_rows": len(leaked),
             "orphan_files": len(orphans),
         },

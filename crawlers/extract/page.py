@@ -10,6 +10,7 @@ from urllib.parse import urlsplit
 from lxml import etree
 from lxml import html as lxml_html
 
+from common.consent import flag_true
 from crawlers.extract.content import extract_content, image_refs
 from crawlers.extract.decode import BadPage, decode_html
 from crawlers.extract.tables import extract_tables
@@ -36,6 +37,9 @@ class ExtractConfig:
     max_elements: int = 200_000
     favor: str = "balanced"  # balanced | precision | recall (trafilatura's modes)
     llm: Any = None  # a crawlers.extract.llm.LLMExtractor, or None for trafilatura only
+    # Product tokens whose meta robots tags the page's own HTML is read for (`_page_opt_outs`).
+    agent: str = "RefineryBot"
+    training_agent: str = "RefineryBot-Extended"
 
 
 @dataclass
@@ -67,7 +71,7 @@ def _reject(record: dict, reason: str, detail: str) -> ExtractResult:
             "reason": reason,
             "detail": detail,
             "status": status,
-            "training_allowed": bool(record.get("training_allowed")),
+            "training_allowed": flag_true(record.get("training_allowed")),
         }
     )
 
@@ -209,6 +213,7 @@ def _extract(record: dict, config: ExtractConfig) -> ExtractResult:
         html = static_html
         tree = _parse(html, config)
         content = extract_content(html, url, favor=config.favor)
+    record = _page_opt_outs(record, tree, config)
     if content is None:
         raise BadPage("no_main_content", "trafilatura found no main content")
     method, llm_error = "trafilatura", None
@@ -223,10 +228,38 @@ def _extract(record: dict, config: ExtractConfig) -> ExtractResult:
     return _result(record, content, tree, method, llm_error)
 
 
+def _page_opt_outs(record: dict, tree, config: ExtractConfig) -> dict:
+    """The record with the opt-outs the extracted HTML states itself (meta robots for every
+    agent or our tokens, http-equiv X-Robots-Tag; `crawlers.crawl.html.apply_meta_robots`): a
+    rendered DOM or an imported page can say noai where the crawl record does not. Opt-outs are
+    only added, never removed; noai also takes training_allowed away."""
+    from crawlers.crawl.html import Directives, apply_meta_robots
+
+    d = Directives()
+    for meta in tree.iter("meta"):
+        apply_meta_robots(
+            d,
+            meta.get("name") or "",
+            meta.get("content") or "",
+            config.agent,
+            config.training_agent,
+            meta.get("http-equiv") or "",
+        )
+    if not (d.noai or d.noimageai):
+        return record
+    out = dict(record)
+    out["noai"] = bool(record.get("noai")) or d.noai
+    out["noimageai"] = bool(record.get("noimageai")) or d.noimageai
+    if d.noai:
+        out["training_allowed"] = False
+    return out
+
+
 def _result(record: dict, content, tree, method: str, llm_error: str | None) -> ExtractResult:
     url = record["url"]
     did = doc_id(url)
-    allowed = bool(record.get("training_allowed"))
+    # Consent: the crawl's flag only when it is the boolean true (common.consent), and no noai.
+    allowed = flag_true(record.get("training_allowed")) and not record.get("noai")
     document = {
         "id": did,
         "url": url,

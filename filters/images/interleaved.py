@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 
+from common.consent import FLAG, flag_true
 from crawlers.extract.schema import BLOCK, INTERLEAVED
 from filters.images.config import InterleavedConfig
 
@@ -88,7 +89,8 @@ def filter_document(
 ) -> tuple[dict, dict]:
     """One interleaved document to (document with kept blocks, report row).
 
-    An image block stays when its pairs row (`pairs[block_index]`) has no `drop_reason`; it then
+    An image block stays when its pairs row (`pairs[block_index]`) has no `drop_reason` (and,
+    when the row carries `training_allowed`, that flag is the boolean true); it then
     gets the row's `id` as `pair_id` and its `clip_score`. An image block without a pairs row is
     dropped (it was never fetched). Text blocks and the order of all kept blocks are unchanged.
     The report's `drop_reason` is the first document rule that fails, or None."""
@@ -104,6 +106,8 @@ def filter_document(
             n_images_in += 1
             row = pairs.get(i)
             if row is None or row.get("drop_reason") is not None:
+                continue
+            if FLAG in row and not flag_true(row[FLAG]):  # a pair the consent rule refuses
                 continue
             out["pair_id"] = row["id"]
             score = row.get("clip_score")
@@ -122,6 +126,7 @@ def filter_document(
         reason = "too_many_images_per_text"
     document = {k: doc.get(k) for k in INTERLEAVED.names}
     document["blocks"] = kept_blocks
+    document[FLAG] = flag_true(doc.get(FLAG))  # a real boolean: only the boolean true is consent
     report = {
         "doc_id": doc.get("doc_id"),
         "n_images_in": n_images_in,
