@@ -1,8 +1,9 @@
 """`python -m crawlers.images SOURCE OUT [--config JSON] [--resume]`: fetch the images of SOURCE.
 
-SOURCE is an `extract` output directory (image_refs.parquet + documents.parquet) or a Parquet
-file of refs already joined with their page's flags (id, doc_id, src, alt, training_allowed,
-optionally noai / noimageai). Prints the summary as JSON.
+SOURCE is an `extract` output directory (image_refs.parquet + documents.parquet; the consent
+ledger of the lake it sits in applies) or a Parquet file of refs already joined with their page's
+flags (id, doc_id, src, alt, training_allowed, optionally noai / noimageai; only a
+training_allowed that is the boolean true is consent). Prints the summary as JSON.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 
+from common.consent import Consent, ledger_files_for
 from crawlers.images.config import ImageFetchConfig
 from crawlers.images.fetch import fetch_images, load_refs
 
@@ -31,7 +33,8 @@ def main(argv: list[str] | None = None) -> int:
     except (ValueError, json.JSONDecodeError) as exc:
         ap.error(f"--config: {exc}")
     if args.source.is_dir():
-        refs = load_refs(args.source)
+        # The consent ledger of the lake the extract output belongs to, if it is in one.
+        refs = load_refs(args.source, Consent.load(None, ledger_files_for(None, args.source)))
     else:
         refs = pq.read_table(args.source).to_pylist()
     summary = fetch_images(refs, args.out, cfg, resume=args.resume)

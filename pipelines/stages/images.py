@@ -114,7 +114,7 @@ def images_build(p: ImagesBuildParams, lake: Lake) -> ImagesBuildSummary:
 
     import pyarrow.parquet as pq
 
-    from common.consent import Consent
+    from common.consent import Consent, ledger_files_for
     from crawlers.images import ImageFetchConfig, fetch_images, load_refs
     from filters.images import load_image_config
     from filters.images.pairs import build_pairs, pairs_table
@@ -132,8 +132,10 @@ def images_build(p: ImagesBuildParams, lake: Lake) -> ImagesBuildSummary:
 
             shutil.rmtree(out)
     cfg = load_image_config(p.config)
-    # The consent rule for each ref: its own flag, its document's, and the lake's ledger.
-    refs = _shard_refs(load_refs(docs, Consent.load(lake.root)), lake.partition)
+    # The consent rule for each ref: its own flag, its document's, and the ledgers of the lake
+    # and of the lake the extract output came from.
+    consent = Consent.load(lake.root, ledger_files_for(lake.root, docs))
+    refs = _shard_refs(load_refs(docs, consent), lake.partition)
     fetch_cfg = ImageFetchConfig(
         agent=p.agent,
         training_agent=p.training_agent,
@@ -299,10 +301,10 @@ def clip_train(p: ClipTrainParams, lake: Lake) -> ClipTrainSummary:
 
     if not p.pairs:
         raise ValueError("--pairs: give at least one `images build` output")
-    from common.consent import Consent
+    from common.consent import Consent, ledger_files_for
 
     files = [f for d in p.pairs for f in _pairs_files(d)]
-    pairs = kept_pairs(files, Consent.load(lake.root))
+    pairs = kept_pairs(files, Consent.load(lake.root, ledger_files_for(lake.root, *p.pairs)))
     if len(pairs) < 2:
         raise ValueError(
             f"--pairs {', '.join(map(str, p.pairs))}: {len(pairs)} kept pairs; need 2+"

@@ -402,3 +402,24 @@ def test_interleaved_documents_carry_a_boolean_and_drop_refused_pairs():
         ["http://i.test/a.png"]
     ] * 2
     assert documents_table(kept).column("training_allowed").to_pylist() == [False, True]
+
+
+def test_images_cli_honours_the_ledger_of_the_extract_outputs_lake(tmp_path, capsys):
+    """`python -m crawlers.images <lake>/extract OUT`: a document the lake's ledger opted out
+    has its images refused before any request (the src is a port nobody serves)."""
+    import json
+
+    from crawlers.images.__main__ import main
+
+    lake = tmp_path / "lake"
+    d = _extract_dir(lake / "extract", [_doc("d1", True)], [_ref("d1", 0, True)])
+    src = "http://127.0.0.9:9/x.png"
+    pq.write_table(
+        pa.Table.from_pylist([{**_ref("d1", 0, True), "src": src}]), d / "image_refs.parquet"
+    )
+    append_ledger(lake, [_ledger_row("http://h.test/d1", ["d1"], False)])
+    assert main([str(d), str(tmp_path / "out"), "--config", '{"delay": 0}']) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert (summary["requests"], summary["drop_reasons"]) == (0, {"training_opt_out": 1})
+    (row,) = pq.read_table(tmp_path / "out" / "fetched.parquet").to_pylist()
+    assert "consent ledger opted out" in row["error"]
