@@ -69,8 +69,12 @@ class PageInfo:
 
 
 def _norm(value: str) -> str:
-    """Case-folded NFKC text (fullwidth 'ＮＯＡＩ' reads as 'noai')."""
-    return unicodedata.normalize("NFKC", value or "").casefold()
+    """Case-folded NFKC text without invisible format characters (fullwidth 'ＮＯＡＩ' and
+    'no\u200bai' with a zero-width space read as 'noai')."""
+    text = unicodedata.normalize("NFKC", value or "").casefold()
+    if text.isascii():
+        return text
+    return "".join(c for c in text if unicodedata.category(c) != "Cf")
 
 
 def directive_words(value: str) -> set[str]:

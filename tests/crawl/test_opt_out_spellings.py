@@ -36,6 +36,7 @@ META = [
     ('<meta name="ROBOTS" content="noai">', True, False),
     ('<META NAME="Robots" CONTENT="noai">', True, False),
     ('<meta name="robots" content="\uff4e\uff4f\uff41\uff49">', True, False),  # fullwidth
+    ('<meta name="robots" content="no\u200bai, noimage\u00adai">', True, True),  # invisible
     ('<meta name="robots" content="noindex"><meta name="robots" content="noai">', True, False),
     ('<meta name="robots" content="noimageai"><meta name="robots" content="noai">', True, True),
     ('<meta name="RefineryBot-Extended" content="noai">', True, False),
