@@ -46,11 +46,17 @@ def text_hash(text: str) -> str:
 
 
 def canonical_url(url: str) -> str:
-    """Lower-case scheme/host, no default port, no fragment, tracking params dropped, sorted query."""
-    parts = urlsplit(url.strip())
+    """Lower-case scheme/host, no default port, no fragment, tracking params dropped, sorted query.
+
+    A URL that does not parse ('http://[::1', a port out of range) is its own key, as written:
+    one odd URL never ends the run."""
+    try:
+        parts = urlsplit(url.strip())
+        port = parts.port
+    except ValueError:
+        return url.strip()
     scheme = (parts.scheme or "http").lower()
     host = (parts.hostname or "").lower().removeprefix("www.")
-    port = parts.port
     netloc = host if port in (None, 80 if scheme == "http" else 443) else f"{host}:{port}"
     if scheme == "https":
         scheme = "http"  # the same page served over both schemes is one page

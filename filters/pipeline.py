@@ -29,11 +29,11 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from types import SimpleNamespace
-from urllib.parse import urlsplit
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from common.inputs import url_host
 from filters import dedup_shards
 from filters.annotate import ADDED_COLUMNS, REWRITTEN_COLUMNS
 from filters.config import FilterConfig
@@ -275,7 +275,7 @@ def partial_counts(rows: list[dict]) -> dict:
     for r in rows:
         lang, reason = r["lang"], r["drop_reason"]
         funnel[(lang or "und", reason or "kept")] += 1
-        hosts[((urlsplit(r["url"] or "").hostname or ""), lang or "und")] += 1
+        hosts[(url_host(r["url"]), lang or "und")] += 1  # '' when it does not parse
         q = r["quality_score"]
         scored[(lang, q is not None and not math.isnan(q))] += 1
         if reason is None:

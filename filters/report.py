@@ -6,10 +6,10 @@ from __future__ import annotations
 import math
 from collections import Counter, defaultdict
 from pathlib import Path
-from urllib.parse import urlsplit
 
 import pyarrow as pa
 
+from common.inputs import url_host
 from filters.heuristics import tokens
 
 
@@ -85,7 +85,7 @@ def host_languages(table: pa.Table) -> pa.Table:
     """host, lang, docs, share: the language mix of each host (all documents, kept or not)."""
     per_host: dict[str, Counter[str]] = defaultdict(Counter)
     for url, lang in zip(table["url"].to_pylist(), table["lang"].to_pylist(), strict=True):
-        per_host[(urlsplit(url or "").hostname or "")][lang or "und"] += 1
+        per_host[url_host(url)][lang or "und"] += 1  # an unparseable URL counts under ''
     rows = []
     for host in sorted(per_host):
         total = sum(per_host[host].values())

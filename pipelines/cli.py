@@ -45,22 +45,51 @@ def error_line(exc: BaseException, stage: Stage | None = None) -> str:
             parts.append(f"{where}: {err['msg']}")
         return "; ".join(parts)
     if isinstance(exc, KeyError) and exc.args:
-        return str(exc.args[0])
+        key = str(exc.args[0])
+        if key.isidentifier():  # a bare dict/column lookup that missed: say what is missing
+            return f"missing field {key!r} in the input (re-run the stage that writes it)"
+        return key
     return str(exc)
 
 
+def trace_log(exc: BaseException, command: str = "") -> Path | None:
+    """Write the exception's traceback to a log file ($REFINERY_LOG_DIR, default
+    <tmp>/refinery-logs) and return its path (None when it cannot be written)."""
+    import os
+    import tempfile
+    import time
+    import traceback
+
+    root = Path(os.environ.get("REFINERY_LOG_DIR") or Path(tempfile.gettempdir()) / "refinery-logs")
+    name = "-".join(command.split()) or "refinery"
+    path = root / f"{name}-{time.strftime('%Y%m%dT%H%M%S', time.gmtime())}-{os.getpid()}.log"
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+        path.write_text("".join(traceback.format_exception(exc)), encoding="utf-8")
+    except OSError:
+        return None
+    return path
+
+
 def user_errors(fn: Callable[..., Any], stage: Stage | None = None) -> Callable[..., Any]:
-    """Every command treats user errors alike: one red line on stderr, exit status 2."""
+    """Every command treats errors alike: one red line on stderr naming the file or flag, the
+    field and the fix, and the log file that holds the traceback. A user error (a bad file or
+    value) exits with status 2; an unexpected error (a bug) with status 1, never a traceback."""
 
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
             return fn(*args, **kwargs)
         except Exception as exc:
-            if not is_user_error(exc):
-                raise
-            typer.secho(f"error: {error_line(exc, stage)}", fg="red", err=True)
-            raise typer.Exit(2) from exc
+            user = is_user_error(exc)
+            line = error_line(exc, stage) if user else f"{type(exc).__name__}: {exc}"
+            line = " ".join(line.split()) or type(exc).__name__
+            log = trace_log(exc, stage.name if stage is not None else fn.__name__)
+            where = f" (trace: {log})" if log is not None else ""
+            if not user:
+                where = f" (unexpected error{'; trace: ' + str(log) if log else ''})"
+            typer.secho(f"error: {line}{where}", fg="red", err=True)
+            raise typer.Exit(2 if user else 1) from exc
 
     return wrapper
 

@@ -86,6 +86,16 @@ FETCHED_SCHEMA = pa.schema(
         ("error", pa.string()),
     ]
 )
+# The image_refs.parquet columns `load_refs` reads, by kind (common.inputs).
+REF_COLUMNS = {
+    "doc_id": "string",
+    "url": "string",
+    "position": "int",
+    "src": "string",
+    "alt": "string",
+    "surrounding_text": "string",
+    "training_allowed": "any",
+}
 REQUIRED_REF_KEYS = ("id", "doc_id", "src", "alt", "training_allowed")
 # Outcome fields that depend on the image URL alone (shared by every ref of that URL).
 _OUTCOME_KEYS = (
@@ -126,24 +136,40 @@ def load_refs(extract_dir: str | Path, consent: Consent | None = None) -> list[d
     documents.parquet is the boolean true, and `consent` (the lake's ledger, when given) opts
     out neither; otherwise false, and `consent_reason` says why (None when allowed).
     """
+    from common.inputs import InputError, read_rows
+
     root = Path(extract_dir)
     refs_path, docs_path = root / "image_refs.parquet", root / "documents.parquet"
     for path in (refs_path, docs_path):
         if not path.exists():
             raise FileNotFoundError(f"{path} does not exist; pass an `extract` output directory")
-    names = pq.read_schema(docs_path).names
-    need = ("id", "noai", "training_allowed")
-    missing = [c for c in need if c not in names]
-    if missing:
-        raise ValueError(
-            f"{docs_path}: needs columns {', '.join(need)} (missing {', '.join(missing)}); "
-            "re-run extract"
-        )
-    wanted = [c for c in ("id", "url", "training_allowed", "noai", "noimageai") if c in names]
-    flags = {d["id"]: d for d in pq.read_table(docs_path, columns=wanted).to_pylist()}
+    fix = "re-run `refinery extract` (it writes documents.parquet and image_refs.parquet)"
+    # One line naming the file and the column for an unreadable file, a missing column or a
+    # column of the wrong kind; the flags may be any value (only the boolean true is consent).
+    docs = read_rows(
+        docs_path,
+        ("id", "url", "training_allowed", "noai", "noimageai"),
+        required={"id": "string", "noai": "any", "training_allowed": "any"},
+        optional={"url": "string"},
+        fix=fix,
+    )
+    flags = {d["id"]: d for d in docs}
     rule = consent if consent is not None else NO_LEDGER
     refs = []
-    for r in pq.read_table(refs_path).to_pylist():
+    ref_rows = read_rows(refs_path, required=REF_COLUMNS, fix=fix)
+    seen: dict[str, int] = {}
+    for i, r in enumerate(ref_rows):
+        null = r["doc_id"] is None or r["position"] is None
+        key = "" if null else ref_id(r["doc_id"], r["position"])
+        if null or key in seen:
+            raise InputError(
+                f"{refs_path}: row {i}: doc_id {r['doc_id']!r}, position {r['position']!r} "
+                + (f"repeats row {seen[key]}" if key in seen else "is null")
+                + "; each image ref is one (doc_id, position): "
+                + fix
+            )
+        seen[key] = i
+    for r in ref_rows:
         page = flags.get(r["doc_id"])
         why = rule.why_not(r)
         if why is not None:
@@ -192,6 +218,20 @@ def _fingerprint(refs: list[dict], cfg: ImageFetchConfig) -> str:
         flags = (r["training_allowed"], r.get("noai"), r.get("noimageai"))
         h.update(json.dumps([r["id"], r["src"], *flags]).encode())
     return h.hexdigest()
+
+
+def unusable_src(src: object) -> str | None:
+    """Why an image ref's src can not be fetched (not an http(s) URL, a host no connection could
+    use, a bad port); None when it can."""
+    from crawlers.crawl.canon import UrlError, canonicalize
+
+    if not isinstance(src, str) or not src.strip():
+        return f"src {src!r} is not a URL"
+    try:
+        canonicalize(src)
+    except UrlError as exc:
+        return str(exc)
+    return None
 
 
 def page_opt_out(ref: dict) -> tuple[str, str] | None:
@@ -427,6 +467,12 @@ async def fetch_images_async(
         todo, skipped, fetchable = [], {}, 0
         for ref in refs:
             wants_fetch = page_opt_out(ref) is None
+            if wants_fetch and (bad := unusable_src(ref.get("src"))):
+                # a src no connection could use ('http://a..test/x.png'): one recorded row
+                skipped[ref["id"]] = run._row(
+                    ref, {"drop_reason": "fetch_error", "error": f"bad-url: {bad}"}, True
+                )
+                continue
             if wants_fetch and limit is not None and fetchable >= limit:
                 detail = f"not-fetched: max_images={limit} reached"
                 skipped[ref["id"]] = run._row(

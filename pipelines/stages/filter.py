@@ -18,7 +18,8 @@ from filters.config import FilterConfig, config_from_dict, load_config
 from pipelines.lake import write_manifest, write_parquet
 from pipelines.stage import Check, Lake, Params, Stage, Summary, param
 
-REQUIRED_COLUMNS = ("id", "url", "text", "training_allowed")
+REQUIRED_COLUMNS = {"id": "string", "url": "string", "text": "string", "training_allowed": "any"}
+FIX = "documents.parquet comes from `refinery extract` (re-run it, or write these columns)"
 
 
 def _config(config: FilterConfig | dict | str | Path | None) -> FilterConfig:
@@ -30,19 +31,12 @@ def _config(config: FilterConfig | dict | str | Path | None) -> FilterConfig:
 
 
 def _check_input(path: Path) -> pa.Schema:
+    from common.inputs import check_file
+
     if not path.exists():
         raise FileNotFoundError(f"{path}: no documents.parquet (run `refinery extract` first)")
-    schema = pq.read_schema(path)
-    missing = [c for c in REQUIRED_COLUMNS if c not in schema.names]
-    if missing:
-        raise ValueError(
-            f"{path}: missing required column(s) {', '.join(missing)}; "
-            f"documents.parquet needs {', '.join(REQUIRED_COLUMNS)}"
-        )
-    if not pa.types.is_string(schema.field("id").type) and not pa.types.is_large_string(
-        schema.field("id").type
-    ):
-        raise ValueError(f"{path}: column `id` must be a string, got {schema.field('id').type}")
+    # Readable, the columns there and of their kind, text valid UTF-8: one line naming the file
+    schema = check_file(path, REQUIRED_COLUMNS, fix=FIX)
     ids = pq.read_table(path, columns=["id"])["id"]
     if pc.count_distinct(ids).as_py() != len(ids) or ids.null_count:
         raise ValueError(

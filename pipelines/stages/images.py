@@ -69,12 +69,11 @@ class ImagesBuildSummary(Summary):
 def _shard_refs(refs: list[dict], partition: str | None) -> list[dict]:
     if partition is None:
         return refs
-    from urllib.parse import urlsplit
-
+    from common.inputs import url_netloc
     from crawlers.crawl.config import shard_of
 
-    k = int(partition)
-    return [r for r in refs if shard_of(urlsplit(r["url"]).netloc, CRAWL_SHARDS) == k]
+    k = int(partition)  # a page URL that does not parse goes to the shard of '' (still a row)
+    return [r for r in refs if shard_of(url_netloc(r["url"]), CRAWL_SHARDS) == k]
 
 
 def _scorer(spec: str | None, runner: str | None = None, beam_args: list[str] = ()):

@@ -121,7 +121,13 @@ def test_an_existing_output_is_one_line_too(tmp_path):
     extract = tmp_path / "extract"
     extract.mkdir()
     pq.write_table(OUTPUTS["image_refs"].empty_table(), extract / "image_refs.parquet")
-    docs = pa.table({"id": pa.array([], pa.string()), "noai": pa.array([], pa.bool_())})
+    docs = pa.table(
+        {
+            "id": pa.array([], pa.string()),
+            "noai": pa.array([], pa.bool_()),
+            "training_allowed": pa.array([], pa.bool_()),
+        }
+    )
     pq.write_table(docs, extract / "documents.parquet")
     out = tmp_path / "pairs"
     out.mkdir()

@@ -1,0 +1,222 @@
+"""Checked reading of a stage's input files: a bad file is one line naming the file, the field
+and the fix (`InputError`, a ValueError: the CLI prints it and exits 2).
+
+`read_parquet(path, required={...}, optional={...})` opens the file (missing, empty, truncated or
+not Parquet: one line), checks that the required columns are there and that every named column
+has the kind of values the stage reads ('string', 'int', 'float', 'bool', 'list', 'binary',
+'any'), reads them and checks that text columns hold valid UTF-8. `read_jsonl` reads JSON lines
+and returns the bad lines as rejects with their reason, so one bad line never ends a run.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+KINDS = ("string", "int", "float", "bool", "list", "binary", "any")
+
+
+class InputError(ValueError):
+    """An input file the stage can not read: the message names the file, the field and the fix."""
+
+
+def _kind_ok(kind: str, t: pa.DataType) -> bool:
+    if kind == "any" or pa.types.is_null(t):  # an all-null column reads as null: no values
+        return True
+    if pa.types.is_dictionary(t):
+        t = t.value_type
+    return {
+        "string": pa.types.is_string(t) or pa.types.is_large_string(t),
+        "int": pa.types.is_integer(t),
+        "float": pa.types.is_floating(t) or pa.types.is_integer(t),
+        "bool": pa.types.is_boolean(t),
+        "list": pa.types.is_list(t) or pa.types.is_large_list(t),
+        "binary": pa.types.is_binary(t) or pa.types.is_large_binary(t),
+    }[kind]
+
+
+def url_host(url: object) -> str:
+    """The lowercase host of a URL for counting and sharding; '' when it has none or does not
+    parse ('http://[::1' raises in urlsplit, a non-string value): never an exception."""
+    from urllib.parse import urlsplit
+
+    try:
+        return (urlsplit(url).hostname or "") if isinstance(url, str) else ""
+    except ValueError:
+        return ""
+
+
+def url_netloc(url: object) -> str:
+    """The lowercase host[:port] of a URL as written; '' when it does not parse."""
+    from urllib.parse import urlsplit
+
+    try:
+        return urlsplit(url).netloc.lower() if isinstance(url, str) else ""
+    except ValueError:
+        return ""
+
+
+def _one_line(exc: BaseException) -> str:
+    return " ".join(str(exc).split())[:300] or type(exc).__name__
+
+
+def read_schema(path: str | Path, fix: str = "") -> pa.Schema:
+    """The schema of a Parquet file; InputError (one line) when it is missing or not Parquet."""
+    path = Path(path)
+    fix = fix or "re-run the stage that writes it"
+    if not path.exists():
+        raise FileNotFoundError(f"{path} does not exist; {fix}")
+    if path.is_dir():
+        raise InputError(f"{path}: a directory, not a Parquet file; {fix}")
+    if path.stat().st_size == 0:
+        raise InputError(f"{path}: the file is empty (0 bytes), not Parquet; {fix}")
+    try:
+        return pq.read_schema(path)
+    except (pa.ArrowException, OSError) as exc:
+        raise InputError(
+            f"{path}: not a readable Parquet file (truncated or another format: "
+            f"{_one_line(exc)}); {fix}"
+        ) from None
+
+
+def check_columns(
+    path: str | Path,
+    schema: pa.Schema,
+    required: Mapping[str, str] | Iterable[str] = (),
+    optional: Mapping[str, str] | None = None,
+    fix: str = "",
+) -> None:
+    """InputError naming the first missing required column, or a column whose values are not
+    of the kind the stage reads ('text' is int64, expected string)."""
+    fix = fix or "re-run the stage that writes it"
+    req = dict(required) if isinstance(required, Mapping) else dict.fromkeys(required, "any")
+    names = set(schema.names)
+    missing = [c for c in req if c not in names]
+    if missing:
+        raise InputError(
+            f"{path}: missing column{'s' if len(missing) > 1 else ''} {', '.join(missing)} "
+            f"(needs {', '.join(req)}); {fix}"
+        )
+    for name, kind in {**(optional or {}), **req}.items():
+        if name in names and not _kind_ok(kind, schema.field(name).type):
+            raise InputError(
+                f"{path}: column {name} holds {schema.field(name).type}, expected {kind} "
+                f"values; {fix}"
+            )
+
+
+def check_utf8(path: str | Path, table: pa.Table, fix: str = "", offset: int = 0) -> None:
+    """InputError naming the first text column (and row) that holds bytes that are not UTF-8."""
+    fix = fix or "write text columns as UTF-8"
+    for name in table.column_names:
+        col = table.column(name)
+        if not (pa.types.is_string(col.type) or pa.types.is_large_string(col.type)):
+            continue
+        try:
+            col.validate(full=True)
+        except pa.ArrowInvalid:
+            row = offset
+            for chunk in col.chunks:
+                for i, v in enumerate(chunk.cast(pa.binary()).to_pylist()):
+                    if v is not None:
+                        try:
+                            v.decode("utf-8")
+                        except UnicodeDecodeError:
+                            raise InputError(
+                                f"{path}: column {name}, row {row + i}: invalid UTF-8; {fix}"
+                            ) from None
+                row += len(chunk)
+            raise InputError(f"{path}: column {name}: invalid UTF-8; {fix}") from None
+
+
+def check_file(
+    path: str | Path,
+    required: Mapping[str, str] | Iterable[str] = (),
+    optional: Mapping[str, str] | None = None,
+    fix: str = "",
+    utf8: Iterable[str] | None = None,
+) -> pa.Schema:
+    """Check a Parquet input without holding it: readable, the columns there and of their kind,
+    the text columns `utf8` (default: the required string columns) valid UTF-8 batch by batch,
+    and every row group readable (a truncated file). Returns its schema."""
+    schema = read_schema(path, fix)
+    check_columns(path, schema, required, optional, fix)
+    req = dict(required) if isinstance(required, Mapping) else dict.fromkeys(required, "any")
+    cols = list(utf8) if utf8 is not None else [c for c, k in req.items() if k == "string"]
+    cols = [c for c in cols if c in schema.names]
+    try:
+        pf = pq.ParquetFile(path)
+        row = 0
+        for batch in pf.iter_batches(batch_size=8192, columns=cols or [schema.names[0]]):
+            check_utf8(path, pa.Table.from_batches([batch]), "", offset=row)
+            row += batch.num_rows
+    except InputError:
+        raise
+    except (pa.ArrowException, OSError) as exc:
+        raise InputError(
+            f"{path}: not a readable Parquet file ({_one_line(exc)}); "
+            f"{fix or 're-run the stage that writes it'}"
+        ) from None
+    return schema
+
+
+def read_parquet(
+    path: str | Path,
+    columns: Iterable[str] | None = None,
+    *,
+    required: Mapping[str, str] | Iterable[str] = (),
+    optional: Mapping[str, str] | None = None,
+    fix: str = "",
+) -> pa.Table:
+    """Read `columns` (default: all) of a Parquet input, checked; one-line InputError otherwise."""
+    schema = read_schema(path, fix)
+    check_columns(path, schema, required, optional, fix)
+    cols = None if columns is None else [c for c in columns if c in schema.names]
+    try:
+        table = pq.read_table(path, columns=cols)
+    except (pa.ArrowException, OSError) as exc:
+        raise InputError(
+            f"{path}: not a readable Parquet file ({_one_line(exc)}); "
+            f"{fix or 're-run the stage that writes it'}"
+        ) from None
+    check_utf8(path, table)
+    return table
+
+
+def read_rows(path: str | Path, columns: Iterable[str] | None = None, **kw: Any) -> list[dict]:
+    """`read_parquet(...).to_pylist()`."""
+    return read_parquet(path, columns, **kw).to_pylist()
+
+
+def read_jsonl(path: str | Path, fix: str = "") -> tuple[list[dict], list[dict]]:
+    """(rows, rejects) of a JSON-lines file: each line a JSON object; a line that is not (bad
+    JSON, not an object, invalid UTF-8) is a reject {'line', 'reason'}, and the rest is read."""
+    path = Path(path)
+    if not path.exists():
+        raise FileNotFoundError(f"{path} does not exist; {fix or 'give a JSON-lines file'}")
+    rows: list[dict] = []
+    rejects: list[dict] = []
+    with path.open("rb") as fh:
+        for n, raw in enumerate(fh, 1):
+            if not raw.strip():
+                continue
+            try:
+                value = json.loads(raw.decode("utf-8"))
+            except UnicodeDecodeError as exc:
+                rejects.append({"line": n, "reason": f"invalid UTF-8 ({exc.reason})"})
+                continue
+            except json.JSONDecodeError as exc:
+                rejects.append({"line": n, "reason": f"not JSON ({exc.msg})"})
+                continue
+            if not isinstance(value, dict):
+                rejects.append(
+                    {"line": n, "reason": f"a JSON {type(value).__name__}, not an object"}
+                )
+                continue
+            rows.append(value)
+    return rows, rejects

@@ -1,0 +1,203 @@
+"""Fuzzed input files through the public CLI (issue 23, "one bad input never ends a run").
+
+Each stage's input files are written valid, then spoiled one way at a time: empty (0 bytes),
+truncated, not Parquet at all, a required column missing, a column of the wrong type, NUL bytes
+and invalid UTF-8 in text, and rows of garbage values. Every run must end with exit status 0
+(bad rows recorded as rejects) or exit status 2 and one line naming the file: never a
+traceback, never a crash of another kind (status 1), never a hang. Deterministic (fixed seed).
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+import yaml
+from typer.testing import CliRunner
+
+pytestmark = pytest.mark.timeout(240)
+
+SEED = 23
+
+
+def _bad_utf8(values: list[str], rng: random.Random) -> pa.Array:
+    """A string column whose bytes are not all UTF-8 (other tools write such files)."""
+    raw = [v.encode() for v in values]
+    i = rng.randrange(len(raw))
+    raw[i] = raw[i][:3] + b"\xff\xfe\xed\xa0\x80" + raw[i][3:]
+    return pa.array(raw, pa.binary()).view(pa.string())
+
+
+def mutations(table: pa.Table, text_col: str, key_cols: list[str]) -> list[tuple[str, object]]:
+    """(name, what to write) for one valid table: a pa.Table or raw bytes."""
+    rng = random.Random(SEED)
+    n = table.num_rows
+    out: list[tuple[str, object]] = [("empty-file", b""), ("not-parquet", b"id,text\n1,hello\n")]
+    sink = pa.BufferOutputStream()
+    pq.write_table(table, sink)
+    data = sink.getvalue().to_pybytes()
+    out.append(("truncated", data[: len(data) // 2]))
+    out.append(("footer-only", data[-64:]))
+    out.append(("no-rows", table.slice(0, 0)))
+    for col in key_cols:
+        out.append((f"missing-{col}", table.drop_columns([col])))
+    texts = [str(v) if v is not None else "" for v in table.column(text_col).to_pylist()]
+    i = table.schema.get_field_index(text_col)
+    out.append((f"{text_col}-int64", table.set_column(i, text_col, pa.array(range(n), pa.int64()))))
+    out.append((f"{text_col}-null", table.set_column(i, text_col, pa.nulls(n, pa.string()))))
+    nul = [t[:5] + "\x00\x0b\x1b" + t[5:] for t in texts]
+    out.append((f"{text_col}-nul", table.set_column(i, text_col, pa.array(nul, pa.string()))))
+    out.append((f"{text_col}-bad-utf8", table.set_column(i, text_col, _bad_utf8(texts, rng))))
+    for col in key_cols:
+        j = table.schema.get_field_index(col)
+        if pa.types.is_string(table.schema.field(col).type):
+            junk = ["", "http://a..test/", "http://[::1", "\x00", "../../etc/passwd"]
+            vals = [junk[k % len(junk)] for k in range(n)]
+            out.append((f"{col}-junk", table.set_column(j, col, pa.array(vals, pa.string()))))
+        out.append((f"{col}-float", table.set_column(j, col, pa.array([0.5] * n, pa.float64()))))
+    return out
+
+
+def _write(path: Path, what: object) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if isinstance(what, bytes):
+        path.write_bytes(what)
+    else:
+        pq.write_table(what, path)
+
+
+def _run(args: list[str]) -> tuple[int, str]:
+    from pipelines.cli import app
+
+    res = CliRunner().invoke(app, args)
+    return res.exit_code, res.output
+
+
+def check_outcome(code: int, output: str, named: Path, case: str) -> None:
+    assert "Traceback" not in output, f"{case}: a traceback\n{output}"
+    assert code in (0, 2), f"{case}: exit status {code}\n{output}"
+    if code == 2:
+        errors = [ln for ln in output.splitlines() if ln.startswith("error: ")]
+        assert len(errors) == 1, f"{case}: not one error line\n{output}"
+        assert str(named) in errors[0] or named.name in errors[0], (
+            f"{case}: file not named\n{output}"
+        )
+
+
+def fuzz(
+    tmp: Path,
+    target: str,
+    table: pa.Table,
+    text_col: str,
+    key_cols: list[str],
+    setup: Callable[[Path], list[str]],
+) -> dict[str, int]:
+    """Run the stage once per mutation of `target` (a file name under the case's input dir)."""
+    codes = {}
+    for k, (case, what) in enumerate(mutations(table, text_col, key_cols)):
+        case_dir = tmp / f"{k:02d}-{case}"
+        args = setup(case_dir)  # writes the other (valid) inputs, returns the CLI args
+        _write(case_dir / "in" / target, what)
+        code, output = _run(args)
+        check_outcome(code, output, case_dir / "in" / target, f"{target} {case}")
+        codes[case] = code
+    return codes
+
+
+# --- valid inputs -------------------------------------------------------------------------
+WORDS = "the river bridge town market school garden window letter music story travel".split()
+
+
+def documents(n: int = 12) -> pa.Table:
+    rng = random.Random(SEED)
+    texts = [" ".join(rng.choice(WORDS) for _ in range(60)).capitalize() + "." for _ in range(n)]
+    return pa.table(
+        {
+            "id": [f"d{i}" for i in range(n)],
+            "url": [f"http://127.0.0.1/p{i}" for i in range(n)],
+            "host": ["127.0.0.1"] * n,
+            "text": texts,
+            "title": [f"Page {i}" for i in range(n)],
+            "training_allowed": [i % 3 != 0 for i in range(n)],
+            "noai": [False] * n,
+            "noimageai": [False] * n,
+        }
+    )
+
+
+def test_filter_documents(tmp_path):
+    config = tmp_path / "filter.yaml"
+    config.write_text(yaml.safe_dump({"quality": {"use_default_models": False}}))
+
+    def setup(case: Path) -> list[str]:
+        args = ["filter", "--docs", str(case / "in"), "--out", str(case / "out")]
+        return [*args, "--config", str(config), "--runner", "InProcess"]
+
+    assert _run(setup(tmp_path / "valid") + [])[0] in (0, 2)
+    _write(tmp_path / "valid" / "in" / "documents.parquet", documents())
+    code, output = _run(setup(tmp_path / "valid"))
+    assert code == 0, output
+    codes = fuzz(tmp_path, "documents.parquet", documents(), "text", ["id", "url"], setup)
+    assert codes["text-int64"] == 2 and codes["empty-file"] == 2 and codes["truncated"] == 2
+
+
+def test_images_build_documents_and_refs(tmp_path):
+    docs = documents(4)
+    refs = pa.table(
+        {
+            "doc_id": ["d0", "d1", "d2", "d3"],
+            "url": [f"http://127.0.0.1/p{i}" for i in range(4)],
+            "position": pa.array([0, 1, 2, 3], pa.int32()),
+            # no image is fetched: page opt-outs, and hosts no connection could use
+            "src": ["http://a..test/x.png", "http://[::1/y.png", "http://x:99999/z.png", ""],
+            "alt": ["a cat", "a dog", "", None],
+            "surrounding_text": ["t"] * 4,
+            "training_allowed": [True, True, False, True],
+        }
+    )
+    inter = pa.table(
+        {
+            "doc_id": ["d0"],
+            "url": ["http://127.0.0.1/p0"],
+            "blocks": [[{"kind": "text", "text": "hello", "src": None, "alt": None}]],
+            "training_allowed": [True],
+        }
+    )
+
+    def setup_with(target: str) -> Callable[[Path], list[str]]:
+        def setup(case: Path) -> list[str]:
+            for name, table in (
+                ("documents.parquet", docs),
+                ("image_refs.parquet", refs),
+                ("interleaved.parquet", inter),
+            ):
+                if name != target:
+                    _write(case / "in" / name, table)
+            return ["images", "build", "--docs", str(case / "in"), "--out", str(case / "out")]
+
+        return setup
+
+    _write(tmp_path / "valid" / "in" / "documents.parquet", docs)
+    code, output = _run(setup_with("documents.parquet")(tmp_path / "valid"))
+    assert code == 0, output
+    fuzz(
+        tmp_path / "d",
+        "documents.parquet",
+        docs,
+        "text",
+        ["id", "training_allowed"],
+        setup_with("documents.parquet"),
+    )
+    codes = fuzz(
+        tmp_path / "r",
+        "image_refs.parquet",
+        refs,
+        "src",
+        ["doc_id", "position", "src"],
+        setup_with("image_refs.parquet"),
+    )
+    assert codes["missing-position"] == 2
