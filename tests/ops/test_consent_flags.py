@@ -423,3 +423,26 @@ def test_images_cli_honours_the_ledger_of_the_extract_outputs_lake(tmp_path, cap
     assert (summary["requests"], summary["drop_reasons"]) == (0, {"training_opt_out": 1})
     (row,) = pq.read_table(tmp_path / "out" / "fetched.parquet").to_pylist()
     assert "consent ledger opted out" in row["error"]
+
+
+def test_crawl_decisions_check_reads_flags_with_the_consent_rule(tmp_path):
+    """A page whose flag is the string "false" is not marked allowed (no leak); the boolean true
+    with a disallowed training decision is."""
+    from pipelines.checks import crawl_robots_decisions_recorded
+
+    def pages(flags, flag_type):
+        table = pa.table(
+            {
+                "url": [f"http://h.test/{i}" for i in range(len(flags))],
+                "robots_crawl": ["allowed"] * len(flags),
+                "robots_training": ["disallowed"] * len(flags),
+                "training_allowed": pa.array(flags, flag_type),
+            }
+        )
+        pq.write_table(table, tmp_path / "pages.parquet")
+        return crawl_robots_decisions_recorded(tmp_path)
+
+    out = pages(["false", "False", "true"], pa.string())
+    assert out.passed and out.metadata["training_allowed_without_training_robots"] == 0
+    out = pages([False, True], pa.bool_())
+    assert not out.passed and out.metadata["training_allowed_without_training_robots"] == 1
