@@ -21,10 +21,19 @@ class GraderError(RuntimeError):
 
 def parse_grade(content: str) -> int:
     """The first digit 0..5 in a model answer."""
-    m = re.search(r"[0-5]", content)
+    m = re.search(r"[0-5]", content if isinstance(content, str) else "")
     if not m:
-        raise GraderError(f"grader answer has no grade 0-5: {content[:80]!r}")
+        raise GraderError(f"grader answer has no grade 0-5: {str(content)[:80]!r}")
     return int(m.group())
+
+
+def grade_or_reason(content: str) -> tuple[int | None, str | None]:
+    """(grade, None), or (None, why) for an answer without a grade 0-5 ('I cannot rate this',
+    an empty answer): one such answer is an ungraded row, never the end of the run."""
+    try:
+        return parse_grade(content), None
+    except GraderError as exc:
+        return None, str(exc)
 
 
 def grade_documents(
@@ -36,14 +45,18 @@ def grade_documents(
     max_chars: int = 3000,
     *,
     consent: Any = None,
-) -> list[int]:
+    ungraded: list[dict] | None = None,
+) -> list[int | None]:
     """Grade many documents (rows with `text` and their consent: `training_allowed`, and the
     `id`/`url` the consent ledger knows them by), a few requests in flight; order is preserved.
 
     Only documents the one consent rule allows are sent (common.consent: their flag is the
     boolean true and `consent`, the ledger, has not opted them out); the caller drops the others
     first (`Consent.keep`). A document that may not be sent raises GraderError before any
-    request is made, naming it and why."""
+    request is made, naming it and why.
+
+    An answer without a grade 0-5 gives None for its document, and {'id', 'url', 'reason'} is
+    appended to `ungraded` when given: the caller records the ungraded rows and goes on."""
     if not base_url:
         raise GraderError(
             "the llm label source needs a teacher base_url (OpenAI-compatible endpoint)"
@@ -70,7 +83,10 @@ def grade_documents(
     def grade(doc: Mapping[str, Any]) -> int:
         text = str(doc.get("text") or "")
         msg = [{"role": "user", "content": PROMPT.format(text=text[:max_chars])}]
-        return parse_grade(client.chat(msg, items=[doc], temperature=0, max_tokens=4))
+        grade, why = grade_or_reason(client.chat(msg, items=[doc], temperature=0, max_tokens=4))
+        if why is not None and ungraded is not None:
+            ungraded.append({"id": doc.get("id"), "url": doc.get("url"), "reason": why})
+        return grade
 
     with ThreadPoolExecutor(max_workers=max(1, concurrency)) as pool:
         return list(pool.map(grade, docs))

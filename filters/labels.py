@@ -210,12 +210,28 @@ def llm_labels(rows: list[dict], lang: str, opts: LabelOptions) -> TrainingSet:
         )
     rng = random.Random(opts.seed)
     sample = rng.sample(allowed, min(len(allowed), opts.max_graded))
+    ungraded: list[dict] = []
     grades = grade_documents(
-        sample, opts.teacher_url, opts.teacher_model, opts.teacher_api_key, consent=consent
+        sample,
+        opts.teacher_url,
+        opts.teacher_model,
+        opts.teacher_api_key,
+        consent=consent,
+        ungraded=ungraded,
     )
-    labels = [int(g >= opts.min_grade) for g in grades]
-    texts = [r["text"] for r in sample]
-    return TrainingSet(lang, texts, labels, f"llm:{opts.teacher_model or 'default'}", docs)
+    # an answer without a grade leaves its row ungraded (recorded with the reason), not labelled
+    graded = [(r, g) for r, g in zip(sample, grades, strict=True) if g is not None]
+    if not graded:
+        raise ValueError(
+            f"the grader gave no grade 0-5 for any of the {len(sample)} lang={lang!r} documents "
+            f"(first answer: {ungraded[0]['reason'] if ungraded else 'none'}); check "
+            "--teacher-url/--teacher-model"
+        )
+    labels = [int(g >= opts.min_grade) for _, g in graded]
+    texts = [r["text"] for r, _ in graded]
+    ts = TrainingSet(lang, texts, labels, f"llm:{opts.teacher_model or 'default'}", docs)
+    ts.ungraded = ungraded
+    return ts
 
 
 def embed(texts: list[str], batch_size: int = 32):

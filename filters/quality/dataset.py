@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 
 @dataclass
@@ -27,6 +27,9 @@ class TrainingSet:
 
     # Per-calibration-document language (multilingual sets); default `lang`.
     calibration_langs: list[str] | None = None
+    # Rows a label source could not label ({'id', 'url', 'reason'}: a grader answer without a
+    # grade); recorded in the model's meta, not in the training set or its sha256.
+    ungraded: list[dict] = field(default_factory=list)
 
     def lang_of(self, i: int) -> str:
         """The language example `i` is tokenised as."""

@@ -214,6 +214,7 @@ def train_model(
         {
             "label_source": ts.source,
             "training_set_sha256": ts.sha256(),
+            "ungraded": list(ts.ungraded),  # rows the label source could not label, and why
             "n_train": len(train_idx),
             "n_test": len(test_idx),
             "n_positive": n_pos,

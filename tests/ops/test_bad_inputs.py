@@ -16,8 +16,10 @@ from common.consent import latest_rows, ledger_files
 from crawlers.crawl.canon import UrlError, canonicalize
 from crawlers.crawl.html import parse_html
 from tests.crawl.loopback import LoopbackServer
+from tests.synth import fake_teacher
 
 pytestmark = pytest.mark.timeout(120)
+server = fake_teacher.server  # the fake OpenAI-compatible endpoint (a pytest fixture)
 
 BAD_LINKS = [
     "http://a..test/",  # IDNA: empty label
@@ -266,3 +268,88 @@ def test_mixture_image_paths_stay_inside_their_dataset(tmp_path):
     assert source["rejected"] == want, source
     images = pq.read_table(tmp_path / "m" / "images.parquet").to_pylist()
     assert len(images) == 3  # the three images of the dataset, nothing else
+
+
+# --- grader answers -----------------------------------------------------------------------
+def test_grader_answer_without_a_digit_is_an_ungraded_row(server):
+    """A grader answer without a grade 0-5 raised a traceback and ended `quality train --source
+    llm`; now its row is ungraded, recorded with the reason (the model's meta `ungraded`)."""
+    from filters.labels import LabelOptions, llm_labels
+    from tests.mix.conftest import make_documents
+
+    rows = make_documents({"en": 24}).to_pylist()
+    for i, r in enumerate(rows):
+        r["training_allowed"] = True
+        r["text"] = (f"UNRATABLE{i} " if i % 8 == 0 else "") + r["text"]
+
+    def answer(body):
+        text = body["messages"][0]["content"]
+        if "UNRATABLE" in text:
+            return ("ok", "I cannot rate this document." if "UNRATABLE0 " in text else "")
+        return ("ok", "Grade: 4")
+
+    server["responder"] = answer
+    opts = LabelOptions(teacher_url=server["base_url"], teacher_model="tiny")
+    ts = llm_labels(rows, "en", opts)
+    assert {u["id"] for u in ts.ungraded} == {"en-0", "en-8", "en-16"}
+    assert all("no grade 0-5" in u["reason"] for u in ts.ungraded)
+    assert len(ts.texts) == 21 and set(ts.labels) == {1}
+    assert not any("UNRATABLE" in t for t in ts.texts)
+
+
+# --- images build ---------------------------------------------------------------------------
+class ImageServer(LoopbackServer):
+    label = "image server"
+
+    async def _handle(self, request: web.Request) -> web.StreamResponse:
+        import io
+
+        from PIL import Image
+
+        if request.path == "/robots.txt":
+            return web.Response(text="User-agent: *\nAllow: /\n")
+        buf = io.BytesIO()
+        Image.new("RGB", (64, 64), (len(request.path) * 30 % 256, 10, 10)).save(buf, "PNG")
+        return web.Response(body=buf.getvalue(), content_type="image/png")
+
+
+def test_images_build_goes_on_past_a_src_no_connection_could_use(tmp_path):
+    """One ref to http://a..test/ among three ended `images build` with no output."""
+    from pipelines.cli import app
+
+    ex = tmp_path / "extract"
+    ex.mkdir()
+    with ImageServer(["127.0.0.234"]) as s:
+        page = f"http://127.0.0.234:{s.port}/page"
+        docs = {"id": ["d1"], "url": [page], "noai": [False], "training_allowed": [True]}
+        pq.write_table(pa.table(docs), ex / "documents.parquet")
+        srcs = [f"http://127.0.0.234:{s.port}/a.png", "http://a..test/b.png"]
+        srcs += [f"http://127.0.0.234:{s.port}/cc.png", "http://[::1/d.png", "http://x:99999/"]
+        n = len(srcs)
+        refs = {
+            "doc_id": ["d1"] * n,
+            "url": [page] * n,
+            "position": pa.array(range(n), pa.int32()),
+            "src": srcs,
+            "alt": ["a red square on a plain background"] * n,
+            "surrounding_text": ["x"] * n,
+            "training_allowed": [True] * n,
+        }
+        pq.write_table(pa.table(refs), ex / "image_refs.parquet")
+        inter = {"doc_id": ["d1"], "url": [page], "training_allowed": [True]}
+        inter["blocks"] = [[{"kind": "text", "text": "hello", "src": None, "alt": None}]]
+        pq.write_table(pa.table(inter), ex / "interleaved.parquet")
+        res = CliRunner().invoke(
+            app,
+            ["images", "build", "--docs", str(ex), "--out", str(tmp_path / "out")]
+            + ["--allow-private-networks", "--delay", "0"],
+        )
+    assert res.exit_code == 0, res.output
+    rows = {r["src"]: r for r in pq.read_table(tmp_path / "out" / "fetched.parquet").to_pylist()}
+    assert len(rows) == n
+    for src in srcs:
+        r = rows[src]
+        if "127.0.0.234" in src:
+            assert r["drop_reason"] is None and r["image_path"], r
+        else:
+            assert r["drop_reason"] == "fetch_error" and r["error"].startswith("bad-url: "), r
