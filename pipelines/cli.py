@@ -23,7 +23,9 @@ app = typer.Typer(
     help="Refinery: build LLM pretraining data and run the training that consumes it.",
     no_args_is_help=True,
     add_completion=False,
-    pretty_exceptions_show_locals=False,
+    # Rich's traceback rendering of a deep Dagster/Beam stack took over 20 minutes on a failed
+    # demo (py-spy: rich/traceback.py Traceback.extract): plain tracebacks only
+    pretty_exceptions_enable=False,
 )
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 
