@@ -17,6 +17,7 @@ import ipaddress
 import re
 import socket
 from collections.abc import Awaitable, Callable
+from urllib.parse import urlsplit
 
 from aiohttp.abc import AbstractResolver, ResolveResult
 from aiohttp.resolver import DefaultResolver
@@ -201,7 +202,14 @@ def check_url(url: str | URL, allow_private: bool = False) -> URL:
     BlockedAddressError for a refused literal host, ValueError for a URL that cannot be fetched.
     """
     target = connect_url(url)
-    check_literal(target.raw_host or "", allow_private)
+    host = target.raw_host or ""
+    try:
+        check_literal(host, allow_private)
+    except BlockedAddressError as exc:
+        written = urlsplit(str(url)).hostname or host
+        if written != host:  # name the spelling that was written as well as what it means
+            raise BlockedAddressError(f"{written} ({host})", exc.address, exc.reason) from None
+        raise
     return target
 
 
