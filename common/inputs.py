@@ -142,13 +142,14 @@ def check_file(
     utf8: Iterable[str] | None = None,
 ) -> pa.Schema:
     """Check a Parquet input without holding it: readable, the columns there and of their kind,
-    the text columns `utf8` (default: the required string columns) valid UTF-8 batch by batch,
-    and every row group readable (a truncated file). Returns its schema."""
+    the text columns `utf8` (default: every string column) valid UTF-8 batch by batch, and every
+    row group readable (a truncated file). Returns its schema."""
     schema = read_schema(path, fix)
     check_columns(path, schema, required, optional, fix)
-    req = dict(required) if isinstance(required, Mapping) else dict.fromkeys(required, "any")
-    cols = list(utf8) if utf8 is not None else [c for c, k in req.items() if k == "string"]
-    cols = [c for c in cols if c in schema.names]
+    text = [
+        f.name for f in schema if pa.types.is_string(f.type) or pa.types.is_large_string(f.type)
+    ]
+    cols = [c for c in utf8 if c in text] if utf8 is not None else text
     try:
         pf = pq.ParquetFile(path)
         row = 0

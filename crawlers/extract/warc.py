@@ -9,6 +9,7 @@ reason becomes the page's reject reason.
 
 from __future__ import annotations
 
+import functools
 import struct
 import zlib
 from dataclasses import dataclass
@@ -54,7 +55,33 @@ def find_pages_files(crawl_dir: str | Path) -> list[Path]:
             f"{crawl_dir}: no pages.parquet (nor shard=*/pages.parquet); point --crawl at the "
             "directory `refinery crawl --out` wrote"
         )
+    for path in found:
+        st = path.stat()
+        _check_pages(str(path), st.st_mtime_ns, st.st_size)
     return found
+
+
+# The pages.parquet columns extraction reads, by kind (common.inputs); the others it carries.
+PAGES_REQUIRED = {"url": "string", "warc_file": "string"}
+PAGES_OPTIONAL = {
+    "warc_offset": "int",
+    "warc_length": "int",
+    "status": "int",
+    "content_type": "string",
+    "error": "string",
+    "redirect_to": "string",
+    "fetched_at": "string",
+}
+
+
+@functools.lru_cache(maxsize=64)
+def _check_pages(path: str, mtime_ns: int, size: int) -> None:
+    """One line naming pages.parquet and the column when it cannot be read as a crawl's pages
+    (empty, truncated, a missing or mistyped column, invalid UTF-8); checked once per version."""
+    from common.inputs import check_file
+
+    fix = "point --crawl at the directory `refinery crawl --out` wrote (or re-run the crawl)"
+    check_file(path, PAGES_REQUIRED, PAGES_OPTIONAL, fix=fix)
 
 
 def _read_capped(stream, limit: int, where: str, what: str) -> bytes:

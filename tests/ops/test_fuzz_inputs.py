@@ -95,10 +95,13 @@ def fuzz(
     text_col: str,
     key_cols: list[str],
     setup: Callable[[Path], list[str]],
+    only: set[str] | None = None,
 ) -> dict[str, int]:
     """Run the stage once per mutation of `target` (a file name under the case's input dir)."""
     codes = {}
     for k, (case, what) in enumerate(mutations(table, text_col, key_cols)):
+        if only is not None and case not in only:
+            continue
         case_dir = tmp / f"{k:02d}-{case}"
         args = setup(case_dir)  # writes the other (valid) inputs, returns the CLI args
         _write(case_dir / "in" / target, what)
@@ -201,3 +204,129 @@ def test_images_build_documents_and_refs(tmp_path):
         setup_with("image_refs.parquet"),
     )
     assert codes["missing-position"] == 2
+
+
+# --- extract: pages.parquet -----------------------------------------------------------------
+@pytest.fixture(scope="module")
+def small_crawl(tmp_path_factory):
+    """A crawl of 4 loopback pages (pages.parquet + warc/), made once."""
+    import asyncio
+
+    from aiohttp import web
+
+    from crawlers.crawl import crawl
+    from tests.crawl.loopback import LoopbackServer
+
+    body = "<p>" + " ".join(WORDS * 8) + "</p>"
+
+    class Site(LoopbackServer):
+        async def _handle(self, request):
+            if request.path == "/robots.txt":
+                return web.Response(text="User-agent: *\nAllow: /\n")
+            links = "".join(f"<a href='/p{i}'>p{i}</a>" for i in range(3))
+            html = f"<html><head><title>T</title></head><body><article>{body}{links}</article>"
+            return web.Response(text=html + "</body></html>", content_type="text/html")
+
+    out = tmp_path_factory.mktemp("fuzzcrawl")
+    with Site(["127.0.0.235"]) as s:
+        config = {"delay": 0.0, "allow_private_networks": True, "robots_retries": 0}
+        asyncio.run(crawl([f"http://127.0.0.235:{s.port}/"], out, config))
+    return out
+
+
+def test_extract_pages(tmp_path, small_crawl):
+    import shutil
+
+    pages = pq.read_table(small_crawl / "pages.parquet")
+
+    def setup(case: Path) -> list[str]:
+        shutil.copytree(small_crawl / "warc", case / "in" / "warc")
+        return ["extract", "--crawl", str(case / "in"), "--out", str(case / "out")] + [
+            "--render",
+            "never",
+        ]
+
+    valid = tmp_path / "valid"
+    args = setup(valid)
+    shutil.copy(small_crawl / "pages.parquet", valid / "in" / "pages.parquet")
+    code, output = _run(args)
+    assert code == 0 and '"documents": 4' in output, output
+    # A Beam run takes ~2 s: the file-level cases (fail before it) and a few row-level ones.
+    only = {"empty-file", "truncated", "footer-only", "not-parquet", "missing-url"}
+    only |= {"url-float", "status-float", "title-bad-utf8", "title-nul", "url-junk"}
+    codes = fuzz(
+        tmp_path, "pages.parquet", pages, "title", ["url", "warc_file", "status"], setup, only
+    )
+    assert codes["title-nul"] == 0 and codes["url-junk"] == 0 and codes["truncated"] == 2
+
+
+# --- mix build: a text source and a charts source -------------------------------------------
+@pytest.fixture(scope="module")
+def tokenizer(tmp_path_factory):
+    from training.tokenizer import train_tokenizer
+
+    path = tmp_path_factory.mktemp("tok") / "tokenizer.json"
+    train_tokenizer(documents(40)["text"].to_pylist(), 300, path)
+    return path
+
+
+def _mix_setup(tokenizer: Path, charts: pa.Table | None, docs: pa.Table | None, png: bytes):
+    def setup(case: Path) -> list[str]:
+        src = case / "in"
+        if docs is not None:
+            _write(src / "documents.parquet", docs)
+        if charts is not None:
+            _write(src / "charts.parquet", charts)
+        (src / "images").mkdir(parents=True, exist_ok=True)
+        (src / "images" / "c0.png").write_bytes(png)
+        spec = {
+            "name": "fuzz",
+            "seq_len": 32,
+            "total_tokens": 1500,
+            "seed": 1,
+            "tokenizer": str(tokenizer),
+            "shard_sequences": 16,
+            "image_tokens": 4,
+            "allow_shortfall": True,
+            "buckets": {
+                "text": {"weight": 0.8, "sources": [{"path": str(src / "documents.parquet")}]},
+                "charts": {
+                    "weight": 0.2,
+                    "modality": "image_caption",
+                    "sources": [{"path": str(src / "charts.parquet"), "kind": "charts"}],
+                },
+            },
+            "eval": {"sequences_per_group": 0, "max_fraction": 0.05},
+        }
+        (case / "spec.yaml").write_text(yaml.safe_dump(spec))
+        return ["mix", "build", str(case / "spec.yaml"), "--out", str(case / "mix")]
+
+    return setup
+
+
+def test_mix_build_sources(tmp_path, tokenizer):
+    import io
+
+    from PIL import Image
+
+    buf = io.BytesIO()
+    Image.new("RGB", (16, 16), (9, 99, 199)).save(buf, "PNG")
+    qa = [{"question": "Value?", "answer": "4", "kind": "lookup", "verified": True}]
+    charts = pa.Table.from_pylist(
+        [
+            {"id": f"c{i}", "image_path": p, "qa": qa}
+            for i, p in enumerate(["images/c0.png", "images/c0.png", "images/c0.png"])
+        ]
+    )
+    docs = documents(16)
+    code, output = _run(_mix_setup(tokenizer, charts, docs, buf.getvalue())(tmp_path / "valid"))
+    assert code == 0, output
+    only = {"empty-file", "truncated", "not-parquet", "no-rows", "missing-id"}
+    only |= {"missing-training_allowed", "text-int64", "text-null", "text-nul", "text-bad-utf8"}
+    only |= {"training_allowed-float", "id-junk"}
+    setup = _mix_setup(tokenizer, charts, None, buf.getvalue())
+    fuzz(tmp_path / "d", "documents.parquet", docs, "text", ["id", "training_allowed"], setup, only)
+    only = {"empty-file", "truncated", "missing-image_path", "image_path-int64"}
+    only |= {"image_path-junk", "image_path-nul", "image_path-bad-utf8", "id-float"}
+    setup = _mix_setup(tokenizer, None, docs, buf.getvalue())
+    fuzz(tmp_path / "c", "charts.parquet", charts, "image_path", ["id", "image_path"], setup, only)

@@ -30,7 +30,7 @@ from training.mixture.packing import (
     pack_sequences_images,
     save_array,
 )
-from training.mixture.read import tokenize_unit_batches
+from training.mixture.read import check_unit_file, tokenize_unit_batches
 from training.mixture.sampling import (
     cap_targets,
     largest_remainder,
@@ -291,7 +291,10 @@ def read_rows_for_budget(
 
     spec_path = Path(spec_path)
     spec = load_spec(spec_path)
-    files = sorted({u.file for u in plan_units(spec, spec_path.parent, lake_root)})
+    units = plan_units(spec, spec_path.parent, lake_root)
+    for unit in units:  # a bad source file is one line naming it (not a Parquet reader error)
+        check_unit_file(unit)
+    files = sorted({u.file for u in units})
     rows, row_bytes = 0, 0.0
     for f in files:
         meta = pq.ParquetFile(f).metadata
@@ -323,6 +326,8 @@ def build_mixture(
     tok_path = prepare_tokenizer(spec, spec_path.parent, out_dir, lake_root)
     tok = load_tokenizer(tok_path)
     units = plan_units(spec, spec_path.parent, lake_root)
+    for unit in units:  # a bad source file is one line naming it, before any work
+        check_unit_file(unit)
     work = out_dir / "_corpus"
     shutil.rmtree(work, ignore_errors=True)
     try:

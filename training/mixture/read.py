@@ -23,16 +23,47 @@ from training.mixture.sources import (
 from training.mixture.spec import MixtureSpec, SpecError
 from training.tokenizer import encode_texts
 
+# Columns an image kind reads when its file has them, by kind (common.inputs).
+IMAGE_COLUMNS = {
+    "image_path": "string",
+    "image_sha256": "string",
+    "pair_id": "string",
+    "caption": "string",
+    "markdown": "string",
+    "qa": "list",
+    "blocks": "list",
+}
+
+
+def check_unit_file(unit: ReadUnit) -> None:
+    """One line naming the unit's file and the column when the file cannot be read as this
+    source (missing, empty, truncated, not Parquet, the text column missing or not text, a
+    column of the wrong kind, invalid UTF-8): a bad file never reaches the tokenizer."""
+    from common.inputs import check_file
+
+    fix = (
+        f"fix or rebuild it (buckets.{unit.bucket}.sources[{unit.source}] of the mixture spec, "
+        f"kind {unit.kind!r})"
+    )
+    if unit.kind == "text":
+        check_file(unit.file, {unit.text_column: "string"}, fix=fix)
+    else:
+        optional = dict(IMAGE_COLUMNS)
+        if unit.text_column not in ("caption", "text"):
+            optional[unit.text_column] = "string"
+        check_file(unit.file, {}, optional, fix=fix)
+
 
 def check_unit(unit: ReadUnit) -> int:
     """Validate a unit's columns and predicates against its file; return its training-allowed row count."""
     import duckdb
 
+    check_unit_file(unit)
     sql = _select_sql(unit)
     if unit.kind != "text":
-        import pyarrow.parquet as pq
+        from training.mixture.sources import _schema
 
-        sql = image_sql(unit, "training_allowed" in pq.read_schema(unit.file).names)
+        sql = image_sql(unit, "training_allowed" in _schema(unit.file).names)
     con = duckdb.connect()
     try:
         return int(con.execute(f"SELECT count(*) FROM ({sql})", [unit.file]).fetchone()[0])

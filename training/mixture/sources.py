@@ -187,9 +187,11 @@ LEDGER_URL_KEYS = ("url", "doc_url", "page_url")
 
 
 def _schema(file: str):
-    import pyarrow.parquet as pq
+    """The source file's schema; one line naming the file when it is missing, empty, truncated
+    or not Parquet (common.inputs)."""
+    from common.inputs import read_schema
 
-    return pq.read_schema(file)
+    return read_schema(file, "fix or rebuild the source file the mixture spec names")
 
 
 def flag_sql(schema) -> str:
