@@ -437,6 +437,7 @@ def test_crawl_decisions_check_reads_flags_with_the_consent_rule(tmp_path):
                 "robots_crawl": ["allowed"] * len(flags),
                 "robots_training": ["disallowed"] * len(flags),
                 "training_allowed": pa.array(flags, flag_type),
+                "warc_file": pa.array([None] * len(flags), pa.string()),
             }
         )
         pq.write_table(table, tmp_path / "pages.parquet")
