@@ -80,12 +80,69 @@ LOAD_MORE_TEXTS = (
     "visa fler",
     "vis flere",
     "näytä lisää",
+    "more stories",
+    "more articles",
+    "more posts",
+    "more comments",
+    "show all comments",
+    "load older",
+    "weitere beiträge",
+    "weitere artikel",
+    "plus d'articles",
+    "voir plus",
+    "afficher la suite",
+    "mostra di più",
+    "carica altri",
+    "mostrar mais",
+    "ver mais",
+    "laad meer",
+    "meer tonen",
+    "ladda fler",
+    "visa mer",
+    "indlæs flere",
+    "vis mere",
+    "last flere",
+    "lataa lisää",
+    "načíst další",
+    "zobrazit více",
+    "több betöltése",
+    "încarcă mai multe",
+    "vezi mai multe",
+    "φόρτωση περισσότερων",
+    "περισσότερα",
+    "завантажити ще",
+    "показати більше",
+    "показать больше",
+    "טען עוד",
+    "הצג עוד",
+    "تحميل المزيد",
+    "عرض المزيد",
+    "المزيد من",
+    "और लोड करें",
+    "और दिखाएँ",
+    "और देखें",
+    "xem thêm",
+    "tải thêm",
+    "muat lebih banyak",
+    "lihat lebih banyak",
+    "โหลดเพิ่ม",
+    "ดูเพิ่มเติม",
+    "さらに読み込む",
+    "もっと読み込む",
+    "続きを表示",
+    "さらに表示",
+    "더 불러오기",
+    "더보기",
+    "顯示更多",
+    "查看更多",
+    "更多",
 )
 # "Loading" as a placeholder says in many languages (matched on short element texts only).
 LOADING_TEXTS = (
     "loading",
     "please wait",
     "wird geladen",
+    "werden geladen",
     "lädt",
     "laden …",
     "laden...",
@@ -378,6 +435,7 @@ class _Page:
         if self.body is None:
             self.body = tree
         self.inline: list[str] = []
+        self.inline_els: list = []
         self.external: list[str] = []
         self.islands: list[tuple[str, str]] = []
         for s in tree.iter("script"):
@@ -387,6 +445,7 @@ class _Page:
                     self.external.append(s.get("src"))
                 elif (s.text or "").strip():
                     self.inline.append(s.text)
+                    self.inline_els.append(s)
             elif kind in _DATA_TYPES:
                 self.islands.append((s.get("id") or kind, s.text or ""))
         self.handlers = any(
@@ -396,6 +455,13 @@ class _Page:
         self.region = _main_region(self.body, self.weight)
         self.flow = _main_flow(self.region)
         self.main_weight = _weight(self.region, _SKIP_TEXT | _CHROME, links=False)
+        if self.main_weight < SHELL_TEXT_CHARS and self.region is not self.body:
+            # The guess missed the page's text (a teaser box, an empty <main> beside the real
+            # article): a reader meets the body's prose, so that is the main content.
+            body_weight = _weight(self.body, _SKIP_TEXT | _CHROME, links=False)
+            if body_weight >= 2 * SHELL_TEXT_CHARS:
+                self.region, self.main_weight = self.body, body_weight
+                self.flow = [self.body]
         self.visible = _norm(" ".join(_texts(self.body)) + " " + (tree.findtext(".//title") or ""))
 
     @property
@@ -444,18 +510,27 @@ def _fetches_content(source: str) -> bool:
     return n > len(_WRITE_METHOD.findall(source))
 
 
-def _script_evidence(page: _Page) -> tuple[list[str], set[int]]:
-    """Strong evidence from inline scripts; also the ids of empty elements they write into."""
+def _script_evidence(page: _Page) -> tuple[list[str], list[str], set[int]]:
+    """(strong, weak) evidence from inline scripts; also the ids of empty elements they write into."""
     found: list[str] = []
+    weak: list[str] = []
     written: set[int] = set()
+    little_text = page.main_weight < SHELL_TEXT_CHARS
     empties = [
         el
         for el in page.body.iter()
         if isinstance(el.tag, str) and (el.tag in _CONTAINERS or "-" in el.tag) and page.empty(el)
     ]
-    for src in page.inline:
-        writes = bool(_TEXT_WRITE.search(src))
-        if not writes:
+    for src, el in zip(page.inline, page.inline_els, strict=True):
+        if _DOC_WRITE.search(src) and (little_text or page.in_flow(el)):
+            # document.write runs while the page is parsed; real pages write ad slots, script
+            # tags, dates. Only prose the page does not show is missing main content.
+            written_prose = _prose_missing(
+                [t for t in _js_strings(src) if "<script" not in t.lower()], page.visible
+            )
+            if written_prose >= MISSING_PROSE_CHARS:
+                found.append(f"document.write of {written_prose} chars of text")
+        if not _TEXT_WRITE.search(src):
             continue
         ids, classes, tags = _refs(src)
         targets = [
@@ -466,57 +541,136 @@ def _script_evidence(page: _Page) -> tuple[list[str], set[int]]:
             or (el.tag in tags and el.tag in ("main", "article", "section"))
         ]
         written.update(id(el) for el in targets)
+        if _SCROLL.search(src) and _fetches_content(src) and not _USER_INPUT.search(src):
+            # A feed that loads more as the reader scrolls: the script watches a sentinel or
+            # the scroll position and appends to a feed of the main content.
+            feeds = [
+                el
+                for el in page.flow_elements()
+                if isinstance(el.tag, str)
+                and (el.get("id") in ids or set((el.get("class") or "").split()) & classes)
+                and (_SENTINEL_NAME.search(_names(el)) or _content_named(el))
+            ]
+            if feeds or little_text:
+                where = f" ({_describe(feeds[0])})" if feeds else ""
+                found.append(f"infinite scroll: inline script loads more on scroll{where}")
         # Writes only into boxes outside the main content (a header search, a footer form) or
         # only on typing and submitting are no evidence of missing main content.
         outside = targets and page.main_weight >= EMPTY_MAIN_CHARS
         outside = outside and not any(page.in_flow(el) for el in targets)
         user_only = bool(_USER_INPUT.search(src)) or outside
-        if _fetches_content(src) and not user_only:
+        ad_only = targets and all(
+            _ad_named(el, aux=False)
+            or not (
+                _content_named(el, comments=True)
+                or el.tag in ("main", "article", "section")
+                or little_text
+                or (page.in_flow(el) and _ends_flow(el, page))
+            )
+            for el in targets
+        )
+        if _fetches_content(src) and not user_only and not ad_only:
             where = f" into {_describe(targets[0])}" if targets else " into the page"
-            found.append(f"inline script fetches data and writes it{where}")
-            if _SCROLL.search(src):
-                found.append("infinite scroll: inline script loads more on scroll")
-        elif targets and not user_only:
+            if targets or little_text:
+                found.append(f"inline script fetches data and writes it{where}")
+            else:  # real pages fetch for widgets, consent, ads: only a probe can tell
+                weak.append(f"inline script fetches data and writes it{where}")
+        elif targets and not user_only and not ad_only:
             when = " after a timer" if _TIMER.search(src) else ""
             found.append(f"inline script writes text into empty {_describe(targets[0])}{when}")
-        if _DOC_WRITE.search(src) and any(
-            "<script" not in s.lower() for s in _js_strings(src) if "<" in s or len(s) > 40
-        ):
-            found.append("document.write of content")
         if _SHADOW.search(src):
             found.append("shadow dom: inline script attaches a shadow root")
-    return list(dict.fromkeys(found)), written
+    return list(dict.fromkeys(found)), list(dict.fromkeys(weak)), written
 
 
-def _placeholders(page: _Page) -> list[str]:
+def _names(el) -> str:
+    return f"{el.get('id') or ''} {el.get('class') or ''} {el.tag}".lower()
+
+
+# Names of boxes where a page's content goes (a feed, the rest of an article, comments, an app).
+_CONTENT_NAME = re.compile(
+    r"(^|[-_ .])(app|root|content|article|story|stories|body|text|feed|stream|list|items?|posts?|"
+    r"results?|reviews?|rest|continued|part|timeline|entries|entry|cards|reader|mount|spa|"
+    r"chapter|__next|__nuxt)($|[-_ .\d])"
+)
+# Names of boxes that hold no main content: ads, trackers, social and media widgets, consent.
+_AD_NAME = re.compile(
+    r"(^|[-_ .])(ad|ads|adv|advert\w*|adslot|adspot|anzeige|werbung|banner|gpt|dfp|sponsor\w*|"
+    r"promo\w*|taboola|outbrain|plista|teads|billboard|skyscraper|leaderboard|rectangle|share|"
+    r"sharing|social|newsletter|cookie\w*|consent|gdpr|tracking|pixel|widget|player|video|audio|"
+    r"map|maps|chart|fb|twitter|tweet|instagram|youtube|facebook|disqus\w*|search|menu|nav|login|"
+    r"cart|modal|dialog|popup|toast|tooltip|icon|logo|rating|gallery|slider|carousel|weather|"
+    r"ticker|countdown|clearfix|clear|spacer|sticky|overlay|subscribe|paywall|notice|"
+    r"progress\w*|paid\w*|analytics|button|btn|tile|trigger|tray|img|image|picture|photo|row|"
+    r"col|grid)($|[-_ .\d])"
+)
+# Boxes beside the main content: what an empty one of them misses is not the page's main text.
+_AUX_NAME = re.compile(
+    r"(^|[-_ .])(sidebar|related|recirc\w*|recommend\w*|teaser|aside|comments?|discussion|"
+    r"respond|reply|replies|count|breadcrumbs?|tags?|author|meta|state)($|[-_ .\d])"
+)
+# An element a feed watches (IntersectionObserver) or scrolls to, at the end of its items.
+_SENTINEL_NAME = re.compile(
+    r"sentinel|infinite|load-?more|loadmore|feed-?end|end-of-feed|scroll-?trigger|observer|"
+    r"pagination-?trigger|next-?page|lazy-?load",
+    re.I,
+)
+
+
+# A custom element whose name says it holds the text (not a button, tile or image).
+_CUSTOM_CONTENT = re.compile(
+    r"(^|-)(article|story|body|text|content|post|entry|feed|reader|chapter|reviews?|timeline|"
+    r"stream|posts|list|items)(-|$)"
+)
+
+
+def _ad_named(el, aux: bool = True) -> bool:
+    names = _names(el)
+    return bool(_AD_NAME.search(names) or (aux and _AUX_NAME.search(names)))
+
+
+def _content_named(el, comments: bool = False) -> bool:
+    """Named for content; with `comments`, a comment box counts (a script filling it adds text)."""
+    names = _names(el)
+    if comments and re.search(r"(^|[-_ .])comments?($|[-_ .\d])", names):
+        return not _AD_NAME.search(names)
+    return bool(_CONTENT_NAME.search(names)) and not _ad_named(el)
+
+
+def _placeholders(page: _Page) -> list[tuple[str, object]]:
     found = []
     for el in page.flow_elements():
         if not isinstance(el.tag, str) or el.tag in _SKIP_TEXT:
             continue
         if _hidden(el) or any(a.tag in ("form", "button") for a in el.iterancestors()):
             continue
+        if _ad_named(el) or any(_ad_named(a) for a in el.iterancestors() if page.in_flow(a)):
+            continue  # a widget's, an ad's or the comments' own loader
         if el.get("aria-busy") == "true":
-            found.append(f"aria-busy {_describe(el)}")
+            found.append((f"aria-busy {_describe(el)}", el))
         elif el.get("role") == "progressbar" or el.tag == "progress":
-            found.append(f"progress indicator {_describe(el)}")
+            found.append((f"progress indicator {_describe(el)}", el))
         elif _PLACEHOLDER_CLASS.search(el.get("class") or "") and page.weight(el) == 0:
-            found.append(
-                f"{_PLACEHOLDER_CLASS.search(el.get('class')).group(2).lower()} {_describe(el)}"
-            )
+            kind = _PLACEHOLDER_CLASS.search(el.get("class")).group(2).lower()
+            found.append((f"{kind} {_describe(el)}", el))
         elif len(el) == 0 and el.text and len(el.text) <= 80 and is_loading_text(el.text):
-            found.append(f'"{" ".join(el.text.split())}"')
-    return list(dict.fromkeys(found))
+            found.append((f'"{" ".join(el.text.split())}"', el))
+    return found
 
 
-def _load_more_controls(page: _Page) -> list[str]:
+def _load_more_controls(page: _Page) -> list[tuple[str, object]]:
+    """Controls a reader would click to get more of the page: a button, an <a> that loads rather
+    than navigates, a role=button, labelled "load more" (or "mehr laden", "voir plus", ...)."""
     out = []
-    for el in page.body.iter("button", "a", "span", "div"):
-        if el.tag in ("span", "div") and el.get("role") != "button":
+    for el in page.body.iter("button", "a", "span", "div", "li"):
+        if el.tag in ("span", "div", "li") and el.get("role") != "button":
             continue
         href = (el.get("href") or "").strip()
         if el.tag == "a" and href and not href.startswith(("#", "javascript:")):
             continue  # a real link: it navigates, it loads nothing into this page
-        if any(a.tag == "form" for a in el.iterancestors()):
+        if any(a.tag in ("form", "nav", "header", "footer") for a in el.iterancestors()):
+            continue
+        if _hidden(el):
             continue
         controls = el.get("aria-controls")
         if controls:
@@ -527,14 +681,23 @@ def _load_more_controls(page: _Page) -> list[str]:
         if text and len(text) < 60:
             hit = next((m for m in LOAD_MORE_TEXTS if m in text), None)
             if hit:
-                out.append(text)
+                out.append((text, el))
     return out
 
 
 def _evidence(page: _Page) -> tuple[list[str], list[str], list[str]]:
-    """(strong, weak, supporting) evidence of script-made main content."""
+    """(strong, weak, supporting) evidence of script-made main content.
+
+    Strong evidence is what a reader of the page would meet: (almost) no main text, a control
+    that promises more content, a feed that ends in a sentinel or a spinner, an empty box named
+    for content where the main content ends, an empty custom element (a shadow-root host) that
+    holds the article, an inline script that writes into such a box. Boxes named for ads,
+    widgets and trackers are no evidence; prose in scripts or data blobs counts only where the
+    page has a place for it (little text, or an empty content box).
+    """
     strong: list[str] = []
     weak: list[str] = []
+    places: list[str] = []  # weak places for content: an upgrade target for missing prose
     support: list[str] = []
     kb = len(etree.tostring(page.tree)) / 1024
     if page.main_weight < EMPTY_MAIN_CHARS:
@@ -547,68 +710,99 @@ def _evidence(page: _Page) -> tuple[list[str], list[str], list[str]]:
             f"little text: {page.main_weight} chars in the main content, {kb:.1f} KB of markup"
         )
     little_text = page.main_weight < SHELL_TEXT_CHARS
-    script_found, written = _script_evidence(page)
+    script_found, script_weak, written = _script_evidence(page)
     strong += script_found
-    # Empty containers in the main content that no inline script explains: external scripts may fill them.
+    weak += script_weak
+    scripts = page.runs_scripts
+    # Empty boxes in the main content that no inline script explains: external scripts may fill them.
     explained = set(written)
     quoted = " ".join(page.inline)
     for el in page.flow_elements():
         if not isinstance(el.tag, str) or id(el) in explained or el is page.region:
             continue
         custom = "-" in el.tag
-        if not (custom or el.tag in _CONTAINERS) or not page.empty(el):
+        if not (custom or el.tag in _CONTAINERS) or not page.empty(el) or _ad_named(el):
             continue
-        if custom:
-            strong.append(f"shadow dom: empty custom element <{el.tag}> in the main content")
+        ends = _ends_flow(el, page)
+        if ends and _SENTINEL_NAME.search(_names(el)) and scripts:
+            strong.append(f"feed ends in a sentinel {_describe(el)}")
+        elif custom:
+            if little_text or (_content_named(el) and _CUSTOM_CONTENT.search(el.tag)):
+                strong.append(f"shadow dom: empty custom element <{el.tag}> in the main content")
+            else:
+                places.append(f"empty custom element <{el.tag}> mid-content")
+        elif not _content_named(el):
+            continue
         elif el.get("id") and re.search(rf"""['"`]#?{re.escape(el.get("id"))}['"`]""", quoted):
-            continue  # an inline script handles it and writes no text (an ad slot, a widget)
-        elif page.external and el.get("id") and (_ends_flow(el, page) or little_text):
+            continue  # an inline script handles it and writes no text (a widget)
+        elif page.external and el.get("id") and (ends or little_text):
             strong.append(
                 f"empty container {_describe(el)} ends the main content, with external scripts"
             )
-        elif page.external and (el.get("id") or el.get("class")):
-            weak.append(f"empty box {_describe(el)} in the main content, with external scripts")
+        elif page.external:
+            places.append(f"empty box {_describe(el)} in the main content, with external scripts")
     if page.external:
         for el in page.flow_elements():
             if isinstance(el.tag, str) and el.tag in _CONTAINERS and _heading_only(el):
-                weak.append(
-                    f"heading with nothing under it in {_describe(el)}, with external scripts"
-                )
-                break
-    if page.runs_scripts:
+                if not _ad_named(el):
+                    places.append(
+                        f"heading with nothing under it in {_describe(el)}, with external scripts"
+                    )
+                    break
+    if scripts:
         holders = _placeholders(page)
-        if holders:
-            strong.append(f"loading placeholder ({', '.join(holders[:3])})")
+        ending = [d for d, el in holders if el.get("aria-busy") == "true" or _ends_flow(el, page)]
+        if ending or (holders and little_text):
+            strong.append(
+                f"loading placeholder ({', '.join((ending or [d for d, _ in holders])[:3])})"
+            )
+        elif holders:
+            places.append(
+                f"loading placeholder mid-content ({', '.join(d for d, _ in holders[:3])})"
+            )
+    prose: list[str] = []
     strings = [s for src in page.inline for s in _js_strings(src)]
     missing = _prose_missing(strings, page.visible) if page.inline else 0
     if missing >= MISSING_PROSE_CHARS:
-        strong.append(f"scripts carry {missing} chars of text the page does not show")
+        prose.append(f"scripts carry {missing} chars of text the page does not show")
     for name, blob in page.islands:
         try:
             values = list(_json_strings(json.loads(blob)))
         except ValueError:
             values = list(_js_strings(blob)) or [blob]
         missing = _prose_missing(values, page.visible)
-        if missing >= MISSING_PROSE_CHARS and page.runs_scripts:
-            strong.append(
+        if missing >= MISSING_PROSE_CHARS and scripts:
+            prose.append(
                 f"data blob #{name} carries {missing} chars of text the page does not show"
             )
     templates = [" ".join(_texts(t, set())) for t in page.body.iter("template")]
     if templates and page.inline:
         missing = _prose_missing(templates, page.visible)
         if missing >= MISSING_PROSE_CHARS:
-            strong.append(f"template carries {missing} chars of text a script shows")
+            prose.append(f"template carries {missing} chars of text a script shows")
     controls = _load_more_controls(page)
-    if controls and page.runs_scripts:
-        # A load-more control next to an empty box: the box is where the loaded items go.
-        boxes = [w for w in weak if w.startswith("empty box")]
-        if strong or boxes:
-            strong += boxes + [f"load-more control ({controls[0]})"]
-            weak = [w for w in weak if w not in boxes]
+    if controls and scripts:
+        # In the main content (not beside it, under related links or comments), or on a page
+        # with little text: what it loads is the page's own content.
+        main = [
+            t
+            for t, el in controls
+            if little_text
+            or (
+                page.in_flow(el)
+                and not any(_ad_named(a) for a in el.iterancestors() if page.in_flow(a))
+            )
+        ]
+        if main:
+            strong.append(f"load-more control ({main[0]})")
         else:
-            weak.append(f"load-more control ({controls[0]})")
+            weak.append(f"load-more control beside the main content ({controls[0][0]})")
+    if prose and little_text:
+        strong += prose  # text the page does not show, and little text where it would go
+    else:
+        weak += places + prose
     noscript = " ".join(" ".join(n.itertext()) for n in page.tree.iter("noscript")).strip()
-    if noscript and page.runs_scripts:
+    if noscript and scripts:
         support.append("noscript hint")
     return strong, weak, support
 
