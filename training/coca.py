@@ -142,6 +142,7 @@ def kept_pairs(
     import pyarrow.parquet as pq
 
     from common.consent import NO_LEDGER
+    from training.mixture.images import BadImagePath, resolve_image
 
     rule = consent or NO_LEDGER
 
@@ -157,6 +158,10 @@ def kept_pairs(
             )
         for r in table.to_pylist():
             if r["drop_reason"] is None and r["image_path"] and rule.allows(r):
+                try:  # inside the pairs' own directory: no local file outside it is read
+                    resolve_image(r["image_path"], f.parent)
+                except BadImagePath:
+                    continue  # absolute, '..' or a symlink out: not an image of this dataset
                 out.append(
                     {
                         "pair_id": r["id"],

@@ -185,6 +185,11 @@ def images_build(p: ImagesBuildParams, lake: Lake) -> ImagesBuildSummary:
     )
 
 
+# The columns the interleaved filter reads, by kind (common.inputs).
+PAIRS_COLUMNS = {"doc_id": "string", "src": "string", "position": "int", "drop_reason": "string"}
+INTERLEAVED_COLUMNS = {"doc_id": "string", "blocks": "list"}
+
+
 def _pairs_files(pairs: Path) -> list[Path]:
     """pairs.parquet of a `images build` output, or of every shard under a directory."""
     pairs = Path(pairs)
@@ -198,7 +203,6 @@ def write_interleaved(docs: Path, pairs_files: list[Path], out: Path, cfg) -> in
     """extract's interleaved.parquet, filtered by the pairs: out/interleaved.parquet (with a
     `text` column, `<|image|>` at each kept image) and out/interleaved_report.parquet."""
     import pyarrow as pa
-    import pyarrow.parquet as pq
 
     from filters.images import filter_documents
     from filters.images.interleaved import documents_table, report_table
@@ -207,8 +211,12 @@ def write_interleaved(docs: Path, pairs_files: list[Path], out: Path, cfg) -> in
     source = Path(docs) / "interleaved.parquet"
     if not source.exists():
         raise FileNotFoundError(f"{source}: no interleaved documents (run `refinery extract`)")
-    pairs = [r for f in pairs_files for r in pq.read_table(f).to_pylist()]
-    kept, report = filter_documents(pq.read_table(source).to_pylist(), pairs, cfg.interleaved)
+    from common.inputs import read_rows
+
+    fix = "re-run `refinery images build` (pairs) or `refinery extract` (interleaved)"
+    pairs = [r for f in pairs_files for r in read_rows(f, required=PAIRS_COLUMNS, fix=fix)]
+    docs_rows = read_rows(source, required=INTERLEAVED_COLUMNS, fix=fix)
+    kept, report = filter_documents(docs_rows, pairs, cfg.interleaved)
     table = documents_table(kept)
     table = table.append_column(
         "text", pa.array([interleaved_text(d["blocks"]) for d in kept], pa.string())
@@ -281,15 +289,22 @@ def kept_pairs(pairs_files: list[Path], consent=None) -> list[tuple[str, str]]:
     """(image path, caption) of the kept, training-allowed pairs: the consent rule
     (`common.consent`: the pair's flag is the boolean true, and `consent`'s ledger, when given,
     has not opted out its document)."""
-    import pyarrow.parquet as pq
 
     from common.consent import NO_LEDGER
+    from common.inputs import read_rows
+    from training.mixture.images import BadImagePath, resolve_image
 
     rule = consent if consent is not None else NO_LEDGER
     out = []
+    fix = "re-run `refinery images build`"
+    need = {"drop_reason": "string", "image_path": "string", "caption": "string"}
     for f in pairs_files:
-        for r in pq.read_table(f).to_pylist():
+        for r in read_rows(f, required=need, fix=fix):
             if r["drop_reason"] is None and r["image_path"] and rule.allows(r):
+                try:  # inside the pairs' own directory: no local file outside it is trained on
+                    resolve_image(r["image_path"], f.parent)
+                except BadImagePath:
+                    continue  # not an image of this dataset (absolute, '..', symlink out)
                 out.append((str(f.parent / r["image_path"]), r["caption"]))
     return out
 

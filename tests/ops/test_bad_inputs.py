@@ -353,3 +353,25 @@ def test_images_build_goes_on_past_a_src_no_connection_could_use(tmp_path):
             assert r["drop_reason"] is None and r["image_path"], r
         else:
             assert r["drop_reason"] == "fetch_error" and r["error"].startswith("bad-url: "), r
+
+
+def test_training_pairs_stay_inside_their_dataset(tmp_path):
+    """clip train and the captioner read the kept pairs' images: an absolute or escaping
+    image_path (/dev/zero, another directory's file) is not one of the dataset's images."""
+    from pipelines.stages.images import kept_pairs as clip_pairs
+    from training.coca import kept_pairs as captioner_pairs
+
+    d = tmp_path / "pairs"
+    _png(d / "images" / "ok.png", 1)
+    _png(tmp_path / "secret.png", 2)
+    (d / "images" / "link.png").symlink_to(tmp_path / "secret.png")
+    paths = ["images/ok.png", "/dev/zero", str(tmp_path / "secret.png"), "../secret.png"]
+    paths.append("images/link.png")
+    rows = [
+        {"id": f"p{i}", "caption": "c", "image_path": p, "image_sha256": None}
+        | {"drop_reason": None, "training_allowed": True}
+        for i, p in enumerate(paths)
+    ]
+    pq.write_table(pa.Table.from_pylist(rows), d / "pairs.parquet")
+    assert [p for p, _ in clip_pairs([d / "pairs.parquet"])] == [str(d / "images/ok.png")]
+    assert [p["pair_id"] for p in captioner_pairs(d / "pairs.parquet")] == ["p0"]
