@@ -279,20 +279,30 @@ def load_label_rows(spec: str | Path) -> list[dict]:
         raise FileNotFoundError(
             f"--labels {spec}: not a file (give a .parquet or .jsonl file){hint}"
         )
+    from common.inputs import read_jsonl, read_rows
+
+    fix = "give labelled documents with a text column (and optionally lang, training_allowed)"
     if path.suffix == ".parquet":
-        import pyarrow.parquet as pq
-
-        rows = pq.read_table(path).to_pylist()
+        rows = read_rows(path, required={"text": "string"}, optional={"lang": "string"}, fix=fix)
     elif path.suffix in {".jsonl", ".json"}:
-        import json
-
-        rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+        rows, bad = read_jsonl(path, fix)
+        if bad:
+            raise ValueError(
+                f"--labels {spec}: line {bad[0]['line']}: {bad[0]['reason']} ({len(bad)} bad "
+                "lines); each line must be one JSON object with a text field"
+            )
     else:
         raise ValueError(
             f"--labels {spec}: unsupported format {path.suffix!r}; use .parquet or .jsonl"
         )
-    if rows and "text" not in rows[0]:
-        raise KeyError(f"--labels {spec}: missing column `text`")
+    for i, r in enumerate(rows):
+        if not isinstance(r.get("text"), str):
+            raise ValueError(
+                f"--labels {spec}: row {i}: `text` is {type(r.get('text')).__name__}, not text; "
+                + fix
+            )
+        if r.get("lang") is not None and not isinstance(r["lang"], str):
+            raise ValueError(f"--labels {spec}: row {i}: `lang` is not text; {fix}")
     if rows and "lang" not in rows[0]:
         from common.langid import LanguageIdentifier
 

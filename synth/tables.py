@@ -78,7 +78,13 @@ TABLE_PAIRS = pa.schema(
         ("status", pa.string()),
     ]
 )
-_REQUIRED = ("doc_id", "table_index", "markdown", "cells", "training_allowed")
+_REQUIRED = {
+    "doc_id": "string",
+    "table_index": "int",
+    "markdown": "string",
+    "cells": "list",
+    "training_allowed": "any",
+}
 
 STYLESHEET = """
 html, body { margin: 0; padding: 0; background: #ffffff; }
@@ -711,14 +717,24 @@ def read_tables(tables_dir: str | Path) -> list[dict[str, Any]]:
             f"{path} does not exist; pass the extract stage's output directory "
             f"(the one holding {INPUT_NAME})"
         )
-    table = pq.read_table(path)
-    missing = [c for c in _REQUIRED if c not in table.column_names]
+    from common.inputs import check_columns, read_parquet, read_schema
+
+    fix = "it must be an extract stage tables.parquet (crawlers.extract.schema.TABLES)"
+    schema = read_schema(path, fix)
+    missing = [c for c in _REQUIRED if c not in schema.names]
     if missing:
         raise ValueError(
             f"{path} lacks column(s) {', '.join(missing)}; it must be an extract stage "
             "tables.parquet (crawlers.extract.schema.TABLES)"
         )
-    return table.to_pylist()
+    check_columns(path, schema, _REQUIRED, fix=fix)
+    rows = read_parquet(path, fix=fix).to_pylist()
+    # (doc_id, table_index) is the pair's id and the output's sort key: a row without one is
+    # no table (one line naming the row), not a TypeError in the middle of the run
+    for i, r in enumerate(rows):
+        if r["doc_id"] is None or r["table_index"] is None:
+            raise ValueError(f"{path}: row {i} has a null doc_id or table_index; {fix}")
+    return rows
 
 
 def pair_id(doc_id: str, table_index: int) -> str:

@@ -330,3 +330,97 @@ def test_mix_build_sources(tmp_path, tokenizer):
     only |= {"image_path-junk", "image_path-nul", "image_path-bad-utf8", "id-float"}
     setup = _mix_setup(tokenizer, None, docs, buf.getvalue())
     fuzz(tmp_path / "c", "charts.parquet", charts, "image_path", ["id", "image_path"], setup, only)
+
+
+# --- images interleaved: pairs.parquet ------------------------------------------------------
+def test_images_interleaved_pairs(tmp_path):
+    inter = pa.table(
+        {
+            "doc_id": ["d0", "d1"],
+            "url": ["http://127.0.0.1/p0", "http://127.0.0.1/p1"],
+            "blocks": [
+                [
+                    {"kind": "text", "text": " ".join(WORDS), "src": None, "alt": None},
+                    {"kind": "image", "text": None, "src": "http://127.0.0.1/a.png", "alt": "a"},
+                ],
+                [{"kind": "text", "text": " ".join(WORDS * 2), "src": None, "alt": None}],
+            ],
+            "training_allowed": [True, True],
+        }
+    )
+    pairs = pa.table(
+        {
+            "id": ["d0-1"],
+            "doc_id": ["d0"],
+            "src": ["http://127.0.0.1/a.png"],
+            "position": pa.array([1], pa.int32()),
+            "caption": ["a red square"],
+            "image_path": ["images/a.png"],
+            "drop_reason": pa.array([None], pa.string()),
+            "clip_score": pa.array([None], pa.float32()),
+            "training_allowed": [True],
+        }
+    )
+
+    def setup(case: Path) -> list[str]:
+        _write(case / "docs" / "interleaved.parquet", inter)
+        args = ["images", "interleaved", "--docs", str(case / "docs"), "--pairs"]
+        return [*args, str(case / "in" / "pairs.parquet"), "--out", str(case / "out")]
+
+    _write(tmp_path / "valid" / "in" / "pairs.parquet", pairs)
+    code, output = _run(setup(tmp_path / "valid"))
+    assert code == 0, output
+    codes = fuzz(tmp_path, "pairs.parquet", pairs, "caption", ["doc_id", "position", "src"], setup)
+    assert codes["missing-position"] == 2 and codes["caption-nul"] == 0
+
+
+# --- synth tables and quality train: the file-level cases (a valid run renders or trains) ---
+def test_synth_tables_and_quality_labels(tmp_path):
+    cells = pa.list_(pa.list_(pa.string()))
+    tables = pa.table(
+        {
+            "doc_id": ["d0"],
+            "url": ["http://127.0.0.1/p0"],
+            "table_index": pa.array([0], pa.int32()),
+            "markdown": ["| a | b |\n|---|---|\n| 1 | 2 |"],
+            "header": [["a", "b"]],
+            "cells": pa.array([[["a", "b"], ["1", "2"]]], cells),
+            "n_rows": pa.array([2], pa.int32()),
+            "n_cols": pa.array([2], pa.int32()),
+            "training_allowed": [True],
+        }
+    )
+    file_level = {"empty-file", "truncated", "footer-only", "not-parquet"}
+
+    def tables_setup(case: Path) -> list[str]:
+        return ["synth", "tables", "--tables", str(case / "in"), "--out", str(case / "out")]
+
+    only = file_level | {"missing-doc_id", "missing-table_index", "markdown-int64"}
+    only |= {"markdown-bad-utf8", "doc_id-float", "table_index-float"}
+    codes = fuzz(
+        tmp_path / "t",
+        "tables.parquet",
+        tables,
+        "markdown",
+        ["doc_id", "table_index"],
+        tables_setup,
+        only,
+    )
+    assert set(codes.values()) == {2}
+
+    def labels_setup(case: Path) -> list[str]:
+        args = ["quality", "train", "--lang", "en", "--labels", str(case / "in" / "labels.parquet")]
+        return [*args, "--out", str(case / "out" / "m.bin")]
+
+    only = file_level | {"missing-text", "text-int64", "text-null", "text-bad-utf8", "lang-float"}
+    labels = documents(6).append_column("lang", pa.array(["en"] * 6))
+    codes = fuzz(tmp_path / "q", "labels.parquet", labels, "text", ["lang"], labels_setup, only)
+    assert set(codes.values()) == {2}
+    jsonl = tmp_path / "labels.jsonl"
+    jsonl.write_bytes(b'{"text": "fine", "lang": "en"}\n{"text": "cut\n[1, 2]\n\xff\xfe\n')
+    code, output = _run(
+        ["quality", "train", "--lang", "en", "--labels", str(jsonl)]
+        + ["--out", str(tmp_path / "j" / "m.bin")]
+    )
+    check_outcome(code, output, jsonl, "labels.jsonl bad lines")
+    assert code == 2 and "line 2" in output
