@@ -33,6 +33,7 @@ from crawlers.crawl.robots_policy import ALLOWED, UNREACHABLE, RobotsFetch
 from crawlers.crawl.routing import OTHER_SHARD, OUTBOX_SCHEMA, ShardRouter, shard_root_of
 from crawlers.crawl.scheduler import DISCOVERED, SEED, SITEMAP, Scheduler
 from crawlers.crawl.sitemaps import parse_sitemap
+from crawlers.crawl.traps import main_text, pagination_step
 from crawlers.crawl.warc import WarcStore
 from crawlers.robots import RobotsTxt
 
@@ -112,6 +113,7 @@ class Crawler:
         self.downloader = Downloader(config, on_robots_fetch=self._robots_fetched)
         self.politeness = self.downloader.politeness
         self.known: set[str] = set()
+        self.too_deep: set[str] = set()  # skipped for max-depth (this run): found again, re-judged
         self.per_host: Counter[str] = Counter()
         self.topics_fetched: Counter[str] = Counter()
         self.stats: Counter[str] = Counter()
@@ -121,6 +123,7 @@ class Crawler:
         self.router = ShardRouter(
             config, self.frontier, shard_root_of(self.out_dir, config), self.stats
         )
+        self.sched.reprice = self._reprice
         self.sched_s = 0.0  # CPU spent choosing what to fetch next
         self._finished: list[str] = []  # URLs that reached a final state since the checkpoint
         self._since_checkpoint = 0
@@ -188,10 +191,15 @@ class Crawler:
         tier: int = 1,
         routed: bool = False,
     ) -> str:
-        """Add a URL (inside the caller's transaction); returns 'queued', 'known' or the skip reason."""
-        if url in self.known:
+        """Add a URL (inside the caller's transaction); returns 'queued', 'known' or the skip reason.
+
+        A URL skipped for max-depth is looked at again when a later link reaches it within
+        max_depth (links are found in fetch order, not shortest path first)."""
+        again = url in self.too_deep and depth <= self.cfg.max_depth
+        if url in self.known and not again:
             return "known"
         self.known.add(url)
+        self.too_deep.discard(url)
         tier = 0 if source == "seed" else tier
         row = queued_row(
             url, depth, source, parent, anchor, parent_topic, tier, self.langs, self.weights
@@ -210,21 +218,78 @@ class Crawler:
             reason = other_shard
         elif depth > self.cfg.max_depth:
             reason = f"max-depth: {depth} > {self.cfg.max_depth}"
+            self.too_deep.add(url)
         elif self.cfg.max_pages_per_host and self.per_host[host] >= self.cfg.max_pages_per_host:
             reason = f"host-budget: {self.cfg.max_pages_per_host} URLs"
         else:
             reason = self.traps.check(url, parent)
         if reason:
             row.update(state="skipped", skip_reason=reason)
-            self.frontier.add(row)
-            self.stats["skipped"] += 1
+            if again:
+                self.frontier.update(url, {k: v for k, v in row.items() if k != "url"})
+            else:
+                self.frontier.add(row)
+                self.stats["skipped"] += 1
             self._finished.append(url)
             return reason
+        base = row["priority"]
+        if tier != 0:
+            adjust = self.traps.families.adjustment(url, anchor)
+            if adjust:
+                row["priority"] = round(base + adjust, 4)
+                row["priority_reasons"] += (
+                    f"; link family {adjust:+.2f} ({self.traps.families.why(url, anchor)})"
+                )
         self.per_host[host] += 1
-        self.frontier.add(row)
+        if again:
+            fields = {k: v for k, v in row.items() if k != "url"}
+            self.frontier.update(url, {**fields, "skip_reason": None})
+            self.stats["skipped"] -= 1
+            self.stats["requeued_shallower"] += 1
+        else:
+            self.frontier.add(row)
         row["seq"] = self.frontier._seq
+        row["_base"] = base  # the priority before the family's evidence (it is re-read at pop)
         self.sched.push(row)
         return "queued"
+
+    def _reprice(self, row: dict[str, Any]) -> float:
+        """A queued discovered URL's priority with its link family's evidence as of now."""
+        base = row.get("_base", row["priority"] or 0.0)
+        return round(base + self.traps.families.adjustment(row["url"], row["anchor"] or ""), 4)
+
+    def _discover_link(
+        self, url: str, depth: int, parent: str, anchor: str, parent_topic: str
+    ) -> str:
+        """Discover an outlink by its canonical address: a URL that only re-presents a document
+        (session id, sort/view parameter) is recorded as skipped with the reason and the document's
+        own address is discovered instead."""
+        clean, why = self.traps.canonical(url)
+        if clean != url:
+            if url not in self.known:
+                self._skip_variant(url, depth, parent, anchor, parent_topic, clean, why or "")
+            url = clean
+        return self._discover(url, depth, "link", parent, anchor, parent_topic)
+
+    def _skip_variant(
+        self,
+        url: str,
+        depth: int,
+        parent: str | None,
+        anchor: str,
+        parent_topic: str,
+        clean: str,
+        why: str,
+    ) -> None:
+        self.known.add(url)
+        row = queued_row(
+            url, depth, "link", parent, anchor, parent_topic, 1, self.langs, self.weights
+        )
+        reason = f"trap: {why}: the document is queued as {clean}"
+        row.update(state="skipped", skip_reason=reason)
+        self.frontier.add(row)
+        self.stats["skipped"] += 1
+        self._finished.append(url)
 
     def _skip_bad_url(
         self, url: str, why: str, depth: int, source: str, parent: str | None = None
@@ -477,6 +542,24 @@ class Crawler:
     # --- pages ------------------------------------------------------------------------
     async def _visit(self, row: dict[str, Any]) -> None:
         url, host = row["url"], row["host"]
+        if row.get("tier") != 0 and row["source"] == "link":
+            clean, why = self.traps.canonical(url)
+            if clean != url:  # queued before its parameter was recognised: fetch the document
+                self.sched.unreserve(row)
+                reason = f"trap: {why}: the document is queued as {clean}"
+                with self.frontier:
+                    self.frontier.update(url, {"state": "skipped", "skip_reason": reason})
+                    self._discover(
+                        clean,
+                        row["depth"],
+                        "link",
+                        row["parent"],
+                        row["anchor"] or "",
+                        row["topic"] or "other",
+                    )
+                self.stats["skipped"] += 1
+                self._finished.append(url)
+                return
         crawl, training, robots = await self.robots.decide(url)
         self.politeness.set_crawl_delay(host, robots.crawl_delay(self.cfg.agent))
         if self._robots_wait(host, url, crawl):
@@ -540,7 +623,7 @@ class Crawler:
         if page.lang:
             self.langs.observe(host, page.lang)
         if page.info is not None:
-            self.traps.observe(url, page.info.text, [lk.url for lk in page.info.links])
+            self.traps.observe(url, main_text(res.body), [lk.url for lk in page.info.links])
         loc = None
         if res.hops:
             loc = self.warc.write(res.hops, res.fetched_at)
@@ -550,8 +633,12 @@ class Crawler:
             if loc is not None:
                 self.frontier.commit_warc(loc.file, loc.end)
             fields["outlinks"] = len(page.links)
+            new = 0
             for lk in page.links:
-                self._discover(lk.url, row["depth"] + 1, "link", url, lk.anchor, page.topic)
+                depth = row["depth"] + (not pagination_step(lk.url, url))
+                found = self._discover_link(lk.url, depth, url, lk.anchor, page.topic)
+                new += found == "queued"
+            self.traps.families.record(url, row["anchor"] or "", res.status, new)
             for bad, why in page.bad_links:
                 self._skip_bad_url(bad, why, row["depth"] + 1, "link", url)
             if fields.get("redirect_to"):

@@ -17,6 +17,7 @@ from __future__ import annotations
 import heapq
 import time
 from collections import Counter, defaultdict, deque
+from collections.abc import Callable
 from typing import Any
 
 from crawlers.crawl.config import CrawlConfig
@@ -64,6 +65,8 @@ class Scheduler:
         self._tick = 0
         self.to_resolve: deque[str] = deque()  # hosts whose key (address) is not known yet
         self._unresolved: set[str] = set()
+        # row -> its priority now (evidence gathered since it was queued); None: stored priority
+        self.reprice: Callable[[dict[str, Any]], float] | None = None
 
     # --- queues -------------------------------------------------------------------------
     def push(self, row: dict[str, Any]) -> None:
@@ -81,10 +84,22 @@ class Scheduler:
         self.host_has_work(host)
 
     def pop(self, host: str) -> dict[str, Any]:
-        """The row of the host's best queued URL, taken off its queue."""
-        _, _, _, url = heapq.heappop(self.heaps[host])
-        self.queued -= 1
-        return self.rows.pop(url)
+        """The row of the host's best queued URL, taken off its queue.
+
+        With `reprice`, a discovered URL whose priority fell since it was queued (its link family
+        kept failing) goes back in its place and the next one is looked at."""
+        heap = self.heaps[host]
+        while True:
+            tier, neg, seq, url = heapq.heappop(heap)
+            row = self.rows[url]
+            if self.reprice is not None and tier != 0 and heap:
+                now = self.reprice(row)
+                if now < -neg and (tier, -now) > heap[0][:2]:
+                    row["priority"] = now
+                    heapq.heappush(heap, (tier, -now, seq, url))
+                    continue
+            self.queued -= 1
+            return self.rows.pop(url)
 
     def unreserve(self, row: dict[str, Any]) -> None:
         """A seed was started or settled: its budget is no longer held for it."""

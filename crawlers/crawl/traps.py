@@ -33,9 +33,11 @@ import math
 import re
 from collections import Counter, defaultdict
 from functools import lru_cache
-from urllib.parse import parse_qsl, urlsplit
+from urllib.parse import parse_qsl, unquote, urlsplit, urlunsplit
 
+import lxml.html
 import numpy as np
+from lxml import etree
 
 SORT_PARAMS = frozenset(
     {
@@ -78,6 +80,53 @@ SESSION_PARAMS = frozenset(
         "visitorid",
     }
 )
+# Session ids under the names shop and CMS software gives them (osCommerce, Zen Cart, xt:Commerce,
+# PHP, Java, ASP, ColdFusion, ...): never part of a document's address.
+SESSION_NAMES = SESSION_PARAMS | frozenset(
+    {"oscsid", "zenid", "xtcsid", "sessid", "s_id", "sesskey", "phpsessionid", "cfsid"}
+)
+# Parameters that re-present one document or listing (sort and comment order, print/AMP views,
+# comment expansion and paging): canonicalised away before the frontier.
+VARIANT_NAMES = frozenset(
+    {
+        "sort",
+        "sortby",
+        "sort_by",
+        "sortorder",
+        "sort_order",
+        "order",
+        "orderby",
+        "order_by",
+        "dir",
+        "direction",
+        "comments",
+        "comment",
+        "commentsort",
+        "comment_sort",
+        "comments_sort",
+        "csort",
+        "corder",
+        "cpage",
+        "replytocom",
+        "print",
+        "printable",
+        "share",
+        "amp",
+        "layout",
+        "display",
+    }
+)
+# Parameters that re-present a page only with these values (`view=article` selects content in
+# some CMSs, `view=print` does not).
+PRESENTATION_KEYS = frozenset(
+    {"view", "format", "output", "mode", "style", "theme", "tmpl", "template", "version", "v"}
+)
+PRESENTATION_VALUES = frozenset(
+    "print printable printer printview print_view amp mobile m desktop full compact grid list "
+    "gallery text plain classic single all thread threaded flat nested lite light dark simple "
+    "reader expanded collapsed fullscreen component".split()
+)
+_PATH_PARAM = re.compile(r";([^/;=?]*)(=[^/;?]*)?")
 DATE_PARAMS = frozenset(
     {"day", "month", "year", "date", "d", "m", "y", "week", "ym", "ymd", "cal", "caldate"}
 )
@@ -211,6 +260,152 @@ def _key(host: str, path: str, pairs: list[tuple[str, str]] | tuple[tuple[str, s
     return host + path + "?" + "&".join(f"{k}={v}" for k, v in sorted(pairs))
 
 
+def _scope(host: str, path: str, keys: list[str] | tuple[str, ...]) -> str:
+    """The family a parameter is judged in: the shape of the URL without that parameter (what
+    `?sort=new` does to one article says something about the site's other articles, nothing about
+    its listings)."""
+    return shape_of("//" + host + path + "?" + "&".join(f"{k}=" for k in sorted(set(keys))))
+
+
+def pagination_step(url: str, parent: str) -> bool:
+    """True for a link from a listing page to another page of the same listing: same path, the
+    same parameters but one numeric one (`?page=3` from `?page=2` or from the bare listing), or a
+    numeric last segment after 'page'/'p' (`/news/page/3`). Walking a listing is not going deeper
+    into the site, so it does not count against max_depth (endless listings of the same pages are
+    cut as runs of near-identical pages)."""
+    host, path, pairs = _split(url)
+    p_host, p_path, p_pairs = _split(parent)
+    if host != p_host:
+        return False
+    if path == p_path:
+        mine, theirs = dict(pairs), dict(p_pairs)
+        changed = {k for k in mine.keys() | theirs.keys() if mine.get(k) != theirs.get(k)}
+        return len(changed) == 1 and mine.get(next(iter(changed)), "").isdigit()
+    if pairs != p_pairs:
+        return False
+    segs, p_segs = path.rstrip("/").split("/"), p_path.rstrip("/").split("/")
+    if len(segs) >= 3 and segs[-1].isdigit() and segs[-2].lower() in ("page", "p"):
+        base = segs[:-2]
+        p_base = p_segs[:-2] if len(p_segs) >= 3 and p_segs[-2].lower() in ("page", "p") else p_segs
+        return base == p_base
+    return False
+
+
+def is_token(value: str) -> bool:
+    """A long random-looking token (session ids, cache busters): 16+ word characters, 2+ digits."""
+    return (
+        len(value) >= 16
+        and _TOKEN.fullmatch(value) is not None
+        and sum(c.isdigit() for c in value) >= 2
+    )
+
+
+# Containers of what every page of a site repeats around its main content.
+_BOILER_TAGS = frozenset(
+    "script style noscript template nav header footer aside form head iframe svg button select "
+    "label".split()
+)
+_BOILER_ROLES = frozenset({"navigation", "banner", "contentinfo", "complementary", "search"})
+_BOILER_NAMES = re.compile(
+    r"(?:^|[-_\s])(?:nav|navbar|navigation|menu|footer|header|masthead|sidebar|aside|related|"
+    r"recommended|most|popular|trending|share|sharing|social|cookies?|consent|banner|promo|"
+    r"breadcrumbs?|widget|newsletter|subscribe|advert|ads?|sponsored|comments?|disqus|login|"
+    r"signin|toolbar|tools|pagination|pager)(?:$|[-_\s])",
+    re.I,
+)
+
+
+def main_text(body: bytes | str, max_chars: int = 20000) -> str:
+    """A page's main content as text: what is left without the site's template (navigation,
+    header, footer, asides, forms, comment sections, related/most-read/share boxes: by tag, ARIA
+    role or class/id name) and without link text (menus and link lists). Pages of one site share
+    most of their full text, so near-identity is judged on this."""
+    if not body or not body.strip():
+        return ""
+    try:
+        root = lxml.html.document_fromstring(body)
+    except (etree.ParserError, ValueError):
+        return ""
+    top = root.find("body")
+    out: list[str] = []
+    size = 0
+    stack: list = [top if top is not None else root]
+    while stack and size < max_chars:  # iterative: a deeply nested page cannot exhaust the stack
+        item = stack.pop()
+        if isinstance(item, str):
+            out.append(item)
+            size += len(item)
+            continue
+        tag = item.tag if isinstance(item.tag, str) else ""
+        if not tag or tag in _BOILER_TAGS or item.get("role") in _BOILER_ROLES:
+            continue
+        names = f"{item.get('class') or ''} {item.get('id') or ''}".strip()
+        if names and _BOILER_NAMES.search(names):
+            continue
+        if item.text and tag != "a":
+            out.append(item.text)
+            size += len(item.text)
+        for child in reversed(item):
+            if child.tail:
+                stack.append(child.tail)
+            stack.append(child)
+    return " ".join(" ".join(out).split())[:max_chars]
+
+
+class FamilyStats:
+    """What each family of links (URL shape; template anchor text such as 'AMP' or 'Share')
+    yielded when fetched: a family that keeps answering 4xx loses priority after a few failures,
+    one whose pages keep leading to new URLs (listing pagination, new ids) gains it."""
+
+    def __init__(self, min_fetched: int = 3, fail_share: float = 0.5, hub_links: float = 5.0):
+        self.min_fetched, self.fail_share, self.hub_links = min_fetched, fail_share, hub_links
+        self.stats: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0])  # fetched, failed, new
+
+    @staticmethod
+    def families(url: str, anchor: str = "") -> list[str]:
+        """The URL's shape, and its anchor text when that is short template text."""
+        fams = [shape_of(url)]
+        words = " ".join(re.sub(r"\d+", "#", (anchor or "").lower()).split())
+        if words and len(words) <= 40:
+            fams.append(f"{_split(url)[0]} anchor:{words}")
+        return fams
+
+    def record(self, url: str, anchor: str, status: int | None, new_urls: int) -> None:
+        """Count one fetched page: its status (4xx but 429 fails) and the new URLs it queued."""
+        failed = status is not None and 400 <= status < 500 and status != 429
+        for fam in self.families(url, anchor):
+            st = self.stats[fam]
+            st[0] += 1
+            st[1] += failed
+            st[2] += new_urls
+
+    def adjustment(self, url: str, anchor: str = "") -> float:
+        """Priority change for a URL of these families (quantised to quarters), and 0 before
+        `min_fetched` of a family were fetched."""
+        fams = self.families(url, anchor)
+        penalty = 0.0
+        for fam in fams:
+            fetched, failed, _ = self.stats.get(fam, (0, 0, 0))
+            if fetched >= self.min_fetched and failed >= self.fail_share * fetched:
+                # below any live page (depth and URL shape span about -2.5 .. 2.5)
+                penalty = min(penalty, -4.0 * failed / fetched)
+        if penalty < 0:
+            return round(penalty * 4) / 4
+        fetched, failed, new = self.stats.get(fams[0], (0, 0, 0))
+        if fetched >= 2 and new >= self.hub_links * fetched:
+            return 0.5
+        return 0.0
+
+    def why(self, url: str, anchor: str = "") -> str:
+        """The adjustment's evidence, for priority_reasons."""
+        parts = []
+        for fam in self.families(url, anchor):
+            fetched, failed, new = self.stats.get(fam, (0, 0, 0))
+            if fetched:
+                parts.append(f"{fam}: {failed} of {fetched} fetched failed, {new} new URLs")
+        return "; ".join(parts)
+
+
 class TrapDetector:
     """Decides, for each newly discovered URL, whether it belongs to a crawler trap (see module doc).
 
@@ -259,7 +454,11 @@ class TrapDetector:
         self.session_keys: dict[tuple[str, str], str] = {}  # (host, key) -> evidence
         self.token_paths: dict[tuple[str, str, str], set[str]] = {}
         self.token_values: Counter[tuple[str, str]] = Counter()
+        # (scope: the URL's shape without the parameter, parameter) -> [same, different]
         self.param_votes: dict[tuple[str, str], list[int]] = defaultdict(lambda: [0, 0])
+        self.link_tokens: dict[tuple[str, str, str], set[str]] = {}  # (host, key, token) -> paths
+        self.key_tokens: dict[tuple[str, str], tuple[set[str], set[str]]] = {}  # values, paths
+        self.families = FamilyStats()
         self.variant_prints: dict[int, int] = {}  # hash(URL key minus a parameter) -> simhash
         self.deepening: dict[str, int] = {}
         self.shape_parent: dict[str, str] = {}  # URL -> its parent, when of the same shape
@@ -269,6 +468,108 @@ class TrapDetector:
         self.shape_pages: dict[str, list[int]] = defaultdict(lambda: [0, 0])
         self.shape_urls: Counter[str] = Counter()
         self.pattern_counts = self.shape_urls  # the per-shape counts (older name)
+
+    # --- canonical addresses -----------------------------------------------------------
+    def canonical(self, url: str) -> tuple[str, str | None]:
+        """(the URL without the parameters that only re-present its document, why) -- or
+        (url, None) when it has none. Dropped: session ids (by name, as `;name=` path parameters,
+        or a random token this host has put on many unrelated links), sort/comment-order/print
+        and other view parameters (by name; view-like keys only with presentation values), and
+        parameters fetched pages of this URL's shape showed not to change the main content."""
+        parts = urlsplit(url)
+        path, why = parts.path, []
+        if ";" in path:
+
+            def drop(m: re.Match) -> str:
+                name, value = unquote(m.group(1)), unquote((m.group(2) or "")[1:])
+                if name.lower() in SESSION_NAMES or is_token(value) or is_token(name):
+                    why.append(f"session path parameter ';{name}='")
+                    return ""
+                return m.group(0)
+
+            path = _PATH_PARAM.sub(drop, path)
+        if not parts.query and not why:
+            return url, None
+        items = [i for i in parts.query.split("&") if i]
+        names = [unquote(i.partition("=")[0]) for i in items]
+        kept = []
+        for item, name in zip(items, names, strict=True):
+            reason = self._strip_reason(
+                parts.netloc, path, name, unquote(item.partition("=")[2]), names
+            )
+            if reason:
+                why.append(reason)
+            else:
+                kept.append(item)
+        if not why:
+            return url, None
+        clean = urlunsplit((parts.scheme, parts.netloc, path or "/", "&".join(kept), ""))
+        return clean, "; ".join(dict.fromkeys(why))
+
+    def _strip_reason(
+        self, host: str, path: str, name: str, value: str, names: list[str]
+    ) -> str | None:
+        low = name.lower()
+        if low in SESSION_NAMES:
+            return f"session parameter {name!r} (a session-id name)"
+        if (host, name) in self.session_keys:
+            return self.session_keys[(host, name)]
+        if low in VARIANT_NAMES:
+            return f"sort/order/view parameter {name!r} (re-presents the same document)"
+        if low in PRESENTATION_KEYS and value.lower() in PRESENTATION_VALUES:
+            return f"sort/order/view parameter {name}={value} (a presentation of the document)"
+        scope = _scope(host, path, [n for n in names if n != name])
+        same, different = self.param_votes.get((scope, name), (0, 0))
+        if same >= 3 and same >= 4 * different:
+            return (
+                f"parameter {name!r} that does not change the main content of {scope} ({same} "
+                f"fetched variants near-identical, {different} different)"
+            )
+        return None
+
+    def _learn_tokens(self, host: str, links: list[str] | tuple[str, ...]) -> None:
+        """A session id handed out on a page rides on many of its links: one random token under
+        one key on 6+ paths in 3+ top-level sections makes that key a session id on this host
+        (a content id such as ?doc=<hash> names one document, linked from a few related paths)."""
+        for link in links:
+            l_host, l_path, pairs = _split(link)
+            if l_host != host:
+                continue
+            for k, v in pairs:
+                if (host, k) in self.session_keys or not is_token(v):
+                    continue
+                self._rotating(host, k, v, l_path)
+                paths = self.link_tokens.setdefault((host, k, v), set())
+                if len(paths) >= 64:
+                    continue
+                paths.add(l_path)
+                tops = {p.split("/")[1] if p.count("/") > 1 else "" for p in paths}
+                if len(paths) >= 6 and len(tops) >= 3:
+                    self.session_keys[(host, k)] = (
+                        f"session-like parameter {k!r} (one random token on {len(paths)} paths "
+                        f"of {len(tops)} sections)"
+                    )
+                    for stale in [t for t in self.link_tokens if t[:2] == (host, k)]:
+                        del self.link_tokens[stale]
+
+    def _rotating(self, host: str, key: str, value: str, path: str) -> None:
+        """Random tokens under one key that change from link to link across many documents of
+        several sections (3+ values on 6+ paths in 2+ sections) are a session id or cache buster,
+        even when a page puts one on a single link; a content id is linked from its document's
+        few paths."""
+        seen = self.key_tokens.setdefault((host, key), (set(), set()))
+        values, paths = seen
+        if len(values) < 8:
+            values.add(value)
+        if len(paths) < 16:
+            paths.add(path)
+        tops = {p.split("/")[1] if p.count("/") > 1 else "" for p in paths}
+        if len(values) >= 3 and len(paths) >= 6 and len(tops) >= 2:
+            self.session_keys[(host, key)] = (
+                f"session-like parameter {key!r} (random tokens, {len(values)}+ values on "
+                f"{len(paths)}+ paths of {len(tops)} sections)"
+            )
+            del self.key_tokens[(host, key)]
 
     # --- deciding -------------------------------------------------------------------
     def check(self, url: str, parent: str | None = None) -> str | None:
@@ -380,7 +681,8 @@ class TrapDetector:
             rest = [p for p in pairs if p != (k, v)]
             if hash(_key(host, path, rest)) not in self.bases:
                 continue  # the first variant of this URL: nothing multiplied yet
-            evidence = self._neutral(host, k, from_variant)
+            scope = _scope(host, path, [p[0] for p in rest])
+            evidence = self._neutral(host, k, from_variant, scope)
             if evidence:
                 return (
                     f"trap: {evidence} multiplies {host}{path}: a variant without or with another "
@@ -388,15 +690,18 @@ class TrapDetector:
                 )
         return None
 
-    def _neutral(self, host: str, key: str, content_evidence: bool = True) -> str | None:
-        """Why `key` does not select content on `host` (session id, or fetched evidence), or None."""
-        if key.lower() in SESSION_PARAMS:
+    def _neutral(
+        self, host: str, key: str, content_evidence: bool = True, scope: str = ""
+    ) -> str | None:
+        """Why `key` does not select content on `host` (session id, or fetched evidence in its
+        scope: URLs of the same shape), or None."""
+        if key.lower() in SESSION_NAMES:
             return f"session parameter {key!r} (a session-id name)"
         if (host, key) in self.session_keys:
             return self.session_keys[(host, key)]
         if not content_evidence:
             return None
-        same, different = self.param_votes.get((host, key), (0, 0))
+        same, different = self.param_votes.get((scope, key), (0, 0))
         if same >= 2 and same > 2 * different:
             return (
                 f"parameter {key!r} that does not change the page ({same} fetched variants "
@@ -466,8 +771,11 @@ class TrapDetector:
         return min(self.max_near_dup_bits, max(self.near_dup_bits, round(64 * angle / math.pi)))
 
     def observe(self, url: str, text: str, links: list[str] | tuple[str, ...] = ()) -> None:
-        """Feed a fetched page's text and outlinks (before its outlinks are checked)."""
+        """Feed a fetched page's main text (`main_text`) and outlinks (before its outlinks are
+        checked)."""
         host, path, pairs = _split(url)
+        self._learn_tokens(host, links)
+        links = [self.canonical(link)[0] for link in links]  # as they will be queued
         fp, n_words = fingerprint(text)
         # A page of a few words ('link to 7 link to 8') is too short to judge near-identity by
         # simhash: it counts for runs (if identical) only, not for a parameter's or a shape's
@@ -493,17 +801,25 @@ class TrapDetector:
             for link in links
         )
         # Parameters: does a variant differing in one parameter look like an earlier variant?
+        # A short page (a sign-in form, a notice: 3+ words) votes too, when identical and the
+        # parameter is not a number (two short pages of ?id=1 and ?id=2 may be two stubs).
+        short = 3 <= n_words < self.min_words
         own = hash(_key(host, path, pairs))
-        if judged:
+        if judged or short:
             self.variant_prints.setdefault(own, fp)
-        for k, v in pairs if judged else ():
-            base = hash(_key(host, path, [p for p in pairs if p != (k, v)]))
+        for k, v in pairs if judged or short else ():
+            if short and v.isdigit():
+                continue
+            rest = [p for p in pairs if p != (k, v)]
+            base = hash(_key(host, path, rest))
             first = self.variant_prints.get(base)
             if first is None:
                 self.variant_prints[base] = fp
             else:
-                same = hamming(first, fp) <= self.near_limit(n_words) and not productive
-                self.param_votes[(host, k)][0 if same else 1] += 1
+                limit = self.near_limit(n_words) if judged else 0
+                same = hamming(first, fp) <= limit and not productive
+                scope = _scope(host, path, [p[0] for p in rest])
+                self.param_votes[(scope, k)][0 if same else 1] += 1
         # Runs: a page near-identical to the page of the same shape it was reached from (pages of
         # a few words must be identical: one changed word is a different short page). Per shape,
         # the share of such pages among those reached from a page of the shape (judged pages).

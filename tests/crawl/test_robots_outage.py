@@ -37,7 +37,7 @@ def test_defaults_wait_out_outages_of_minutes():
 def test_robots_503_for_3_s_then_200_gets_every_page_while_another_host_proceeds(tmp_path):
     outage = Site("127.0.0.161", robots="503-for", robots_outage_s=3.0)
     other = Site("127.0.0.162")
-    with FaultServer([outage, other], tree_size=40, slow_s=0.05) as fs:
+    with FaultServer([outage, other], tree_size=30, slow_s=0.05) as fs:
         seeds = [fs.url(outage.ip, "/doc/0"), fs.url(other.ip, "/slow/0")]
         summary = asyncio.run(crawl(seeds, tmp_path, {**OUTAGE, "delay": 0.1}))
         robots = fs.hits_for(outage.ip, "/robots.txt")
@@ -54,7 +54,7 @@ def test_robots_503_for_3_s_then_200_gets_every_page_while_another_host_proceeds
     # Never crawled before its robots.txt answered 200 ...
     assert outage_hits and min(h.start for h in outage_hits) >= first_ok
     # ... and then every page of it, allowed, none denied.
-    tree = [fs.url(outage.ip, f"/doc/{n}") for n in range(40)]
+    tree = [fs.url(outage.ip, f"/doc/{n}") for n in range(30)]
     assert all(pages[u]["status"] == 200 and pages[u]["robots_crawl"] == "allowed" for u in tree)
     assert summary["denied"] == 0 and summary["robots_gave_up"] == {}
     # The other host was crawled meanwhile, not after the outage.

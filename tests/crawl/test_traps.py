@@ -28,7 +28,9 @@ CAPS = {"calendar": 14, "session": 14, "sort": 20, "deepening": 16, "near-duplic
 EVIDENCE = {
     "calendar": ("calendar walk",),
     "session": ("session",),
-    "sort": ("sort", "order"),
+    # sort/order parameters are canonicalised away; the endless /list?page=N walk that is left
+    # lists the same articles on every page
+    "sort": ("sort", "order", "does not change"),
     "deepening": ("ever-deepening",),
     "near-duplicate": ("near-identical", "simhash"),
 }
