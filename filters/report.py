@@ -1,29 +1,12 @@
-"""Summaries of an annotated table: the funnel (kept and dropped per reason per language),
-the per-host language shares the crawler reads, dedup rate and tokens kept."""
+"""Summaries of a filter run from its workers' counts: the funnel (kept and dropped per reason per
+language) as Markdown and a plot, the per-host language shares the crawler reads, dedup rate and
+tokens kept."""
 
 from __future__ import annotations
 
-import math
-from collections import Counter, defaultdict
 from pathlib import Path
 
 import pyarrow as pa
-
-from common.inputs import url_host
-from filters.heuristics import tokens
-
-
-def funnel(table: pa.Table) -> list[dict]:
-    """One row per (lang, outcome) with its document count; outcome is `kept` or a drop reason."""
-    counts: Counter[tuple[str, str]] = Counter()
-    for lang, reason in zip(
-        table["lang"].to_pylist(), table["drop_reason"].to_pylist(), strict=True
-    ):
-        counts[(lang or "und", reason or "kept")] += 1
-    return [
-        {"lang": lang, "outcome": outcome, "docs": n}
-        for (lang, outcome), n in sorted(counts.items())
-    ]
 
 
 def funnel_markdown(
@@ -81,16 +64,19 @@ def funnel_plot(rows: list[dict], path: Path) -> Path:
     return path
 
 
-def host_languages(table: pa.Table) -> pa.Table:
-    """host, lang, docs, share: the language mix of each host (all documents, kept or not)."""
-    per_host: dict[str, Counter[str]] = defaultdict(Counter)
-    for url, lang in zip(table["url"].to_pylist(), table["lang"].to_pylist(), strict=True):
-        per_host[url_host(url)][lang or "und"] += 1  # an unparseable URL counts under ''
+def host_languages(counts: dict) -> pa.Table:
+    """host, lang, docs, share: the language mix of each host (all documents, kept or not), from
+    the workers' counts (`filters.pipeline.merge_counts`)."""
+    per_host: dict[str, list] = {}
+    for host, lang, n in counts["hosts"]:
+        per_host.setdefault(host, []).append((lang, n))
     rows = []
     for host in sorted(per_host):
-        total = sum(per_host[host].values())
-        for lang, n in sorted(per_host[host].items()):
-            rows.append({"host": host, "lang": lang, "docs": n, "share": n / total})
+        total = sum(n for _, n in per_host[host])
+        rows += [
+            {"host": host, "lang": lang, "docs": n, "share": n / total}
+            for lang, n in sorted(per_host[host])
+        ]
     schema = pa.schema(
         [
             ("host", pa.string()),
@@ -102,23 +88,23 @@ def host_languages(table: pa.Table) -> pa.Table:
     return pa.Table.from_pylist(rows, schema=schema)
 
 
-def summary(table: pa.Table) -> dict:
-    """Counts, dedup rate, tokens kept and which languages were left unscored."""
-    reasons = table["drop_reason"].to_pylist()
-    texts = table["text"].to_pylist()
-    langs = table["lang"].to_pylist()
-    kept = [i for i, r in enumerate(reasons) if r is None]
-    dups = sum(1 for r in reasons if r and r.endswith("_duplicate"))
-    dedup_inputs = len(kept) + dups
-    scored = Counter()
-    for lang, q in zip(langs, table["quality_score"].to_pylist(), strict=True):
-        scored[(lang, q is not None and not math.isnan(q))] += 1  # NaN: tables written before NULL
-    unscored = sorted({lang for (lang, ok) in scored if not ok and not scored[(lang, True)]})
+def summary(counts: dict) -> dict:
+    """Counts, dedup rate, tokens kept and which languages were left unscored, from the workers'
+    counts."""
+    dropped: dict[str, int] = {}
+    for _, outcome, n in counts["funnel"]:
+        if outcome != "kept":
+            dropped[outcome] = dropped.get(outcome, 0) + n
+    dups = sum(n for reason, n in dropped.items() if reason.endswith("_duplicate"))
+    inputs = counts["kept"] + dups
+    scored = {(lang, ok): n for lang, ok, n in counts["scored"]}
     return {
-        "rows_in": table.num_rows,
-        "rows_kept": len(kept),
-        "dropped": dict(Counter(r for r in reasons if r)),
-        "dedup_rate": dups / dedup_inputs if dedup_inputs else 0.0,
-        "tokens_kept": sum(len(tokens(texts[i], langs[i] or "")) for i in kept),
-        "unscored_languages": unscored,
+        "rows_in": counts["rows"],
+        "rows_kept": counts["kept"],
+        "dropped": dict(sorted(dropped.items())),
+        "dedup_rate": dups / inputs if inputs else 0.0,
+        "tokens_kept": counts["tokens_kept"],
+        "unscored_languages": sorted(
+            {lang for (lang, ok) in scored if not ok and not scored.get((lang, True))}
+        ),
     }

@@ -21,7 +21,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from pipelines import lake
+from common import lake
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 # The sample web is on loopback: a short delay keeps the demo quick; robots and Crawl-delay apply.

@@ -358,7 +358,7 @@ def dataset_inputs(path: str | Path) -> set[str]:
     or the manifests of the files in it)."""
     import json
 
-    from pipelines.lake import manifest_path
+    from common.lake import manifest_path
 
     p = Path(path)
     if p.is_file() or (p / "manifest.json").exists():

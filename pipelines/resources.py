@@ -8,7 +8,7 @@ from typing import Any
 
 from dagster import ConfigurableIOManager, ConfigurableResource, EnvVar, InputContext, OutputContext
 
-from pipelines import lake
+from common import lake
 from pipelines.stage import Dataset
 
 
@@ -85,7 +85,7 @@ class LakeIOManager(ConfigurableIOManager):
     root: str = ""
 
     def _root(self) -> Path:
-        from pipelines import lake
+        from common import lake
 
         return Path(self.root).resolve() if self.root else lake.lake_root()
 
@@ -95,7 +95,7 @@ class LakeIOManager(ConfigurableIOManager):
 
     def _standard(self, asset: str, handle: Path) -> Dataset:
         """No handle: the dataset at the lake's standard place (written by the CLI), if any."""
-        from pipelines import lake
+        from common import lake
 
         rel = lake.DATASETS.get(asset)
         if rel is None or not (self._root() / rel).exists():

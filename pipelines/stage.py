@@ -26,7 +26,7 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from pipelines import lake as lake_mod
+from common import lake as lake_mod
 
 # Errors a user can fix (a missing file, a bad value): the CLI prints one line and exits 2.
 USER_ERRORS: tuple[type[BaseException], ...] = (

@@ -8,7 +8,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from pipelines import lake
+from common import lake
 
 
 def test_lake_root_defaults_to_dot_lake(monkeypatch, tmp_path):

@@ -10,8 +10,9 @@ Spark, Dataflow).
 3. Each chunk's part is finalised with its duplicates, each shard's cluster rows written; the
    last step (one task) streams the parts into the outputs and writes counts.json.
 
-`build_and_run(..., ["--runner=InProcess"])` runs the same steps in this process instead
-(`filters.pipeline.run_local`), with identical outputs and counts.
+`BeamExecutor(args)` is the stage's Beam executor for `filters.run.run_filter`; the stage picks
+it, or `filters.run.InProcess` (the same steps in this process, identical outputs and counts).
+This module knows where the steps run, never what they do.
 """
 
 from __future__ import annotations
@@ -24,10 +25,8 @@ from filters import dedup_shards
 from filters import pipeline as steps
 from filters.config import FilterConfig
 from filters.dedup_shards import ROUNDS
-from filters.pipeline import CLUSTER_SCHEMA, output_schema, plan_chunks  # noqa: F401 - re-exports
+from filters.pipeline import plan_chunks
 from pipelines.beam import fs
-
-IN_PROCESS = "InProcess"
 
 
 class AnnotateChunkFn(beam.DoFn):
@@ -68,40 +67,6 @@ class DedupShards(beam.PTransform):
             | "GroupComponents" >> beam.GroupByKey()
             | "Components" >> beam.FlatMapTuple(dedup_shards.components)
         )
-
-
-class Dedup(beam.PTransform):
-    """Annotated rows -> (cluster rows, leftover-count descriptors): exact, URL and near dedup.
-
-    Rows whose `drop_reason` is set are not candidates. Cluster rows match
-    `filters.dedup.cluster` on the same candidates (same components, representatives, matches).
-    """
-
-    def __init__(self, cfg: FilterConfig, rounds: int = ROUNDS, shards: int = 4):
-        super().__init__()
-        self.cfg, self.rounds, self.shards = cfg, rounds, shards
-
-    def expand(self, rows):
-        dcfg, shards = self.cfg.dedup, self.shards
-        results = (
-            rows
-            | "Candidates" >> beam.Filter(lambda r: r["drop_reason"] is None)
-            | "Features" >> beam.Map(lambda r: dedup_shards.doc_features(r, dcfg))
-            | "ByShard" >> beam.Map(lambda f: (dedup_shards.shard_of(f[0], shards), f))
-            | "Batches" >> beam.GroupByKey()
-            | "Shards" >> DedupShards(self.cfg, shards, self.rounds)
-        )
-        clusters = (
-            results
-            | "ClusterBatches" >> beam.Filter(lambda o: o[0] == "clusters")
-            | "ClusterRows" >> beam.FlatMap(lambda o: o[2])
-        )
-        leftover = (
-            results
-            | "Leftover" >> beam.Filter(lambda o: o[0] == "leftover")
-            | "LeftoverDescriptor" >> beam.Map(lambda o: (None, ("leftover", o[2][0], {})))
-        )
-        return clusters, leftover
 
 
 class WriteClusterPartFn(beam.DoFn):
@@ -156,9 +121,21 @@ def direct_workers(args: list[str]) -> int:
     return n if n > 0 else (os.cpu_count() or 1)
 
 
-def is_in_process(args: list[str]) -> bool:
-    """Whether the args select the in-process executor (`--runner=InProcess`)."""
-    return f"--runner={IN_PROCESS}" in fs.runner_args(args)
+class BeamExecutor:
+    """`filters.run.Executor` on a Beam runner: the args are Beam's (`--runner=...` first)."""
+
+    def __init__(self, beam_args: list[str]):
+        self.beam_args = list(beam_args)
+        self.workers = direct_workers(self.beam_args)
+
+    def prepare(self) -> None:
+        # Beam imports its runner when the pipeline runs: resident before a memory budget's fit
+        import apache_beam.runners.portability.fn_api_runner  # noqa: F401
+
+    def run(self, docs_path, out_dir, work_dir, schema, cfg, models_dir, max_rows) -> dict:
+        return build_and_run(
+            docs_path, out_dir, work_dir, schema, cfg, models_dir, self.beam_args, max_rows=max_rows
+        )
 
 
 def build_and_run(
@@ -175,23 +152,10 @@ def build_and_run(
     """Run the filter pipeline; workers write out_dir/{annotated,documents,dup_clusters}.parquet.
 
     Returns the counts the workers wrote to parts_dir/counts.json (the driver reads nothing else).
-    `--runner=InProcess` runs `filters.pipeline.run_local` here instead (same outputs, counts).
     `max_rows` caps the rows a worker holds at once: each element of the Annotate step is one
     chunk of at most that many rows (Beam's Python runners take no bundle-size option; a
     bundle of chunk elements is processed one element at a time, each written out as a part).
     """
-    if is_in_process(beam_args):
-        return steps.run_local(
-            docs_path,
-            out_dir,
-            parts_dir,
-            schema,
-            cfg,
-            models_dir,
-            rounds=rounds,
-            files=fs,
-            max_rows=max_rows,
-        )
     chunks = plan_chunks(docs_path, fs, max_rows)
     p = beam.Pipeline(options=PipelineOptions(fs.runner_args(beam_args)))
     batches = (

@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from pipelines import lake as lake_mod
+from common import lake as lake_mod
 from pipelines.stage import Check, Lake, Params, Stage, Summary, param
 from pipelines.stages.synth import (
     TeacherFigures,

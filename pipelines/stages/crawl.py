@@ -10,7 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from pipelines import lake as lake_mod
+from common import lake as lake_mod
 from pipelines.stage import Check, Lake, Params, Stage, Summary, param
 
 CRAWL_SHARDS = 4

@@ -9,7 +9,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any, ClassVar
 
-from pipelines import lake
+from common import lake
 from pipelines.stage import Check, Lake, Params, Stage, Summary, param
 
 RENDERED_FILE = "rendered.parquet"

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
-from pipelines import lake
+from common import lake
 from pipelines.stage import Check, Lake, Params, Stage, Summary, param
 
 DEFAULT_TOKENIZER_SOURCES = ("filter/documents.parquet",)

@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from pipelines import lake as lake_mod
+from common import lake as lake_mod
 from pipelines.stage import Lake, Params, Stage, Summary, param
 
 

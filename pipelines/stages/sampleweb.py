@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from pipelines import lake as lake_mod
+from common import lake as lake_mod
 from pipelines.stage import Lake, Params, Stage, Summary, param
 
 

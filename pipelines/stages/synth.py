@@ -12,7 +12,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from pipelines import lake as lake_mod
+from common import lake as lake_mod
 from pipelines.stage import Check, Lake, Params, Stage, Summary, param
 
 

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, ClassVar
 
-from pipelines import lake
+from common import lake
 from pipelines.stage import Check, Lake, Params, Stage, Summary, param
 from training.train_config import STAGES
 

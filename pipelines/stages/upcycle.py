@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from pipelines import lake
+from common import lake
 from pipelines.stage import Lake, Params, Stage, Summary, param
 
 

@@ -7,7 +7,7 @@ import json
 import pyarrow.parquet as pq
 import pytest
 
-from pipelines import lake
+from common import lake
 from pipelines.stages.extract import run_extract
 
 from .conftest import write_crawl

@@ -11,9 +11,10 @@ import apache_beam as beam
 import pytest
 from apache_beam.testing.util import assert_that
 
+from filters import dedup_shards
 from filters.config import DedupConfig, FilterConfig
 from filters.dedup import cluster, merge_label_pairs, star_pairs
-from pipelines.beam.filter import Dedup
+from pipelines.beam.filter import DedupShards
 
 WORDS = (
     "river harbour lantern meadow copper violet stone orchard signal winter basket candle "
@@ -41,7 +42,8 @@ def _sorted(rows) -> list[dict]:
 
 
 def _check_beam(rows: list[dict], rounds: int, expected: list[dict], leftover: bool) -> None:
-    """Run the Beam Dedup transform; matchers run on the workers, so they assert there."""
+    """Run the pipeline's Beam dedup (DedupShards) over the rows' features, batched by shard as
+    the Annotate step emits them; matchers run on the workers, so they assert there."""
 
     def same_clusters(actual):
         got = _sorted(actual)
@@ -50,9 +52,26 @@ def _check_beam(rows: list[dict], rounds: int, expected: list[dict], leftover: b
     def leftover_used(actual):
         assert (sum(d[1][1] for d in actual) > 0) == leftover, actual
 
+    cfg, shards = FilterConfig(dedup=DedupConfig()), 4
     with beam.Pipeline(runner="DirectRunner") as p:
-        clusters, counts = (
-            p | beam.Create(rows) | Dedup(FilterConfig(dedup=DedupConfig()), rounds=rounds)
+        results = (
+            p
+            | beam.Create(rows)
+            | "Candidates" >> beam.Filter(lambda r: r["drop_reason"] is None)
+            | "Features" >> beam.Map(lambda r: dedup_shards.doc_features(r, cfg.dedup))
+            | "ByShard" >> beam.Map(lambda f: (dedup_shards.shard_of(f[0], shards), f))
+            | "Batches" >> beam.GroupByKey()
+            | "Shards" >> DedupShards(cfg, shards, rounds)
+        )
+        clusters = (
+            results
+            | "ClusterBatches" >> beam.Filter(lambda o: o[0] == "clusters")
+            | "ClusterRows" >> beam.FlatMap(lambda o: o[2])
+        )
+        counts = (
+            results
+            | "Leftover" >> beam.Filter(lambda o: o[0] == "leftover")
+            | "LeftoverDescriptor" >> beam.Map(lambda o: (None, ("leftover", o[2][0], {})))
         )
         assert_that(clusters, same_clusters, label="Clusters")
         assert_that(counts, leftover_used, label="Leftover")

@@ -138,7 +138,7 @@ def test_a_configured_language_without_a_model_is_cut_on_the_fallback(models_dir
 
 
 def test_unscored_rows_are_null_and_fail_every_sql_cut(tmp_path):
-    from pipelines.stages.filter import run_filter
+    from filters.run import run_filter
 
     rows = [_row(i, GOOD["en"][i] + "\n" + GOOD["en"][i + 1]) for i in range(3)]
     cfg = {"quality": {"use_default_models": False}}

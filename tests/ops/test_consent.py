@@ -42,8 +42,8 @@ OPT_OUT_ROBOTS = (
 def served_lake(tmp_path_factory):
     """(served sample web, lake root): 3 sites crawled, extracted, filtered, tokenizer trained."""
     from crawlers.crawl import crawl
+    from filters.run import run_filter
     from pipelines.stages.extract import run_extract
-    from pipelines.stages.filter import run_filter
     from pipelines.stages.mix import run_tokenizer_train
     from sampleweb import build_web, serve
 

@@ -64,7 +64,7 @@ def dup_docs_dir(tmp_path_factory, docs_dir, labelled_docs) -> Path:  # noqa: F8
 
 @pytest.fixture(scope="module")
 def filter_dir(tmp_path_factory, dup_docs_dir) -> Path:
-    from pipelines.stages.filter import run_filter
+    from filters.run import run_filter
 
     out = tmp_path_factory.mktemp("checks-filter")
     run_filter(dup_docs_dir, out, config=NO_DEFAULTS)

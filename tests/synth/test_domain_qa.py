@@ -347,7 +347,7 @@ def test_dagster_asset_reads_the_lake_and_says_no_teacher(inputs):
 
 
 def test_checks_catch_a_sent_opted_out_image_and_a_lost_row(inputs, tmp_path):
-    from pipelines import lake as lake_mod
+    from common import lake as lake_mod
     from pipelines.stage import Lake
     from pipelines.stages.synth import (
         DomainQASummary,

@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 from pathlib import Path
 from typing import Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from common.lake import lake_root as common_lake_root
 
 Modality = Literal["text", "interleaved", "image_caption", "domain_image_text"]
 # How a source's rows become documents. `text`: its text_column. The image kinds read the lake's
@@ -327,15 +328,10 @@ class MixtureSpec(_Strict):
         ).hexdigest()
 
 
-def default_lake_root() -> Path:
-    """$REFINERY_HOME or ./lake (same rule as pipelines.lake, kept here so training/ stands alone)."""
-    return Path(os.environ.get("REFINERY_HOME") or "lake").resolve()
-
-
 def resolve_path(path: str, spec_dir: Path, lake_root: Path | None = None) -> Path:
     """Resolve a spec path: `lake/...` against the lake root, absolute as is, else against spec_dir."""
     if path == "lake" or path.startswith("lake/"):
-        return (lake_root or default_lake_root()) / path[len("lake/") :]
+        return (lake_root or common_lake_root()) / path[len("lake/") :]
     p = Path(path)
     return p if p.is_absolute() else (spec_dir / p)
 

@@ -1,0 +1,251 @@
+"""The filter stage's driver: documents.parquet in, annotated/documents/dup_clusters/host_languages
+/funnel out, with the manifests. Plain Python over files: `pipelines/stages/filter.py` declares the
+stage and picks where the steps run (an `Executor`), `pipelines/beam/filter.py` is the Beam one.
+
+An executor knows where the steps of `filters.pipeline` run, never what they do (datatrove's
+`executor/local.py`): `InProcess` runs them here (`filters.pipeline.run_local`); the Beam
+executor runs the same steps on any Beam runner. Both write the same outputs and counts.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol, TypedDict
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from common.manifest import write_manifest, write_parquet
+from filters.config import FilterConfig, config_from_dict, load_config
+
+REQUIRED_COLUMNS = {"id": "string", "url": "string", "text": "string", "training_allowed": "any"}
+FIX = "documents.parquet comes from `refinery extract` (re-run it, or write these columns)"
+
+
+class Executor(Protocol):
+    """Where the filter's steps run: `workers` hold rows at once (for a memory budget),
+    `prepare()` imports what the workers will have resident, `run(...)` returns the counts."""
+
+    workers: int
+
+    def prepare(self) -> None: ...
+
+    def run(
+        self,
+        docs_path: str,
+        out_dir: str,
+        work_dir: str,
+        schema: pa.Schema,
+        cfg: FilterConfig,
+        models_dir: str | None,
+        max_rows: int | None,
+    ) -> dict: ...
+
+
+@dataclass
+class InProcess:
+    """The steps in this process, one worker (`filters.pipeline.run_local`)."""
+
+    workers: int = 1
+
+    def prepare(self) -> None:
+        return None
+
+    def run(self, docs_path, out_dir, work_dir, schema, cfg, models_dir, max_rows) -> dict:
+        from filters.pipeline import run_local
+
+        return run_local(docs_path, out_dir, work_dir, schema, cfg, models_dir, max_rows=max_rows)
+
+
+class FilterResult(TypedDict, total=False):
+    """What `run_filter` returns (also written to funnel.json, less the markdown)."""
+
+    rows_in: int
+    rows_kept: int
+    dropped: dict[str, int]
+    dedup_rate: float
+    tokens_kept: int
+    unscored_languages: list[str]
+    out_dir: str
+    funnel: list[dict[str, Any]]
+    funnel_markdown: str
+    funnel_plot: str
+    quality_models: list[str]
+    clusters: int
+    dedup_leftover_edges: int
+    chunks: int
+    chunk_rows: int
+    memory_budget: dict[str, Any] | None
+
+
+def load_filter_config(config: FilterConfig | dict | str | Path | None) -> FilterConfig:
+    if isinstance(config, FilterConfig):
+        return config
+    if isinstance(config, dict):
+        return config_from_dict(config)
+    return load_config(config)
+
+
+def check_input(path: Path) -> pa.Schema:
+    """The input's schema, after checking it is readable with the columns the filter needs and
+    unique, non-null ids (one line naming the file otherwise)."""
+    from common.inputs import check_file
+
+    if not path.exists():
+        raise FileNotFoundError(f"{path}: no documents.parquet (run `refinery extract` first)")
+    # Readable, the columns there and of their kind, text valid UTF-8: one line naming the file
+    schema = check_file(path, REQUIRED_COLUMNS, fix=FIX)
+    ids = pq.read_table(path, columns=["id"])["id"]
+    if pc.count_distinct(ids).as_py() != len(ids) or ids.null_count:
+        raise ValueError(
+            f"{path}: column `id` must be unique and non-null (duplicate_of refers to it)"
+        )
+    return schema
+
+
+def quality_models_for(
+    models_dir: str | Path | None, cfg: FilterConfig, lake_root: str | Path | None = None
+) -> tuple[str | Path | None, FilterConfig, dict, bool]:
+    """Resolve the quality models of a run: (models directory, config with the fallback's
+    directory filled in, per-language models, whether a multilingual fallback exists).
+
+    Without `models_dir` the default set is used (built on first use under
+    `<lake_root>/models/quality/default`, or $REFINERY_QUALITY_DEFAULTS; `lake_root` None: the
+    environment's lake); a `models_dir` without `multilingual.bin` borrows the default set's
+    fallback. `quality.use_default_models: false` turns both off (languages without a model are
+    then unscored: NULL).
+    """
+    import logging
+
+    from common.lake import STAGE_DIRS
+    from common.lake import lake_root as env_lake_root
+    from filters.quality import load_models
+    from filters.quality.default import (
+        FALLBACK_NAME,
+        default_root,
+        ensure_default_models,
+        load_fallback,
+    )
+    from sampleweb.labels import labelled_documents
+
+    own_fallback = models_dir is not None and (Path(models_dir) / f"{FALLBACK_NAME}.bin").exists()
+    if cfg.quality.use_default_models and not (own_fallback or cfg.quality.fallback_models_dir):
+        log = logging.getLogger(__name__).warning
+        root = Path(lake_root) if lake_root is not None else env_lake_root()
+        default = ensure_default_models(
+            default_root(root / STAGE_DIRS["quality_models"]), labelled_documents(0), log=log
+        )
+        if models_dir is None:
+            models_dir = default
+        cfg = cfg.model_copy(deep=True)
+        cfg.quality.fallback_models_dir = str(default)
+    models = load_models(models_dir, cfg.languages)
+    models.pop(FALLBACK_NAME, None)
+    fallback = own_fallback or load_fallback(cfg.quality.fallback_models_dir) is not None
+    return models_dir, cfg, models, fallback
+
+
+def run_filter(
+    docs_dir: str | Path,
+    out_dir: str | Path,
+    *,
+    models_dir: str | Path | None = None,
+    config: FilterConfig | dict | str | Path | None = None,
+    executor: Executor | None = None,
+    memory_budget_mib: float | None = None,
+    lake_root: str | Path | None = None,
+) -> FilterResult:
+    """Filter DIR2/documents.parquet into DIR3 (annotated, documents, dup_clusters, host_languages, funnel).
+
+    `executor` runs the steps (default: `InProcess`). With `memory_budget_mib`, the rows a
+    worker holds at once (a chunk) are as many as fit in the budget
+    (`filters.pipeline.rows_for_budget`); the outputs do not change. `lake_root` is where the
+    default quality models live (default: the environment's lake).
+    """
+    from filters import report
+    from filters.pipeline import output_schema, plan_chunks
+
+    executor = executor or InProcess()
+    cfg = load_filter_config(config)
+    docs_path = Path(docs_dir) / "documents.parquet"
+    in_schema = check_input(docs_path)
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    models_dir, cfg, models, fallback = quality_models_for(models_dir, cfg, lake_root)
+    schema = output_schema(in_schema)
+    budget = None
+    if memory_budget_mib is not None:
+        from filters.pipeline import rows_for_budget
+
+        executor.prepare()
+        import filters.annotate  # noqa: F401 - as the workers do: resident before the fit
+
+        budget = rows_for_budget(
+            str(docs_path), memory_budget_mib, cfg, models_dir, executor.workers
+        )
+    # Workers write the outputs and a counts file under OUT; the driver reads only the counts.
+    work = Path(tempfile.mkdtemp(prefix="_beam-", dir=out))
+    try:
+        counts = executor.run(
+            str(docs_path.resolve()),
+            str(out.resolve()),
+            str(work.resolve()),
+            schema,
+            cfg,
+            str(models_dir) if models_dir else None,
+            budget.units if budget else None,
+        )
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    n_in = pq.ParquetFile(docs_path).metadata.num_rows
+    chunks = plan_chunks(str(docs_path), max_rows=budget.units if budget else None)
+    if counts["rows"] != n_in:
+        raise RuntimeError(f"filter lost rows: {n_in} in, {counts['rows']} annotated")
+    manifest_cfg = {
+        "filter": json.loads(cfg.model_dump_json()),
+        "models": {k: m.meta.get("training_set_sha256") for k, m in models.items()},
+    }
+    inputs = [str(docs_path)] + ([str(models_dir)] if models_dir else [])
+    write_manifest(
+        out / "annotated.parquet", rows=counts["rows"], inputs=inputs, config=manifest_cfg
+    )
+    for name, rows in (("documents", counts["kept"]), ("dup_clusters", counts["cluster_rows"])):
+        write_manifest(
+            out / f"{name}.parquet",
+            rows=rows,
+            inputs=[str(out / "annotated.parquet")],
+            config=manifest_cfg,
+        )
+    write_parquet(report.host_languages(counts), out / "host_languages.parquet", inputs=inputs)
+    funnel = [{"lang": a, "outcome": b, "docs": n} for a, b, n in counts["funnel"]]
+    no_own = [lang for lang in cfg.languages if lang not in models]
+    unscored = [] if fallback else no_own
+    md = report.funnel_markdown(funnel, unscored, no_own if fallback else [])
+    (out / "funnel.md").write_text(md)
+    report.funnel_plot(funnel, out / "funnel.png")
+    summary: FilterResult = report.summary(counts)  # type: ignore[assignment]
+    summary.update(
+        {
+            "out_dir": str(out),
+            "funnel": funnel,
+            "funnel_markdown": md,
+            "funnel_plot": str(out / "funnel.png"),
+            "unscored_languages": unscored,
+            "quality_models": sorted(models),
+            "clusters": counts["clusters"],
+            "dedup_leftover_edges": counts["dedup_leftover_edges"],
+            "chunks": len(chunks),
+            "chunk_rows": max((c[3] - c[2] for c in chunks), default=0),
+            "memory_budget": budget.as_dict() if budget else None,
+        }
+    )
+    (out / "funnel.json").write_text(
+        json.dumps({k: v for k, v in summary.items() if k != "funnel_markdown"}, indent=2)
+    )
+    write_manifest(out / "funnel.json", rows=len(funnel), inputs=[str(out / "annotated.parquet")])
+    return summary
