@@ -1,0 +1,257 @@
+"""Consent for imported rows: today's robots.txt for both tokens, plus the archived opt-outs.
+
+For every origin in an import, robots.txt is fetched now through the crawler's `Downloader`
+(SSRF guard, politeness, redirect limit, RFC 9309 status mapping), one lane per server as
+`consent recheck` does (`crawlers.crawl.recrawl.per_server`). A row's `training_allowed` is the
+boolean true only when
+
+- today's robots.txt was fetched and allows the training token for the URL, and
+- the archived response carried no `noai` (X-Robots-Tag header or meta robots).
+
+An origin whose robots.txt cannot be fetched (network error, timeout, 5xx, 429, a refused
+address) gives no consent: its rows are not allowed, `robots_training = 'unreachable'`. With
+`offline`, nothing is fetched and every URL-bearing row is not allowed, saying so.
+
+`consent_source` names the evidence that decided, `; `-separated, e.g.
+`robots.txt at import: allowed (fetched 2026-11-28T05:00:00Z, HTTP 200, sha256 ab12...)` or
+`archived headers: X-Robots-Tag noai; robots.txt at import: allowed (...)`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+OFFLINE = "offline: robots.txt not fetched (--offline), so no consent"
+
+
+@dataclass
+class OriginVerdict:
+    """Today's robots.txt of one origin, as fetched (or why it could not be)."""
+
+    origin: str
+    robots_url: str
+    status: int | None = None
+    fetched_at: str | None = None
+    sha256: str | None = None
+    kind: str | None = None
+    unreachable: str | None = None  # why no evidence came back; None when it did
+    robots: Any = None  # crawlers.robots.RobotsTxt when reachable
+    urls: list[str] = field(default_factory=list)
+
+    def evidence(self) -> str:
+        when = f"fetched {self.fetched_at}" if self.fetched_at else "not fetched"
+        sha = f", sha256 {self.sha256}" if self.sha256 else ""
+        status = f", HTTP {self.status}" if self.status is not None else ""
+        return f"{when}{status}{sha}"
+
+    def host_row(self, agent: str, training_agent: str) -> dict[str, Any]:
+        allowed = (
+            None
+            if self.robots is None
+            else sum(1 for u in self.urls if self.robots.allows(training_agent, u))
+        )
+        return {
+            "origin": self.origin,
+            "robots_url": self.robots_url,
+            "robots_status": self.status,
+            "robots_fetched_at": self.fetched_at,
+            "robots_sha256": self.sha256,
+            "robots_kind": self.kind,
+            "unreachable": self.unreachable,
+            "urls": len(self.urls),
+            "training_allowed_urls": allowed or 0,
+            "decided": True,
+        }
+
+
+def _iso(ts: float | None) -> str:
+    when = datetime.fromtimestamp(ts, UTC) if ts else datetime.now(UTC)
+    return when.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def group_by_origin(urls: list[str]) -> tuple[dict[str, list[str]], dict[str, str]]:
+    """origin -> its URLs, and URL -> why no robots.txt can be asked for it (bad URL)."""
+    from crawlers.consent import _robots_origin
+
+    by_origin: dict[str, list[str]] = {}
+    bad: dict[str, str] = {}
+    for url in urls:
+        origin, why = _robots_origin(url)
+        if why is not None:
+            bad[url] = why
+        else:
+            by_origin.setdefault(origin, []).append(url)
+    return by_origin, bad
+
+
+async def fetch_robots_async(
+    by_origin: dict[str, list[str]], config: Any = None
+) -> dict[str, OriginVerdict]:
+    """Today's robots.txt of every origin, through the crawler's Downloader."""
+    from crawlers.consent import _unreachable
+    from crawlers.crawl.downloader import Downloader
+    from crawlers.crawl.recrawl import per_server
+
+    verdicts = {
+        o: OriginVerdict(o, o + "/robots.txt", urls=list(urls)) for o, urls in by_origin.items()
+    }
+    if not verdicts:
+        return verdicts
+    records: dict[str, Any] = {}
+    async with Downloader(config, on_robots_fetch=lambda r: records.__setitem__(r.origin, r)) as d:
+
+        async def check(origin: str) -> None:
+            v = verdicts[origin]
+            try:
+                robots = await d.robots.get(origin + "/")
+            except Exception as exc:  # one origin never ends the import: it is not consented
+                records.pop(origin, None)
+                v.unreachable = f"error: {type(exc).__name__}: {exc}"[:500]
+                v.fetched_at = _iso(None)
+                return
+            record = records.pop(origin, None)
+            why = _unreachable(record)
+            v.kind = robots.kind
+            if record is not None:
+                v.status = record.status
+                v.fetched_at = _iso(record.fetched_at)
+                if record.status is not None:  # the body as fetched (no body: no sha256)
+                    v.sha256 = hashlib.sha256(record.body or b"").hexdigest()
+            else:
+                v.fetched_at = _iso(None)
+            if why is not None:
+                v.unreachable = why
+            else:
+                v.robots = robots
+
+        await per_server(d, sorted(verdicts), str, check)
+    return verdicts
+
+
+def fetch_robots(by_origin: dict[str, list[str]], config: Any = None) -> dict[str, OriginVerdict]:
+    """`fetch_robots_async` from synchronous code."""
+    return asyncio.run(fetch_robots_async(by_origin, config))
+
+
+def decide(
+    row: dict[str, Any],
+    verdict: OriginVerdict | None,
+    *,
+    agent: str,
+    training_agent: str,
+    offline: bool = False,
+    bad_url: str | None = None,
+) -> dict[str, Any]:
+    """The consent columns of one imported row with a URL: crawl_allowed, training_allowed,
+    robots_crawl, robots_training, consent_source, robots_fetched_at, robots_sha256."""
+    url = row["url"]
+    evidence: list[str] = []
+    denied = False
+    if row.get("archived_header_optout"):
+        evidence.append(f"archived headers: X-Robots-Tag {row['archived_header_optout']}")
+        denied |= "noai" in row["archived_header_optout"].split(",")
+    if row.get("archived_meta_optout"):
+        evidence.append(f"archived meta: robots {row['archived_meta_optout']}")
+        denied |= "noai" in row["archived_meta_optout"].split(",")
+    out: dict[str, Any] = {"robots_fetched_at": None, "robots_sha256": None}
+    if offline:
+        crawl = training = "unreachable"
+        evidence.append(OFFLINE)
+        denied = True
+        crawl_ok = None
+    elif bad_url is not None or verdict is None:
+        crawl = training = "unreachable"
+        evidence.append(f"robots.txt at import: none can be asked ({bad_url or 'no origin'})")
+        denied = True
+        crawl_ok = None
+    elif verdict.robots is None:
+        crawl = training = "unreachable"
+        evidence.append(
+            f"robots.txt at import: unreachable ({verdict.unreachable}; {verdict.evidence()}), "
+            "so no consent"
+        )
+        denied = True
+        crawl_ok = None
+        out.update(robots_fetched_at=verdict.fetched_at, robots_sha256=verdict.sha256)
+    else:
+        crawl_ok = bool(verdict.robots.allows(agent, url))
+        train_ok = bool(verdict.robots.allows(training_agent, url))
+        crawl = "allowed" if crawl_ok else "disallowed"
+        training = "allowed" if train_ok else "disallowed"
+        rule = ""
+        if not train_ok:
+            from crawlers.consent import matched_rule
+
+            group, line = matched_rule(verdict.robots, training_agent, url)
+            rule = f" by group {group!r} rule {line!r}" if line else f" by group {group!r}"
+        evidence.append(
+            f"robots.txt at import: {training} for {training_agent}{rule} ({verdict.evidence()})"
+        )
+        denied |= not train_ok
+        out.update(robots_fetched_at=verdict.fetched_at, robots_sha256=verdict.sha256)
+    out.update(
+        crawl_allowed=crawl_ok,
+        training_allowed=not denied,
+        robots_crawl=crawl,
+        robots_training=training,
+        consent_source="; ".join(evidence),
+    )
+    return out
+
+
+def consent_rows(
+    rows: list[dict[str, Any]],
+    *,
+    config: Any = None,
+    offline: bool = False,
+) -> list[dict[str, Any]]:
+    """Decide consent for every row that has a URL (in place) and return one row per origin
+    (hosts.parquet): every origin asked, its robots.txt status, fetch time and sha256."""
+    from crawlers.crawl.config import CrawlConfig
+
+    cfg = CrawlConfig.from_any(config)
+    urls = sorted({r["url"] for r in rows if r.get("url")})
+    by_origin, bad = group_by_origin(urls)
+    verdicts: dict[str, OriginVerdict] = {}
+    if offline:
+        verdicts = {o: OriginVerdict(o, o + "/robots.txt", urls=u) for o, u in by_origin.items()}
+        for v in verdicts.values():
+            v.unreachable = "offline (--offline)"
+    else:
+        verdicts = fetch_robots(by_origin, cfg)
+    origin_of_url = {u: o for o, us in by_origin.items() for u in us}
+    for row in rows:
+        if not row.get("url"):
+            continue
+        v = verdicts.get(origin_of_url.get(row["url"], ""))
+        row.update(
+            decide(
+                row,
+                v,
+                agent=cfg.agent,
+                training_agent=cfg.training_agent,
+                offline=offline,
+                bad_url=bad.get(row["url"]),
+            )
+        )
+    hosts = [v.host_row(cfg.agent, cfg.training_agent) for _, v in sorted(verdicts.items())]
+    for url, why in sorted(bad.items()):
+        hosts.append(
+            {
+                "origin": url,
+                "robots_url": None,
+                "robots_status": None,
+                "robots_fetched_at": None,
+                "robots_sha256": None,
+                "robots_kind": None,
+                "unreachable": why,
+                "urls": 1,
+                "training_allowed_urls": 0,
+                "decided": True,
+            }
+        )
+    return hosts

@@ -1,0 +1,365 @@
+"""A whole WARC import: files -> per-file parts (resumable) -> dedup -> consent -> crawl output.
+
+Layout of the output directory (the crawl's contract, so `refinery extract --crawl DIR` runs
+unchanged on it):
+
+- `pages.parquet`: the crawl's `PAGES_SCHEMA` columns plus `IMPORT_COLUMNS` (provenance and
+  consent evidence), one row per imported page.
+- `skipped.parquet`: the crawl's `SKIPPED_SCHEMA` plus `skip_detail` and the provenance columns:
+  every record that is not a page, with its reason. Records in = pages + skipped.
+- `hosts.parquet`: every origin of the import, its robots.txt status, fetch time and sha256.
+- `warc/<key>.warc.gz`: records copied from sources that cannot be read at an offset.
+- `parts/<key>.parquet` + `parts/<key>.done.json`: one file's rows; a file whose marker matches
+  its size and mtime is not read again (resume after a kill).
+"""
+
+from __future__ import annotations
+
+import glob
+import hashlib
+import json
+import os
+import time
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from crawlers.imports.warc import ScanOptions, is_remote, local_path, scan_file
+
+PROVENANCE = [
+    ("source_file", pa.string()),
+    ("source_offset", pa.int64()),
+    ("source_length", pa.int64()),
+    ("warc_record_id", pa.string()),
+    ("capture_time", pa.string()),
+    ("record_type", pa.string()),
+    ("import_mode", pa.string()),
+]
+IMPORT_COLUMNS = [
+    *PROVENANCE,
+    ("payload_digest", pa.string()),
+    ("archived_x_robots", pa.string()),
+    ("archived_header_optout", pa.string()),
+    ("archived_meta_optout", pa.string()),
+    ("consent_source", pa.string()),
+    ("robots_fetched_at", pa.string()),
+    ("robots_sha256", pa.string()),
+]
+PART_SCHEMA = pa.schema(
+    [
+        ("kind", pa.string()),
+        ("url", pa.string()),
+        ("status", pa.int32()),
+        ("content_type", pa.string()),
+        ("content_sha256", pa.string()),
+        ("content_length", pa.int64()),
+        ("redirect_to", pa.string()),
+        ("noindex", pa.bool_()),
+        ("nofollow", pa.bool_()),
+        ("noai", pa.bool_()),
+        ("noimageai", pa.bool_()),
+        ("warc_file", pa.string()),
+        ("warc_offset", pa.int64()),
+        ("warc_length", pa.int64()),
+        ("skip_reason", pa.string()),
+        ("skip_detail", pa.string()),
+        ("refers_to", pa.string()),
+        ("refers_to_uri", pa.string()),
+        *[f for f in IMPORT_COLUMNS if f[0] not in ("consent_source",) and "robots_" not in f[0]],
+    ]
+)
+HOSTS_SCHEMA = pa.schema(
+    [
+        ("origin", pa.string()),
+        ("robots_url", pa.string()),
+        ("robots_status", pa.int32()),
+        ("robots_fetched_at", pa.string()),
+        ("robots_sha256", pa.string()),
+        ("robots_kind", pa.string()),
+        ("unreachable", pa.string()),
+        ("urls", pa.int64()),
+        ("training_allowed_urls", pa.int64()),
+        ("decided", pa.bool_()),
+    ]
+)
+
+
+def pages_schema() -> pa.Schema:
+    from crawlers.crawl.output import PAGES_SCHEMA
+
+    return pa.schema([*PAGES_SCHEMA, *[pa.field(n, t) for n, t in IMPORT_COLUMNS]])
+
+
+def skipped_schema() -> pa.Schema:
+    from crawlers.crawl.output import SKIPPED_SCHEMA
+
+    extra = [("skip_detail", pa.string()), *PROVENANCE, ("payload_digest", pa.string())]
+    return pa.schema([*SKIPPED_SCHEMA, *[pa.field(n, t) for n, t in extra]])
+
+
+def expand(patterns: Iterable[str]) -> list[str]:
+    """Files named by paths, globs or fsspec URLs (globs too), in the order given, each once.
+    A pattern that matches nothing is one error line naming it."""
+    out: list[str] = []
+    for pattern in patterns:
+        pattern = str(pattern)
+        if is_remote(pattern):
+            import fsspec
+
+            fs, _, paths = fsspec.get_fs_token_paths(pattern)
+            proto = pattern.split("://", 1)[0]
+            found = [p if "://" in p else f"{proto}://{p}" for p in sorted(paths)]
+        elif glob.has_magic(local_path(pattern)):
+            found = sorted(p for p in glob.glob(local_path(pattern)) if os.path.isfile(p))
+        else:
+            p = local_path(pattern)
+            if os.path.isdir(p):
+                raise IsADirectoryError(
+                    f"{pattern}: a directory; name the archive files (e.g. '{p}/*.warc.gz')"
+                )
+            found = [p] if os.path.isfile(p) else []
+        if not found:
+            raise FileNotFoundError(
+                f"{pattern}: no such file (FILE_OR_GLOB names WARC/ARC files, e.g. "
+                "'crawl/*.warc.gz' or s3://bucket/path/*.warc.gz)"
+            )
+        for f in found:
+            f = f if is_remote(f) else str(Path(f).resolve())
+            if f not in out:
+                out.append(f)
+    return out
+
+
+def file_key(source: str) -> str:
+    """The name of one source file's part: a hash of its path and its base name."""
+    digest = hashlib.sha256(source.encode("utf-8")).hexdigest()[:12]
+    name = "".join(c if c.isalnum() or c in "._-" else "_" for c in source.rsplit("/", 1)[-1])
+    return f"{digest}-{name[:60]}"
+
+
+def _stamp(source: str) -> dict[str, Any]:
+    if is_remote(source):
+        import fsspec
+
+        fs, _, (path,) = fsspec.get_fs_token_paths(source)
+        info = fs.info(path)
+        return {"size": info.get("size"), "mtime": str(info.get("mtime") or info.get("ETag"))}
+    st = os.stat(local_path(source))
+    return {"size": st.st_size, "mtime": st.st_mtime_ns}
+
+
+def is_done(source: str, out_dir: Path) -> bool:
+    """A finished part whose marker matches the file's size and mtime."""
+    marker = Path(out_dir) / "parts" / f"{file_key(source)}.done.json"
+    if not marker.exists():
+        return False
+    try:
+        done = json.loads(marker.read_text())
+    except ValueError:
+        return False
+    return done.get("source") == source and done.get("stamp") == _stamp(source)
+
+
+def _table(rows: list[dict[str, Any]], schema: pa.Schema) -> pa.Table:
+    cols = {}
+    for f in schema:
+        values = [r.get(f.name) for r in rows]
+        if pa.types.is_boolean(f.type):
+            values = [None if v is None else v is True for v in values]
+        cols[f.name] = pa.array(values, type=f.type)
+    return pa.table(cols, schema=schema)
+
+
+def _write(table: pa.Table, path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    pq.write_table(table, tmp)
+    os.replace(tmp, path)
+
+
+def scan_to_part(source: str, out_dir: str | Path, opts: dict[str, Any]) -> dict[str, Any]:
+    """Scan one file into `parts/<key>.parquet`, then its done marker (the resume unit)."""
+    out_dir = Path(out_dir)
+    key = file_key(source)
+    started = time.perf_counter()
+    rows = scan_file(source, ScanOptions(**opts), out_dir / "warc", key)
+    _write(_table(rows, PART_SCHEMA), out_dir / "parts" / f"{key}.parquet")
+    counts = {
+        "source": source,
+        "stamp": _stamp(source),
+        "records": len(rows),
+        "pages": sum(1 for r in rows if r["kind"] == "page"),
+        "seconds": round(time.perf_counter() - started, 3),
+    }
+    marker = out_dir / "parts" / f"{key}.done.json"
+    tmp = marker.with_name(marker.name + ".tmp")
+    tmp.write_text(json.dumps(counts))
+    os.replace(tmp, marker)
+    return counts
+
+
+Scanner = Callable[[list[str], Path, dict[str, Any]], None]
+
+
+def scan_in_process(files: list[str], out_dir: Path, opts: dict[str, Any]) -> None:
+    for source in files:
+        scan_to_part(source, out_dir, opts)
+
+
+def _merge(files: list[str], out_dir: Path) -> tuple[list[dict], list[dict]]:
+    """Pages and skips of every part, in file order; exact repeats become skips: a URL seen
+    before (duplicate_url), a payload digest seen before (duplicate_payload), a revisit whose
+    original is in the import (revisit) or is not (revisit_missing_original)."""
+    pages: list[dict] = []
+    skipped: list[dict] = []
+    seen_url: dict[str, str] = {}
+    seen_digest: dict[str, str] = {}
+    revisits: list[dict] = []
+    for source in files:
+        part = out_dir / "parts" / f"{file_key(source)}.parquet"
+        for row in pq.read_table(part).to_pylist():
+            where = f"{row.get('warc_record_id') or ''} in {source}@{row.get('source_offset')}"
+            if row["kind"] == "page":
+                digest = row.get("payload_digest")
+                if row["url"] in seen_url:
+                    skipped.append(
+                        _as_skip(row, "duplicate_url", f"same URL as {seen_url[row['url']]}")
+                    )
+                elif digest and digest in seen_digest:
+                    skipped.append(
+                        _as_skip(row, "duplicate_payload", f"same payload as {seen_digest[digest]}")
+                    )
+                else:
+                    seen_url[row["url"]] = where
+                    if digest:
+                        seen_digest[digest] = where
+                    pages.append(row)
+            elif row.get("skip_reason") == "revisit":
+                revisits.append(row)
+            else:
+                skipped.append(row)
+    for row in revisits:
+        digest = row.get("payload_digest")
+        if digest and digest in seen_digest:
+            skipped.append(_as_skip(row, "revisit", f"repeat capture of {seen_digest[digest]}"))
+        else:
+            skipped.append(
+                _as_skip(
+                    row,
+                    "revisit_missing_original",
+                    f"revisit of {row.get('refers_to_uri') or row.get('url')} "
+                    f"({row.get('refers_to') or 'no WARC-Refers-To'}): the original capture is "
+                    "not in the import, so there is no body",
+                )
+            )
+    return pages, skipped
+
+
+def _as_skip(row: dict, reason: str, detail: str) -> dict:
+    return {**row, "kind": "skip", "skip_reason": reason, "skip_detail": detail}
+
+
+def import_warc(
+    patterns: Iterable[str],
+    out_dir: str | Path,
+    *,
+    config: Any = None,
+    offline: bool = False,
+    max_record_bytes: int | None = None,
+    scanner: Scanner | None = None,
+    log: Callable[[str], None] = lambda msg: None,
+) -> dict[str, Any]:
+    """Import WARC/ARC files into `out_dir` (see the module doc); returns the summary figures.
+
+    `config`: a CrawlConfig (or dict of its fields) for the robots.txt fetches and the tokens.
+    `scanner(files, out_dir, opts)` scans the files not yet done (default: in this process; the
+    stage passes a Beam pipeline, one file per element).
+    """
+    from crawlers.crawl.config import CrawlConfig
+    from crawlers.imports.consent import consent_rows
+
+    cfg = CrawlConfig.from_any(config)
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    files = expand(patterns)
+    todo = [f for f in files if not is_done(f, out_dir)]
+    opts = {"agent": cfg.agent, "training_agent": cfg.training_agent}
+    if max_record_bytes is not None:
+        opts["max_record_bytes"] = int(max_record_bytes)
+    started = time.perf_counter()
+    if todo:
+        (scanner or scan_in_process)(todo, out_dir, opts)
+    scan_s = time.perf_counter() - started
+    log(f"import: {len(files)} files ({len(files) - len(todo)} already done), scanned")
+    pages, skipped = _merge(files, out_dir)
+    t = time.perf_counter()
+    hosts = consent_rows(pages, config=cfg, offline=offline)
+    consent_s = time.perf_counter() - t
+    for row in pages:
+        row.update(
+            host=_host(row["url"]),
+            depth=0,
+            source="import:warc",
+            final_url=row["url"],
+            fetched_at=row.get("capture_time"),
+            attempts=0,
+        )
+    for row in skipped:
+        row.update(host=_host(row.get("url")), depth=0, source="import:warc")
+    _write(_table(pages, pages_schema()), out_dir / "pages.parquet")
+    _write(_table(skipped, skipped_schema()), out_dir / "skipped.parquet")
+    _write(_table(hosts, HOSTS_SCHEMA), out_dir / "hosts.parquet")
+    records = sum(json.loads(m.read_text())["records"] for m in _markers(files, out_dir))
+    reasons: dict[str, int] = {}
+    for row in skipped:
+        reasons[row["skip_reason"]] = reasons.get(row["skip_reason"], 0) + 1
+    allowed = sum(1 for r in pages if r.get("training_allowed") is True)
+    summary = {
+        "files": len(files),
+        "files_scanned": len(todo),
+        "files_resumed": len(files) - len(todo),
+        "records": records,
+        "pages": len(pages),
+        "skipped": len(skipped),
+        "skipped_by_reason": dict(sorted(reasons.items())),
+        "hosts": len(hosts),
+        "hosts_unreachable": sum(1 for h in hosts if h["unreachable"]),
+        "training_allowed": allowed,
+        "training_not_allowed": len(pages) - allowed,
+        "offline": offline,
+        "scan_seconds": round(scan_s, 3),
+        "consent_seconds": round(consent_s, 3),
+    }
+    if records != len(pages) + len(skipped):  # the promise: nothing is silently lost
+        raise RuntimeError(f"import {out_dir}: {records} records != {len(pages)} + {len(skipped)}")
+    _manifests(out_dir, files, summary, cfg)
+    return summary
+
+
+def _markers(files: list[str], out_dir: Path) -> list[Path]:
+    return [out_dir / "parts" / f"{file_key(f)}.done.json" for f in files]
+
+
+def _host(url: str | None) -> str | None:
+    from common.inputs import url_host
+
+    return url_host(url) if url else None
+
+
+def _manifests(out_dir: Path, files: list[str], summary: dict[str, Any], cfg: Any) -> None:
+    from common.manifest import write_manifest
+
+    conf = {"agent": cfg.agent, "training_agent": cfg.training_agent}
+    inputs = files[:50]
+    write_manifest(
+        out_dir / "pages.parquet",
+        rows=summary["pages"],
+        inputs=inputs,
+        config=conf,
+        extra={"summary": summary, "sources": files},
+    )
+    write_manifest(out_dir / "skipped.parquet", rows=summary["skipped"], inputs=inputs, config=conf)
+    write_manifest(out_dir / "hosts.parquet", rows=summary["hosts"], inputs=inputs, config=conf)

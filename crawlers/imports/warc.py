@@ -1,0 +1,483 @@
+"""One WARC/ARC file in: page rows for the HTML responses, a recorded skip for every other record.
+
+Every record read is exactly one row: a page (an HTTP 200 HTML `response`/`resource` whose body
+could be read whole) or a skip with its reason (`warcinfo`, `request`, `metadata`, `revisit`,
+`not_html`, `http_status`, `missing_target_uri`, `bad_url`, `too_large`, `digest_mismatch`,
+`short_record`, `truncated`, `decode_error`, `malformed_record`, ...). A malformed stretch of a
+file (a cut gzip member, a wrong Content-Length, garbage between records) is one skip naming the
+offset and the error; reading goes on at the next record start it can find.
+
+Where the bytes stay: a local file with one gzip member per record, or uncompressed, is referred
+to by absolute path and record offset (the crawl's `warc_file`/`warc_offset`/`warc_length`), so
+`refinery extract` reads the record from the source without a copy. A whole-file gzip, an ARC
+file (converted to WARC records) and a remote (fsspec URL) file cannot be read at an offset
+later, so their page records are copied into the import's own `warc/<key>.warc.gz` (one gzip
+member per record, original WARC headers kept).
+"""
+
+from __future__ import annotations
+
+import base64
+import gzip
+import hashlib
+import io
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, BinaryIO
+
+from warcio.archiveiterator import ArchiveIterator
+from warcio.bufferedreaders import ChunkedDataReader
+from warcio.exceptions import ArchiveLoadFailed
+from warcio.recordloader import ArcWarcRecordLoader
+
+from crawlers.crawl.html import Directives, apply_meta_robots, apply_x_robots_tag
+from crawlers.extract.decode import BadPage
+from crawlers.extract.warc import MAX_DECOMPRESSED_BYTES, decode_content
+
+HTML_TYPES = ("text/html", "application/xhtml+xml")
+NOT_PAGES = {  # record types that never are a page, with why
+    "warcinfo": "warcinfo record (describes the file)",
+    "request": "request record (what the crawler sent)",
+    "metadata": "metadata record (the crawler's notes on a capture)",
+    "conversion": "conversion record (derived text, e.g. a WET record; use `import wet`)",
+    "continuation": "continuation record (segmented record; only whole records are read)",
+    "arc_header": "ARC file header",
+}
+_READ = 1 << 16
+_GZIP_MAGIC = b"\x1f\x8b\x08"
+_META = re.compile(rb"<meta\b[^>]*>", re.IGNORECASE)
+_ATTR = re.compile(rb"""([a-zA-Z_:.\-]+)\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s"'>]+))""")
+
+
+@dataclass
+class ScanOptions:
+    """What a scan needs besides the file."""
+
+    agent: str = "RefineryBot"
+    training_agent: str = "RefineryBot-Extended"
+    max_record_bytes: int = MAX_DECOMPRESSED_BYTES  # a body over this is skipped as too_large
+
+
+def is_remote(path: str) -> bool:
+    """An fsspec URL (s3://, gs://, http://...) rather than a local path (file:// is local)."""
+    return "://" in path and not path.startswith("file://")
+
+
+def local_path(path: str) -> str:
+    return path[len("file://") :] if path.startswith("file://") else path
+
+
+def open_source(path: str) -> BinaryIO:
+    """The file's bytes: a local file, or an fsspec URL opened for reading."""
+    if is_remote(path):
+        import fsspec
+
+        return fsspec.open(path, "rb").open()
+    return open(local_path(path), "rb")
+
+
+def html_type(content_type: str | None, body: bytes) -> bool:
+    """HTML by its Content-Type, or by sniffing the body when the type is missing."""
+    ctype = (content_type or "").split(";")[0].strip().lower()
+    if ctype:
+        return ctype in HTML_TYPES
+    head = body[:1024].lstrip().lower()
+    return head.startswith((b"<!doctype html", b"<html"))
+
+
+def archived_directives(
+    x_robots: list[str], body: bytes, agent: str, training_agent: str
+) -> tuple[Directives, list[str], list[str]]:
+    """The archived response's own opt-outs: X-Robots-Tag header values and `<meta>` robots tags
+    (name=robots / a token / http-equiv), read with the crawler's parsers. Returns the merged
+    directives and which X-Robots-Tag values and meta contents carried noai/noimageai."""
+    from_headers = Directives()
+    apply_x_robots_tag(from_headers, x_robots, agent, training_agent)
+    from_meta = Directives()
+    for tag in _META.findall(body):
+        attrs: dict[str, str] = {}
+        for m in _ATTR.finditer(tag):
+            raw = m.group(2) if m.group(2) is not None else (m.group(3) or m.group(4) or b"")
+            attrs[m.group(1).decode("latin-1").lower()] = raw.decode("utf-8", "replace")
+        if "content" not in attrs or not (attrs.get("name") or attrs.get("http-equiv")):
+            continue
+        apply_meta_robots(
+            from_meta,
+            attrs.get("name", ""),
+            attrs["content"],
+            agent,
+            training_agent,
+            http_equiv=attrs.get("http-equiv", ""),
+        )
+    merged = Directives()
+    for d in (from_headers, from_meta):
+        merged.noindex |= d.noindex
+        merged.nofollow |= d.nofollow
+        merged.noai |= d.noai
+        merged.noimageai |= d.noimageai
+    h = [w for w, on in (("noai", from_headers.noai), ("noimageai", from_headers.noimageai)) if on]
+    m = [w for w, on in (("noai", from_meta.noai), ("noimageai", from_meta.noimageai)) if on]
+    return merged, h, m
+
+
+def _read_capped(stream, limit: int) -> tuple[bytes, bool]:
+    """Up to `limit` bytes; (data, True) when more follows (the rest is left for warcio to skip,
+    streamed, never held)."""
+    out = bytearray()
+    while len(out) <= limit:
+        chunk = stream.read(min(_READ, limit + 1 - len(out)))
+        if not chunk:
+            return bytes(out), False
+        out += chunk
+    return bytes(out[:limit]), True
+
+
+def _sha1_b32(data: bytes) -> str:
+    return "sha1:" + base64.b32encode(hashlib.sha1(data).digest()).decode()
+
+
+class _Sink:
+    """The import's own WARC for records that cannot be referred to in place."""
+
+    def __init__(self, path: Path, rel: str):
+        self.path, self.rel = path, rel
+        self._fh: BinaryIO | None = None
+        self._writer = None
+
+    def write(self, record, raw: bytes) -> tuple[int, int]:
+        from warcio.warcwriter import WARCWriter
+
+        if self._fh is None:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._fh = open(self.path, "wb")
+            self._writer = WARCWriter(self._fh, gzip=True)
+        rec_type = "resource" if record.rec_type == "resource" else "response"
+        uri = record.rec_headers.get_header("WARC-Target-URI") or record.rec_headers.get_header(
+            "uri"
+        )
+        keep = {}
+        if record.format == "warc":
+            for name in ("WARC-Record-ID", "WARC-Date", "WARC-IP-Address", "WARC-Payload-Digest"):
+                if record.rec_headers.get_header(name):
+                    keep[name] = record.rec_headers.get_header(name)
+        new = self._writer.create_warc_record(
+            uri,
+            rec_type,
+            payload=io.BytesIO(raw),
+            http_headers=record.http_headers,
+            warc_headers_dict=keep,
+        )
+        start = self._fh.tell()
+        self._writer.write_record(new)
+        return start, self._fh.tell() - start
+
+    def close(self) -> None:
+        if self._fh is not None:
+            tmp = self._fh
+            self._fh = None
+            tmp.close()
+
+
+def _resync(fh: BinaryIO, start: int, gz: bool) -> int | None:
+    """The offset of the next record start at or after `start` (a gzip member header, or a
+    'WARC/1.' line), None when the file has none."""
+    marker = _GZIP_MAGIC if gz else b"WARC/1."
+    fh.seek(start)
+    pos, tail = start, b""
+    while True:
+        chunk = fh.read(1 << 20)
+        if not chunk:
+            return None
+        data = tail + chunk
+        i = data.find(marker)
+        while i >= 0 and not gz and i > 0 and data[i - 1 : i] != b"\n":
+            i = data.find(marker, i + 1)
+        if i >= 0:
+            return pos - len(tail) + i
+        tail = data[-8:]
+        pos += len(chunk)
+
+
+class _Loader(ArcWarcRecordLoader):
+    """warcio's loader, except that a record without WARC-Target-URI is read (with no HTTP
+    headers) instead of failing inside warcio; the scan then skips it as missing_target_uri."""
+
+    def load_http_headers(self, rec_type, uri, stream, length):
+        return super().load_http_headers(rec_type, uri or "", stream, length)
+
+
+def _iterator(stream: BinaryIO, copy: bool) -> ArchiveIterator:
+    it = ArchiveIterator(stream, check_digests=True, arc2warc=copy)
+    it.loader = _Loader(verify_http=False, arc2warc=copy)
+    return it
+
+
+class _Restart(Exception):
+    """The file must be read again as a stream and its records copied (whole-file gzip, ARC)."""
+
+    def __init__(self, why: str, gunzip: bool = False):
+        super().__init__(why)
+        self.why, self.gunzip = why, gunzip
+
+
+_WHOLE_GZIP = "whole-file gzip: records copied (a record in it cannot be read at an offset)"
+
+
+def scan_file(source: str, opts: ScanOptions, sink_dir: Path, key: str) -> list[dict[str, Any]]:
+    """Every record of one WARC/ARC file as one row (a page or a skip); see the module doc.
+
+    Rows carry `kind` ('page' or 'skip'), the provenance (`source_file`, `source_offset`,
+    `source_length`, `warc_record_id`, `capture_time`, `record_type`), `import_mode`
+    ('referenced', or 'copied: why') and, for pages, where extraction finds the record
+    (`warc_file`: the source's absolute path, or `warc/<key>.warc.gz` in the import directory).
+    """
+    restart: _Restart | None = None
+    if is_remote(source):
+        restart = _Restart("remote file: records copied so extraction can read them by offset")
+    else:
+        try:
+            return _scan(source, opts, None, gunzip=False, mode="referenced")
+        except _Restart as r:
+            restart = r
+    for _ in range(2):
+        sink = _Sink(sink_dir / f"{key}.warc.gz", f"warc/{key}.warc.gz")
+        try:
+            return _scan(source, opts, sink, gunzip=restart.gunzip, mode=f"copied: {restart.why}")
+        except _Restart as r:  # a remote whole-file gzip: once more, decompressed
+            restart = r
+        finally:
+            sink.close()
+    raise RuntimeError(f"{source}: could not be read as WARC/ARC")  # unreachable
+
+
+def _scan(
+    source: str, opts: ScanOptions, sink: _Sink | None, *, gunzip: bool, mode: str
+) -> list[dict[str, Any]]:
+    copy = sink is not None
+    rows: list[dict[str, Any]] = []
+    fh = open_source(source)
+    try:
+        head = fh.read(3)
+        gz = head == _GZIP_MAGIC
+        stream: BinaryIO = _rewound(fh) if fh.seekable() else _Prefixed(head, fh)  # type: ignore
+        if gunzip and gz:
+            stream = gzip.GzipFile(fileobj=stream, mode="rb")  # type: ignore[assignment]
+            gz = False
+        base = 0
+        seekable = not copy and stream.seekable()
+        while True:
+            it = _iterator(stream, copy)
+            last_end = base
+            try:
+                for record in it:
+                    if not copy and record.format in ("arc", "arc2warc"):
+                        raise _Restart("ARC file: records converted to WARC and copied")
+                    row = _record_row(record, it, source, base, opts, sink)
+                    row["import_mode"] = mode
+                    last_end = row["source_offset"] + max(0, row["source_length"] or 0)
+                    rows.append(row)
+                if seekable:  # warcio ends quietly at a cut gzip member: the rest is a skip
+                    rows.extend(_tail(stream, last_end, source, mode))
+                return rows
+            except _Restart:
+                raise
+            except ArchiveLoadFailed as exc:
+                if "non-chunked gzip" in str(exc) and not gunzip:
+                    raise _Restart(_WHOLE_GZIP, gunzip=True) from exc
+                error: Exception = exc
+            except Exception as exc:  # zlib.error, EOFError, a header warcio cannot parse
+                error = exc
+            detail = " ".join(f"{type(error).__name__}: {error}".split())[:500]
+            where = {"source_file": source, "source_offset": last_end, "source_length": None}
+            rows.append(
+                {
+                    **_skip(where, "malformed_record", f"{source}@{last_end}: {detail}"),
+                    "import_mode": mode,
+                }
+            )
+            if not seekable:
+                return rows  # a stream cannot be searched for the next record: the rest is lost
+            nxt = _resync(stream, last_end + 1, gz)
+            if nxt is None:
+                return rows
+            stream.seek(nxt)
+            base = nxt
+    finally:
+        fh.close()
+
+
+def _tail(stream: BinaryIO, last_end: int, source: str, mode: str) -> list[dict[str, Any]]:
+    """A skip for bytes after the last record read that are not just blank lines."""
+    stream.seek(0, io.SEEK_END)
+    size = stream.tell()
+    if size <= last_end:
+        return []
+    stream.seek(last_end)
+    if not stream.read(1 << 16).strip():
+        return []
+    detail = (
+        f"{source}@{last_end}: {size - last_end} bytes after the last whole record could not be "
+        "read as a record (a cut gzip member or a truncated file)"
+    )
+    where = {"source_file": source, "source_offset": last_end, "source_length": size - last_end}
+    return [{**_skip(where, "malformed_record", detail), "import_mode": mode}]
+
+
+def _rewound(fh: BinaryIO) -> BinaryIO:
+    fh.seek(0)
+    return fh
+
+
+class _Prefixed(io.RawIOBase):
+    """A non-seekable stream with the bytes already read put back in front."""
+
+    def __init__(self, head: bytes, fh: BinaryIO):
+        self._head, self._fh = head, fh
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, b) -> int:
+        if self._head:
+            n = min(len(b), len(self._head))
+            b[:n] = self._head[:n]
+            self._head = self._head[n:]
+            return n
+        data = self._fh.read(len(b))
+        b[: len(data)] = data
+        return len(data)
+
+
+def _skip(row: dict[str, Any], reason: str, detail: str) -> dict[str, Any]:
+    return {**row, "kind": "skip", "skip_reason": reason, "skip_detail": detail}
+
+
+def _record_row(record, it, source: str, base: int, opts: ScanOptions, sink: _Sink | None):
+    h = record.rec_headers
+    rec_type = record.rec_type
+    url = h.get_header("WARC-Target-URI") or (
+        h.get_header("uri") if record.format != "warc" else None
+    )
+    row: dict[str, Any] = {
+        "source_file": source,
+        "record_type": rec_type,
+        "warc_record_id": h.get_header("WARC-Record-ID"),
+        "capture_time": h.get_header("WARC-Date") or _arc_date(h.get_header("archive-date")),
+        "url": url,
+        "payload_digest": h.get_header("WARC-Payload-Digest"),
+    }
+
+    def place() -> dict[str, Any]:
+        row["source_offset"] = base + it.get_record_offset()
+        row["source_length"] = it.get_record_length()
+        return row
+
+    if rec_type in NOT_PAGES:
+        return _skip(place(), rec_type, NOT_PAGES[rec_type])
+    if rec_type == "revisit":
+        row["refers_to"] = h.get_header("WARC-Refers-To")
+        row["refers_to_uri"] = h.get_header("WARC-Refers-To-Target-URI")
+        return _skip(place(), "revisit", "revisit record (resolved against the import's payloads)")
+    if rec_type not in ("response", "resource"):
+        return _skip(place(), "record_type", f"{rec_type} record: only responses are pages")
+    if not url:
+        return _skip(place(), "missing_target_uri", "response without WARC-Target-URI")
+    url = url.strip().strip("<>")
+    row["url"] = url
+    if not url.lower().startswith(("http://", "https://")):
+        return _skip(place(), "not_http", f"{url[:200]}: only http(s) responses are web pages")
+    truncated = h.get_header("WARC-Truncated")
+    status, headers = 200, {}
+    x_robots: list[str] = []
+    if record.http_headers is not None:
+        code = record.http_headers.get_statuscode()
+        status = int(code) if code and code.isdigit() else None
+        for k, v in record.http_headers.headers:
+            k = k.lower()
+            headers.setdefault(k, v)
+            if k == "x-robots-tag":
+                x_robots.append(v)
+    elif rec_type == "response":
+        return _skip(place(), "no_http_headers", "response record without an HTTP response")
+    else:
+        headers["content-type"] = h.get_header("Content-Type") or ""
+    raw, over = _read_capped(record.raw_stream, opts.max_record_bytes)
+    if over:
+        place()
+        return _skip(
+            row,
+            "too_large",
+            f"record body over {opts.max_record_bytes} bytes (streamed past, not stored); "
+            "raise max_record_bytes to keep it",
+        )
+    it.read_to_end(record)  # completes the digest check
+    place()
+    row["status"] = status
+    row["content_type"] = headers.get("content-type")
+    if truncated:
+        return _skip(row, "truncated", f"WARC-Truncated: {truncated}: the body is not whole")
+    left = getattr(record.raw_stream, "limit", 0) or 0
+    if left > 0:
+        return _skip(
+            row,
+            "short_record",
+            f"the record ends {left} bytes before its Content-Length (a wrong Content-Length or "
+            "a cut file)",
+        )
+    if record.digest_checker.passed is False:
+        return _skip(row, "digest_mismatch", "; ".join(record.digest_checker.problems)[:500])
+    if status != 200:
+        return _skip(row, "http_status", f"HTTP status {status}: only 200 responses are pages")
+    body = raw
+    where = f"{source}@{row['source_offset']}"
+    try:
+        if "chunked" in headers.get("transfer-encoding", "").lower():
+            body, more = _read_capped(ChunkedDataReader(io.BytesIO(raw)), opts.max_record_bytes)
+            if more:
+                raise BadPage("too_large", f"{where}: de-chunked body over the cap")
+        body = decode_content(body, headers.get("content-encoding"), opts.max_record_bytes, where)
+    except BadPage as bad:
+        return _skip(row, bad.reason, bad.detail)
+    except Exception as exc:  # a chunk framing warcio refuses: one skip
+        return _skip(row, "decode_error", f"{where}: {type(exc).__name__}: {exc}"[:500])
+    if not html_type(headers.get("content-type"), body):
+        ctype = (headers.get("content-type") or "none").split(";")[0].strip()
+        return _skip(row, "not_html", f"Content-Type {ctype[:100]}: only HTML pages are imported")
+    d, from_headers, from_meta = archived_directives(
+        x_robots, body, opts.agent, opts.training_agent
+    )
+    if not row["payload_digest"]:
+        row["payload_digest"] = _sha1_b32(raw)
+    location = headers.get("location")
+    row.update(
+        kind="page",
+        content_sha256=hashlib.sha256(body).hexdigest(),
+        content_length=len(body),
+        redirect_to=location,
+        noindex=d.noindex,
+        nofollow=d.nofollow,
+        noai=d.noai,
+        noimageai=d.noimageai,
+        archived_x_robots="; ".join(x_robots) or None,
+        archived_header_optout=",".join(from_headers) or None,
+        archived_meta_optout=",".join(from_meta) or None,
+    )
+    if sink is not None:
+        off, length = sink.write(record, raw)
+        row.update(warc_file=sink.rel, warc_offset=off, warc_length=length)
+    else:
+        row.update(
+            warc_file=str(Path(local_path(source)).resolve()),
+            warc_offset=row["source_offset"],
+            warc_length=row["source_length"],
+        )
+    return row
+
+
+def _arc_date(value: str | None) -> str | None:
+    """An ARC archive-date (YYYYMMDDhhmmss) as an ISO 8601 UTC time."""
+    if not value or len(value) < 14 or not value[:14].isdigit():
+        return value
+    v = value
+    return f"{v[:4]}-{v[4:6]}-{v[6:8]}T{v[8:10]}:{v[10:12]}:{v[12:14]}Z"

@@ -1,0 +1,203 @@
+"""Import existing archives: `refinery import warc|wet|docs` and the `imported_pages` asset.
+
+`import warc` writes the crawl's output contract (pages.parquet referring to WARC records by
+file and offset), so `refinery extract --crawl DIR` runs on it unchanged. Without --out it
+writes `<lake>/crawl/shard=import/`, one more shard of the lake's crawl: the `documents` asset
+(extract over the lake's crawl) reads it with the crawled shards, and the graph shows
+`imported_pages -> documents`. Scanning runs as a Beam job, one file per element
+(`pipelines/beam/imports.py`); consent (today's robots.txt for both tokens plus the archived
+X-Robots-Tag and meta robots) is decided for every origin (`crawlers.imports.consent`).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from pipelines.stage import Lake, Params, Stage, Summary, param
+
+IMPORT_SHARD = "shard=import"
+
+
+class ImportOptions(Params):
+    """What every import shares: tokens, robots.txt fetch settings, --offline."""
+
+    agent: str = param("RefineryBot", help="Crawl product token asked for in robots.txt.")
+    training_agent: str = param(
+        "RefineryBot-Extended", help="Training product token asked for in robots.txt."
+    )
+    delay: float = param(1.0, min=0, help="Seconds between robots.txt requests to one server.")
+    allow_private_networks: bool = param(
+        False, help="Allow robots.txt fetches from loopback/private addresses."
+    )
+    offline: bool = param(
+        False,
+        help="Fetch no robots.txt: every row with a URL is marked not consented, saying so.",
+    )
+
+    def config(self) -> dict[str, Any]:
+        return {
+            "agent": self.agent,
+            "training_agent": self.training_agent,
+            "delay": self.delay,
+            "allow_private_networks": self.allow_private_networks,
+        }
+
+
+class ImportWarcParams(ImportOptions):
+    files: list[str] = param(
+        argument=True,
+        help="WARC/ARC files or globs (local paths or fsspec URLs; gzip per record or whole).",
+    )
+    out: Path | None = param(
+        None, output=True, help="Output directory (default: the lake's crawl/shard=import)."
+    )
+    max_record_bytes: int | None = param(
+        None, help="Skip (as too_large) a record whose body is over this (default: 64 MiB)."
+    )
+    runner: str = param(
+        "DirectRunner", resource="beam.runner", help="Beam runner; unknown options go to Beam."
+    )
+    beam_args: list[str] = param([], extra_args=True, resource="beam.options")
+
+
+class ImportSummary(Summary):
+    files: int = 0
+    records: int = 0
+    pages: int | None = None
+    documents: int | None = None
+    skipped: int = 0
+    hosts: int = 0
+    hosts_unreachable: int = 0
+    training_allowed: int = 0
+    training_not_allowed: int = 0
+    offline: bool = False
+    seconds: float = 0.0
+    details: dict[str, Any] = {}
+
+    def text(self) -> str:
+        return json.dumps(self.details, indent=2, default=str)
+
+
+def _summary(s: dict[str, Any], outputs: dict[str, str], seconds: float) -> ImportSummary:
+    figures = {k: s[k] for k in ImportSummary.model_fields if k in s and k != "outputs"}
+    return ImportSummary(
+        outputs=outputs, seconds=round(seconds, 2), details={**s, "out": outputs}, **figures
+    )
+
+
+def import_warc(p: ImportWarcParams, lake: Lake) -> ImportSummary:
+    """Import WARC/ARC files as a crawl (pages.parquet + records by file and offset), with
+    today's opt-outs applied."""
+    import time
+
+    from crawlers.imports.run import import_warc as run_import
+
+    if not p.files and lake.interactive:
+        raise ValueError("FILE_OR_GLOB: name at least one WARC/ARC file or glob")
+    # Dagster with no `files` configured: an empty import (0 pages), so "Materialize all" works
+    out = Path(p.out) if p.out else lake.root / "crawl" / IMPORT_SHARD
+    args = [f"--runner={p.runner}", *p.beam_args]
+
+    def scanner(files: list[str], out_dir: Path, opts: dict[str, Any]) -> None:
+        from pipelines.beam.imports import run_pipeline
+
+        run_pipeline(files, out_dir, opts, pipeline_args=args)
+
+    started = time.perf_counter()
+    s = run_import(
+        p.files,
+        out,
+        config=p.config(),
+        offline=p.offline,
+        max_record_bytes=p.max_record_bytes,
+        scanner=scanner,
+        log=lake.log,
+    )
+    return _summary(s, {"imported_pages": str(out)}, time.perf_counter() - started)
+
+
+class ImportWetParams(ImportOptions):
+    files: list[str] = param(argument=True, help="Common Crawl WET files or globs.")
+    out: Path | None = param(
+        None, output=True, help="Output directory (default: the lake's imports/wet)."
+    )
+
+
+def import_wet(p: ImportWetParams, lake: Lake) -> ImportSummary:
+    """Import Common Crawl WET text records straight into documents.parquet (no extraction)."""
+    import time
+
+    from crawlers.imports.wet import import_wet as run_import
+
+    out = Path(p.out) if p.out else lake.root / "imports" / "wet"
+    started = time.perf_counter()
+    s = run_import(p.files, out, config=p.config(), offline=p.offline, log=lake.log)
+    return _summary(s, {"wet_documents": str(out)}, time.perf_counter() - started)
+
+
+class ImportDocsParams(ImportOptions):
+    files: list[str] = param(argument=True, help="JSONL (.jsonl, .jsonl.gz) or Parquet corpora.")
+    out: Path | None = param(
+        None, output=True, help="Output directory (default: the lake's imports/docs)."
+    )
+    text_field: str = param("text", help="The field holding the document text.")
+    id_field: str | None = param(None, help="The field holding a document id (default: derived).")
+    url_field: str | None = param(
+        None, help="The field holding the URL (rows with one get the robots.txt check)."
+    )
+    license: str | None = param(
+        None, help="The corpus licence: documents without a URL are consented by it."
+    )
+
+
+def import_docs(p: ImportDocsParams, lake: Lake) -> ImportSummary:
+    """Import a JSONL/Parquet corpus into documents.parquet, fields mapped by the flags."""
+    import time
+
+    from crawlers.imports.wet import import_docs as run_import
+
+    out = Path(p.out) if p.out else lake.root / "imports" / "docs"
+    started = time.perf_counter()
+    s = run_import(
+        p.files,
+        out,
+        text_field=p.text_field,
+        id_field=p.id_field,
+        url_field=p.url_field,
+        license=p.license,
+        config=p.config(),
+        offline=p.offline,
+        log=lake.log,
+    )
+    return _summary(s, {"corpus_documents": str(out)}, time.perf_counter() - started)
+
+
+IMPORT_WARC = Stage(
+    name="import warc",
+    params=ImportWarcParams,
+    run=import_warc,
+    beam_job=True,
+    description=" ".join(import_warc.__doc__.split()),
+    outputs=("imported_pages",),
+    group="crawl",
+    asset_defaults={"files": []},
+    output_descriptions={
+        "imported_pages": "Pages imported from WARC/ARC archives (config: files, globs), with "
+        "today's robots.txt and the archived opt-outs applied (lake crawl/shard=import/): one "
+        "more shard of the crawl that `documents` extracts."
+    },
+)
+IMPORT_WET = Stage(
+    name="import wet",
+    params=ImportWetParams,
+    run=import_wet,
+    description=import_wet.__doc__.splitlines()[0],
+)
+IMPORT_DOCS = Stage(
+    name="import docs",
+    params=ImportDocsParams,
+    run=import_docs,
+    description=import_docs.__doc__.splitlines()[0],
+)
