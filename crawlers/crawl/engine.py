@@ -521,8 +521,8 @@ class Crawler:
                                     self._discover(canonicalize(loc), 1, "sitemap", parent=url)
                                     == "queued"
                                 )
-                            except UrlError:
-                                continue
+                            except UrlError as exc:  # recorded, like a bad link
+                                self._skip_bad_url(str(loc)[:2000], str(exc), 1, "sitemap", url)
                         self.frontier.finish_sitemap(url, found, None)
                     return
         with self.frontier:
