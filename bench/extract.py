@@ -38,12 +38,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from common.procs import browser_descendants  # noqa: E402
 from crawlers.extract import extract_page  # noqa: E402
 from crawlers.extract.crawl_io import iter_crawl_records  # noqa: E402
 from crawlers.extract.decode import BadPage, decode_html  # noqa: E402
 from crawlers.extract.evaluate import token_prf  # noqa: E402
 from crawlers.render import RenderConfig, RenderJob, needs_render, render_pages  # noqa: E402
-from crawlers.render.procs import browser_descendants  # noqa: E402
 
 
 def _pss_kib(pid: int) -> int:

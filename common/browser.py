@@ -1,6 +1,6 @@
 """Find a Chromium that Playwright can drive, and decide how it runs with its sandbox.
 
-`python -m crawlers.browser` prints the path and exits 0, or exits 1 if none is found.
+`python -m common.browser` prints the path and exits 0, or exits 1 if none is found.
 
 Sandbox: Chromium refuses its sandbox as root ("Running as root without --no-sandbox is not
 supported"), and `--no-zygote` needs `--no-sandbox` too. As root, `sandbox_plan` therefore
@@ -21,7 +21,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-log = logging.getLogger("crawlers.browser")
+log = logging.getLogger("common.browser")
 
 # The browser's only network is the refusing proxy and Playwright's routing, both TCP. WebRTC
 # (STUN/TURN, ICE candidates) and QUIC would send UDP around them: WebRTC may use no UDP that
@@ -91,7 +91,7 @@ SANDBOX_MODES = ("auto", "on", "off")
 SANDBOX_USER = "nobody"
 
 _LAUNCHER = """#!/bin/sh
-# Written by crawlers.browser: run Chromium as an unprivileged user so its sandbox can start.
+# Written by common.browser: run Chromium as an unprivileged user so its sandbox can start.
 dir=""
 for arg in "$@"; do
   case "$arg" in --user-data-dir=*) dir="${arg#--user-data-dir=}" ;; esac
@@ -157,6 +157,26 @@ def sandbox_plan(chromium: Path, workdir: Path, mode: str = "auto") -> LaunchPla
 
 
 _logged: set[str] = set()
+
+
+def launch_kwargs(plan: LaunchPlan, **extra) -> dict:
+    """Playwright's `chromium.launch` arguments for a plan (headless, the quiet flags)."""
+    return dict(
+        executable_path=str(plan.executable),
+        args=[*CHROMIUM_ARGS, *plan.args],
+        chromium_sandbox=plan.sandbox,
+        headless=True,
+        **extra,
+    )
+
+
+def fallback_plan(chromium: Path, mode: str, plan: LaunchPlan, exc: BaseException) -> LaunchPlan:
+    """The plan after a launch with `plan` failed: no sandbox, saying why; re-raises `exc` when
+    the plan had no sandbox to drop or the sandbox was required (mode 'on')."""
+    if not plan.sandbox or mode == "on":
+        raise exc
+    first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+    return no_sandbox_plan(chromium, f"sandboxed launch failed ({first[:200]})")
 
 
 def log_once(level: int, message: str) -> None:

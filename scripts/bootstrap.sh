@@ -28,7 +28,7 @@ if [ ! -f "$STAMP" ] || [ "$(cat "$STAMP")" != "$want" ]; then
 fi
 
 # Chromium for Playwright: Playwright's own browser if it was installed, else the system one.
-if ! "$VENV/bin/python" -m crawlers.browser >/dev/null 2>&1; then
+if ! "$VENV/bin/python" -m common.browser >/dev/null 2>&1; then
   if [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then
     echo "[bootstrap] installing Debian's chromium for Playwright"
     (apt-get install -y -q chromium >/dev/null 2>&1 || { apt-get update -q >/dev/null && apt-get install -y -q chromium >/dev/null; })

@@ -588,13 +588,8 @@ class TableRenderer:
     def __enter__(self) -> TableRenderer:
         from playwright.sync_api import sync_playwright
 
-        from crawlers.browser import (
-            CHROMIUM_ARGS,
-            find_chromium,
-            no_sandbox_plan,
-            sandbox_plan,
-        )
-        from crawlers.render.procs import browser_descendants
+        from common.browser import fallback_plan, find_chromium, launch_kwargs, sandbox_plan
+        from common.procs import browser_descendants
 
         before = browser_descendants()
         try:
@@ -603,23 +598,10 @@ class TableRenderer:
             self._pw = sync_playwright().start()
             plan = sandbox_plan(chromium, Path(self._workdir), self.sandbox)
             try:
-                self._browser = self._pw.chromium.launch(
-                    executable_path=str(plan.executable),
-                    args=[*CHROMIUM_ARGS, *plan.args],
-                    chromium_sandbox=plan.sandbox,
-                    headless=True,
-                )
+                self._browser = self._pw.chromium.launch(**launch_kwargs(plan))
             except Exception as exc:
-                if not plan.sandbox or self.sandbox == "on":
-                    raise
-                first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-                plan = no_sandbox_plan(chromium, f"sandboxed launch failed ({first[:200]})")
-                self._browser = self._pw.chromium.launch(
-                    executable_path=str(plan.executable),
-                    args=[*CHROMIUM_ARGS, *plan.args],
-                    chromium_sandbox=False,
-                    headless=True,
-                )
+                plan = fallback_plan(chromium, self.sandbox, plan, exc)
+                self._browser = self._pw.chromium.launch(**launch_kwargs(plan))
             self.sandbox_note = plan.why
             if not plan.sandbox:
                 log.warning("table rendering: Chromium runs WITHOUT its sandbox: %s", plan.why)
@@ -645,7 +627,7 @@ class TableRenderer:
         self.close()
 
     def close(self) -> None:
-        from crawlers.render.procs import alive, kill_all
+        from common.procs import alive, kill_all
 
         try:
             if self._browser is not None:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from crawlers import browser
+from common import browser
 
 
 def test_explicit_path_must_be_executable(tmp_path):
@@ -105,7 +105,7 @@ def test_failed_sandboxed_launch_falls_back_and_logs_once(monkeypatch, tmp_path,
     monkeypatch.setattr(browser, "_logged", set())
     cfg = RenderConfig(pages_in_flight=1, delay=0.0, settle_max_ms=500)
     job = RenderJob("http://127.0.0.89:9/x", "<html><body><p>fallback works</p></body></html>")
-    with caplog.at_level(logging.INFO, logger="crawlers.browser"):
+    with caplog.at_level(logging.INFO, logger="common.browser"):
         for _ in range(2):
             (out,) = render_pages([job], cfg)
             assert out.error is None and "fallback works" in out.html

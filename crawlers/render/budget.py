@@ -6,7 +6,7 @@ page is opened in its own context and closed when done). The pool is sized so th
 
     resident now + RENDER_PYTHON_MIB + RENDER_BROWSER_MIB + pages x RENDER_PAGE_MIB <= budget.
 
-Measured on this machine (2 cores, Chromium from crawlers.browser, sandbox auto) with
+Measured on this machine (2 cores, Chromium from common.browser, sandbox auto) with
 `common.memory.PeakMemory` around `pipelines.stages.extract.run_render(mode="auto")` on the
 served sample web's JavaScript site (apps-en, 16 pages crawled, 8 rendered), with 1, 2 and 4
 pages in flight (PeakMemory adds the children's resident sets, so shared library pages count

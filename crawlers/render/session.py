@@ -25,13 +25,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from crawlers.browser import (
-    CHROMIUM_ARGS,
-    find_chromium,
-    log_once,
-    no_sandbox_plan,
-    sandbox_plan,
-)
+from common.browser import fallback_plan, find_chromium, launch_kwargs, log_once, sandbox_plan
+from common.procs import alive, descendants, is_browser, kill_all
 from crawlers.crawl.config import CrawlConfig
 from crawlers.crawl.downloader import Downloader
 from crawlers.crawl.robots_policy import ALLOWED, DISALLOWED
@@ -45,7 +40,6 @@ from crawlers.render.archive import (
     browser_headers,
 )
 from crawlers.render.decide import LOAD_MORE_TEXTS
-from crawlers.render.procs import alive, descendants, is_browser, kill_all
 from crawlers.robots import origin_of
 
 MEDIA_TYPES = {"image", "media", "font"}
@@ -54,7 +48,7 @@ TEXTLESS_TYPES = MEDIA_TYPES | {"stylesheet"}
 ASSET_TYPES = {"script", "stylesheet"}  # shared by a site's pages: fetched once per run
 ASSET_CACHE_BYTES = 64 * 2**20
 # WebRTC talks UDP (STUN/TURN, ICE) around the refusing proxy and the routing, which are TCP only.
-# Chromium is told to send no UDP that does not go through its proxy (crawlers.browser.NO_UDP_ARGS),
+# Chromium is told to send no UDP that does not go through its proxy (common.browser.NO_UDP_ARGS),
 # and every frame of every page loses the WebRTC constructors before its own scripts run.
 NO_WEBRTC = """(() => {
   const names = Object.getOwnPropertyNames(globalThis).filter((n) => /^(webkit)?RTC/.test(n));
@@ -87,7 +81,7 @@ class RenderConfig:
     delay: float = 1.0  # seconds between requests to one host, as in the crawl
     max_retries: int = 1
     max_page_bytes: int = 20 * 2**20  # sub-resource bytes per page
-    sandbox: str = "auto"  # auto | on | off (see crawlers.browser.sandbox_plan)
+    sandbox: str = "auto"  # auto | on | off (see common.browser.sandbox_plan)
     archive_dir: str | Path | None = None  # where render WARCs go (None: not archived)
     max_scrolls: int = 8
     max_clicks: int = 8
@@ -212,25 +206,10 @@ class Renderer:
         assert self._pw is not None and self._workdir is not None
         plan = sandbox_plan(chromium, Path(self._workdir), cfg.sandbox)
         try:
-            browser = await self._pw.chromium.launch(
-                executable_path=str(plan.executable),
-                args=[*CHROMIUM_ARGS, *plan.args],
-                chromium_sandbox=plan.sandbox,
-                headless=True,
-                proxy=proxy,
-            )
+            browser = await self._pw.chromium.launch(**launch_kwargs(plan, proxy=proxy))
         except Exception as exc:
-            if not plan.sandbox or cfg.sandbox == "on":
-                raise
-            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-            plan = no_sandbox_plan(chromium, f"sandboxed launch failed ({first[:200]})")
-            browser = await self._pw.chromium.launch(
-                executable_path=str(plan.executable),
-                args=[*CHROMIUM_ARGS, *plan.args],
-                chromium_sandbox=False,
-                headless=True,
-                proxy=proxy,
-            )
+            plan = fallback_plan(chromium, cfg.sandbox, plan, exc)
+            browser = await self._pw.chromium.launch(**launch_kwargs(plan, proxy=proxy))
         self.sandbox_note = plan.why
         if plan.sandbox:
             log_once(logging.INFO, f"Chromium sandbox on: {plan.why}")

@@ -15,7 +15,7 @@ import pytest
 from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
 
-from crawlers.render.procs import browser_descendants
+from common.procs import browser_descendants
 
 
 def write_crawl(out_dir: Path, pages: list[dict], warc_name: str = "warc/crawl-0.warc.gz") -> Path:

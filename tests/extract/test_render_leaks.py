@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from common.procs import alive, browser_descendants
 from crawlers.render import RenderConfig, RenderJob, render_pages
-from crawlers.render.procs import alive, browser_descendants
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -57,7 +57,7 @@ def test_sigterm_during_rendering_shuts_the_browser_down(subresources, tmp_path:
         f"""
         import sys, threading, time
         from crawlers.render import RenderConfig, RenderJob, RenderInterrupted, render_pages
-        from crawlers.render.procs import browser_descendants
+        from common.procs import browser_descendants
         def report():
             while not browser_descendants():
                 time.sleep(0.05)

@@ -10,7 +10,7 @@ import threading
 
 import pytest
 
-from crawlers.browser import CHROMIUM_ARGS
+from common.browser import CHROMIUM_ARGS
 from crawlers.render import RenderConfig, RenderJob, render_pages
 
 pytestmark = pytest.mark.timeout(120)

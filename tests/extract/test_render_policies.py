@@ -22,10 +22,10 @@ import pytest
 from lxml import html as lxml_html
 from warcio.archiveiterator import ArchiveIterator
 
+from common.procs import browser_descendants
 from crawlers.crawl.downloader import Downloader
 from crawlers.render import RenderConfig, RenderJob, render_pages
 from crawlers.render.crawl import replay_renders
-from crawlers.render.procs import browser_descendants
 
 from .conftest import write_crawl
 
