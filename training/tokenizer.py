@@ -159,6 +159,14 @@ def sample_texts(
     # the rows whose running length starts inside the budget are fetched, so the driver never holds
     # more than the sample. Same consent rule as shards: opted-out text never shapes the vocabulary.
     ranked, texts = [], []
+    from common.inputs import check_file
+
+    for f in files:  # one line naming the file and the column (not a DuckDB binder error)
+        check_file(
+            f,
+            {text_column: "string"},
+            fix=f"give tokenizer sources with a text column {text_column!r} (e.g. documents.parquet)",
+        )
     try:
         for f in files:
             lit = "'" + str(f).replace("'", "''") + "'"

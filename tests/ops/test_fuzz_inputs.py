@@ -424,3 +424,20 @@ def test_synth_tables_and_quality_labels(tmp_path):
     )
     check_outcome(code, output, jsonl, "labels.jsonl bad lines")
     assert code == 2 and "line 2" in output
+
+
+def test_tokenizer_train_sources(tmp_path):
+    def setup(case: Path) -> list[str]:
+        args = ["tokenizer", "train", "--sources", str(case / "in" / "documents.parquet")]
+        return [*args, "--out", str(case / "out" / "t.json"), "--vocab-size", "300"]
+
+    docs = documents(12)
+    _write(tmp_path / "valid" / "in" / "documents.parquet", docs)
+    code, output = _run(setup(tmp_path / "valid"))
+    assert code == 0, output
+    only = {"empty-file", "truncated", "not-parquet", "missing-text", "text-int64"}
+    only |= {"text-bad-utf8", "text-nul", "text-null", "training_allowed-float"}
+    codes = fuzz(
+        tmp_path, "documents.parquet", docs, "text", ["text", "training_allowed"], setup, only
+    )
+    assert codes["text-nul"] == 0 and codes["text-int64"] == 2
