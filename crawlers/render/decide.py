@@ -316,6 +316,13 @@ def _main_region(body, weight=None):
             depth = sum(1 for _ in el.iterancestors())
             if depth > best_depth:
                 best, best_depth = el, depth
+    # One item of a list (a card among cards) is not the region: its list is.
+    parent = best.getparent()
+    while parent is not None and best is not body:
+        same = [s for s in parent if s.tag == best.tag and s.get("class") == best.get("class")]
+        if len(same) < 2:
+            break
+        best, parent = parent, parent.getparent()
     return best
 
 
@@ -325,8 +332,8 @@ def _main_flow(region) -> list:
     for sib in region.itersiblings():
         if sib.tag == "footer":
             break  # what follows the page footer is page furniture (banners, SDK roots)
-        if isinstance(sib.tag, str) and sib.tag not in _CHROME | _SKIP_TEXT:
-            flow.append(sib)
+        if isinstance(sib.tag, str) and sib.tag not in _CHROME | _SKIP_TEXT and not _ad_named(sib):
+            flow.append(sib)  # not a sidebar, an ad column or a related-links box
     return flow
 
 
@@ -601,12 +608,12 @@ _AD_NAME = re.compile(
     r"map|maps|chart|fb|twitter|tweet|instagram|youtube|facebook|disqus\w*|search|menu|nav|login|"
     r"cart|modal|dialog|popup|toast|tooltip|icon|logo|rating|gallery|slider|carousel|weather|"
     r"ticker|countdown|clearfix|clear|spacer|sticky|overlay|subscribe|paywall|notice|"
-    r"progress\w*|paid\w*|analytics|button|btn|tile|trigger|tray|img|image|picture|photo|row|"
-    r"col|grid)($|[-_ .\d])"
+    r"progress\w*|paid\w*|analytics|button|btn|tile|tray|img|image|picture|photo)"
+    r"($|[-_ .\d])"
 )
 # Boxes beside the main content: what an empty one of them misses is not the page's main text.
 _AUX_NAME = re.compile(
-    r"(^|[-_ .])(sidebar|related|recirc\w*|recommend\w*|teaser|aside|comments?|discussion|"
+    r"(^|[-_ .])(sidebar|side|secondary|related|recirc\w*|recommend\w*|teaser|aside|comments?|discussion|"
     r"respond|reply|replies|count|breadcrumbs?|tags?|author|meta|state)($|[-_ .\d])"
 )
 # An element a feed watches (IntersectionObserver) or scrolls to, at the end of its items.
@@ -721,11 +728,13 @@ def _evidence(page: _Page) -> tuple[list[str], list[str], list[str]]:
         if not isinstance(el.tag, str) or id(el) in explained or el is page.region:
             continue
         custom = "-" in el.tag
-        if not (custom or el.tag in _CONTAINERS) or not page.empty(el) or _ad_named(el):
+        if not (custom or el.tag in _CONTAINERS) or not page.empty(el):
             continue
         ends = _ends_flow(el, page)
-        if ends and _SENTINEL_NAME.search(_names(el)) and scripts:
+        if ends and _SENTINEL_NAME.search(_names(el)) and scripts and not _ad_named(el, False):
             strong.append(f"feed ends in a sentinel {_describe(el)}")
+        elif _ad_named(el):
+            continue
         elif custom:
             if little_text or (_content_named(el) and _CUSTOM_CONTENT.search(el.tag)):
                 strong.append(f"shadow dom: empty custom element <{el.tag}> in the main content")

@@ -351,3 +351,34 @@ def test_probe_settles_ambiguous_held_out_pages_with_short_real_renders(no_brows
     assert decide_pages([("http://127.0.0.1:9/", js[0].html)], probe=False)[0] == needs_render(
         js[0].html
     )
+
+
+SITES_SEED = 4242  # development of tests/extract/jspages_sites.py used seed 11
+
+
+def test_sites_built_like_real_ones_render_their_js_pages_and_leave_static_pages_static():
+    """Behaviour in external bundles of the page's own origin (shared by every page of a site,
+    static ones too); inline code only calls into them. What decides is what a reader meets:
+    load-more controls in the page's language, feeds ending in a sentinel or spinner, shadow-root
+    hosts, empty mount points. Ad slots, widgets, pagination links labelled "load more",
+    expanders over present text and document.write of markup are no evidence."""
+    from .jspages_sites import SITE_JS_KINDS, SITE_STATIC_KINDS
+    from .jspages_sites import generate as generate_sites
+
+    pages = generate_sites(SITES_SEED, 120)
+    assert {p.kind for p in pages} == set(SITE_JS_KINDS) | set(SITE_STATIC_KINDS)
+    assert len({p.lang for p in pages}) >= 5
+    for p in pages:
+        visible = " ".join(visible_blocks(p.html))
+        assert not any(t in visible for t in p.js_only), (p.kind, p.variant)
+        assert all(t in visible for t in p.static_text), (p.kind, p.variant)
+        assert "<script src=" in p.html and any(k.endswith(".js") for k in p.resources)
+    decided = [(p, needs_render(p.html)) for p in pages]
+    js = [(p, d) for p, d in decided if p.needs_js]
+    weight = sum(text_weight(" ".join(p.js_only)) for p, _ in js)
+    rendered = sum(text_weight(" ".join(p.js_only)) for p, d in js if d.render)
+    missed = Counter(f"{p.kind}/{p.variant}" for p, d in js if not d.render)
+    assert rendered / weight >= 0.95, missed
+    static = [(p, d) for p, d in decided if not p.needs_js]
+    wrong = Counter(f"{p.kind}/{p.variant}" for p, d in static if d.render)
+    assert sum(d.render for _, d in static) / len(static) <= 0.10, wrong
