@@ -3,10 +3,28 @@
 Crawled bodies arrive as bytes with a declared charset that is often wrong or missing, and
 sometimes they are not HTML at all (an image served as text/html). Each failure becomes a
 `BadPage` with a reject reason, so the extraction stage can account for every input row.
+
+Which encoding, in order (`choose_encoding`):
+  1. a byte-order mark;
+  2. the HTTP Content-Type charset, then the page's own declaration (`<meta charset>`,
+     `<meta http-equiv=Content-Type>`, `<?xml encoding=?>`), labels read as browsers read them
+     (WHATWG: iso-8859-1 and ascii are windows-1252, gb2312 is GBK, ...); but bytes that are
+     valid UTF-8 with non-ASCII characters are UTF-8 whatever a single-byte label claims (a
+     template's stale `<meta charset=iso-8859-1>` on a UTF-8 page), and whatever a multi-byte
+     label claims once there are enough of them that chance is ruled out;
+  3. valid UTF-8;
+  4. detection (charset_normalizer) on the page's text, not its markup: the runs of non-ASCII
+     bytes outside scripts and styles. On a page whose markup outweighs its text, detection over
+     the whole body reads a few Chinese sentences as Cyrillic or Latin-1.
+The text returned carries no XML declaration and no C0 control characters other than tab,
+newline and carriage return (lxml refuses a `str` with an encoding declaration, and control
+characters make trafilatura discard the text around them).
 """
 
 from __future__ import annotations
 
+import codecs
+import functools
 import re
 
 from charset_normalizer import from_bytes
@@ -24,7 +42,62 @@ _BINARY_MAGIC = {
     b"wOFF": "woff",
     b"wOF2": "woff2",
 }
-_CHARSET_RE = re.compile(rb"""<meta[^>]+charset\s*=\s*["']?([A-Za-z0-9_\-:.]+)""", re.I)
+_CHARSET_RE = re.compile(rb"""<meta[^>]+charset\s*=\s*["']?\s*([A-Za-z0-9_\-:.]+)""", re.I)
+_XML_DECL_ENC_RE = re.compile(rb"""^\s*<\?xml[^>]*?encoding\s*=\s*["']([A-Za-z0-9_\-:.]+)""", re.I)
+_HEADER_CHARSET_RE = re.compile(r"charset\s*=\s*[\"']?\s*([A-Za-z0-9_\-:.]+)", re.I)
+_BOMS = (
+    (codecs.BOM_UTF8, "utf-8"),
+    (codecs.BOM_UTF32_LE, "utf-32-le"),  # before UTF-16 LE: its BOM starts the same way
+    (codecs.BOM_UTF32_BE, "utf-32-be"),
+    (codecs.BOM_UTF16_LE, "utf-16-le"),
+    (codecs.BOM_UTF16_BE, "utf-16-be"),
+)
+# Labels as browsers read them (WHATWG Encoding Standard): a page labelled with the narrower
+# charset uses the wider one's characters, so a strict decode with Python's narrow codec fails.
+_WHATWG = {
+    "iso-8859-1": "cp1252",
+    "latin-1": "cp1252",
+    "latin1": "cp1252",
+    "l1": "cp1252",
+    "iso8859-1": "cp1252",
+    "iso_8859-1": "cp1252",
+    "us-ascii": "cp1252",
+    "ascii": "cp1252",
+    "iso-8859-9": "cp1254",
+    "latin5": "cp1254",
+    "iso-8859-11": "cp874",
+    "tis-620": "cp874",
+    "gb2312": "gb18030",
+    "gbk": "gb18030",
+    "x-gbk": "gb18030",
+    "gb_2312-80": "gb18030",
+    "chinese": "gb18030",
+    "big5": "big5hkscs",
+    "x-x-big5": "big5hkscs",
+    "shift_jis": "cp932",
+    "shift-jis": "cp932",
+    "sjis": "cp932",
+    "x-sjis": "cp932",
+    "ms_kanji": "cp932",
+    "windows-31j": "cp932",
+    "euc-kr": "cp949",
+    "ks_c_5601-1987": "cp949",
+    "utf8": "utf-8",
+    "unicode": "utf-8",  # pages that say "unicode" are UTF-8 (UTF-16 ones carry a BOM)
+    "utf-16": "utf-8",  # a UTF-16 label on an ASCII-compatible byte stream: WHATWG reads UTF-8
+    "utf-16le": "utf-8",
+    "utf-16be": "utf-8",
+}
+# Non-ASCII bytes that UTF-8 validity must cover before it overrules a multi-byte label (GBK,
+# Big5, Shift_JIS text can be valid UTF-8 by chance over a few characters, not over dozens).
+_UTF8_OVER_MULTIBYTE = 24
+_SCRIPT_STYLE_RE = re.compile(rb"<(script|style)\b.*?</\1\s*>", re.I | re.S)
+_TAG_RE = re.compile(rb"<[^>]*>")
+_NON_ASCII_LINE_RE = re.compile(rb"[^\n]*[\x80-\xff][^\n]*")
+_XML_DECL_RE = re.compile(r"^\ufeff?\s*<\?xml[^>]*\?>", re.I)
+# C0 controls other than tab, newline, carriage return (form feed is dropped too: trafilatura
+# and lxml treat it like the others); DEL and C1 controls are left to the text normalisers.
+_CONTROL_RE = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f]")
 
 
 class BadPage(Exception):
@@ -36,13 +109,101 @@ class BadPage(Exception):
         self.detail = detail
 
 
-def _declared_charset(content_type: str | None, head: bytes) -> str | None:
-    if content_type:
-        m = re.search(r"charset\s*=\s*[\"']?([A-Za-z0-9_\-:.]+)", content_type, re.I)
-        if m:
-            return m.group(1).lower()
-    m = _CHARSET_RE.search(head)
+def _codec(label: str | None) -> str | None:
+    """Python codec name for a charset label as browsers read it, or None if unknown."""
+    if not label:
+        return None
+    label = label.strip().lower()
+    label = _WHATWG.get(label, label)
+    try:
+        return codecs.lookup(label).name
+    except LookupError:
+        return None
+
+
+def _page_charset(head: bytes) -> str | None:
+    m = _XML_DECL_ENC_RE.search(head) or _CHARSET_RE.search(head)
     return m.group(1).decode("ascii").lower() if m else None
+
+
+@functools.lru_cache(maxsize=256)
+def _is_single_byte(codec: str) -> bool:
+    try:
+        return len(bytes(range(256)).decode(codec, errors="replace")) == 256
+    except (LookupError, UnicodeDecodeError, TypeError):
+        return False
+
+
+def _utf8_overrules(body: bytes, codec: str) -> bool:
+    """Valid UTF-8 with non-ASCII text beats a declared legacy charset (see the module doc)."""
+    if codec in ("utf-8", "utf-8-sig"):
+        return False
+    non_ascii = len(body) - len(body.decode("ascii", errors="ignore"))
+    if not non_ascii:
+        return False
+    try:
+        body.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return _is_single_byte(codec) or non_ascii >= _UTF8_OVER_MULTIBYTE
+
+
+def text_sample(body: bytes, limit: int = 64_000) -> bytes:
+    """The page's text lines holding non-ASCII bytes (outside scripts, styles and tags)."""
+    stripped = _TAG_RE.sub(b"\n", _SCRIPT_STYLE_RE.sub(b"\n", body[:2_000_000]))
+    return b"\n".join(_NON_ASCII_LINE_RE.findall(stripped))[:limit]
+
+
+def detect_encoding(body: bytes) -> str | None:
+    """Detected codec of a body that is not valid UTF-8, judged on its text rather than markup."""
+    sample = text_sample(body)
+    if not sample:
+        return None
+    best = from_bytes(sample).best()
+    if best is None:
+        best = from_bytes(body[:200_000]).best()
+    return _codec(best.encoding) if best is not None else None
+
+
+def choose_encoding(body: bytes, content_type: str | None = None) -> tuple[str, str]:
+    """(codec, source): the encoding to decode with and where it came from (see the module doc)."""
+    for bom, codec in _BOMS:
+        if body.startswith(bom):
+            return codec, "bom"
+    header = None
+    if content_type:
+        m = _HEADER_CHARSET_RE.search(content_type)
+        header = _codec(m.group(1)) if m else None
+    if header:
+        if _utf8_overrules(body, header):
+            return "utf-8", "utf-8 over header " + header
+        return header, "header"
+    page = _codec(_page_charset(body[: _head_end(body)]))
+    if page:
+        if _utf8_overrules(body, page):
+            return "utf-8", "utf-8 over page " + page
+        return page, "page"
+    try:
+        body.decode("utf-8")
+        return "utf-8", "valid utf-8"
+    except UnicodeDecodeError:
+        pass
+    detected = detect_encoding(body)
+    return (detected, "detected") if detected else ("utf-8", "fallback")
+
+
+def _head_end(body: bytes, limit: int = 16_384) -> int:
+    """Bytes to search for the page's charset declaration: its head, at most `limit` bytes."""
+    end = body.find(b"</head", 0, limit)
+    if end < 0:
+        end = body.find(b"</HEAD", 0, limit)
+    return end if end >= 0 else limit
+
+
+def clean_text(html: str) -> str:
+    """Drop a leading XML declaration and C0 control characters that parsers choke on."""
+    html = _XML_DECL_RE.sub("", html, count=1)
+    return _CONTROL_RE.sub(" ", html)
 
 
 def sniff_binary(body: bytes) -> str | None:
@@ -50,6 +211,8 @@ def sniff_binary(body: bytes) -> str | None:
     for magic, name in _BINARY_MAGIC.items():
         if body.startswith(magic):
             return name
+    if body.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
+        return None  # UTF-16 text is half NUL bytes
     sample = body[:4096]
     if b"\x00" in sample:
         return "nul-bytes"
@@ -77,26 +240,35 @@ def decode_html(
     kind = sniff_binary(body)
     if kind:
         raise BadPage("binary_body", f"body looks like binary data ({kind}), not HTML")
-    declared = _declared_charset(content_type, body[:2048])
-    # Strict decodes first: a declared charset is often wrong, and a lenient decode would hide it.
-    for encoding in dict.fromkeys([declared, "utf-8"]):
-        if encoding:
-            try:
-                return body.decode(encoding)
-            except (LookupError, UnicodeDecodeError):
-                pass
-    best = from_bytes(body[:200_000]).best()
-    candidates = [best.encoding] if best is not None else []
-    if declared:
-        candidates.append(declared)
-    for encoding in candidates:
+    codec, source = choose_encoding(body, content_type)
+    try:
+        return clean_text(body.decode(codec))
+    except UnicodeDecodeError:
+        pass
+    # The chosen charset does not fit every byte. A right declaration with a few stray bytes (a
+    # cut multi-byte character, one pasted Latin-1 word) is common; a wrong one leaves many.
+    non_ascii = len(body) - len(body.decode("ascii", errors="ignore"))
+    text = body.decode(codec, errors="replace")
+    if text.count("\ufffd") <= max(2, 0.01 * non_ascii):
+        return clean_text(text)
+    others = [detect_encoding(body) if source != "detected" else None, "utf-8"]
+    others = [c for c in dict.fromkeys(others) if c and c != codec]
+    for other in others:
         try:
-            text = body.decode(encoding, errors="replace")
+            return clean_text(body.decode(other))
+        except (LookupError, UnicodeDecodeError):
+            pass
+    best_text, best_bad = text, text.count("\ufffd")
+    for other in others:
+        try:
+            alt = body.decode(other, errors="replace")
         except LookupError:
             continue
-        if text.count("\ufffd") <= max_replacement_ratio * len(text):
-            return text
+        if alt.count("\ufffd") < best_bad:
+            best_text, best_bad = alt, alt.count("\ufffd")
+    if best_bad <= max_replacement_ratio * len(best_text):
+        return clean_text(best_text)
     raise BadPage(
         "encoding_error",
-        f"bytes do not decode cleanly as the declared charset {declared!r}, UTF-8 or a detected one",
+        f"bytes do not decode cleanly as {codec!r} ({source}), UTF-8 or a detected charset",
     )

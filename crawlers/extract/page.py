@@ -12,7 +12,7 @@ from lxml import html as lxml_html
 
 from common.consent import flag_true
 from crawlers.extract.content import extract_content, image_refs
-from crawlers.extract.decode import BadPage, decode_html
+from crawlers.extract.decode import BadPage, clean_text, decode_html
 from crawlers.extract.tables import extract_tables
 
 # Crawl-record fields that travel unchanged to every document (robots decisions included).
@@ -134,7 +134,7 @@ MIN_RENDER_GAIN = 40
 
 def _parse(html: str, config: ExtractConfig):
     try:
-        tree = lxml_html.fromstring(html)
+        tree = lxml_html.fromstring(clean_text(html))
     except (etree.ParserError, ValueError) as exc:
         raise BadPage("unparseable_html", str(exc) or "lxml found no document") from exc
     n_elements = sum(1 for _ in tree.iter())
@@ -266,6 +266,7 @@ def _result(record: dict, content, tree, method: str, llm_error: str | None) -> 
         "host": urlsplit(url).hostname or "",
         "text": content.text,
         "markdown": content.markdown,
+        "comments": content.comments,
         "title": content.title,
         "author": content.author,
         "date": content.date,

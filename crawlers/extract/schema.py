@@ -13,6 +13,7 @@ DOCUMENTS = pa.schema(
         ("host", _S),
         ("text", _S),
         ("markdown", _S),
+        ("comments", _S),
         ("title", _S),
         ("author", _S),
         ("date", _S),
