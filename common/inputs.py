@@ -11,6 +11,7 @@ and returns the bad lines as rejects with their reason, so one bad line never en
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -59,6 +60,64 @@ def url_netloc(url: object) -> str:
         return urlsplit(url).netloc.lower() if isinstance(url, str) else ""
     except ValueError:
         return ""
+
+
+# An image file larger than this is a reject (`image_too_large`), never read whole.
+MAX_IMAGE_BYTES = 32 * 2**20
+
+
+class BadImagePath(ValueError):
+    """An image path that may not enter a mixture: (reject reason, detail)."""
+
+    def __init__(self, reason: str, detail: str) -> None:
+        super().__init__(f"{reason}: {detail}")
+        self.reason, self.detail = reason, detail
+
+
+def resolve_image(path: object, base: Path) -> str | None:
+    """The file an image path names, inside its dataset `base` (the directory of the Parquet
+    file that names it); None when there is none. BadImagePath (`image_path_outside`) for an
+    absolute path, a `..` that leaves `base` or a symlink that points out of it, and
+    (`image_path_invalid`) for a value that is not a path: no local file outside the dataset
+    (`/dev/zero`, `/etc/passwd`, `~/.ssh/...`) can enter a mixture."""
+    if path is None or path == "":
+        return None
+    if not isinstance(path, str) or "\x00" in path:
+        raise BadImagePath("image_path_invalid", f"image_path {str(path)[:200]!r} is not a path")
+    if Path(path).is_absolute() or path.startswith("~"):
+        raise BadImagePath(
+            "image_path_outside", f"{path[:200]!r} is absolute; paths are relative to {base}"
+        )
+    root = Path(os.path.realpath(base))
+    full = Path(os.path.realpath(base / path))
+    if full != root and root not in full.parents:
+        raise BadImagePath(
+            "image_path_outside", f"{path[:200]!r} resolves to {full}, outside {root}"
+        )
+    return str(full)
+
+
+def read_regular_file(path: str | Path, max_bytes: int) -> bytes | None:
+    """The bytes of a regular file of at most `max_bytes`; None for anything else (missing, a
+    directory, a FIFO or device such as /dev/zero, which would block or never end, too large)."""
+    import os
+    import stat
+
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    except (OSError, ValueError):
+        return None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_size > max_bytes:
+            return None
+        with os.fdopen(fd, "rb", closefd=False) as fh:
+            data = fh.read(max_bytes + 1)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    return data if len(data) <= max_bytes else None
 
 
 def _one_line(exc: BaseException) -> str:

@@ -43,6 +43,8 @@ from typing import Any
 
 import pyarrow as pa
 
+from common.inputs import MAX_IMAGE_BYTES, BadImagePath, read_regular_file, resolve_image
+
 LEVELS = ("keywords", "brief", "detailed")
 COLUMNS = (
     "pair_id",
@@ -147,13 +149,17 @@ def read_pairs(
             if not rule.allows(r):
                 opted_out += 1  # never read, never captioned, never sent
                 continue
+            try:  # inside the pairs' directory: no local file outside it goes to a teacher
+                image_file = resolve_image(r["image_path"], f.parent)
+            except BadImagePath:
+                image_file = ""  # unreadable: the pair is kept with no image (undecodable)
             kept.append(
                 {
                     "pair_id": r["id"],
                     "doc_id": r.get("doc_id"),  # the client's ledger check reads it too
                     "training_allowed": True,
                     "image_sha256": r.get("image_sha256"),
-                    "image_file": str(f.parent / r["image_path"]),
+                    "image_file": image_file,
                 }
             )
     return kept, opted_out
@@ -329,10 +335,8 @@ def make_captions(
     from training.clip import open_image
 
     for p in pairs:
-        try:
-            blob = Path(p["image_file"]).read_bytes()
-        except OSError:
-            blob = None
+        # a regular file of at most MAX_IMAGE_BYTES: a FIFO or /dev/zero would never end
+        blob = read_regular_file(p["image_file"], MAX_IMAGE_BYTES) if p["image_file"] else None
         data.append(blob)
         decodable.append(blob is not None and open_image(blob) is not None)
 

@@ -49,6 +49,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from pydantic import BaseModel, Field
 
+from common.inputs import BadImagePath, resolve_image
+
 log = logging.getLogger("synth.domain_qa")
 
 OUTPUT_NAME = "domain_qa.parquet"
@@ -222,7 +224,10 @@ def read_pairs(pairs_dirs: Iterable[str | os.PathLike]) -> dict[str, dict[str, A
             # the pair's document, which the consent ledger names (when the file carries it)
             cols += [c for c in ("doc_id", "url") if c in names]
             for r in pq.read_table(f, columns=cols).to_pylist():
-                image = str(f.parent / r["image_path"]) if r["image_path"] else None
+                try:  # inside the pairs' directory: no local file outside it goes to a teacher
+                    image = resolve_image(r["image_path"], f.parent)
+                except BadImagePath:
+                    image = None  # recorded per row as no_image
                 out.setdefault(r["id"], {**r, "image": image})
     return out
 

@@ -142,7 +142,7 @@ def kept_pairs(
     import pyarrow.parquet as pq
 
     from common.consent import NO_LEDGER
-    from training.mixture.images import BadImagePath, resolve_image
+    from common.inputs import BadImagePath, resolve_image
 
     rule = consent or NO_LEDGER
 

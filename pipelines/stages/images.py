@@ -292,7 +292,7 @@ def kept_pairs(pairs_files: list[Path], consent=None) -> list[tuple[str, str]]:
 
     from common.consent import NO_LEDGER
     from common.inputs import read_rows
-    from training.mixture.images import BadImagePath, resolve_image
+    from common.inputs import BadImagePath, resolve_image
 
     rule = consent if consent is not None else NO_LEDGER
     out = []

@@ -383,3 +383,13 @@ def test_training_pairs_stay_inside_their_dataset(tmp_path):
     pq.write_table(pa.Table.from_pylist(rows), d / "pairs.parquet")
     assert [p for p, _ in clip_pairs([d / "pairs.parquet"])] == [str(d / "images/ok.png")]
     assert [p["pair_id"] for p in captioner_pairs(d / "pairs.parquet")] == ["p0"]
+    # what goes to a teacher: synth captions and domain QA read no image outside the dataset
+    from synth.captions import read_pairs as caption_pairs
+    from synth.domain_qa import read_pairs as qa_pairs
+
+    kept, _ = caption_pairs(d / "pairs.parquet")
+    assert [bool(p["image_file"]) for p in kept] == [True, False, False, False, False]
+    images = {k: v["image"] for k, v in qa_pairs([d / "pairs.parquet"]).items()}
+    assert images == {"p0": str((d / "images/ok.png").resolve())} | {
+        f"p{i}": None for i in range(1, 5)
+    }

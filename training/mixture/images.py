@@ -35,6 +35,7 @@ from typing import Any
 
 import numpy as np
 
+from common.inputs import MAX_IMAGE_BYTES, BadImagePath, resolve_image
 from training.mixture import sources as src_mod
 from training.mixture.spec import normalize_predicate, quote_ident
 from training.tokenizer import encode_texts
@@ -44,39 +45,7 @@ NO_CONSENT_COLUMN_KINDS = ("charts", "captions")
 # Kinds whose text is QA pairs, and whether only verified answers are kept.
 QA_VERIFIED_ONLY = {"charts": True, "tables": True, "domain_qa": False}
 IMAGE_FORMATS = {"PNG": "png", "JPEG": "jpg", "GIF": "gif", "WEBP": "webp", "BMP": "bmp"}
-# An image file larger than this is a reject (`image_too_large`), never read whole.
-MAX_IMAGE_BYTES = 32 * 2**20
-
-
-class BadImagePath(ValueError):
-    """An image path that may not enter a mixture: (reject reason, detail)."""
-
-    def __init__(self, reason: str, detail: str) -> None:
-        super().__init__(f"{reason}: {detail}")
-        self.reason, self.detail = reason, detail
-
-
-def resolve_image(path: object, base: Path) -> str | None:
-    """The file an image path names, inside its dataset `base` (the directory of the Parquet
-    file that names it); None when there is none. BadImagePath (`image_path_outside`) for an
-    absolute path, a `..` that leaves `base` or a symlink that points out of it, and
-    (`image_path_invalid`) for a value that is not a path: no local file outside the dataset
-    (`/dev/zero`, `/etc/passwd`, `~/.ssh/...`) can enter a mixture."""
-    if path is None or path == "":
-        return None
-    if not isinstance(path, str) or "\x00" in path:
-        raise BadImagePath("image_path_invalid", f"image_path {str(path)[:200]!r} is not a path")
-    if Path(path).is_absolute() or path.startswith("~"):
-        raise BadImagePath(
-            "image_path_outside", f"{path[:200]!r} is absolute; paths are relative to {base}"
-        )
-    root = Path(os.path.realpath(base))
-    full = Path(os.path.realpath(base / path))
-    if full != root and root not in full.parents:
-        raise BadImagePath(
-            "image_path_outside", f"{path[:200]!r} resolves to {full}, outside {root}"
-        )
-    return str(full)
+# resolve_image, BadImagePath, MAX_IMAGE_BYTES: the one image path rule (common.inputs)
 
 
 @dataclass(frozen=True)
