@@ -370,6 +370,7 @@ def domains(p: DomainsParams, lake: Lake) -> DomainsSummary:
     spec = load_domain_spec(spec_path)
     if not p.clip:
         raise ValueError("--clip: a CLIP model is needed (`refinery clip train` makes one)")
+    from common.inputs import BadImagePath, resolve_image
     from training.clip import ClipScorer
 
     similarity = ClipScorer(p.clip).similarity
@@ -378,6 +379,10 @@ def domains(p: DomainsParams, lake: Lake) -> DomainsSummary:
     for f in files:
         for r in pq.read_table(f).to_pylist():
             if r["drop_reason"] is None:
+                try:  # an image of this dataset only: absolute, '..' or a symlink out is none
+                    resolve_image(r["image_path"], f.parent)
+                except BadImagePath:
+                    continue
                 r["image_path"] = str(f.parent / r["image_path"])
                 rows.append(r)
                 by_id[r["id"]] = r
