@@ -101,6 +101,11 @@ def import_warc(p: ImportWarcParams, lake: Lake) -> ImportSummary:
     args = [f"--runner={p.runner}", *p.beam_args]
 
     def scanner(files: list[str], out_dir: Path, opts: dict[str, Any]) -> None:
+        if len(files) == 1 and p.runner == "DirectRunner" and not p.beam_args:
+            from crawlers.imports.run import scan_in_process
+
+            scan_in_process(files, out_dir, opts)  # one element: Beam would only add its start
+            return
         from pipelines.beam.imports import run_pipeline
 
         run_pipeline(files, out_dir, opts, pipeline_args=args)

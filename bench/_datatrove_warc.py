@@ -1,0 +1,37 @@
+"""Run datatrove's WarcReader + Trafilatura extractor + JsonlWriter over WARC files, one task.
+
+Executed inside bench/.venvs/datatrove-warc by bench/import.py; prints one JSON line:
+{"documents": n, "seconds": s} (seconds: the pipeline run, imports excluded).
+Usage: python _datatrove_warc.py WARC_DIR GLOB OUT_DIR
+"""
+
+import json
+import sys
+import time
+
+from datatrove.executor import LocalPipelineExecutor
+from datatrove.pipeline.extractors import Trafilatura
+from datatrove.pipeline.readers import WarcReader
+from datatrove.pipeline.writers import JsonlWriter
+
+warc_dir, pattern, out_dir = sys.argv[1:4]
+executor = LocalPipelineExecutor(
+    pipeline=[
+        WarcReader(warc_dir, glob_pattern=pattern),
+        Trafilatura(favour_precision=True, timeout=10.0),
+        JsonlWriter(out_dir, compression=None),
+    ],
+    tasks=1,
+    workers=1,
+    logging_dir=out_dir + "/logs",
+)
+start = time.perf_counter()
+executor.run()
+seconds = time.perf_counter() - start
+n = 0
+import glob  # noqa: E402
+
+for path in glob.glob(out_dir + "/*.jsonl"):
+    with open(path) as fh:
+        n += sum(1 for _ in fh)
+print(json.dumps({"documents": n, "seconds": round(seconds, 3)}))
