@@ -43,7 +43,14 @@ from typing import Any
 
 import pyarrow as pa
 
-from common.inputs import MAX_IMAGE_BYTES, BadImagePath, read_regular_file, resolve_image
+from common.inputs import (
+    MAX_IMAGE_BYTES,
+    BadImagePath,
+    read_parquet,
+    read_regular_file,
+    read_schema,
+    resolve_image,
+)
 
 LEVELS = ("keywords", "brief", "detailed")
 COLUMNS = (
@@ -128,8 +135,6 @@ def read_pairs(
     Training-allowed is the one consent rule (common.consent): the pair's training_allowed is the
     boolean true and `consent` (a Consent with the lake's ledger; None: the flags only) has not
     opted out its document (doc_id) or the pair (id)."""
-    import pyarrow.parquet as pq
-
     from common.consent import NO_LEDGER
     from training.coca import pairs_files
 
@@ -137,13 +142,13 @@ def read_pairs(
 
     kept, opted_out = [], 0
     for f in pairs_files(pairs_dirs):
-        names = set(pq.read_schema(f).names)
+        names = set(read_schema(f, "pass an `images build` output").names)
         need = {"id", "image_path", "drop_reason", "training_allowed"}
         if need - names:
             raise CaptionsError(
                 f"{f}: columns {sorted(need - names)} missing; pass an `images build` output"
             )
-        for r in pq.read_table(f).to_pylist():
+        for r in read_parquet(f, fix="pass an `images build` output").to_pylist():
             if r["drop_reason"] is not None or not r["image_path"]:
                 continue
             if not rule.allows(r):

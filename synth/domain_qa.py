@@ -49,7 +49,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from pydantic import BaseModel, Field
 
-from common.inputs import BadImagePath, resolve_image
+from common.inputs import BadImagePath, read_parquet, read_schema, resolve_image
 
 log = logging.getLogger("synth.domain_qa")
 
@@ -179,7 +179,7 @@ def _parquet(path: str | os.PathLike, name: str, what: str) -> Path:
 def read_domain_images(domains: str | os.PathLike) -> tuple[Path, list[dict[str, Any]]]:
     """The selected rows of domain_images.parquet (a file or the directory holding it)."""
     f = _parquet(domains, DOMAINS_NAME, "an `images domains` output")
-    table = pq.read_table(f)
+    table = read_parquet(f, fix="rebuild it with `refinery images domains`")
     missing = [c for c in ("id", "domain", "selected") if c not in table.column_names]
     if missing:
         raise ValueError(
@@ -214,7 +214,7 @@ def read_pairs(pairs_dirs: Iterable[str | os.PathLike]) -> dict[str, dict[str, A
     for d in pairs_dirs:
         for f in pairs_files(d):
             cols = ["id", "image_path", "image_sha256", "training_allowed"]
-            names = pq.read_schema(f).names
+            names = read_schema(f, "pass an `images build` output").names
             missing = [c for c in cols if c not in names]
             if missing:
                 raise ValueError(
@@ -223,7 +223,7 @@ def read_pairs(pairs_dirs: Iterable[str | os.PathLike]) -> dict[str, dict[str, A
                 )
             # the pair's document, which the consent ledger names (when the file carries it)
             cols += [c for c in ("doc_id", "url") if c in names]
-            for r in pq.read_table(f, columns=cols).to_pylist():
+            for r in read_parquet(f, cols, fix="pass an `images build` output").to_pylist():
                 try:  # inside the pairs' directory: no local file outside it goes to a teacher
                     image = resolve_image(r["image_path"], f.parent)
                 except BadImagePath:

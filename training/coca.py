@@ -139,16 +139,14 @@ def kept_pairs(
     common.consent: training_allowed the boolean true and not opted out by `consent`, the
     ledger; None: the flags only): dicts with pair_id, caption, image_sha256, image_path
     (relative, as stored), image_file (absolute) and training_allowed, in file order."""
-    import pyarrow.parquet as pq
-
     from common.consent import NO_LEDGER
-    from common.inputs import BadImagePath, resolve_image
+    from common.inputs import BadImagePath, read_parquet, resolve_image
 
     rule = consent or NO_LEDGER
 
     out = []
     for f in pairs_files(pairs):
-        table = pq.read_table(f)
+        table = read_parquet(f, fix="pass an `images build` output")
         missing = {"id", "caption", "image_path", "drop_reason", "training_allowed"} - set(
             table.column_names
         )

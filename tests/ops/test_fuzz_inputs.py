@@ -441,3 +441,26 @@ def test_tokenizer_train_sources(tmp_path):
         tmp_path, "documents.parquet", docs, "text", ["text", "training_allowed"], setup, only
     )
     assert codes["text-nul"] == 0 and codes["text-int64"] == 2
+
+
+def test_pairs_readers_name_the_file(tmp_path):
+    """The readers of pairs.parquet and domain_images.parquet (synth captions, domain QA, the
+    captioner): an empty, truncated or non-Parquet file is one error naming it."""
+    from common.inputs import InputError
+    from synth.captions import read_pairs as caption_pairs
+    from synth.domain_qa import read_domain_images
+    from synth.domain_qa import read_pairs as qa_pairs
+    from training.coca import kept_pairs
+
+    sink = pa.BufferOutputStream()
+    pq.write_table(documents(3), sink)
+    data = sink.getvalue().to_pybytes()
+    for k, what in enumerate((b"", data[: len(data) // 2], b"id,caption\n")):
+        d = tmp_path / str(k)
+        d.mkdir()
+        (d / "pairs.parquet").write_bytes(what)
+        (d / "domain_images.parquet").write_bytes(what)
+        for read in (caption_pairs, lambda p: qa_pairs([p]), kept_pairs, read_domain_images):
+            target = "domain_images.parquet" if read is read_domain_images else "pairs.parquet"
+            with pytest.raises(InputError, match=target):
+                read(d / target)
