@@ -209,12 +209,14 @@ def check_file(
         f.name for f in schema if pa.types.is_string(f.type) or pa.types.is_large_string(f.type)
     ]
     cols = [c for c in utf8 if c in text] if utf8 is not None else text
+    if not schema.names:
+        return schema
     try:
-        pf = pq.ParquetFile(path)
-        row = 0
-        for batch in pf.iter_batches(batch_size=8192, columns=cols or [schema.names[0]]):
-            check_utf8(path, pa.Table.from_batches([batch]), "", offset=row)
-            row += batch.num_rows
+        with pq.ParquetFile(path) as pf:
+            row = 0  # small batches: a text column of long documents stays a few MB at once
+            for batch in pf.iter_batches(batch_size=1024, columns=cols or [schema.names[0]]):
+                check_utf8(path, pa.Table.from_batches([batch]), "", offset=row)
+                row += batch.num_rows
     except InputError:
         raise
     except (pa.ArrowException, OSError) as exc:
