@@ -14,7 +14,7 @@ SCALE*N files:
   every origin through the Downloader) then `extract_page` on every imported page (one process,
   one core), documents/s end to end;
 - datatrove in bench/.venvs/datatrove-warc (created on first use: `datatrove[io]`, warcio,
-  trafilatura): WarcReader -> Trafilatura -> JsonlWriter, tasks=1, workers=1;
+  trafilatura, lxml_html_clean): WarcReader -> Trafilatura -> JsonlWriter, tasks=1, workers=1;
 
 then documents/s of both and the ratio, how time grows from N to SCALE*N files, extraction
 agreement (token F1 between the two texts of a URL) and each one's token F1 against the sample
@@ -38,9 +38,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench._peers import peer_python  # noqa: E402
 from crawlers.extract.evaluate import token_prf  # noqa: E402
 
-DATATROVE_WARC = (
-    ["datatrove[io]", "warcio", "trafilatura"],
-    "import datatrove, warcio, trafilatura",
+DATATROVE_WARC = (  # datatrove's Trafilatura extractor needs lxml_html_clean with lxml >= 5.2
+    ["datatrove[io]", "warcio", "trafilatura", "lxml_html_clean"],
+    "import datatrove, warcio, trafilatura, lxml_html_clean",
 )
 
 

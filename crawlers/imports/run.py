@@ -344,9 +344,10 @@ def _markers(files: list[str], out_dir: Path) -> list[Path]:
 
 
 def _host(url: str | None) -> str | None:
-    from common.inputs import url_host
+    """host[:port], as the crawler's pages.parquet writes it (canon.host_of)."""
+    from common.inputs import url_netloc
 
-    return url_host(url) if url else None
+    return url_netloc(url) if url else None
 
 
 def _manifests(out_dir: Path, files: list[str], summary: dict[str, Any], cfg: Any) -> None:

@@ -1,28 +1,20 @@
-"""Common Crawl WET files and licensed JSONL/Parquet corpora -> documents.parquet rows.
+"""Common Crawl WET files -> documents.parquet rows (the writer `import docs` shares).
 
 WET `conversion` records hold the text Common Crawl extracted: there is no HTML, so no
 extraction; `source` says `import:wet` and `extraction_method` says `cc-wet`. Every record read
 is a document or a recorded skip (`warcinfo`, `missing_target_uri`, `empty_text`,
 `duplicate_payload`, `malformed_record`, ...).
-
-A corpus (`import docs`) maps its own fields: `text_field`, `id_field`, `url_field`. A document
-without a URL carries the licence given and is consented by it (`consent_source: licence <x>`);
-one without a URL and without a licence is not consented. A document with a URL goes through
-the same consent check as an imported page (today's robots.txt for both tokens).
 """
 
 from __future__ import annotations
 
 import hashlib
-import json
-import os
 import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from crawlers.imports.run import HOSTS_SCHEMA, PROVENANCE, _table, _write, expand
 from crawlers.imports.warc import open_source
@@ -100,7 +92,7 @@ def scan_wet(source: str) -> tuple[list[dict], list[dict]]:
                 {
                     **row,
                     "id": _doc_id(row["url"]),
-                    "host": _netloc(row["url"]),
+                    "host": _doc_host(row["url"]),
                     "text": text,
                     "lang_hint": h.get_header("WARC-Identified-Content-Language"),
                     "extraction_method": "cc-wet",
@@ -125,10 +117,11 @@ def scan_wet(source: str) -> tuple[list[dict], list[dict]]:
     return docs, skips
 
 
-def _netloc(url: str | None) -> str:
-    from common.inputs import url_netloc
+def _doc_host(url: str | None) -> str:
+    """The host, as extraction's documents.parquet writes it (no port)."""
+    from common.inputs import url_host
 
-    return url_netloc(url)
+    return url_host(url)
 
 
 def _decide_and_write(
@@ -226,113 +219,4 @@ def import_wet(
         records=records,
         files=files,
         kind="wet",
-    )
-
-
-def _corpus_rows(source: str) -> Iterable[tuple[int, dict | None, str | None]]:
-    """(row number, row or None, why it is unreadable) of a JSONL or Parquet corpus."""
-    name = source.lower()
-    if name.endswith(".parquet"):
-        with open_source(source) as fh:
-            for i, row in enumerate(pq.read_table(fh).to_pylist()):
-                yield i, row, None
-        return
-    import gzip
-
-    with open_source(source) as raw:
-        fh = gzip.open(raw) if name.endswith(".gz") else raw
-        for i, line in enumerate(fh):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except ValueError as exc:
-                yield i, None, f"line {i + 1}: not JSON ({exc})"
-                continue
-            if not isinstance(row, dict):
-                yield i, None, f"line {i + 1}: a JSON {type(row).__name__}, not an object"
-                continue
-            yield i, row, None
-
-
-def import_docs(
-    patterns: Iterable[str],
-    out_dir: str | Path,
-    *,
-    text_field: str = "text",
-    id_field: str | None = None,
-    url_field: str | None = None,
-    license: str | None = None,
-    config: Any = None,
-    offline: bool = False,
-    log: Callable[[str], None] = lambda msg: None,
-) -> dict[str, Any]:
-    """A JSONL/Parquet corpus -> `out_dir/documents.parquet`, fields mapped by the flags."""
-    files = expand(patterns)
-    docs: list[dict] = []
-    skips: list[dict] = []
-    for source in files:
-        found_text = False
-        for i, row, bad in _corpus_rows(source):
-            base = {"source_file": source, "source_offset": i, "record_type": "corpus_row"}
-            base["import_mode"] = "text"
-            if row is None:
-                skips.append({**base, "skip_reason": "malformed_row", "skip_detail": bad})
-                continue
-            text = row.get(text_field)
-            found_text |= text_field in row
-            url = row.get(url_field) if url_field else None
-            url = str(url).strip() if url not in (None, "") else None
-            if not isinstance(text, str) or not text.strip():
-                what = "missing" if text_field not in row else f"a {type(text).__name__}"
-                skips.append(
-                    {
-                        **base,
-                        "url": url,
-                        "skip_reason": "empty_text",
-                        "skip_detail": f"field {text_field!r} is {what} (--text-field)",
-                    }
-                )
-                continue
-            ident = row.get(id_field) if id_field else None
-            if ident in (None, ""):
-                ident = _doc_id(url) if url else hashlib.sha256(text.encode()).hexdigest()[:16]
-            doc = {
-                **base,
-                "id": str(ident),
-                "url": url,
-                "host": _netloc(url) if url else None,
-                "text": text.strip(),
-                "title": row.get("title") if isinstance(row.get("title"), str) else None,
-                "extraction_method": "corpus",
-                "source": f"import:docs:{os.path.basename(source)}",
-                "license": license,
-                "content_sha256": hashlib.sha256(text.encode("utf-8")).hexdigest(),
-                "rendered": False,
-            }
-            if url is None:
-                if license:
-                    doc.update(training_allowed=True, consent_source=f"licence: {license}")
-                else:
-                    doc.update(
-                        training_allowed=False,
-                        consent_source="no URL and no licence (--license): no consent",
-                    )
-            docs.append(doc)
-        if not found_text and docs == [] and skips:
-            raise KeyError(
-                f"{source}: no row has the field {text_field!r}; name the text field with "
-                "--text-field"
-            )
-    records = len(docs) + len(skips)
-    log(f"import docs: {len(files)} files, {records} rows")
-    return _decide_and_write(
-        docs,
-        skips,
-        Path(out_dir),
-        config=config,
-        offline=offline,
-        records=records,
-        files=files,
-        kind="docs",
     )

@@ -161,7 +161,7 @@ def import_docs(p: ImportDocsParams, lake: Lake) -> ImportSummary:
     """Import a JSONL/Parquet corpus into documents.parquet, fields mapped by the flags."""
     import time
 
-    from crawlers.imports.wet import import_docs as run_import
+    from crawlers.imports.docs import import_docs as run_import
 
     out = Path(p.out) if p.out else lake.root / "imports" / "docs"
     started = time.perf_counter()

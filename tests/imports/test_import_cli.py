@@ -165,7 +165,7 @@ def test_imported_pages_asset_feeds_documents(tmp_path, robots):
 def test_parquet_corpus(tmp_path):
     path = tmp_path / "c.parquet"
     pq.write_table(pa.table({"text": ["a licensed document"], "id": ["x"]}), path)
-    from crawlers.imports.wet import import_docs
+    from crawlers.imports.docs import import_docs
 
     s = import_docs([str(path)], tmp_path / "out", license="MIT", id_field="id", offline=True)
     assert s["documents"] == 1 and s["training_allowed"] == 1
