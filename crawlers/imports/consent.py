@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -41,6 +42,7 @@ class OriginVerdict:
     unreachable: str | None = None  # why no evidence came back; None when it did
     robots: Any = None  # crawlers.robots.RobotsTxt when reachable
     urls: list[str] = field(default_factory=list)
+    allowed_urls: int = 0  # rows of this origin whose training_allowed came out true
 
     def evidence(self) -> str:
         when = f"fetched {self.fetched_at}" if self.fetched_at else "not fetched"
@@ -48,12 +50,7 @@ class OriginVerdict:
         status = f", HTTP {self.status}" if self.status is not None else ""
         return f"{when}{status}{sha}"
 
-    def host_row(self, agent: str, training_agent: str) -> dict[str, Any]:
-        allowed = (
-            None
-            if self.robots is None
-            else sum(1 for u in self.urls if self.robots.allows(training_agent, u))
-        )
+    def host_row(self) -> dict[str, Any]:
         return {
             "origin": self.origin,
             "robots_url": self.robots_url,
@@ -63,7 +60,7 @@ class OriginVerdict:
             "robots_kind": self.kind,
             "unreachable": self.unreachable,
             "urls": len(self.urls),
-            "training_allowed_urls": allowed or 0,
+            "training_allowed_urls": self.allowed_urls,
             "decided": True,
         }
 
@@ -89,12 +86,19 @@ def group_by_origin(urls: list[str]) -> tuple[dict[str, list[str]], dict[str, st
 
 
 async def fetch_robots_async(
-    by_origin: dict[str, list[str]], config: Any = None
+    by_origin: dict[str, list[str]],
+    config: Any = None,
+    on_verdict: Callable[[OriginVerdict], None] | None = None,
 ) -> dict[str, OriginVerdict]:
-    """Today's robots.txt of every origin, through the crawler's Downloader."""
+    """Today's robots.txt of every origin, through the crawler's Downloader.
+
+    `on_verdict(v)` is called as soon as an origin is decided; the parsed policy is then
+    dropped (`v.robots = None` after the call, unless no callback is given), so an import of
+    100k hosts never holds every host's robots.txt at once (as `consent recheck`)."""
     from crawlers.consent import _unreachable
     from crawlers.crawl.downloader import Downloader
     from crawlers.crawl.recrawl import per_server
+    from crawlers.robots import RobotsCache
 
     verdicts = {
         o: OriginVerdict(o, o + "/robots.txt", urls=list(urls)) for o, urls in by_origin.items()
@@ -103,9 +107,18 @@ async def fetch_robots_async(
         return verdicts
     records: dict[str, Any] = {}
     async with Downloader(config, on_robots_fetch=lambda r: records.__setitem__(r.origin, r)) as d:
+        d.robots.cache = RobotsCache(d.cfg.robots_max_age_s, max_entries=d.cfg.concurrency)
 
         async def check(origin: str) -> None:
             v = verdicts[origin]
+            try:
+                await decide_origin(origin, v)
+            finally:
+                if on_verdict is not None:
+                    on_verdict(v)
+                    v.robots = None
+
+        async def decide_origin(origin: str, v: OriginVerdict) -> None:
             try:
                 robots = await d.robots.get(origin + "/")
             except Exception as exc:  # one origin never ends the import: it is not consented
@@ -132,9 +145,13 @@ async def fetch_robots_async(
     return verdicts
 
 
-def fetch_robots(by_origin: dict[str, list[str]], config: Any = None) -> dict[str, OriginVerdict]:
+def fetch_robots(
+    by_origin: dict[str, list[str]],
+    config: Any = None,
+    on_verdict: Callable[[OriginVerdict], None] | None = None,
+) -> dict[str, OriginVerdict]:
     """`fetch_robots_async` from synchronous code."""
-    return asyncio.run(fetch_robots_async(by_origin, config))
+    return asyncio.run(fetch_robots_async(by_origin, config, on_verdict))
 
 
 def decide(
@@ -216,29 +233,36 @@ def consent_rows(
     cfg = CrawlConfig.from_any(config)
     urls = sorted({r["url"] for r in rows if r.get("url")})
     by_origin, bad = group_by_origin(urls)
-    verdicts: dict[str, OriginVerdict] = {}
+    origin_of_url = {u: o for o, us in by_origin.items() for u in us}
+    rows_of: dict[str, list[dict[str, Any]]] = {}
+    for row in rows:
+        if row.get("url"):
+            rows_of.setdefault(origin_of_url.get(row["url"], ""), []).append(row)
+
+    def apply(v: OriginVerdict | None, these: list[dict[str, Any]]) -> None:
+        for row in these:
+            row.update(
+                decide(
+                    row,
+                    v,
+                    agent=cfg.agent,
+                    training_agent=cfg.training_agent,
+                    offline=offline,
+                    bad_url=bad.get(row["url"]),
+                )
+            )
+            if v is not None and row["training_allowed"] is True:
+                v.allowed_urls += 1
+
     if offline:
         verdicts = {o: OriginVerdict(o, o + "/robots.txt", urls=u) for o, u in by_origin.items()}
         for v in verdicts.values():
             v.unreachable = "offline (--offline)"
-    else:
-        verdicts = fetch_robots(by_origin, cfg)
-    origin_of_url = {u: o for o, us in by_origin.items() for u in us}
-    for row in rows:
-        if not row.get("url"):
-            continue
-        v = verdicts.get(origin_of_url.get(row["url"], ""))
-        row.update(
-            decide(
-                row,
-                v,
-                agent=cfg.agent,
-                training_agent=cfg.training_agent,
-                offline=offline,
-                bad_url=bad.get(row["url"]),
-            )
-        )
-    hosts = [v.host_row(cfg.agent, cfg.training_agent) for _, v in sorted(verdicts.items())]
+            apply(v, rows_of.get(v.origin, []))
+    else:  # each origin's rows are decided as soon as its robots.txt is in
+        verdicts = fetch_robots(by_origin, cfg, lambda v: apply(v, rows_of.get(v.origin, [])))
+    apply(None, rows_of.get("", []))  # URLs no robots.txt can be asked for
+    hosts = [v.host_row() for _, v in sorted(verdicts.items())]
     for url, why in sorted(bad.items()):
         hosts.append(
             {
