@@ -207,8 +207,6 @@ def config_from_dict(data: dict, source: str = "<config>") -> FilterConfig:
     try:
         return FilterConfig.model_validate(data)
     except ValidationError as exc:
-        problems = "; ".join(
-            f"{'.'.join(str(p) for p in err['loc']) or '<root>'}: {err['msg']}"
-            for err in exc.errors()
-        )
-        raise ConfigError(f"{source}: invalid filter config: {problems}") from exc
+        from common.errors import validation_problems
+
+        raise ConfigError(f"{source}: invalid filter config: {validation_problems(exc)}") from exc

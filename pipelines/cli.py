@@ -39,13 +39,13 @@ def error_line(exc: BaseException, stage: Stage | None = None) -> str:
     from pydantic import ValidationError
 
     if isinstance(exc, ValidationError) and stage is not None:
-        parts = []
-        for err in exc.errors():
-            loc = [str(x) for x in err["loc"]]
+        from common.errors import validation_problems
+
+        def where(loc: list[str]) -> str:
             name = loc[0] if loc else ""
-            where = flag_of(stage, name) if name in stage.params.model_fields else ".".join(loc)
-            parts.append(f"{where}: {err['msg']}")
-        return "; ".join(parts)
+            return flag_of(stage, name) if name in stage.params.model_fields else ".".join(loc)
+
+        return validation_problems(exc, where)
     if isinstance(exc, KeyError) and exc.args:
         key = str(exc.args[0])
         if key.isidentifier():  # a bare dict/column lookup that missed: say what is missing

@@ -135,8 +135,9 @@ def read_pairs(
     Training-allowed is the one consent rule (common.consent): the pair's training_allowed is the
     boolean true and `consent` (a Consent with the lake's ledger; None: the flags only) has not
     opted out its document (doc_id) or the pair (id)."""
+
     from common.consent import NO_LEDGER
-    from training.coca import pairs_files
+    from common.pairs import pairs_files
 
     rule = consent or NO_LEDGER
 
@@ -337,7 +338,7 @@ def make_captions(
     log(f"captions: {len(pairs)} kept pairs ({opted_out} opted out, skipped), levels {levels}")
     data: list[bytes | None] = []
     decodable: list[bool] = []
-    from training.clip import open_image
+    from common.pairs import open_image
 
     for p in pairs:
         # a regular file of at most MAX_IMAGE_BYTES: a FIFO or /dev/zero would never end

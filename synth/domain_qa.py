@@ -50,13 +50,13 @@ import pyarrow.parquet as pq
 from pydantic import BaseModel, Field
 
 from common.inputs import BadImagePath, read_parquet, read_schema, resolve_image
+from common.pairs import pairs_files
 
 log = logging.getLogger("synth.domain_qa")
 
 OUTPUT_NAME = "domain_qa.parquet"
 REJECTS_NAME = "domain_qa_rejects.parquet"
 DOMAINS_NAME = "domain_images.parquet"
-PAIRS_NAME = "pairs.parquet"
 IMAGES_DIR = "images"
 REFUSAL = "refusal"
 ANSWER_KINDS = ("identify", "attribute", "count", "position", "text", "reasoning")
@@ -197,15 +197,6 @@ def read_domain_images(domains: str | os.PathLike) -> tuple[Path, list[dict[str,
             )
         seen.add(key)
     return f, rows
-
-
-def pairs_files(pairs: str | os.PathLike) -> list[Path]:
-    """pairs.parquet of an `images build` output, or of every shard under a directory."""
-    p = Path(pairs)
-    files = [p] if p.is_file() else sorted(p.glob(f"**/{PAIRS_NAME}"))
-    if not files:
-        raise FileNotFoundError(f"--pairs {p}: no {PAIRS_NAME} (run `refinery images build`)")
-    return files
 
 
 def read_pairs(pairs_dirs: Iterable[str | os.PathLike]) -> dict[str, dict[str, Any]]:

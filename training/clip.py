@@ -23,7 +23,6 @@ Plain Python: never imports Dagster or Beam.
 from __future__ import annotations
 
 import copy
-import io
 import json
 import math
 import os
@@ -41,6 +40,8 @@ import open_clip
 import torch
 from PIL import Image
 from safetensors.torch import load_file, save_file
+
+from common.pairs import open_image
 
 CONFIG_FILE = "open_clip_config.json"
 WEIGHTS_FILE = "open_clip_model.safetensors"
@@ -251,17 +252,6 @@ def _build(
 def _write_config(directory: Path, model_cfg: dict[str, Any], preprocess_cfg: dict[str, Any]):
     body = {"model_cfg": model_cfg, "preprocess_cfg": preprocess_cfg}
     (directory / CONFIG_FILE).write_text(json.dumps(body, indent=2) + "\n", encoding="utf-8")
-
-
-def open_image(image: ImageInput) -> Image.Image | None:
-    """Decode an image (path or bytes) to RGB, or None when it cannot be read or decoded."""
-    try:
-        source = io.BytesIO(image) if isinstance(image, bytes) else image
-        with Image.open(source) as im:
-            im.seek(0)
-            return im.convert("RGB")
-    except Exception:  # PIL raises OSError, ValueError, SyntaxError, DecompressionBombError...
-        return None
 
 
 # ----------------------------------------------------------------------------- training

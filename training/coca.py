@@ -47,6 +47,7 @@ from open_clip import coca_model
 from open_clip.loss import CoCaLoss
 from PIL import Image
 
+from common.pairs import open_image, pairs_files  # noqa: F401  (pairs_files: used below)
 from training.clip import (
     CONFIG_FILE,
     WEIGHTS_FILE,
@@ -56,7 +57,6 @@ from training.clip import (
     _seed_everything,
     _write_config,
     default_device,
-    open_image,
     save_clip,
 )
 
@@ -116,22 +116,6 @@ class CaptionerError(ValueError):
 # ----------------------------------------------------------------------------- pairs
 
 
-def pairs_files(pairs: str | os.PathLike[str] | Iterable[str | os.PathLike[str]]) -> list[Path]:
-    """pairs.parquet files of `images build` outputs: a file, or every `**/pairs.parquet` under a
-    directory (the lake's images/pairs holds one per shard)."""
-    items = [pairs] if isinstance(pairs, str | os.PathLike) else list(pairs)
-    files: list[Path] = []
-    for item in items:
-        path = Path(item)
-        found = [path] if path.is_file() else sorted(path.glob("**/pairs.parquet"))
-        if not found:
-            raise FileNotFoundError(
-                f"--pairs {path}: no pairs.parquet there; run `refinery images build` first"
-            )
-        files += found
-    return files
-
-
 def kept_pairs(
     pairs: str | os.PathLike[str] | Iterable[str | os.PathLike[str]], consent: Any = None
 ) -> list[dict]:
@@ -139,6 +123,7 @@ def kept_pairs(
     common.consent: training_allowed the boolean true and not opted out by `consent`, the
     ledger; None: the flags only): dicts with pair_id, caption, image_sha256, image_path
     (relative, as stored), image_file (absolute) and training_allowed, in file order."""
+
     from common.consent import NO_LEDGER
     from common.inputs import BadImagePath, read_parquet, resolve_image
 

@@ -157,8 +157,9 @@ def load_run_config(path: str | Path) -> tuple[RunConfig, dict[str, Any]]:
     try:
         cfg = _run_config_class().model_validate(raw)
     except ValidationError as e:
-        lines = [f"  {'.'.join(str(x) for x in err['loc'])}: {err['msg']}" for err in e.errors()]
-        raise ConfigError(f"{p}: invalid training config:\n" + "\n".join(lines)) from e
+        from common.errors import validation_problems
+
+        raise ConfigError(f"{p}: invalid training config: {validation_problems(e)}") from e
     raw_vocab = (raw.get("model") or {}).get("vocab_size")
     if raw_vocab is None:
         cfg.model.vocab_size = 0  # 0 = take it from the mixture

@@ -94,11 +94,11 @@ def image_config_from_dict(data: object, source: str = "<config>") -> ImageFilte
     try:
         return ImageFilterConfig.model_validate(data)
     except ValidationError as exc:
-        problems = "; ".join(
-            f"{'.'.join(str(p) for p in err['loc']) or '<root>'}: {err['msg']}"
-            for err in exc.errors()
-        )
-        raise ConfigError(f"{source}: invalid image filter config: {problems}") from exc
+        from common.errors import validation_problems
+
+        raise ConfigError(
+            f"{source}: invalid image filter config: {validation_problems(exc)}"
+        ) from exc
 
 
 def load_image_config(path: str | Path | None = None) -> ImageFilterConfig:

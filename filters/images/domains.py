@@ -106,11 +106,9 @@ def domain_spec_from_dict(data: object, source: str = "<domains>") -> DomainsSpe
     try:
         return DomainsSpec.model_validate(data)
     except ValidationError as exc:
-        problems = "; ".join(
-            f"{'.'.join(str(p) for p in err['loc']) or '<root>'}: {err['msg']}"
-            for err in exc.errors()
-        )
-        raise ConfigError(f"{source}: invalid domain spec: {problems}") from exc
+        from common.errors import validation_problems
+
+        raise ConfigError(f"{source}: invalid domain spec: {validation_problems(exc)}") from exc
 
 
 def _keyword_pattern(keyword: str) -> re.Pattern[str]:

@@ -58,7 +58,8 @@ class CaptionerTrainSummary(Summary):
 
 def captioner_train(p: CaptionerTrainParams, lake: Lake) -> CaptionerTrainSummary:
     """Train a CoCa captioner (open_clip.CoCa, CoCaLoss) on the kept image-text pairs."""
-    from training.coca import pairs_files, train_coca
+    from common.pairs import pairs_files
+    from training.coca import train_coca
 
     files = pairs_files(_pairs(p.pairs, lake))
     out = Path(p.out) if p.out else lake.root / "models" / "captioner"
@@ -166,7 +167,7 @@ def captions(p: CaptionsParams, lake: Lake) -> CaptionsSummary:
         if (default_captioner / "open_clip_config.json").is_file() or teacher is None:
             captioner = default_captioner  # without a teacher, the captioner is needed
     clip = p.clip or str(lake.root / "models" / "clip")
-    from training.coca import pairs_files
+    from common.pairs import pairs_files
 
     files = pairs_files(pairs)
     s = make_captions(

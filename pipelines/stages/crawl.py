@@ -151,8 +151,9 @@ def _validated(config: dict[str, Any], p: CrawlParams):
         return CrawlConfig.model_validate(config)
     except ValidationError as exc:
         where = f"--config {p.config} / flags" if p.config else "flags"
-        problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
-        raise ValueError(f"{where}: {problems}") from None
+        from common.errors import validation_problems
+
+        raise ValueError(f"{where}: {validation_problems(exc)}") from None
 
 
 def run(p: CrawlParams, lake: Lake) -> CrawlSummary:

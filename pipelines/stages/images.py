@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from common import lake as lake_mod
+from common.pairs import pairs_files
 from pipelines.stage import Check, Lake, Params, Stage, Summary, param
 
 CRAWL_SHARDS = 4  # image_pairs is partitioned like the crawl (by the page's host)
@@ -190,16 +191,7 @@ PAIRS_COLUMNS = {"doc_id": "string", "src": "string", "position": "int", "drop_r
 INTERLEAVED_COLUMNS = {"doc_id": "string", "blocks": "list"}
 
 
-def _pairs_files(pairs: Path) -> list[Path]:
-    """pairs.parquet of a `images build` output, or of every shard under a directory."""
-    pairs = Path(pairs)
-    files = [pairs] if pairs.is_file() else sorted(pairs.glob("**/pairs.parquet"))
-    if not files:
-        raise FileNotFoundError(f"--pairs {pairs}: no pairs.parquet (run `refinery images build`)")
-    return files
-
-
-def write_interleaved(docs: Path, pairs_files: list[Path], out: Path, cfg) -> int:
+def write_interleaved(docs: Path, pair_files: list[Path], out: Path, cfg) -> int:
     """extract's interleaved.parquet, filtered by the pairs: out/interleaved.parquet (with a
     `text` column, `<|image|>` at each kept image) and out/interleaved_report.parquet."""
     import pyarrow as pa
@@ -214,14 +206,14 @@ def write_interleaved(docs: Path, pairs_files: list[Path], out: Path, cfg) -> in
     from common.inputs import read_rows
 
     fix = "re-run `refinery images build` (pairs) or `refinery extract` (interleaved)"
-    pairs = [r for f in pairs_files for r in read_rows(f, required=PAIRS_COLUMNS, fix=fix)]
+    pairs = [r for f in pair_files for r in read_rows(f, required=PAIRS_COLUMNS, fix=fix)]
     docs_rows = read_rows(source, required=INTERLEAVED_COLUMNS, fix=fix)
     kept, report = filter_documents(docs_rows, pairs, cfg.interleaved)
     table = documents_table(kept)
     table = table.append_column(
         "text", pa.array([interleaved_text(d["blocks"]) for d in kept], pa.string())
     )
-    inputs = [str(source), *map(str, pairs_files)]
+    inputs = [str(source), *map(str, pair_files)]
     lake_mod.write_parquet(table, out / "interleaved.parquet", inputs=inputs)
     lake_mod.write_parquet(report_table(report), out / "interleaved_report.parquet", inputs=inputs)
     return table.num_rows
@@ -251,7 +243,7 @@ def interleaved(p: InterleavedParams, lake: Lake) -> InterleavedSummary:
     docs = Path(p.docs) if p.docs else lake.root / "extract"
     pairs = Path(p.pairs) if p.pairs else lake.root / "images" / "pairs"
     out = Path(p.out) if p.out else lake.root / "images" / "interleaved"
-    n = write_interleaved(docs, _pairs_files(pairs), out, load_image_config(p.config))
+    n = write_interleaved(docs, pairs_files(pairs), out, load_image_config(p.config))
     report = pq.read_table(out / "interleaved_report.parquet").to_pylist()
     dropped = Counter(r["drop_reason"] for r in report if r["drop_reason"])
     return InterleavedSummary(
@@ -285,20 +277,19 @@ class ClipTrainSummary(Summary):
         return self.model_dump(exclude={"outputs", "details"})
 
 
-def kept_pairs(pairs_files: list[Path], consent=None) -> list[tuple[str, str]]:
+def kept_pairs(pair_files: list[Path], consent=None) -> list[tuple[str, str]]:
     """(image path, caption) of the kept, training-allowed pairs: the consent rule
     (`common.consent`: the pair's flag is the boolean true, and `consent`'s ledger, when given,
     has not opted out its document)."""
 
     from common.consent import NO_LEDGER
-    from common.inputs import read_rows
-    from common.inputs import BadImagePath, resolve_image
+    from common.inputs import BadImagePath, read_rows, resolve_image
 
     rule = consent if consent is not None else NO_LEDGER
     out = []
     fix = "re-run `refinery images build`"
     need = {"drop_reason": "string", "image_path": "string", "caption": "string"}
-    for f in pairs_files:
+    for f in pair_files:
         for r in read_rows(f, required=need, fix=fix):
             if r["drop_reason"] is None and r["image_path"] and rule.allows(r):
                 try:  # inside the pairs' own directory: no local file outside it is trained on
@@ -317,7 +308,7 @@ def clip_train(p: ClipTrainParams, lake: Lake) -> ClipTrainSummary:
         raise ValueError("--pairs: give at least one `images build` output")
     from common.consent import Consent, ledger_files_for
 
-    files = [f for d in p.pairs for f in _pairs_files(d)]
+    files = [f for d in p.pairs for f in pairs_files(d)]
     pairs = kept_pairs(files, Consent.load(lake.root, ledger_files_for(lake.root, *p.pairs)))
     if len(pairs) < 2:
         raise ValueError(
@@ -374,7 +365,7 @@ def domains(p: DomainsParams, lake: Lake) -> DomainsSummary:
     from training.clip import ClipScorer
 
     similarity = ClipScorer(p.clip).similarity
-    files = _pairs_files(pairs)
+    files = pairs_files(pairs)
     rows, by_id = [], {}
     for f in files:
         for r in pq.read_table(f).to_pylist():

@@ -337,12 +337,9 @@ def resolve_path(path: str, spec_dir: Path, lake_root: Path | None = None) -> Pa
 
 
 def _format_errors(source: str, exc: ValidationError) -> str:
-    lines = []
-    for err in exc.errors():
-        loc = ".".join(str(x) for x in err["loc"] if x not in ("function-after",))
-        msg = err["msg"].removeprefix("Value error, ")
-        lines.append(f"  {loc or '(top level)'}: {msg}")
-    return f"{source}: invalid mixture spec\n" + "\n".join(lines)
+    from common.errors import validation_problems
+
+    return f"{source}: invalid mixture spec: {validation_problems(exc)}"
 
 
 def parse_spec(data: Any, source: str = "<spec>") -> MixtureSpec:
