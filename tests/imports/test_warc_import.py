@@ -247,3 +247,48 @@ def test_a_bomb_body_is_a_skip_not_a_crash(tmp_path, robots):
 def test_a_pattern_matching_nothing_is_one_line_naming_it(tmp_path):
     with pytest.raises(FileNotFoundError, match="nothing-here"):
         import_warc([str(tmp_path / "nothing-here*.warc.gz")], tmp_path / "out", offline=True)
+
+
+def _arc(path: Path, url: str, body: bytes) -> Path:
+    """A one-record ARC v1 file (no library writes ARC)."""
+    http = b"HTTP/1.0 200 OK\r\nContent-Type: text/html\r\n\r\n" + body
+    desc = b"1 0 Test\nURL IP-address Archive-date Content-type Archive-length\n"
+    head = b"filedesc://t.arc 0.0.0.0 20200101000000 text/plain %d\n" % len(desc)
+    rec = f"{url} 127.0.0.2 20200102030405 text/html {len(http)}\n".encode()
+    path.write_bytes(head + desc + b"\n" + rec + http + b"\n")
+    return path
+
+
+def test_arc_is_converted_and_copied_and_a_killed_import_redoes_only_unfinished_files(
+    tmp_path, robots
+):
+    a = base(ALLOW, robots.port)
+    arc = _arc(tmp_path / "old.arc", f"{a}/arc-page", page("Arc page"))
+    warc = write_warc(tmp_path / "new.warc.gz", lambda w: response(w, f"{a}/warc-page", page("W")))
+    out = tmp_path / "out"
+    s = import_warc([str(arc), str(warc)], out, config=TEST_CONFIG)
+    pages = {
+        r["url"].rsplit("/", 1)[1]: r for r in pq.read_table(out / "pages.parquet").to_pylist()
+    }
+    assert s["pages"] == 2 and pages["arc-page"]["training_allowed"] is True
+    assert pages["arc-page"]["import_mode"].startswith("copied: ARC file")
+    assert pages["arc-page"]["capture_time"] == "2020-01-02T03:04:05Z"
+    from crawlers.extract.crawl_io import iter_crawl_records
+    from crawlers.extract.page import extract_page
+
+    texts = {r["url"]: extract_page(r).document["text"] for r in iter_crawl_records(out)}
+    assert "Arc page sentence number 7" in texts[f"{a}/arc-page"]
+    # a kill after the first file: its done marker stays, the second file's part is gone
+    from crawlers.imports.run import file_key
+
+    (out / "parts" / f"{file_key(str(warc.resolve()))}.done.json").unlink()
+    again = import_warc([str(arc), str(warc)], out, config=TEST_CONFIG)
+    assert again["files_scanned"] == 1 and again["files_resumed"] == 1
+    assert again["pages"] == 2
+    # a changed file is read again (its marker no longer matches size and mtime)
+    write_warc(warc, lambda w: response(w, f"{a}/warc-page-2", page("W2")))
+    third = import_warc([str(arc), str(warc)], out, config=TEST_CONFIG)
+    assert third["files_scanned"] == 1
+    assert {r["url"].rsplit("/", 1)[1] for r in pq.read_table(out / "pages.parquet").to_pylist()} == {
+        "arc-page", "warc-page-2",
+    }  # fmt: skip
