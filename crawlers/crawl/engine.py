@@ -223,6 +223,8 @@ class Crawler:
             reason = f"host-budget: {self.cfg.max_pages_per_host} URLs"
         else:
             reason = self.traps.check(url, parent)
+            if reason is None and tier != 0 and source == "link":
+                reason = self.traps.families.cut(url, anchor)
         if reason:
             row.update(state="skipped", skip_reason=reason)
             if again:
@@ -544,6 +546,14 @@ class Crawler:
         url, host = row["url"], row["host"]
         if row.get("tier") != 0 and row["source"] == "link":
             clean, why = self.traps.canonical(url)
+            cut = self.traps.families.cut(url, row["anchor"] or "")
+            if cut and clean == url:  # its family turned out to serve copies: not fetched
+                self.sched.unreserve(row)
+                with self.frontier:
+                    self.frontier.update(url, {"state": "skipped", "skip_reason": cut})
+                self.stats["skipped"] += 1
+                self._finished.append(url)
+                return
             if clean != url:  # queued before its parameter was recognised: fetch the document
                 self.sched.unreserve(row)
                 reason = f"trap: {why}: the document is queued as {clean}"
@@ -622,8 +632,9 @@ class Crawler:
         self.stats["bytes"] += fields.get("content_length", 0)
         if page.lang:
             self.langs.observe(host, page.lang)
+        copy = None
         if page.info is not None:
-            self.traps.observe(url, main_text(res.body), [lk.url for lk in page.info.links])
+            copy = self.traps.observe(url, main_text(res.body), [lk.url for lk in page.info.links])
         loc = None
         if res.hops:
             loc = self.warc.write(res.hops, res.fetched_at)
@@ -639,6 +650,8 @@ class Crawler:
                 found = self._discover_link(lk.url, depth, url, lk.anchor, page.topic)
                 new += found == "queued"
             self.traps.families.record(url, row["anchor"] or "", res.status, new)
+            if copy is not None:
+                self.traps.families.copy(copy, row["anchor"] or "" if copy == url else "")
             for bad, why in page.bad_links:
                 self._skip_bad_url(bad, why, row["depth"] + 1, "link", url)
             if fields.get("redirect_to"):

@@ -116,6 +116,12 @@ VARIANT_NAMES = frozenset(
         "display",
     }
 )
+# The same by shape: sortBy, sort_dir, cmtorder, comment_sort, comments_page, commentsExpand...
+_VARIANT_NAME = re.compile(
+    r"(?:comments?|cmts?|c)?[-_]?(?:sort|order)(?:[-_]?(?:by|dir|direction|order|field|key|"
+    r"type|mode))?|(?:comments?|cmts?)[-_]?(?:page|view|mode|show|expand|expanded|all|open|"
+    r"order|sort|filter)?"
+)
 # Parameters that re-present a page only with these values (`view=article` selects content in
 # some CMSs, `view=print` does not).
 PRESENTATION_KEYS = frozenset(
@@ -127,6 +133,8 @@ PRESENTATION_VALUES = frozenset(
     "reader expanded collapsed fullscreen component".split()
 )
 _PATH_PARAM = re.compile(r";([^/;=?]*)(=[^/;?]*)?")
+# ASP.NET cookieless sessions: /(S(lit3py55t21z5v55vlm25s55))/page.aspx, /(X(1)S(...))/...
+_PATH_SESSION_SEG = re.compile(r"/\((?:[A-Z]\([A-Za-z0-9_\-]*\))+\)(?=/|$)")
 DATE_PARAMS = frozenset(
     {"day", "month", "year", "date", "d", "m", "y", "week", "ym", "ymd", "cal", "caldate"}
 )
@@ -354,12 +362,22 @@ def main_text(body: bytes | str, max_chars: int = 20000) -> str:
 
 class FamilyStats:
     """What each family of links (URL shape; template anchor text such as 'AMP' or 'Share')
-    yielded when fetched: a family that keeps answering 4xx loses priority after a few failures,
-    one whose pages keep leading to new URLs (listing pagination, new ids) gains it."""
+    yielded when fetched: a family that keeps answering 4xx, or serving copies of pages already
+    fetched, loses priority after a few such pages; one that served nothing but copies
+    (`cut_copies`+ pages, 90%) is not fetched any more; one whose pages keep leading to new URLs
+    (listing pagination, new ids) gains priority."""
 
-    def __init__(self, min_fetched: int = 3, fail_share: float = 0.5, hub_links: float = 5.0):
+    def __init__(
+        self,
+        min_fetched: int = 3,
+        fail_share: float = 0.5,
+        hub_links: float = 5.0,
+        cut_copies: int = 5,
+    ):
         self.min_fetched, self.fail_share, self.hub_links = min_fetched, fail_share, hub_links
-        self.stats: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0])  # fetched, failed, new
+        self.cut_copies = cut_copies
+        # fetched, failed (4xx but 429), new URLs queued, copies of content already fetched
+        self.stats: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0, 0])
 
     @staticmethod
     def families(url: str, anchor: str = "") -> list[str]:
@@ -371,7 +389,7 @@ class FamilyStats:
         return fams
 
     def record(self, url: str, anchor: str, status: int | None, new_urls: int) -> None:
-        """Count one fetched page: its status (4xx but 429 fails) and the new URLs it queued."""
+        """Count one fetched page: its status and the new URLs it queued."""
         failed = status is not None and 400 <= status < 500 and status != 429
         for fam in self.families(url, anchor):
             st = self.stats[fam]
@@ -379,30 +397,50 @@ class FamilyStats:
             st[1] += failed
             st[2] += new_urls
 
+    def copy(self, url: str, anchor: str = "") -> None:
+        """A fetched page of these families turned out to be a copy of another page's content."""
+        for fam in self.families(url, anchor):
+            self.stats[fam][3] += 1
+
     def adjustment(self, url: str, anchor: str = "") -> float:
         """Priority change for a URL of these families (quantised to quarters), and 0 before
         `min_fetched` of a family were fetched."""
         fams = self.families(url, anchor)
         penalty = 0.0
         for fam in fams:
-            fetched, failed, _ = self.stats.get(fam, (0, 0, 0))
-            if fetched >= self.min_fetched and failed >= self.fail_share * fetched:
+            fetched, failed, _, copies = self.stats.get(fam, (0, 0, 0, 0))
+            bad = min(fetched, failed + copies)
+            if fetched >= self.min_fetched and bad >= self.fail_share * fetched:
                 # below any live page (depth and URL shape span about -2.5 .. 2.5)
-                penalty = min(penalty, -4.0 * failed / fetched)
+                penalty = min(penalty, -4.0 * bad / fetched)
         if penalty < 0:
             return round(penalty * 4) / 4
-        fetched, failed, new = self.stats.get(fams[0], (0, 0, 0))
+        fetched, _, new, _ = self.stats.get(fams[0], (0, 0, 0, 0))
         if fetched >= 2 and new >= self.hub_links * fetched:
             return 0.5
         return 0.0
+
+    def cut(self, url: str, anchor: str = "") -> str | None:
+        """Why a URL of a family that served only copies is not worth fetching, or None."""
+        for fam in self.families(url, anchor):
+            fetched, _, _, copies = self.stats.get(fam, (0, 0, 0, 0))
+            if copies >= self.cut_copies and copies >= 0.9 * fetched:
+                return (
+                    f"trap: copies: {copies} of the {fetched} fetched pages of link family {fam} "
+                    "had the same main content (simhash) as a page already fetched under a "
+                    "shorter URL (print, AMP, view or session copies, generated look-alikes)"
+                )
+        return None
 
     def why(self, url: str, anchor: str = "") -> str:
         """The adjustment's evidence, for priority_reasons."""
         parts = []
         for fam in self.families(url, anchor):
-            fetched, failed, new = self.stats.get(fam, (0, 0, 0))
+            fetched, failed, new, copies = self.stats.get(fam, (0, 0, 0, 0))
             if fetched:
-                parts.append(f"{fam}: {failed} of {fetched} fetched failed, {new} new URLs")
+                parts.append(
+                    f"{fam}: {failed} of {fetched} fetched failed, {copies} copies, {new} new URLs"
+                )
         return "; ".join(parts)
 
 
@@ -459,6 +497,7 @@ class TrapDetector:
         self.link_tokens: dict[tuple[str, str, str], set[str]] = {}  # (host, key, token) -> paths
         self.key_tokens: dict[tuple[str, str], tuple[set[str], set[str]]] = {}  # values, paths
         self.families = FamilyStats()
+        self.host_prints: dict[str, dict[int, str]] = {}  # host -> main-content simhash -> URL
         self.variant_prints: dict[int, int] = {}  # hash(URL key minus a parameter) -> simhash
         self.deepening: dict[str, int] = {}
         self.shape_parent: dict[str, str] = {}  # URL -> its parent, when of the same shape
@@ -478,6 +517,9 @@ class TrapDetector:
         parameters fetched pages of this URL's shape showed not to change the main content."""
         parts = urlsplit(url)
         path, why = parts.path, []
+        if "(" in path and _PATH_SESSION_SEG.search(path):
+            path = _PATH_SESSION_SEG.sub("", path) or "/"
+            why.append("session path segment /(S(...))/")
         if ";" in path:
 
             def drop(m: re.Match) -> str:
@@ -514,7 +556,7 @@ class TrapDetector:
             return f"session parameter {name!r} (a session-id name)"
         if (host, name) in self.session_keys:
             return self.session_keys[(host, name)]
-        if low in VARIANT_NAMES:
+        if low in VARIANT_NAMES or _VARIANT_NAME.fullmatch(low):
             return f"sort/order/view parameter {name!r} (re-presents the same document)"
         if low in PRESENTATION_KEYS and value.lower() in PRESENTATION_VALUES:
             return f"sort/order/view parameter {name}={value} (a presentation of the document)"
@@ -770,9 +812,11 @@ class TrapDetector:
         angle = math.acos(max(-1.0, 1.0 - 4.0 / pairs))  # between the pairs' count vectors
         return min(self.max_near_dup_bits, max(self.near_dup_bits, round(64 * angle / math.pi)))
 
-    def observe(self, url: str, text: str, links: list[str] | tuple[str, ...] = ()) -> None:
+    def observe(self, url: str, text: str, links: list[str] | tuple[str, ...] = ()) -> str | None:
         """Feed a fetched page's main text (`main_text`) and outlinks (before its outlinks are
-        checked)."""
+        checked). When its main content (10+ words) is one this host already served under
+        another URL, returns the URL that is the copy (print, AMP, view or session variant): the
+        longer of the two."""
         host, path, pairs = _split(url)
         self._learn_tokens(host, links)
         links = [self.canonical(link)[0] for link in links]  # as they will be queued
@@ -835,3 +879,15 @@ class TrapDetector:
                 stats[0] += 1
                 stats[1] += near
         self.page_prints[url] = fp
+        if not judged:
+            return None
+        prints = self.host_prints.setdefault(host, {})
+        first = prints.get(fp)
+        if first is None:
+            if len(prints) < 200_000:
+                prints[fp] = url
+            return None
+        if len(first) > len(url):  # the earlier page was the copy: keep the shorter address
+            prints[fp] = url
+            return first
+        return url

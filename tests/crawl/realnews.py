@@ -333,7 +333,7 @@ def measure(ns: RealNewsServer) -> dict:
     requests = [h for h in ns.hits if ns.family(h) != "robots"]
     families = Counter(ns.family(h) for h in requests)
     got = {article_of(h) for h in requests} & set(ns.article_paths)
-    clean = {article_of(h) for h in requests if ns.family(h) == "article"}
+    clean = {article_of(h) for h in requests if ns.family(h) == "article"} & set(ns.article_paths)
     by_kind = Counter("dated" if p[1:5].isdigit() else p.split("/")[1].split("?")[0] for p in got)
     return {
         "articles": len(ns.article_paths),
@@ -347,7 +347,9 @@ def measure(ns: RealNewsServer) -> dict:
     }
 
 
-def crawl_news(out, n_articles: int, *, seed: int = 0, ip: str = "127.0.0.62", **config) -> dict:
+def crawl_news(
+    out, n_articles: int, *, seed: int = 0, ip: str = "127.0.0.62", server=None, **config
+) -> dict:
     """Crawl a fresh RealNewsServer from its home page with a budget of 1.5 x its articles
     (unless `max_pages` is given); returns `measure` plus the crawl's summary figures."""
     import asyncio
@@ -364,7 +366,7 @@ def crawl_news(out, n_articles: int, *, seed: int = 0, ip: str = "127.0.0.62", *
         "checkpoint_every": 100_000,
         **config,
     }
-    with RealNewsServer(ip, n_articles=n_articles, seed=seed) as ns:
+    with (server or RealNewsServer)(ip, n_articles=n_articles, seed=seed) as ns:
         t = time.monotonic()
         summary = asyncio.run(crawl([ns.url("/")], out, cfg))
         result = measure(ns)
@@ -375,3 +377,99 @@ def crawl_news(out, n_articles: int, *, seed: int = 0, ip: str = "127.0.0.62", *
         seconds=round(time.monotonic() - t, 1),
     )
     return result
+
+
+_ASP_SESSION = re.compile(r"/\(S\([a-z0-9]+\)\)")
+OTHER_VARIANTS = {"cmtorder": "2", "commentsExpand": "1"}
+
+
+def _other_control(m: re.Match) -> str:
+    name = "cmtorder=2" if m.group(2) == "sort=new" else "commentsExpand=1"
+    return f'href="{m.group(1)}{"&amp;" if "?" in m.group(1) else "?"}{name}"'
+
+
+class OtherNewsServer(RealNewsServer):
+    """The same newsroom on other software: ASP.NET cookieless sessions in the path
+    (`/(S(token))/story/5`) on half the pages, a rotating cache-buster `?_t=` on one link per page,
+    comment controls under other names (`cmtorder`, `commentsExpand`), print copies at
+    `/story/5/print` and AMP copies at `/amp/...` that answer 200 (the same article again),
+    dead comment feeds and author pages, and listings paged `?p=K` with only a "next" link."""
+
+    label = "other news server"
+
+    @staticmethod
+    def family(path_qs: str) -> str:
+        """As RealNewsServer.family, for this site's variants and dead links."""
+        parts = urlsplit(path_qs)
+        keys = {k for k, _ in parse_qsl(parts.query, keep_blank_values=True)}
+        if _ASP_SESSION.match(parts.path) or keys & {"_t", *OTHER_VARIANTS}:
+            return "variant"
+        if parts.path.endswith("/print") or parts.path.startswith("/amp/"):
+            return "variant"
+        if parts.path.startswith(("/comments/feed/", "/author/")):
+            return "dead"
+        return RealNewsServer.family(path_qs)
+
+    async def _handle(self, request: web.Request) -> web.Response:
+        raw = request.raw_path
+        self.hits.append(raw)
+        parts = urlsplit(raw)
+        path = _ASP_SESSION.sub("", parts.path) or "/"
+        query = [(k, v) for k, v in parse_qsl(parts.query, keep_blank_values=True) if k != "_t"]
+        if path == "/robots.txt":
+            return web.Response(text="User-agent: *\nDisallow: /search\n")
+        if path.startswith("/static/"):
+            return web.Response(text="/* bundle */", content_type="application/javascript")
+        copy = path.endswith("/print") or path.startswith("/amp/")
+        if copy:
+            path = path.removeprefix("/amp").removesuffix("/print")
+        q = dict(query)
+        if path.startswith("/section/") and "p" in q:
+            query = [("page", q.pop("p")), *q.items()]
+        key = f"{path}?id={q['id']}" if path == "/item" and "id" in q else path
+        if key in self.meta and set(q) <= {"id", *OTHER_VARIANTS}:
+            page = self._article(key, {"comments": "all"} if "commentsExpand" in q else {})
+        elif copy:
+            page = None
+        else:
+            page = self._page(path, query)
+        if page is None:
+            return web.Response(status=404, text="<html><body>Not found</body></html>")
+        return web.Response(text=self._rewrite(page, raw), content_type="text/html")
+
+    def _rewrite(self, html: str, raw: str) -> str:
+        """This site's links: its own controls, paging and sessions in place of the first site's."""
+        html = re.sub(r'\?view=print"', '/print"', html)  # print copies live at .../print
+        html = re.sub(r'href="([^"]*?)[?&](?:amp;)?(sort=new|comments=all)"', _other_control, html)
+        html = re.sub(r'<a href="[^"]*?[?&](?:amp;)?order=asc">[^<]*</a>', "", html)
+        html = re.sub(r'<a href="/share/[^"]*">[^<]*</a>', "", html)
+        html = re.sub(r"\?page=(\d+)", r"?p=\1", html)
+        html = re.sub(
+            r'<nav class="pagination">.*?(<a rel="next"[^>]*>Next</a>)?\s*</nav>',
+            lambda m: f'<nav class="pagination">{m.group(1) or ""}</nav>',
+            html,
+        )
+        html = re.sub(r'<a href="[^"]*[?&](?:amp;)?(?:sort|view)=[^"]*">[^<]*</a>', "", html)
+        digest = int(hashlib.md5(raw.encode()).hexdigest(), 16)
+        first = True
+
+        def links(m: re.Match) -> str:
+            nonlocal first
+            href = m.group(1)
+            if not href.startswith("/") or href.startswith("/static/"):
+                return m.group(0)
+            if first and re.match(r"/(story|\d{4})/", href):  # a cache-buster on one link
+                first = False
+                sep = "&amp;" if "?" in href else "?"
+                href = f"{href}{sep}_t={self._token(24)}"
+            if digest % 2:
+                href = f"/(S({self._token(24)}))" + href
+            return f'href="{href}"'
+
+        return re.sub(r'href="([^"]*)"', links, html)
+
+    def _article(self, key: str, q: dict[str, str]) -> str:
+        html = super()._article(key, q)
+        n = self.meta[key]["n"]
+        feed = f' <a href="/comments/feed/{n}">Comments feed</a></div>'
+        return html.replace("</div>", feed, 1)

@@ -14,7 +14,7 @@ import pytest
 
 from crawlers.crawl.traps import FamilyStats, TrapDetector, main_text, pagination_step
 
-from .realnews import RealNewsServer, crawl_news
+from .realnews import OtherNewsServer, RealNewsServer, crawl_news
 
 pytestmark = pytest.mark.timeout(120)
 H = "http://news.test"
@@ -29,6 +29,17 @@ def test_news_host_articles_within_one_and_a_half_times_their_number(tmp_path):
     assert min(result["by_kind"].values()) >= 0.95 * 100, result
     pages = pq.read_table(tmp_path / "out" / "pages.parquet").to_pylist()
     assert sum(p["status"] == 404 for p in pages) == result["families"].get("dead", 0)
+
+
+def test_another_sites_sessions_controls_and_copies_are_learned_too(tmp_path):
+    # ASP.NET path sessions, a rotating ?_t= on one link per page, cmtorder/commentsExpand,
+    # print and AMP copies answering 200, listings paged ?p=K with only a "next" link.
+    result = crawl_news(tmp_path / "out", 200, seed=5, ip="127.0.0.65", server=OtherNewsServer)
+    print("\n", result)
+    assert result["coverage"] >= 0.95, result
+    assert result["trap_share"] <= 0.05, result
+    skipped = pq.read_table(tmp_path / "out" / "skipped.parquet").to_pylist()
+    assert any(s["skip_reason"].startswith("trap: copies") for s in skipped)
 
 
 def test_links_found_too_deep_first_are_crawled_when_found_shallow_later(tmp_path):
@@ -152,6 +163,23 @@ def test_a_link_family_that_keeps_failing_sinks_and_a_listing_that_keeps_yieldin
     for n in range(20):
         fam.record(f"{H}/story/{n}", f"headline {n}", 404 if n == 3 else 200, 1)
     assert fam.adjustment(f"{H}/story/77", "") == 0.0
+    # a family that serves nothing but copies of pages already fetched sinks, then is cut
+    for n in range(5):
+        assert fam.cut(f"{H}/story/{n}/print", "Print") is None
+        fam.record(f"{H}/story/{n}/print", "Print", 200, 0)
+        fam.copy(f"{H}/story/{n}/print", "Print")
+    assert fam.adjustment(f"{H}/story/9/print", "") <= -3.0
+    assert "copies" in fam.cut(f"{H}/story/9/print", "")
+    assert fam.cut(f"{H}/story/9", "A headline") is None
+
+
+def test_the_longer_of_two_urls_with_the_same_main_content_is_the_copy():
+    det = TrapDetector()
+    text = " ".join(f"word{i}" for i in range(60))
+    assert det.observe(f"{H}/amp/story/5", text, []) is None
+    assert det.observe(f"{H}/story/5", text, []) == f"{H}/amp/story/5"
+    assert det.observe(f"{H}/story/5/print", text, []) == f"{H}/story/5/print"
+    assert det.observe(f"{H}/story/6", text.replace("word7 ", "other "), []) is None
 
 
 @pytest.mark.parametrize(
