@@ -1,6 +1,14 @@
 """Benchmark the render decision on held-out pages unlike the sample web's, with real Chromium renders.
 
     .venv/bin/python bench/render_decision.py [--seed 7] [--pages 120] [--pages-in-flight 2]
+        [--corpus heldout|sites] [--real-pages GIT_DIR]
+
+`--corpus sites` generates pages from sites built like real ones instead
+(tests/extract/jspages_sites.py: external bundles, load-more controls, feeds, shadow roots; tests
+use seed 4242, development used 11). `--real-pages` names a bare git directory of
+adbar/trafilatura (as the `fetch` tool leaves it, read at run time, nothing committed): the share
+of its ~990 real, saved pages (tests/cache, tests/eval) each decision would send to Chromium,
+and the decision's time per page.
 
 Generates the held-out corpus (tests/extract/jspages_heldout.py; JS pages of ten kinds and static
 pages of thirteen kinds, in 13 languages), serves the pages and their sub-resources from a loopback
@@ -44,6 +52,7 @@ from crawlers.render import RenderConfig, RenderJob, needs_render, render_pages 
 from crawlers.render.decide import text_weight  # noqa: E402
 from crawlers.render.probe import probe_pages, visible_blocks  # noqa: E402
 from tests.extract.jspages_heldout import generate  # noqa: E402
+from tests.extract.jspages_sites import generate as generate_sites  # noqa: E402
 
 DECIDE = "crawlers/render/decide.py"
 
@@ -239,6 +248,42 @@ def score(name: str, pages, m: dict, render: list[bool], probed=(), text_key=Non
     }
 
 
+def real_pages(git_dir: str, old_needs_render, rev: str) -> None:
+    """Share of real saved pages (static: their text is in the HTML) each decision renders."""
+    from crawlers.extract.decode import BadPage, decode_html
+
+    def git(*a: str) -> bytes:
+        return subprocess.run(
+            ["git", f"--git-dir={git_dir}", *a], capture_output=True, check=True
+        ).stdout
+
+    listing = git("ls-tree", "-r", "-z", "--name-only", "HEAD", "tests/cache", "tests/eval")
+    names = [n for n in listing.decode().split("\0") if n.endswith((".html", ".htm"))]
+    htmls = []
+    for name in names:
+        try:
+            htmls.append(decode_html(git("show", f"HEAD:{name}"), None))
+        except BadPage:
+            continue
+    print(f"\nReal saved pages (adbar/trafilatura tests/cache + tests/eval): {len(htmls)} pages")
+    for label, fn in (
+        (f"old decision ({rev[:12]})", old_needs_render),
+        ("new decision", needs_render),
+    ):
+        start = time.perf_counter()
+        decisions = [fn(h) for h in htmls]
+        secs = (time.perf_counter() - start) / len(htmls)
+        rendered = sum(d.render for d in decisions) / len(htmls)
+        ambiguous = sum(d.ambiguous for d in decisions) / len(htmls)
+        first = Counter(
+            d.evidence[0].split(" (")[0][:40] for d in decisions if d.render and d.evidence
+        )
+        print(
+            f"{label:28} rendered {rendered:.3f}, ambiguous {ambiguous:.3f}, "
+            f"{secs * 1000:.0f} ms/page; first evidence: {dict(first.most_common(5))}"
+        )
+
+
 def main() -> None:
     """Run the benchmark and print its tables."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -249,10 +294,14 @@ def main() -> None:
     ap.add_argument("--pages-in-flight", type=int, default=2, help="browser pages at once")
     ap.add_argument("--probe-budget", type=float, default=5.0, help="seconds per probe render")
     ap.add_argument("--old-rev", default=None, help="git revision of the old decide.py")
+    ap.add_argument("--corpus", choices=("heldout", "sites"), default="heldout")
+    ap.add_argument("--real-pages", default=None, help="bare git dir of adbar/trafilatura")
     args = ap.parse_args()
 
     old_needs_render, rev = old_decision(args.old_rev)
-    pages = generate(args.seed, args.pages)
+    if args.real_pages:
+        real_pages(args.real_pages, old_needs_render, rev)
+    pages = (generate_sites if args.corpus == "sites" else generate)(args.seed, args.pages)
     with Server(pages) as srv:
         m = measure(pages, srv.base, args.pages_in_flight, args.probe_budget)
 
