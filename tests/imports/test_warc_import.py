@@ -292,3 +292,24 @@ def test_arc_is_converted_and_copied_and_a_killed_import_redoes_only_unfinished_
     assert {r["url"].rsplit("/", 1)[1] for r in pq.read_table(out / "pages.parquet").to_pylist()} == {
         "arc-page", "warc-page-2",
     }  # fmt: skip
+
+
+def test_an_fsspec_url_is_read_and_its_records_copied(tmp_path, robots):
+    import fsspec
+
+    a = base(ALLOW, robots.port)
+    local = write_warc(tmp_path / "r.warc.gz", lambda w: response(w, f"{a}/remote", page("Remote")))
+    with fsspec.open("memory://bucket/r.warc.gz", "wb") as fh:
+        fh.write(local.read_bytes())
+    out = tmp_path / "out"
+    s = import_warc(["memory://bucket/*.warc.gz"], out, config=TEST_CONFIG)
+    (row,) = pq.read_table(out / "pages.parquet").to_pylist()
+    assert s["pages"] == 1 and row["source_file"].startswith("memory://")
+    assert row["import_mode"].startswith("copied: remote file") and row["warc_file"].startswith(
+        "warc/"
+    )
+    from crawlers.extract.crawl_io import iter_crawl_records
+    from crawlers.extract.page import extract_page
+
+    (record,) = iter_crawl_records(out)
+    assert "Remote sentence number 1" in extract_page(record).document["text"]
