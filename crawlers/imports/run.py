@@ -151,8 +151,9 @@ def _stamp(source: str) -> dict[str, Any]:
     return {"size": st.st_size, "mtime": st.st_mtime_ns}
 
 
-def is_done(source: str, out_dir: Path) -> bool:
-    """A finished part whose marker matches the file's size and mtime."""
+def is_done(source: str, out_dir: Path, opts: dict[str, Any] | None = None) -> bool:
+    """A finished part whose marker matches the file's size and mtime and the scan options
+    (tokens, record cap): a part read with other options is read again."""
     marker = Path(out_dir) / "parts" / f"{file_key(source)}.done.json"
     if not marker.exists():
         return False
@@ -160,7 +161,8 @@ def is_done(source: str, out_dir: Path) -> bool:
         done = json.loads(marker.read_text())
     except ValueError:
         return False
-    return done.get("source") == source and done.get("stamp") == _stamp(source)
+    same_opts = opts is None or done.get("opts") == opts
+    return done.get("source") == source and done.get("stamp") == _stamp(source) and same_opts
 
 
 def _table(rows: list[dict[str, Any]], schema: pa.Schema) -> pa.Table:
@@ -190,6 +192,7 @@ def scan_to_part(source: str, out_dir: str | Path, opts: dict[str, Any]) -> dict
     counts = {
         "source": source,
         "stamp": _stamp(source),
+        "opts": opts,
         "records": len(rows),
         "pages": sum(1 for r in rows if r["kind"] == "page"),
         "seconds": round(time.perf_counter() - started, 3),
@@ -285,10 +288,10 @@ def import_warc(
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     files = expand(patterns)
-    todo = [f for f in files if not is_done(f, out_dir)]
     opts = {"agent": cfg.agent, "training_agent": cfg.training_agent}
     if max_record_bytes is not None:
         opts["max_record_bytes"] = int(max_record_bytes)
+    todo = [f for f in files if not is_done(f, out_dir, opts)]
     started = time.perf_counter()
     if todo:
         (scanner or scan_in_process)(todo, out_dir, opts)

@@ -285,10 +285,13 @@ def test_arc_is_converted_and_copied_and_a_killed_import_redoes_only_unfinished_
     again = import_warc([str(arc), str(warc)], out, config=TEST_CONFIG)
     assert again["files_scanned"] == 1 and again["files_resumed"] == 1
     assert again["pages"] == 2
+    # other scan options (the training token decides which meta tags apply): read again
+    other = import_warc([str(arc), str(warc)], out, config={**TEST_CONFIG, "training_agent": "X"})
+    assert other["files_scanned"] == 2
     # a changed file is read again (its marker no longer matches size and mtime)
     write_warc(warc, lambda w: response(w, f"{a}/warc-page-2", page("W2")))
     third = import_warc([str(arc), str(warc)], out, config=TEST_CONFIG)
-    assert third["files_scanned"] == 1
+    assert third["files_scanned"] == 2  # the changed file, and the other one read with "X"
     assert {r["url"].rsplit("/", 1)[1] for r in pq.read_table(out / "pages.parquet").to_pylist()} == {
         "arc-page", "warc-page-2",
     }  # fmt: skip
