@@ -146,8 +146,16 @@ def mm_lake(tmp_path_factory, lake) -> Path:
         )
     pq.write_table(pa.Table.from_pylist(tables), tables_dir / "table_pairs.parquet")
 
+    # as `synth captions` writes them: the pair's image, relative to the captions' directory (it
+    # belongs to the pairs dataset: the image comes through the pair)
     caps = [
-        {"pair_id": p, "level": "brief", "caption": _words(rng, 8), "status": "ok"}
+        {
+            "pair_id": p,
+            "level": "brief",
+            "caption": _words(rng, 8),
+            "status": "ok",
+            "image_path": f"../../images/pairs/shard=0/images/{p}.{'png' if p[-1] in '135' else 'jpg'}",
+        }
         for p in ("p1", "p2", "p3", "p5", "p-nowhere")
     ]
     caps[3]["caption"] += f" {OPTED_OUT_MARKER}"  # p5 is opted out: its caption must not enter
@@ -358,6 +366,8 @@ def test_unresolved_images_are_recorded_rejects_with_their_reason(built):
     assert ("p-broken", "image_undecodable") in got  # bytes that are no image
     assert ("p-nowhere", "pair_not_found") in got  # caption of an unknown pair
     assert ("d0", "pair_not_found") in got  # interleaved block naming an unknown pair
+    # a caption's image is its pair's, in the pairs dataset: not "outside" the captions' directory
+    assert not [r for r in rejects if r["reason"] == "image_path_outside"], rejects
     assert manifest["rejects"]["count"] == len(rejects)
     assert sum(manifest["rejects"]["by_reason"].values()) == len(rejects)
     charts = next(s for s in manifest["sources"] if s["kind"] == "charts")

@@ -254,8 +254,11 @@ def _row_parts(
         if why == "image_opted_out" or (kind == "captions" and not consent_column and why):
             # the pair's consent is the row's own (captions carry none of their own)
             return [], [(why, f"pair {pid}")]
-        own = _resolve(row.get("image_path"), base)
-        ref = (own, row.get("image_sha256")) if own else pair_ref
+        if pair_ref is not None:
+            ref = pair_ref  # the pair's image, in the pairs dataset it belongs to
+        else:  # no pair: only an image of the row's own dataset
+            own = _resolve(row.get("image_path"), base)
+            ref = (own, row.get("image_sha256")) if own else None
         if ref is None:
             return [], [(why or "image_missing", f"pair {pid}")]
         if kind == "captions":
