@@ -735,3 +735,24 @@ def test_consent_rule_in_sql_matches_the_python_rule(tmp_path):
         )
         .fetchall()
     ] == ["a"]
+
+
+def test_teacher_client_asks_the_one_consent_rule(server, tmp_path):
+    """send_allowed is common.consent's rule (NumPy's true is consent; strings and 1 are not),
+    and a client given the lake's ledger refuses a ledger-opted-out item before any request."""
+    from synth.teacher import TeacherClient, TeacherError, send_allowed
+
+    assert send_allowed({"training_allowed": np.True_}) and send_allowed({"training_allowed": True})
+    for flag in (np.False_, "true", "false", 1, None, float("nan")):
+        assert not send_allowed({"training_allowed": flag}), flag
+    append_ledger(tmp_path, [{"url": OUT_URL, "doc_ids": [OUT_DOC], "training_allowed": False}])
+    client = TeacherClient(server["base_url"], "tiny", timeout=30, consent=Consent.load(tmp_path))
+    hi = [{"role": "user", "content": "hi"}]
+    for item in (
+        {"doc_id": OUT_DOC, "training_allowed": True},
+        {"url": OUT_URL, "training_allowed": True},
+    ):
+        with pytest.raises(TeacherError, match="consent ledger opted out"):
+            client.chat(hi, items=[item])
+    assert server["requests"] == []
+    assert client.chat(hi, items=[{"doc_id": "dok0", "training_allowed": np.True_}]) == "hello"
