@@ -4,6 +4,7 @@ opt-outs, provenance, dedup across files, malformed archives, resume, extraction
 from __future__ import annotations
 
 import gzip
+import io
 import zlib
 from pathlib import Path
 
@@ -316,3 +317,37 @@ def test_an_fsspec_url_is_read_and_its_records_copied(tmp_path, robots):
 
     (record,) = iter_crawl_records(out)
     assert "Remote sentence number 1" in extract_page(record).document["text"]
+
+
+def test_a_stream_that_cannot_seek_is_read_once_and_copied(tmp_path, monkeypatch):
+    """A non-seekable source (a pipe, an HTTP body): read as a stream, whole-file gzip too."""
+    import crawlers.imports.warc as warc_mod
+
+    class Pipe(io.RawIOBase):
+        def __init__(self, data: bytes):
+            self._buf = io.BytesIO(data)
+
+        def readable(self) -> bool:
+            return True
+
+        def seekable(self) -> bool:
+            return False
+
+        def readinto(self, b) -> int:
+            data = self._buf.read(len(b))
+            b[: len(data)] = data
+            return len(data)
+
+    def fill(w):
+        response(w, "http://127.0.0.2:9/s1", page("Stream one"))
+        response(w, "http://127.0.0.2:9/s2", page("Stream two"))
+
+    plain = write_warc(tmp_path / "s.warc", fill, gz=False)
+    whole = whole_file_gzip(plain, tmp_path / "s.warc.gz")
+    monkeypatch.setattr(warc_mod, "is_remote", lambda path: True)
+    monkeypatch.setattr(warc_mod, "open_source", lambda path: Pipe(Path(path).read_bytes()))
+    for src in (plain, whole):
+        rows = warc_mod.scan_file(str(src), warc_mod.ScanOptions(), tmp_path / "warc", src.name)
+        pages = [r for r in rows if r["kind"] == "page"]
+        assert [r["url"][-2:] for r in pages] == ["s1", "s2"], rows
+        assert all(r["warc_file"] == f"warc/{src.name}.warc.gz" for r in pages)
