@@ -137,6 +137,47 @@ LOAD_MORE_TEXTS = (
     "查看更多",
     "更多",
 )
+# Labels that put the words apart ("Load 10 more", "Mehr Artikel laden", "Plus de résultats"):
+# one regular expression, also run in the browser (JavaScript syntax, case-insensitive).
+_NOUNS = (
+    r"(results|posts|articles|stories|news|items|comments|replies|reviews|entries|videos|photos|"
+    r"ergebnisse|beiträge|artikel|kommentare|nachrichten|meldungen|résultats|commentaires|"
+    r"noticias|resultados|artículos|comentários|notícias|articoli|notizie|risultati)"
+)
+LOAD_MORE_PATTERN = (
+    r"^\W*((load|show|see|view|display) (\d+ )?more( " + _NOUNS + r")?|more " + _NOUNS + r"|"
+    r"(mehr|weitere) ("
+    + _NOUNS
+    + r" )?(laden|anzeigen|zeigen)|(voir|afficher|charger) plus( de "
+    + _NOUNS
+    + r")?|plus de "
+    + _NOUNS
+    + r"|(ver|mostrar|cargar|carregar) (más|mas|mais)( "
+    + _NOUNS
+    + r")?|(carica|mostra) (altro|altri)( "
+    + _NOUNS
+    + r")?)\W*$"
+)
+_LOAD_MORE_RE = re.compile(LOAD_MORE_PATTERN, re.I)
+
+
+def promises_more(label: str) -> bool:
+    """True if a control's label promises more content ("Load more", "Mehr laden", "更多", ...)."""
+    text = " ".join(label.split()).lower()
+    if not text or len(text) >= 60:
+        return False
+    if _LOAD_MORE_RE.search(text):
+        return True
+    for m in LOAD_MORE_TEXTS:
+        if m in text:
+            # The phrase is the label, give or take one word ("Show more comments", not "show
+            # more sharing options": that opens a menu).
+            rest = re.sub(r"[\W\d_]+", " ", text.replace(m, " ", 1)).split()
+            if len(rest) <= 1:
+                return True
+    return False
+
+
 # "Loading" as a placeholder says in many languages (matched on short element texts only).
 LOADING_TEXTS = (
     "loading",
@@ -591,7 +632,9 @@ def _script_evidence(page: _Page) -> tuple[list[str], list[str], set[int]]:
 
 
 def _names(el) -> str:
-    return f"{el.get('id') or ''} {el.get('class') or ''} {el.tag}".lower()
+    """id, classes, tag and data-attribute names: what a page calls an element."""
+    data = " ".join(k[5:] for k in el.attrib if k.startswith("data-"))
+    return f"{el.get('id') or ''} {el.get('class') or ''} {el.tag} {data}".lower()
 
 
 # Names of boxes where a page's content goes (a feed, the rest of an article, comments, an app).
@@ -619,7 +662,8 @@ _AUX_NAME = re.compile(
 # An element a feed watches (IntersectionObserver) or scrolls to, at the end of its items.
 _SENTINEL_NAME = re.compile(
     r"sentinel|infinite|load-?more|loadmore|feed-?end|end-of-feed|scroll-?trigger|observer|"
-    r"pagination-?trigger|next-?page|lazy-?load",
+    r"pagination-?trigger|next-?page|scroll-?anchor|end-?marker|bottom-?marker|"
+    r"load-?trigger|more-?trigger|page-?end|list-?end",
     re.I,
 )
 
@@ -685,10 +729,9 @@ def _load_more_controls(page: _Page) -> list[tuple[str, object]]:
             if target is not None and page.weight(target) > 0:
                 continue  # an expander over text already in the page
         text = " ".join(el.text_content().split()).lower()
-        if text and len(text) < 60:
-            hit = next((m for m in LOAD_MORE_TEXTS if m in text), None)
-            if hit:
-                out.append((text, el))
+        text = text or (el.get("aria-label") or el.get("title") or "").lower()
+        if promises_more(text):
+            out.append((text, el))
     return out
 
 
@@ -731,7 +774,8 @@ def _evidence(page: _Page) -> tuple[list[str], list[str], list[str]]:
         if not (custom or el.tag in _CONTAINERS) or not page.empty(el):
             continue
         ends = _ends_flow(el, page)
-        if ends and _SENTINEL_NAME.search(_names(el)) and scripts and not _ad_named(el, False):
+        sentinel = _SENTINEL_NAME.search(_names(el)) and "lazy" not in _names(el)
+        if ends and sentinel and scripts and not _ad_named(el):
             strong.append(f"feed ends in a sentinel {_describe(el)}")
         elif _ad_named(el):
             continue

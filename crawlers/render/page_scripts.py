@@ -17,7 +17,8 @@ SETTLE_PROBE = """() => {
 # Click the first visible, enabled control whose text matches one of the given phrases: a button,
 # an <a> that loads rather than navigates (no href, "#..." or "javascript:"), a role=button, in
 # the light DOM or any open shadow root.
-CLICK_LOAD_MORE = """(phrases) => {
+CLICK_LOAD_MORE = """([phrases, pattern]) => {
+  const re = new RegExp(pattern, 'i');
   const sel = 'button, a, [role=button], input[type=button], input[type=submit]';
   const roots = [document];
   for (let i = 0; i < roots.length; i++)
@@ -31,7 +32,7 @@ CLICK_LOAD_MORE = """(phrases) => {
     if (rect.width === 0 && rect.height === 0) continue;
     const href = (el.tagName === 'A' && el.getAttribute('href')) || '';
     if (href && !href.startsWith('#') && !href.startsWith('javascript')) continue;  // a real link navigates away
-    if (phrases.some(p => text.includes(p))) {
+    if (phrases.some(p => text.includes(p)) || re.test(text)) {
       el.scrollIntoView({block: 'center'}); el.click();
       if (window.__refinery) window.__refinery.lastMutation = performance.now();
       return text;

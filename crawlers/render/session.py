@@ -39,7 +39,7 @@ from crawlers.render.archive import (
     RenderArchive,
     browser_headers,
 )
-from crawlers.render.decide import LOAD_MORE_TEXTS
+from crawlers.render.decide import LOAD_MORE_PATTERN, LOAD_MORE_TEXTS
 from crawlers.robots import origin_of
 
 MEDIA_TYPES = {"image", "media", "font"}
@@ -407,7 +407,9 @@ class Renderer:
                 now = await page.evaluate(js.CONTENT_SIZE)
                 if now > size:
                     out.interactions, size, grew = out.interactions + 1, now, True
-            if clicks < cfg.max_clicks and await page.evaluate(js.CLICK_LOAD_MORE, phrases):
+            if clicks < cfg.max_clicks and await page.evaluate(
+                js.CLICK_LOAD_MORE, [phrases, LOAD_MORE_PATTERN]
+            ):
                 clicks += 1
                 await self._settle(page, inflight)
                 now = await page.evaluate(js.CONTENT_SIZE)
