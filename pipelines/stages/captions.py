@@ -210,7 +210,7 @@ def _caption_pairs(
 
 def _captions_consent(summary: CaptionsSummary, lake: Lake):
     """Every caption is of a kept pair whose training_allowed is true: no other was read."""
-    from pipelines.checks import CheckOutcome
+    from common.checks import CheckOutcome
 
     rows, allowed = _caption_pairs(summary, lake)
     bad = sorted({r["pair_id"] for r in rows} - allowed)
@@ -226,7 +226,7 @@ def _captions_accounted(summary: CaptionsSummary, lake: Lake):
     """One row per kept, consented pair and level made, each `ok` or with its reason."""
     from collections import Counter
 
-    from pipelines.checks import CheckOutcome
+    from common.checks import CheckOutcome
 
     rows, allowed = _caption_pairs(summary, lake)
     keys = Counter((r["pair_id"], r["level"]) for r in rows)

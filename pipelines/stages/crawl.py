@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from common import lake as lake_mod
+from crawlers import checks as crawl_checks
 from pipelines.stage import Check, Lake, Params, Stage, Summary, param
 
 CRAWL_SHARDS = 4
@@ -243,11 +244,9 @@ def run_crawl(
     return summary
 
 
-def _check(name: str):
+def _check(check: Callable[[Path], Any]):
     def fn(summary: Summary, lake: Lake):
-        from pipelines import checks
-
-        return getattr(checks, name)(Path(summary.outputs["raw_pages"]))
+        return check(Path(summary.outputs["raw_pages"]))
 
     return fn
 
@@ -270,13 +269,13 @@ CRAWL = Stage(
         Check(
             "no_disallowed_fetch",
             "raw_pages",
-            _check("crawl_robots_respected"),
+            _check(crawl_checks.crawl_robots_respected),
             "0 pages fetched that robots.txt disallows for the crawl token.",
         ),
         Check(
             "robots_decisions_recorded",
             "raw_pages",
-            _check("crawl_robots_decisions_recorded"),
+            _check(crawl_checks.crawl_robots_decisions_recorded),
             "Every page has both robots decisions (crawl token and training token).",
         ),
     ),

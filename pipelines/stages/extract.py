@@ -488,7 +488,7 @@ def extract(p: ExtractParams, lake_: Lake) -> ExtractSummary:
 
 
 def _pages_accounted(summary: ExtractSummary, lake_: Lake):
-    from pipelines import checks
+    from crawlers import checks
 
     return checks.extract_pages_accounted(Path(summary.crawl), Path(summary.outputs["documents"]))
 

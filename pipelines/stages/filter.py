@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
+from filters import checks as filter_checks
 from filters import run as filters_run
 from filters.run import Executor, FilterResult, InProcess
 from pipelines.stage import Check, Lake, Params, Stage, Summary, param
@@ -163,16 +164,15 @@ def filter_stage(p: FilterParams, lake: Lake) -> FilterSummary:
     )
 
 
-def _filter_check(name: str):
-    def fn(summary: FilterSummary, lake: Lake):
-        from pipelines import checks
+def _rows_accounted(summary: FilterSummary, lake: Lake):
+    out = Path(summary.outputs["filtered_documents"]).parent
+    return filter_checks.filter_rows_accounted(Path(summary.docs), out)
 
-        out = Path(summary.outputs["filtered_documents"]).parent
-        if name == "filter_rows_accounted":
-            return checks.filter_rows_accounted(Path(summary.docs), out)
-        return getattr(checks, name)(out)
 
-    return fn
+def _no_duplicate_kept(summary: FilterSummary, lake: Lake):
+    return filter_checks.filter_no_duplicate_kept(
+        Path(summary.outputs["filtered_documents"]).parent
+    )
 
 
 FILTER = Stage(
@@ -195,13 +195,13 @@ FILTER = Stage(
         Check(
             "rows_accounted",
             "filtered_documents",
-            _filter_check("filter_rows_accounted"),
+            _rows_accounted,
             "Rows in = annotated rows: no document is silently lost.",
         ),
         Check(
             "no_duplicate_kept",
             "deduplicated_documents",
-            _filter_check("filter_no_duplicate_kept"),
+            _no_duplicate_kept,
             "No kept document is a duplicate of another kept document.",
         ),
     ),

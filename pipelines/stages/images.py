@@ -401,7 +401,7 @@ def domains(p: DomainsParams, lake: Lake) -> DomainsSummary:
 
 
 def _pairs_consent(summary: ImagesBuildSummary, lake: Lake):
-    from pipelines import checks
+    from crawlers.images import checks
 
     return checks.image_pairs_consent(Path(summary.outputs["image_pairs"]))
 
@@ -409,8 +409,8 @@ def _pairs_consent(summary: ImagesBuildSummary, lake: Lake):
 def _pairs_accounted(summary: ImagesBuildSummary, lake: Lake):
     import pyarrow.parquet as pq
 
+    from common.checks import CheckOutcome
     from crawlers.images import load_refs
-    from pipelines.checks import CheckOutcome
 
     refs = len(_shard_refs(load_refs(summary.docs), lake.partition))
     rows = pq.read_metadata(Path(summary.outputs["image_pairs"]) / "pairs.parquet").num_rows

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -407,16 +407,22 @@ def mix_report(p: MixReportParams, lake_: Lake) -> MixReportSummary:
     return MixReportSummary(name=r["name"], rows=r["rows"], summary=r["summary"], plot=r["plot"])
 
 
-def _mixture_check(name: str):
-    def fn(summary: Summary, lake_: Lake):
-        from pipelines import checks
+def _no_opted_out_rows(summary: Summary, lake_: Lake):
+    from training.mixture.checks import mixture_no_opted_out_rows
 
-        mix_dir = Path(summary.outputs["mixture"])
-        if name == "mixture_no_opted_out_rows":
-            return checks.mixture_no_opted_out_rows(mix_dir, lake_.root)
-        return getattr(checks, name)(mix_dir)
+    return mixture_no_opted_out_rows(Path(summary.outputs["mixture"]), lake_.root)
 
-    return fn
+
+def _shares_within_tolerance(summary: Summary, lake_: Lake):
+    from training.mixture.checks import mixture_shares_within_tolerance
+
+    return mixture_shares_within_tolerance(Path(summary.outputs["mixture"]))
+
+
+def _checksums_match(summary: Summary, lake_: Lake):
+    from training.mixture.checks import mixture_checksums_match
+
+    return mixture_checksums_match(Path(summary.outputs["mixture"]))
 
 
 TOKENIZER = Stage(
@@ -470,10 +476,10 @@ def _mixture_stage(asset: str, spec: str, extra: tuple[str, ...], description: s
         s.outputs = {asset: s.outputs["mixture"]}
         return s
 
-    def check(name: str, fn_name: str, what: str) -> Check:
+    def check(name: str, check_fn: Callable[[Summary, Lake], Any], what: str) -> Check:
         def fn(summary: Summary, lake_: Lake):
             renamed = summary.model_copy(update={"outputs": {"mixture": summary.outputs[asset]}})
-            return _mixture_check(fn_name)(renamed, lake_)
+            return check_fn(renamed, lake_)
 
         return Check(name, asset, fn, what)
 
@@ -489,17 +495,17 @@ def _mixture_stage(asset: str, spec: str, extra: tuple[str, ...], description: s
         checks=(
             check(
                 "no_opted_out_rows",
-                "mixture_no_opted_out_rows",
+                _no_opted_out_rows,
                 "0 opted-out (training_allowed = false) rows in the shards.",
             ),
             check(
                 "shares_within_tolerance",
-                "mixture_shares_within_tolerance",
+                _shares_within_tolerance,
                 "Realised bucket shares within the spec's tolerance.",
             ),
             check(
                 "checksums_match",
-                "mixture_checksums_match",
+                _checksums_match,
                 "Every shard and eval file matches its manifest checksum.",
             ),
         ),

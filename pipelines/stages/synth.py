@@ -293,7 +293,7 @@ def _domain_qa_consent(summary: DomainQASummary, lake: Lake):
     """No row whose image may not be used has QA or a teacher: it was never sent."""
     import pyarrow.parquet as pq
 
-    from pipelines.checks import CheckOutcome
+    from common.checks import CheckOutcome
 
     rows = pq.read_table(summary.outputs["domain_qa"]).to_pylist()
     sent = [r["id"] for r in rows if not r["training_allowed"] and (r["qa"] or r["teacher"])]
@@ -312,7 +312,7 @@ def _domain_qa_accounted(summary: DomainQASummary, lake: Lake):
     """One row per selected (image, domain) of the domain_images it read: none lost."""
     import pyarrow.parquet as pq
 
-    from pipelines.checks import CheckOutcome
+    from common.checks import CheckOutcome
 
     path = Path(summary.outputs["domain_qa"])
     source = lake_mod.read_manifest(path)["inputs"][0]

@@ -600,7 +600,7 @@ def train(stage: str):
 
 def _loss_check(asset: str) -> Check:
     def fn(summary: Summary, lake_: Lake):
-        from pipelines import checks
+        from training import checks
 
         return checks.training_loss_finite_and_falling(Path(summary.outputs[asset]))
 
@@ -612,7 +612,7 @@ def _image_checks(asset: str) -> tuple[Check, ...]:
     start, and text loss stays within the config's tolerance of the init checkpoint's."""
 
     def gap(summary: Summary, lake_: Lake):
-        from pipelines.checks import CheckOutcome
+        from common.checks import CheckOutcome
 
         first, last = summary.image_gap_first, summary.image_gap_last
         ok = first is not None and last is not None and last > 0 and last > first
@@ -623,7 +623,7 @@ def _image_checks(asset: str) -> tuple[Check, ...]:
         )
 
     def text(summary: Summary, lake_: Lake):
-        from pipelines.checks import CheckOutcome
+        from common.checks import CheckOutcome
 
         init, final, tol = (
             summary.text_loss_init,

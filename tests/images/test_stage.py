@@ -195,7 +195,7 @@ def test_consent_check_passes_then_fails_on_a_stored_opted_out_image(built, tmp_
 
     import pyarrow as pa
 
-    from pipelines.checks import image_pairs_consent
+    from crawlers.images.checks import image_pairs_consent
 
     _, pairs_dir, _ = built
     assert image_pairs_consent(pairs_dir).passed

@@ -464,7 +464,7 @@ def test_opted_out_check_finds_an_image_row_that_leaked(lake, mm_lake, tmp_path)
 
     import yaml
 
-    from pipelines.checks import mixture_no_opted_out_rows
+    from training.mixture.checks import mixture_no_opted_out_rows
 
     copy = tmp_path / "lake"
     shutil.copytree(mm_lake, copy)

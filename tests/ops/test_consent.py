@@ -168,7 +168,7 @@ def test_opt_out_after_a_run_removes_the_host_from_the_next_mixture(served_lake,
     # this ledger, holds the host's documents; an edited ledger is refused.
     import shutil
 
-    from pipelines.checks import mixture_no_opted_out_rows
+    from training.mixture.checks import mixture_no_opted_out_rows
 
     leaky = tmp_path / "leaky"
     shutil.copytree(before, leaky)

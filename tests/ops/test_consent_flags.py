@@ -260,7 +260,7 @@ def _pairs_dir(tmp_path, flag_values: list, flag_type: pa.DataType):
     [(["false", "true"], pa.string()), ([math.nan, 1.0], pa.float64()), ([0, 1], pa.int64())],
 )
 def test_image_pairs_check_counts_non_boolean_flags_as_opted_out(tmp_path, flags, flag_type):
-    from pipelines.checks import image_pairs_consent
+    from crawlers.images.checks import image_pairs_consent
 
     out = image_pairs_consent(_pairs_dir(tmp_path, flags, flag_type))
     assert not out.passed
@@ -270,7 +270,7 @@ def test_image_pairs_check_counts_non_boolean_flags_as_opted_out(tmp_path, flags
 
 
 def test_image_pairs_check_passes_boolean_true(tmp_path):
-    from pipelines.checks import image_pairs_consent
+    from crawlers.images.checks import image_pairs_consent
 
     out = image_pairs_consent(_pairs_dir(tmp_path, [True, True], pa.bool_()))
     assert out.passed and out.metadata["opted_out_rows"] == 0
@@ -278,7 +278,7 @@ def test_image_pairs_check_passes_boolean_true(tmp_path):
 
 def test_flag_mask_is_flag_true_over_a_column():
     from common.consent import flag_true
-    from pipelines.checks import flag_mask
+    from training.mixture.checks import flag_mask
 
     cols = [
         pa.array([True, False, None]),
@@ -428,7 +428,7 @@ def test_images_cli_honours_the_ledger_of_the_extract_outputs_lake(tmp_path, cap
 def test_crawl_decisions_check_reads_flags_with_the_consent_rule(tmp_path):
     """A page whose flag is the string "false" is not marked allowed (no leak); the boolean true
     with a disallowed training decision is."""
-    from pipelines.checks import crawl_robots_decisions_recorded
+    from crawlers.checks import crawl_robots_decisions_recorded
 
     def pages(flags, flag_type):
         table = pa.table(

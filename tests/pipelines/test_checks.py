@@ -1,4 +1,4 @@
-"""The asset-check logic (`pipelines.checks`) on real stage outputs, and on outputs tampered to
+"""The asset-check logic (each domain's `checks` module) on real stage outputs, and on outputs tampered to
 break each promise: every check passes on what the stages wrote and fails on the tampered copy."""
 
 from __future__ import annotations
@@ -16,11 +16,14 @@ import pyarrow.parquet as pq
 import pytest
 import yaml
 
-from pipelines import checks
+from crawlers import checks as crawl_checks
+from filters import checks as filter_checks
 from tests.crawl.conftest import SAMPLE_CRAWL_CONFIG
 from tests.filters.conftest import docs_dir, labelled_docs  # noqa: F401 - the filter fixtures
 from tests.mix.conftest import OPTED_OUT_MARKER, base_spec, lake  # noqa: F401 - the mix fixtures
 from tests.train.conftest import mixtures, write_config  # noqa: F401 - the training fixtures
+from training import checks as train_checks
+from training.mixture import checks as mix_checks
 
 NO_DEFAULTS = {"quality": {"use_default_models": False}}  # unscored: training models is slow
 
@@ -110,8 +113,8 @@ def _set(table: pa.Table, column: str, row: int, value) -> pa.Table:
 
 
 def test_crawl_checks_pass_on_a_real_crawl(crawl_dir):
-    respected = checks.crawl_robots_respected(crawl_dir)
-    recorded = checks.crawl_robots_decisions_recorded(crawl_dir)
+    respected = crawl_checks.crawl_robots_respected(crawl_dir)
+    recorded = crawl_checks.crawl_robots_decisions_recorded(crawl_dir)
     assert respected.passed, respected.description
     assert recorded.passed, recorded.description
     pages = pq.read_table(crawl_dir / "pages.parquet")
@@ -136,13 +139,13 @@ def _sharded_copy(crawl_dir: Path, dest: Path) -> tuple[pa.Table, pa.Table]:
 
 def test_a_fetch_against_robots_in_any_shard_fails(crawl_dir, tmp_path):
     _, second = _sharded_copy(crawl_dir, tmp_path)
-    assert checks.crawl_robots_respected(tmp_path).passed
+    assert crawl_checks.crawl_robots_respected(tmp_path).passed
     row = pc.index(second["status"], 200).as_py()
     url = second["url"][row].as_py()
     _rewrite(
         tmp_path / "shard=1" / "pages.parquet", _set(second, "robots_crawl", row, "disallowed")
     )
-    out = checks.crawl_robots_respected(tmp_path)
+    out = crawl_checks.crawl_robots_respected(tmp_path)
     assert not out.passed
     assert out.metadata["shards"] == 2
     assert out.metadata["fetched_disallowed"] == 1 and out.metadata["fetched_not_allowed"] == 1
@@ -152,7 +155,7 @@ def test_a_fetch_against_robots_in_any_shard_fails(crawl_dir, tmp_path):
 def test_a_missing_robots_decision_fails(crawl_dir, tmp_path):
     first, _ = _sharded_copy(crawl_dir, tmp_path)
     _rewrite(tmp_path / "shard=0" / "pages.parquet", _set(first, "robots_training", 0, None))
-    out = checks.crawl_robots_decisions_recorded(tmp_path)
+    out = crawl_checks.crawl_robots_decisions_recorded(tmp_path)
     assert not out.passed and out.metadata["missing_training_decision"] == 1
     assert out.metadata["first_offending_url"] == first["url"][0].as_py()
 
@@ -162,7 +165,7 @@ def test_training_allowed_against_the_training_token_fails(crawl_dir, tmp_path):
     row = pc.index(pages["robots_training"], "disallowed").as_py()
     assert row >= 0, "the crawl has a page robots.txt keeps from training"
     _rewrite(tmp_path / "pages.parquet", _set(pages, "training_allowed", row, True))
-    out = checks.crawl_robots_decisions_recorded(tmp_path)
+    out = crawl_checks.crawl_robots_decisions_recorded(tmp_path)
     assert not out.passed and out.metadata["training_allowed_without_training_robots"] == 1
 
 
@@ -170,7 +173,7 @@ def test_training_allowed_against_the_training_token_fails(crawl_dir, tmp_path):
 
 
 def test_extract_pages_accounted(crawl_dir, extract_dir, tmp_path):
-    out = checks.extract_pages_accounted(crawl_dir, extract_dir)
+    out = crawl_checks.extract_pages_accounted(crawl_dir, extract_dir)
     assert out.passed, out.description
     m = out.metadata
     assert m["pages_in"] == m["documents"] + m["rejects"] > 0 and m["rejects"] > 0
@@ -180,7 +183,7 @@ def test_extract_pages_accounted(crawl_dir, extract_dir, tmp_path):
     docs = pq.read_table(tmp_path / "documents.parquet")
     lost = docs["url"][3].as_py()
     _rewrite(tmp_path / "documents.parquet", pa.concat_tables([docs.slice(0, 3), docs.slice(4)]))
-    out = checks.extract_pages_accounted(crawl_dir, tmp_path)
+    out = crawl_checks.extract_pages_accounted(crawl_dir, tmp_path)
     assert not out.passed
     assert out.metadata["unaccounted"] == 1 and out.metadata["pages_without_output"] == 1
     assert out.metadata["first_missing_url"] == lost
@@ -190,8 +193,8 @@ def test_extract_pages_accounted(crawl_dir, extract_dir, tmp_path):
 
 
 def test_filter_checks_pass_on_a_real_filter_run(dup_docs_dir, filter_dir):
-    accounted = checks.filter_rows_accounted(dup_docs_dir, filter_dir)
-    no_dup = checks.filter_no_duplicate_kept(filter_dir)
+    accounted = filter_checks.filter_rows_accounted(dup_docs_dir, filter_dir)
+    no_dup = filter_checks.filter_no_duplicate_kept(filter_dir)
     assert accounted.passed, accounted.description
     assert no_dup.passed, no_dup.description
     assert accounted.metadata["rows_in"] == accounted.metadata["annotated"] == 90
@@ -210,7 +213,7 @@ def test_a_lost_annotated_row_fails(dup_docs_dir, filter_dir, tmp_path):
     ann = pq.read_table(tmp_path / "annotated.parquet")
     dropped = ann.filter(pc.is_valid(ann["drop_reason"]))["id"][0].as_py()
     _rewrite(tmp_path / "annotated.parquet", ann.filter(pc.not_equal(ann["id"], dropped)))
-    out = checks.filter_rows_accounted(dup_docs_dir, tmp_path)
+    out = filter_checks.filter_rows_accounted(dup_docs_dir, tmp_path)
     assert not out.passed
     assert out.metadata["ids_not_annotated"] == 1 and out.metadata["first_missing_id"] == dropped
 
@@ -227,7 +230,7 @@ def test_a_kept_duplicate_fails(dup_docs_dir, filter_dir, tmp_path, clear_marks)
     _rewrite(
         tmp_path / "documents.parquet", pa.concat_tables([kept, dup.select(kept.schema.names)])
     )
-    out = checks.filter_no_duplicate_kept(tmp_path)
+    out = filter_checks.filter_no_duplicate_kept(tmp_path)
     assert not out.passed, out.description
     m = out.metadata
     if clear_marks:
@@ -236,7 +239,7 @@ def test_a_kept_duplicate_fails(dup_docs_dir, filter_dir, tmp_path, clear_marks)
         assert m["kept_marked_duplicate"] == 1
         assert m["first_offender"] == dup["id"][0].as_py()
     # the kept rows no longer match the annotated ones either
-    accounted = checks.filter_rows_accounted(dup_docs_dir, tmp_path)
+    accounted = filter_checks.filter_rows_accounted(dup_docs_dir, tmp_path)
     assert not accounted.passed and accounted.metadata["kept_rows_not_matching_annotated"] == 1
 
 
@@ -244,9 +247,9 @@ def test_a_kept_duplicate_fails(dup_docs_dir, filter_dir, tmp_path, clear_marks)
 
 
 def test_mixture_checks_pass_on_a_real_build(mix_dir, lake):  # noqa: F811
-    no_opt = checks.mixture_no_opted_out_rows(mix_dir, lake)
-    shares = checks.mixture_shares_within_tolerance(mix_dir)
-    sums = checks.mixture_checksums_match(mix_dir)
+    no_opt = mix_checks.mixture_no_opted_out_rows(mix_dir, lake)
+    shares = mix_checks.mixture_shares_within_tolerance(mix_dir)
+    sums = mix_checks.mixture_checksums_match(mix_dir)
     for out in (no_opt, shares, sums):
         assert out.passed, out.description
     docs = pq.read_table(lake / "filter" / "documents.parquet")
@@ -265,7 +268,7 @@ def test_a_flipped_shard_byte_fails(mix_dir, tmp_path):
     data = bytearray(shard.read_bytes())
     data[-5] ^= 0x01
     shard.write_bytes(bytes(data))
-    out = checks.mixture_checksums_match(copy)
+    out = mix_checks.mixture_checksums_match(copy)
     assert not out.passed
     assert out.metadata["checksum_mismatch"] == 1 and out.metadata["first_bad_shard"] in str(shard)
 
@@ -286,12 +289,12 @@ def test_a_mixture_that_ignored_consent_fails(lake, tmp_path):  # noqa: F811
 
     build_mixture(tmp_path / "spec.yaml", tmp_path / "mix", lake_root=lake)
     _rewrite(src, real)
-    out = checks.mixture_no_opted_out_rows(tmp_path / "mix", lake)
+    out = mix_checks.mixture_no_opted_out_rows(tmp_path / "mix", lake)
     assert not out.passed, out.description
     assert out.metadata["opted_out_found"] > 0 and out.metadata["ambiguous"] == 0
     row = int(out.metadata["first_found"].rsplit("#", 1)[1])
     assert OPTED_OUT_MARKER in real["text"][row].as_py()
-    assert checks.mixture_checksums_match(tmp_path / "mix").passed  # integrity is not consent
+    assert mix_checks.mixture_checksums_match(tmp_path / "mix").passed  # integrity is not consent
 
 
 def _splice(mix_dir: Path, lake_root: Path, dest: Path, *, across_shards: bool, whole: bool = True):
@@ -307,8 +310,8 @@ def _splice(mix_dir: Path, lake_root: Path, dest: Path, *, across_shards: bool, 
     docs = pq.read_table(lake_root / "filter" / "documents.parquet")
     row = pc.index(docs["training_allowed"], False).as_py()
     tokens, _ = encode_texts(load_tokenizer(copy / "tokenizer.json"), [docs["text"][row].as_py()])
-    assert len(tokens) >= 2 * checks.PROBE_TOKENS
-    placed = np.append(tokens, boundary) if whole else tokens[: checks.PROBE_TOKENS + 8]
+    assert len(tokens) >= 2 * mix_checks.PROBE_TOKENS
+    placed = np.append(tokens, boundary) if whole else tokens[: mix_checks.PROBE_TOKENS + 8]
     paths = [copy / s["path"] for s in manifest["shards"][:2]]
     assert len(paths) == 2 and len({s["stage"] for s in manifest["shards"][:2]}) == 1
     first, second = np.load(paths[0]), np.load(paths[1])
@@ -329,7 +332,7 @@ def test_an_opted_out_document_spliced_into_a_shard_fails(
     across_shards,
 ):
     copy, row = _splice(mix_dir, lake, tmp_path / "mix", across_shards=across_shards)
-    out = checks.mixture_no_opted_out_rows(copy, lake)
+    out = mix_checks.mixture_no_opted_out_rows(copy, lake)
     assert not out.passed
     assert out.metadata["opted_out_found"] == 1
     assert out.metadata["first_found"].endswith(f"#{row}")
@@ -339,7 +342,7 @@ def test_a_copy_that_only_opens_like_an_opted_out_row_passes(mix_dir, lake, tmp_
     """Packing places whole documents (or their prefixes): a copy that opens like an opted-out row
     and then goes on differently is another document, not that row."""
     copy, _ = _splice(mix_dir, lake, tmp_path / "mix", across_shards=False, whole=False)
-    out = checks.mixture_no_opted_out_rows(copy, lake)
+    out = mix_checks.mixture_no_opted_out_rows(copy, lake)
     assert out.passed, out.description
     assert out.metadata["opted_out_found"] == 0 and out.metadata["ambiguous"] == 0
 
@@ -363,7 +366,7 @@ def test_an_opted_out_mirror_of_an_allowed_row_is_ambiguous_not_found(lake, tmp_
         bucket["sources"][0]["path"] = str(src)
     (tmp_path / "spec.yaml").write_text(yaml.safe_dump(spec, sort_keys=False))
     build_mixture(tmp_path / "spec.yaml", tmp_path / "mix", lake_root=lake)
-    out = checks.mixture_no_opted_out_rows(tmp_path / "mix", lake)
+    out = mix_checks.mixture_no_opted_out_rows(tmp_path / "mix", lake)
     assert out.passed, out.description
     assert out.metadata["opted_out_found"] == 0
     # the mirrors of the rows the mixture sampled (a few dozen of these hundreds) are ambiguous
@@ -382,7 +385,7 @@ def test_shares_off_target_fail(lake, tmp_path):  # noqa: F811
     manifest = build_mixture(tmp_path / f"{name}.yaml", tmp_path / name, lake_root=lake)
     assert manifest["shortfalls"]
     # The shortfall the spec allows is excused and said so; the other buckets are still judged.
-    out = checks.mixture_shares_within_tolerance(tmp_path / name)
+    out = mix_checks.mixture_shares_within_tolerance(tmp_path / name)
     assert out.passed, out.description
     assert out.metadata["excused_shortfalls"] == "multilingual" and "allowed shortfall" in (
         out.description
@@ -394,7 +397,7 @@ def test_shares_off_target_fail(lake, tmp_path):  # noqa: F811
     doc["buckets"]["web"]["tokens"] -= cut
     doc["tokens"] -= cut
     path.write_text(json.dumps(doc))
-    out = checks.mixture_shares_within_tolerance(tmp_path / name)
+    out = mix_checks.mixture_shares_within_tolerance(tmp_path / name)
     assert not out.passed
     assert out.metadata["off_target"] > 0 and out.metadata["max_abs_deviation"] > 0.01
     assert out.metadata["share.web"] < out.metadata["target_share.web"]
@@ -404,7 +407,7 @@ def test_shares_off_target_fail(lake, tmp_path):  # noqa: F811
 
 
 def test_training_loss_check_passes_on_a_real_run(run_dir):
-    out = checks.training_loss_finite_and_falling(run_dir)
+    out = train_checks.training_loss_finite_and_falling(run_dir)
     assert out.passed, out.description
     m = out.metadata
     assert m["judged_on"] == "held-out" and m["steps_logged"] == 20
@@ -421,7 +424,7 @@ def _drop_held_out(dest: Path) -> None:
 def test_without_held_out_loss_the_run_is_judged_on_windows_of_steps(run_dir, tmp_path):
     _run_copy(run_dir, tmp_path)
     _drop_held_out(tmp_path)
-    out = checks.training_loss_finite_and_falling(tmp_path)
+    out = train_checks.training_loss_finite_and_falling(tmp_path)
     assert out.passed and out.metadata["judged_on"] == "train", out.description
     assert out.metadata["window"] == 5  # a quarter of 20 logged steps, at least MIN_WINDOW
 
@@ -435,13 +438,13 @@ def test_the_coin_toss_of_one_noisy_batch_per_window_does_not_decide(run_dir, tm
     summary = json.loads((tmp_path / "summary.json").read_text())
     summary.update(eval_mean_before=6.84, eval_mean=6.73)
     (tmp_path / "summary.json").write_text(json.dumps(summary))
-    out = checks.training_loss_finite_and_falling(tmp_path)
+    out = train_checks.training_loss_finite_and_falling(tmp_path)
     assert out.passed and out.metadata["judged_on"] == "held-out", out.description
     _drop_held_out(tmp_path)  # no held-out: windows of 3 logged steps see no fall, and say so
-    out = checks.training_loss_finite_and_falling(tmp_path)
+    out = train_checks.training_loss_finite_and_falling(tmp_path)
     assert not out.passed and out.metadata["window"] == 3, out.description
     _write_metrics(tmp_path, [{**r, "loss": 5.8} for r in rows[:5]])  # too few for two windows
-    out = checks.training_loss_finite_and_falling(tmp_path)
+    out = train_checks.training_loss_finite_and_falling(tmp_path)
     assert not out.passed and "log more often" in out.description
 
 
@@ -459,7 +462,7 @@ def test_a_nan_loss_fails(run_dir, tmp_path):
     rows = _run_copy(run_dir, tmp_path)
     rows[7]["loss"] = math.nan
     _write_metrics(tmp_path, rows)
-    out = checks.training_loss_finite_and_falling(tmp_path)
+    out = train_checks.training_loss_finite_and_falling(tmp_path)
     assert not out.passed and out.metadata["nonfinite_train_losses"] == 1
     assert out.metadata["finite"] is False
 
@@ -469,7 +472,7 @@ def test_an_infinite_eval_loss_fails(run_dir, tmp_path):
     evals = [json.loads(x) for x in (tmp_path / "eval.jsonl").read_text().splitlines() if x]
     evals[-1]["loss"] = math.inf
     (tmp_path / "eval.jsonl").write_text("".join(json.dumps(r) + "\n" for r in evals))
-    out = checks.training_loss_finite_and_falling(tmp_path)
+    out = train_checks.training_loss_finite_and_falling(tmp_path)
     assert not out.passed and out.metadata["nonfinite_eval_losses"] == 1
 
 
@@ -478,14 +481,14 @@ def test_a_rising_loss_fails(run_dir, tmp_path):
     losses = [r["loss"] for r in rows][::-1]  # the same losses, the run going the wrong way
     _write_metrics(tmp_path, [{**r, "loss": v} for r, v in zip(rows, losses, strict=True)])
     _drop_held_out(tmp_path)
-    out = checks.training_loss_finite_and_falling(tmp_path)
+    out = train_checks.training_loss_finite_and_falling(tmp_path)
     assert not out.passed and out.metadata["falling"] is False
     assert out.metadata["finite"] is True
     summary = json.loads((run_dir / "summary.json").read_text())
     before, after = summary["eval_mean_before"], summary["eval_mean"]
     summary.update(eval_mean_before=after, eval_mean=before)  # the held-out loss rose
     (tmp_path / "summary.json").write_text(json.dumps(summary))
-    out = checks.training_loss_finite_and_falling(tmp_path)
+    out = train_checks.training_loss_finite_and_falling(tmp_path)
     assert not out.passed and out.metadata["judged_on"] == "held-out"
 
 
@@ -498,15 +501,15 @@ def test_a_run_within_its_warmup_is_not_judged_on_falling(run_dir, tmp_path):
     stage = run["config"]["stages"][run["stage"]]
     assert run["total_steps"] > (stage.get("warmup_steps") or 0)  # past warm-up: judged, fails
     (tmp_path / "run.json").write_text(json.dumps(run))
-    assert not checks.training_loss_finite_and_falling(tmp_path).passed
+    assert not train_checks.training_loss_finite_and_falling(tmp_path).passed
     stage["warmup_steps"] = run["total_steps"]  # ended within warm-up: said so, not judged
     (tmp_path / "run.json").write_text(json.dumps(run))
-    out = checks.training_loss_finite_and_falling(tmp_path)
+    out = train_checks.training_loss_finite_and_falling(tmp_path)
     assert out.passed and out.metadata["judged_on"] == "within_warmup"
     assert "within its warm-up" in out.description
     rows[3]["loss"] = math.nan  # but a non-finite loss still fails
     _write_metrics(tmp_path, rows)
-    assert not checks.training_loss_finite_and_falling(tmp_path).passed
+    assert not train_checks.training_loss_finite_and_falling(tmp_path).passed
 
 
 # --- errors ----------------------------------------------------------------------------------
@@ -514,14 +517,14 @@ def test_a_run_within_its_warmup_is_not_judged_on_falling(run_dir, tmp_path):
 
 def test_a_missing_dataset_or_column_is_an_error_not_a_verdict(filter_dir, tmp_path):
     with pytest.raises(FileNotFoundError, match="pages.parquet"):
-        checks.crawl_robots_respected(tmp_path)
+        crawl_checks.crawl_robots_respected(tmp_path)
     _filter_copy(filter_dir, tmp_path)
     kept = pq.read_table(tmp_path / "documents.parquet")
     _rewrite(tmp_path / "documents.parquet", kept.drop_columns(["duplicate_of"]))
     with pytest.raises(ValueError, match=r"documents\.parquet: missing column\(s\) duplicate_of"):
-        checks.filter_no_duplicate_kept(tmp_path)
+        filter_checks.filter_no_duplicate_kept(tmp_path)
     with pytest.raises(FileNotFoundError, match="metrics.jsonl"):
-        checks.training_loss_finite_and_falling(tmp_path)
+        train_checks.training_loss_finite_and_falling(tmp_path)
 
 
 def test_a_short_run_is_judged_on_its_held_out_loss(run_dir, tmp_path):
@@ -533,12 +536,12 @@ def test_a_short_run_is_judged_on_its_held_out_loss(run_dir, tmp_path):
     summary = json.loads((tmp_path / "summary.json").read_text())
     summary.update(eval_mean_before=7.77, eval_mean=7.55)
     (tmp_path / "summary.json").write_text(json.dumps(summary))
-    out = checks.training_loss_finite_and_falling(tmp_path)
+    out = train_checks.training_loss_finite_and_falling(tmp_path)
     assert out.passed and out.metadata["judged_on"] == "held-out", out.description
     summary.update(eval_mean=7.80)  # held-out rose: fails, whatever the batches did
     (tmp_path / "summary.json").write_text(json.dumps(summary))
     _write_metrics(
         tmp_path, [{**r, "loss": v} for r, v in zip(noisy, (7.6, 7.5, 7.4), strict=True)]
     )
-    out = checks.training_loss_finite_and_falling(tmp_path)
+    out = train_checks.training_loss_finite_and_falling(tmp_path)
     assert not out.passed and out.metadata["judged_on"] == "held-out"
