@@ -18,7 +18,9 @@ warc_dir, pattern, out_dir = sys.argv[1:4]
 executor = LocalPipelineExecutor(
     pipeline=[
         WarcReader(warc_dir, glob_pattern=pattern),
-        Trafilatura(favour_precision=True, timeout=10.0),
+        # deduplicate=False: trafilatura's own LRU text dedup would drop the bench's page copies
+        # (each page appears once per copy k), which Refinery keeps as distinct documents
+        Trafilatura(favour_precision=True, timeout=10.0, deduplicate=False),
         JsonlWriter(out_dir, compression=None),
     ],
     tasks=1,
