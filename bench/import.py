@@ -31,7 +31,7 @@ noisy; both sides ran in the same run; `--files 2 --scale 10 --pages-per-file 10
 Agreement (token F1 of the two texts of a URL): 1.000 (identical: both run trafilatura on the
 same bytes); F1 against the sample web's main text: Refinery 0.928, datatrove 0.929. Refinery
 makes 66 fewer documents of 2000: their paths (/private/, /members/, /cart/) are disallowed for
-the crawl token by today's robots.txt, and 282 of its 1934 are not training-allowed (robots.txt
+the crawl token by today's robots.txt, and 216 of its 1934 are not training-allowed (robots.txt
 training opt-outs, noai). Time N -> 10N files: Refinery x7.9, datatrove x4.9. The import itself
 (scan, dedup, robots.txt for 18 origins) is 2.9 s of Refinery's 92.7 s (~680 pages/s); the rest
 is `extract_page` (cProfile on 200 pages: 88% of the time, trafilatura run 342 times for 194
