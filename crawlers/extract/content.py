@@ -33,6 +33,7 @@ _MAY_HAVE_COMMENTS = XPath(
     "starts-with(@id, 'social') or starts-with(@id, 'comol') or starts-with(@id, 'disqus') or "
     "starts-with(@id, 'dsq-')])"
 )
+_MIN_COMMENT_LABEL = 50  # a single comment line shorter than this is the section's label
 _TEXT_TAGS = {"p", "head", "list", "quote", "code", "table", "item"}
 SHORT_PAGE_CHARS = 600  # below this, a balanced extraction is retried in precision mode
 _SURROUND_CHARS = 300  # text kept on each side of an image, enough for a caption-like context
@@ -190,7 +191,9 @@ def _run_trafilatura(tree, url: str, favor: str, *, images: bool = False, with_m
         with_metadata=with_metadata,
         include_images=images,
         include_tables=True,
-        include_formatting=True,
+        # Formatting (bold, italics) changes what trafilatura keeps (captions, teasers): only
+        # the image run, whose text is not used, keeps it.
+        include_formatting=images,
         include_comments=False,
         favor_precision=favor == "precision",
         favor_recall=favor == "recall",
@@ -278,6 +281,8 @@ def comments_text(tree, url: str, main_text: str = "") -> str:
     main = " ".join(main_text.split())
     lines = [x for x in xmltotxt(body, include_formatting=False).splitlines() if x.strip()]
     kept = [x for x in lines if " ".join(x.split()) not in main]
+    if len(kept) == 1 and len(kept[0].strip()) < _MIN_COMMENT_LABEL:
+        return ""  # a section label alone ("Comments", "Leave a reply"): no comment
     return normalize_unicode("\n".join(kept).strip())
 
 

@@ -247,3 +247,12 @@ def test_commented_out_markup_does_not_split_or_join_the_text():
     doc = extract(page(text, head='<meta charset="utf-8">').encode())
     assert "debate about public transport, housing" in doc["text"]
     assert "ad slot" not in doc["text"]
+
+
+def test_a_comment_section_with_only_its_label_gives_no_comments():
+    html = (
+        '<html><head><meta charset="utf-8"><title>Budget</title></head><body>'
+        f"<article><h1>Budget approved</h1><p>{EN * 2}</p><p>{EN}</p></article>"
+        '<div id="comments" class="comments-area"><h3>Leave a reply</h3></div></body></html>'
+    )
+    assert extract(html.encode())["comments"] == ""
