@@ -192,6 +192,8 @@ def _merge_render(record: dict, static_html: str | None, config: ExtractConfig):
     note = f"static kept: the render added {added} and lost {lost} chars of main content"
     reason = "; ".join(x for x in (record.get("render_reason"), note) if x)
     kept = {**record, "rendered": False, "render_reason": reason}
+    if r_tree is not None:  # an opt-out the rendered DOM states still holds for the page
+        kept = _page_opt_outs(kept, r_tree, config)
     return kept, static_html, s_tree, s_content
 
 

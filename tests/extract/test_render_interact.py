@@ -284,3 +284,10 @@ def test_a_render_that_adds_main_content_is_kept():
     doc = extract_page(_record(STATIC, _page("Leuchtturm", ARTICLE + more, ""))).document
     assert doc["rendered"] is True and FEED[3][1] in doc["text"]
     assert doc["render_reason"] == "load-more control (mehr laden)"
+
+
+def test_an_opt_out_in_the_rendered_dom_holds_when_the_static_text_is_kept():
+    dom = STATIC.replace("<head>", '<head><meta name="robots" content="noai">', 1)
+    doc = extract_page(_record(STATIC, dom)).document
+    assert doc["rendered"] is False and "static kept" in doc["render_reason"]
+    assert doc["noai"] is True and doc["training_allowed"] is False
