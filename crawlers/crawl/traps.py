@@ -327,7 +327,9 @@ def main_text(body: bytes | str, max_chars: int = 20000) -> str:
     """A page's main content as text: what is left without the site's template (navigation,
     header, footer, asides, forms, comment sections, related/most-read/share boxes: by tag, ARIA
     role or class/id name) and without link text (menus and link lists). Pages of one site share
-    most of their full text, so near-identity is judged on this."""
+    most of their full text, so near-identity is judged on this. Blocks (paragraphs, list items,
+    cells, headings, divs) are separated by newlines, so repeated blocks can be told apart
+    (`TrapDetector.observe` drops blocks the host serves on many pages)."""
     if not body or not body.strip():
         return ""
     try:
@@ -350,6 +352,10 @@ def main_text(body: bytes | str, max_chars: int = 20000) -> str:
         names = f"{item.get('class') or ''} {item.get('id') or ''}".strip()
         if names and _BOILER_NAMES.search(names):
             continue
+        block = tag in _BLOCK_TAGS
+        if block:
+            out.append("\n")
+            stack.append("\n")
         if item.text and tag != "a":
             out.append(item.text)
             size += len(item.text)
@@ -357,7 +363,14 @@ def main_text(body: bytes | str, max_chars: int = 20000) -> str:
             if child.tail:
                 stack.append(child.tail)
             stack.append(child)
-    return " ".join(" ".join(out).split())[:max_chars]
+    lines = (" ".join(line.split()) for line in "".join(out).split("\n"))
+    return "\n".join(line for line in lines if line)[:max_chars]
+
+
+_BLOCK_TAGS = frozenset(
+    "p div li dd dt h1 h2 h3 h4 h5 h6 td th tr table ul ol dl section article blockquote pre "
+    "figure figcaption br hr main center".split()
+)
 
 
 class FamilyStats:
@@ -498,6 +511,7 @@ class TrapDetector:
         self.key_tokens: dict[tuple[str, str], tuple[set[str], set[str]]] = {}  # values, paths
         self.families = FamilyStats()
         self.host_prints: dict[str, dict[int, str]] = {}  # host -> main-content simhash -> URL
+        self.host_blocks: dict[str, Counter[int]] = {}  # host -> block hash -> pages with it
         self.variant_prints: dict[int, int] = {}  # hash(URL key minus a parameter) -> simhash
         self.deepening: dict[str, int] = {}
         self.shape_parent: dict[str, str] = {}  # URL -> its parent, when of the same shape
@@ -560,6 +574,8 @@ class TrapDetector:
             return f"sort/order/view parameter {name!r} (re-presents the same document)"
         if low in PRESENTATION_KEYS and value.lower() in PRESENTATION_VALUES:
             return f"sort/order/view parameter {name}={value} (a presentation of the document)"
+        if value.isdigit():
+            return None  # ids and page numbers: a few look-alike pages never erase an id space
         scope = _scope(host, path, [n for n in names if n != name])
         same, different = self.param_votes.get((scope, name), (0, 0))
         if same >= 3 and same >= 4 * different:
@@ -573,6 +589,8 @@ class TrapDetector:
         """A session id handed out on a page rides on many of its links: one random token under
         one key on 6+ paths in 3+ top-level sections makes that key a session id on this host
         (a content id such as ?doc=<hash> names one document, linked from a few related paths)."""
+        if len(self.link_tokens) > 50_000:  # content hashes by the thousand: start over
+            self.link_tokens.clear()
         for link in links:
             l_host, l_path, pairs = _split(link)
             if l_host != host:
@@ -612,6 +630,21 @@ class TrapDetector:
                 f"{len(paths)}+ paths of {len(tops)} sections)"
             )
             del self.key_tokens[(host, key)]
+
+    def _own_blocks(self, host: str, text: str) -> str:
+        """The page's text without the blocks (lines of `main_text`) that 3+ earlier pages of
+        the host also had (a site's boilerplate the markup did not name), unless that would
+        leave fewer than `min_words` words (identical generated pages stay identical)."""
+        if "\n" not in text:
+            return text
+        seen = self.host_blocks.setdefault(host, Counter())
+        lines = text.split("\n")
+        keys = [hash(line) for line in lines]
+        kept = [line for line, k in zip(lines, keys, strict=True) if seen[k] < 3]
+        if len(seen) < 500_000:
+            seen.update(set(keys))
+        own = "\n".join(kept)
+        return own if len(_WORD.findall(own)) >= self.min_words else text
 
     # --- deciding -------------------------------------------------------------------
     def check(self, url: str, parent: str | None = None) -> str | None:
@@ -820,7 +853,7 @@ class TrapDetector:
         host, path, pairs = _split(url)
         self._learn_tokens(host, links)
         links = [self.canonical(link)[0] for link in links]  # as they will be queued
-        fp, n_words = fingerprint(text)
+        fp, n_words = fingerprint(self._own_blocks(host, text))
         # A page of a few words ('link to 7 link to 8') is too short to judge near-identity by
         # simhash: it counts for runs (if identical) only, not for a parameter's or a shape's
         # statistics.
@@ -881,13 +914,16 @@ class TrapDetector:
         self.page_prints[url] = fp
         if not judged:
             return None
+        # copies are judged on the whole main text: which blocks count as the host's boilerplate
+        # changes as pages come in, a copy's text does not
+        whole = fingerprint(text)[0] if "\n" in text else fp
         prints = self.host_prints.setdefault(host, {})
-        first = prints.get(fp)
+        first = prints.get(whole)
         if first is None:
             if len(prints) < 200_000:
-                prints[fp] = url
+                prints[whole] = url
             return None
         if len(first) > len(url):  # the earlier page was the copy: keep the shorter address
-            prints[fp] = url
+            prints[whole] = url
             return first
         return url
