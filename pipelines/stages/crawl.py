@@ -97,9 +97,11 @@ def read_seeds(path: Path) -> list[str]:
         raise FileNotFoundError(
             f"seeds file {path} does not exist (--seeds expects one URL per line)"
         )
+    # Bytes that are not UTF-8 become U+FFFD: such a line is no URL, and the crawl records it as
+    # a skipped bad seed (with the others crawled) instead of ending on a UnicodeDecodeError.
     seeds = [
         ln.strip()
-        for ln in path.read_text().splitlines()
+        for ln in path.read_bytes().decode("utf-8", errors="replace").splitlines()
         if ln.strip() and not ln.lstrip().startswith("#")
     ]
     if not seeds:

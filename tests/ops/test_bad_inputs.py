@@ -110,7 +110,8 @@ def test_crawl_goes_on_past_control_characters_and_unusable_links(tmp_path):
     with ControlCharServer(["127.0.0.231"]) as s:
         root = f"http://127.0.0.231:{s.port}/"
         seeds = tmp_path / "seeds.txt"
-        seeds.write_text(f"{root}\nhttp://a..test/\n")  # one bad seed among good ones
+        # bad seeds among good ones: a host no connection could use, bytes that are not UTF-8
+        seeds.write_bytes(f"{root}\nhttp://a..test/\n".encode() + b"http://\xff\xfe.test/\n")
         out = tmp_path / "out"
         res = _crawl(out, seeds, "--max-pages", "7")
         assert res.exit_code == 0, res.output
@@ -122,6 +123,7 @@ def test_crawl_goes_on_past_control_characters_and_unusable_links(tmp_path):
         bad = {u: r for u, r in skipped.items() if r["skip_reason"].startswith("bad-url: ")}
         assert "http://a..test/" in bad and bad["http://a..test/"]["source"] == "seed"
         # the bad seed and every NUL-free bad link (a..test is both): one skip each
+        assert bad.pop("http://\ufffd\ufffd.test/")["source"] == "seed"
         assert set(bad) - {"http://sm..test/page"} == {u for u in BAD_LINKS if "\x00" not in u}
         assert all(r["parent"] == root for u, r in bad.items() if r["source"] == "link")
         sm = skipped["http://sm..test/page"]
