@@ -38,8 +38,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import pyarrow.parquet as pq
-
 from common.consent import append_ledger, flag_true, latest_rows, ledger_files, ledger_version
 
 DOCUMENT_SOURCES = ("extract/documents.parquet", "filter/documents.parquet")
@@ -59,16 +57,19 @@ def lake_documents(lake_root: str | Path) -> dict[str, LakeDocument]:
     """Every http(s) document URL in the lake's extract/filter outputs, with its document ids."""
     from urllib.parse import urlsplit
 
+    from common.inputs import read_parquet, read_schema
+
     docs: dict[str, LakeDocument] = {}
     for rel in DOCUMENT_SOURCES:
         path = Path(lake_root) / rel
         if not path.exists():
             continue
-        names = pq.read_schema(path).names
+        fix = "the consent recheck needs document URLs: re-run `refinery extract`/`filter`"
+        names = read_schema(path, fix).names  # empty, truncated, not Parquet: one line
         if "url" not in names:
             raise ValueError(f"{path}: no url column; the consent recheck needs document URLs")
         cols = [c for c in ("id", "url", "robots_training", "training_allowed") if c in names]
-        for row in pq.read_table(path, columns=cols).to_pylist():
+        for row in read_parquet(path, cols, required={"url": "string"}, fix=fix).to_pylist():
             url = row.get("url")
             try:
                 parts = urlsplit(url or "")

@@ -464,3 +464,24 @@ def test_pairs_readers_name_the_file(tmp_path):
             target = "domain_images.parquet" if read is read_domain_images else "pairs.parquet"
             with pytest.raises(InputError, match=target):
                 read(d / target)
+
+
+def test_consent_recheck_documents(tmp_path, monkeypatch):
+    """The recheck's documents.parquet (its URLs are loopback and the SSRF guard is on: nothing
+    is sent; every host is reported unreachable)."""
+
+    def setup(case: Path) -> list[str]:
+        monkeypatch.setenv("REFINERY_HOME", str(case / "lake"))
+        (case / "lake").mkdir(parents=True, exist_ok=True)
+        if not (case / "lake" / "extract").exists():
+            (case / "lake" / "extract").symlink_to(case / "in")
+        return ["consent", "recheck", "--delay", "0"]
+
+    docs = documents(4)
+    _write(tmp_path / "valid" / "in" / "documents.parquet", docs)
+    code, output = _run(setup(tmp_path / "valid"))
+    assert code == 0, output
+    only = {"empty-file", "truncated", "not-parquet", "missing-url", "url-junk", "url-float"}
+    only |= {"text-bad-utf8", "no-rows"}
+    codes = fuzz(tmp_path, "documents.parquet", docs, "text", ["url"], setup, only)
+    assert codes["url-junk"] == 0 and codes["empty-file"] == 2
