@@ -35,6 +35,12 @@ class ImportOptions(Params):
         False,
         help="Fetch no robots.txt: every row with a URL is marked not consented, saying so.",
     )
+    concurrency: int = param(64, min=1, help="robots.txt requests in flight at once.")
+    politeness_key: str = param(
+        "ip",
+        help="What one politeness slot covers: ip (resolved address; many hosts behind one CDN "
+        "address are asked one after another), domain or host.",
+    )
 
     def config(self) -> dict[str, Any]:
         return {
@@ -42,6 +48,8 @@ class ImportOptions(Params):
             "training_agent": self.training_agent,
             "delay": self.delay,
             "allow_private_networks": self.allow_private_networks,
+            "concurrency": self.concurrency,
+            "politeness_key": self.politeness_key,
         }
 
 
