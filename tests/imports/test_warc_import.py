@@ -351,3 +351,21 @@ def test_a_stream_that_cannot_seek_is_read_once_and_copied(tmp_path, monkeypatch
         pages = [r for r in rows if r["kind"] == "page"]
         assert [r["url"][-2:] for r in pages] == ["s1", "s2"], rows
         assert all(r["warc_file"] == f"warc/{src.name}.warc.gz" for r in pages)
+
+
+def test_a_payload_digest_alone_does_not_refuse_a_page(tmp_path):
+    """Archivers differ on what the payload digest covers; only the block digest refuses."""
+    from crawlers.imports import warc as warc_mod
+
+    def fill(w):
+        response(w, "http://127.0.0.2:9/p", page("Payload"))
+
+    src = write_warc(tmp_path / "p.warc", fill, gz=False)
+    raw = src.read_bytes()
+    i = raw.index(b"WARC-Payload-Digest: sha1:") + len(b"WARC-Payload-Digest: sha1:")
+    src.write_bytes(raw[:i] + b"A" * 32 + raw[i + 32 :])  # a wrong payload digest, block intact
+    rows = warc_mod.scan_file(str(src), warc_mod.ScanOptions(), tmp_path / "w", "p")
+    assert [r["kind"] for r in rows] == ["page"]
+    src.write_bytes(raw.replace(b"WARC-Payload-Digest: sha1:", b"WARC-Payload-Digest: nope:"))
+    rows = warc_mod.scan_file(str(src), warc_mod.ScanOptions(), tmp_path / "w", "p")
+    assert [r["kind"] for r in rows] == ["page"]  # an unknown algorithm is no evidence
