@@ -226,19 +226,20 @@ def _merge(files: list[str], out_dir: Path) -> tuple[list[dict], list[dict]]:
         for row in pq.read_table(part).to_pylist():
             where = f"{row.get('warc_record_id') or ''} in {source}@{row.get('source_offset')}"
             if row["kind"] == "page":
-                digest = row.get("payload_digest")
+                # the payload digest as recorded, and the decoded body's sha256 (archivers
+                # differ on what the payload digest covers: a chunked body or not)
+                keys = [k for k in (row.get("payload_digest"), row.get("content_sha256")) if k]
+                first = next((seen_digest[k] for k in keys if k in seen_digest), None)
                 if row["url"] in seen_url:
                     skipped.append(
                         _as_skip(row, "duplicate_url", f"same URL as {seen_url[row['url']]}")
                     )
-                elif digest and digest in seen_digest:
-                    skipped.append(
-                        _as_skip(row, "duplicate_payload", f"same payload as {seen_digest[digest]}")
-                    )
+                elif first is not None:
+                    skipped.append(_as_skip(row, "duplicate_payload", f"same payload as {first}"))
                 else:
                     seen_url[row["url"]] = where
-                    if digest:
-                        seen_digest[digest] = where
+                    for k in keys:
+                        seen_digest[k] = where
                     pages.append(row)
             elif row.get("skip_reason") == "revisit":
                 revisits.append(row)

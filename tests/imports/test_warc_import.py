@@ -369,3 +369,22 @@ def test_a_payload_digest_alone_does_not_refuse_a_page(tmp_path):
     src.write_bytes(raw.replace(b"WARC-Payload-Digest: sha1:", b"WARC-Payload-Digest: nope:"))
     rows = warc_mod.scan_file(str(src), warc_mod.ScanOptions(), tmp_path / "w", "p")
     assert [r["kind"] for r in rows] == ["page"]  # an unknown algorithm is no evidence
+
+
+def test_the_same_body_under_another_payload_digest_is_still_a_repeat(tmp_path):
+    """One archiver's payload digest covers the chunked body, another's the plain one: the
+    decoded body's sha256 still finds the repeat."""
+    body = page("Same body")
+    a = write_warc(tmp_path / "a.warc.gz", lambda w: response(w, "http://127.0.0.2:9/a", body))
+    b = write_warc(
+        tmp_path / "b.warc.gz",
+        lambda w: response(
+            w,
+            "http://127.0.0.2:9/b",
+            chunked(body),
+            [("Content-Type", "text/html"), ("Transfer-Encoding", "chunked")],
+        ),
+    )
+    s = import_warc([str(a), str(b)], tmp_path / "out", offline=True)
+    skipped = pq.read_table(tmp_path / "out" / "skipped.parquet").to_pylist()
+    assert s["pages"] == 1 and [r["skip_reason"] for r in skipped] == ["duplicate_payload"]
