@@ -188,8 +188,8 @@ def make_inputs(sources: list[tuple[str, bytes]], n: int, work: Path) -> tuple[P
 
 
 def ours(base_url: str, domains: Path, pairs: Path, out: Path, workers: int) -> dict:
+    from common.teacher import TeacherClient
     from synth.domain_qa import make_domain_qa
-    from synth.teacher import TeacherClient
 
     client = TeacherClient(base_url, MODEL, cache_dir=out / "_teacher")  # the CLI's layout
     t = time.perf_counter()

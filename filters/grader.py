@@ -1,4 +1,4 @@
-"""LLM grading through the teacher endpoint (`synth.teacher.TeacherClient`, OpenAI-compatible):
+"""LLM grading through the teacher endpoint (`common.teacher.TeacherClient`, OpenAI-compatible):
 each document gets a 0..5 grade at temperature 0, later distilled into a fastText model."""
 
 from __future__ import annotations
@@ -62,7 +62,7 @@ def grade_documents(
             "the llm label source needs a teacher base_url (OpenAI-compatible endpoint)"
         )
     from common.consent import NO_LEDGER
-    from synth.teacher import TeacherClient
+    from common.teacher import TeacherClient
 
     rule = consent or NO_LEDGER
     for i, doc in enumerate(docs):

@@ -43,7 +43,7 @@ USER_ERRORS: tuple[type[BaseException], ...] = (
 USER_ERROR_CLASSES = (
     ("crawlers.crawl.config", "CrawlError"),
     ("training.trainer", "TrainError"),
-    ("synth.teacher", "TeacherError"),
+    ("common.teacher", "TeacherError"),
 )
 
 

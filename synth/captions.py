@@ -205,7 +205,7 @@ def _png(image) -> bytes:
 
 def _teacher_bytes(data: bytes) -> bytes:
     """The image as stored when a vision model reads its format, else re-encoded as PNG."""
-    from synth.teacher import image_mime
+    from common.teacher import image_mime
 
     try:
         image_mime(data)
@@ -243,7 +243,7 @@ def _one_line(text: str) -> str:
 
 def teacher_caption(teacher, pair: dict, data: bytes, level: str, *, dense: int | None) -> str:
     """One caption of `level` by the teacher (dense: regions first, then their summary)."""
-    from synth.teacher import user_message
+    from common.teacher import user_message
 
     items = [pair]  # the client refuses a pair whose training_allowed is not true
     image = _teacher_bytes(data)
@@ -287,7 +287,7 @@ def make_captions(
 
     captioner: a `training.coca.Captioner` or its directory (keywords, brief); clip: a
     `training.clip.ClipScorer` or a CLIP model spec (required: every caption is scored); teacher:
-    a `synth.teacher.TeacherClient` or None (detailed; keywords and brief too when there is no
+    a `common.teacher.TeacherClient` or None (detailed; keywords and brief too when there is no
     captioner); dense: 2 or 3 for the dense-caption recipe of the detailed level. Returns the
     summary (also in the manifest): rows in = rows ok + rejects, by reason; absent levels and why.
     """
@@ -363,7 +363,7 @@ def make_captions(
 
     def ask(job: tuple[int, str]) -> tuple[tuple[int, str], tuple[str | None, str]]:
         i, level = job
-        from synth.teacher import TeacherError
+        from common.teacher import TeacherError
 
         try:
             text = teacher_caption(

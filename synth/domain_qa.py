@@ -14,7 +14,7 @@ why in `status`:
   empty `qa` (nothing is made up).
 - `teacher_error: ...`, `no_qa: ...`: the teacher failed, or every item it wrote was dropped.
 
-With a teacher (an OpenAI-compatible vision model, `synth.teacher.TeacherClient`):
+With a teacher (an OpenAI-compatible vision model, `common.teacher.TeacherClient`):
 1. QA request: the image as a data URL, the domain named in the prompt. The teacher writes up to
    `questions` question-answer pairs answerable from the image (kind one of ANSWER_KINDS) and up
    to `adversarial` questions about the image that it cannot answer.
@@ -225,7 +225,7 @@ def read_pairs(pairs_dirs: Iterable[str | os.PathLike]) -> dict[str, dict[str, A
 
 def _image_for_teacher(path: Path) -> tuple[bytes, str]:
     """The image bytes and extension; formats a vision model may not take go as PNG."""
-    from synth.teacher import image_mime
+    from common.teacher import image_mime
 
     data = path.read_bytes()
     try:
@@ -276,7 +276,7 @@ def ask_teacher(
     templates: Sequence[str],
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """(kept QA items, dropped items with their reason) for one consented domain image."""
-    from synth.teacher import user_message
+    from common.teacher import user_message
 
     domain = row["domain"].replace("_", " ")
     item = {

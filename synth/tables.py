@@ -20,7 +20,7 @@ QA (programmatic, `verified=True` only where the answer is recomputed from the c
 Tables with no header row get only `count` and `unanswerable`; without a row-header column there
 is no `lookup`/`argmax`/`difference`.
 
-Teacher (optional, `synth.teacher.TeacherClient`): asked for QA with references (row label,
+Teacher (optional, `common.teacher.TeacherClient`): asked for QA with references (row label,
 column, second row); each answer is recomputed from the cells; one that disagrees is dropped
 with its reason, one that cannot be checked (kind `other`) is kept with `verified=False`. A table
 the one consent rule refuses (common.consent: `training_allowed` not the boolean true, or the

@@ -26,7 +26,7 @@ class NotSent(ValueError):
 
 
 class LLMExtractor:
-    """Send pages of selected hosts to a teacher (`synth.teacher.TeacherClient`-like `.chat`).
+    """Send pages of selected hosts to a teacher (`common.teacher.TeacherClient`-like `.chat`).
 
     Only a page the one consent rule allows is sent (common.consent: its `training_allowed` is
     the boolean true, no `noai`, and `consent`, the lake's ledger, has not opted it out); the

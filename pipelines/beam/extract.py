@@ -50,8 +50,8 @@ class ExtractFn(beam.DoFn):
         llm = None
         if self.teacher_json:
             from common.consent import Consent
+            from common.teacher import TeacherClient
             from crawlers.extract.llm import LLMExtractor
-            from synth.teacher import TeacherClient
 
             t = json.loads(self.teacher_json)
             # the one consent rule: the page's flag, then the lake's consent ledger

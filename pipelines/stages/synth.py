@@ -58,7 +58,7 @@ class TeacherOptions(Params):
             )
         if self.teacher_rps is not None and not self.teacher_rps > 0:
             raise ValueError(f"--teacher-rps {self.teacher_rps} must be > 0 requests per second")
-        from synth.teacher import TeacherClient
+        from common.teacher import TeacherClient
 
         return TeacherClient(
             self.teacher_url,

@@ -8,9 +8,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
+from common.teacher import TeacherClient, TeacherError
 from crawlers.extract import ExtractConfig, extract_page
 from crawlers.extract.llm import LLMExtractor
-from synth.teacher import TeacherClient, TeacherError
 
 from .pages import article
 

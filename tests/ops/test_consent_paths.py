@@ -428,6 +428,7 @@ def walk_lake(tmp_path) -> dict:
 
 
 def test_nothing_opted_out_reaches_a_teacher_a_tokenizer_or_a_shard(walk_lake, server, tmp_path):
+    from common.teacher import TeacherClient
     from pipelines.beam.extract import ExtractFn
     from pipelines.stage import Lake
     from pipelines.stages.extract import _with_ledger
@@ -436,7 +437,6 @@ def test_nothing_opted_out_reaches_a_teacher_a_tokenizer_or_a_shard(walk_lake, s
     from synth.captions import make_captions
     from synth.domain_qa import make_domain_qa
     from synth.tables import make_table_pairs
-    from synth.teacher import TeacherClient
     from training.mixture.builder import build_mixture
 
     root, p = tmp_path / "lake", walk_lake
@@ -740,7 +740,7 @@ def test_consent_rule_in_sql_matches_the_python_rule(tmp_path):
 def test_teacher_client_asks_the_one_consent_rule(server, tmp_path):
     """send_allowed is common.consent's rule (NumPy's true is consent; strings and 1 are not),
     and a client given the lake's ledger refuses a ledger-opted-out item before any request."""
-    from synth.teacher import TeacherClient, TeacherError, send_allowed
+    from common.teacher import TeacherClient, TeacherError, send_allowed
 
     assert send_allowed({"training_allowed": np.True_}) and send_allowed({"training_allowed": True})
     for flag in (np.False_, "true", "false", 1, None, float("nan")):

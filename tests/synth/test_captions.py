@@ -26,10 +26,10 @@ from PIL import Image
 from typer.testing import CliRunner
 
 from common.lakecheck import verify_lake
+from common.teacher import TeacherClient, TeacherError
 from sampleweb.images import COLOURS, random_scene, render_png
 from synth import captions as cap_mod
 from synth.captions import COLUMNS, NO_TEACHER, make_captions
-from synth.teacher import TeacherClient, TeacherError
 from tests.synth import fake_teacher
 from tests.synth.fake_teacher import request_images, request_text
 from tests.synth.test_coca import make_pairs_dir

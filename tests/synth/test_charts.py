@@ -14,9 +14,9 @@ import numpy as np
 import pyarrow.parquet as pq
 import pytest
 
+from common.teacher import TeacherClient
 from synth import charts
 from synth.charts import CHART_TYPES, make_charts, recompute
-from synth.teacher import TeacherClient
 from tests.synth import fake_teacher
 
 server = fake_teacher.server  # the shared fake OpenAI-compatible endpoint (a pytest fixture)

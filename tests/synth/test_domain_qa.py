@@ -19,6 +19,7 @@ from PIL import Image
 from typer.testing import CliRunner
 
 from common.lakecheck import verify_lake
+from common.teacher import TeacherClient
 from synth.domain_qa import (
     DOMAIN_QA,
     NO_TEACHER,
@@ -27,7 +28,6 @@ from synth.domain_qa import (
     TEMPLATES,
     make_domain_qa,
 )
-from synth.teacher import TeacherClient
 from tests.synth import fake_teacher
 from tests.synth.fake_teacher import request_images, request_text
 

@@ -26,9 +26,9 @@ import pyarrow.parquet as pq
 import pytest
 from PIL import Image
 
+from common.teacher import TeacherClient
 from synth.captions import keywords_of, make_captions, sentences_of
 from synth.domain_qa import OUTPUT_NAME, REJECTS_NAME, make_domain_qa
-from synth.teacher import TeacherClient
 from tests.synth import fake_teacher
 from tests.synth.fake_teacher import completion, request_text
 

@@ -17,6 +17,7 @@ import pyarrow.parquet as pq
 import pytest
 from lxml import html as lxml_html
 
+from common.teacher import TeacherClient
 from crawlers.extract.schema import TABLES
 from crawlers.extract.tables import extract_tables
 from sampleweb.markup import table_html as sampleweb_table_html
@@ -31,7 +32,6 @@ from synth.tables import (
     programmatic_qa,
     table_html,
 )
-from synth.teacher import TeacherClient
 from tests.synth.test_teacher import server  # noqa: F401 - the fake endpoint
 
 pytestmark = pytest.mark.timeout(120)

@@ -1,4 +1,4 @@
-"""The teacher client (synth.teacher) against a fake OpenAI-compatible server on loopback.
+"""The teacher client (common.teacher) against a fake OpenAI-compatible server on loopback.
 
 The server (tests/synth/fake_teacher.py) records every request and answers from a script: good
 answers, 429 and 500 (retried), a slow answer (timeout, retried), malformed JSON (repaired or
@@ -17,7 +17,7 @@ import pytest
 from PIL import Image
 from pydantic import BaseModel
 
-from synth.teacher import (
+from common.teacher import (
     TeacherClient,
     TeacherError,
     TeacherSchemaError,
@@ -356,11 +356,32 @@ def test_rate_limit_spaces_requests(server):
         t.join()
     assert time.monotonic() - t0 >= 5 * 0.05 - 0.005  # six starts span five intervals
     assert len(server["requests"]) == 6
-    for _ in range(4):  # connections are warm now: arrivals show the spacing
-        client.chat(HI)
-    times = [r["t"] for r in server["requests"][6:]]
-    gaps = [b - a for a, b in zip(times, times[1:], strict=False)]
-    assert min(gaps) >= 0.04, gaps
+
+
+def test_rate_limiter_grants_evenly_spaced_slots_across_threads(monkeypatch):
+    """The slots themselves, on a clock the test owns (arrival times at a server depend on the
+    machine's load, the slots do not): every start waits until its own slot, 50 ms apart."""
+    import common.teacher as teacher
+
+    wakes: list[float] = []
+    lock = threading.Lock()
+
+    def sleep(s: float) -> None:
+        with lock:
+            wakes.append(100.0 + s)  # the clock stands at 100.0: the wait ends at the slot
+
+    monkeypatch.setattr(teacher.time, "monotonic", lambda: 100.0)
+    monkeypatch.setattr(teacher.time, "sleep", sleep)
+    limiter = teacher.RateLimiter(20)  # a slot every 50 ms
+    threads = [threading.Thread(target=limiter.wait) for _ in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for _ in range(4):
+        limiter.wait()
+    # the first start is at once; the other nine wait for slots 50 ms apart, none shared
+    assert sorted(wakes) == pytest.approx([100.0 + 0.05 * k for k in range(1, 10)])
 
 
 def test_bad_configuration_fails_clearly():
