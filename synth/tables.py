@@ -1,7 +1,7 @@
 """Table pairs: each extracted table's Markdown, an image of it rendered by the real browser, and
 question-answer pairs whose answers are cells or are computed from cells, verified.
 
-Input: an extract output's `tables.parquet` (crawlers.extract.schema.TABLES: `doc_id`,
+Input: an extract output's `tables.parquet` (common.schemas.TABLES: `doc_id`,
 `table_index`, `markdown`, `header`, `cells` (the grid with merged cells expanded; the header row,
 if any, is `cells[0]`), `training_allowed`). The table's own HTML is not kept by the extract
 stage, so the image is rendered from an HTML table rebuilt from the cells: header cells as `<th>`
@@ -701,13 +701,13 @@ def read_tables(tables_dir: str | Path) -> list[dict[str, Any]]:
         )
     from common.inputs import check_columns, read_parquet, read_schema
 
-    fix = "it must be an extract stage tables.parquet (crawlers.extract.schema.TABLES)"
+    fix = "it must be an extract stage tables.parquet (common.schemas.TABLES)"
     schema = read_schema(path, fix)
     missing = [c for c in _REQUIRED if c not in schema.names]
     if missing:
         raise ValueError(
             f"{path} lacks column(s) {', '.join(missing)}; it must be an extract stage "
-            "tables.parquet (crawlers.extract.schema.TABLES)"
+            "tables.parquet (common.schemas.TABLES)"
         )
     check_columns(path, schema, _REQUIRED, fix=fix)
     rows = read_parquet(path, fix=fix).to_pylist()

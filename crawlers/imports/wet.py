@@ -39,7 +39,7 @@ MAX_TEXT_BYTES = 8_000_000
 
 
 def documents_schema() -> pa.Schema:
-    from crawlers.extract.schema import DOCUMENTS
+    from common.schemas import DOCUMENTS
 
     names = set(DOCUMENTS.names)
     return pa.schema([*DOCUMENTS, *[pa.field(n, t) for n, t in EXTRA_COLUMNS if n not in names]])

@@ -3,7 +3,7 @@ and the order of what remains stay as they were), kept image blocks carry their 
 CLIP score, and document-level rules (number of images, text length, images per text) drop
 whole documents with a reason.
 
-Input rows have extract's `interleaved.parquet` shape (crawlers/extract/schema.py INTERLEAVED:
+Input rows have extract's `interleaved.parquet` shape (common/schemas.py INTERLEAVED:
 `doc_id, url, blocks: list<{kind, text, src, alt}>, training_allowed`). Image blocks are matched
 to `pairs.parquet` rows by document and block position when the pairs carry `position`
 (image_refs does: it is the block's index), else by the k-th occurrence of the same `src` in the
@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import pyarrow as pa
 
 from common.consent import FLAG, flag_true
-from crawlers.extract.schema import BLOCK, INTERLEAVED
+from common.schemas import BLOCK, INTERLEAVED
 from filters.images.config import InterleavedConfig
 
 # extract's block plus the pair id and CLIP score of kept image blocks (null on text blocks).

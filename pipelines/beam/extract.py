@@ -15,7 +15,7 @@ from pathlib import Path
 import apache_beam as beam
 from apache_beam.options.pipeline_options import PipelineOptions
 
-from crawlers.extract.schema import OUTPUTS
+from common.schemas import OUTPUTS
 
 CHILD_TAGS = ("image_refs", "tables", "interleaved", "rejects")
 

@@ -181,7 +181,7 @@ def _merge_parts(
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from crawlers.extract.schema import OUTPUTS, SORT_KEYS
+    from common.schemas import OUTPUTS, SORT_KEYS
 
     files = sorted((parts_dir / name).glob("part*.parquet"))
     tables = [pq.read_table(f, schema=OUTPUTS[name]) for f in files]

@@ -18,6 +18,7 @@ import pytest
 from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
 
+from common.schemas import REJECTS
 from crawlers.crawl.config import CrawlConfig
 from crawlers.crawl.fetcher import Hop
 from crawlers.crawl.output import PAGES_SCHEMA
@@ -25,7 +26,6 @@ from crawlers.crawl.warc import WarcStore
 from crawlers.extract import ExtractConfig, extract_page
 from crawlers.extract.crawl_io import count_pages, iter_crawl_records
 from crawlers.extract.decode import BadPage
-from crawlers.extract.schema import REJECTS
 from crawlers.extract.warc import MAX_DECOMPRESSED_BYTES, decode_content, read_response
 
 from .pages import article

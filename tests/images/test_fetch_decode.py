@@ -10,7 +10,7 @@ import pyarrow.parquet as pq
 import pytest
 from PIL import Image
 
-from crawlers.extract.schema import DOCUMENTS, IMAGE_REFS
+from common.schemas import DOCUMENTS, IMAGE_REFS
 from crawlers.images import decode_image, load_refs, page_opt_out, ref_id, sniff
 
 from .conftest import encode, noisy_jpeg, png, png_claiming

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pyarrow as pa
 import pytest
 
+from common.schemas import INTERLEAVED
 from crawlers.extract.content import extract_content, image_refs
-from crawlers.extract.schema import INTERLEAVED
 from filters.images.config import ImageFilterConfig, InterleavedConfig
 from filters.images.interleaved import (
     DOC_DROP_REASONS,

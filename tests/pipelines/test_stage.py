@@ -115,7 +115,7 @@ def test_an_existing_output_is_one_line_too(tmp_path):
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from crawlers.extract.schema import OUTPUTS
+    from common.schemas import OUTPUTS
     from crawlers.images.journal import JOURNAL
 
     extract = tmp_path / "extract"

@@ -17,8 +17,8 @@ import pyarrow.parquet as pq
 import pytest
 from lxml import html as lxml_html
 
+from common.schemas import TABLES
 from common.teacher import TeacherClient
-from crawlers.extract.schema import TABLES
 from crawlers.extract.tables import extract_tables
 from sampleweb.markup import table_html as sampleweb_table_html
 from synth.tables import (

@@ -1,4 +1,5 @@
-"""Arrow schemas of the extraction outputs (documents, image_refs, tables, interleaved, rejects)."""
+"""Arrow schemas of the extraction outputs (documents, image_refs, tables, interleaved, rejects):
+the lake's contract between extract (and the importers) and the stages that read documents."""
 
 from __future__ import annotations
 
