@@ -54,6 +54,16 @@ GAVE_UP = "host-gave-up: circuit breaker open (re-queued on --resume)"
 _RESOLVERS = 32  # DNS lookups in flight at once
 
 
+def _failure(exc: BaseException) -> str:
+    """The recorded error of a page or sitemap whose processing raised: one line, with the
+    place it was raised (the traceback's last frame of the crawler's own code)."""
+    import traceback
+
+    frames = [f for f in traceback.extract_tb(exc.__traceback__) if "/crawlers/" in f.filename]
+    where = f" at {Path(frames[-1].filename).name}:{frames[-1].lineno}" if frames else ""
+    return " ".join(f"crawler-error: {type(exc).__name__}: {exc}{where}".split())[:500]
+
+
 def _unusable(url: str) -> str | None:
     """Why a stored frontier URL can not be fetched (None when it can)."""
     try:
@@ -445,19 +455,47 @@ class Crawler:
             for task in done:
                 tasks.discard(task)
                 resolving.discard(task)
-                task.result()  # a bug in the crawler must stop it, not vanish
+                task.result()  # _work records one page's failure; anything else stops the crawl
 
     async def _work(self, key: str, host: str, tier: int) -> None:
         try:
             sitemap = self.sched.next_sitemap(host) if tier == SITEMAP else None
             if sitemap is not None:
-                await self._sitemap(*sitemap)
+                try:
+                    await self._sitemap(*sitemap)
+                except Exception as exc:  # one sitemap never ends the crawl: recorded
+                    with self.frontier:
+                        self.frontier.finish_sitemap(sitemap[0], 0, _failure(exc))
             elif self.sched.has_queued(host):
-                await self._visit(self.sched.pop(host))
+                row = self.sched.pop(host)
+                try:
+                    await self._visit(row)
+                except Exception as exc:  # one page never ends the crawl: its error recorded
+                    self._page_failed(row, exc)
         finally:
             t0 = time.thread_time()
             self.sched.finish(key)
             self.sched_s += time.thread_time() - t0
+
+    def _page_failed(self, row: dict[str, Any], exc: Exception) -> None:
+        """A page whose processing raised (input the crawler's code did not expect): the page is
+        done with the error recorded, no training consent, and the crawl goes on."""
+        url = row["url"]
+        self.stats["errors"] += 1
+        self.stats["page_failures"] += 1
+        fields = {
+            "state": "done",
+            "error": _failure(exc),
+            "training_allowed": 0,
+            "attempts": (row.get("attempts") or 0) + 1,
+        }
+        with self.frontier:
+            try:
+                self.frontier.update(url, fields)
+            except KeyError:  # its row was rolled back with the transaction that raised
+                keep = ("host", "depth", "source", "parent", "anchor")
+                self.frontier.add({"url": url, **{k: row.get(k) for k in keep}, **fields})
+        self._finish(url, None)
 
     # --- robots and sitemaps ----------------------------------------------------------
     def _robots_fetched(self, rec: RobotsFetch) -> None:

@@ -395,3 +395,29 @@ def test_training_pairs_stay_inside_their_dataset(tmp_path):
     assert images == {"p0": str((d / "images/ok.png").resolve())} | {
         f"p{i}": None for i in range(1, 5)
     }
+
+
+def test_a_page_the_crawler_cannot_process_is_a_recorded_error(tmp_path, monkeypatch):
+    """Input the page code does not expect raises for that page only: the page is recorded
+    with the error and no training consent, and the other pages are crawled."""
+    import crawlers.crawl.engine as engine
+
+    real = engine.describe_page
+
+    def describe(row, res, *args, **kwargs):
+        if row["url"].endswith("/esc"):
+            raise RuntimeError("unexpected input on this page")
+        return real(row, res, *args, **kwargs)
+
+    monkeypatch.setattr(engine, "describe_page", describe)
+    with ControlCharServer(["127.0.0.236"]) as s:
+        root = f"http://127.0.0.236:{s.port}/"
+        seeds = tmp_path / "seeds.txt"
+        seeds.write_text(root + "\n")
+        res = _crawl(tmp_path / "out", seeds, "--max-pages", "8")
+    assert res.exit_code == 0, res.output
+    pages = {p["url"]: p for p in pq.read_table(tmp_path / "out" / "pages.parquet").to_pylist()}
+    bad = pages[root + "esc"]
+    assert bad["error"].startswith("crawler-error: RuntimeError: unexpected input on this page")
+    assert bad["training_allowed"] is False
+    assert sum(p["status"] == 200 for p in pages.values()) >= 6
