@@ -40,9 +40,9 @@ import pyarrow as pa  # noqa: E402
 import pyarrow.parquet as pq  # noqa: E402
 from _peers import DATATROVE, peer_python  # noqa: E402
 
+from common.langid import lid176_path  # noqa: E402
 from filters.heuristics import gopher_baseline, tokens  # noqa: E402
 from filters.labels import build_training_set  # noqa: E402
-from filters.langid import lid176_path  # noqa: E402
 from filters.quality import train_model  # noqa: E402
 from sampleweb.labels import labelled_documents  # noqa: E402
 

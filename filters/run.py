@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import shutil
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, TypedDict
@@ -109,7 +110,10 @@ def check_input(path: Path) -> pa.Schema:
 
 
 def quality_models_for(
-    models_dir: str | Path | None, cfg: FilterConfig, lake_root: str | Path | None = None
+    models_dir: str | Path | None,
+    cfg: FilterConfig,
+    lake_root: str | Path | None = None,
+    reference_rows: Callable[[], list[dict]] | None = None,
 ) -> tuple[str | Path | None, FilterConfig, dict, bool]:
     """Resolve the quality models of a run: (models directory, config with the fallback's
     directory filled in, per-language models, whether a multilingual fallback exists).
@@ -118,7 +122,8 @@ def quality_models_for(
     `<lake_root>/models/quality/default`, or $REFINERY_QUALITY_DEFAULTS; `lake_root` None: the
     environment's lake); a `models_dir` without `multilingual.bin` borrows the default set's
     fallback. `quality.use_default_models: false` turns both off (languages without a model are
-    then unscored: NULL).
+    then unscored: NULL). `reference_rows()` gives the labelled documents the default set is
+    trained from (the stage passes the sample web's, `sampleweb.labels.labelled_documents`).
     """
     import logging
 
@@ -131,14 +136,19 @@ def quality_models_for(
         ensure_default_models,
         load_fallback,
     )
-    from sampleweb.labels import labelled_documents
 
     own_fallback = models_dir is not None and (Path(models_dir) / f"{FALLBACK_NAME}.bin").exists()
     if cfg.quality.use_default_models and not (own_fallback or cfg.quality.fallback_models_dir):
+        if reference_rows is None:
+            raise ValueError(
+                "the default quality models need their reference documents: pass "
+                "reference_rows (e.g. sampleweb.labels.labelled_documents), your own --models, "
+                "or set quality.use_default_models: false"
+            )
         log = logging.getLogger(__name__).warning
         root = Path(lake_root) if lake_root is not None else env_lake_root()
         default = ensure_default_models(
-            default_root(root / STAGE_DIRS["quality_models"]), labelled_documents(0), log=log
+            default_root(root / STAGE_DIRS["quality_models"]), reference_rows(), log=log
         )
         if models_dir is None:
             models_dir = default
@@ -159,13 +169,15 @@ def run_filter(
     executor: Executor | None = None,
     memory_budget_mib: float | None = None,
     lake_root: str | Path | None = None,
+    reference_rows: Callable[[], list[dict]] | None = None,
 ) -> FilterResult:
     """Filter DIR2/documents.parquet into DIR3 (annotated, documents, dup_clusters, host_languages, funnel).
 
     `executor` runs the steps (default: `InProcess`). With `memory_budget_mib`, the rows a
     worker holds at once (a chunk) are as many as fit in the budget
     (`filters.pipeline.rows_for_budget`); the outputs do not change. `lake_root` is where the
-    default quality models live (default: the environment's lake).
+    default quality models live (default: the environment's lake); `reference_rows` trains them
+    (see `quality_models_for`).
     """
     from filters import report
     from filters.pipeline import output_schema, plan_chunks
@@ -176,7 +188,9 @@ def run_filter(
     in_schema = check_input(docs_path)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    models_dir, cfg, models, fallback = quality_models_for(models_dir, cfg, lake_root)
+    models_dir, cfg, models, fallback = quality_models_for(
+        models_dir, cfg, lake_root, reference_rows
+    )
     schema = output_schema(in_schema)
     budget = None
     if memory_budget_mib is not None:

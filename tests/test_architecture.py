@@ -1,4 +1,5 @@
-"""The layering rule: domain packages never import Dagster or Beam; pipelines/ adapts them."""
+"""The layering rules: domain packages never import Dagster or Beam (pipelines/ adapts them), and
+they stand in floors: a package imports only packages on lower floors, never sideways or up."""
 
 from __future__ import annotations
 
@@ -60,3 +61,63 @@ def test_domain_packages_never_import_dagster_or_beam():
         for lineno, name in forbidden_imports(path.read_text(encoding="utf-8"), str(path)):
             offenders.append(f"{path.relative_to(ROOT)}:{lineno} imports {name}")
     assert not offenders, "domain code must not import Dagster or Beam:\n" + "\n".join(offenders)
+
+
+# The floors of the domain packages, ground first. common/ holds what several domains share (the
+# lake, consent, the LLM client, the browser launch, pairs, schemas, checks' result type) and the
+# fixture web stands beside it; crawlers, filters and training each build on those alone; synth
+# uses training's models. pipelines/ (the adapters) and bench/ stand above every domain.
+FLOORS = {
+    "common": 0,
+    "sampleweb": 0,
+    "crawlers": 1,
+    "filters": 1,
+    "training": 1,
+    "synth": 2,
+}
+
+
+def _domain_imports(path: Path) -> list[tuple[int, str]]:
+    """(line, top-level package) of every absolute import of a project package in a file."""
+    hits = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), filename=str(path))):
+        names: list[str] = []
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names = [node.module]
+        hits += [(node.lineno, n.split(".")[0]) for n in names]
+    return [(line, top) for line, top in hits if top in FLOORS or top in ("pipelines", "bench")]
+
+
+def floor_violations(root: Path = ROOT) -> list[str]:
+    out = []
+    for pkg, floor in FLOORS.items():
+        for path in sorted((root / pkg).rglob("*.py")):
+            for line, top in _domain_imports(path):
+                if top == pkg:
+                    continue
+                if top in ("pipelines", "bench") or FLOORS[top] >= floor:
+                    out.append(
+                        f"{path.relative_to(root)}:{line} imports {top} (floor "
+                        f"{FLOORS.get(top, 'adapter')}) from {pkg} (floor {floor})"
+                    )
+    return out
+
+
+def test_domain_packages_import_only_lower_floors():
+    offenders = floor_violations()
+    assert not offenders, "a domain package imports sideways or up:\n" + "\n".join(offenders)
+
+
+def test_the_floor_rule_catches_a_sideways_import(tmp_path):
+    for pkg in FLOORS:
+        (tmp_path / pkg).mkdir()
+    (tmp_path / "filters" / "x.py").write_text("from crawlers.extract import page\n")
+    (tmp_path / "training" / "y.py").write_text("import common.lake\nimport synth.captions\n")
+    (tmp_path / "common" / "z.py").write_text("def f():\n    from pipelines import cli\n")
+    assert floor_violations(tmp_path) == [
+        "common/z.py:2 imports pipelines (floor adapter) from common (floor 0)",
+        "filters/x.py:1 imports crawlers (floor 1) from filters (floor 1)",
+        "training/y.py:2 imports synth (floor 2) from training (floor 1)",
+    ]

@@ -22,7 +22,7 @@ def test_fasttext_module_is_fasttext_numpy2_with_training_and_batch_predict():
 
 
 def test_language_id_predicts_a_batch():
-    from filters.langid import LanguageIdentifier
+    from common.langid import LanguageIdentifier
 
     got = LanguageIdentifier().predict_batch(
         ["Das ist ein kurzer deutscher Satz über das Wetter.", "", "这是一个中文句子。"]

@@ -2,15 +2,13 @@
 
 `crawl(seeds, out_dir, config)` runs a crawl; `Fetcher` is the reusable fetch layer (the image
 stage fetches through it with the same safety rules); `Downloader` adds robots.txt and per-host
-politeness on top for one-off fetches (`PoliteFetcher` is its former name).
+politeness on top for one-off fetches.
 """
 
 from crawlers.crawl.config import CrawlConfig, CrawlError, shard_of
 from crawlers.crawl.downloader import Downloader
 from crawlers.crawl.engine import Crawler, crawl
 from crawlers.crawl.fetcher import Fetcher, FetchResult
-
-PoliteFetcher = Downloader
 
 __all__ = [
     "CrawlConfig",
@@ -19,7 +17,6 @@ __all__ = [
     "Downloader",
     "FetchResult",
     "Fetcher",
-    "PoliteFetcher",
     "crawl",
     "shard_of",
 ]

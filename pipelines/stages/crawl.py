@@ -181,7 +181,7 @@ def run(p: CrawlParams, lake: Lake) -> CrawlSummary:
     elif lake.interactive:
         raise ValueError("--seeds: required (a file with one seed URL per line)")
     else:
-        from crawlers.sampleweb import build_web, serve
+        from sampleweb import build_web, serve
 
         # The sample web lives on loopback, so this crawl must lift the SSRF guard.
         config["allow_private_networks"] = True

@@ -24,7 +24,11 @@ def run_filter(
 ) -> FilterResult:
     """`filters.run.run_filter` on the executor the runner in `beam_args` names (the stage's
     choice, not Beam's): `--runner=InProcess` runs the steps here, any other runner (default
-    DirectRunner) on Beam (`pipelines.beam.filter.BeamExecutor`)."""
+    DirectRunner) on Beam (`pipelines.beam.filter.BeamExecutor`). The default quality models
+    are trained from the sample web's labelled documents."""
+    from sampleweb.labels import labelled_documents
+
+    kwargs.setdefault("reference_rows", lambda: labelled_documents(0))
     return filters_run.run_filter(docs_dir, out_dir, executor=executor_for(beam_args), **kwargs)
 
 

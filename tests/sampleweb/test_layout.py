@@ -1,10 +1,8 @@
-"""The sample web's place: a top-level package whose modules import each other one way only,
-and that `crawlers.sampleweb` still names for old imports."""
+"""The sample web's place: a top-level package whose modules import each other one way only,"""
 
 from __future__ import annotations
 
 import ast
-import importlib
 import subprocess
 import sys
 from pathlib import Path
@@ -80,16 +78,6 @@ def test_no_sibling_import_hides_inside_a_function():
     assert not hidden, "\n".join(hidden)
 
 
-def test_old_import_paths_name_the_same_modules():
-    import sampleweb
-    import sampleweb.server
-    from crawlers.sampleweb import build_web, serve
-
-    assert importlib.import_module("crawlers.sampleweb") is sampleweb
-    assert importlib.import_module("crawlers.sampleweb.server") is sampleweb.server
-    assert build_web is sampleweb.build_web and serve is sampleweb.serve
-
-
 def _run(*args: str, cwd: Path) -> str:
     out = subprocess.run([sys.executable, *args], cwd=cwd, capture_output=True, text=True)
     assert out.returncode == 0, f"python {' '.join(args)} failed:\n{out.stderr}"
@@ -97,6 +85,6 @@ def _run(*args: str, cwd: Path) -> str:
 
 
 def test_package_imports_outside_the_checkout(tmp_path: Path):
-    code = "import sampleweb, crawlers.sampleweb as c; assert c is sampleweb; print(sampleweb.__file__)"
+    code = "import sampleweb; print(sampleweb.__file__)"
     assert Path(_run("-c", code, cwd=tmp_path).strip()).parent == PACKAGE
-    assert "usage: python -m sampleweb" in _run("-m", "crawlers.sampleweb", "--help", cwd=tmp_path)
+    assert "usage: python -m sampleweb" in _run("-m", "sampleweb", "--help", cwd=tmp_path)
