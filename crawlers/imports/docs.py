@@ -69,7 +69,7 @@ def import_docs(
     for source in files:
         found_text = False
         for i, row, bad in _corpus_rows(source):
-            base = {"source_file": source, "source_offset": i, "record_type": "corpus_row"}
+            base = {"source_file": source, "record_offset": i, "record_type": "corpus_row"}
             base["import_mode"] = "text"
             if row is None:
                 skips.append({**base, "skip_reason": "malformed_row", "skip_detail": bad})

@@ -31,8 +31,8 @@ from crawlers.imports.warc import ScanOptions, is_remote, local_path, scan_file
 
 PROVENANCE = [
     ("source_file", pa.string()),
-    ("source_offset", pa.int64()),
-    ("source_length", pa.int64()),
+    ("record_offset", pa.int64()),
+    ("record_length", pa.int64()),
     ("warc_record_id", pa.string()),
     ("capture_time", pa.string()),
     ("record_type", pa.string()),
@@ -224,7 +224,7 @@ def _merge(files: list[str], out_dir: Path) -> tuple[list[dict], list[dict]]:
     for source in files:
         part = out_dir / "parts" / f"{file_key(source)}.parquet"
         for row in pq.read_table(part).to_pylist():
-            where = f"{row.get('warc_record_id') or ''} in {source}@{row.get('source_offset')}"
+            where = f"{row.get('warc_record_id') or ''} in {source}@{row.get('record_offset')}"
             if row["kind"] == "page":
                 # the payload digest as recorded, and the decoded body's sha256 (archivers
                 # differ on what the payload digest covers: a chunked body or not)

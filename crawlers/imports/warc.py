@@ -227,8 +227,8 @@ _WHOLE_GZIP = "whole-file gzip: records copied (a record in it cannot be read at
 def scan_file(source: str, opts: ScanOptions, sink_dir: Path, key: str) -> list[dict[str, Any]]:
     """Every record of one WARC/ARC file as one row (a page or a skip); see the module doc.
 
-    Rows carry `kind` ('page' or 'skip'), the provenance (`source_file`, `source_offset`,
-    `source_length`, `warc_record_id`, `capture_time`, `record_type`), `import_mode`
+    Rows carry `kind` ('page' or 'skip'), the provenance (`source_file`, `record_offset`,
+    `record_length`, `warc_record_id`, `capture_time`, `record_type`), `import_mode`
     ('referenced', or 'copied: why') and, for pages, where extraction finds the record
     (`warc_file`: the source's absolute path, or `warc/<key>.warc.gz` in the import directory).
     """
@@ -275,7 +275,7 @@ def _scan(
                         raise _Restart("ARC file: records converted to WARC and copied")
                     row = _record_row(record, it, source, base, opts, sink)
                     row["import_mode"] = mode
-                    last_end = row["source_offset"] + max(0, row["source_length"] or 0)
+                    last_end = row["record_offset"] + max(0, row["record_length"] or 0)
                     rows.append(row)
                 if seekable:  # warcio ends quietly at a cut gzip member: the rest is a skip
                     rows.extend(_tail(stream, last_end, source, mode))
@@ -289,7 +289,7 @@ def _scan(
             except Exception as exc:  # zlib.error, EOFError, a header warcio cannot parse
                 error = exc
             detail = " ".join(f"{type(error).__name__}: {error}".split())[:500]
-            where = {"source_file": source, "source_offset": last_end, "source_length": None}
+            where = {"source_file": source, "record_offset": last_end, "record_length": None}
             rows.append(
                 {
                     **_skip(where, "malformed_record", f"{source}@{last_end}: {detail}"),
@@ -320,7 +320,7 @@ def _tail(stream: BinaryIO, last_end: int, source: str, mode: str) -> list[dict[
         f"{source}@{last_end}: {size - last_end} bytes after the last whole record could not be "
         "read as a record (a cut gzip member or a truncated file)"
     )
-    where = {"source_file": source, "source_offset": last_end, "source_length": size - last_end}
+    where = {"source_file": source, "record_offset": last_end, "record_length": size - last_end}
     return [{**_skip(where, "malformed_record", detail), "import_mode": mode}]
 
 
@@ -369,8 +369,8 @@ def _record_row(record, it, source: str, base: int, opts: ScanOptions, sink: _Si
     }
 
     def place() -> dict[str, Any]:
-        row["source_offset"] = base + it.get_record_offset()
-        row["source_length"] = it.get_record_length()
+        row["record_offset"] = base + it.get_record_offset()
+        row["record_length"] = it.get_record_length()
         return row
 
     if rec_type in NOT_PAGES:
@@ -435,7 +435,7 @@ def _record_row(record, it, source: str, base: int, opts: ScanOptions, sink: _Si
     if status != 200:
         return _skip(row, "http_status", f"HTTP status {status}: only 200 responses are pages")
     body = raw
-    where = f"{source}@{row['source_offset']}"
+    where = f"{source}@{row['record_offset']}"
     try:
         if "chunked" in headers.get("transfer-encoding", "").lower():
             body, more = _read_capped(ChunkedDataReader(io.BytesIO(raw)), opts.max_record_bytes)
@@ -474,8 +474,8 @@ def _record_row(record, it, source: str, base: int, opts: ScanOptions, sink: _Si
     else:
         row.update(
             warc_file=str(Path(local_path(source)).resolve()),
-            warc_offset=row["source_offset"],
-            warc_length=row["source_length"],
+            warc_offset=row["record_offset"],
+            warc_length=row["record_length"],
         )
     return row
 

@@ -72,9 +72,9 @@ def scan_wet(source: str) -> tuple[list[dict], list[dict]]:
                 "url": h.get_header("WARC-Target-URI"),
             }
             raw = record.raw_stream.read(MAX_TEXT_BYTES + 1)
-            row["source_offset"] = offset = it.get_record_offset()
-            row["source_length"] = it.get_record_length()
-            offset += row["source_length"] or 0
+            row["record_offset"] = offset = it.get_record_offset()
+            row["record_length"] = it.get_record_length()
+            offset += row["record_length"] or 0
             if record.rec_type != "conversion":
                 skips.append({**row, "skip_reason": record.rec_type, "skip_detail": "not text"})
                 continue
@@ -107,7 +107,7 @@ def scan_wet(source: str) -> tuple[list[dict], list[dict]]:
         skips.append(
             {
                 "source_file": source,
-                "source_offset": offset,
+                "record_offset": offset,
                 "skip_reason": "malformed_record",
                 "skip_detail": f"{source}@{offset}: {type(exc).__name__}: {exc}"[:500],
             }
@@ -149,7 +149,7 @@ def _decide_and_write(
             reason = "duplicate_payload" if key in seen else "duplicate_id"
             skips.append({**d, "skip_reason": reason, "skip_detail": f"same as {first}"})
             continue
-        seen[key] = seen["id:" + d["id"]] = f"{d.get('source_file')}@{d.get('source_offset')}"
+        seen[key] = seen["id:" + d["id"]] = f"{d.get('source_file')}@{d.get('record_offset')}"
         kept.append(d)
     t = time.perf_counter()
     with_url = [d for d in kept if d.get("url")]

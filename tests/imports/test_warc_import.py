@@ -173,7 +173,7 @@ def test_import_decides_consent_records_every_record_and_extract_reads_it(tmp_pa
     one = pages["one"]
     assert one["warc_file"] == str(files["first"].resolve()) and one["import_mode"] == "referenced"
     assert one["warc_record_id"].startswith("<urn:uuid:") and one["capture_time"]
-    assert one["source_offset"] == one["warc_offset"] and one["fetched_at"] == one["capture_time"]
+    assert one["record_offset"] == one["warc_offset"] and one["fetched_at"] == one["capture_time"]
     assert pages["whole-gzip"]["warc_file"].startswith("warc/")
     assert pages["whole-gzip"]["import_mode"].startswith("copied: whole-file gzip")
     assert not list((out / "warc").glob("*a.warc.gz*"))  # nothing copied from the seekable file
