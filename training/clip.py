@@ -548,19 +548,6 @@ def roc_auc(positive: Sequence[float], negative: Sequence[float]) -> float:
         raise ClipError(
             f"roc_auc needs scores on both sides; got {len(pos)} positive, {len(neg)} negative"
         )
-    ranks = _average_ranks(np.concatenate([pos, neg]))
-    return float((ranks[: len(pos)].sum() - len(pos) * (len(pos) + 1) / 2) / (len(pos) * len(neg)))
+    from common.metrics import roc_auc as auc
 
-
-def _average_ranks(values: np.ndarray) -> np.ndarray:
-    order = np.argsort(values, kind="mergesort")
-    ranks = np.empty(len(values), dtype=np.float64)
-    sorted_values = values[order]
-    i = 0
-    while i < len(values):
-        j = i
-        while j + 1 < len(values) and sorted_values[j + 1] == sorted_values[i]:
-            j += 1
-        ranks[order[i : j + 1]] = (i + j) / 2 + 1
-        i = j + 1
-    return ranks
+    return auc([1] * len(pos) + [0] * len(neg), np.concatenate([pos, neg]))

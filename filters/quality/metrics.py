@@ -7,25 +7,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-
-def roc_auc(labels: Sequence[int], scores: Sequence[float]) -> float:
-    """Area under the ROC curve via the rank-sum statistic (ties get average ranks)."""
-    y = np.asarray(labels, dtype=bool)
-    s = np.asarray(scores, dtype=float)
-    n_pos, n_neg = int(y.sum()), int((~y).sum())
-    if n_pos == 0 or n_neg == 0:
-        return float("nan")
-    order = np.argsort(s, kind="mergesort")
-    ranks = np.empty(len(s))
-    sorted_s = s[order]
-    i = 0
-    while i < len(s):
-        j = i
-        while j + 1 < len(s) and sorted_s[j + 1] == sorted_s[i]:
-            j += 1
-        ranks[order[i : j + 1]] = (i + j) / 2 + 1
-        i = j + 1
-    return float((ranks[y].sum() - n_pos * (n_pos + 1) / 2) / (n_pos * n_neg))
+from common.metrics import roc_auc  # noqa: F401  (the one ROC AUC, used by the trainer)
 
 
 def precision_recall(
