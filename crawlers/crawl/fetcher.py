@@ -465,6 +465,9 @@ class Fetcher:
         except (TimeoutError, aiohttp.ClientError, OSError) as exc:
             result.error = _describe(exc)
             return None
+        except UnicodeError as exc:  # a host IDNA cannot encode ('a..test', from a redirect)
+            result.error = f"bad-url: {url!r}: {exc}"[:500]
+            return None
         if prefix is not None:
             try:
                 result.body = prefix.result(cut_to_line=True)

@@ -318,6 +318,8 @@ class ImageServer(LoopbackServer):
 
         if request.path == "/robots.txt":
             return web.Response(text="User-agent: *\nAllow: /\n")
+        if request.path == "/redir.png":  # a redirect to a host IDNA cannot encode
+            raise web.HTTPFound("http://a..test/x.png")
         buf = io.BytesIO()
         Image.new("RGB", (64, 64), (len(request.path) * 30 % 256, 10, 10)).save(buf, "PNG")
         return web.Response(body=buf.getvalue(), content_type="image/png")
@@ -335,6 +337,7 @@ def test_images_build_goes_on_past_a_src_no_connection_could_use(tmp_path):
         pq.write_table(pa.table(docs), ex / "documents.parquet")
         srcs = [f"http://127.0.0.234:{s.port}/a.png", "http://a..test/b.png"]
         srcs += [f"http://127.0.0.234:{s.port}/cc.png", "http://[::1/d.png", "http://x:99999/"]
+        srcs.append(f"http://127.0.0.234:{s.port}/redir.png")
         n = len(srcs)
         refs = {
             "doc_id": ["d1"] * n,
@@ -357,6 +360,9 @@ def test_images_build_goes_on_past_a_src_no_connection_could_use(tmp_path):
     assert res.exit_code == 0, res.output
     rows = {r["src"]: r for r in pq.read_table(tmp_path / "out" / "fetched.parquet").to_pylist()}
     assert len(rows) == n
+    redir = rows[srcs.pop()]  # its redirect's host has no robots.txt to ask: not fetched
+    assert redir["drop_reason"] == "robots_denied", redir
+    assert redir["error"].startswith("robots-unreachable"), redir
     for src in srcs:
         r = rows[src]
         if "127.0.0.234" in src:
