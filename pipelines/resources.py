@@ -105,7 +105,7 @@ class LakeIOManager(ConfigurableIOManager):
             )
         path = self._root() / rel
         if (path / "latest.json").exists():  # versioned runs: the newest finished one
-            from pipelines.stages.train import latest_run
+            from training.runs import latest_run
 
             path = latest_run(path) or path
         return Dataset(asset, str(path))

@@ -23,7 +23,7 @@ from rich.console import Console
 from common.lakecheck import verify_lake
 from pipelines.demo import run_demo
 from pipelines.graph import build_definitions, lineage_gaps
-from pipelines.stages.train import latest_run
+from training.runs import latest_run
 
 pytestmark = pytest.mark.slow
 

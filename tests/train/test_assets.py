@@ -8,7 +8,7 @@ import shutil
 import pytest
 
 from pipelines.graph import materialize_selection
-from pipelines.stages.train import latest_run, run_dirs
+from training.runs import latest_run, run_dirs
 
 pytestmark = pytest.mark.timeout(240)
 # The mixtures are built by the fixtures at the lake's standard places, not by the mixture

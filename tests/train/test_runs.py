@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from pipelines.stages.train import latest_run, new_run_dir, resumable_run, run_dirs, set_latest
+from training.runs import latest_run, new_run_dir, resumable_run, run_dirs, set_latest
 
 pytestmark = pytest.mark.timeout(30)
 
