@@ -23,7 +23,7 @@ from trafilatura import bare_extraction
 from trafilatura.core import normalize_unicode, xmltotxt
 from trafilatura.htmlprocessing import convert_tags, tree_cleaning
 from trafilatura.main_extractor import extract_comments
-from trafilatura.settings import Extractor
+from trafilatura.settings import Extractor, set_date_params
 from trafilatura.utils import load_html
 
 from crawlers.extract.decode import clean_text
@@ -189,6 +189,9 @@ def _run_trafilatura(tree, url: str, favor: str, *, images: bool = False, with_m
         url=url,
         fast=images,  # the image run only places images: no second opinion from the fallbacks
         with_metadata=with_metadata,
+        # Dates from the page's markup (meta, JSON-LD, <time>, URL), not htmldate's extensive
+        # search of the free text: that search took 3/4 of the extraction time on real pages.
+        date_extraction_params=set_date_params(extensive=False),
         include_images=images,
         include_tables=True,
         # Formatting (bold, italics) changes what trafilatura keeps (captions, teasers): only

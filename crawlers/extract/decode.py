@@ -157,10 +157,8 @@ def text_sample(body: bytes, limit: int = 64_000) -> bytes:
 def detect_encoding(body: bytes) -> str | None:
     """Detected codec of a body that is not valid UTF-8, judged on its text rather than markup."""
     sample = text_sample(body)
-    if not sample:
-        return None
-    best = from_bytes(sample).best()
-    if best is None:
+    best = from_bytes(sample).best() if sample else None
+    if best is None:  # no non-ASCII text outside the markup: judge the whole body
         best = from_bytes(body[:200_000]).best()
     return _codec(best.encoding) if best is not None else None
 

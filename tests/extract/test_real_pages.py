@@ -256,3 +256,11 @@ def test_a_comment_section_with_only_its_label_gives_no_comments():
         '<div id="comments" class="comments-area"><h3>Leave a reply</h3></div></body></html>'
     )
     assert extract(html.encode())["comments"] == ""
+
+
+def test_a_byte_order_mark_comes_first():
+    html = page(DE, head='<meta charset="iso-8859-1">')
+    assert choose_encoding(b"\xef\xbb\xbf" + html.encode())[0] == "utf-8"
+    body = b"\xff\xfe" + html.encode("utf-16-le")  # UTF-16 is half NUL bytes, yet text
+    assert choose_encoding(body) == ("utf-16-le", "bom")
+    assert "Größere Summen fließen" in extract(body, "text/html; charset=iso-8859-1")["text"]
