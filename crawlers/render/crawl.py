@@ -41,7 +41,9 @@ def plan_renders(crawl_dir: str | Path, mode: str = "auto") -> tuple[list[dict],
             render, reason = decision.render, decision.reason
         decisions.append({"url": rec["url"], "rendered": render, "render_reason": reason})
         if render:
-            jobs.append(RenderJob(rec["url"], html))
+            consent = rec.get("training_allowed")
+            consent = consent if isinstance(consent, bool) else None
+            jobs.append(RenderJob(rec["url"], html, training_allowed=consent))
     return decisions, jobs
 
 

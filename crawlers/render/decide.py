@@ -513,6 +513,10 @@ class _Page:
         self.visible = _norm(" ".join(_texts(self.body)) + " " + (tree.findtext(".//title") or ""))
 
     @property
+    def markup_kb(self) -> float:
+        return len(etree.tostring(self.tree)) / 1024 if self.main_weight < SHELL_TEXT_CHARS else 0.0
+
+    @property
     def runs_scripts(self) -> bool:
         return bool(self.inline or self.external or self.handlers)
 
@@ -693,19 +697,21 @@ def _placeholders(page: _Page) -> list[tuple[str, object]]:
     for el in page.flow_elements():
         if not isinstance(el.tag, str) or el.tag in _SKIP_TEXT:
             continue
+        if el.get("aria-busy") == "true":
+            what = f"aria-busy {_describe(el)}"
+        elif el.get("role") == "progressbar" or el.tag == "progress":
+            what = f"progress indicator {_describe(el)}"
+        elif _PLACEHOLDER_CLASS.search(el.get("class") or "") and page.weight(el) == 0:
+            what = f"{_PLACEHOLDER_CLASS.search(el.get('class')).group(2).lower()} {_describe(el)}"
+        elif len(el) == 0 and el.text and len(el.text) <= 80 and is_loading_text(el.text):
+            what = f'"{" ".join(el.text.split())}"'
+        else:
+            continue
         if _hidden(el) or any(a.tag in ("form", "button") for a in el.iterancestors()):
             continue
         if _ad_named(el) or any(_ad_named(a) for a in el.iterancestors() if page.in_flow(a)):
             continue  # a widget's, an ad's or the comments' own loader
-        if el.get("aria-busy") == "true":
-            found.append((f"aria-busy {_describe(el)}", el))
-        elif el.get("role") == "progressbar" or el.tag == "progress":
-            found.append((f"progress indicator {_describe(el)}", el))
-        elif _PLACEHOLDER_CLASS.search(el.get("class") or "") and page.weight(el) == 0:
-            kind = _PLACEHOLDER_CLASS.search(el.get("class")).group(2).lower()
-            found.append((f"{kind} {_describe(el)}", el))
-        elif len(el) == 0 and el.text and len(el.text) <= 80 and is_loading_text(el.text):
-            found.append((f'"{" ".join(el.text.split())}"', el))
+        found.append((what, el))
     return found
 
 
@@ -749,7 +755,7 @@ def _evidence(page: _Page) -> tuple[list[str], list[str], list[str]]:
     weak: list[str] = []
     places: list[str] = []  # weak places for content: an upgrade target for missing prose
     support: list[str] = []
-    kb = len(etree.tostring(page.tree)) / 1024
+    kb = page.markup_kb
     if page.main_weight < EMPTY_MAIN_CHARS:
         strong.append(
             f"app shell: {page.main_weight} chars of text in the main content "
@@ -773,9 +779,9 @@ def _evidence(page: _Page) -> tuple[list[str], list[str], list[str]]:
         custom = "-" in el.tag
         if not (custom or el.tag in _CONTAINERS) or not page.empty(el):
             continue
-        ends = _ends_flow(el, page)
-        sentinel = _SENTINEL_NAME.search(_names(el)) and "lazy" not in _names(el)
-        if ends and sentinel and scripts and not _ad_named(el):
+        names = _names(el)
+        sentinel = _SENTINEL_NAME.search(names) and "lazy" not in names
+        if sentinel and scripts and not _ad_named(el) and _ends_flow(el, page):
             strong.append(f"feed ends in a sentinel {_describe(el)}")
         elif _ad_named(el):
             continue
@@ -784,11 +790,11 @@ def _evidence(page: _Page) -> tuple[list[str], list[str], list[str]]:
                 strong.append(f"shadow dom: empty custom element <{el.tag}> in the main content")
             else:
                 places.append(f"empty custom element <{el.tag}> mid-content")
-        elif not _content_named(el):
-            continue
+        elif not (_content_named(el) or (little_text and el.get("id"))):
+            continue  # an unnamed box in a page full of text: a widget's, most likely
         elif el.get("id") and re.search(rf"""['"`]#?{re.escape(el.get("id"))}['"`]""", quoted):
             continue  # an inline script handles it and writes no text (a widget)
-        elif page.external and el.get("id") and (ends or little_text):
+        elif page.external and el.get("id") and _ends_flow(el, page):
             strong.append(
                 f"empty container {_describe(el)} ends the main content, with external scripts"
             )

@@ -126,6 +126,10 @@ class RenderJob:
     url: str
     html: str
     archive: ArchivedPage | None = None
+    # The page's own training consent (the crawl record's training_allowed). Unless it is False
+    # (the page is opted out already: nothing of it is for training), text from sub-requests
+    # whose robots.txt disallows the training token is not loaded.
+    training_allowed: bool | None = None
 
 
 @dataclass
@@ -471,7 +475,8 @@ class Renderer:
             out.blocked_requests.append({"url": url, "reason": _reason(url, res)})
             await route.abort("blockedbyclient" if res.status is None else "failed")
             return
-        if res.robots_training != ALLOWED and request.resource_type not in TEXTLESS_TYPES:
+        opted_out = res.robots_training != ALLOWED and job.training_allowed is not False
+        if opted_out and request.resource_type not in TEXTLESS_TYPES:
             # What this response would put into the page (a fetch's JSON, a script's strings, a
             # frame) is content its site opted out of training: it is not loaded at all.
             token = self.config.training_token

@@ -158,12 +158,14 @@ def rendered(tmp_path_factory):
                 f" fetch('{b.base}/data.json').then(x => x.json()).then(d => show(d.text)).catch(() => 0);"
                 "</script>",
             )
+            pages["consent-page-opted-out"] = pages["consent"]
             records = [
                 {
                     "url": f"{a.base}/{name}",
                     "status": 200,
                     "body": html.encode(),
                     "content_type": "text/html",
+                    "training_allowed": name != "consent-page-opted-out",
                 }
                 for name, html in pages.items()
             ]
@@ -291,3 +293,13 @@ def test_an_opt_out_in_the_rendered_dom_holds_when_the_static_text_is_kept():
     doc = extract_page(_record(STATIC, dom)).document
     assert doc["rendered"] is False and "static kept" in doc["render_reason"]
     assert doc["noai"] is True and doc["training_allowed"] is False
+
+
+def test_a_page_opted_out_itself_keeps_the_text_of_its_opted_out_subrequests(rendered):
+    """Nothing of an opted-out page is for training: its sub-requests' text stays in its document."""
+    rows, recs, _, _ = rendered
+    row = rows["consent-page-opted-out"]
+    assert OWN in text_of(row["html"]) and OPTED_OUT in text_of(row["html"])
+    assert not any("training opt-out" in b["reason"] for b in row["blocked_requests"])
+    (sub,) = [x for x in row["subresources"] if x["url"].endswith("/data.json")]
+    assert sub["robots_training"] == "disallowed"
