@@ -269,7 +269,7 @@ def _gzip(body: bytes) -> bytes:
 
 def test_subresources_are_archived_and_a_replay_renders_the_same_text(tmp_path, no_browser_leak):
     from crawlers.crawl.frontier import Frontier
-    from pipelines.stages.extract import run_render
+    from crawlers.render.run import run_render
 
     app_js = """fetch('/data/items.json').then(r => r.json()).then(d => {
   for (const t of d.items) { const li = document.createElement('li'); li.textContent = t; list.appendChild(li); } });"""

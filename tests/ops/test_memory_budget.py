@@ -102,7 +102,7 @@ def js_crawl(tmp_path_factory):
 
 def test_render_stays_under_its_budget(js_crawl, tmp_path):
     from crawlers.render.budget import RENDER_BROWSER_MIB, RENDER_PAGE_MIB
-    from pipelines.stages.extract import run_render
+    from crawlers.render.run import run_render
 
     kw = {"delay": 0.0, "allow_private_networks": True}
     smallest = _smallest(
