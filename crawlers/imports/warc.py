@@ -274,6 +274,8 @@ def _scan(
                     if not copy and record.format in ("arc", "arc2warc"):
                         raise _Restart("ARC file: records converted to WARC and copied")
                     row = _record_row(record, it, source, base, opts, sink)
+                    if row is None:  # an empty gzip member between or after records
+                        continue
                     row["import_mode"] = mode
                     last_end = row["record_offset"] + max(0, row["record_length"] or 0)
                     rows.append(row)
@@ -314,7 +316,7 @@ def _tail(stream: BinaryIO, last_end: int, source: str, mode: str) -> list[dict[
     if size <= last_end:
         return []
     stream.seek(last_end)
-    if not stream.read(1 << 16).strip():
+    if _blank(stream.read(1 << 16)):
         return []
     detail = (
         f"{source}@{last_end}: {size - last_end} bytes after the last whole record could not be "
@@ -322,6 +324,24 @@ def _tail(stream: BinaryIO, last_end: int, source: str, mode: str) -> list[dict[
     )
     where = {"source_file": source, "record_offset": last_end, "record_length": size - last_end}
     return [{**_skip(where, "malformed_record", detail), "import_mode": mode}]
+
+
+def _blank(data: bytes) -> bool:
+    """Blank lines, or gzip members holding nothing but blank lines (some writers end a file
+    with an empty member)."""
+    import zlib
+
+    while data.strip():
+        if not data.startswith(_GZIP_MAGIC):
+            return False
+        d = zlib.decompressobj(31)
+        try:
+            if d.decompress(data, 1 << 16).strip() or not d.eof:
+                return False
+        except zlib.error:
+            return False
+        data = d.unused_data
+    return True
 
 
 def _rewound(fh: BinaryIO) -> BinaryIO:
@@ -353,9 +373,14 @@ def _skip(row: dict[str, Any], reason: str, detail: str) -> dict[str, Any]:
     return {**row, "kind": "skip", "skip_reason": reason, "skip_detail": detail}
 
 
-def _record_row(record, it, source: str, base: int, opts: ScanOptions, sink: _Sink | None):
+def _record_row(
+    record, it, source: str, base: int, opts: ScanOptions, sink: _Sink | None
+) -> dict[str, Any] | None:
     h = record.rec_headers
     rec_type = record.rec_type
+    if rec_type is None and not h.headers:
+        it.read_to_end(record)
+        return None
     url = h.get_header("WARC-Target-URI") or (
         h.get_header("uri") if record.format != "warc" else None
     )

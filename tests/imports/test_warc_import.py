@@ -388,3 +388,19 @@ def test_the_same_body_under_another_payload_digest_is_still_a_repeat(tmp_path):
     s = import_warc([str(a), str(b)], tmp_path / "out", offline=True)
     skipped = pq.read_table(tmp_path / "out" / "skipped.parquet").to_pylist()
     assert s["pages"] == 1 and [r["skip_reason"] for r in skipped] == ["duplicate_payload"]
+
+
+def test_an_empty_gzip_member_at_the_end_is_no_skip(tmp_path):
+    src = write_warc(
+        tmp_path / "e.warc.gz", lambda w: response(w, "http://127.0.0.2:9/e", page("E"))
+    )
+    with open(src, "ab") as fh:
+        fh.write(gzip.compress(b"") + gzip.compress(b"\r\n\r\n"))
+    s = import_warc([str(src)], tmp_path / "out", offline=True)
+    assert s["pages"] == 1 and s["skipped"] == 0
+    with open(src, "ab") as fh:
+        fh.write(gzip.compress(b"WARC/1.1\r\nWARC-Type: resp"))  # a member cut inside a header
+    s = import_warc([str(src)], tmp_path / "out2", offline=True)
+    # warcio reads the cut header as a record of type 'resp': one recorded skip either way
+    assert s["pages"] == 1 and s["skipped"] == 1
+    assert set(s["skipped_by_reason"]) <= {"malformed_record", "record_type"}
