@@ -47,7 +47,7 @@ from open_clip import coca_model
 from open_clip.loss import CoCaLoss
 from PIL import Image
 
-from common.pairs import open_image, pairs_files  # noqa: F401  (pairs_files: used below)
+from common.pairs import kept_pairs, open_image, pairs_files
 from training.clip import (
     CONFIG_FILE,
     WEIGHTS_FILE,
@@ -114,48 +114,6 @@ class CaptionerError(ValueError):
 
 
 # ----------------------------------------------------------------------------- pairs
-
-
-def kept_pairs(
-    pairs: str | os.PathLike[str] | Iterable[str | os.PathLike[str]], consent: Any = None
-) -> list[dict]:
-    """The kept, training-allowed pairs (drop_reason null, an image, and the one consent rule of
-    common.consent: training_allowed the boolean true and not opted out by `consent`, the
-    ledger; None: the flags only): dicts with pair_id, caption, image_sha256, image_path
-    (relative, as stored), image_file (absolute) and training_allowed, in file order."""
-
-    from common.consent import NO_LEDGER
-    from common.inputs import BadImagePath, read_parquet, resolve_image
-
-    rule = consent or NO_LEDGER
-
-    out = []
-    for f in pairs_files(pairs):
-        table = read_parquet(f, fix="pass an `images build` output")
-        missing = {"id", "caption", "image_path", "drop_reason", "training_allowed"} - set(
-            table.column_names
-        )
-        if missing:
-            raise CaptionerError(
-                f"{f}: columns {sorted(missing)} missing; pass an `images build` output"
-            )
-        for r in table.to_pylist():
-            if r["drop_reason"] is None and r["image_path"] and rule.allows(r):
-                try:  # inside the pairs' own directory: no local file outside it is read
-                    resolve_image(r["image_path"], f.parent)
-                except BadImagePath:
-                    continue  # absolute, '..' or a symlink out: not an image of this dataset
-                out.append(
-                    {
-                        "pair_id": r["id"],
-                        "caption": r["caption"],
-                        "image_sha256": r.get("image_sha256"),
-                        "image_path": r["image_path"],
-                        "image_file": str(f.parent / r["image_path"]),
-                        "training_allowed": True,
-                    }
-                )
-    return out
 
 
 # ----------------------------------------------------------------------------- tokenizer

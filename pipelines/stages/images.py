@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from common import lake as lake_mod
-from common.pairs import pairs_files
+from common.pairs import kept_pairs, pairs_files
 from pipelines.stage import Check, Lake, Params, Stage, Summary, param
 
 CRAWL_SHARDS = 4  # image_pairs is partitioned like the crawl (by the page's host)
@@ -277,29 +277,6 @@ class ClipTrainSummary(Summary):
         return self.model_dump(exclude={"outputs", "details"})
 
 
-def kept_pairs(pair_files: list[Path], consent=None) -> list[tuple[str, str]]:
-    """(image path, caption) of the kept, training-allowed pairs: the consent rule
-    (`common.consent`: the pair's flag is the boolean true, and `consent`'s ledger, when given,
-    has not opted out its document)."""
-
-    from common.consent import NO_LEDGER
-    from common.inputs import BadImagePath, read_rows, resolve_image
-
-    rule = consent if consent is not None else NO_LEDGER
-    out = []
-    fix = "re-run `refinery images build`"
-    need = {"drop_reason": "string", "image_path": "string", "caption": "string"}
-    for f in pair_files:
-        for r in read_rows(f, required=need, fix=fix):
-            if r["drop_reason"] is None and r["image_path"] and rule.allows(r):
-                try:  # inside the pairs' own directory: no local file outside it is trained on
-                    resolve_image(r["image_path"], f.parent)
-                except BadImagePath:
-                    continue  # not an image of this dataset (absolute, '..', symlink out)
-                out.append((str(f.parent / r["image_path"]), r["caption"]))
-    return out
-
-
 def clip_train(p: ClipTrainParams, lake: Lake) -> ClipTrainSummary:
     """Train a CLIP with open_clip's own model and loss on kept image-text pairs."""
     from training.clip import train_clip
@@ -309,7 +286,8 @@ def clip_train(p: ClipTrainParams, lake: Lake) -> ClipTrainSummary:
     from common.consent import Consent, ledger_files_for
 
     files = [f for d in p.pairs for f in pairs_files(d)]
-    pairs = kept_pairs(files, Consent.load(lake.root, ledger_files_for(lake.root, *p.pairs)))
+    consent = Consent.load(lake.root, ledger_files_for(lake.root, *p.pairs))
+    pairs = [(k["image_file"], k["caption"]) for k in kept_pairs(files, consent)]
     if len(pairs) < 2:
         raise ValueError(
             f"--pairs {', '.join(map(str, p.pairs))}: {len(pairs)} kept pairs; need 2+"

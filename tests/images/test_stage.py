@@ -218,12 +218,13 @@ def test_consent_check_passes_then_fails_on_a_stored_opted_out_image(built, tmp_
 
 
 def test_clip_scores_on_beam_equal_the_in_process_scorer(built, tmp_path):
+    from common.pairs import kept_pairs
     from pipelines.beam.images import score_pairs_beam
-    from pipelines.stages.images import kept_pairs
     from training.clip import ClipScorer, train_clip
 
     _, pairs_dir, _ = built
-    pairs = kept_pairs([pairs_dir / "pairs.parquet"])[:40]
+    pairs = [(k["image_file"], k["caption"]) for k in kept_pairs([pairs_dir / "pairs.parquet"])]
+    pairs = pairs[:40]
     model = tmp_path / "clip"
     train_clip(pairs, model, steps=2, batch_size=8)
     items = [(f"p{i}", path, caption) for i, (path, caption) in enumerate(pairs)]

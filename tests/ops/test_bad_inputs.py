@@ -374,8 +374,7 @@ def test_images_build_goes_on_past_a_src_no_connection_could_use(tmp_path):
 def test_training_pairs_stay_inside_their_dataset(tmp_path):
     """clip train and the captioner read the kept pairs' images: an absolute or escaping
     image_path (/dev/zero, another directory's file) is not one of the dataset's images."""
-    from pipelines.stages.images import kept_pairs as clip_pairs
-    from training.coca import kept_pairs as captioner_pairs
+    from common.pairs import kept_pairs
 
     d = tmp_path / "pairs"
     _png(d / "images" / "ok.png", 1)
@@ -389,8 +388,9 @@ def test_training_pairs_stay_inside_their_dataset(tmp_path):
         for i, p in enumerate(paths)
     ]
     pq.write_table(pa.Table.from_pylist(rows), d / "pairs.parquet")
-    assert [p for p, _ in clip_pairs([d / "pairs.parquet"])] == [str(d / "images/ok.png")]
-    assert [p["pair_id"] for p in captioner_pairs(d / "pairs.parquet")] == ["p0"]
+    kept = kept_pairs(d / "pairs.parquet")  # clip train's and the captioner's reader
+    assert [p["image_file"] for p in kept] == [str(d / "images/ok.png")]
+    assert [p["pair_id"] for p in kept] == ["p0"]
     # what goes to a teacher: synth captions and domain QA read no image outside the dataset
     from synth.captions import read_pairs as caption_pairs
     from synth.domain_qa import read_pairs as qa_pairs

@@ -133,7 +133,10 @@ def test_fetch_never_requests_an_image_whose_flag_is_not_true(tmp_path, flag):
 
 def test_clip_pairs_need_a_true_flag_and_no_ledger_opt_out(tmp_path):
     """`refinery clip train` reads the kept pairs through the consent rule."""
-    from pipelines.stages.images import kept_pairs
+    from common.pairs import kept_pairs as kept
+
+    def kept_pairs(*args):
+        return [(k["image_file"], k["caption"]) for k in kept(*args)]
 
     rows = [
         {"id": f"p{i}", "doc_id": f"d{i}", "url": f"http://h.test/d{i}", "image_path": f"i{i}.png"}

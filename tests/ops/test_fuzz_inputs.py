@@ -447,10 +447,10 @@ def test_pairs_readers_name_the_file(tmp_path):
     """The readers of pairs.parquet and domain_images.parquet (synth captions, domain QA, the
     captioner): an empty, truncated or non-Parquet file is one error naming it."""
     from common.inputs import InputError
+    from common.pairs import kept_pairs
     from synth.captions import read_pairs as caption_pairs
     from synth.domain_qa import read_domain_images
     from synth.domain_qa import read_pairs as qa_pairs
-    from training.coca import kept_pairs
 
     sink = pa.BufferOutputStream()
     pq.write_table(documents(3), sink)

@@ -314,9 +314,9 @@ def test_a_teacher_failure_is_a_row_with_its_reason(server, pairs, tmp_path):
 
 
 def test_cli_trains_the_captioner_and_captions_a_tiny_lake(tmp_path, monkeypatch):
+    from common.pairs import kept_pairs
     from pipelines.cli import app
     from training.clip import train_clip
-    from training.coca import kept_pairs
 
     lake = tmp_path / "lake"
     pairs = make_pairs_dir(lake / "images" / "pairs" / "shard=0", 24, seed=9)
@@ -382,11 +382,11 @@ def test_cli_trains_the_captioner_and_captions_a_tiny_lake(tmp_path, monkeypatch
 def test_dagster_assets_train_caption_and_check(tmp_path):
     import pyarrow as pa
 
+    from common.pairs import kept_pairs
     from pipelines.graph import materialize_selection
     from pipelines.stage import Dataset, Lake
     from pipelines.stages import captions as stage_mod
     from training.clip import train_clip
-    from training.coca import kept_pairs
 
     lake = tmp_path / "lake"
     shard = lake / "images" / "pairs" / "shard=0"
