@@ -11,8 +11,9 @@ failure (or `retries` failures, when a count is set), and until then `retry_at(u
 caller when to ask again, so URLs wait instead of being denied while other hosts proceed. Only
 after giving up is disallow-all cached (for this run; a resumed crawl asks again) and the origin
 listed in `gave_up`; so is at once a 503/429 whose Retry-After lies beyond `give_up_s` (a shorter
-Retry-After delays the next re-check). The robots.txt request's own HTTP answer never counts toward the server's
-circuit breaker (the outage has this backoff; a server that answers is not down).
+Retry-After delays the next re-check). Only an origin's first failure counts toward its server's
+backoff and circuit breaker: the re-checks of an outage have this backoff and must not get the
+host abandoned, while a server failing many hosts' robots.txt is still given up on.
 """
 
 from __future__ import annotations
@@ -128,7 +129,10 @@ class RobotsPolicy:
             robots = self.cache.get(origin)
             if robots is not None:
                 return robots
-            record = await self._fetch(origin)
+            # Only an origin's first failure counts toward its server's backoff and circuit
+            # breaker (a server failing many hosts' robots.txt is still given up on); the
+            # re-checks of an outage have their own backoff and must not abandon the host.
+            record = await self._fetch(origin, count_errors=origin not in self._pending)
             robots = RobotsTxt.from_response(record.status, record.body)
             if transient(record.status, record.error):
                 now = time.monotonic()
@@ -162,13 +166,13 @@ class RobotsPolicy:
                 self.on_fetch(record)
             return robots
 
-    async def _fetch(self, origin: str) -> RobotsFetch:
+    async def _fetch(self, origin: str, *, count_errors: bool = True) -> RobotsFetch:
         res = await self.fetcher.fetch(  # oversize keeps its first 500 KiB (RFC 9309 2.5)
             origin + "/robots.txt",
             max_redirects=self.max_redirects,
             wanted_types=("*",),
             keep_prefix=ROBOTS_MAX_BYTES,
-            count_errors=False,
+            count_errors=count_errors,
         )
         status = res.status
         if res.error and not res.error.startswith("body-too-large"):
