@@ -15,6 +15,8 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 
@@ -163,3 +165,32 @@ def documents_table(rows: list[dict]) -> pa.Table:
 def report_table(rows: list[dict]) -> pa.Table:
     """Report rows as an Arrow table of DOC_REPORT's schema."""
     return pa.Table.from_pylist(rows, schema=DOC_REPORT)
+
+
+PAIRS_COLUMNS = {"doc_id": "string", "src": "string", "position": "int", "drop_reason": "string"}
+INTERLEAVED_COLUMNS = {"doc_id": "string", "blocks": "list"}
+
+
+def write_interleaved(docs: Path, pair_files: list[Path], out: Path, cfg: Any) -> int:
+    """extract's interleaved.parquet, filtered by the pairs: out/interleaved.parquet (with a
+    `text` column, `<|image|>` at each kept image) and out/interleaved_report.parquet."""
+    from common.inputs import read_rows
+    from common.manifest import write_parquet
+    from filters.images import filter_documents
+    from filters.images.pairs import interleaved_text
+
+    source = Path(docs) / "interleaved.parquet"
+    if not source.exists():
+        raise FileNotFoundError(f"{source}: no interleaved documents (run `refinery extract`)")
+    fix = "re-run `refinery images build` (pairs) or `refinery extract` (interleaved)"
+    pairs = [r for f in pair_files for r in read_rows(f, required=PAIRS_COLUMNS, fix=fix)]
+    docs_rows = read_rows(source, required=INTERLEAVED_COLUMNS, fix=fix)
+    kept, report = filter_documents(docs_rows, pairs, cfg.interleaved)
+    table = documents_table(kept)
+    table = table.append_column(
+        "text", pa.array([interleaved_text(d["blocks"]) for d in kept], pa.string())
+    )
+    inputs = [str(source), *map(str, pair_files)]
+    write_parquet(table, out / "interleaved.parquet", inputs=inputs)
+    write_parquet(report_table(report), out / "interleaved_report.parquet", inputs=inputs)
+    return table.num_rows

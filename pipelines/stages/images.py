@@ -11,6 +11,7 @@ from typing import Any
 
 from common import lake as lake_mod
 from common.pairs import kept_pairs, pairs_files
+from filters.images.interleaved import write_interleaved
 from pipelines.stage import Check, Lake, Params, Stage, Summary, param
 
 CRAWL_SHARDS = 4  # image_pairs is partitioned like the crawl (by the page's host)
@@ -187,38 +188,6 @@ def images_build(p: ImagesBuildParams, lake: Lake) -> ImagesBuildSummary:
 
 
 # The columns the interleaved filter reads, by kind (common.inputs).
-PAIRS_COLUMNS = {"doc_id": "string", "src": "string", "position": "int", "drop_reason": "string"}
-INTERLEAVED_COLUMNS = {"doc_id": "string", "blocks": "list"}
-
-
-def write_interleaved(docs: Path, pair_files: list[Path], out: Path, cfg) -> int:
-    """extract's interleaved.parquet, filtered by the pairs: out/interleaved.parquet (with a
-    `text` column, `<|image|>` at each kept image) and out/interleaved_report.parquet."""
-    import pyarrow as pa
-
-    from filters.images import filter_documents
-    from filters.images.interleaved import documents_table, report_table
-    from filters.images.pairs import interleaved_text
-
-    source = Path(docs) / "interleaved.parquet"
-    if not source.exists():
-        raise FileNotFoundError(f"{source}: no interleaved documents (run `refinery extract`)")
-    from common.inputs import read_rows
-
-    fix = "re-run `refinery images build` (pairs) or `refinery extract` (interleaved)"
-    pairs = [r for f in pair_files for r in read_rows(f, required=PAIRS_COLUMNS, fix=fix)]
-    docs_rows = read_rows(source, required=INTERLEAVED_COLUMNS, fix=fix)
-    kept, report = filter_documents(docs_rows, pairs, cfg.interleaved)
-    table = documents_table(kept)
-    table = table.append_column(
-        "text", pa.array([interleaved_text(d["blocks"]) for d in kept], pa.string())
-    )
-    inputs = [str(source), *map(str, pair_files)]
-    lake_mod.write_parquet(table, out / "interleaved.parquet", inputs=inputs)
-    lake_mod.write_parquet(report_table(report), out / "interleaved_report.parquet", inputs=inputs)
-    return table.num_rows
-
-
 class InterleavedParams(Params):
     docs: Path | None = param(None, input="documents", help="An `extract` output directory.")
     pairs: Path | None = param(None, input="image_pairs", help="An `images build` output.")
