@@ -12,25 +12,11 @@ from typing import Any
 
 from common import lake as lake_mod
 from crawlers import checks as crawl_checks
+from crawlers.crawl.config import CrawlConfig
 from pipelines.stage import Check, Lake, Params, Stage, Summary, param
 
 CRAWL_SHARDS = 4
 SAMPLE_WEB_DELAY_S = 0.05  # the bundled sample web is served on loopback for this run only
-
-# Params fields that are CrawlConfig fields. A flag overrides the --config YAML only when given
-# on the command line; otherwise the YAML value stands, and CrawlConfig's default applies when
-# neither sets it.
-CONFIG_FIELDS = (
-    "agent",
-    "training_agent",
-    "max_pages",
-    "delay",
-    "allow_private_networks",
-    "concurrency",
-    "per_host_connections",
-    "politeness_key",
-    "shard_root",
-)
 
 
 class CrawlParams(Params):
@@ -68,6 +54,15 @@ class CrawlParams(Params):
     config: Path | None = param(None, help="YAML file with more CrawlConfig fields.", asset=False)
     extra: dict[str, Any] = param({}, cli=False, help="Any other CrawlConfig field.")
     quiet: bool = param(False, help="No progress bar.", asset=False)
+
+
+# Params fields that are CrawlConfig fields, derived: a crawl parameter is one field here named as
+# CrawlConfig names it (`shard` is spelled K/N here and set apart). A flag overrides the --config
+# YAML only when given on the command line; otherwise the YAML value stands, and CrawlConfig's
+# default applies when neither sets it.
+CONFIG_FIELDS = tuple(
+    f for f in CrawlParams.model_fields if f in CrawlConfig.model_fields and f != "shard"
+)
 
 
 class CrawlSummary(Summary):
