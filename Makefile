@@ -3,7 +3,7 @@
 SHELL := /bin/bash
 VENV := .venv
 
-.PHONY: demo test bootstrap ui lint lock bench
+.PHONY: demo test test-fast bootstrap ui lint lock bench
 
 bootstrap:
 	@bash scripts/bootstrap.sh
@@ -13,6 +13,10 @@ demo: bootstrap
 
 test: bootstrap
 	$(VENV)/bin/python -m pytest -x -q
+
+# The inner loop: every test but the whole-graph and long ones (marked `slow`).
+test-fast: bootstrap
+	$(VENV)/bin/python -m pytest -x -q -m "not slow"
 
 ui: bootstrap
 	DAGSTER_HOME=$(CURDIR)/dagster_home $(VENV)/bin/dagster dev -w dagster_home/workspace.yaml -h 127.0.0.1 -p 3000

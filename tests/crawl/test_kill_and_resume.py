@@ -19,6 +19,8 @@ from warcio.archiveiterator import ArchiveIterator
 
 from .faultserver import FaultServer, Site
 
+pytestmark = pytest.mark.slow  # make test-fast leaves it out
+
 ROOT = Path(__file__).resolve().parents[2]
 HOSTS = [f"127.0.0.{n}" for n in (71, 72, 73, 74)]
 TREE = 60

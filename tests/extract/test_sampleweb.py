@@ -10,7 +10,7 @@ import pytest
 
 from crawlers.extract.evaluate import contains_passage, token_prf
 
-pytestmark = pytest.mark.timeout(300)
+pytestmark = [pytest.mark.timeout(300), pytest.mark.slow]
 
 
 @pytest.fixture(scope="module")

@@ -19,6 +19,8 @@ from tests.mix.conftest import base_spec, lake  # noqa: F401 - the mix fixtures
 
 from .test_pipeline import _plain
 
+pytestmark = pytest.mark.slow  # make test-fast leaves it out
+
 # Enough of the sample web for exact, URL and near-duplicate clusters, in a few seconds per run.
 N_DOCS = 150
 NO_DEFAULTS = {"quality": {"use_default_models": False}}

@@ -14,6 +14,8 @@ from tests.filters.heldout_quality import (
     heldout_documents,
 )
 
+pytestmark = pytest.mark.slow  # make test-fast leaves it out
+
 GOAL = 0.85
 
 

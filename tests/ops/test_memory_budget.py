@@ -32,7 +32,7 @@ import yaml
 
 from common.memory import PeakMemory
 
-pytestmark = pytest.mark.timeout(300)
+pytestmark = [pytest.mark.timeout(300), pytest.mark.slow]
 
 LOOPBACK = {"allow_private_networks": True, "delay": 0.0, "robots_retries": 0}
 NO_MODELS = {"quality": {"use_default_models": False}}

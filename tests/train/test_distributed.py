@@ -31,7 +31,7 @@ from training.trainer import TrainError, run_stage
 
 from .conftest import SPECIAL, write_config, write_mixture
 
-pytestmark = pytest.mark.timeout(300)
+pytestmark = [pytest.mark.timeout(300), pytest.mark.slow]
 
 ROOT = Path(__file__).resolve().parents[2]
 STEPS = 6

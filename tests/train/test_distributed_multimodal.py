@@ -28,7 +28,7 @@ from training.trainer import TrainError, run_stage
 from .test_distributed import crashing_run, dense_config, free_port, read_jsonl, torchrun
 from .test_multimodal import write_clip_dir, write_multimodal_mixture
 
-pytestmark = pytest.mark.timeout(420)
+pytestmark = [pytest.mark.timeout(420), pytest.mark.slow]
 
 STEPS = 6
 ADAPTER_ONLY = 3
