@@ -188,8 +188,8 @@ def demo(
     train_steps: Annotated[
         str | None,
         typer.Option(
-            help="Training steps as PRETRAIN,CPT,MULTIMODAL,LONG (default 300,100,100,100, the "
-            "tiny config's own); PRETRAIN,CPT,LONG keeps multimodal at its default."
+            help="Training steps as PRETRAIN,CPT,MULTIMODAL,LONG (default 200,100,100,60, the "
+            "demo's); PRETRAIN,CPT,LONG keeps multimodal at its default."
         ),
     ] = None,
 ) -> None:

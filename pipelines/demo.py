@@ -25,12 +25,14 @@ from common import lake
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 # The sample web is on loopback: a short delay keeps the demo quick; robots and Crawl-delay apply.
-DEMO_CRAWL_DELAY_S = 0.2
+DEMO_CRAWL_DELAY_S = 0.1
+# Enough steps for each run's held-out loss to fall clearly (what its check judges) and for the
+# multimodal run's image evidence; a newcomer's first demo stays under 6 minutes on 2 cores.
 DEMO_TRAIN_STEPS = {
-    "pretrained_model": 300,
+    "pretrained_model": 200,
     "cpt_model": 100,
     "multimodal_model": 100,
-    "long_context_model": 100,
+    "long_context_model": 60,
 }
 DEMO_RETRIEVAL_EVAL_DOCS = 64
 DEMO_IMAGE_DELAY_S = 0.05

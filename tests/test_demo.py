@@ -28,7 +28,7 @@ from training.runs import latest_run
 pytestmark = pytest.mark.slow
 
 TRAIN_STEPS = (12, 6, 30, 6)  # pretrain, cpt, multimodal, long-context
-CRAWL_DELAY_S = 0.05  # of the demo's 0.2 s: politeness is tested by the crawl tests
+CRAWL_DELAY_S = 0.05  # of the demo's 0.1 s: politeness is tested by the crawl tests
 CAPTIONER_STEPS = 100  # of the demo's 400: captions are made and accounted, not good
 # Kill points: seconds after start, drawn from these seeds (on an unloaded 2-core machine the
 # crawl's four shards end about 50 s after start, and the whole demo takes about 4 minutes).
