@@ -140,11 +140,6 @@ class LakeIOManager(ConfigurableIOManager):
 ENVIRONMENTS = ("local", "cluster")
 
 
-def default_resources() -> dict[str, Any]:
-    """The embedded defaults: the local lake, DirectRunner, auto-found Chromium, no teacher."""
-    return resources_for("local")
-
-
 def resources_for(env: str | None = None, root: str | Path | None = None) -> dict[str, Any]:
     """The resource set of one environment, chosen by `env` or $REFINERY_ENV (default `local`).
 

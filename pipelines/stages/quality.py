@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 from common import lake as lake_mod
 from pipelines.stage import Lake, Params, Stage, Summary, param
@@ -186,14 +185,6 @@ def quality_models(p: QualityModelsParams, lake: Lake) -> QualityModelsSummary:
         fallback=FALLBACK_NAME in models,
         auc=auc,
     )
-
-
-def run_quality_train(lang: str, labels: str | Path, out: str | Path, **kwargs: Any) -> dict:
-    """`refinery quality train` as a function (kept for callers of the earlier API)."""
-    s = quality_train(
-        QualityTrainParams(lang=lang, labels=str(labels), out=Path(out), **kwargs), Lake()
-    )
-    return json.loads(Path(out).with_suffix(".json").read_text()) | {"model_path": s.model}
 
 
 QUALITY_TRAIN = Stage("quality train", QualityTrainParams, quality_train, quality_train.__doc__)
