@@ -184,11 +184,13 @@ def image_refs(blocks: list[dict]) -> list[dict]:
     return refs
 
 
-def _run_trafilatura(tree, url: str, favor: str, *, images: bool = False, with_metadata=True):
+def _run_trafilatura(
+    tree, url: str, favor: str, *, images: bool = False, with_metadata=True, fast=False
+):
     return bare_extraction(
         copy.deepcopy(tree),
         url=url,
-        fast=images,  # the image run only places images: no second opinion from the fallbacks
+        fast=fast,
         with_metadata=with_metadata,
         # Dates from the page's markup (meta, JSON-LD, <time>, URL), not htmldate's extensive
         # search of the free text: that search took 3/4 of the extraction time on real pages.
@@ -245,7 +247,7 @@ def place_images(body, imaged):
 
     for child in imaged:
         visit(child)
-    anchor, waiting = None, []
+    anchor, last, waiting = None, None, []
     for el in sequence:
         if el.tag == "graphic":
             image = copy.deepcopy(el)
@@ -256,11 +258,18 @@ def place_images(body, imaged):
                 anchor.addnext(image)
                 anchor = image
             continue
-        hits = index.get(_block_text(_without_images(el)))
-        if not hits:  # not main content: the images after it wait for the next main block
-            anchor = None
+        key = _block_text(_without_images(el))
+        hits = index.get(key)
+        if not hits:
+            # Inside a bigger main block (trafilatura's baseline keeps a short page as one
+            # paragraph): the images go after that block, in order.
+            holder = next((x for x in out.iter(*_TEXT_TAGS) if key and key in _block_text(x)), None)
+            if holder is None:  # not main content: the images after it wait for the next block
+                anchor = None
+            elif holder is not last:
+                anchor = last = holder
             continue
-        target = hits.pop(0)
+        target = last = hits.pop(0)
         if el.find(".//graphic") is not None and target.find(".//graphic") is None:
             inline = copy.deepcopy(el)
             inline.tail = target.tail
@@ -306,7 +315,15 @@ def extract_content(html: str, url: str, *, favor: str = "balanced") -> Content 
         body = Element("body")
         SubElement(body, "p").text = text
     elif tree.find(".//img") is not None:
-        imaged = _run_trafilatura(tree, url, favor, images=True, with_metadata=False)
+        # The image run only places images: fast (no second opinion from the fallbacks), unless
+        # that finds none (short pages fall back to a baseline that drops every image), then in
+        # full, then in precision mode.
+        imaged = _run_trafilatura(tree, url, favor, images=True, with_metadata=False, fast=True)
+        for mode in (favor, "precision"):
+            if imaged is not None and imaged.body is not None:
+                if imaged.body.find(".//graphic") is not None:
+                    break
+            imaged = _run_trafilatura(tree, url, mode, images=True, with_metadata=False)
         body = place_images(body, imaged.body if imaged is not None else None)
     # Plain text leaves images out; Markdown keeps them as ![alt](src) in place.
     markdown = xmltotxt(copy.deepcopy(body), include_formatting=True).strip()

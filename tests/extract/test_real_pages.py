@@ -264,3 +264,23 @@ def test_a_byte_order_mark_comes_first():
     body = b"\xff\xfe" + html.encode("utf-16-le")  # UTF-16 is half NUL bytes, yet text
     assert choose_encoding(body) == ("utf-16-le", "bom")
     assert "Größere Summen fließen" in extract(body, "text/html; charset=iso-8859-1")["text"]
+
+
+def test_images_of_a_short_page_kept_as_one_baseline_block_follow_it_in_order():
+    from lxml import etree
+
+    from crawlers.extract.content import interleave, place_images
+
+    # trafilatura keeps a short gallery page as one paragraph (navigation included)
+    body = etree.fromstring("<body><p>Home | About Photo collection 1 Collection of 3.</p></body>")
+    imaged = etree.fromstring(
+        '<body><head>Photo collection 1</head><p>Collection of 3.</p><graphic src="1.png"/>'
+        '<graphic src="2.png"/><p>Collection of 3.</p><graphic src="3.png"/></body>'
+    )
+    blocks = interleave(place_images(body, imaged), "http://127.0.0.9/")
+    assert [b["src"] or b["text"] for b in blocks] == [
+        "Home | About Photo collection 1 Collection of 3.",
+        "http://127.0.0.9/1.png",
+        "http://127.0.0.9/2.png",
+        "http://127.0.0.9/3.png",
+    ]
