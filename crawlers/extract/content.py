@@ -35,6 +35,7 @@ _MAY_HAVE_COMMENTS = XPath(
     "starts-with(@id, 'social') or starts-with(@id, 'comol') or starts-with(@id, 'disqus') or "
     "starts-with(@id, 'dsq-')])"
 )
+SHORT_PAGE_CHARS = 600  # main text below this may be trafilatura's baseline fallback
 _MIN_COMMENT_LABEL = 50  # a single comment line shorter than this is the section's label
 _TEXT_TAGS = {"p", "head", "list", "quote", "code", "table", "item"}
 _SURROUND_CHARS = 300  # text kept on each side of an image, enough for a caption-like context
@@ -316,10 +317,10 @@ def extract_content(html: str, url: str, *, favor: str = "balanced") -> Content 
         SubElement(body, "p").text = text
     elif tree.find(".//img") is not None:
         # The image run only places images: fast (no second opinion from the fallbacks), unless
-        # that finds none (short pages fall back to a baseline that drops every image), then in
-        # full, then in precision mode.
+        # that finds none on a short page (trafilatura falls back to a baseline that drops every
+        # image), then in full, then in precision mode.
         imaged = _run_trafilatura(tree, url, favor, images=True, with_metadata=False, fast=True)
-        for mode in (favor, "precision"):
+        for mode in (favor, "precision") if len(text) < SHORT_PAGE_CHARS else ():
             if imaged is not None and imaged.body is not None:
                 if imaged.body.find(".//graphic") is not None:
                     break
