@@ -419,8 +419,9 @@ if __name__ == "__main__":
 #   (snippet F1; no document)    9 (7 unparseable_html,       0
 #                                2 no_main_content)
 # readability, 130 pages (BoW)   0.851 vs 0.861, x1.47       0.861 vs 0.861 (every page equal)
-# sample web, 339 pages (BoW)    0.931 vs 0.913, x2.8        0.913 vs 0.913, x1.6
-# Time (same run, loaded machine): x2.4 on the first 300 eval pages, x1.6 on readability's, x1.6
-# on the sample web. Ours = trafilatura's main run (metadata with markup-only dates) + a fast
-# image-placing run on pages with <img> (~1/3 of the time) + the comment sections (gated, ~5%).
+# sample web, 339 pages (BoW)    0.931 vs 0.913, x2.8        0.913 vs 0.913, x1.75
+# Time (same run, loaded machine, so noisy): x2.4-3.3 on the first 300 eval pages, x1.6-2.1 on
+# readability's, x1.75 on the sample web (d3c6df2). Ours = trafilatura's main run (metadata with
+# markup-only dates) + a fast image-placing run on pages with <img> (repeated in full, then in
+# precision mode, on short pages where it found no image) + the comment sections (gated, ~5%).
 # Held-out figures (issue 24): 0.944 vs 0.960 news, 0.807/0.868/0.933 vs 0.902/0.901/0.956.
