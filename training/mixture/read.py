@@ -39,19 +39,22 @@ def check_unit_file(unit: ReadUnit) -> None:
     """One line naming the unit's file and the column when the file cannot be read as this
     source (missing, empty, truncated, not Parquet, the text column missing or not text, a
     column of the wrong kind, invalid UTF-8): a bad file never reaches the tokenizer."""
-    from common.inputs import check_file
+    from common.inputs import InputError, check_file
 
     fix = (
         f"fix or rebuild it (buckets.{unit.bucket}.sources[{unit.source}] of the mixture spec, "
         f"kind {unit.kind!r})"
     )
-    if unit.kind == "text":
-        check_file(unit.file, {unit.text_column: "string"}, fix=fix)
-    else:
-        optional = dict(IMAGE_COLUMNS)
-        if unit.text_column not in ("caption", "text"):
-            optional[unit.text_column] = "string"
-        check_file(unit.file, {}, optional, fix=fix)
+    try:
+        if unit.kind == "text":
+            check_file(unit.file, {unit.text_column: "string"}, fix=fix)
+        else:
+            optional = dict(IMAGE_COLUMNS)
+            if unit.text_column not in ("caption", "text"):
+                optional[unit.text_column] = "string"
+            check_file(unit.file, {}, optional, fix=fix)
+    except InputError as exc:  # a source the spec names that cannot be read as it says
+        raise SpecError(str(exc)) from None
 
 
 def check_unit(unit: ReadUnit) -> int:
