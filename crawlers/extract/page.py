@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import re
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
@@ -149,15 +150,25 @@ def _lines(text: str) -> list[str]:
     return [" ".join(line.split()).lower() for line in text.splitlines() if line.strip()]
 
 
+_UNIT = re.compile(r"[^\s\u3001\u3002\uff01\uff0c\uff1a\uff1b\uff1f]+")
+
+
 def render_gain(static_text: str, rendered_text: str) -> tuple[int, int]:
-    """(added, lost): weight of the rendered extraction's lines the static one lacks, and of the
-    static lines the rendered one lacks. Loading notes ("Loading... Please wait!") add nothing."""
+    """(added, lost): weight of the rendered extraction's words the static one lacks, and of the
+    static words the rendered one lacks (as multisets: how lines break, e.g. a row of tab
+    buttons joining a heading to its paragraph in one extraction and not the other, does not
+    count). Loading notes ("Loading... Please wait!") are no text on either side."""
+    from collections import Counter
+
     from crawlers.render.decide import is_loading_text, text_weight
 
-    s_lines, r_lines = _lines(static_text), _lines(rendered_text)
-    s_all, r_all = " ".join(s_lines), " ".join(r_lines)
-    added = sum(text_weight(x) for x in r_lines if x not in s_all and not is_loading_text(x))
-    lost = sum(text_weight(x) for x in s_lines if x not in r_all)
+    def units(text: str) -> Counter:
+        lines = [x for x in _lines(text) if not is_loading_text(x)]
+        return Counter(_UNIT.findall(" ".join(lines)))
+
+    s_units, r_units = units(static_text), units(rendered_text)
+    added = sum(text_weight(w) * n for w, n in (r_units - s_units).items())
+    lost = sum(text_weight(w) * n for w, n in (s_units - r_units).items())
     return added, lost
 
 

@@ -143,3 +143,19 @@ def test_undecodable_bytes_are_rejected_as_encoding_errors():
     body = b"<html><body><p>" + bytes(range(0x80, 0x100)) * 40 + b"</p></body></html>"
     res = extract_page(record(body, content_type="text/html; charset=ascii"))
     assert res.reject is not None and res.reject["reason"] == "encoding_error"
+
+
+def test_render_gain_does_not_hinge_on_how_lines_break():
+    """A row of tab buttons joined the heading to the first paragraph in the static extraction
+    and not in the rendered one: the whole static line counted as lost (205 chars) and the
+    render's new tab paragraph (147) was thrown away (sample web es-001, 'tabs')."""
+    from crawlers.extract.page import render_gain
+
+    static = "El mercado estrena horario 12 El mercado del centro abrirá también por la tarde."
+    rendered = (
+        "El mercado estrena horario\nEl mercado del centro abrirá también por la tarde.\n"
+        "La asociación de vendedores organizará degustaciones los viernes."
+    )
+    added, lost = render_gain(static, rendered)
+    assert lost == 2 and added == len("Laasociacióndevendedoresorganizarádegustacioneslosviernes.")
+    assert render_gain("Loading... Please wait!", "Loading... Please wait!") == (0, 0)
