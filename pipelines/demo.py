@@ -26,6 +26,7 @@ from common import lake
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 # The sample web is on loopback: a short delay keeps the demo quick; robots and Crawl-delay apply.
 DEMO_CRAWL_DELAY_S = 0.1
+DEMO_ROBOTS_GIVE_UP_S = 15.0
 # Enough steps for each run's held-out loss to fall clearly (what its check judges) and for the
 # multimodal run's image evidence; a newcomer's first demo stays under 6 minutes on 2 cores.
 DEMO_TRAIN_STEPS = {
@@ -149,6 +150,10 @@ def demo_config(seeds: list[str], train_steps: dict[str, int]) -> dict[str, dict
             "seeds": seeds,
             "delay": DEMO_CRAWL_DELAY_S,
             "allow_private_networks": True,
+            # The sample web is served by this process, on a new port each run: a host whose
+            # robots.txt does not answer (a URL a killed run queued, on that run's port) is not
+            # coming back, so it is given up after DEMO_ROBOTS_GIVE_UP_S, not the default hour.
+            "extra": {"robots_give_up_s": DEMO_ROBOTS_GIVE_UP_S},
         },
         "long_context_model": {"retrieval_eval_docs": DEMO_RETRIEVAL_EVAL_DOCS},
         # the sample web's images are on loopback too
