@@ -188,7 +188,7 @@ def demo(
     train_steps: Annotated[
         str | None,
         typer.Option(
-            help="Training steps as PRETRAIN,CPT,MULTIMODAL,LONG (default 200,100,100,60, the "
+            help="Training steps as PRETRAIN,CPT,MULTIMODAL,LONG (default 300,100,100,60, the "
             "demo's); PRETRAIN,CPT,LONG keeps multimodal at its default."
         ),
     ] = None,
@@ -214,7 +214,7 @@ def demo(
     except DemoFailed as failed:
         for line in failed.lines:
             typer.secho(line, fg="red", err=True)
-        raise typer.Exit(1) from None
+        raise SystemExit(1) from None  # not an Exception: the error wrapper leaves it alone
 
 
 def ui(

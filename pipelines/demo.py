@@ -30,7 +30,7 @@ DEMO_ROBOTS_GIVE_UP_S = 15.0
 # Enough steps for each run's held-out loss to fall clearly (what its check judges) and for the
 # multimodal run's image evidence; a newcomer's first demo stays under 6 minutes on 2 cores.
 DEMO_TRAIN_STEPS = {
-    "pretrained_model": 200,
+    "pretrained_model": 300,
     "cpt_model": 100,
     "multimodal_model": 100,
     "long_context_model": 60,
