@@ -41,8 +41,11 @@ def training_loss_finite_and_falling(run_dir: Path) -> CheckOutcome:
     there: a group without sequences) and summary.json's losses are finite numbers.
     Falling is judged on evidence that does not hinge on one batch:
     - the held-out loss, where the run has one: the same held-out sequences scored before the
-      first step and after the last (summary.json `eval_mean_before` -> `eval_mean`); it must
-      end lower;
+      first step and after the last, weighted by each bucket/group's share of the mixture's
+      training tokens (summary.json `eval_mixture_before` -> `eval_mixture`: the loss the run
+      minimises; a small group repeated for epochs may overfit without counting for more than
+      its share), or unweighted over groups (`eval_mean_before` -> `eval_mean`) where the
+      summary has no shares; it must end lower;
     - else the training loss in windows: the mean of the first quarter of logged steps against
       the mean of the last quarter, each window at least MIN_WINDOW logged steps (a run that
       logs fewer than 2 * MIN_WINDOW steps and has no held-out loss fails: log more often).
@@ -63,6 +66,8 @@ def training_loss_finite_and_falling(run_dir: Path) -> CheckOutcome:
             summary.get("final_loss"),
             summary.get("eval_mean"),
             summary.get("eval_mean_before"),
+            summary.get("eval_mixture"),
+            summary.get("eval_mixture_before"),
         ]
         vals += list((summary.get("eval") or {}).values())
         vals += list((summary.get("eval_before") or {}).values())
@@ -74,15 +79,18 @@ def training_loss_finite_and_falling(run_dir: Path) -> CheckOutcome:
     falling = False
     basis = "train"
     within_warmup = _within_warmup(run_dir)
-    held_out = _finite(summary.get("eval_mean_before")) and _finite(summary.get("eval_mean"))
+    keys = ("eval_mixture_before", "eval_mixture")
+    if not (_finite(summary.get(keys[0])) and _finite(summary.get(keys[1]))):
+        keys = ("eval_mean_before", "eval_mean")
+    held_out = _finite(summary.get(keys[0])) and _finite(summary.get(keys[1]))
     if within_warmup is not None:
         # Still warming up when it stopped: the learning rate never reached its peak, and the
         # loss of a continued run may rise first on its new mixture. Not judged; said so.
         basis = "within_warmup"
         falling = True
     elif held_out:
-        basis = "held-out"
-        first, last = float(summary["eval_mean_before"]), float(summary["eval_mean"])
+        basis = "held-out, mixture-weighted" if keys[1] == "eval_mixture" else "held-out"
+        first, last = float(summary[keys[0]]), float(summary[keys[1]])
         falling = last < first
     elif n >= 2 * window and not bad_train:
         first = sum(losses[:window]) / window
@@ -109,9 +117,9 @@ def training_loss_finite_and_falling(run_dir: Path) -> CheckOutcome:
         )
     elif basis == "within_warmup":
         verdict = f"not judged: the run ended within its warm-up ({within_warmup})"
-    elif basis == "held-out":
+    elif basis.startswith("held-out"):
         word = "falling" if falling else "not falling"
-        verdict = f"{n} logged step(s); held-out loss {word}: {first:.4f} -> {last:.4f}"
+        verdict = f"{n} logged step(s); {basis} loss {word}: {first:.4f} -> {last:.4f}"
     elif n < 2 * window:
         verdict = (
             f"{n} logged step(s) and no held-out loss: too few for two windows of {window} "

@@ -226,6 +226,26 @@ def _mean(values: list[float | None]) -> float | None:
     return sum(vals) / len(vals) if vals else None
 
 
+def mixture_shares(manifest: dict[str, Any]) -> dict[str, float]:
+    """ "bucket/group" -> its share of the tokens the mixture placed for training (manifest
+    `buckets.<b>.groups.<g>.tokens`): the weights of the loss the run actually minimises."""
+    tokens = {
+        f"{b}/{g}": float(gv.get("tokens") or 0)
+        for b, bv in (manifest.get("buckets") or {}).items()
+        for g, gv in (bv.get("groups") or {}).items()
+    }
+    total = sum(tokens.values())
+    return {k: v / total for k, v in tokens.items() if v > 0} if total > 0 else {}
+
+
+def _weighted(losses: dict[str, float | None], shares: dict[str, float]) -> float | None:
+    """Held-out loss weighted by the mixture's token shares, over the groups that have both a
+    loss and a share (renormalised); None when none has."""
+    pairs = [(shares[k], v) for k, v in losses.items() if v is not None and shares.get(k)]
+    total = sum(w for w, _ in pairs)
+    return sum(w * v for w, v in pairs) / total if total > 0 else None
+
+
 @dataclasses.dataclass
 class TrainState:
     """Everything the loop needs, built by `setup`: model, optimiser, data, run directory, position."""
@@ -680,6 +700,10 @@ def summarize(out_dir: str | Path) -> dict[str, Any]:
     before = _eval_summary([r for r in evals if r["step"] == 0])
     after = _eval_summary([r for r in evals if r["step"] == last_step])
     tps = [m["tokens_per_s"] for m in metrics if m["tokens_per_s"]]
+    try:
+        shares = mixture_shares(read_manifest(record["mixture"]))
+    except (OSError, ValueError, KeyError, TypeError):
+        shares = {}  # the mixture moved or went: the unweighted mean still stands
     summary = {
         "stage": record["stage"],
         "run_dir": str(out_dir),
@@ -692,6 +716,8 @@ def summarize(out_dir: str | Path) -> dict[str, Any]:
         "eval": after,
         "eval_mean_before": _mean(list(before.values())),
         "eval_mean": _mean(list(after.values())),
+        "eval_mixture_before": _weighted(before, shares),
+        "eval_mixture": _weighted(after, shares),
         "init": record["init"],
         "mixture": record["mixture"],
         "device": record["device"],

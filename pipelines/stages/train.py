@@ -169,6 +169,9 @@ class TrainSummary(Summary):
     final_loss: float
     eval_loss_mean: float | None
     eval_loss_mean_at_start: float | None
+    # weighted by the mixture's training-token shares per bucket/group (what the check judges)
+    eval_loss_mixture: float | None = None
+    eval_loss_mixture_at_start: float | None = None
     eval_losses: dict[str, float]
     eval_losses_at_start: dict[str, float]
     tokens_per_s: float | None
@@ -193,6 +196,9 @@ class TrainSummary(Summary):
         before, after = self.eval_loss_mean_at_start, self.eval_loss_mean
         if before is not None and after is not None:
             lines.append(f"  held-out loss {before:.4f} -> {after:.4f} (start -> end)")
+            wb, wa = self.eval_loss_mixture_at_start, self.eval_loss_mixture
+            if wb is not None and wa is not None:
+                lines.append(f"  held-out loss, mixture-weighted {wb:.4f} -> {wa:.4f}")
             for key, loss in self.eval_losses.items():
                 start = self.eval_losses_at_start.get(key, float("nan"))
                 lines.append(f"    {key}: {start:.4f} -> {loss:.4f}")
@@ -347,6 +353,8 @@ def train(stage: str):
             final_loss=s["final_loss"],
             eval_loss_mean=s["eval_mean"],
             eval_loss_mean_at_start=s["eval_mean_before"],
+            eval_loss_mixture=s.get("eval_mixture"),
+            eval_loss_mixture_at_start=s.get("eval_mixture_before"),
             eval_losses=s["eval"],
             eval_losses_at_start=s["eval_before"],
             tokens_per_s=s["tokens_per_s"],

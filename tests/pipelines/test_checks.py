@@ -410,13 +410,16 @@ def test_training_loss_check_passes_on_a_real_run(run_dir):
     out = train_checks.training_loss_finite_and_falling(run_dir)
     assert out.passed, out.description
     m = out.metadata
-    assert m["judged_on"] == "held-out" and m["steps_logged"] == 20
+    assert m["judged_on"] == "held-out, mixture-weighted" and m["steps_logged"] == 20
+    summary = json.loads((run_dir / "summary.json").read_text())
+    after = summary["eval"]  # the synthetic mixture places 3/4 of its tokens in en, 1/4 in fr
+    assert summary["eval_mixture"] == pytest.approx(0.75 * after["web/en"] + 0.25 * after["web/fr"])
     assert m["loss_last_mean"] < m["loss_first_mean"]
 
 
 def _drop_held_out(dest: Path) -> None:
     summary = json.loads((dest / "summary.json").read_text())
-    for key in ("eval_mean", "eval_mean_before"):
+    for key in ("eval_mean", "eval_mean_before", "eval_mixture", "eval_mixture_before"):
         summary.pop(key, None)
     (dest / "summary.json").write_text(json.dumps(summary))
 
@@ -436,10 +439,10 @@ def test_the_coin_toss_of_one_noisy_batch_per_window_does_not_decide(run_dir, tm
     wandering = (5.758, 5.97, 5.70, 6.09, 5.81, 5.75, 5.93, 5.72, 5.88, 5.858)
     _write_metrics(tmp_path, [{**r, "loss": v} for r, v in zip(rows, wandering, strict=True)])
     summary = json.loads((tmp_path / "summary.json").read_text())
-    summary.update(eval_mean_before=6.84, eval_mean=6.73)
+    summary.update(eval_mixture_before=6.84, eval_mixture=6.73)
     (tmp_path / "summary.json").write_text(json.dumps(summary))
     out = train_checks.training_loss_finite_and_falling(tmp_path)
-    assert out.passed and out.metadata["judged_on"] == "held-out", out.description
+    assert out.passed and out.metadata["judged_on"].startswith("held-out"), out.description
     _drop_held_out(tmp_path)  # no held-out: windows of 3 logged steps see no fall, and say so
     out = train_checks.training_loss_finite_and_falling(tmp_path)
     assert not out.passed and out.metadata["window"] == 3, out.description
@@ -485,11 +488,11 @@ def test_a_rising_loss_fails(run_dir, tmp_path):
     assert not out.passed and out.metadata["falling"] is False
     assert out.metadata["finite"] is True
     summary = json.loads((run_dir / "summary.json").read_text())
-    before, after = summary["eval_mean_before"], summary["eval_mean"]
-    summary.update(eval_mean_before=after, eval_mean=before)  # the held-out loss rose
+    before, after = summary["eval_mixture_before"], summary["eval_mixture"]
+    summary.update(eval_mixture_before=after, eval_mixture=before)  # the held-out loss rose
     (tmp_path / "summary.json").write_text(json.dumps(summary))
     out = train_checks.training_loss_finite_and_falling(tmp_path)
-    assert not out.passed and out.metadata["judged_on"] == "held-out"
+    assert not out.passed and out.metadata["judged_on"] == "held-out, mixture-weighted"
 
 
 def test_a_run_within_its_warmup_is_not_judged_on_falling(run_dir, tmp_path):
@@ -534,14 +537,60 @@ def test_a_short_run_is_judged_on_its_held_out_loss(run_dir, tmp_path):
     noisy = [{**rows[0], "loss": 7.50}, {**rows[1], "loss": 7.66}, {**rows[2], "loss": 7.57}]
     _write_metrics(tmp_path, noisy)
     summary = json.loads((tmp_path / "summary.json").read_text())
-    summary.update(eval_mean_before=7.77, eval_mean=7.55)
+    summary.update(eval_mixture_before=7.77, eval_mixture=7.55)
     (tmp_path / "summary.json").write_text(json.dumps(summary))
     out = train_checks.training_loss_finite_and_falling(tmp_path)
-    assert out.passed and out.metadata["judged_on"] == "held-out", out.description
-    summary.update(eval_mean=7.80)  # held-out rose: fails, whatever the batches did
+    assert out.passed and out.metadata["judged_on"].startswith("held-out"), out.description
+    summary.update(eval_mixture=7.80)  # held-out rose: fails, whatever the batches did
     (tmp_path / "summary.json").write_text(json.dumps(summary))
     _write_metrics(
         tmp_path, [{**r, "loss": v} for r, v in zip(noisy, (7.6, 7.5, 7.4), strict=True)]
     )
+    out = train_checks.training_loss_finite_and_falling(tmp_path)
+    assert not out.passed and out.metadata["judged_on"].startswith("held-out")
+
+
+def test_held_out_loss_is_weighted_by_the_mixture_the_run_trains_on(run_dir, tmp_path):
+    """The sixth fresh demo's CPT run: the big web group's held-out loss fell by 0.5 while two
+    small groups, repeated for epochs, rose; their unweighted mean rose (7.027 -> 7.082). The
+    loss the run minimises is the mixture's: groups count by their share of training tokens."""
+    from training.trainer import _weighted, mixture_shares
+
+    manifest = {
+        "buckets": {
+            "web": {"groups": {"all": {"tokens": 8000}}},
+            "multilingual": {"groups": {"de": {"tokens": 1000}, "ja": {"tokens": 1000}}},
+        }
+    }
+    shares = mixture_shares(manifest)
+    assert shares == {"web/all": 0.8, "multilingual/de": 0.1, "multilingual/ja": 0.1}
+    before = {"web/all": 6.90, "multilingual/de": 7.08, "multilingual/ja": 7.10}
+    after = {"web/all": 6.40, "multilingual/de": 7.40, "multilingual/ja": 7.45}
+    assert sum(after.values()) / 3 > sum(before.values()) / 3  # the unweighted mean rose
+    assert _weighted(after, shares) < _weighted(before, shares)
+    assert _weighted({**after, "other/x": None}, shares) == _weighted(after, shares)
+    assert _weighted({"other/x": 1.0}, shares) is None and mixture_shares({}) == {}
+
+    _run_copy(run_dir, tmp_path)
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    summary.update(
+        eval_before=before,
+        eval=after,
+        eval_mean_before=sum(before.values()) / 3,
+        eval_mean=sum(after.values()) / 3,
+        eval_mixture_before=_weighted(before, shares),
+        eval_mixture=_weighted(after, shares),
+    )
+    (tmp_path / "summary.json").write_text(json.dumps(summary))
+    out = train_checks.training_loss_finite_and_falling(tmp_path)
+    assert out.passed and out.metadata["judged_on"] == "held-out, mixture-weighted"
+    # The web group rising too fails, weighted or not.
+    summary.update(eval_mixture=_weighted({**after, "web/all": 7.0}, shares))
+    (tmp_path / "summary.json").write_text(json.dumps(summary))
+    assert not train_checks.training_loss_finite_and_falling(tmp_path).passed
+    # A summary without shares (written before them) is judged on the unweighted mean.
+    for key in ("eval_mixture", "eval_mixture_before"):
+        summary.pop(key)
+    (tmp_path / "summary.json").write_text(json.dumps(summary))
     out = train_checks.training_loss_finite_and_falling(tmp_path)
     assert not out.passed and out.metadata["judged_on"] == "held-out"

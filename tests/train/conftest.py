@@ -62,6 +62,15 @@ def write_mixture(
         "special_tokens": SPECIAL,
         "shards": shards,
         "eval": evals,
+        # what a built mixture records of its training tokens: groups weigh the held-out loss
+        "buckets": {
+            "web": {
+                "groups": {
+                    "en": {"tokens": 3 * num_sequences * seq_len // 4},
+                    "fr": {"tokens": num_sequences * seq_len // 4},
+                }
+            }
+        },
         "spec_sha256": f"synthetic-{seed}-{seq_len}",
     }
     (mix_dir / "manifest.json").write_text(json.dumps(manifest))
