@@ -37,8 +37,15 @@ DOCUMENTS = pa.schema(
         ("status", pa.int32()),
         ("content_sha256", _S),
         ("fetched_at", _S),
+        # provenance: the archive record the document came from (a crawl's own WARC, or the
+        # imported file), its offset there, its WARC-Record-ID and capture time (WARC-Date)
+        ("source_file", _S),
+        ("record_offset", pa.int64()),
+        ("warc_record_id", _S),
+        ("capture_time", _S),
     ]
 )
+PROVENANCE = ("source_file", "record_offset", "warc_record_id", "capture_time")
 
 IMAGE_REFS = pa.schema(
     [

@@ -64,12 +64,23 @@ def iter_shard_records(
                 )
                 row["body"] = resp.body
                 row["content_type"] = row.get("content_type") or resp.headers.get("content-type")
+                _provenance(row, base / warc_file, resp)
             except BadPage as bad:  # a stored body we refuse to trust: truncated, bomb, ...
                 row["body_reject"] = bad.reason
                 row["body_reject_detail"] = bad.detail
             except Exception as exc:  # any unreadable record is one reject, never a dead run
                 row["warc_error"] = f"{warc_file}@{row['warc_offset']}: {type(exc).__name__}: {exc}"
         yield row
+
+
+def _provenance(row: dict, warc_path: Path, resp) -> None:
+    """Where the page came from (`common.schemas.PROVENANCE`): an import's pages carry their
+    source archive's already; a crawled page gets its own WARC file, offset and record."""
+    if not row.get("source_file"):
+        row["source_file"] = str(warc_path.resolve())
+        row["record_offset"] = row["warc_offset"]
+    row["warc_record_id"] = row.get("warc_record_id") or resp.record_id
+    row["capture_time"] = row.get("capture_time") or resp.capture_time or row.get("fetched_at")
 
 
 def iter_crawl_records(

@@ -12,6 +12,7 @@ from lxml import etree
 from lxml import html as lxml_html
 
 from common.consent import flag_true
+from common.schemas import PROVENANCE
 from crawlers.extract.content import extract_content, image_refs
 from crawlers.extract.decode import BadPage, clean_text, decode_html
 from crawlers.extract.tables import extract_tables
@@ -294,6 +295,7 @@ def _result(record: dict, content, tree, method: str, llm_error: str | None) -> 
         "training_allowed": allowed,
         **{k: record.get(k) for k in CARRIED_FIELDS},
         "fetched_at": str(record["fetched_at"]) if record.get("fetched_at") is not None else None,
+        **{k: record.get(k) for k in PROVENANCE},
     }
     refs = [
         {"doc_id": did, "url": url, **ref, "training_allowed": allowed}

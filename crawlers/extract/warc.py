@@ -42,6 +42,8 @@ class WarcResponse:
     status: int | None
     headers: dict[str, str]
     body: bytes
+    record_id: str | None = None  # WARC-Record-ID: the record's provenance
+    capture_time: str | None = None  # WARC-Date
 
 
 def find_pages_files(crawl_dir: str | Path) -> list[Path]:
@@ -201,4 +203,7 @@ def _response(record, where: str, limit: int) -> WarcResponse:
             stream = ChunkedDataReader(record.raw_stream)  # de-chunk only, no decompression
     raw = _read_capped(stream, limit, where, "the stored body")
     body = decode_content(raw, headers.get("content-encoding"), limit, where)
-    return WarcResponse(status, headers, body)
+    h = record.rec_headers
+    return WarcResponse(
+        status, headers, body, h.get_header("WARC-Record-ID"), h.get_header("WARC-Date")
+    )

@@ -82,6 +82,9 @@ class Corpus:
     img_ids: np.ndarray | None = None
     images: list[dict] = field(default_factory=list)
     rejects: list[dict] = field(default_factory=list)
+    # document d came from archive archive_names[archive[d]] (-1: its row names none)
+    archive: np.ndarray | None = None
+    archive_names: list[str] = field(default_factory=list)
 
     @classmethod
     def from_batches(
@@ -146,6 +149,9 @@ class CorpusWriter:
         self.images: list[dict] = []
         self._image_code: dict[str, int] = {}
         self.rejects: list[dict] = []
+        self.archives: list[np.ndarray] = []
+        self.archive_names: list[str] = []
+        self._archive_code: dict[str, int] = {}
 
     def _code(self, table: dict[str, int], names: list[str], name: str) -> int:
         if name not in table:
@@ -177,6 +183,11 @@ class CorpusWriter:
                 self.images.append(info)
             self.img_ids.append(code)
         self.rejects.extend(batch.rejects)
+        archives = [
+            -1 if a is None else self._code(self._archive_code, self.archive_names, a)
+            for a in batch.archive_list()
+        ]
+        self.archives.append(np.array(archives, dtype=np.int32))
 
     def finish(self) -> Corpus:
         """The finished corpus (tokens read from the file with positioned reads when on disk)."""
@@ -202,6 +213,8 @@ class CorpusWriter:
             img_ids=np.array(self.img_ids, dtype=np.int64),
             images=self.images,
             rejects=self.rejects,
+            archive=_concat(self.archives, np.int32),
+            archive_names=self.archive_names,
         )
 
 
@@ -602,6 +615,7 @@ def assemble_corpus(
         "dtype": "uint32",
         "buckets": buckets_out,
         "sources": sources_out,
+        "archives": _archives(corpus, stage_copies, eval_docs),
         "stages": stages_out,
         "shortfalls": shortfalls,
         "num_sequences": stats.sequences,
@@ -646,6 +660,40 @@ def assemble_corpus(
     tmp.write_text(json.dumps(manifest, indent=2, sort_keys=False))
     os.replace(tmp, out_dir / "manifest.json")
     return manifest
+
+
+def _archives(corpus: Corpus, stage_copies, eval_docs) -> list[dict[str, Any]]:
+    """The archives the mixture drew from (the documents' `source_file`), sorted by name:
+    documents and tokens placed in the training shards, documents held out for eval."""
+    if corpus.archive is None or not corpus.archive_names:
+        return []
+    n = len(corpus.archive_names)
+    docs = np.zeros(n, np.int64)
+    tokens = np.zeros(n, np.int64)
+    held = np.zeros(n, np.int64)
+    placed = [(d, k) for copies in stage_copies for d, k in copies if len(d)]
+    if placed:
+        d = np.concatenate([d for d, _ in placed])
+        k = np.concatenate([k for _, k in placed])
+        code = corpus.archive[d]
+        known = code >= 0
+        np.add.at(tokens, code[known], k[known])
+        distinct = np.unique(d[known])
+        np.add.at(docs, corpus.archive[distinct], 1)
+    for _, _, idx in eval_docs:
+        code = corpus.archive[idx]
+        np.add.at(held, code[code >= 0], 1)
+    out = [
+        {
+            "source_file": name,
+            "documents": int(docs[i]),
+            "tokens": int(tokens[i]),
+            "heldout_documents": int(held[i]),
+        }
+        for i, name in enumerate(corpus.archive_names)
+        if docs[i] or held[i]
+    ]
+    return sorted(out, key=lambda a: a["source_file"])
 
 
 def _shortfall(

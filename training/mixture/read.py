@@ -89,11 +89,14 @@ def tokenize_unit_batches(
     if unit.kind != "text":
         yield from read_image_unit_batches(unit, tokenizer, image_id)
         return
-    for texts, groups, rep, rows in read_unit_batches(unit, rows_per_batch):
+    for texts, groups, rep, rows, archives in read_unit_batches(unit, rows_per_batch):
         tokens, lengths = encode_texts(tokenizer, texts, min(1024, rows_per_batch))
         if image_id is not None:
             tokens, lengths = _strip_token(tokens, lengths, image_id)
-        yield DocBatch(tokens, lengths, groups, rep, rows)
+        has_archive = any(a is not None for a in archives)
+        yield DocBatch(
+            tokens, lengths, groups, rep, rows, archives=archives if has_archive else None
+        )
 
 
 def _strip_token(tokens: np.ndarray, lengths: np.ndarray, token: int):

@@ -63,6 +63,8 @@ class DocBatch:
     img_counts: np.ndarray | None = None
     images: list[dict] = field(default_factory=list)
     rejects: list[dict] = field(default_factory=list)
+    # per document, the archive it came from (the row's `source_file`; None: the file has none)
+    archives: list[str | None] | None = None
 
     def save(self, path: str | Path) -> None:
         """Write to .npz (used to hand units between Beam workers and the assembler)."""
@@ -74,6 +76,8 @@ class DocBatch:
                 "images": np.array([json.dumps(i) for i in self.images], dtype=object),
                 "rejects": np.array([json.dumps(r) for r in self.rejects], dtype=object),
             }
+        if self.archives is not None:
+            extra["archives"] = np.array(self.archives, dtype=object)
         np.savez(
             path,
             tokens=self.tokens,
@@ -99,7 +103,14 @@ class DocBatch:
             np.concatenate([b.image_counts() for b in batches]) if with_images else None,
             [i for b in batches for i in b.images],
             [r for b in batches for r in b.rejects],
+            [a for b in batches for a in b.archive_list()]
+            if any(b.archives is not None for b in batches)
+            else None,
         )
+
+    def archive_list(self) -> list[str | None]:
+        """The archive of each document (None where unknown)."""
+        return list(self.archives) if self.archives is not None else [None] * len(self.lengths)
 
     def image_counts(self) -> np.ndarray:
         """Images per document (zeros for a text batch)."""
@@ -118,6 +129,8 @@ class DocBatch:
                 batch.img_counts = z["img_counts"]
                 batch.images = [json.loads(str(i)) for i in z["images"]]
                 batch.rejects = [json.loads(str(r)) for r in z["rejects"]]
+            if "archives" in z.files:
+                batch.archives = [None if a is None else str(a) for a in z["archives"]]
             return batch
 
 
@@ -300,10 +313,13 @@ def _select_sql(unit: ReadUnit) -> str:
     repeat = f"CASE {cases} ELSE 1.0 END" if cases else "1.0"
     where = f"WHERE ({normalize_predicate(unit.where)}) " if unit.where else ""
     text = f"COALESCE({quote_ident(unit.text_column)}, '')"  # a NULL text: an empty document
+    # the archive a row came from (extract's and the importers' provenance), for the manifest
+    has_archive = ARCHIVE_COLUMN in _schema(unit.file).names
+    archive = f"CAST({quote_ident(ARCHIVE_COLUMN)} AS VARCHAR)" if has_archive else "NULL"
     return (
         f"WITH allowed AS ({allowed}) "
-        f"SELECT {text} AS text, {group} AS grp, {repeat} AS rep, file_row_number AS row "
-        f"FROM allowed {where}"
+        f"SELECT {text} AS text, {group} AS grp, {repeat} AS rep, file_row_number AS row, "
+        f"{archive} AS archive FROM allowed {where}"
     )
 
 
@@ -321,12 +337,14 @@ def _where_error(unit: ReadUnit, exc: Exception) -> SpecError:
 
 
 READ_BATCH_ROWS = 2048  # rows per Arrow batch when streaming a unit: bounds the text held at once
+ARCHIVE_COLUMN = "source_file"  # common.schemas.PROVENANCE: the archive a document came from
 
 
 def read_unit_batches(
     unit: ReadUnit, rows_per_batch: int = READ_BATCH_ROWS
-) -> Iterator[tuple[pa.Array, list[str], np.ndarray, np.ndarray]]:
-    """Stream a unit's training-allowed rows as (texts, groups, repeat weights, row numbers) batches.
+) -> Iterator[tuple[pa.Array, list[str], np.ndarray, np.ndarray, list[str | None]]]:
+    """Stream a unit's training-allowed rows as (texts, groups, repeat weights, row numbers,
+    archives) batches (archives: each row's `source_file`, None where the file has none).
 
     Texts stay Arrow (nulls already ''), so the tokenizer makes Python strings of one batch at a
     time and a source file of any size is read in bounded memory. Numbers go through to_pylist:
@@ -350,7 +368,8 @@ def read_unit_batches(
             if rows[0] <= last or (len(rows) > 1 and np.any(np.diff(rows) <= 0)):
                 raise RuntimeError(f"{unit.file}: rows did not arrive in file order; this is a bug")
             last = int(rows[-1])
-            yield batch.column("text"), groups, rep, rows
+            archives = batch.column("archive").to_pylist()
+            yield batch.column("text"), groups, rep, rows, archives
     finally:
         con.close()
 
@@ -360,7 +379,7 @@ def read_unit(unit: ReadUnit) -> tuple[pa.ChunkedArray, list[str], np.ndarray, n
     import pyarrow as pa
 
     texts, groups, reps, rows = [], [], [], []
-    for t, g, r, w in read_unit_batches(unit):
+    for t, g, r, w, _ in read_unit_batches(unit):
         texts.append(t)
         groups.extend(g)
         reps.append(r)
