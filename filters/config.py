@@ -150,6 +150,22 @@ class DedupConfig(_Strict):
         return self
 
 
+class LineDedupConfig(_Strict):
+    """Line de-duplication across documents (`filters.linededup`): a line (paragraph) that at
+    least `threshold` distinct documents contain is removed from all of them. The threshold is
+    `min_doc_share` of the input's documents, at least `min_docs` and at most `max_docs`
+    (null: no cap). The floor spares what a handful of pages share in a small corpus (on the
+    sample web, syndicated copies share paragraphs with up to 3 others); the share raises it as
+    the corpus grows, so a story syndicated to dozens of sites is left to the MinHash
+    de-duplication, which keeps one copy; the cap keeps a site's footer on its few hundred pages
+    removable in a corpus of millions."""
+
+    enabled: bool = True
+    min_docs: int = Field(10, ge=2)
+    min_doc_share: float = Field(0.005, ge=0, le=1)
+    max_docs: int | None = Field(100, ge=2)
+
+
 class FilterConfig(_Strict):
     """The whole filter stage configuration."""
 
@@ -164,6 +180,7 @@ class FilterConfig(_Strict):
     safety: SafetyConfig = Field(default_factory=SafetyConfig)
     quality: QualityConfig = Field(default_factory=QualityConfig)
     dedup: DedupConfig = Field(default_factory=DedupConfig)
+    line_dedup: LineDedupConfig = Field(default_factory=LineDedupConfig)
 
     @field_validator("pii_regions")
     @classmethod

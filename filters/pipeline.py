@@ -34,7 +34,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from common.inputs import url_host
-from filters import dedup_shards
+from filters import dedup_shards, linededup
 from filters.annotate import ADDED_COLUMNS, REWRITTEN_COLUMNS
 from filters.config import FilterConfig
 
@@ -77,12 +77,13 @@ LOCAL_FILES = SimpleNamespace(
 def output_schema(input_schema: pa.Schema) -> pa.Schema:
     """Input columns (text as string, training_allowed as boolean: `annotate.REWRITTEN_COLUMNS`)
     plus the filter's columns (`annotate.ADDED_COLUMNS`)."""
-    fields = [f for f in input_schema if f.name not in ADDED_COLUMNS]
+    added = {**ADDED_COLUMNS, **linededup.COLUMNS}
+    fields = [f for f in input_schema if f.name not in added]
     fields = [
         pa.field(f.name, REWRITTEN_COLUMNS[f.name]) if f.name in REWRITTEN_COLUMNS else f
         for f in fields
     ]
-    return pa.schema(fields + [pa.field(k, v) for k, v in ADDED_COLUMNS.items()])
+    return pa.schema(fields + [pa.field(k, v) for k, v in added.items()])
 
 
 def plan_chunks(docs_path: str, files=LOCAL_FILES, max_rows: int | None = None) -> list[Chunk]:
@@ -165,8 +166,8 @@ def rows_for_budget(
     )
 
 
-def read_chunk(chunk: Chunk, files=LOCAL_FILES) -> Iterator[dict]:
-    """Rows [start, stop) of a Parquet file, in input order."""
+def read_chunk(chunk: Chunk, files=LOCAL_FILES, columns: list[str] | None = None) -> Iterator[dict]:
+    """Rows [start, stop) of a Parquet file, in input order (only `columns` if given)."""
     _, path, start, stop = chunk
     with files.open_read(path) as f:
         pf = pq.ParquetFile(f)
@@ -175,7 +176,7 @@ def read_chunk(chunk: Chunk, files=LOCAL_FILES) -> Iterator[dict]:
             n = pf.metadata.row_group(rg).num_rows
             if base < stop and base + n > start:
                 offset = base
-                for batch in pf.iter_batches(batch_size=512, row_groups=[rg]):
+                for batch in pf.iter_batches(batch_size=512, row_groups=[rg], columns=columns):
                     lo, hi = offset, offset + batch.num_rows
                     offset = hi
                     if hi <= start:
@@ -208,11 +209,24 @@ def _write_table(path: str, table: pa.Table, files) -> None:
         pq.write_table(table, f)
 
 
+def chunk_line_pairs(chunk: Chunk, files=LOCAL_FILES) -> tuple[int, object]:
+    """A chunk's (line key, document key) pairs for the line de-duplication's count."""
+    texts = (r["text"] for r in read_chunk(chunk, files, columns=["text"]))
+    return chunk[0], linededup.line_pairs(texts)
+
+
 def annotate_chunk(
-    chunk: Chunk, annotator, parts_dir: str, schema: pa.Schema, cfg: FilterConfig, files=LOCAL_FILES
+    chunk: Chunk,
+    annotator,
+    parts_dir: str,
+    schema: pa.Schema,
+    cfg: FilterConfig,
+    files=LOCAL_FILES,
+    repeated: set[int] | frozenset = frozenset(),
 ) -> tuple[int, list[tuple]]:
-    """Read and annotate a chunk, write it as the `pre` part; return its dedup features."""
-    rows = [annotator.annotate(r) for r in read_chunk(chunk, files)]
+    """Read a chunk, remove its `repeated` lines and annotate it (`linededup.annotate_row`),
+    write it as the `pre` part; return its dedup features."""
+    rows = [linededup.annotate_row(r, annotator, repeated) for r in read_chunk(chunk, files)]
     _write_table(
         _part(parts_dir, "pre", chunk[0], files), pa.Table.from_pylist(rows, schema), files
     )
@@ -399,6 +413,20 @@ def dedup_outputs(
     return descriptors, dups
 
 
+def line_threshold(chunks: list[Chunk], cfg: FilterConfig) -> int:
+    """Documents a line must be in to be removed, for this input's size."""
+    return linededup.threshold(cfg.line_dedup, sum(c[3] - c[2] for c in chunks))
+
+
+def repeated_by_chunk(chunks: list[Chunk], cfg: FilterConfig, files=LOCAL_FILES) -> dict:
+    """The line de-duplication's count in this process: chunk -> its repeated line keys."""
+    if not cfg.line_dedup.enabled:
+        return {}
+    pairs = [chunk_line_pairs(c, files) for c in chunks]
+    found = linededup.run_in_memory(pairs, shard_count(chunks), line_threshold(chunks, cfg))
+    return {c: set(keys.tolist()) for c, keys in found.items()}
+
+
 def run_local(
     docs_path: str | Path,
     out_dir: str | Path,
@@ -420,7 +448,11 @@ def run_local(
     docs_path, out_dir, work_dir = str(docs_path), str(out_dir), str(work_dir)
     chunks = plan_chunks(docs_path, files, max_rows)
     annotator = make_annotator(cfg, str(models_dir) if models_dir else None)
-    batches = [annotate_chunk(c, annotator, work_dir, schema, cfg, files) for c in chunks]
+    repeated = repeated_by_chunk(chunks, cfg, files)
+    batches = [
+        annotate_chunk(c, annotator, work_dir, schema, cfg, files, repeated.get(c[0], frozenset()))
+        for c in chunks
+    ]
     results = dedup_shards.run_in_memory(batches, cfg.dedup, shard_count(chunks), rounds)
     del batches
     descriptors, dups = dedup_outputs(results, work_dir, files)

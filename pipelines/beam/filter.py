@@ -3,8 +3,11 @@ into transforms every runner translates (Create, ParDo, GroupByKey, Flatten), wi
 the end, no side inputs, no Beam metrics and no Beam file sinks (Direct, Portable, Dask, Flink,
 Spark, Dataflow).
 
-1. `Create` of the input's row ranges; a worker reads its range through Beam's `FileSystems`,
-   annotates it, writes it as a part and emits its dedup candidates' features as one element.
+1. `Create` of the input's row ranges. The line de-duplication counts first (`LineCounts`):
+   each range's (line, document) keys go to the shards of their lines (one GroupByKey) and each
+   shard sends every range the repeated lines it has. A worker then reads its range through
+   Beam's `FileSystems`, removes those lines, annotates it, writes it as a part and emits its
+   dedup candidates' features as one element.
 2. The dedup steps, each one GroupByKey over shards (`DedupShards`): every shuffle moves at
    most shards x shards batches, not an element per document or per LSH band.
 3. Each chunk's part is finalised with its duplicates, each shard's cluster rows written; the
@@ -17,11 +20,13 @@ This module knows where the steps run, never what they do.
 
 from __future__ import annotations
 
+from functools import partial
+
 import apache_beam as beam
 import pyarrow as pa
 from apache_beam.options.pipeline_options import PipelineOptions
 
-from filters import dedup_shards
+from filters import dedup_shards, linededup
 from filters import pipeline as steps
 from filters.config import FilterConfig
 from filters.dedup_shards import ROUNDS
@@ -40,8 +45,30 @@ class AnnotateChunkFn(beam.DoFn):
         self.cfg = FilterConfig.model_validate_json(self.config_json)
         self.annotator = steps.make_annotator(self.cfg, self.models_dir, fs.stage_locally)
 
-    def process(self, chunk):
-        yield steps.annotate_chunk(chunk, self.annotator, self.parts_dir, self.schema, self.cfg, fs)
+    def process(self, item):
+        chunk, repeated = linededup.chunk_repeated(item[1])
+        yield steps.annotate_chunk(
+            chunk, self.annotator, self.parts_dir, self.schema, self.cfg, fs, repeated
+        )
+
+
+class LineCounts(beam.PTransform):
+    """Chunks -> (chunk, repeated line keys) for the chunks that have any: one GroupByKey over
+    the shards of the line keys (`filters.linededup`)."""
+
+    def __init__(self, shards: int, threshold: int):
+        super().__init__()
+        self.shards, self.threshold = shards, threshold
+
+    def expand(self, chunks):
+        return (
+            chunks
+            | "LinePairs" >> beam.Map(steps.chunk_line_pairs, files=fs)
+            | "RouteLines" >> beam.FlatMap(linededup.route, shards=self.shards)
+            | "GroupLines" >> beam.GroupByKey()
+            | "RepeatedLines"
+            >> beam.FlatMapTuple(partial(linededup.repeated_lines, threshold=self.threshold))
+        )
 
 
 class DedupShards(beam.PTransform):
@@ -158,10 +185,16 @@ def build_and_run(
     """
     chunks = plan_chunks(docs_path, fs, max_rows)
     p = beam.Pipeline(options=PipelineOptions(fs.runner_args(beam_args)))
+    planned = p | "Chunks" >> beam.Create(chunks) | "Spread" >> beam.Reshuffle()
+    tagged = [planned | "TagChunk" >> beam.Map(lambda c: (c[0], ("chunk", c)))]
+    if cfg.line_dedup.enabled:
+        threshold = steps.line_threshold(chunks, cfg)
+        repeated = planned | "LineDedup" >> LineCounts(steps.shard_count(chunks), threshold)
+        tagged.append(repeated | "TagLines" >> beam.Map(lambda o: (o[0], ("lines", o[1]))))
     batches = (
-        p
-        | "Chunks" >> beam.Create(chunks)
-        | "Spread" >> beam.Reshuffle()
+        tuple(tagged)
+        | "ChunkLines" >> beam.Flatten()
+        | "GroupChunkLines" >> beam.GroupByKey()
         | "Annotate"
         >> beam.ParDo(AnnotateChunkFn(cfg.model_dump_json(), models_dir, parts_dir, schema))
     )
