@@ -32,9 +32,11 @@ from common.consent import FLAG, describe_flag, flag_true
 from common.langid import LanguageIdentifier
 from filters import heuristics, pii
 from filters.config import FilterConfig
+from filters.decontam import Decontaminator
 from filters.quality import QualityModel
 from filters.quality.default import QualityScorer
 from filters.safety import SafetyFilter
+from filters.urls import UrlFilter, is_url_reason
 
 # Output columns the filter adds to every row (besides replacing `text`), with their types:
 # the one definition (`filters.pipeline.output_schema` builds the output schema from it).
@@ -51,15 +53,22 @@ ADDED_COLUMNS: dict[str, pa.DataType] = {
     # Why the row's own flag is not consent ("training_allowed is 'false' (str), not the boolean
     # true", "... is NaN", ...); null when it is the boolean true (common.consent).
     "consent_reason": pa.string(),
+    # What put the URL on a blocklist or banned it (filters.urls: "domain d", "url u",
+    # "banned_word w", ...); null when it passed.
+    "url_block": pa.string(),
+    # Benchmark decontamination (filters.decontam): false, null and 0 when no eval set is given.
+    "contaminated": pa.bool_(),
+    "contamination_benchmarks": pa.string(),  # the eval sets, comma-joined
+    "contamination_ngrams": pa.int64(),  # distinct n-grams of the text found in eval sets
 }
 # Input columns the filter rewrites with its own type: `text` (scrubbed, a string) and
 # `training_allowed` (the boolean the consent rule read: true only for the boolean true).
 REWRITTEN_COLUMNS: dict[str, pa.DataType] = {"text": pa.string(), FLAG: pa.bool_()}
 
 
-# Drop reasons checked before the heuristics (a rescue cannot change them).
+# Drop reasons checked before the heuristics (a rescue cannot change them); url_blocked:* too.
 _BEFORE_HEURISTICS = frozenset(
-    {"training_not_allowed", "empty_text", "unsupported_language", "low_lang_score"}
+    {"training_not_allowed", "empty_text", "unsupported_language", "low_lang_score", "contaminated"}
 )
 
 
@@ -75,6 +84,8 @@ class DocumentAnnotator:
         self.cfg = cfg
         self.langid = LanguageIdentifier()
         self.safety = SafetyFilter(cfg.safety)
+        self.urls = UrlFilter(cfg.urls) if cfg.urls.enabled else None
+        self.decontam = Decontaminator(cfg.decontamination) if cfg.decontamination.evals else None
         self.scorer = QualityScorer(
             models_dir, cfg.languages, fallback_dir or cfg.quality.fallback_models_dir or None
         )
@@ -104,6 +115,8 @@ class DocumentAnnotator:
         flag = row.get(FLAG)
         out[FLAG] = flag_true(flag)
         out["consent_reason"] = None if out[FLAG] else describe_flag(flag)
+        blocked = self.urls.check(row.get("url")) if self.urls is not None else None
+        out["url_block"] = blocked[1] if blocked else None
         text = row.get("text") or ""
         lang, lang_score = self.langid.predict(text)
         out["lang"], out["lang_score"] = lang, lang_score
@@ -118,15 +131,27 @@ class DocumentAnnotator:
         # No model at all (no own model, no fallback): unscored, NULL, never dropped on quality.
         scores, name = self.scorer.score([text], lang)
         out["quality_score"], out["quality_model"] = scores[0], name
+        out["contaminated"], out["contamination_benchmarks"], out["contamination_ngrams"] = (
+            self.decontam.check(text) if self.decontam is not None else (False, None, 0)
+        )
         out["heuristic_drop"] = heuristic_reason
         out["rescued"] = False
         if heuristic_reason and self._rescues(lang, heuristic_reason, scores[0]):
             out["rescued"] = True
             heuristic_reason = None
         out["drop_reason"] = self._reason(
-            row, lang, lang_score, text, heuristic_reason, out["quality_score"]
+            row,
+            lang,
+            lang_score,
+            text,
+            heuristic_reason,
+            out["quality_score"],
+            blocked[0] if blocked else None,
+            out["contaminated"] and self.cfg.decontamination.drop,
         )
-        if out["rescued"] and out["drop_reason"] in _BEFORE_HEURISTICS:
+        if out["rescued"] and (
+            out["drop_reason"] in _BEFORE_HEURISTICS or is_url_reason(out["drop_reason"])
+        ):
             out["rescued"] = False  # dropped before the heuristics counted: nothing was rescued
         out["duplicate_of"] = None
         return out
@@ -153,15 +178,21 @@ class DocumentAnnotator:
         text: str,
         heuristic: str | None,
         q: float | None,
+        url_blocked: str | None = None,
+        contaminated: bool = False,
     ) -> str | None:
         if not flag_true(row.get(FLAG)):
             return "training_not_allowed"
+        if url_blocked:
+            return url_blocked
         if not text.strip():
             return "empty_text"
         if lang not in self.cfg.languages:
             return "unsupported_language"
         if lang_score < self.cfg.min_lang_score:
             return "low_lang_score"
+        if contaminated:
+            return "contaminated"
         if heuristic:
             return heuristic
         unsafe = self.safety.check(text, lang)

@@ -150,6 +150,63 @@ class DedupConfig(_Strict):
         return self
 
 
+class UrlFilterConfig(_Strict):
+    """The URL filter, first of the steps (`filters.urls`): blocklists in the UT1 layout and
+    FineWeb's banned words on the URL. Lists are read at run start (cached by file mtime)."""
+
+    enabled: bool = True
+    # A directory of category directories holding `domains` / `urls` files (the UT1 layout);
+    # empty: the generated default lists (reserved names only, `common.urlblock.default_entries`)
+    # when `default_lists` is on.
+    blocklist_dir: str = ""
+    default_lists: bool = True
+    categories: list[str] | None = None  # only these categories of blocklist_dir; null: all
+    banned_words: bool = True
+    # hard.txt, soft.txt, subword.txt (one word a line); empty: common.urlblock.DEFAULT_WORDS
+    words_dir: str = ""
+    soft_word_threshold: int = Field(2, ge=1)
+
+
+class EvalSet(_Strict):
+    """One evaluation set to decontaminate against: a JSONL or Parquet file."""
+
+    path: str = Field(min_length=1)
+    name: str = ""  # empty: the file name without extensions
+    fields: list[str] | None = None  # empty: decontamination.fields
+
+
+class DecontamConfig(_Strict):
+    """Benchmark decontamination (`filters.decontam`): n-gram overlap with eval sets. Off until
+    eval sets are given (here or `refinery filter --decontaminate FILE`)."""
+
+    evals: list[EvalSet] = Field(default_factory=list)
+    # The item fields whose text is indexed, joined in this order (a list of strings counts as
+    # its items): question, answer and context under the names the common benchmarks use.
+    fields: list[str] = Field(
+        default_factory=lambda: [
+            "question",
+            "answer",
+            "context",
+            "passage",
+            "choices",
+            "text",
+        ],
+        min_length=1,
+    )
+    ngram: int = Field(13, ge=3, le=64)  # tokens per n-gram of a text mostly of words
+    ngram_chars: int = Field(13, ge=3, le=64)  # ... of a text mostly of CJK/Thai characters
+    min_ngrams: int = Field(1, ge=1)  # matching n-grams of one eval set that mark a document
+    drop: bool = False  # drop marked documents (reason `contaminated`); default: annotate only
+
+    @model_validator(mode="before")
+    @classmethod
+    def _paths(cls, data):
+        if isinstance(data, dict) and isinstance(data.get("evals"), list):
+            data = dict(data)
+            data["evals"] = [{"path": e} if isinstance(e, str) else e for e in data["evals"]]
+        return data
+
+
 class LineDedupConfig(_Strict):
     """Line de-duplication across documents (`filters.linededup`): a line (paragraph) that at
     least `threshold` distinct documents contain is removed from all of them. The threshold is
@@ -181,6 +238,8 @@ class FilterConfig(_Strict):
     quality: QualityConfig = Field(default_factory=QualityConfig)
     dedup: DedupConfig = Field(default_factory=DedupConfig)
     line_dedup: LineDedupConfig = Field(default_factory=LineDedupConfig)
+    urls: UrlFilterConfig = Field(default_factory=UrlFilterConfig)
+    decontamination: DecontamConfig = Field(default_factory=DecontamConfig)
 
     @field_validator("pii_regions")
     @classmethod

@@ -285,6 +285,7 @@ def partial_counts(rows: list[dict]) -> dict:
     funnel: Counter = Counter()
     hosts: Counter = Counter()
     scored: Counter = Counter()
+    contamination: Counter = Counter()  # (eval set, lang) -> documents it marked
     tokens_kept = 0
     for r in rows:
         lang, reason = r["lang"], r["drop_reason"]
@@ -294,19 +295,23 @@ def partial_counts(rows: list[dict]) -> dict:
         scored[(lang, q is not None and not math.isnan(q))] += 1
         if reason is None:
             tokens_kept += len(tokens(r["text"], lang or ""))
+        for name in (r["contamination_benchmarks"] or "").split(",") if r["contaminated"] else ():
+            contamination[(name, lang or "und")] += 1
     return {
         "rows": len(rows),
         "funnel": [[k[0], k[1], n] for k, n in funnel.items()],
         "hosts": [[k[0], k[1], n] for k, n in hosts.items()],
         "scored": [[k[0], k[1], n] for k, n in scored.items()],
+        "contamination": [[k[0], k[1], n] for k, n in contamination.items()],
+        "contaminated_docs": sum(bool(r["contaminated"]) for r in rows),
         "tokens_kept": tokens_kept,
     }
 
 
 def merge_counts(parts: list[dict]) -> dict:
     """Sum partial counts (deterministic order of keys)."""
-    out: dict = {"rows": 0, "tokens_kept": 0}
-    for key in ("funnel", "hosts", "scored"):
+    out: dict = {"rows": 0, "tokens_kept": 0, "contaminated_docs": 0}
+    for key in ("funnel", "hosts", "scored", "contamination"):
         c: Counter = Counter()
         for p in parts:
             for a, b, n in p[key]:
@@ -317,6 +322,7 @@ def merge_counts(parts: list[dict]) -> dict:
     for p in parts:
         out["rows"] += p["rows"]
         out["tokens_kept"] += p["tokens_kept"]
+        out["contaminated_docs"] += p["contaminated_docs"]
     return out
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import shutil
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, TypedDict
@@ -82,6 +82,8 @@ class FilterResult(TypedDict, total=False):
     chunks: int
     chunk_rows: int
     memory_budget: dict[str, Any] | None
+    url_filter: dict[str, Any] | None
+    decontamination: dict[str, Any] | None
 
 
 def load_filter_config(config: FilterConfig | dict | str | Path | None) -> FilterConfig:
@@ -170,6 +172,7 @@ def run_filter(
     memory_budget_mib: float | None = None,
     lake_root: str | Path | None = None,
     reference_rows: Callable[[], list[dict]] | None = None,
+    decontaminate: Sequence[str | Path] = (),
 ) -> FilterResult:
     """Filter DIR2/documents.parquet into DIR3 (annotated, documents, dup_clusters, host_languages, funnel).
 
@@ -177,13 +180,16 @@ def run_filter(
     worker holds at once (a chunk) are as many as fit in the budget
     (`filters.pipeline.rows_for_budget`); the outputs do not change. `lake_root` is where the
     default quality models live (default: the environment's lake); `reference_rows` trains them
-    (see `quality_models_for`).
+    (see `quality_models_for`). `decontaminate`: eval files added to `decontamination.evals`.
     """
-    from filters import report
+    from filters import decontam, report, urls
     from filters.pipeline import output_schema, plan_chunks
 
     executor = executor or InProcess()
-    cfg = load_filter_config(config)
+    cfg = decontam.with_evals(load_filter_config(config), decontaminate)
+    # Lists and eval sets are read here first: a bad file is one line before any work starts.
+    url_info = urls.describe(cfg.urls)
+    index = decontam.load_index(cfg.decontamination) if cfg.decontamination.evals else None
     docs_path = Path(docs_dir) / "documents.parquet"
     in_schema = check_input(docs_path)
     out = Path(out_dir)
@@ -263,3 +269,10 @@ def run_filter(
     )
     write_manifest(out / "funnel.json", rows=len(funnel), inputs=[str(out / "annotated.parquet")])
     return summary
+    summary["url_filter"] = url_info
+    summary["decontamination"] = None
+    if index is not None:
+        summary["decontamination"] = decontam.report(index, cfg.decontamination, counts)
+        (out / "decontamination.json").write_text(
+            json.dumps(summary["decontamination"], indent=2) + "\n"
+        )

@@ -100,6 +100,12 @@ class CrawlConfig(BaseModel):
         description="directory shared by all shards for cross-shard links (outbox/to-<j>/); "
         "default: the parent of an output directory named shard=<k>, else the output directory",
     )
+    blocklist: str | None = Field(
+        None,
+        description="directory of URL blocklists in the UT1 layout (<category>/domains, "
+        "<category>/urls): a listed URL is never fetched, it is recorded as skipped with the "
+        "category (common.urlblock; read at the start of every run)",
+    )
     warc_prefix: str = "refinery"
     warc_max_bytes: int = Field(2**30, gt=0)
     fsync: bool = False

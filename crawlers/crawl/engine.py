@@ -20,6 +20,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from common.urlblock import load_blocklist
 from crawlers.crawl.canon import UrlError, canonicalize, host_of
 from crawlers.crawl.config import CrawlConfig, CrawlError
 from crawlers.crawl.downloader import Downloader
@@ -86,6 +87,8 @@ class Crawler:
         progress: Progress | None = None,
     ):
         self.cfg, self.out_dir, self.resume, self.progress = config, Path(out_dir), resume, progress
+        # read before anything is written: a bad list is one line and no half-made crawl directory
+        self.blocklist = load_blocklist(config.blocklist) if config.blocklist else None
         self.out_dir.mkdir(parents=True, exist_ok=True)
         db_path = self.out_dir / "frontier.sqlite"
         if db_path.exists() and not resume:
@@ -148,6 +151,9 @@ class Crawler:
             if row["state"] == "queued" and (bad := _unusable(url)):
                 # queued by an older crawler that let it through: skipped now, with the reason
                 unusable.append((url, f"bad-url: {bad}"))
+                continue
+            if row["state"] == "queued" and (blocked := self._blocked(url)):
+                unusable.append((url, blocked))  # listed since it was queued: lists are re-read
                 continue
             if row["state"] != "skipped" or (row["skip_reason"] or "").startswith("host-gave-up"):
                 self.traps.register(url)
@@ -217,7 +223,9 @@ class Crawler:
         row["redirect_hops"] = redirect_hops
         host = row["host"]
         reason = None
-        if (
+        if blocked := self._blocked(url):
+            reason = blocked
+        elif (
             parent is not None
             and not routed
             and not self.cfg.follow_external
@@ -264,6 +272,11 @@ class Crawler:
         row["_base"] = base  # the priority before the family's evidence (it is re-read at pop)
         self.sched.push(row)
         return "queued"
+
+    def _blocked(self, url: str) -> str | None:
+        """'blocklist: <category> (<what matched>)' for a URL on the --blocklist lists, else None."""
+        hit = self.blocklist.match(url) if self.blocklist is not None else None
+        return f"blocklist: {hit[0]} ({hit[1]})" if hit else None
 
     def _reprice(self, row: dict[str, Any]) -> float:
         """A queued discovered URL's priority with its link family's evidence as of now."""

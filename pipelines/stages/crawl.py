@@ -51,6 +51,11 @@ class CrawlParams(Params):
         "outbox/to-<j>/ there (default: the parent of an --out named shard=<k>).",
         asset=False,
     )
+    blocklist: Path | None = param(
+        None,
+        help="Directory of URL blocklists in the UT1 layout (<category>/domains, "
+        "<category>/urls): listed URLs are never fetched, recorded as skipped with the category.",
+    )
     config: Path | None = param(None, help="YAML file with more CrawlConfig fields.", asset=False)
     extra: dict[str, Any] = param({}, cli=False, help="Any other CrawlConfig field.")
     quiet: bool = param(False, help="No progress bar.", asset=False)
@@ -123,8 +128,9 @@ def _yaml(path: Path | None) -> dict[str, Any]:
 def crawl_config(p: CrawlParams, lake: Lake) -> dict[str, Any]:
     """Precedence: a flag given explicitly, then the YAML file, then the flag's default."""
     values = {f: getattr(p, f) for f in CONFIG_FIELDS}
-    if values["shard_root"] is not None:
-        values["shard_root"] = str(values["shard_root"])
+    for name in ("shard_root", "blocklist"):
+        if values[name] is not None:
+            values[name] = str(values[name])
     explicit = {f: values[f] for f in CONFIG_FIELDS if f in p.model_fields_set}
     defaults = {f: values[f] for f in CONFIG_FIELDS if f not in p.model_fields_set}
     config = {**defaults, **_yaml(p.config), **explicit, **p.extra}

@@ -75,6 +75,12 @@ class FilterParams(Params):
         "use under <lake>/models/quality/default).",
     )
     memory_budget_mib: float | None = param(
+    decontaminate: list[str] = param(
+        [],
+        help="An eval set (JSONL or Parquet; repeatable) to decontaminate against: documents "
+        "sharing 13-grams with it are marked `contaminated` (dropped with decontamination.drop); "
+        "report in decontamination.json.",
+    )
         None,
         min=1,
         help="Peak memory (MiB) the filter stays under: the rows a worker holds at once are "
@@ -160,6 +166,7 @@ def filter_stage(p: FilterParams, lake: Lake) -> FilterSummary:
     return FilterSummary(
         outputs={
             "filtered_documents": str(out / "annotated.parquet"),
+        decontaminate=p.decontaminate,
             "deduplicated_documents": str(out / "documents.parquet"),
         },
         docs=str(docs),

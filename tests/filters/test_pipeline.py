@@ -29,10 +29,32 @@ def _plain(table: pa.Table) -> list[dict]:
 
 
 @pytest.fixture(scope="module")
-def direct_out(tmp_path_factory, docs_dir, models_dir):
+def eval_file(tmp_path_factory, labelled_docs) -> tuple[str, list[str]]:
+    """An eval set cut from three sample-web documents (one Chinese): every executor run of this
+    module decontaminates against it, so their comparisons cover the step."""
+    picks = [d for d in labelled_docs if d["lang"] == "en" and len(d["text"]) > 2000][:2]
+    picks += [d for d in labelled_docs if d["lang"] == "zh" and len(d["text"]) > 400][:1]
+    path = tmp_path_factory.mktemp("evals") / "cut.jsonl"
+    items = [{"question": d["text"][300:700]} for d in picks]
+    path.write_text("".join(json.dumps(i, ensure_ascii=False) + "\n" for i in items))
+    return str(path), [d["id"] for d in picks]
+
+
+@pytest.fixture(scope="module")
+def direct_out(tmp_path_factory, docs_dir, models_dir, eval_file):
     out = tmp_path_factory.mktemp("filtered")
-    summary = run_filter(docs_dir, out, models_dir=models_dir)
+    summary = run_filter(docs_dir, out, models_dir=models_dir, decontaminate=[eval_file[0]])
     return out, summary
+
+
+def test_decontamination_marks_the_documents_the_eval_set_was_cut_from(direct_out, eval_file):
+    out, summary = direct_out
+    rows = pq.read_table(out / "annotated.parquet").to_pylist()
+    marked = {r["id"] for r in rows if r["contaminated"]}
+    assert set(eval_file[1]) <= marked
+    assert all(r["contamination_benchmarks"] == "cut" for r in rows if r["contaminated"])
+    assert summary["decontamination"]["evals"][0]["docs_hit"] == len(marked)
+    assert "contaminated" not in summary["dropped"]  # annotate only by default
 
 
 def test_every_input_row_is_annotated_and_kept_rows_match(direct_out, docs_dir):
@@ -143,19 +165,29 @@ def test_missing_required_column_names_it(tmp_path):
 
 
 @pytest.mark.timeout(240)
-def test_multi_processing_runner_gives_the_same_output(tmp_path, direct_out, docs_dir, models_dir):
+def test_multi_processing_runner_gives_the_same_output(
+    tmp_path, direct_out, docs_dir, models_dir, eval_file
+):
     args = ["--direct_running_mode=multi_processing", "--direct_num_workers=2"]
-    run_filter(docs_dir, tmp_path, models_dir=models_dir, beam_args=args)
+    run_filter(
+        docs_dir, tmp_path, models_dir=models_dir, beam_args=args, decontaminate=[eval_file[0]]
+    )
     for name in ("annotated.parquet", "dup_clusters.parquet"):
         assert _plain(pq.read_table(tmp_path / name)) == _plain(pq.read_table(direct_out[0] / name))
 
 
 @pytest.mark.timeout(240)
 def test_in_process_executor_writes_the_same_bytes_and_counts(
-    tmp_path, direct_out, docs_dir, models_dir
+    tmp_path, direct_out, docs_dir, models_dir, eval_file
 ):
     out, direct = direct_out
-    local = run_filter(docs_dir, tmp_path, models_dir=models_dir, beam_args=["--runner=InProcess"])
+    local = run_filter(
+        docs_dir,
+        tmp_path,
+        models_dir=models_dir,
+        beam_args=["--runner=InProcess"],
+        decontaminate=[eval_file[0]],
+    )
     for name in ("annotated.parquet", "documents.parquet", "dup_clusters.parquet"):
         assert (tmp_path / name).read_bytes() == (out / name).read_bytes(), name
     paths = {"out_dir", "funnel_plot"}
@@ -204,14 +236,16 @@ def job_service():
 @pytest.mark.slow
 @pytest.mark.timeout(300)
 def test_portable_runner_gives_the_same_output(
-    tmp_path, job_service, direct_out, docs_dir, models_dir
+    tmp_path, job_service, direct_out, docs_dir, models_dir, eval_file
 ):
     args = [
         "--runner=PortableRunner",
         f"--job_endpoint={job_service}",
         "--environment_type=LOOPBACK",
     ]
-    run_filter(docs_dir, tmp_path, models_dir=models_dir, beam_args=args)
+    run_filter(
+        docs_dir, tmp_path, models_dir=models_dir, beam_args=args, decontaminate=[eval_file[0]]
+    )
     for name in ("annotated.parquet", "dup_clusters.parquet", "documents.parquet"):
         assert _plain(pq.read_table(tmp_path / name)) == _plain(pq.read_table(direct_out[0] / name))
 
