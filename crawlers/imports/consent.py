@@ -154,6 +154,23 @@ def fetch_robots(
     return asyncio.run(fetch_robots_async(by_origin, config, on_verdict))
 
 
+Outcome = tuple[bool, bool, str]  # robots.txt today for one URL: crawl ok, training ok, rule
+
+
+def robots_outcome(robots: Any, url: str, agent: str, training_agent: str) -> Outcome:
+    """What today's parsed robots.txt says of `url` for both tokens, and the training group's
+    matching rule when it disallows (for `consent_source`)."""
+    crawl_ok = bool(robots.allows(agent, url))
+    train_ok = bool(robots.allows(training_agent, url))
+    rule = ""
+    if not train_ok:
+        from crawlers.consent import matched_rule
+
+        group, line = matched_rule(robots, training_agent, url)
+        rule = f" by group {group!r} rule {line!r}" if line else f" by group {group!r}"
+    return crawl_ok, train_ok, rule
+
+
 def decide(
     row: dict[str, Any],
     verdict: OriginVerdict | None,
@@ -162,9 +179,11 @@ def decide(
     training_agent: str,
     offline: bool = False,
     bad_url: str | None = None,
+    outcome: Outcome | None = None,
 ) -> dict[str, Any]:
     """The consent columns of one imported row with a URL: crawl_allowed, training_allowed,
-    robots_crawl, robots_training, consent_source, robots_fetched_at, robots_sha256."""
+    robots_crawl, robots_training, consent_source, robots_fetched_at, robots_sha256.
+    `outcome`: the URL's `robots_outcome`, taken when the verdict's parsed policy is dropped."""
     url = row["url"]
     evidence: list[str] = []
     denied = False
@@ -185,7 +204,7 @@ def decide(
         evidence.append(f"robots.txt at import: none can be asked ({bad_url or 'no origin'})")
         denied = True
         crawl_ok = None
-    elif verdict.robots is None:
+    elif verdict.unreachable is not None or (verdict.robots is None and outcome is None):
         crawl = training = "unreachable"
         evidence.append(
             f"robots.txt at import: unreachable ({verdict.unreachable}; {verdict.evidence()}), "
@@ -195,16 +214,11 @@ def decide(
         crawl_ok = None
         out.update(robots_fetched_at=verdict.fetched_at, robots_sha256=verdict.sha256)
     else:
-        crawl_ok = bool(verdict.robots.allows(agent, url))
-        train_ok = bool(verdict.robots.allows(training_agent, url))
+        if outcome is None:
+            outcome = robots_outcome(verdict.robots, url, agent, training_agent)
+        crawl_ok, train_ok, rule = outcome
         crawl = "allowed" if crawl_ok else "disallowed"
         training = "allowed" if train_ok else "disallowed"
-        rule = ""
-        if not train_ok:
-            from crawlers.consent import matched_rule
-
-            group, line = matched_rule(verdict.robots, training_agent, url)
-            rule = f" by group {group!r} rule {line!r}" if line else f" by group {group!r}"
         evidence.append(
             f"robots.txt at import: {training} for {training_agent}{rule} ({verdict.evidence()})"
         )
@@ -220,6 +234,78 @@ def decide(
     return out
 
 
+class ConsentBook:
+    """Today's robots.txt for every origin of an import, kept as each URL's outcome, so rows are
+    decided one at a time as they stream past (`apply`): no row waits in memory for its host's
+    robots.txt, and no parsed robots.txt outlives its origin's decision."""
+
+    def __init__(self, config: Any = None, *, offline: bool = False):
+        from crawlers.crawl.config import CrawlConfig
+
+        self.cfg = CrawlConfig.from_any(config)
+        self.offline = offline
+        self.verdicts: dict[str, OriginVerdict] = {}
+        self.bad: dict[str, str] = {}
+        self.outcomes: dict[str, Outcome] = {}
+        self.origin_of: dict[str, str] = {}
+
+    def fetch(self, urls: list[str]) -> None:
+        """Fetch robots.txt for the origins of `urls` (nothing with `offline`)."""
+        by_origin, self.bad = group_by_origin(sorted(set(urls)))
+        self.origin_of = {u: o for o, us in by_origin.items() for u in us}
+        if self.offline:
+            for o, us in by_origin.items():
+                v = self.verdicts[o] = OriginVerdict(o, o + "/robots.txt", urls=us)
+                v.unreachable = "offline (--offline)"
+            return
+        self.verdicts = fetch_robots(by_origin, self.cfg, self._keep)
+
+    def _keep(self, v: OriginVerdict) -> None:
+        if v.robots is None:
+            return
+        a, t = self.cfg.agent, self.cfg.training_agent
+        for url in v.urls:
+            self.outcomes[url] = robots_outcome(v.robots, url, a, t)
+
+    def apply(self, row: dict[str, Any]) -> None:
+        """Decide one row with a URL (in place); count it for its origin's hosts row."""
+        url = row["url"]
+        v = self.verdicts.get(self.origin_of.get(url, ""))
+        row.update(
+            decide(
+                row,
+                v,
+                agent=self.cfg.agent,
+                training_agent=self.cfg.training_agent,
+                offline=self.offline,
+                bad_url=self.bad.get(url),
+                outcome=self.outcomes.get(url),
+            )
+        )
+        if v is not None and row["training_allowed"] is True:
+            v.allowed_urls += 1
+
+    def hosts(self) -> list[dict[str, Any]]:
+        """One row per origin asked (hosts.parquet), then one per URL no robots.txt governs."""
+        hosts = [v.host_row() for _, v in sorted(self.verdicts.items())]
+        for url, why in sorted(self.bad.items()):
+            hosts.append(
+                {
+                    "origin": url,
+                    "robots_url": None,
+                    "robots_status": None,
+                    "robots_fetched_at": None,
+                    "robots_sha256": None,
+                    "robots_kind": None,
+                    "unreachable": why,
+                    "urls": 1,
+                    "training_allowed_urls": 0,
+                    "decided": True,
+                }
+            )
+        return hosts
+
+
 def consent_rows(
     rows: list[dict[str, Any]],
     *,
@@ -228,54 +314,9 @@ def consent_rows(
 ) -> list[dict[str, Any]]:
     """Decide consent for every row that has a URL (in place) and return one row per origin
     (hosts.parquet): every origin asked, its robots.txt status, fetch time and sha256."""
-    from crawlers.crawl.config import CrawlConfig
-
-    cfg = CrawlConfig.from_any(config)
-    urls = sorted({r["url"] for r in rows if r.get("url")})
-    by_origin, bad = group_by_origin(urls)
-    origin_of_url = {u: o for o, us in by_origin.items() for u in us}
-    rows_of: dict[str, list[dict[str, Any]]] = {}
+    book = ConsentBook(config, offline=offline)
+    book.fetch([r["url"] for r in rows if r.get("url")])
     for row in rows:
         if row.get("url"):
-            rows_of.setdefault(origin_of_url.get(row["url"], ""), []).append(row)
-
-    def apply(v: OriginVerdict | None, these: list[dict[str, Any]]) -> None:
-        for row in these:
-            row.update(
-                decide(
-                    row,
-                    v,
-                    agent=cfg.agent,
-                    training_agent=cfg.training_agent,
-                    offline=offline,
-                    bad_url=bad.get(row["url"]),
-                )
-            )
-            if v is not None and row["training_allowed"] is True:
-                v.allowed_urls += 1
-
-    if offline:
-        verdicts = {o: OriginVerdict(o, o + "/robots.txt", urls=u) for o, u in by_origin.items()}
-        for v in verdicts.values():
-            v.unreachable = "offline (--offline)"
-            apply(v, rows_of.get(v.origin, []))
-    else:  # each origin's rows are decided as soon as its robots.txt is in
-        verdicts = fetch_robots(by_origin, cfg, lambda v: apply(v, rows_of.get(v.origin, [])))
-    apply(None, rows_of.get("", []))  # URLs no robots.txt can be asked for
-    hosts = [v.host_row() for _, v in sorted(verdicts.items())]
-    for url, why in sorted(bad.items()):
-        hosts.append(
-            {
-                "origin": url,
-                "robots_url": None,
-                "robots_status": None,
-                "robots_fetched_at": None,
-                "robots_sha256": None,
-                "robots_kind": None,
-                "unreachable": why,
-                "urls": 1,
-                "training_allowed_urls": 0,
-                "decided": True,
-            }
-        )
-    return hosts
+            book.apply(row)
+    return book.hosts()

@@ -1,5 +1,12 @@
 """A whole WARC import: files -> per-file parts (resumable) -> dedup -> consent -> crawl output.
 
+Work is partitioned by file: each source file is scanned alone into its part (in this process,
+or one Beam element per file: `pipelines/beam/imports.py`), so the executors write the same
+parts. The driver then reads the parts twice, streamed a batch of rows at a time: first only
+their key columns (which rows are exact repeats; the URLs whose origins need robots.txt), then
+whole rows, decided and written as they come. It holds hashes of the keys and each URL's
+robots.txt outcome, never the rows.
+
 Layout of the output directory (the crawl's contract, so `refinery extract --crawl DIR` runs
 unchanged on it):
 
@@ -212,58 +219,136 @@ def scan_in_process(files: list[str], out_dir: Path, opts: dict[str, Any]) -> No
         scan_to_part(source, out_dir, opts)
 
 
-def _merge(files: list[str], out_dir: Path) -> tuple[list[dict], list[dict]]:
-    """Pages and skips of every part, in file order; exact repeats become skips: a URL seen
-    before (duplicate_url), a payload digest seen before (duplicate_payload), a revisit whose
-    original is in the import (revisit) or is not (revisit_missing_original)."""
-    pages: list[dict] = []
-    skipped: list[dict] = []
-    seen_url: dict[str, str] = {}
-    seen_digest: dict[str, str] = {}
-    revisits: list[dict] = []
-    for source in files:
-        part = out_dir / "parts" / f"{file_key(source)}.parquet"
-        for row in pq.read_table(part).to_pylist():
-            where = f"{row.get('warc_record_id') or ''} in {source}@{row.get('record_offset')}"
-            if row["kind"] == "page":
-                # the payload digest as recorded, and the decoded body's sha256 (archivers
-                # differ on what the payload digest covers: a chunked body or not)
-                keys = [k for k in (row.get("payload_digest"), row.get("content_sha256")) if k]
-                first = next((seen_digest[k] for k in keys if k in seen_digest), None)
-                if row["url"] in seen_url:
-                    skipped.append(
-                        _as_skip(row, "duplicate_url", f"same URL as {seen_url[row['url']]}")
+_KEY_COLUMNS = ["kind", "url", "payload_digest", "content_sha256", "skip_reason", "record_offset"]
+_REVISIT_COLUMNS = ["refers_to", "refers_to_uri"]
+BATCH_ROWS = 2048  # rows of a part decided and written at once: the driver's memory bound
+
+
+def _key(value: str) -> bytes:
+    return hashlib.blake2b(value.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+
+
+def _repeats(files: list[str], out_dir: Path) -> tuple[dict[int, dict[int, tuple]], list[str]]:
+    """The first pass over the parts, reading only their key columns, in file order: which rows
+    are exact repeats, as {file index: {row index: (reason, detail)}}, and the URLs of the pages
+    kept (for the robots.txt fetch). A repeat is a URL seen before (duplicate_url), a payload
+    digest or decoded body seen before (duplicate_payload; archivers differ on what the payload
+    digest covers: a chunked body or not), a revisit whose original is in the import (revisit)
+    or is not (revisit_missing_original). Held: 16-byte hashes of the keys, never a row."""
+    seen_url: dict[bytes, int] = {}
+    seen_digest: dict[bytes, int] = {}
+    revisits: list[tuple[int, int, str | None, str]] = []
+    repeats: dict[int, dict[int, tuple]] = {}
+    urls: list[str] = []
+
+    def where(code: int) -> str:
+        return f"{files[code >> 40]}@{code & ((1 << 40) - 1)}"
+
+    for fi, source in enumerate(files):
+        part = pq.ParquetFile(out_dir / "parts" / f"{file_key(source)}.parquet")
+        cols = _KEY_COLUMNS + _REVISIT_COLUMNS
+        i = 0
+        for batch in part.iter_batches(batch_size=BATCH_ROWS * 4, columns=cols):
+            for row in batch.to_pylist():
+                code = (fi << 40) | max(0, row.get("record_offset") or 0)
+                if row["kind"] == "page":
+                    ukey = _key(row["url"])
+                    keys = [_key(k) for k in (row["payload_digest"], row["content_sha256"]) if k]
+                    first = next((seen_digest[k] for k in keys if k in seen_digest), None)
+                    if ukey in seen_url:
+                        detail = f"same URL as {where(seen_url[ukey])}"
+                        repeats.setdefault(fi, {})[i] = ("duplicate_url", detail)
+                    elif first is not None:
+                        detail = f"same payload as {where(first)}"
+                        repeats.setdefault(fi, {})[i] = ("duplicate_payload", detail)
+                    else:
+                        seen_url[ukey] = code
+                        for k in keys:
+                            seen_digest[k] = code
+                        urls.append(row["url"])
+                elif row["skip_reason"] == "revisit":
+                    missing = (
+                        f"revisit of {row['refers_to_uri'] or row['url']} "
+                        f"({row['refers_to'] or 'no WARC-Refers-To'}): the original capture is "
+                        "not in the import, so there is no body"
                     )
-                elif first is not None:
-                    skipped.append(_as_skip(row, "duplicate_payload", f"same payload as {first}"))
-                else:
-                    seen_url[row["url"]] = where
-                    for k in keys:
-                        seen_digest[k] = where
-                    pages.append(row)
-            elif row.get("skip_reason") == "revisit":
-                revisits.append(row)
-            else:
-                skipped.append(row)
-    for row in revisits:
-        digest = row.get("payload_digest")
-        if digest and digest in seen_digest:
-            skipped.append(_as_skip(row, "revisit", f"repeat capture of {seen_digest[digest]}"))
-        else:
-            skipped.append(
-                _as_skip(
-                    row,
-                    "revisit_missing_original",
-                    f"revisit of {row.get('refers_to_uri') or row.get('url')} "
-                    f"({row.get('refers_to') or 'no WARC-Refers-To'}): the original capture is "
-                    "not in the import, so there is no body",
-                )
+                    revisits.append((fi, i, row["payload_digest"], missing))
+                i += 1
+    for fi, i, digest, missing in revisits:  # against every payload of the import
+        k = _key(digest) if digest else None
+        if k is not None and k in seen_digest:
+            repeats.setdefault(fi, {})[i] = (
+                "revisit",
+                f"repeat capture of {where(seen_digest[k])}",
             )
-    return pages, skipped
+        else:
+            repeats.setdefault(fi, {})[i] = ("revisit_missing_original", missing)
+    return repeats, urls
 
 
 def _as_skip(row: dict, reason: str, detail: str) -> dict:
     return {**row, "kind": "skip", "skip_reason": reason, "skip_detail": detail}
+
+
+class _Out:
+    """One output Parquet file written a batch at a time (tmp, then renamed when closed)."""
+
+    def __init__(self, path: Path, schema: pa.Schema):
+        self.path, self.schema = path, schema
+        self.tmp = path.with_name(path.name + ".tmp")
+        self.writer = pq.ParquetWriter(self.tmp, schema)
+        self.rows = 0
+
+    def write(self, rows: list[dict]) -> None:
+        if rows:
+            self.writer.write_table(_table(rows, self.schema))
+            self.rows += len(rows)
+
+    def close(self) -> None:
+        self.writer.close()
+        os.replace(self.tmp, self.path)
+
+
+def _write_outputs(
+    files: list[str], out_dir: Path, repeats: dict[int, dict[int, tuple]], book: Any
+) -> dict[str, int]:
+    """The second pass: every part again, a batch of rows at a time, in file order: repeats
+    become skips, pages are decided (`ConsentBook.apply`) and both are written as they come."""
+    pages = _Out(out_dir / "pages.parquet", pages_schema())
+    skipped = _Out(out_dir / "skipped.parquet", skipped_schema())
+    reasons: dict[str, int] = {}
+    allowed = 0
+    for fi, source in enumerate(files):
+        part = pq.ParquetFile(out_dir / "parts" / f"{file_key(source)}.parquet")
+        mine = repeats.get(fi, {})
+        i = 0
+        for batch in part.iter_batches(batch_size=BATCH_ROWS):
+            kept, skips = [], []
+            for row in batch.to_pylist():
+                if i in mine:
+                    row = _as_skip(row, *mine[i])
+                i += 1
+                if row["kind"] == "page":
+                    book.apply(row)
+                    row.update(
+                        host=_host(row["url"]),
+                        depth=0,
+                        source="import:warc",
+                        final_url=row["url"],
+                        fetched_at=row.get("capture_time"),
+                        attempts=0,
+                    )
+                    allowed += row["training_allowed"] is True
+                    kept.append(row)
+                else:
+                    row.update(host=_host(row.get("url")), depth=0, source="import:warc")
+                    reasons[row["skip_reason"]] = reasons.get(row["skip_reason"], 0) + 1
+                    skips.append(row)
+            pages.write(kept)
+            skipped.write(skips)
+    pages.close()
+    skipped.close()
+    return {"pages": pages.rows, "skipped": skipped.rows, "allowed": allowed, "reasons": reasons}
 
 
 def import_warc(
@@ -283,7 +368,7 @@ def import_warc(
     stage passes a Beam pipeline, one file per element).
     """
     from crawlers.crawl.config import CrawlConfig
-    from crawlers.imports.consent import consent_rows
+    from crawlers.imports.consent import ConsentBook
 
     cfg = CrawlConfig.from_any(config)
     out_dir = Path(out_dir)
@@ -298,47 +383,41 @@ def import_warc(
         (scanner or scan_in_process)(todo, out_dir, opts)
     scan_s = time.perf_counter() - started
     log(f"import: {len(files)} files ({len(files) - len(todo)} already done), scanned")
-    pages, skipped = _merge(files, out_dir)
     t = time.perf_counter()
-    hosts = consent_rows(pages, config=cfg, offline=offline)
+    repeats, urls = _repeats(files, out_dir)
+    dedup_s = time.perf_counter() - t
+    t = time.perf_counter()
+    book = ConsentBook(cfg, offline=offline)
+    book.fetch(urls)
+    del urls
     consent_s = time.perf_counter() - t
-    for row in pages:
-        row.update(
-            host=_host(row["url"]),
-            depth=0,
-            source="import:warc",
-            final_url=row["url"],
-            fetched_at=row.get("capture_time"),
-            attempts=0,
-        )
-    for row in skipped:
-        row.update(host=_host(row.get("url")), depth=0, source="import:warc")
-    _write(_table(pages, pages_schema()), out_dir / "pages.parquet")
-    _write(_table(skipped, skipped_schema()), out_dir / "skipped.parquet")
+    t = time.perf_counter()
+    out = _write_outputs(files, out_dir, repeats, book)
+    write_s = time.perf_counter() - t
+    hosts = book.hosts()
     _write(_table(hosts, HOSTS_SCHEMA), out_dir / "hosts.parquet")
     records = sum(json.loads(m.read_text())["records"] for m in _markers(files, out_dir))
-    reasons: dict[str, int] = {}
-    for row in skipped:
-        reasons[row["skip_reason"]] = reasons.get(row["skip_reason"], 0) + 1
-    allowed = sum(1 for r in pages if r.get("training_allowed") is True)
+    pages, skipped = out["pages"], out["skipped"]
     summary = {
         "files": len(files),
         "files_scanned": len(todo),
         "files_resumed": len(files) - len(todo),
         "records": records,
-        "pages": len(pages),
-        "skipped": len(skipped),
-        "skipped_by_reason": dict(sorted(reasons.items())),
+        "pages": pages,
+        "skipped": skipped,
+        "skipped_by_reason": dict(sorted(out["reasons"].items())),
         "hosts": len(hosts),
         "hosts_unreachable": sum(1 for h in hosts if h["unreachable"]),
-        "training_allowed": allowed,
-        "training_not_allowed": len(pages) - allowed,
+        "training_allowed": out["allowed"],
+        "training_not_allowed": pages - out["allowed"],
         "offline": offline,
         "scan_seconds": round(scan_s, 3),
+        "dedup_seconds": round(dedup_s, 3),
         "consent_seconds": round(consent_s, 3),
+        "write_seconds": round(write_s, 3),
     }
-    if records != len(pages) + len(skipped):  # the promise: nothing is silently lost
-        raise RuntimeError(f"import {out_dir}: {records} records != {len(pages)} + {len(skipped)}")
+    if records != pages + skipped:  # the promise: nothing is silently lost
+        raise RuntimeError(f"import {out_dir}: {records} records != {pages} + {skipped}")
     _manifests(out_dir, files, summary, cfg)
     return summary
 

@@ -71,7 +71,16 @@ def test_cli_import_warc_through_beam_then_its_errors(tmp_path, robots):
     assert code == 0, output
     s = json.loads(output[output.index("{") :])
     assert s["files"] == 3 and s["pages"] == 6 and s["training_allowed"] == 3 and s["hosts"] == 2
-    assert len(list((out / "parts").glob("*.done.json"))) == 3
+    markers = sorted((out / "parts").glob("*.done.json"))
+    assert len(markers) == 3
+    # partitioned by file: the in-process scan writes the very parts the Beam elements wrote
+    from crawlers.imports.run import scan_in_process
+
+    done = [json.loads(m.read_text()) for m in markers]
+    scan_in_process([m["source"] for m in done], tmp_path / "local", done[0]["opts"])
+    for m in markers:
+        part = m.name.replace(".done.json", ".parquet")
+        assert (out / "parts" / part).read_bytes() == (tmp_path / "local/parts" / part).read_bytes()
     rows = pq.read_table(out / "pages.parquet").to_pylist()
     assert {r["url"].rsplit("/", 1)[1]: r["training_allowed"] for r in rows} == {
         "p0": True, "p1": True, "p2": True, "q0": False, "q1": False, "q2": False,
