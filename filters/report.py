@@ -4,9 +4,58 @@ tokens kept."""
 
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
 
 import pyarrow as pa
+
+# Funnel colours: Kelly's colours of maximum contrast (white left out), then matplotlib's tab20b
+# and tab20c, so a plot with up to 60 outcomes never repeats one. The filter's own outcomes keep
+# a fixed colour (same reason, same colour in every run); any other reason (a new step's) hashes
+# to one of the colours left, the next free one when two reasons of a plot land on the same.
+PALETTE = (
+    "#008856", "#222222", "#F38400", "#BE0032", "#0067A5", "#875692", "#F3C300", "#A1CAF1",
+    "#C2B280", "#848482", "#E68FAC", "#F99379", "#604E97", "#F6A600", "#B3446C", "#DCD300",
+    "#882D17", "#8DB600", "#654522", "#E25822", "#2B3D26",
+    "#393B79", "#5254A3", "#6B6ECF", "#9C9EDE", "#637939", "#8CA252", "#B5CF6B", "#CEDB9C",
+    "#8C6D31", "#BD9E39", "#E7BA52", "#E7CB94", "#843C39", "#AD494A", "#D6616B", "#E7969C",
+    "#7B4173", "#A55194", "#CE6DBD", "#DE9ED6",
+    "#3182BD", "#6BAED6", "#9ECAE1", "#C6DBEF", "#E6550D", "#FD8D3C", "#FDAE6B", "#FDD0A2",
+    "#31A354", "#74C476", "#A1D99B", "#C7E9C0", "#756BB1", "#9E9AC8", "#BCBDDC", "#DADAEB",
+    "#636363", "#969696", "#BDBDBD", "#D9D9D9",
+)  # fmt: skip
+FIXED_COLOURS = {
+    reason: PALETTE[i]
+    for i, reason in enumerate(
+        (
+            "kept", "training_not_allowed", "boilerplate", "unsafe_content", "low_quality",
+            "near_duplicate", "exact_duplicate", "url_duplicate", "too_short", "empty_text",
+            "unsupported_language", "low_lang_score", "encoding_errors", "too_long",
+            "symbol_ratio", "repeated_lines", "repeated_ngrams",
+        )
+    )
+}  # fmt: skip
+
+
+def reason_colours(outcomes: list[str]) -> dict[str, str]:
+    """A distinct colour per outcome: the fixed one of a known reason, else a stable hash slot."""
+    import colorsys
+
+    free = [c for c in PALETTE if c not in set(FIXED_COLOURS.values())]
+    out = {o: FIXED_COLOURS[o] for o in outcomes if o in FIXED_COLOURS}
+    used = set(out.values())
+    extra = 0
+    for o in sorted(set(outcomes) - set(out)):
+        start = int(hashlib.sha256(o.encode()).hexdigest()[:8], 16)
+        slots = (free[(start + k) % len(free)] for k in range(len(free)))
+        colour = next((c for c in slots if c not in used), None)
+        while colour is None or colour in used:  # more outcomes than colours: golden-ratio
+            extra += 1  # steps round the hue circle
+            r, g, b = colorsys.hsv_to_rgb((extra * 0.618033988749895) % 1.0, 0.7, 0.75)
+            colour = f"#{round(255 * r):02X}{round(255 * g):02X}{round(255 * b):02X}"
+        out[o] = colour
+        used.add(colour)
+    return out
 
 
 def funnel_markdown(
@@ -48,11 +97,12 @@ def funnel_plot(rows: list[dict], path: Path) -> Path:
     langs = sorted({r["lang"] for r in rows})
     outcomes = ["kept"] + sorted({r["outcome"] for r in rows} - {"kept"})
     grid = {(r["lang"], r["outcome"]): r["docs"] for r in rows}
+    colours = reason_colours(outcomes)
     fig, ax = plt.subplots(figsize=(max(5, len(langs) * 0.7 + 3), 4))
     bottom = [0] * len(langs)
     for o in outcomes:
         vals = [grid.get((lang, o), 0) for lang in langs]
-        ax.bar(langs, vals, bottom=bottom, label=o)
+        ax.bar(langs, vals, bottom=bottom, label=o, color=colours[o])
         bottom = [b + v for b, v in zip(bottom, vals, strict=True)]
     ax.set_ylabel("documents")
     ax.set_title("Filter funnel per language")

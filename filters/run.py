@@ -82,6 +82,7 @@ class FilterResult(TypedDict, total=False):
     chunks: int
     chunk_rows: int
     memory_budget: dict[str, Any] | None
+    line_dedup_threshold: int | None
     url_filter: dict[str, Any] | None
     decontamination: dict[str, Any] | None
 
@@ -183,6 +184,7 @@ def run_filter(
     (see `quality_models_for`). `decontaminate`: eval files added to `decontamination.evals`.
     """
     from filters import decontam, report, urls
+    from filters.linededup import threshold as line_threshold
     from filters.pipeline import output_schema, plan_chunks
 
     executor = executor or InProcess()
@@ -246,6 +248,14 @@ def run_filter(
     no_own = [lang for lang in cfg.languages if lang not in models]
     unscored = [] if fallback else no_own
     md = report.funnel_markdown(funnel, unscored, no_own if fallback else [])
+    from filters.stats import stats_markdown, step_stats
+
+    stats = step_stats(docs_path, out / "annotated.parquet")  # from the outputs: any executor
+    (out / "stats.json").write_text(json.dumps(stats, indent=2) + "\n")
+    write_manifest(
+        out / "stats.json", rows=len(stats["rows"]), inputs=[str(out / "annotated.parquet")]
+    )
+    md += "\nPer step (all languages):\n\n" + stats_markdown(stats)
     (out / "funnel.md").write_text(md)
     report.funnel_plot(funnel, out / "funnel.png")
     summary: FilterResult = report.summary(counts)  # type: ignore[assignment]
@@ -262,13 +272,12 @@ def run_filter(
             "chunks": len(chunks),
             "chunk_rows": max((c[3] - c[2] for c in chunks), default=0),
             "memory_budget": budget.as_dict() if budget else None,
+            # Documents a line had to be in to be removed (filters.linededup); null when off.
+            "line_dedup_threshold": (
+                line_threshold(cfg.line_dedup, n_in) if cfg.line_dedup.enabled else None
+            ),
         }
     )
-    (out / "funnel.json").write_text(
-        json.dumps({k: v for k, v in summary.items() if k != "funnel_markdown"}, indent=2)
-    )
-    write_manifest(out / "funnel.json", rows=len(funnel), inputs=[str(out / "annotated.parquet")])
-    return summary
     summary["url_filter"] = url_info
     summary["decontamination"] = None
     if index is not None:
@@ -276,3 +285,8 @@ def run_filter(
         (out / "decontamination.json").write_text(
             json.dumps(summary["decontamination"], indent=2) + "\n"
         )
+    (out / "funnel.json").write_text(
+        json.dumps({k: v for k, v in summary.items() if k != "funnel_markdown"}, indent=2)
+    )
+    write_manifest(out / "funnel.json", rows=len(funnel), inputs=[str(out / "annotated.parquet")])
+    return summary

@@ -8,12 +8,14 @@ from __future__ import annotations
 import dataclasses
 
 from pipelines.stage import Stage
+from pipelines.stages.ablate import ABLATE
 from pipelines.stages.captions import CAPTIONER_TRAIN, CAPTIONS
 from pipelines.stages.crawl import CRAWL
 from pipelines.stages.extract import EXTRACT, RENDER
 from pipelines.stages.filter import FILTER
 from pipelines.stages.images import CLIP_TRAIN, DOMAINS, IMAGES_BUILD, INTERLEAVED
 from pipelines.stages.imports import IMPORT_DOCS, IMPORT_WARC, IMPORT_WET
+from pipelines.stages.inspect import INSPECT
 from pipelines.stages.mix import MIX_BUILD, MIX_REPORT, MIX_VALIDATE, MIXTURES, TOKENIZER
 from pipelines.stages.ops import CONSENT_RECHECK, RECRAWL
 from pipelines.stages.quality import QUALITY_MODELS, QUALITY_TRAIN
@@ -39,6 +41,7 @@ STAGES: list[Stage] = [
     QUALITY_MODELS,
     QUALITY_TRAIN,
     FILTER,
+    INSPECT,
     IMAGES_BUILD,
     INTERLEAVED,
     CLIP_TRAIN,
@@ -57,6 +60,7 @@ STAGES: list[Stage] = [
     *TRAIN,
     RETRIEVAL_EVAL,
     UPCYCLE,
+    ABLATE,
     CONSENT_RECHECK,
     RECRAWL,
 ]

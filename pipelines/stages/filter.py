@@ -13,6 +13,7 @@ from filters.run import Executor, FilterResult, InProcess
 from pipelines.stage import Check, Lake, Params, Stage, Summary, param
 
 IN_PROCESS = "InProcess"  # the runner name that selects the in-process executor
+INSPECT_ROWS = 20  # rows per outcome on the inspection page the asset links (inspect.html)
 
 
 def run_filter(
@@ -74,13 +75,13 @@ class FilterParams(Params):
         help="Directory of <lang>.bin quality models (default: the default set, built on first "
         "use under <lake>/models/quality/default).",
     )
-    memory_budget_mib: float | None = param(
     decontaminate: list[str] = param(
         [],
         help="An eval set (JSONL or Parquet; repeatable) to decontaminate against: documents "
         "sharing 13-grams with it are marked `contaminated` (dropped with decontamination.drop); "
         "report in decontamination.json.",
     )
+    memory_budget_mib: float | None = param(
         None,
         min=1,
         help="Peak memory (MiB) the filter stays under: the rows a worker holds at once are "
@@ -104,6 +105,8 @@ class FilterSummary(Summary):
     chunks: int | None = None  # row ranges annotated (one element of the Annotate step each)
     chunk_rows: int | None = None  # rows a worker held at once (the largest chunk)
     memory_budget: dict[str, Any] | None = None  # how the budget was spent (common.budget.Fit)
+    stats: str | None = None  # stats.json: docs, chars, tokens in and out per step and language
+    inspect_html: Path | None = None  # inspect.html: the funnel and samples per outcome
     markdown_fields: ClassVar[tuple[str, ...]] = ("funnel",)
 
     def metadata(self) -> dict[str, Any]:
@@ -118,6 +121,8 @@ class FilterSummary(Summary):
                 "chunks",
                 "chunk_rows",
                 "memory_budget",
+                "stats",
+                "inspect_html",
             },
             exclude_none=True,
         )
@@ -161,16 +166,21 @@ def filter_stage(p: FilterParams, lake: Lake) -> FilterSummary:
         beam_args=[f"--runner={p.runner}", *p.beam_args],
         memory_budget_mib=p.memory_budget_mib,
         lake_root=lake.root,
+        decontaminate=p.decontaminate,
     )
     lake.log(f"filter: {s['rows_in']} in, {s['rows_kept']} kept")
+    from filters.inspect import write_html
+
+    page = write_html(out, out / "inspect.html", n=INSPECT_ROWS, seed=0)
     return FilterSummary(
         outputs={
             "filtered_documents": str(out / "annotated.parquet"),
-        decontaminate=p.decontaminate,
             "deduplicated_documents": str(out / "documents.parquet"),
         },
         docs=str(docs),
         funnel=s["funnel_markdown"],
+        inspect_html=page,
+        stats=str(out / "stats.json"),
         **{k: s[k] for k in FilterSummary.model_fields if k in s and k != "funnel"},
     )
 

@@ -188,7 +188,7 @@ def test_in_process_executor_writes_the_same_bytes_and_counts(
         beam_args=["--runner=InProcess"],
         decontaminate=[eval_file[0]],
     )
-    for name in ("annotated.parquet", "documents.parquet", "dup_clusters.parquet"):
+    for name in ("annotated.parquet", "documents.parquet", "dup_clusters.parquet", "stats.json"):
         assert (tmp_path / name).read_bytes() == (out / name).read_bytes(), name
     paths = {"out_dir", "funnel_plot"}
     assert {k: v for k, v in local.items() if k not in paths} == {
