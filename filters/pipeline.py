@@ -7,10 +7,11 @@ byte-identical outputs with the same counts:
 - the Beam pipeline (`pipelines/beam/filter.py`): chunks and shards on workers, one
   GroupByKey per dedup step.
 
-Flow: the input's row ranges (`plan_chunks`) are read (`read_chunk`), annotated
-(`filters.annotate.DocumentAnnotator`) and written as `pre-<chunk>` parts; the dedup candidates'
-features (`filters.dedup_shards.chunk_features`) go through the sharded dedup steps; each chunk's
-part is then finalised with its duplicates (`finalise_chunk`: annotated and documents parts), each
+Flow: the input's row ranges (`plan_chunks`) first give their lines' keys to the line
+de-duplication's count (`chunk_line_pairs`, `filters.linededup`), then are read (`read_chunk`),
+stripped of their repeated lines, annotated (`filters.annotate.DocumentAnnotator`) and written as
+`pre-<chunk>` parts; the dedup candidates' features (`filters.dedup_shards.chunk_features`) go
+through the sharded dedup steps; each chunk's part is then finalised with its duplicates (`finalise_chunk`: annotated and documents parts), each
 shard's cluster rows written (`write_cluster_part`), and `merge_outputs` streams the parts into
 annotated.parquet, documents.parquet and dup_clusters.parquet (one row group at a time) and writes
 the counts the stage needs (funnel, hosts, summary) to counts.json.

@@ -260,6 +260,7 @@ def test_both_executors_write_the_same_bytes_with_lines_removed(tmp_path):
     s = ann["short-anyway"]
     assert (s["drop_reason"], s["repeated_chars_removed"]) == ("too_short", 0)
     assert local["dropped"].get(linededup.REASON) == 1
+    assert local["line_dedup_threshold"] == 10  # 42 rows: the floor
     assert "repeated_boilerplate" in (tmp_path / "local" / "funnel.md").read_text()
 
 
