@@ -221,12 +221,55 @@ def _corpus(tmp_path):
     )
     # Too short even with its banner: it reads as it would without line de-duplication.
     rows.append({"id": "short-anyway", "url": "http://10.0.0.9/c", "text": BANNERS[0] + "\nHi."})
+    rows += _two_sites()
     for r in rows:
         r["training_allowed"] = True
     src = tmp_path / "in"
     src.mkdir()
     pq.write_table(pa.Table.from_pylist(rows), src / "documents.parquet")
     return src
+
+
+ARTICLE = (
+    "The regional rail operator will add a late evening train between the two valley towns from "
+    "next month, after commuters and students asked for a way home after evening classes and "
+    "shifts; the council expects the service to run at least until the end of the year."
+)
+CHROME = {
+    "a": [
+        "The Lakeside Courier is written and printed by a small cooperative of neighbours.",
+        "Every edition of the Lakeside Courier reaches readers across the whole northern shore.",
+        "Letters from readers of the Lakeside Courier appear in print on the first weekend.",
+    ],
+    "b": [
+        "Hillcrest Evening Record has covered the market towns of the western hills for decades.",
+        "Reporters of the Hillcrest Evening Record visit the weekly council meetings in person.",
+        "Hillcrest Evening Record stories may be quoted with a link back to the original page.",
+    ],
+}
+NOUNS = "orchard ferry library bakery harbour chapel meadow quarry school garden".split()
+
+
+def _two_sites() -> list[dict]:
+    """Two sites of ten pages, each page with its site's three chrome lines; page 0 of each
+    carries the same article (one word changed). The chrome outweighs the article: only
+    without it are the two copies near duplicates."""
+    rng = random.Random(3)
+    rows = []
+    for site, ip in (("a", 1), ("b", 2)):
+        for i in range(10):
+            if i == 0:
+                body = ARTICLE if site == "a" else ARTICLE.replace("students", "pupils")
+            else:
+                body = " ".join(
+                    f"The {rng.choice(NOUNS)} by the {rng.choice(NOUNS)} opened again on "
+                    f"{rng.choice(['Monday', 'Friday', 'Sunday'])}, and the {rng.choice(NOUNS)} "
+                    f"next to it will follow soon, the owners said."
+                    for _ in range(3)
+                )
+            text = "\n".join([CHROME[site][0], body, *CHROME[site][1:]])
+            rows.append({"id": f"{site}-{i:02d}", "url": f"http://10.0.1.{ip}/n/{i}", "text": text})
+    return rows
 
 
 CFG = {"quality": {"use_default_models": False}, "pii": False}
@@ -260,6 +303,9 @@ def test_both_executors_write_the_same_bytes_with_lines_removed(tmp_path):
     s = ann["short-anyway"]
     assert (s["drop_reason"], s["repeated_chars_removed"]) == ("too_short", 0)
     assert local["dropped"].get(linededup.REASON) == 1
+    # Without its site's chrome, the article's copy on the other site is a near duplicate.
+    assert (ann["b-00"]["drop_reason"], ann["b-00"]["duplicate_of"]) == ("near_duplicate", "a-00")
+    assert all(ann[f"{s}-{i:02d}"]["drop_reason"] is None for s in "ab" for i in range(1, 10))
     assert local["line_dedup_threshold"] == 10  # 42 rows: the floor
     assert "repeated_boilerplate" in (tmp_path / "local" / "funnel.md").read_text()
 
@@ -270,6 +316,8 @@ def test_turned_off_it_removes_nothing(tmp_path):
     ann = pq.read_table(tmp_path / "off" / "annotated.parquet")
     assert set(ann["repeated_chars_removed"].to_pylist()) == {0}
     assert BANNERS[0] in ann["text"][0].as_py()
+    rows = {r["id"]: r for r in ann.to_pylist()}
+    assert rows["b-00"]["drop_reason"] is None  # the sites' chrome keeps the copies apart
 
 
 def test_input_column_of_the_same_name_is_replaced(tmp_path):
