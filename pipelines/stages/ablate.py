@@ -42,7 +42,7 @@ class AblateParams(Params):
         None, input="tokenizer", help="Lake ablation: the tokenizer both arms use."
     )
     tokens: int = param(
-        16_384, min=1, help="Lake ablation: training tokens per run (equal across arms)."
+        32_768, min=1, help="Lake ablation: training tokens per run (equal across arms)."
     )
     seeds: list[int] = param([0, 1, 2], help="Lake ablation: seeds (3+: intervals).")
     config: str = param("proxy", help="Lake ablation: the proxy model's training config.")
@@ -179,6 +179,8 @@ ABLATE = Stage(
     inputs=("filtered_documents", "deduplicated_documents", "tokenizer"),
     group="train",
     show=show,
+    # the demo's size: 2 arms x 3 seeds x 8 steps of the proxy, ~27 s CPU on the sample web
+    asset_defaults={"tokens": 8_192},
     output_descriptions={
         "ablation_report": "The lake's own proxy-model ablation (filtered vs unfiltered "
         "documents, the same tokenizer, budget and seeds): results.json, report.md, loss "

@@ -290,3 +290,38 @@ def test_a_bad_arm_names_its_field(corpus, tmp_path):
     arms["x"]["filter"] = "filter.yaml"  # the filter runs from the CLI or Dagster only
     with pytest.raises(AblationError, match=r"arms\.x\.filter: .*refinery ablate"):
         run_ablation(_write(corpus, "filt.yaml", _spec(corpus, arms=arms)), tmp_path)
+
+
+def test_the_ablation_report_asset_runs_the_lakes_filtered_vs_unfiltered_ablation(corpus, tmp_path):
+    """The asset reads the lake's annotated rows, kept documents and tokenizer; its metadata holds
+    the table, the report (plots inline) and the paths of results.json and the plots."""
+    import shutil
+
+    from pipelines.graph import materialize_selection
+
+    (tmp_path / "filter").mkdir()
+    (tmp_path / "tokenizer").mkdir()
+    shutil.copy(corpus / "tokenizer.json", tmp_path / "tokenizer" / "tokenizer.json")
+    shutil.copy(corpus / "noisy.parquet", tmp_path / "filter" / "annotated.parquet")
+    shutil.copy(corpus / "clean.parquet", tmp_path / "filter" / "documents.parquet")
+    cfg = {"config": str(corpus / "proxy.yaml"), "tokens": 512}
+    result = materialize_selection(
+        ["ablation_report"], tmp_path, run_config={"ops": {"ablation_report": {"config": cfg}}}
+    )
+    assert result.success
+    (mat,) = [
+        e.event_specific_data.materialization for e in result.get_asset_materialization_events()
+    ]
+    meta = {k: getattr(v, "value", v) for k, v in mat.metadata.items()}
+    out = tmp_path / "reports" / "ablation" / "lake-filter"
+    assert meta["path"] == str(out) and meta["arms"] == ["unfiltered", "filtered"]
+    assert meta["table"]["bpb/heldout"]["filtered"].count("±") == 1
+    assert "filtered - unfiltered" in meta["table"]["bpb/heldout"]
+    assert "data:image/png;base64," in meta["report"]
+    assert json.loads((out / "results.json").read_text())["seeds"] == [0, 1, 2]
+    # the eval split never reaches either arm (its ids are carved out before the build)
+    evals = pq.read_table(out / "inputs" / "eval.parquet").column("text").to_pylist()
+    assert evals and all(
+        a["overlap"]["heldout"] < 0.05
+        for a in json.loads((out / "results.json").read_text())["arms"].values()
+    )

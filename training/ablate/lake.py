@@ -22,9 +22,15 @@ EVAL_KEY = "substr(md5(CAST(COALESCE(duplicate_of, id) AS VARCHAR)), 1, 1)"
 EVAL_BUCKETS = ("0", "1", "2")
 
 
-def _in_eval(negate: bool) -> str:
+def _in_eval(negate: bool, source: Path) -> str:
+    """The eval-split predicate over a source's columns (a file without `duplicate_of`: by id)."""
+    import pyarrow.parquet as pq
+
+    key = EVAL_KEY
+    if "duplicate_of" not in pq.read_schema(source).names:
+        key = key.replace("duplicate_of", "NULL")
     buckets = ", ".join(f"'{b}'" for b in EVAL_BUCKETS)
-    return f"{EVAL_KEY} {'NOT IN' if negate else 'IN'} ({buckets})"
+    return f"{key} {'NOT IN' if negate else 'IN'} ({buckets})"
 
 
 def write_eval_texts(documents: Path, out: Path, lake_root: Path) -> int:
@@ -35,12 +41,10 @@ def write_eval_texts(documents: Path, out: Path, lake_root: Path) -> int:
 
     from common.consent import Consent
 
-    names = set(pq.read_schema(documents).names)
-    dup = "duplicate_of" if "duplicate_of" in names else "NULL"
-    key = _in_eval(False).replace("duplicate_of", dup)
+    key = _in_eval(False, documents)
     rows = (
         duckdb.sql(f"SELECT * FROM read_parquet('{documents}') WHERE {key} ORDER BY id")
-        .fetch_arrow_table()
+        .to_arrow_table()
         .to_pylist()
     )
     kept, _ = Consent.load(lake_root).keep(rows)
@@ -64,7 +68,7 @@ def _mixture_spec(name: str, source: Path, tokenizer: Path, tokens: int, seq_len
                 "weight": 1.0,
                 "split_by": "lang",
                 "temperature": 1.0,
-                "sources": [{"path": str(source), "where": _in_eval(True)}],
+                "sources": [{"path": str(source), "where": _in_eval(True, source)}],
             }
         },
         "eval": {"sequences_per_group": 0},
@@ -81,9 +85,15 @@ def lake_ablation_spec(
     tokens: int,
     seeds: list[int],
     config: str = "proxy",
-    seq_len: int = 128,
+    seq_len: int | None = None,
 ) -> Path:
-    """Write the eval texts, the two arms' mixture specs and the ablation spec; return its path."""
+    """Write the eval texts, the two arms' mixture specs and the ablation spec; return its path.
+    Sequences: `seq_len`, default the proxy model's context (at most 128)."""
+    if seq_len is None:
+        from training.train_config import load_run_config
+
+        cfg, _ = load_run_config(config)
+        seq_len = min(128, cfg.stage("pretrain").max_seq_len or cfg.model.max_seq_len)
     for path, what in (
         (annotated, "annotated"),
         (documents, "documents"),
