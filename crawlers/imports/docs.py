@@ -21,7 +21,7 @@ import pyarrow.parquet as pq
 
 from crawlers.imports.run import expand
 from crawlers.imports.warc import open_source
-from crawlers.imports.wet import _decide_and_write, _doc_host, _doc_id
+from crawlers.imports.wet import Spool, _decide_and_write, _doc_host, _doc_id
 
 
 def _corpus_rows(source: str) -> Iterable[tuple[int, dict | None, str | None]]:
@@ -64,15 +64,14 @@ def import_docs(
 ) -> dict[str, Any]:
     """A JSONL/Parquet corpus -> `out_dir/documents.parquet`, fields mapped by the flags."""
     files = expand(patterns)
-    docs: list[dict] = []
-    skips: list[dict] = []
+    spool = Spool(Path(out_dir))
     for source in files:
         found_text = False
         for i, row, bad in _corpus_rows(source):
             base = {"source_file": source, "record_offset": i, "record_type": "corpus_row"}
             base["import_mode"] = "text"
             if row is None:
-                skips.append({**base, "skip_reason": "malformed_row", "skip_detail": bad})
+                spool.add("skip", {**base, "skip_reason": "malformed_row", "skip_detail": bad})
                 continue
             text = row.get(text_field)
             found_text |= text_field in row
@@ -80,13 +79,14 @@ def import_docs(
             url = str(url).strip() if url not in (None, "") else None
             if not isinstance(text, str) or not text.strip():
                 what = "missing" if text_field not in row else f"a {type(text).__name__}"
-                skips.append(
+                spool.add(
+                    "skip",
                     {
                         **base,
                         "url": url,
                         "skip_reason": "empty_text",
                         "skip_detail": f"field {text_field!r} is {what} (--text-field)",
-                    }
+                    },
                 )
                 continue
             ident = row.get(id_field) if id_field else None
@@ -113,21 +113,14 @@ def import_docs(
                         training_allowed=False,
                         consent_source="no URL and no licence (--license): no consent",
                     )
-            docs.append(doc)
-        if not found_text and docs == [] and skips:
+            spool.add("doc", doc)
+        if not found_text and spool.counts["doc"] == 0 and spool.counts["skip"]:
+            spool.discard()
             raise KeyError(
                 f"{source}: no row has the field {text_field!r}; name the text field with "
                 "--text-field"
             )
-    records = len(docs) + len(skips)
-    log(f"import docs: {len(files)} files, {records} rows")
+    log(f"import docs: {len(files)} files, {sum(spool.counts.values())} rows")
     return _decide_and_write(
-        docs,
-        skips,
-        Path(out_dir),
-        config=config,
-        offline=offline,
-        records=records,
-        files=files,
-        kind="docs",
+        spool, Path(out_dir), config=config, offline=offline, files=files, kind="docs"
     )

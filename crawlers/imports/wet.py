@@ -1,5 +1,8 @@
 """Common Crawl WET files -> documents.parquet rows (the writer `import docs` shares).
 
+Rows are spooled to disk as they are read and decided a batch at a time (repeats, then
+consent), so neither import holds a corpus in memory.
+
 WET `conversion` records hold the text Common Crawl extracted: there is no HTML, so no
 extraction; `source` says `import:wet` and `extraction_method` says `cc-wet`. Every record read
 is a document or a recorded skip (`warcinfo`, `missing_target_uri`, `empty_text`,
@@ -10,13 +13,14 @@ from __future__ import annotations
 
 import hashlib
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.parquet as pq
 
-from crawlers.imports.run import HOSTS_SCHEMA, PROVENANCE, _table, _write, expand
+from crawlers.imports.run import BATCH_ROWS, HOSTS_SCHEMA, PROVENANCE, _key, _table, _write, expand
 from crawlers.imports.warc import open_source
 
 EXTRA_COLUMNS = [
@@ -51,12 +55,10 @@ def _doc_id(url: str) -> str:
     return doc_id(url)
 
 
-def scan_wet(source: str) -> tuple[list[dict], list[dict]]:
-    """Documents and skips of one WET file."""
+def iter_wet(source: str) -> Iterator[tuple[str, dict]]:
+    """("doc", row) or ("skip", row) for every record of one WET file, as it is read."""
     from warcio.archiveiterator import ArchiveIterator
 
-    docs: list[dict] = []
-    skips: list[dict] = []
     fh = open_source(source)
     it = ArchiveIterator(fh)
     offset = 0
@@ -76,19 +78,20 @@ def scan_wet(source: str) -> tuple[list[dict], list[dict]]:
             row["record_length"] = it.get_record_length()
             offset += row["record_length"] or 0
             if record.rec_type != "conversion":
-                skips.append({**row, "skip_reason": record.rec_type, "skip_detail": "not text"})
+                yield "skip", {**row, "skip_reason": record.rec_type, "skip_detail": "not text"}
                 continue
             if not row["url"]:
-                skips.append({**row, "skip_reason": "missing_target_uri", "skip_detail": ""})
+                yield "skip", {**row, "skip_reason": "missing_target_uri", "skip_detail": ""}
                 continue
             if len(raw) > MAX_TEXT_BYTES:
-                skips.append({**row, "skip_reason": "too_large", "skip_detail": "text over 8 MB"})
+                yield "skip", {**row, "skip_reason": "too_large", "skip_detail": "text over 8 MB"}
                 continue
             text = raw.decode("utf-8", "replace").strip()
             if not text:
-                skips.append({**row, "skip_reason": "empty_text", "skip_detail": ""})
+                yield "skip", {**row, "skip_reason": "empty_text", "skip_detail": ""}
                 continue
-            docs.append(
+            yield (
+                "doc",
                 {
                     **row,
                     "id": _doc_id(row["url"]),
@@ -101,20 +104,64 @@ def scan_wet(source: str) -> tuple[list[dict], list[dict]]:
                     "content_sha256": hashlib.sha256(raw).hexdigest(),
                     "fetched_at": row["capture_time"],
                     "rendered": False,
-                }
+                },
             )
     except Exception as exc:  # a cut file: what came before stays, the rest is one skip
-        skips.append(
+        yield (
+            "skip",
             {
                 "source_file": source,
                 "record_offset": offset,
                 "skip_reason": "malformed_record",
                 "skip_detail": f"{source}@{offset}: {type(exc).__name__}: {exc}"[:500],
-            }
+            },
         )
     finally:
         fh.close()
-    return docs, skips
+
+
+class Spool:
+    """The documents and skips read so far, written to `<out>/_parts/` a batch at a time (the
+    import then reads them back twice, `_decide_and_write`): no file's rows wait in memory."""
+
+    def __init__(self, out_dir: Path):
+        import shutil
+
+        from crawlers.imports.run import _Out
+
+        self.dir = Path(out_dir) / "_parts"
+        shutil.rmtree(self.dir, ignore_errors=True)
+        self.dir.mkdir(parents=True)
+        self._docs = _Out(self.dir / "docs.parquet", documents_schema())
+        self._skips = _Out(self.dir / "skips.parquet", SKIPS_SCHEMA)
+        self._buf: dict[str, list[dict]] = {"doc": [], "skip": []}
+        self.counts = {"doc": 0, "skip": 0}
+
+    def add(self, kind: str, row: dict) -> None:
+        """One document ("doc") or recorded skip ("skip")."""
+        self._buf[kind].append(row)
+        self.counts[kind] += 1
+        if len(self._buf[kind]) >= BATCH_ROWS:
+            self._flush(kind)
+
+    def _flush(self, kind: str) -> None:
+        (self._docs if kind == "doc" else self._skips).write(self._buf[kind])
+        self._buf[kind] = []
+
+    def discard(self) -> None:
+        """Drop what was spooled (the import stops with an error)."""
+        import shutil
+
+        self._docs.writer.close()
+        self._skips.writer.close()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def close(self) -> tuple[Path, Path]:
+        for kind in self._buf:
+            self._flush(kind)
+        self._docs.close()
+        self._skips.close()
+        return self._docs.path, self._skips.path
 
 
 def _doc_host(url: str | None) -> str:
@@ -124,71 +171,117 @@ def _doc_host(url: str | None) -> str:
     return url_host(url)
 
 
+def _repeats(docs_path: Path) -> tuple[dict[int, tuple[str, str]], list[str]]:
+    """Exact repeats (the same text, or the same id: the first wins) by row of the spooled
+    documents, read by their key columns only; and the URLs of the documents kept."""
+    files: dict[str, int] = {}
+    names: list[str] = []
+    seen: dict[bytes, int] = {}
+    repeats: dict[int, tuple[str, str]] = {}
+    urls: list[str] = []
+    cols = ["content_sha256", "id", "url", "source_file", "record_offset"]
+    i = 0
+    for batch in pq.ParquetFile(docs_path).iter_batches(batch_size=BATCH_ROWS * 4, columns=cols):
+        for d in batch.to_pylist():
+            key, ident = _key(d["content_sha256"] or ""), _key("id:" + d["id"])
+            first = seen.get(key, seen.get(ident))
+            if first is not None:
+                reason = "duplicate_payload" if key in seen else "duplicate_id"
+                where = f"{names[first >> 40]}@{first & ((1 << 40) - 1)}"
+                repeats[i] = (reason, f"same as {where}")
+            else:
+                src = d["source_file"] or ""
+                if src not in files:
+                    files[src] = len(names)
+                    names.append(src)
+                seen[key] = seen[ident] = (files[src] << 40) | max(0, d["record_offset"] or 0)
+                if d["url"]:
+                    urls.append(d["url"])
+            i += 1
+    return repeats, urls
+
+
 def _decide_and_write(
-    docs: list[dict],
-    skips: list[dict],
+    spool: Spool,
     out_dir: Path,
     *,
     config: Any,
     offline: bool,
-    records: int,
     files: list[str],
     kind: str,
 ) -> dict[str, Any]:
+    import shutil
+
     from common.manifest import write_manifest
     from crawlers.crawl.config import CrawlConfig
-    from crawlers.imports.consent import consent_rows
+    from crawlers.imports.consent import ConsentBook
+    from crawlers.imports.run import _Out
 
     cfg = CrawlConfig.from_any(config)
-    seen: dict[str, str] = {}
-    kept = []
-    for d in docs:  # exact repeats: the same text (or the same id) once
-        key = d["content_sha256"]
-        first = seen.get(key) or seen.get("id:" + d["id"])
-        if first:
-            reason = "duplicate_payload" if key in seen else "duplicate_id"
-            skips.append({**d, "skip_reason": reason, "skip_detail": f"same as {first}"})
-            continue
-        seen[key] = seen["id:" + d["id"]] = f"{d.get('source_file')}@{d.get('record_offset')}"
-        kept.append(d)
+    records = spool.counts["doc"] + spool.counts["skip"]
+    docs_path, skips_path = spool.close()
+    repeats, urls = _repeats(docs_path)
     t = time.perf_counter()
-    with_url = [d for d in kept if d.get("url")]
-    hosts = consent_rows(with_url, config=cfg, offline=offline)
-    for d in kept:
-        d.setdefault("noai", False)
-        d.setdefault("noimageai", False)
+    book = ConsentBook(cfg, offline=offline)
+    book.fetch(urls)
+    del urls
     out_dir.mkdir(parents=True, exist_ok=True)
-    _write(_table(kept, documents_schema()), out_dir / "documents.parquet")
-    _write(_table(skips, SKIPS_SCHEMA), out_dir / "skipped.parquet")
-    _write(_table(hosts, HOSTS_SCHEMA), out_dir / "hosts.parquet")
+    kept = _Out(out_dir / "documents.parquet", documents_schema())
+    skipped = _Out(out_dir / "skipped.parquet", SKIPS_SCHEMA)
     reasons: dict[str, int] = {}
-    for s in skips:
-        reasons[s["skip_reason"]] = reasons.get(s["skip_reason"], 0) + 1
-    allowed = sum(1 for d in kept if d.get("training_allowed") is True)
+    for batch in pq.ParquetFile(skips_path).iter_batches(batch_size=BATCH_ROWS):
+        rows = batch.to_pylist()
+        for r in rows:
+            reasons[r["skip_reason"]] = reasons.get(r["skip_reason"], 0) + 1
+        skipped.write(rows)
+    allowed = 0
+    i = 0
+    for batch in pq.ParquetFile(docs_path).iter_batches(batch_size=BATCH_ROWS):
+        docs, skips = [], []
+        for d in batch.to_pylist():
+            if i in repeats:
+                reason, detail = repeats[i]
+                reasons[reason] = reasons.get(reason, 0) + 1
+                skips.append({**d, "skip_reason": reason, "skip_detail": detail})
+            else:
+                if d.get("url"):
+                    book.apply(d)
+                for flag in ("noai", "noimageai"):
+                    d[flag] = bool(d.get(flag))
+                allowed += d.get("training_allowed") is True
+                docs.append(d)
+            i += 1
+        kept.write(docs)
+        skipped.write(skips)
+    kept.close()
+    skipped.close()
+    shutil.rmtree(spool.dir, ignore_errors=True)
+    hosts = book.hosts()
+    _write(_table(hosts, HOSTS_SCHEMA), out_dir / "hosts.parquet")
     summary = {
         "files": len(files),
         "records": records,
-        "documents": len(kept),
-        "skipped": len(skips),
+        "documents": kept.rows,
+        "skipped": skipped.rows,
         "skipped_by_reason": dict(sorted(reasons.items())),
         "hosts": len(hosts),
         "hosts_unreachable": sum(1 for h in hosts if h["unreachable"]),
         "training_allowed": allowed,
-        "training_not_allowed": len(kept) - allowed,
+        "training_not_allowed": kept.rows - allowed,
         "offline": offline,
         "consent_seconds": round(time.perf_counter() - t, 3),
     }
-    if records != len(kept) + len(skips):
-        raise RuntimeError(f"import {kind}: {records} records != {len(kept)} + {len(skips)}")
+    if records != kept.rows + skipped.rows:
+        raise RuntimeError(f"import {kind}: {records} records != {kept.rows} + {skipped.rows}")
     conf = {"agent": cfg.agent, "training_agent": cfg.training_agent, "source": kind}
     write_manifest(
         out_dir / "documents.parquet",
-        rows=len(kept),
+        rows=kept.rows,
         inputs=files[:50],
         config=conf,
         extra={"summary": summary, "sources": files},
     )
-    write_manifest(out_dir / "skipped.parquet", rows=len(skips), inputs=files[:50], config=conf)
+    write_manifest(out_dir / "skipped.parquet", rows=skipped.rows, inputs=files[:50], config=conf)
     return summary
 
 
@@ -202,21 +295,11 @@ def import_wet(
 ) -> dict[str, Any]:
     """Common Crawl WET files -> `out_dir/documents.parquet` (+ skipped, hosts)."""
     files = expand(patterns)
-    docs: list[dict] = []
-    skips: list[dict] = []
+    spool = Spool(Path(out_dir))
     for source in files:
-        d, s = scan_wet(source)
-        docs += d
-        skips += s
-    records = len(docs) + len(skips)
-    log(f"import wet: {len(files)} files, {records} records")
+        for kind, row in iter_wet(source):
+            spool.add(kind, row)
+    log(f"import wet: {len(files)} files, {sum(spool.counts.values())} records")
     return _decide_and_write(
-        docs,
-        skips,
-        Path(out_dir),
-        config=config,
-        offline=offline,
-        records=records,
-        files=files,
-        kind="wet",
+        spool, Path(out_dir), config=config, offline=offline, files=files, kind="wet"
     )

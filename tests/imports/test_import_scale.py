@@ -59,3 +59,36 @@ def test_the_driver_streams_the_parts_and_finds_repeats_across_files(tmp_path):
     assert again["skip_detail"].startswith(f"same URL as {files[0]}@")
     copy = {r["url"]: r for r in skipped}["http://127.0.0.2/f3/copy"]
     assert copy["skip_reason"] == "duplicate_payload" and files[2] in copy["skip_detail"]
+
+
+def test_a_corpus_import_streams_its_rows(tmp_path, monkeypatch):
+    """`import docs` (and `import wet`, the same writer) spools rows to disk and decides them a
+    batch at a time: four times the rows add the per-row index, not the texts (it held every
+    document, text included, before: ~4 KB a document here)."""
+    import json
+
+    from crawlers.imports import wet
+    from crawlers.imports.docs import import_docs
+
+    monkeypatch.setattr(wet, "BATCH_ROWS", 50)  # batches far smaller than the corpus
+
+    def corpus(n: int) -> Path:
+        path = tmp_path / f"c{n}.jsonl"
+        rows = [{"text": f"document {i} " + "lorem ipsum dolor " * 60} for i in range(n)]
+        rows.append(rows[0])  # an exact repeat
+        path.write_text("\n".join(json.dumps(r) for r in rows))
+        return path
+
+    import_docs([str(corpus(5))], tmp_path / "warm", license="CC0-1.0")  # imports made
+    peaks = {}
+    for n in (100, 400):
+        src = corpus(n)
+        tracemalloc.start()
+        try:
+            s = import_docs([str(src)], tmp_path / f"out{n}", license="CC0-1.0")
+            peaks[n] = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+        assert s["documents"] == n and s["skipped_by_reason"] == {"duplicate_payload": 1}
+        assert not (tmp_path / f"out{n}" / "_parts").exists()
+    assert (peaks[400] - peaks[100]) / 300 < 1000, peaks  # bytes per document added
