@@ -18,6 +18,7 @@ member per record, original WARC headers kept).
 from __future__ import annotations
 
 import base64
+import functools
 import gzip
 import hashlib
 import io
@@ -498,11 +499,18 @@ def _record_row(
         row.update(warc_file=sink.rel, warc_offset=off, warc_length=length)
     else:
         row.update(
-            warc_file=str(Path(local_path(source)).resolve()),
+            warc_file=_resolved(source),
             warc_offset=row["record_offset"],
             warc_length=row["record_length"],
         )
     return row
+
+
+@functools.lru_cache(maxsize=256)
+def _resolved(source: str) -> str:
+    """The absolute path of a local source (once per file, not per record: resolve() stats every
+    component of the path)."""
+    return str(Path(local_path(source)).resolve())
 
 
 def _arc_date(value: str | None) -> str | None:
