@@ -42,6 +42,7 @@ _IS_CHAR = re.compile(rf"[{_CHARS}]")
 _P = np.uint64(0x9E3779B97F4A7C15)  # odd multiplier of the polynomial window hash
 _TOKEN_CACHE: dict[str, int] = {}
 _TOKEN_CACHE_MAX = 1 << 20
+BITMAP_MASK = np.uint64((1 << 24) - 1)  # 16 MB of booleans: few false hits below ~1M n-grams
 
 
 class EvalFileError(ValueError):
@@ -50,21 +51,24 @@ class EvalFileError(ValueError):
 
 def tokens(text: str) -> list[str]:
     """Normalised word tokens, one token per character of scripts written without spaces."""
-    return _TOKEN.findall(unicodedata.normalize("NFKC", text).casefold())
+    if not unicodedata.is_normalized("NFKC", text):
+        text = unicodedata.normalize("NFKC", text)
+    return _TOKEN.findall(text.casefold())
+
+
+def _token_hash(t: str) -> int:
+    h = int.from_bytes(hashlib.blake2b(t.encode(), digest_size=8).digest(), "little")
+    _TOKEN_CACHE[t] = h
+    return h
 
 
 def _token_hashes(toks: list[str]) -> np.ndarray:
-    cache = _TOKEN_CACHE
-    if len(cache) > _TOKEN_CACHE_MAX:
-        cache.clear()
-    out = np.empty(len(toks), dtype=np.uint64)
-    for i, t in enumerate(toks):
-        h = cache.get(t)
-        if h is None:
-            h = int.from_bytes(hashlib.blake2b(t.encode(), digest_size=8).digest(), "little")
-            cache[t] = h
-        out[i] = h
-    return out
+    if len(_TOKEN_CACHE) > _TOKEN_CACHE_MAX:
+        _TOKEN_CACHE.clear()
+    hs = list(map(_TOKEN_CACHE.get, toks))
+    if None in hs:
+        hs = [_token_hash(t) if h is None else h for t, h in zip(toks, hs, strict=True)]
+    return np.array(hs, dtype=np.uint64)
 
 
 def window_hashes(h: np.ndarray, n: int) -> np.ndarray:
@@ -80,7 +84,9 @@ def window_hashes(h: np.ndarray, n: int) -> np.ndarray:
 
 
 def _mostly_chars(toks: list[str]) -> bool:
-    return sum(1 for t in toks if len(t) == 1 and _IS_CHAR.match(t)) * 2 >= len(toks) > 0
+    return len(toks) > 0 and 2 * sum(1 for t in toks if len(t) == 1 and _IS_CHAR.match(t)) >= len(
+        toks
+    )
 
 
 def eval_name(path: str | Path) -> str:
@@ -166,28 +172,39 @@ class NgramIndex:
     ngram: int
     ngram_chars: int
     stats: list[EvalStats] = field(default_factory=list)
+    # A bit per low-24-bit value of the keys: a window whose bit is unset is in no eval set.
+    bitmap: np.ndarray | None = None
+
+    def __post_init__(self) -> None:
+        if self.bitmap is None:
+            self.bitmap = np.zeros(BITMAP_MASK + 1, dtype=bool)
+            self.bitmap[self.keys & BITMAP_MASK] = True
 
     def match(self, text: str) -> tuple[int, dict[str, int]]:
         """(distinct n-grams of the text found in any eval set, {eval set: those in it})."""
         if not len(self.keys) or not text:
             return 0, {}
         toks = tokens(text)
-        n = self.ngram_chars if _mostly_chars(toks) else self.ngram
+        n = self.ngram
+        if self.ngram_chars != self.ngram and _mostly_chars(toks):
+            n = self.ngram_chars
         w = window_hashes(_token_hashes(toks), n)
+        if len(w) and self.bitmap is not None:
+            w = w[self.bitmap[w & BITMAP_MASK]]  # most windows end here, without a search
         if not len(w):
             return 0, {}
         lo = np.searchsorted(self.keys, w, side="left")
-        found = lo < len(self.keys)
-        found[found] = self.keys[lo[found]] == w[found]
+        found = self.keys[np.minimum(lo, len(self.keys) - 1)] == w
         if not found.any():
             return 0, {}
-        hits = w[found]
+        hits, lo = w[found], lo[found]
         hi = np.searchsorted(self.keys, hits, side="right")
-        out: dict[str, int] = {}
-        for a, b in zip(lo[found].tolist(), hi.tolist(), strict=True):
-            for s in set(self.sets[a:b].tolist()):
-                out[self.names[s]] = out.get(self.names[s], 0) + 1
-        return len(hits), out
+        # every (hit, eval set) pair: keys repeat only across sets, so a set counts once a hit
+        span = hi - lo
+        starts = np.repeat(lo - np.cumsum(span) + span, span)
+        at = starts + np.arange(int(span.sum()))
+        counts = np.bincount(self.sets[at], minlength=len(self.names))
+        return len(hits), {self.names[i]: int(c) for i, c in enumerate(counts.tolist()) if c}
 
 
 def build_index(cfg: DecontamConfig) -> NgramIndex:

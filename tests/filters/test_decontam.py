@@ -233,3 +233,30 @@ def test_no_eval_sets_no_decontamination_and_no_report(tmp_path, evals):
     assert ann["contaminated"].to_pylist() == [False] * ann.num_rows
     cfg_model = FilterConfig.model_validate(cfg)
     assert DocumentAnnotator(cfg_model).decontam is None
+
+
+def test_the_cli_takes_eval_files_and_refuses_a_bad_one_in_one_line(tmp_path, evals):
+    from typer.testing import CliRunner
+
+    from pipelines.cli import app
+
+    docs, cfg = _docs(tmp_path, evals)
+    cfg_file = tmp_path / "filter.yaml"
+    cfg_file.write_text(json.dumps(cfg))
+    base = ["filter", "--docs", str(docs), "--config", str(cfg_file), "--runner", "InProcess"]
+    ok = CliRunner().invoke(
+        app,
+        [*base, "--out", str(tmp_path / "o"), "--decontaminate", str(evals["files"][0])]
+        + ["--decontaminate", str(evals["files"][1])],
+    )
+    assert ok.exit_code == 0, ok.output
+    report = json.loads((tmp_path / "o" / "decontamination.json").read_text())
+    assert [e["name"] for e in report["evals"]] == ["arith", "lesen"]
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"prompt": "x"}\n')
+    res = CliRunner().invoke(
+        app, [*base, "--out", str(tmp_path / "p"), "--decontaminate", str(bad)]
+    )
+    assert res.exit_code == 2, res.output
+    assert "bad.jsonl" in res.output and "decontamination.fields" in res.output
+    assert not (tmp_path / "p" / "annotated.parquet").exists()
