@@ -17,6 +17,7 @@ from pipelines.stages.images import CLIP_TRAIN, DOMAINS, IMAGES_BUILD, INTERLEAV
 from pipelines.stages.imports import IMPORT_DOCS, IMPORT_WARC, IMPORT_WET
 from pipelines.stages.inspect import INSPECT
 from pipelines.stages.mix import MIX_BUILD, MIX_REPORT, MIX_VALIDATE, MIXTURES, TOKENIZER
+from pipelines.stages.mix_export import MIX_EXPORT
 from pipelines.stages.ops import CONSENT_RECHECK, RECRAWL
 from pipelines.stages.quality import QUALITY_MODELS, QUALITY_TRAIN
 from pipelines.stages.sampleweb import SAMPLE_WEB, SERVE
@@ -55,6 +56,7 @@ STAGES: list[Stage] = [
     MIX_VALIDATE,
     MIX_BUILD,
     MIX_REPORT,
+    MIX_EXPORT,
     *MIXTURES,
     RETRIEVAL_DATA,
     *TRAIN,
