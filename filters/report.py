@@ -9,14 +9,15 @@ from pathlib import Path
 
 import pyarrow as pa
 
-# Funnel colours: Kelly's colours of maximum contrast (white left out), then matplotlib's tab20b
-# and tab20c, so a plot with up to 60 outcomes never repeats one. The filter's own outcomes keep
+# Funnel colours: Kelly's colours of maximum contrast (white left out; near pairs such as purple
+# and violet kept apart among the fixed ones), then matplotlib's tab20b and tab20c, so a plot with
+# up to 61 outcomes never repeats one. The filter's own outcomes keep
 # a fixed colour (same reason, same colour in every run); any other reason (a new step's) hashes
 # to one of the colours left, the next free one when two reasons of a plot land on the same.
 PALETTE = (
     "#008856", "#222222", "#F38400", "#BE0032", "#0067A5", "#875692", "#F3C300", "#A1CAF1",
-    "#C2B280", "#848482", "#E68FAC", "#F99379", "#604E97", "#F6A600", "#B3446C", "#DCD300",
-    "#882D17", "#8DB600", "#654522", "#E25822", "#2B3D26",
+    "#C2B280", "#848482", "#E68FAC", "#F99379", "#8DB600", "#2B3D26", "#B3446C", "#654522",
+    "#882D17", "#604E97", "#F6A600", "#DCD300", "#E25822",
     "#393B79", "#5254A3", "#6B6ECF", "#9C9EDE", "#637939", "#8CA252", "#B5CF6B", "#CEDB9C",
     "#8C6D31", "#BD9E39", "#E7BA52", "#E7CB94", "#843C39", "#AD494A", "#D6616B", "#E7969C",
     "#7B4173", "#A55194", "#CE6DBD", "#DE9ED6",
@@ -87,8 +88,9 @@ def funnel_markdown(
     return "\n".join(lines) + "\n"
 
 
-def funnel_plot(rows: list[dict], path: Path) -> Path:
-    """Stacked bars per language: kept and each drop reason."""
+def funnel_plot(rows: list[dict], path: Path, stats: dict | None = None) -> Path:
+    """Stacked bars per language: kept and each drop reason; with `stats` (stats.json), beside
+    them the share of the input's documents, characters and tokens left after each step."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -98,7 +100,12 @@ def funnel_plot(rows: list[dict], path: Path) -> Path:
     outcomes = ["kept"] + sorted({r["outcome"] for r in rows} - {"kept"})
     grid = {(r["lang"], r["outcome"]): r["docs"] for r in rows}
     colours = reason_colours(outcomes)
-    fig, ax = plt.subplots(figsize=(max(5, len(langs) * 0.7 + 3), 4))
+    width = max(5, len(langs) * 0.7 + 3)
+    if stats:
+        fig, (ax, steps_ax) = plt.subplots(1, 2, figsize=(width + 6, 4))
+        _steps_panel(steps_ax, stats)
+    else:
+        fig, ax = plt.subplots(figsize=(width, 4))
     bottom = [0] * len(langs)
     for o in outcomes:
         vals = [grid.get((lang, o), 0) for lang in langs]
@@ -112,6 +119,21 @@ def funnel_plot(rows: list[dict], path: Path) -> Path:
     fig.savefig(path, dpi=100)
     plt.close(fig)
     return path
+
+
+def _steps_panel(ax, stats: dict) -> None:
+    """Documents, characters and tokens left after each step, as a share of the input."""
+    rows = [r for r in stats["rows"] if r["lang"] == "all"]
+    names = ["input"] + [r["step"] for r in rows]
+    for key, style in (("docs", "o-"), ("chars", "s--"), ("tokens", "^:")):
+        total = rows[0][f"{key}_in"] if rows else 0
+        left = [total] + [r[f"{key}_out"] for r in rows]
+        ax.plot(names, [100 * v / total if total else 0 for v in left], style, label=key)
+    ax.set_ylabel("% of the input left")
+    ax.set_ylim(0, 105)
+    ax.set_title("After each step (all languages)")
+    ax.tick_params(axis="x", labelrotation=60, labelsize=7)
+    ax.legend(fontsize=7)
 
 
 def host_languages(counts: dict) -> pa.Table:

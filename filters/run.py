@@ -248,6 +248,7 @@ def run_filter(
     no_own = [lang for lang in cfg.languages if lang not in models]
     unscored = [] if fallback else no_own
     md = report.funnel_markdown(funnel, unscored, no_own if fallback else [])
+    md += decontam.funnel_note(counts) if index is not None else ""
     from filters.stats import stats_markdown, step_stats
 
     stats = step_stats(docs_path, out / "annotated.parquet")  # from the outputs: any executor
@@ -257,7 +258,7 @@ def run_filter(
     )
     md += "\nPer step (all languages):\n\n" + stats_markdown(stats)
     (out / "funnel.md").write_text(md)
-    report.funnel_plot(funnel, out / "funnel.png")
+    report.funnel_plot(funnel, out / "funnel.png", stats)
     summary: FilterResult = report.summary(counts)  # type: ignore[assignment]
     summary.update(
         {

@@ -289,3 +289,22 @@ def test_refinery_inspect_prints_samples_and_writes_the_page(filtered, tmp_path)
     assert again.output.split("page:")[0] == res.output.split("page:")[0]
     bad = CliRunner().invoke(app, ["inspect", str(out), "--reason", "nope"])
     assert bad.exit_code == 2 and "--reason 'nope'" in bad.output
+
+
+def test_the_funnel_plot_shows_what_each_step_leaves(filtered, tmp_path, monkeypatch):
+    import matplotlib.pyplot as plt
+
+    out = filtered[0] / "out"
+    stats = json.loads((out / "stats.json").read_text())
+    rows = [{"lang": "en", "outcome": "kept", "docs": 3}, {"lang": "en", "outcome": "x", "docs": 1}]
+    figures = []
+    monkeypatch.setattr(plt, "close", lambda fig=None: figures.append(fig))
+    report.funnel_plot(rows, tmp_path / "funnel.png", stats)
+    _, steps_ax = figures[0].axes
+    lines = {line.get_label(): line.get_ydata() for line in steps_ax.get_lines()}
+    assert sorted(lines) == ["chars", "docs", "tokens"]
+    last = [r for r in stats["rows"] if r["lang"] == "all"][-1]
+    assert lines["docs"][0] == 100 and lines["docs"][-1] == pytest.approx(
+        100 * last["docs_out"] / stats["rows"][0]["docs_in"]
+    )
+    plt.close(figures[0])
