@@ -22,18 +22,24 @@ from urllib.parse import urljoin
 
 from lxml.etree import Element, SubElement, XPath
 from trafilatura import bare_extraction
-from trafilatura.core import normalize_unicode, xmltotxt
+from trafilatura.core import normalize_unicode, trafilatura_sequence, xmltotxt
 from trafilatura.htmlprocessing import convert_tags, tree_cleaning
 from trafilatura.main_extractor import extract_comments
-from trafilatura.settings import Extractor, set_date_params
-from trafilatura.utils import load_html
+from trafilatura.settings import Extractor
+from trafilatura.utils import image_src, load_html
 
 from crawlers.extract.decode import clean_text
+from crawlers.extract.metadata import page_metadata
 
+# What trafilatura's comment XPaths (trafilatura.xpaths.COMMENTS_XPATH) need, on the raw tree:
+# its id/class tests on every tag that cleaning and tag conversion turn into a div, section or
+# list. Cleaning only removes elements and renames tags, so no match here means no comments.
 _MAY_HAVE_COMMENTS = XPath(
-    "boolean(//*[contains(@class, 'omment') or contains(@id, 'omment') or "
-    "starts-with(@id, 'social') or starts-with(@id, 'comol') or starts-with(@id, 'disqus') or "
-    "starts-with(@id, 'dsq-')])"
+    "boolean(//*[self::div or self::section or self::ul or self::ol or self::dl or self::form "
+    "or self::figure or self::table or self::details][contains(@class, 'comment') or "
+    "re:test(@class, '^Comments') or starts-with(@id, 'social') or "
+    "re:test(@id, 'comment-?list|^comment[s-]|^(?:comol|disqus_thread|dsq-comments)')])",
+    namespaces={"re": "http://exslt.org/regular-expressions"},
 )
 SHORT_PAGE_CHARS = 600  # main text below this may be trafilatura's baseline fallback
 _MIN_COMMENT_LABEL = 50  # a single comment line shorter than this is the section's label
@@ -89,7 +95,8 @@ def canonical_url(tree, base_url: str) -> str | None:
 
 
 def _block_text(el) -> str:
-    return " ".join(xmltotxt(copy.deepcopy(el), include_formatting=False).split())
+    # xmltotxt leaves the tree as it is when it does not format (it copies when it does).
+    return " ".join(xmltotxt(el, include_formatting=False).split())
 
 
 def _without_images(el):
@@ -185,26 +192,44 @@ def image_refs(blocks: list[dict]) -> list[dict]:
     return refs
 
 
-def _run_trafilatura(
-    tree, url: str, favor: str, *, images: bool = False, with_metadata=True, fast=False
-):
-    return bare_extraction(
-        copy.deepcopy(tree),
-        url=url,
+def _options(url: str, favor: str, *, images: bool, fast: bool) -> Extractor:
+    return Extractor(
+        output_format="python",
         fast=fast,
-        with_metadata=with_metadata,
-        # Dates from the page's markup (meta, JSON-LD, <time>, URL), not htmldate's extensive
-        # search of the free text: that search took 3/4 of the extraction time on real pages.
-        date_extraction_params=set_date_params(extensive=False),
-        include_images=images,
-        include_tables=True,
+        precision=favor == "precision",
+        recall=favor == "recall",
+        comments=False,
         # Formatting (bold, italics) changes what trafilatura keeps (captions, teasers): only
         # the image run, whose text is not used, keeps it.
-        include_formatting=images,
-        include_comments=False,
-        favor_precision=favor == "precision",
-        favor_recall=favor == "recall",
+        formatting=images,
+        images=images,
+        tables=True,
+        url=url,
     )
+
+
+def _run_trafilatura(tree, url: str, favor: str):
+    """trafilatura's main content of the page, as `trafilatura.extract` decides it (metadata apart:
+    `page_metadata`); bare_extraction copies the tree, which is left as it was."""
+    return bare_extraction(tree, options=_options(url, favor, images=False, fast=False))
+
+
+def _image_body(tree, url: str, favor: str, *, fast: bool):
+    """The body of trafilatura's run with images (bare_extraction's steps without its text
+    serialisation, which the image run does not use); None where bare_extraction gives none."""
+    options = _options(url, favor, images=True, fast=fast)
+    try:
+        body, text, _, comments = trafilatura_sequence(copy.copy(tree), options, url)
+    except (TypeError, ValueError):
+        return None
+    if len(text) < options.min_output_size and len(comments) < options.min_output_comm_size:
+        return None
+    return body
+
+
+def _has_images(tree) -> bool:
+    # An <img> becomes a graphic of trafilatura's output only with an image file as its source.
+    return any(image_src(img) is not None for img in tree.iter("img"))
 
 
 def _plain(doc, tree=None) -> str:
@@ -220,6 +245,8 @@ def _plain(doc, tree=None) -> str:
         for el in rest.xpath("//nav|//header|//footer|//aside|//script|//style"):
             el.drop_tree()
         return text if text in " ".join(rest.text_content().split()) else ""
+    if doc.body.find(".//graphic") is None:  # bare_extraction's text is that of its body
+        return (doc.text or "").strip()
     return xmltotxt(_without_images(doc.body), include_formatting=False).strip()
 
 
@@ -232,9 +259,16 @@ def place_images(body, imaged):
     out = copy.deepcopy(body)
     if imaged is None or imaged.find(".//graphic") is None:
         return out
+    texts: dict = {}  # block texts of `out`, until it changes
+
+    def text_of(el) -> str:
+        if el not in texts:
+            texts[el] = _block_text(el)
+        return texts[el]
+
     index: dict[str, list] = {}
     for el in out.iter(*_TEXT_TAGS):
-        key = _block_text(el)
+        key = text_of(el)
         if key:
             index.setdefault(key, []).append(el)
     sequence: list = []
@@ -258,13 +292,14 @@ def place_images(body, imaged):
             else:
                 anchor.addnext(image)
                 anchor = image
+                texts.clear()
             continue
         key = _block_text(_without_images(el))
         hits = index.get(key)
         if not hits:
             # Inside a bigger main block (trafilatura's baseline keeps a short page as one
             # paragraph): the images go after that block, in order.
-            holder = next((x for x in out.iter(*_TEXT_TAGS) if key and key in _block_text(x)), None)
+            holder = next((x for x in out.iter(*_TEXT_TAGS) if key and key in text_of(x)), None)
             if holder is None:  # not main content: the images after it wait for the next block
                 anchor = None
             elif holder is not last:
@@ -276,8 +311,10 @@ def place_images(body, imaged):
             inline.tail = target.tail
             target.getparent().replace(target, inline)
             target = inline
+            texts.clear()
         for image in waiting:
             target.addprevious(image)
+            texts.clear()
         anchor, waiting = target, []
     return out
 
@@ -300,11 +337,18 @@ def comments_text(tree, url: str, main_text: str = "") -> str:
     return normalize_unicode("\n".join(kept).strip())
 
 
-def extract_content(html: str, url: str, *, favor: str = "balanced") -> Content | None:
-    """Run trafilatura and derive every output from its XML tree; None if it finds no content."""
-    # Parsed as trafilatura parses (its parser drops HTML comments and processing instructions:
-    # a page's commented-out markup must not become text or split a paragraph).
-    tree = load_html(clean_text(html))
+def parse_html(html: str):
+    """The page parsed as trafilatura parses it (its parser drops HTML comments and processing
+    instructions: a page's commented-out markup must not become text or split a paragraph);
+    None where trafilatura sees no HTML document."""
+    return load_html(clean_text(html))
+
+
+def extract_content(html: str, url: str, *, favor: str = "balanced", tree=None) -> Content | None:
+    """Run trafilatura and derive every output from its XML tree; None if it finds no content.
+    `tree`: the page as `parse_html` parsed it, when the caller has it (it is not changed)."""
+    if tree is None:
+        tree = parse_html(html)
     if tree is None:
         return None
     doc = _run_trafilatura(tree, url, favor)
@@ -315,27 +359,28 @@ def extract_content(html: str, url: str, *, favor: str = "balanced") -> Content 
     if body is None or not len(body):  # the few-words page of _plain: one paragraph
         body = Element("body")
         SubElement(body, "p").text = text
-    elif tree.find(".//img") is not None:
+    elif _has_images(tree):
         # The image run only places images: fast (no second opinion from the fallbacks), unless
         # that finds none on a short page (trafilatura falls back to a baseline that drops every
         # image), then in full, then in precision mode.
-        imaged = _run_trafilatura(tree, url, favor, images=True, with_metadata=False, fast=True)
+        imaged = _image_body(tree, url, favor, fast=True)
         for mode in (favor, "precision") if len(text) < SHORT_PAGE_CHARS else ():
-            if imaged is not None and imaged.body is not None:
-                if imaged.body.find(".//graphic") is not None:
-                    break
-            imaged = _run_trafilatura(tree, url, mode, images=True, with_metadata=False)
-        body = place_images(body, imaged.body if imaged is not None else None)
-    # Plain text leaves images out; Markdown keeps them as ![alt](src) in place.
-    markdown = xmltotxt(copy.deepcopy(body), include_formatting=True).strip()
+            if imaged is not None and imaged.find(".//graphic") is not None:
+                break
+            imaged = _image_body(tree, url, mode, fast=False)
+        body = place_images(body, imaged)
+    # Plain text leaves images out; Markdown keeps them as ![alt](src) in place (xmltotxt
+    # formats a copy).
+    markdown = xmltotxt(body, include_formatting=True).strip()
     text = normalize_unicode(text)
+    meta = page_metadata(tree, url)
     return Content(
         text=text,
         markdown=normalize_unicode(markdown),
-        title=doc.title,
-        author=doc.author,
-        date=doc.date,
-        sitename=doc.sitename,
+        title=meta.title,
+        author=meta.author,
+        date=meta.date,
+        sitename=meta.sitename,
         canonical_url=canonical_url(tree, url),
         lang_hint=page_lang_hint(tree),
         blocks=interleave(body, url),

@@ -13,7 +13,7 @@ from lxml import html as lxml_html
 
 from common.consent import flag_true
 from common.schemas import PROVENANCE
-from crawlers.extract.content import extract_content, image_refs
+from crawlers.extract.content import extract_content, image_refs, parse_html
 from crawlers.extract.decode import BadPage, clean_text, decode_html
 from crawlers.extract.tables import extract_tables
 
@@ -135,16 +135,29 @@ MIN_RENDER_GAIN = 40
 
 
 def _parse(html: str, config: ExtractConfig):
-    try:
-        tree = lxml_html.fromstring(clean_text(html))
-    except (etree.ParserError, ValueError) as exc:
-        raise BadPage("unparseable_html", str(exc) or "lxml found no document") from exc
+    """The page's tree as trafilatura parses it (one parse serves trafilatura, the tables and the
+    page's own opt-outs), and whether trafilatura can read it: where it sees no HTML document,
+    the tree of lxml's own parser (for the opt-outs), and there is no main content."""
+    tree, readable = parse_html(html), True
+    if tree is None:
+        readable = False
+        try:
+            tree = lxml_html.fromstring(clean_text(html))
+        except (etree.ParserError, ValueError) as exc:
+            raise BadPage("unparseable_html", str(exc) or "lxml found no document") from exc
     n_elements = sum(1 for _ in tree.iter())
     if n_elements > config.max_elements:
         raise BadPage(
             "dom_too_large", f"{n_elements} elements, above the {config.max_elements} limit"
         )
-    return tree
+    return tree, readable
+
+
+def _content(html: str, url: str, config: ExtractConfig):
+    """(tree, content) of one HTML text: content None where trafilatura finds none."""
+    tree, readable = _parse(html, config)
+    content = extract_content(html, url, favor=config.favor, tree=tree) if readable else None
+    return tree, content
 
 
 def _lines(text: str) -> list[str]:
@@ -179,16 +192,14 @@ def _merge_render(record: dict, static_html: str | None, config: ExtractConfig):
     nothing): rendered text is kept only when it adds main content to the static extraction."""
     url, rendered = record["url"], record["rendered_html"]
     try:
-        r_tree = _parse(rendered, config)
-        r_content = extract_content(rendered, url, favor=config.favor)
+        r_tree, r_content = _content(rendered, url, config)
     except BadPage:
         if static_html is None:
             raise
         r_tree = r_content = None
     if static_html is None:
         return record, rendered, r_tree, r_content
-    s_tree = _parse(static_html, config)
-    s_content = extract_content(static_html, url, favor=config.favor)
+    s_tree, s_content = _content(static_html, url, config)
     if s_content is None and r_content is None:
         return record, rendered, r_tree, r_content
     if s_content is None:
@@ -225,8 +236,7 @@ def _extract(record: dict, config: ExtractConfig) -> ExtractResult:
         record, html, tree, content = _merge_render(record, static_html, config)
     else:
         html = static_html
-        tree = _parse(html, config)
-        content = extract_content(html, url, favor=config.favor)
+        tree, content = _content(html, url, config)
     record = _page_opt_outs(record, tree, config)
     if content is None:
         raise BadPage("no_main_content", "trafilatura found no main content")
