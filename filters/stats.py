@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from pathlib import Path
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
@@ -86,9 +87,19 @@ def _rebatch(batches: Iterator[pa.RecordBatch], size: int) -> Iterator[pa.Table]
 
 
 def _tokens(text: pa.ChunkedArray | pa.Array, char_lang: pa.Array) -> pa.Array:
-    words = pc.count_substring_regex(text, _WORD)
-    chars = pc.count_substring_regex(text, _CHAR_TOKEN)
-    return pc.if_else(char_lang, chars, words)
+    """Tokens per row: one regex pass per row, the one its language needs."""
+    text = text.combine_chunks() if isinstance(text, pa.ChunkedArray) else text
+    char_lang = char_lang.combine_chunks() if isinstance(char_lang, pa.ChunkedArray) else char_lang
+    if not pc.any(char_lang).as_py():
+        return pc.count_substring_regex(text, _WORD)
+    if pc.all(char_lang).as_py():
+        return pc.count_substring_regex(text, _CHAR_TOKEN)
+    out = np.zeros(len(text), dtype=np.int64)
+    mask = char_lang.to_numpy(zero_copy_only=False)
+    for sel, pattern in ((mask, _CHAR_TOKEN), (~mask, _WORD)):
+        rows = np.flatnonzero(sel)
+        out[rows] = pc.count_substring_regex(text.take(pa.array(rows)), pattern).to_numpy()
+    return pa.array(out)
 
 
 def _per_row(inp: pa.Table, ann: pa.Table) -> pa.Table:
