@@ -316,6 +316,20 @@ class Decontaminator:
         return bool(names), ",".join(names) or None, total
 
 
+def funnel_note(counts: dict) -> str:
+    """The funnel's line on contamination: documents marked, per eval set and language."""
+    by_set: dict[str, list[str]] = {}
+    for name, lang, n in counts.get("contamination", []):
+        by_set.setdefault(name, []).append(f"{lang} {n}")
+    per = "; ".join(f"{k}: {', '.join(v)}" for k, v in sorted(by_set.items()))
+    return (
+        f"\nContaminated (shares n-grams with an eval set; dropped only with "
+        f"decontamination.drop): {counts.get('contaminated_docs', 0)} documents"
+        + (f" ({per})" if per else "")
+        + "\n"
+    )
+
+
 def report(index: NgramIndex, cfg: DecontamConfig, counts: dict) -> dict:
     """decontamination.json: the settings and, per eval set, what it indexed and the documents it
     marked (`docs_hit`, per language in `docs_hit_by_lang`); `counts` are the run's counts."""

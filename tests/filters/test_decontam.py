@@ -182,6 +182,8 @@ def test_documents_are_marked_with_benchmark_and_count_and_kept(runs):
     hits = {e["name"]: e["docs_hit"] for e in report["evals"]}
     assert hits == {"arith": 4, "lesen": 2} and report["docs_contaminated"] == 5
     assert report["evals"][0]["items_indexed"] == 40 and report["ngram"] == 13
+    assert "Contaminated (shares n-grams with an eval set" in (out / "funnel.md").read_text()
+    assert "5 documents (arith: en 4; lesen: en 1, zh 1)" in summary["funnel_markdown"]
 
 
 def test_beam_and_in_process_write_the_same_bytes_and_report(runs):
