@@ -5,7 +5,8 @@
 
 Collections, each scored for Refinery's `extract_page` and plain
 `trafilatura.extract(html, include_comments=False)` (defaults otherwise) side by side in the
-same run, with the time ratio:
+same run, with the time ratio (on the real collections: CPU seconds of this process, each page
+given to every system in turn, so the ratio holds on a loaded shared machine):
   - `sampleweb`: serves the sample web on loopback, crawls it and scores token precision/recall/
     F1 against its `main_text` (plus a naive lxml `text_content()` baseline); then rendering:
     pages/s of the JS pages at 1, 2, 4, 8 pages in flight, with peak memory (PSS of Chromium
@@ -214,16 +215,26 @@ def load_readability_pages(pages_dir: Path, limit: int | None = None) -> list[tu
     return pages[:limit] if limit else pages
 
 
+def _run_side_by_side(pages: list[tuple]) -> dict[str, tuple[list, float]]:
+    """Every system on each page in turn (so a change in the machine's load falls on all of
+    them alike): outputs and CPU seconds of this process per system."""
+    outputs: dict[str, list] = {name: [] for name in SYSTEMS}
+    seconds = dict.fromkeys(SYSTEMS, 0.0)
+    for url, body, _ in pages:
+        for name, fn in SYSTEMS.items():
+            start = time.process_time()
+            outputs[name].append(fn(url, body))
+            seconds[name] += time.process_time() - start
+    return {name: (outputs[name], seconds[name]) for name in SYSTEMS}
+
+
 def score_collection(kind: str, pages: list[tuple]) -> list[dict]:
-    """Each system over one collection: precision, recall, F1, seconds, failures by reason."""
+    """Each system over one collection: precision, recall, F1, CPU seconds, failures by reason."""
     rows = []
-    for name, fn in SYSTEMS.items():
+    for name, (outputs, seconds) in _run_side_by_side(pages).items():
         fails: dict[str, int] = {}
         counts = [0, 0, 0, 0]
         prf = []
-        start = time.perf_counter()
-        outputs = [fn(url, body) for url, body, _ in pages]
-        seconds = time.perf_counter() - start
         for (text, why), (_, _, gold) in zip(outputs, pages, strict=True):
             if text is None:
                 fails[why] = fails.get(why, 0) + 1
@@ -257,7 +268,9 @@ def score_collection(kind: str, pages: list[tuple]) -> list[dict]:
 def print_collection(title: str, rows: list[dict]) -> None:
     """One table per collection, ours first, then the ratios."""
     print(f"\n{title}")
-    print(f"{'system':24} {'pages':>5} {'precision':>9} {'recall':>7} {'F1':>6} {'s':>7}  no doc")
+    print(
+        f"{'system':24} {'pages':>5} {'precision':>9} {'recall':>7} {'F1':>6} {'CPU s':>7}  no doc"
+    )
     for r in rows:
         fails = ", ".join(f"{k} {v}" for k, v in sorted(r["fails"].items())) or "-"
         print(
@@ -267,7 +280,9 @@ def print_collection(title: str, rows: list[dict]) -> None:
     ours, peer = rows[0], rows[1]
     print(
         f"refinery - trafilatura: F1 {ours['f1'] - peer['f1']:+.4f}; "
-        f"time x{ours['seconds'] / max(peer['seconds'], 1e-9):.2f}"
+        f"time x{ours['seconds'] / max(peer['seconds'], 1e-9):.2f} "
+        f"({1000 * ours['seconds'] / max(ours['pages'], 1):.1f} vs "
+        f"{1000 * peer['seconds'] / max(peer['pages'], 1):.1f} ms CPU per page)"
     )
 
 
