@@ -98,6 +98,10 @@ def test_documents_keep_their_archive_record_and_the_mixture_lists_its_archives(
     assert {d["capture_time"] for d in crawled} == {CRAWLED_AT}
     assert {d["source_file"] for d in imported} == {str(archive.resolve())}
     assert len({d["warc_record_id"] for d in docs}) == 7
+    # the filter writes every input column: the provenance goes on to annotated/documents
+    from filters.pipeline import output_schema
+
+    assert set(PROVENANCE) <= set(output_schema(pq.read_schema(out / "documents.parquet")).names)
 
     # the mixture manifest lists the archives, in process and on Beam alike
     train_tokenizer([d["text"] for d in docs], 300, tmp_path / "tok" / "tokenizer.json")
