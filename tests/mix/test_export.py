@@ -219,3 +219,20 @@ def test_a_mixture_with_images_is_refused_naming_the_field(mixture, tmp_path):
     (fake / "manifest.json").write_text(json.dumps({**manifest, "image_tokens": 4}))
     with pytest.raises(ValueError, match="image_tokens 4"):
         export_mixture(fake, "hf", tmp_path / "out")
+
+
+def test_eval_names_come_from_the_files_not_the_group_values(mixture, tmp_path):
+    import shutil
+
+    mix, manifest = mixture
+    copy = tmp_path / "mix"
+    shutil.copytree(mix, copy)
+    hostile = dict(manifest)
+    hostile["eval"] = [dict(e) for e in manifest["eval"]]
+    hostile["eval"][0]["group"] = "../../../escaped"
+    (copy / "manifest.json").write_text(json.dumps(hostile))
+    export = export_mixture(copy, "mds", tmp_path / "out" / "mds")
+    names = [d["name"] for d in export["datasets"]]
+    assert names[0] == "train" and all(n.startswith("eval/") and ".." not in n for n in names[1:])
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["mix", "out"]
+    assert [p.name for p in (tmp_path / "out").iterdir()] == ["mds"]

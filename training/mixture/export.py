@@ -96,8 +96,17 @@ def datasets_of(mix_dir: Path, manifest: dict[str, Any]) -> list[Dataset]:
             stages.append((stage, 1))
     out = [Dataset("train", [mix_dir / s["path"] for s in shards], stages)]
     for e in manifest.get("eval") or []:
-        name = f"eval/{e['bucket']}.{e['group']}"
+        # the file's own name (the builder made it safe), never a bucket or group value raw:
+        # the export writes under OUT by these names
+        stem = re.sub(r"[^A-Za-z0-9_.-]", "_", Path(e["path"]).name.removesuffix(".npy"))
+        name = f"eval/{stem.lstrip('.') or 'eval'}"
         out.append(Dataset(name, [mix_dir / e["path"]], [(name, 1)]))
+    splits = [hf_split(d.name) for d in out]
+    if len(set(splits)) != len(splits):
+        raise ValueError(
+            f"{mix_dir / 'manifest.json'}: eval sets {sorted(d.name for d in out)} give the same "
+            "split name twice once made safe; rename the buckets or groups and rebuild"
+        )
     return out
 
 
