@@ -172,7 +172,7 @@ def multimodal(tiny: bool, device: torch.device) -> dict:
     import dataclasses
 
     cfg = dataclasses.replace(cfg, image_embed_dim=cfg.d_model, image_token_id=image_id)
-    encoder = load_vision_encoder(_clip_dir(tiny), device)
+    encoder = load_vision_encoder(_clip_dir(tiny))  # on the CPU: its probe runs there
     adapter = VisionAdapter(AdapterConfig(encoder.width, cfg.d_model, k, heads=4 if tiny else 8))
     model = VisionLanguageModel(encoder, adapter, Transformer(cfg)).to(device)
     model.set_trainable(vision=False, decoder=True)
