@@ -236,3 +236,30 @@ def test_eval_names_come_from_the_files_not_the_group_values(mixture, tmp_path):
     assert names[0] == "train" and all(n.startswith("eval/") and ".." not in n for n in names[1:])
     assert sorted(p.name for p in tmp_path.iterdir()) == ["mix", "out"]
     assert [p.name for p in (tmp_path / "out").iterdir()] == ["mds"]
+
+
+def _megatron_read(prefix: Path) -> list[np.ndarray]:
+    """The .idx/.bin pair by megatron-core's IndexedDataset layout: header MMIDIDX\\0\\0, u64
+    version 1, u8 dtype code, u64 sequences, u64 document indices, then int32 lengths, int64
+    byte pointers into .bin, int64 document indices."""
+    idx = Path(f"{prefix}.idx").read_bytes()
+    assert idx[:9] == b"MMIDIDX\x00\x00"
+    version, code, n, m = struct.unpack_from("<QBQQ", idx, 9)
+    assert version == 1 and m == n + 1
+    dtype = {1: np.uint8, 2: np.int8, 3: np.int16, 4: np.int32, 5: np.int64, 8: np.uint16}[code]
+    pos = 9 + 8 + 1 + 8 + 8
+    lengths = np.frombuffer(idx, np.int32, n, pos)
+    pointers = np.frombuffer(idx, np.int64, n, pos + 4 * n)
+    doc_index = np.frombuffer(idx, np.int64, m, pos + 12 * n)
+    assert pos + 12 * n + 8 * m == len(idx) and doc_index.tolist() == list(range(m))
+    data = Path(f"{prefix}.bin").read_bytes()
+    return [
+        np.frombuffer(data, dtype, int(k), int(p)) for k, p in zip(lengths, pointers, strict=True)
+    ]
+
+
+def test_megatron_export_reads_back_by_the_index_layout(mixture, tmp_path):
+    mix, manifest = mixture
+    export = export_mixture(mix, "megatron", tmp_path / "meg")
+    read = {d["name"]: _megatron_read(tmp_path / "meg" / d["name"]) for d in export["datasets"]}
+    _check(read, mix, manifest, export)
