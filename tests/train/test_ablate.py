@@ -325,3 +325,20 @@ def test_the_ablation_report_asset_runs_the_lakes_filtered_vs_unfiltered_ablatio
         a["overlap"]["heldout"] < 0.05
         for a in json.loads((out / "results.json").read_text())["arms"].values()
     )
+
+
+def test_cli_names_the_bad_spec_field_and_exits_2(corpus, tmp_path):
+    from typer.testing import CliRunner
+
+    from pipelines.cli import app
+
+    bad = _write(corpus, "cli-bad.yaml", _spec(corpus, tokens=0))
+    result = CliRunner().invoke(app, ["ablate", str(bad), "--out", str(tmp_path / "o")])
+    assert result.exit_code == 2
+    assert "cli-bad.yaml" in result.output and "tokens" in result.output
+    lake = CliRunner().invoke(
+        app, ["ablate", "--out", str(tmp_path / "o")], env={"REFINERY_HOME": str(tmp_path)}
+    )
+    assert (
+        lake.exit_code == 2 and "refinery filter" in lake.output
+    )  # an empty lake says what to run
