@@ -7,6 +7,9 @@ the default banned words. Decontamination: three generated eval sets of `--items
 (random words from the corpus, disjoint from its texts; then with a fifth of the items cut
 from the corpus's own paragraphs: nearly every recombined document is hit, the worst case).
 
+datatrove's URLFilter (bench/.venvs/datatrove-warc, with tldextract, pyahocorasick, fasteners)
+is timed on the same URLs, lists and words when that venv exists.
+
 Usage: .venv/bin/python bench/filter_steps.py [--docs 10000] [--domains 100000] [--items 5000]
 """
 
@@ -15,6 +18,7 @@ from __future__ import annotations
 import argparse
 import json
 import random
+import subprocess
 import sys
 import tempfile
 import time
@@ -26,12 +30,15 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from filter import build_corpus  # noqa: E402
 
-from common.urlblock import load_blocklist, write_lists  # noqa: E402
+from common.urlblock import DEFAULT_WORDS, load_blocklist, write_lists  # noqa: E402
 from filters.annotate import DocumentAnnotator  # noqa: E402
 from filters.config import DecontamConfig, FilterConfig, UrlFilterConfig  # noqa: E402
 from filters.decontam import Decontaminator  # noqa: E402
 from filters.urls import UrlFilter  # noqa: E402
 from sampleweb.labels import labelled_documents  # noqa: E402
+
+# A datatrove venv with tldextract, pyahocorasick and fasteners (its URLFilter's dependencies).
+PEER_VENV = "datatrove-warc"
 
 
 def cpu() -> float:
@@ -46,6 +53,26 @@ def make_lists(root: Path, n: int, rng: random.Random) -> Path:
         cats[cat] = {"domains": doms, "urls": urls}
     cats["adult"]["domains"].append("site5.bench.test")  # one of the corpus's 97 hosts
     return write_lists(root, cats)
+
+
+def datatrove_url(tmp: Path, corpus: list[dict], lists: Path) -> dict | None:
+    """datatrove's URLFilter on the same URLs, lists and words (None without its venv)."""
+    py = ROOT / "bench" / ".venvs" / PEER_VENV / "bin" / "python"
+    if not py.exists():
+        print(f"(no {py}: datatrove's URLFilter not timed)")
+        return None
+    (tmp / "urls.json").write_text(json.dumps([d["url"] for d in corpus]))
+    (tmp / "words.json").write_text(json.dumps({k: list(v) for k, v in DEFAULT_WORDS.items()}))
+    out = subprocess.run(
+        [str(py), str(ROOT / "bench" / "_datatrove_url.py"), str(tmp / "urls.json"), str(lists)]
+        + [str(tmp / "words.json")],
+        capture_output=True,
+        text=True,
+    )
+    if out.returncode != 0:
+        print(f"(datatrove's URLFilter failed: {out.stderr.strip().splitlines()[-1:]})")
+        return None
+    return json.loads(out.stdout.strip().splitlines()[-1])
 
 
 def make_evals(
@@ -90,6 +117,10 @@ def main() -> None:
         c0 = cpu()
         blocked = sum(f.check(d["url"]) is not None for d in corpus)
         rows.append(("URL filter: check", (cpu() - c0) * per, blocked))
+        peer = datatrove_url(tmp, corpus, lists)
+        if peer is not None:
+            rows.append(("datatrove URLFilter: load (same lists)", peer["load"], None))
+            rows.append(("datatrove URLFilter: check", peer["check"] * per, peer["blocked"]))
 
         for cut_every, what in ((0, "disjoint eval sets"), (5, "a fifth cut from the corpus")):
             evals = make_evals(tmp, corpus, args.items, rng, cut_every)

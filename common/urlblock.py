@@ -102,10 +102,11 @@ def host_forms(host: str) -> list[str]:
         host = host[1:-1]
     if not host:
         return []
-    try:
-        return [str(ipaddress.ip_address(host))]
-    except ValueError:
-        pass
+    if host[-1].isdigit() or ":" in host:  # a name's last label is never all digits
+        try:
+            return [str(ipaddress.ip_address(host))]
+        except ValueError:
+            pass
     if host.isascii():
         return [host] if _ASCII_HOST.fullmatch(host) else []
     forms = []
@@ -177,6 +178,10 @@ class Blocklist:
     source: str = "<generated>"
     counts: dict[str, dict[str, int]] = field(default_factory=dict)  # category -> file -> entries
     bad_lines: dict[str, int] = field(default_factory=dict)  # file -> lines that are no entry
+    # hashes of the hosts (no `www.`) that have URL entries: other hosts skip the URL lookups
+    url_hosts: frozenset[int] = frozenset()
+    # host spelling -> its domain verdict (hosts repeat: a crawl has many pages per host)
+    _hosts: dict[str, tuple[str, str] | None] = field(default_factory=dict, repr=False)
 
     @classmethod
     def from_entries(
@@ -209,7 +214,13 @@ class Blocklist:
                         idx.append(ci)
                 counts[cat][kind] = n
         packed = {k: _packed(*arrays[k]) for k in LIST_FILES}
-        return cls(cats, *packed["domains"], *packed["urls"], source, counts, bad)
+        url_hosts = frozenset(
+            _hash(key.split("/", 1)[0].split("?", 1)[0])
+            for cat in cats
+            for line in entries[cat].get("urls", ())
+            for key in url_keys(line)
+        )
+        return cls(cats, *packed["domains"], *packed["urls"], source, counts, bad, url_hosts)
 
     def __len__(self) -> int:
         return len(self.domain_hashes) + len(self.url_hashes)
@@ -217,11 +228,30 @@ class Blocklist:
     def _find(self, hashes: np.ndarray, cats: np.ndarray, key: str) -> str | None:
         if not len(hashes):
             return None
-        h = np.uint64(_hash(key))
-        i = int(np.searchsorted(hashes, h))
-        if i < len(hashes) and hashes[i] == h:
+        h = _hash(key)
+        i = int(hashes.searchsorted(np.uint64(h)))
+        if i < len(hashes) and int(hashes[i]) == h:
             return self.categories[int(cats[i])]
         return None
+
+    def _host(self, form: str) -> tuple[str, str] | None:
+        """The domain verdict of one host spelling: itself, then every parent domain down to two
+        labels (never a bare top-level domain); an IP only as itself."""
+        if form in self._hosts:
+            return self._hosts[form]
+        if len(self._hosts) > 1 << 16:
+            self._hosts.clear()
+        verdict = None
+        labels = form.split(".")
+        is_ip = ":" in form or (form[-1].isdigit() and form.replace(".", "").isdigit())
+        for i in range(1 if is_ip else max(1, len(labels) - 1)):
+            name = ".".join(labels[i:])
+            cat = self._find(self.domain_hashes, self.domain_cats, name)
+            if cat is not None:
+                verdict = cat, f"{'host' if i == 0 else 'domain'} {name}"
+                break
+        self._hosts[form] = verdict
+        return verdict
 
     def match(self, url: str) -> tuple[str, str] | None:
         """(category, what matched: 'host H', 'domain D' or 'url U') or None when not listed."""
@@ -230,17 +260,12 @@ class Blocklist:
             return None
         host, path = split
         for form in host_forms(host):
-            labels = form.split(".")
-            is_ip = form[0].isdigit() and form.replace(".", "").isdigit() or ":" in form
-            # every parent domain down to two labels: never a bare top-level domain
-            stop = 1 if is_ip else max(1, len(labels) - 1)
-            for i in range(stop):
-                name = ".".join(labels[i:])
-                cat = self._find(self.domain_hashes, self.domain_cats, name)
-                if cat is not None:
-                    return cat, f"{'host' if i == 0 else 'domain'} {name}"
-            if len(self.url_hashes):
-                for key in _url_prefixes(_WWW.sub("", form) + path.lower()):
+            verdict = self._host(form)
+            if verdict is not None:
+                return verdict
+            bare = _WWW.sub("", form)
+            if _hash(bare) in self.url_hosts:
+                for key in _url_prefixes(bare + path.lower()):
                     cat = self._find(self.url_hashes, self.url_cats, key)
                     if cat is not None:
                         return cat, f"url {key}"
