@@ -171,8 +171,14 @@ def test_hf_export_loads_with_datasets(mixture, tmp_path, monkeypatch):
     monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
     import datasets
 
+    from training.mixture import export as mod
+
+    monkeypatch.setattr(mod, "HF_FILE_TOKENS", 3000)  # several files, several row groups each
+    monkeypatch.setattr(mod, "HF_ROW_GROUP", 16)
     mix, manifest = mixture
     export = export_mixture(mix, "hf", tmp_path / "hf")
+    train_files = [d["files"] for d in export["datasets"] if d["name"] == "train"][0]
+    assert len(train_files) > 3 and train_files[-1].endswith(f"-of-{len(train_files):05d}.parquet")
     loaded = datasets.load_dataset(str(tmp_path / "hf"), cache_dir=str(tmp_path / "cache"))
     splits = {d["split"]: d["name"] for d in export["datasets"]}
     assert sorted(loaded) == sorted(splits)

@@ -19,7 +19,8 @@ exported documents: nothing is lost, every token and boundary is where it was.
 - `mds`: `<name>/index.json` plus `shard.NNNNN.mds` files, one sample per document with the
   column `tokens` (encoding `ndarray:uint32`), uncompressed, shards of at most 64 MiB (MosaicML
   streaming's `MDSWriter` layout, format version 2).
-- `hf`: `data/<split>-NNNNN-of-NNNNN.parquet` with the column `input_ids` (list of uint32) and a
+- `hf`: `data/<split>-NNNNN-of-NNNNN.parquet` (a file per 2^27 tokens) with the column
+  `input_ids` (list of uint32) and a
   `README.md` whose `configs` name the splits (`train`, `eval_<bucket>_<group>`), so
   `datasets.load_dataset(DIR)` reads them.
 
@@ -47,6 +48,8 @@ MEGATRON_HEADER = b"MMIDIDX\x00\x00"
 MEGATRON_DTYPES = {np.dtype(np.uint16): 8, np.dtype(np.int32): 4}
 MDS_SIZE_LIMIT = 1 << 26
 HF_ROW_GROUP = 8192
+HF_GROUP_TOKENS = 1 << 26  # list offsets stay int32 (datasets' Sequence)
+HF_FILE_TOKENS = 1 << 27  # 512 MiB of uint32 ids per file
 
 
 @dataclass
@@ -276,38 +279,55 @@ class MdsWriter:
 
 
 class HfWriter:
-    """`data/<split>-NNNNN-of-NNNNN.parquet` with `input_ids` (list<uint32>)."""
+    """`data/<split>-NNNNN-of-NNNNN.parquet` with `input_ids` (list<uint32>): row groups of at
+    most HF_ROW_GROUP documents or HF_GROUP_TOKENS tokens, a new file every HF_FILE_TOKENS."""
 
     def __init__(self, out: Path, split: str):
         import pyarrow as pa
-        import pyarrow.parquet as pq
 
         self.pa, self.split = pa, split
         self.schema = pa.schema([("input_ids", pa.list_(pa.uint32()))])
-        self.path = out / "data" / f"{split}-00000-of-00001.parquet"
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self.writer = pq.ParquetWriter(self.path, self.schema)
+        self.dir = out / "data"
+        self.dir.mkdir(parents=True, exist_ok=True)
+        self.parts: list[Path] = []
+        self.writer = None
+        self.file_tokens = 0
         self.buf: list[np.ndarray] = []
+        self.buf_tokens = 0
 
     def add(self, doc: np.ndarray) -> None:
         self.buf.append(np.array(doc, dtype=np.uint32))
-        if len(self.buf) >= HF_ROW_GROUP:
+        self.buf_tokens += len(doc)
+        if len(self.buf) >= HF_ROW_GROUP or self.buf_tokens >= HF_GROUP_TOKENS:
             self._flush()
 
     def _flush(self) -> None:
+        import pyarrow.parquet as pq
+
         pa = self.pa
-        lengths = np.array([0, *map(len, self.buf)], dtype=np.int32).cumsum(dtype=np.int64)
+        if self.writer is None or self.file_tokens >= HF_FILE_TOKENS:
+            if self.writer is not None:
+                self.writer.close()
+            self.parts.append(self.dir / f"{self.split}-{len(self.parts):05d}.parquet.part")
+            self.writer = pq.ParquetWriter(self.parts[-1], self.schema)
+            self.file_tokens = 0
+        offsets = pa.array(np.array([0, *map(len, self.buf)], dtype=np.int64).cumsum(), pa.int64())
         values = pa.array(np.concatenate(self.buf) if self.buf else np.zeros(0, np.uint32))
-        offsets = pa.array(lengths.astype(np.int32))
-        col = pa.ListArray.from_arrays(offsets, values, type=self.schema.field(0).type)
+        col = pa.LargeListArray.from_arrays(offsets, values).cast(self.schema.field(0).type)
         self.writer.write_table(pa.Table.from_arrays([col], schema=self.schema))
-        self.buf = []
+        self.file_tokens += self.buf_tokens
+        self.buf, self.buf_tokens = [], 0
 
     def close(self) -> list[str]:
-        if self.buf:
+        if self.buf or self.writer is None:
             self._flush()
         self.writer.close()
-        return [str(self.path)]
+        final = []
+        for i, part in enumerate(self.parts):
+            dest = self.dir / f"{self.split}-{i:05d}-of-{len(self.parts):05d}.parquet"
+            part.rename(dest)
+            final.append(str(dest))
+        return final
 
 
 def hf_split(name: str) -> str:
