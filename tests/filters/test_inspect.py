@@ -308,3 +308,28 @@ def test_the_funnel_plot_shows_what_each_step_leaves(filtered, tmp_path, monkeyp
         100 * last["docs_out"] / stats["rows"][0]["docs_in"]
     )
     plt.close(figures[0])
+
+
+def test_step_stats_count_other_scripts_and_huge_documents(tmp_path):
+    huge = "word " * 1_000_000  # 5 MB, one document
+    thai = "ภาษาไทยไม่มีการเว้นวรรค ระหว่างคำ"
+    arabic = "النص العربي يفصل الكلمات بمسافات"
+    inp = _write(
+        tmp_path / "in.parquet",
+        [{"id": "h", "text": huge}, {"id": "t", "text": thai}, {"id": "a", "text": arabic}],
+    )
+    ann = _write(
+        tmp_path / "ann.parquet",
+        [
+            {"id": "h", "lang": "en", "drop_reason": "too_long", "text": huge},
+            {"id": "t", "lang": "th", "drop_reason": None, "text": thai},
+            {"id": "a", "lang": "ar", "drop_reason": None, "text": arabic},
+        ],
+    )
+    rows = {(r["lang"], r["step"]): r for r in step_stats(inp, ann)["rows"]}
+    assert rows[("en", "heuristics")]["tokens_in"] == 1_000_000
+    assert rows[("en", "heuristics")]["chars_in"] == len(huge)
+    # Thai counts letters (its vowel and tone marks are not letters), Arabic counts words
+    assert rows[("th", "clean")]["tokens_in"] == sum(c.isalpha() for c in thai)
+    assert rows[("ar", "clean")]["tokens_in"] == 5
+    assert rows[("all", "dedup")]["docs_out"] == 2
