@@ -97,7 +97,9 @@ def host_forms(host: str) -> list[str]:
     """The spellings a host is compared in: lowercase ASCII, no trailing dot, punycode for an
     international name (IDNA 2003 and, where different, IDNA 2008), IPs in normal form; []
     when it is no host name."""
-    host = host.strip().rstrip(".").lower()
+    # "*.example.com" and ".example.com" (wildcard and squid spellings of a list entry) are the
+    # domain example.com, which blocks its sub-domains anyway
+    host = host.strip().lstrip("*.").rstrip(".").lower()
     if host.startswith("[") and host.endswith("]"):
         host = host[1:-1]
     if not host:

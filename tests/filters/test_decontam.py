@@ -262,3 +262,12 @@ def test_the_cli_takes_eval_files_and_refuses_a_bad_one_in_one_line(tmp_path, ev
     assert res.exit_code == 2, res.output
     assert "bad.jsonl" in res.output and "decontamination.fields" in res.output
     assert not (tmp_path / "p" / "annotated.parquet").exists()
+
+
+def test_a_huge_document_is_checked_whole(evals):
+    d = Decontaminator(_cfg(evals))
+    q = evals["arith"][20]["question"]
+    filler = "The harbour master logged every ship that came in that winter. " * 20_000
+    huge = filler + q + " " + filler  # 2.5 MB, 440,000 tokens
+    hit, names, n = d.check(huge)
+    assert (hit, names, n) == (True, "arith", 24 - 13 + 1)

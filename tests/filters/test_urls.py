@@ -274,3 +274,34 @@ def test_the_crawl_cli_refuses_an_unreadable_blocklist_in_one_line(tmp_path):
     assert res.exit_code == 2, res.output
     assert "adult/domains" in res.output and "cannot read the blocklist file" in res.output
     assert not (tmp_path / "o" / "frontier.sqlite").exists()
+
+
+def test_adversarial_list_entries_block_no_more_than_they_name(tmp_path):
+    write_lists(
+        tmp_path,
+        {
+            "spam": {
+                "domains": ["com", "co.uk.", "*.wild.test", ".squid.test", "  Spaced.TEST  "],
+                "urls": ["/", "http://", "x.test/../../"],
+            }
+        },
+    )
+    bl = load_blocklist(tmp_path)
+    # a bare top-level domain or public suffix listed blocks nothing under it by domain
+    assert bl.match("http://example.com/") is None
+    assert bl.match("http://a.com/") is None
+    assert bl.match("http://shop.co.uk/")[1] == "domain co.uk"  # two labels: taken as listed
+    assert bl.match("http://a.wild.test/")[1] == "domain wild.test"
+    assert bl.match("http://squid.test/")[1] == "host squid.test"
+    assert bl.match("http://spaced.test/")[0] == "spam"
+    assert bl.bad_lines == {"spam/urls": 2}
+
+
+def test_the_filter_refuses_an_unreadable_list_before_any_work(tmp_path, docs_dir):
+    from filters.run import InProcess, run_filter
+
+    (tmp_path / "lists" / "adult" / "urls").mkdir(parents=True)
+    cfg = {"urls": {"blocklist_dir": str(tmp_path / "lists")}}
+    with pytest.raises(BlocklistError, match="adult/urls: cannot read the blocklist file"):
+        run_filter(docs_dir, tmp_path / "out", config=cfg, executor=InProcess())
+    assert not (tmp_path / "out").exists()
