@@ -319,6 +319,10 @@ def test_the_ablation_report_asset_runs_the_lakes_filtered_vs_unfiltered_ablatio
     assert "filtered - unfiltered" in meta["table"]["bpb/heldout"]
     assert "data:image/png;base64," in meta["report"]
     assert json.loads((out / "results.json").read_text())["seeds"] == [0, 1, 2]
+    from pipelines.graph import dataset_inputs  # lineage: the manifest names every upstream read
+
+    upstream = ["filter/annotated.parquet", "filter/documents.parquet", "tokenizer/tokenizer.json"]
+    assert {str(tmp_path / u) for u in upstream} <= dataset_inputs(out)
     # the eval split never reaches either arm (its ids are carved out before the build)
     evals = pq.read_table(out / "inputs" / "eval.parquet").column("text").to_pylist()
     assert evals and all(
