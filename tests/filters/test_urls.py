@@ -251,6 +251,25 @@ def test_the_crawler_never_fetches_a_blocked_url(tmp_path):
     assert summary["skipped"] >= 2
 
 
+def test_a_resumed_crawl_skips_queued_urls_listed_since(tmp_path):
+    from crawlers.crawl import crawl
+
+    config = dict(delay=0, allow_private_networks=True, use_sitemaps=False, robots_retries=0)
+    out = tmp_path / "crawl"
+    with _Site() as site:
+        seed = f"http://127.0.0.81:{site.port}/"
+        asyncio.run(crawl([seed], out, {**config, "max_pages": 1}))  # the seed only: links queued
+        lists = write_lists(tmp_path / "lists", {"malware": {"domains": ["127.0.0.82"]}})
+        site.hits.clear()
+        asyncio.run(crawl([seed], out, {**config, "blocklist": str(lists)}, resume=True))
+        hits = list(site.hits)
+    assert "127.0.0.81/fine" in hits and not [h for h in hits if h.startswith("127.0.0.82")]
+    skipped = {
+        r["url"]: r["skip_reason"] for r in pq.read_table(out / "skipped.parquet").to_pylist()
+    }
+    assert skipped[f"http://127.0.0.82:{site.port}/x"] == "blocklist: malware (host 127.0.0.82)"
+
+
 def test_the_crawl_cli_refuses_an_unreadable_blocklist_in_one_line(tmp_path):
     from typer.testing import CliRunner
 
