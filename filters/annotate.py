@@ -1,10 +1,13 @@
-"""The per-document filter step: language, PII scrub, heuristics, safety and quality score.
+"""The per-document filter step: URL filter, language, PII scrub, heuristics, decontamination,
+safety and quality score.
 
 `DocumentAnnotator.annotate(row)` returns the row with `lang`, `lang_score`, `quality_score`,
-`quality_model`, `pii_found`, `drop_reason`, `heuristic_drop`, `rescued`, `consent_reason` and
-the scrubbed, boilerplate-stripped `text`. The first failing rule names the drop reason; all
-scores are computed regardless, so a later selection can change its mind without recomputing
-(annotate, then select).
+`quality_model`, `pii_found`, `drop_reason`, `heuristic_drop`, `rescued`, `consent_reason`,
+`url_block`, `contaminated`, `contamination_benchmarks`, `contamination_ngrams` and the
+scrubbed, boilerplate-stripped `text`. The first failing rule names the drop reason (consent,
+then the URL filter's `url_blocked:<category>`, then the rest); all scores are computed
+regardless, so a later selection can change its mind without recomputing (annotate, then
+select).
 
 Consent (`common.consent.flag_true`): only a `training_allowed` that is the boolean true is
 consent. Any other value (the string "false" or "true", 1, None, NaN) drops the row as
