@@ -53,3 +53,41 @@ def image_pairs_consent(pairs_dir: Path) -> CheckOutcome:
             "orphan_files": len(orphans),
         },
     )
+
+
+def image_pairs_faces(pairs_dir: Path) -> CheckOutcome:
+    """Faces were searched in every stored image, and no image with a face is stored as
+    fetched: its stored file's sha256 differs from the fetched bytes' `image_sha256`."""
+    import hashlib
+
+    pairs_dir = Path(pairs_dir)
+    path = pairs_dir / "pairs.parquet"
+    table = _read_columns(
+        path,
+        ["id", "image_path", "image_sha256", "face_count"],
+        "re-run `refinery images build` (pairs written before the face blur lack face_count)",
+    )
+    stored = [r for r in table.to_pylist() if r["image_path"]]
+    unsearched = [r["id"] for r in stored if r["face_count"] is None]
+    with_faces = {r["image_path"]: r for r in stored if r["face_count"]}
+    kept_original = [
+        r["id"]
+        for p, r in sorted(with_faces.items())
+        if hashlib.sha256((pairs_dir / p).read_bytes()).hexdigest() == r["image_sha256"]
+    ]
+    verdict = "faces searched in every stored image; no image with a face stored as fetched"
+    if unsearched:
+        verdict = f"stored images never searched for faces: {_first(unsearched)}"
+    if kept_original:
+        verdict = f"images with faces stored as fetched: {_first(kept_original)}"
+    return CheckOutcome(
+        not unsearched and not kept_original,
+        f"pairs {path}: {len(stored)} stored rows, {len(with_faces)} images with faces; {verdict}",
+        {
+            "stored_rows": len(stored),
+            "images_with_faces": len(with_faces),
+            "faces": sum(r["face_count"] or 0 for r in stored),
+            "unsearched_rows": len(unsearched),
+            "kept_original": len(kept_original),
+        },
+    )

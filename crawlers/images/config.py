@@ -7,6 +7,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from crawlers.crawl.config import CrawlConfig
+from crawlers.images.faces import FaceConfig
 
 
 class ImageFetchConfig(BaseModel):
@@ -52,6 +53,10 @@ class ImageFetchConfig(BaseModel):
     )
     commit_every: int = Field(
         64, ge=1, description="rows per resume-journal commit (a kill -9 redoes at most these)"
+    )
+    faces: FaceConfig = Field(
+        default_factory=FaceConfig,
+        description="face detection and blur before an image is stored (always on)",
     )
 
     @model_validator(mode="after")

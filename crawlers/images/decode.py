@@ -1,7 +1,7 @@
 """Safe image decoding: allow-listed formats by magic bytes, pixel and byte caps before decoding.
 
 `decode_image(data, ...)` never raises on bad input; it returns a `Decoded` whose `drop_reason`
-is None for a usable image, or one of `too_large`, `not_image`, `decompression_bomb`,
+is None for a usable image (then `image` holds its decoded first frame), or one of `too_large`, `not_image`, `decompression_bomb`,
 `undecodable`, `too_small`, `bad_aspect` with the detail in `error`.
 
 The order is the cheap-and-safe one: the byte cap, then the magic bytes (JPEG, PNG, WebP, GIF;
@@ -13,7 +13,7 @@ the first frame (a truncated or corrupt file is undecodable), then minimum side 
 from __future__ import annotations
 
 import io
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from PIL import Image, UnidentifiedImageError
 
@@ -48,6 +48,9 @@ class Decoded:
     height: int | None = None
     drop_reason: str | None = None
     error: str | None = None
+    # the decoded first frame and the frame count, for a usable image (the face blur reuses it)
+    image: Image.Image | None = field(default=None, repr=False, compare=False)
+    frames: int = 1
 
     @property
     def ext(self) -> str | None:
@@ -93,8 +96,10 @@ def decode_image(
                     )
                 )
                 return out
+            out.frames = getattr(im, "n_frames", 1)
             im.seek(0)  # GIF/WebP: the first frame only
             im.load()
+            out.image = im
     except Image.DecompressionBombError as exc:  # Pillow's own limit, raised while opening
         out.drop_reason, out.error = "decompression_bomb", f"Pillow: {exc}"
         return out
@@ -108,4 +113,6 @@ def decode_image(
     elif max(out.width, out.height) / min(out.width, out.height) > max_aspect:
         out.drop_reason = "bad_aspect"
         out.error = f"{out.width}x{out.height}: aspect ratio > max_aspect={max_aspect}"
+    if out.drop_reason is not None:
+        out.image = None
     return out

@@ -15,8 +15,10 @@ Every ref becomes exactly one row (rows in = rows out), in input order. In the o
      while streaming; reading stops at the cap): `too_large`;
 3. decoding (`crawlers.images.decode`): `not_image`, `decompression_bomb`, `undecodable`,
    `too_small`, `bad_aspect`;
-4. kept images are stored content-addressed at `<out>/images/<sha256[:2]>/<sha256>.<ext>`
-   (sha256 of the bytes as fetched).
+4. faces are blurred (`crawlers.images.faces`): a kept image is stored content-addressed at
+   `<out>/images/<sha256[:2]>/<sha256>.<ext>` (sha256 of the bytes as fetched): those bytes
+   when no face was found, else the image with every found face blurred (the original bytes
+   are not kept, only their hash); `face_count` and `face_boxes` say what was blurred.
 
 A URL shared by many refs (a logo on every page) is fetched once. Progress is journaled
 (`crawlers.images.journal`), so a run killed with `kill -9` resumes with `resume=True` without
@@ -51,6 +53,7 @@ from crawlers.images.consent import (
     TrainingConsentLayer,
 )
 from crawlers.images.decode import decode_image
+from crawlers.images.faces import FaceDetector, redact
 from crawlers.images.journal import open_journal
 
 FETCHED = "fetched.parquet"
@@ -68,6 +71,9 @@ DROP_REASONS = (
     "bad_aspect",
     "undecodable",
 )
+FACE_BOXES = pa.list_(
+    pa.struct([("x", pa.int32()), ("y", pa.int32()), ("w", pa.int32()), ("h", pa.int32())])
+)
 FETCHED_SCHEMA = pa.schema(
     [
         ("id", pa.string()),
@@ -84,6 +90,9 @@ FETCHED_SCHEMA = pa.schema(
         ("content_type", pa.string()),
         ("bytes", pa.int64()),
         ("error", pa.string()),
+        # faces blurred in the stored image (null: no image stored)
+        ("face_count", pa.int32()),
+        ("face_boxes", FACE_BOXES),
     ]
 )
 # The image_refs.parquet columns `load_refs` reads, by kind (common.inputs).
@@ -108,6 +117,8 @@ _OUTCOME_KEYS = (
     "content_type",
     "bytes",
     "error",
+    "face_count",
+    "face_boxes",
 )
 # Config fields that change an outcome: a resumed run must use the same ones.
 _OUTCOME_CONFIG = (
@@ -118,6 +129,7 @@ _OUTCOME_CONFIG = (
     "max_pixels",
     "min_side",
     "max_aspect",
+    "faces",
 )
 
 
@@ -213,7 +225,8 @@ def _check_refs(refs: list[dict]) -> None:
 
 
 def _fingerprint(refs: list[dict], cfg: ImageFetchConfig) -> str:
-    h = hashlib.sha256(json.dumps({k: getattr(cfg, k) for k in _OUTCOME_CONFIG}).encode())
+    settings = cfg.model_dump(mode="json")
+    h = hashlib.sha256(json.dumps({k: settings[k] for k in _OUTCOME_CONFIG}).encode())
     for r in refs:
         flags = (r["training_allowed"], r.get("noai"), r.get("noimageai"))
         h.update(json.dumps([r["id"], r["src"], *flags]).encode())
@@ -272,8 +285,8 @@ def classify(res: FetchResult) -> tuple[str | None, str | None]:
     return None, None
 
 
-def _store(out_dir: Path, data: bytes, cfg: ImageFetchConfig) -> dict:
-    """Hash, decode and (when kept) store one body; runs in a worker thread."""
+def _store(out_dir: Path, data: bytes, cfg: ImageFetchConfig, faces: FaceDetector) -> dict:
+    """Hash, decode, blur faces and (when kept) store one body; runs in a worker thread."""
     sha = hashlib.sha256(data).hexdigest()
     dec = decode_image(
         data,
@@ -282,23 +295,29 @@ def _store(out_dir: Path, data: bytes, cfg: ImageFetchConfig) -> dict:
         min_side=cfg.min_side,
         max_aspect=cfg.max_aspect,
     )
-    path = None
+    path, width, height, boxes = None, dec.width, dec.height, None
     if dec.drop_reason is None:
+        stored = redact(data, dec.image, dec.format, faces, frames=dec.frames)
+        dec.image = None
+        width, height = stored.width, stored.height
+        boxes = [b.as_dict() for b in stored.boxes]
         rel = f"{IMAGES}/{sha[:2]}/{sha}.{dec.ext}"
         target = out_dir / rel
         if not target.exists():
             target.parent.mkdir(parents=True, exist_ok=True)
             tmp = target.with_name(f".{sha}.{os.getpid()}.{id(data)}.tmp")
-            tmp.write_bytes(data)
+            tmp.write_bytes(stored.data)
             os.replace(tmp, target)  # whole or absent, even after kill -9
         path = rel
     return {
         "image_sha256": sha,
-        "width": dec.width,
-        "height": dec.height,
+        "width": width,
+        "height": height,
         "image_path": path,
         "drop_reason": dec.drop_reason,
         "error": dec.error,
+        "face_count": None if boxes is None else len(boxes),
+        "face_boxes": boxes,
     }
 
 
@@ -326,6 +345,7 @@ class _Run:
         self.inflight: dict[str, asyncio.Future] = {}
         self.requests = 0
         self.pool = ThreadPoolExecutor(max_workers=min(4, os.cpu_count() or 1))
+        self.faces = FaceDetector(cfg.faces)
         self.downloader: Downloader | None = None
 
     def _row(self, ref: dict, outcome: dict, page_ok: bool) -> dict:
@@ -361,7 +381,9 @@ class _Run:
         if reason is None:
             loop = asyncio.get_running_loop()
             outcome.update(
-                await loop.run_in_executor(self.pool, _store, self.out_dir, res.body, self.cfg)
+                await loop.run_in_executor(
+                    self.pool, _store, self.out_dir, res.body, self.cfg, self.faces
+                )
             )
         return outcome
 
@@ -493,10 +515,12 @@ async def fetch_images_async(
     elapsed = time.monotonic() - started
     reasons = Counter(r["drop_reason"] for r in rows if r["drop_reason"])
     stored = sum(1 for r in rows if r["image_path"])
+    with_faces = {r["image_path"] for r in rows if r["image_path"] and r["face_count"]}
     return {
         "rows": len(rows),
         "stored": stored,
         "images_stored": len({r["image_path"] for r in rows if r["image_path"]}),
+        "images_with_faces_blurred": len(with_faces),
         "requests": run.requests,
         "resumed_rows": run.resumed,
         "drop_reasons": dict(sorted(reasons.items())),

@@ -42,6 +42,16 @@ PAIRS_SCHEMA = pa.schema(
         ("position", pa.int32()),
         ("surrounding_text", pa.string()),
         ("caption_lang", pa.string()),
+        # faces blurred in the stored image (crawlers.images.faces; null: no image stored)
+        ("face_count", pa.int32()),
+        (
+            "face_boxes",
+            pa.list_(
+                pa.struct(
+                    [("x", pa.int32()), ("y", pa.int32()), ("w", pa.int32()), ("h", pa.int32())]
+                )
+            ),
+        ),
     ]
 )
 

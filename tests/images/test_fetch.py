@@ -136,7 +136,10 @@ def test_drop_reason(run, rid, path, host, flags, reason):
         assert row["training_allowed"] is True
         stored = run["out"] / row["image_path"]
         data = stored.read_bytes()
-        assert row["image_sha256"] == hashlib.sha256(data).hexdigest()
+        served = ROUTES[path if "redirect" not in path else "/img/ok.png"].body
+        assert row["image_sha256"] == hashlib.sha256(served).hexdigest()
+        # no face in these: stored as fetched, but an animated image keeps only its first frame
+        assert row["face_count"] == 0 and (data == served) == (path != "/img/anim.gif")
         assert row["image_path"] == (
             f"images/{row['image_sha256'][:2]}/{row['image_sha256']}.{stored.suffix[1:]}"
         )

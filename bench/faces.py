@@ -1,0 +1,192 @@
+"""Face blur before storage (crawlers/images/faces.py): recall on rendered faces, false faces on
+face-free images, and the cost per image, against the detector with fewer passes.
+
+    .venv/bin/python bench/faces.py [--quick]
+
+Faces (tests/images/face_render.py): faces drawn from shaded blobs in five skin tones, and the
+Grace Hopper photograph from matplotlib's sample data, at widths 32-240 px, turned 0-45 degrees,
+on flat, gradient, noise and photograph (temple, flower) backgrounds of 1.5-4x the face. A face
+counts as found when a detected box overlaps its true box by 30% of each. Every image with a
+found face is then blurred and searched again (a found face must be gone), and the pixel
+variance inside its box must fall.
+
+Face-free images: the four backgrounds at 256x256 and 640x480 in several seeds, scikit-learn's
+two sample photographs, and sample-web scenes (sampleweb/images.py, what the demo fetches); each
+false face is a detection on them. Stored bytes must be the original bytes for each of them.
+
+Cost: CPU seconds per image (process time, all threads), so a loaded machine does not inflate it;
+each configuration runs over the same images in the same run. Results: bench/results/faces.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import random
+import sys
+import time
+from collections import defaultdict
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+import numpy as np  # noqa: E402
+from PIL import Image  # noqa: E402
+
+from crawlers.images.faces import FaceConfig, FaceDetector, redact  # noqa: E402
+from tests.images.face_render import (  # noqa: E402
+    SKINS,
+    background,
+    drawn_face,
+    face_free_photos,
+    photo_face,
+    scene,
+)
+
+CONFIGS = {
+    "upright only": FaceConfig(angles=[]),
+    "default (+/-30 deg turns)": FaceConfig(),
+    "default, small x1.5": FaceConfig(max_upscale=1.5),
+}
+
+
+def found(boxes, true) -> bool:
+    """A detected box overlapping the true box by 30% of each."""
+    x0, y0, x1, y1 = true
+    for bx in boxes:
+        ix = max(0, min(x1, bx.x + bx.w) - max(x0, bx.x))
+        iy = max(0, min(y1, bx.y + bx.h) - max(y0, bx.y))
+        if ix * iy >= 0.3 * bx.w * bx.h and ix * iy >= 0.3 * (x1 - x0) * (y1 - y0):
+            return True
+    return False
+
+
+def face_set(quick: bool):
+    widths = (32, 64, 120) if quick else (32, 48, 64, 120, 240)
+    angles = (0, 15, 30) if quick else (0, 15, -15, 30, -30, 45)
+    bgs = ("flat", "gradient", "noise", "photo")
+    out = []
+    for kind in ("drawn", "photo"):
+        for width in widths:
+            for angle in angles:
+                for i, bg in enumerate(bgs):
+                    if kind == "drawn":
+                        face = drawn_face(width, SKINS[(i + width) % 5], seed=i)
+                    else:
+                        face = photo_face(width)
+                    side = max(160, int(width * (1.5 + i * 0.8)))
+                    img, true = scene(face, (side, side), angle=angle, bg=bg, seed=i)
+                    out.append(((kind, width, abs(angle)), img, true))
+    return out
+
+
+def face_free_set(quick: bool):
+    from sampleweb.images import random_scene, render_png
+
+    out = []
+    for i, bg in enumerate(["flat", "gradient", "noise", "photo"] * (2 if quick else 5)):
+        for size in ((256, 256), (640, 480)):
+            out.append(background(bg, size, seed=i))
+    out += list(face_free_photos())
+    rng = random.Random(0)
+    for _ in range(10 if quick else 40):
+        with Image.open(io.BytesIO(render_png(random_scene(rng)))) as im:
+            out.append(im.convert("RGB"))
+    return out
+
+
+def png(img: Image.Image) -> bytes:
+    buf = io.BytesIO()
+    img.save(buf, format="PNG")
+    return buf.getvalue()
+
+
+def run(name: str, cfg: FaceConfig, faces, free) -> dict:
+    det = FaceDetector(cfg)
+    hits: dict = defaultdict(list)
+    gone, var_drop, cpu = [], [], 0.0
+    for key, img, true in faces:
+        t0 = time.process_time()
+        boxes = det.detect(img)
+        cpu += time.process_time() - t0
+        ok = found(boxes, true)
+        hits[key].append(ok)
+        if ok:
+            data = png(img)
+            red = redact(data, img, "PNG", det)
+            with Image.open(io.BytesIO(red.data)) as im:
+                blurred = im.convert("RGB")
+            gone.append(not found(det.detect(blurred), true))
+            for bx in red.boxes:  # pixel variance inside each detected face's box
+                box = (bx.x, bx.y, bx.x + bx.w, bx.y + bx.h)
+                before = np.asarray(img.convert("L").crop(box), dtype=float).var()
+                after = np.asarray(blurred.convert("L").crop(box), dtype=float).var()
+                var_drop.append(after / max(before, 1e-9))
+    false_faces, changed, cpu_free = 0, 0, 0.0
+    for img in free:
+        t0 = time.process_time()
+        boxes = det.detect(img)
+        cpu_free += time.process_time() - t0
+        false_faces += len(boxes)
+        data = png(img)
+        changed += redact(data, img, "PNG", det).data != data
+
+    def recall(pred) -> float:
+        vals = [v for k, vs in hits.items() if pred(k) for v in vs]
+        return round(sum(vals) / len(vals), 3) if vals else float("nan")
+
+    kinds = sorted({k[0] for k in hits})
+    widths = sorted({k[1] for k in hits})
+    angles = sorted({k[2] for k in hits})
+    return {
+        "config": name,
+        "recall": recall(lambda k: True),
+        "recall_by_kind": {k: recall(lambda x, k=k: x[0] == k) for k in kinds},
+        "recall_by_width": {w: recall(lambda x, w=w: x[1] == w) for w in widths},
+        "recall_by_angle": {a: recall(lambda x, a=a: x[2] == a) for a in angles},
+        "faces": len(faces),
+        "blurred_face_found_again": sum(1 for g in gone if not g),
+        "blurred_checked": len(gone),
+        "variance_ratio_in_box_median": round(float(np.median(var_drop)), 4) if var_drop else None,
+        "face_free_images": len(free),
+        "false_faces": false_faces,
+        "face_free_images_changed": changed,
+        "cpu_ms_per_face_image": round(1000 * cpu / len(faces), 1),
+        "cpu_ms_per_face_free_image": round(1000 * cpu_free / len(free), 1),
+    }
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--quick", action="store_true", help="a smaller grid")
+    args = ap.parse_args()
+    faces, free = face_set(args.quick), face_free_set(args.quick)
+    results = [run(name, cfg, faces, free) for name, cfg in CONFIGS.items()]
+    print(f"{len(faces)} rendered faces, {len(free)} face-free images")
+    head = f"{'config':28} {'recall':>6} {'drawn':>6} {'photo':>6} {'false':>5} {'changed':>7}"
+    print(head + f" {'again':>5} {'var':>6} {'ms/face img':>11} {'ms/free img':>11}")
+    for r in results:
+        k = r["recall_by_kind"]
+        print(
+            f"{r['config']:28} {r['recall']:6.3f} {k.get('drawn', 0):6.3f} {k.get('photo', 0):6.3f}"
+            f" {r['false_faces']:5d} {r['face_free_images_changed']:7d}"
+            f" {r['blurred_face_found_again']:5d} {r['variance_ratio_in_box_median'] or 0:6.3f}"
+            f" {r['cpu_ms_per_face_image']:11.1f} {r['cpu_ms_per_face_free_image']:11.1f}"
+        )
+    for r in results:
+        print(r["config"], "by width", r["recall_by_width"], "by angle", r["recall_by_angle"])
+    base = results[0]["cpu_ms_per_face_free_image"]
+    print(
+        "cost ratio (face-free images) vs upright only: "
+        + ", ".join(f"{r['config']} x{r['cpu_ms_per_face_free_image'] / base:.2f}" for r in results)
+    )
+    out = ROOT / "bench" / "results" / ("faces_quick.json" if args.quick else "faces.json")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(results, indent=1, default=str))
+    print(f"results: {out}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,160 @@
+"""Faces blurred before an image is stored: rendered faces are found and made unrecognisable,
+face-free images are stored byte for byte, and the fetch keeps no original bytes of a face."""
+
+from __future__ import annotations
+
+import hashlib
+import io
+
+import numpy as np
+import pyarrow.parquet as pq
+import pytest
+from PIL import Image
+
+from crawlers.images import FETCHED, fetch_images
+from crawlers.images.faces import Box, FaceDetector, redact
+
+from .conftest import FAST, Resource, ref
+from .face_render import SKINS, background, drawn_face, face_free_photos, photo_face, scene
+
+DET = FaceDetector()
+
+
+def _encode(img: Image.Image, fmt: str, **kw) -> bytes:
+    buf = io.BytesIO()
+    img.save(buf, format=fmt, **kw)
+    return buf.getvalue()
+
+
+def _found(boxes, true) -> bool:
+    x0, y0, x1, y1 = true
+    for bx in boxes:
+        ix = max(0, min(x1, bx.x + bx.w) - max(x0, bx.x))
+        iy = max(0, min(y1, bx.y + bx.h) - max(y0, bx.y))
+        if ix * iy >= 0.3 * bx.w * bx.h and ix * iy >= 0.3 * (x1 - x0) * (y1 - y0):
+            return True
+    return False
+
+
+# (face, image size, angle, background): a few of bench/faces.py's grid, each found
+FACES = [
+    ("drawn", 64, 0, "flat"),
+    ("drawn", 120, 0, "photo"),
+    ("drawn", 120, 30, "gradient"),
+    ("photo", 80, 0, "noise"),
+    ("photo", 160, -30, "photo"),
+]
+
+
+@pytest.mark.parametrize(("kind", "width", "angle", "bg"), FACES, ids=lambda v: str(v))
+def test_rendered_face_is_found_and_blurred_beyond_recognition(kind, width, angle, bg):
+    face = drawn_face(width, SKINS[width % 5]) if kind == "drawn" else photo_face(width)
+    side = int(width * 2.5)
+    img, true = scene(face, (side, side), angle=angle, bg=bg, seed=1)
+    assert _found(DET.detect(img), true)
+    data = _encode(img, "JPEG", quality=95)
+    with Image.open(io.BytesIO(data)) as im:
+        im.load()
+        red = redact(data, im, "JPEG", DET)
+    assert red.face_count >= 1 and red.data != data
+    with Image.open(io.BytesIO(red.data)) as out:
+        assert out.format == "JPEG" and out.size == img.size
+        blurred = out.convert("RGB")
+    assert not _found(DET.detect(blurred), true), "the blurred face is still found"
+    for b in red.boxes:  # the face's own box: its pixel variance is nearly gone
+        box = (b.x, b.y, b.x + b.w, b.y + b.h)
+        before = np.asarray(img.convert("L").crop(box), dtype=float).var()
+        after = np.asarray(blurred.convert("L").crop(box), dtype=float).var()
+        assert after < 0.2 * before, (box, before, after)
+
+
+def _face_free_images():
+    import random
+
+    from sampleweb.images import random_scene, render_png
+
+    rng = random.Random(3)
+    out = [render_png(random_scene(rng)) for _ in range(6)]  # what the sample web serves
+    for i, kind in enumerate(("flat", "gradient", "noise", "photo")):
+        out.append(_encode(background(kind, (200, 150), seed=i), "PNG"))
+    out += [_encode(p, "JPEG", quality=85) for p in face_free_photos()]
+    return out
+
+
+def test_face_free_images_are_stored_byte_for_byte():
+    for data in _face_free_images():
+        with Image.open(io.BytesIO(data)) as im:
+            im.load()
+            red = redact(data, im, im.format, DET)
+        assert red.boxes == [] and red.data is data
+
+
+def test_animated_image_is_stored_as_its_checked_first_frame():
+    """Only the first frame is decoded and searched: later frames (a face in the second here)
+    are not stored."""
+    face, _ = scene(drawn_face(100), (240, 240))
+    first = background("gradient", (240, 240))
+    data = _encode(first, "GIF", save_all=True, append_images=[face])
+    with Image.open(io.BytesIO(data)) as im:
+        frames = im.n_frames
+        im.seek(0)
+        im.load()
+        red = redact(data, im, "GIF", DET, frames=frames)
+    with Image.open(io.BytesIO(red.data)) as out:
+        assert getattr(out, "n_frames", 1) == 1
+    assert red.data != data
+
+
+def test_exif_orientation_is_applied_and_exif_dropped_when_blurred():
+    """A face stored sideways with an EXIF orientation: found upright, blurred, and stored upright
+    without the EXIF block (whose thumbnail would show the face)."""
+    img, _ = scene(drawn_face(120), (300, 300))
+    sideways = img.transpose(Image.Transpose.ROTATE_90)  # orientation 6 turns it back
+    exif = Image.Exif()
+    exif[0x0112] = 6
+    data = _encode(sideways, "JPEG", quality=95, exif=exif.tobytes())
+    with Image.open(io.BytesIO(data)) as im:
+        im.load()
+        red = redact(data, im, "JPEG", DET)
+    assert red.face_count >= 1
+    with Image.open(io.BytesIO(red.data)) as out:
+        assert "exif" not in out.info and out.getexif().get(0x0112) is None
+        assert out.size == img.size == (red.width, red.height)
+
+
+def test_fetch_blurs_faces_records_boxes_and_keeps_no_original_bytes(tmp_path, image_server):
+    img, true = scene(photo_face(120), (320, 280), bg="photo", seed=2)
+    face_jpeg = _encode(img, "JPEG", quality=92)
+    plain_png = _encode(background("noise", (200, 150), seed=5), "PNG")
+    server = image_server(
+        {
+            "/p/face.jpg": Resource(face_jpeg, "image/jpeg"),
+            "/p/plain.png": Resource(plain_png),
+            "/private/face.jpg": Resource(face_jpeg, "image/jpeg"),
+        }
+    )
+    ip = "127.0.0.151"
+    refs = [
+        ref("face", server.url(ip, "/p/face.jpg")),
+        ref("plain", server.url(ip, "/p/plain.png")),
+        ref("optout", server.url(ip, "/p/face.jpg"), training_allowed=False),
+        ref("robots", server.url(ip, "/private/face.jpg")),
+    ]
+    out = tmp_path / "fetch"
+    summary = fetch_images(refs, out, FAST)
+    rows = {r["id"]: r for r in pq.read_table(out / FETCHED).to_pylist()}
+    face, plain = rows["face"], rows["plain"]
+    assert face["image_sha256"] == hashlib.sha256(face_jpeg).hexdigest()
+    assert face["face_count"] >= 1 and len(face["face_boxes"]) == face["face_count"]
+    assert _found([Box(**b) for b in face["face_boxes"]], true)
+    stored = (out / face["image_path"]).read_bytes()
+    assert stored != face_jpeg
+    assert plain["face_count"] == 0 and plain["face_boxes"] == []
+    assert (out / plain["image_path"]).read_bytes() == plain_png
+    assert summary["images_with_faces_blurred"] == 1
+    # no file under the output holds the face image's original bytes
+    for f in out.rglob("*"):
+        if f.is_file():
+            assert face_jpeg not in f.read_bytes(), f
+    for rid in ("optout", "robots"):  # opted out: never stored, nothing recorded about faces
+        assert rows[rid]["image_path"] is None and rows[rid]["face_count"] is None
