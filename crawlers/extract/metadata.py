@@ -2,10 +2,7 @@
 
 `page_metadata` follows `trafilatura.metadata.extract_metadata` step for step for the fields a
 document keeps (same values), and leaves out what no column holds: categories, tags and the
-license link search (a third of the metadata time on real pages). The author's fallback search
-(a copy of the whole tree pruned of dates, figures and comment sections, then the author
-XPaths) runs only when an author XPath matches somewhere in the page: pruning removes elements,
-so a page where none matches has no author either way.
+license link search (a third of the metadata time on real pages).
 """
 
 from __future__ import annotations
@@ -21,13 +18,6 @@ from trafilatura.metadata import (
     extract_url,
 )
 from trafilatura.settings import Document, set_date_params
-from trafilatura.xpaths import AUTHOR_XPATHS
-
-
-def _author(tree) -> str | None:
-    if not any(expression(tree) for expression in AUTHOR_XPATHS):
-        return None
-    return extract_author(tree)
 
 
 def page_metadata(tree, url: str | None) -> Document:
@@ -45,7 +35,7 @@ def page_metadata(tree, url: str | None) -> Document:
     if not metadata.title:
         metadata.title = extract_title(tree)
     if not metadata.author:
-        metadata.author = _author(tree)
+        metadata.author = extract_author(tree)
     if not metadata.url:
         metadata.url = extract_url(tree, url)
     if metadata.url:
