@@ -1,8 +1,8 @@
 """Image-text stages: `refinery images build` (consent-checked fetch, decode, captions, dedup,
 CLIP score; pairs + filtered interleaved documents), `refinery clip train` (a CLIP trained here
 with open_clip on the kept pairs), `refinery images domains` (knowledge-domain selection), and
-their assets image_pairs (partitioned like the crawl) -> clip_model -> domain_images, and
-image_pairs -> interleaved_documents."""
+their assets image_pairs (partitioned by the image's own server) -> clip_model -> domain_images,
+and image_pairs -> interleaved_documents."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from common.pairs import kept_pairs, pairs_files
 from filters.images.interleaved import write_interleaved
 from pipelines.stage import Check, Lake, Params, Stage, Summary, param
 
-CRAWL_SHARDS = 4  # image_pairs is partitioned like the crawl (by the page's host)
+IMAGE_SHARDS = 4  # image_pairs partitions: by the image's server (crawlers.images.shards)
 
 
 class ImagesBuildParams(Params):
@@ -41,6 +41,12 @@ class ImagesBuildParams(Params):
     delay: float = param(1.0, min=0, help="Minimum seconds between requests to one server.")
     allow_private_networks: bool = param(False, help="Allow loopback/private image addresses.")
     max_images: int | None = param(None, min=0, help="Image refs fetched, in input order.")
+    shard: str = param(
+        "0/1",
+        help="K/N: only the images whose server (IP, or registered domain) hashes to K of N; "
+        "one server is fetched by one shard, so politeness holds across shards.",
+        asset=False,
+    )
     resume: bool = param(False, help="Continue a build in --out after a kill.")
     config: Path | None = param(None, help="Image filter config YAML (captions, dedup, ...).")
     runner: str | None = param(
@@ -54,9 +60,11 @@ class ImagesBuildParams(Params):
 
 class ImagesBuildSummary(Summary):
     docs: str
+    shard: str = "0/1"
     refs: int
     kept: int
     stored: int
+    faces_blurred: int = 0
     dropped: dict[str, int]
     dedup_rate: float
     images_per_s: float
@@ -68,14 +76,20 @@ class ImagesBuildSummary(Summary):
         return self.model_dump(exclude={"outputs", "docs"})
 
 
-def _shard_refs(refs: list[dict], partition: str | None) -> list[dict]:
-    if partition is None:
-        return refs
-    from common.inputs import url_netloc
-    from crawlers.crawl.config import shard_of
+def _shard(p: ImagesBuildParams, lake: Lake) -> str:
+    """The K/N of this run: the Dagster partition of IMAGE_SHARDS, else --shard."""
+    from crawlers.images.shards import parse_shard
 
-    k = int(partition)  # a page URL that does not parse goes to the shard of '' (still a row)
-    return [r for r in refs if shard_of(url_netloc(r["url"]), CRAWL_SHARDS) == k]
+    if lake.partition is not None:
+        return f"{int(lake.partition)}/{IMAGE_SHARDS}"
+    k, n = parse_shard(p.shard)
+    return f"{k}/{n}"
+
+
+def _shard_refs(refs: list[dict], shard: str) -> list[dict]:
+    from crawlers.images.shards import parse_shard, shard_refs
+
+    return shard_refs(refs, *parse_shard(shard))
 
 
 def _scorer(spec: str | None, runner: str | None = None, beam_args: list[str] = ()):
@@ -123,11 +137,13 @@ def images_build(p: ImagesBuildParams, lake: Lake) -> ImagesBuildSummary:
     if p.min_score is not None and p.top_fraction is not None:
         raise ValueError("--min-score and --top-fraction exclude each other: give one")
     docs = Path(p.docs) if p.docs else lake.root / "extract"
+    shard = _shard(p, lake)
+    k, n = shard.split("/")
     if p.out is not None:
         out = Path(p.out)
     else:
         base = lake.root / "images" / "pairs"
-        out = base / f"shard={lake.partition}" if lake.partition is not None else base
+        out = base / f"shard={k}" if n != "1" else base
         if out.exists() and not p.resume:  # the lake's dataset: a new run starts it afresh
             import shutil
 
@@ -136,7 +152,7 @@ def images_build(p: ImagesBuildParams, lake: Lake) -> ImagesBuildSummary:
     # The consent rule for each ref: its own flag, its document's, and the ledgers of the lake
     # and of the lake the extract output came from.
     consent = Consent.load(lake.root, ledger_files_for(lake.root, docs))
-    refs = _shard_refs(load_refs(docs, consent), lake.partition)
+    refs = _shard_refs(load_refs(docs, consent), shard)
     fetch_cfg = ImageFetchConfig(
         agent=p.agent,
         training_agent=p.training_agent,
@@ -165,7 +181,7 @@ def images_build(p: ImagesBuildParams, lake: Lake) -> ImagesBuildSummary:
     )
     seconds = time.perf_counter() - started
     n_docs = None
-    if p.out is not None or lake.partition is None:  # the CLI writes interleaved beside the pairs
+    if p.out is not None or n == "1":  # an unsharded run writes interleaved beside the pairs
         n_docs = write_interleaved(docs, [out / "pairs.parquet"], out, cfg)
     reasons = Counter(r["drop_reason"] for r in rows if r["drop_reason"])
     kept = sum(1 for r in rows if r["drop_reason"] is None)
@@ -175,9 +191,11 @@ def images_build(p: ImagesBuildParams, lake: Lake) -> ImagesBuildSummary:
     return ImagesBuildSummary(
         outputs={"image_pairs": str(out)},
         docs=str(docs),
+        shard=shard,
         refs=len(rows),
         kept=kept,
         stored=fetched_summary.get("images_stored", 0),
+        faces_blurred=fetched_summary.get("images_with_faces_blurred", 0),
         dropped=dict(sorted(reasons.items())),
         dedup_rate=dups / (kept + dups) if kept + dups else 0.0,
         images_per_s=round(len(rows) / seconds, 2) if seconds > 0 else 0.0,
@@ -353,13 +371,19 @@ def _pairs_consent(summary: ImagesBuildSummary, lake: Lake):
     return checks.image_pairs_consent(Path(summary.outputs["image_pairs"]))
 
 
+def _pairs_faces(summary: ImagesBuildSummary, lake: Lake):
+    from crawlers.images import checks
+
+    return checks.image_pairs_faces(Path(summary.outputs["image_pairs"]))
+
+
 def _pairs_accounted(summary: ImagesBuildSummary, lake: Lake):
     import pyarrow.parquet as pq
 
     from common.checks import CheckOutcome
     from crawlers.images import load_refs
 
-    refs = len(_shard_refs(load_refs(summary.docs), lake.partition))
+    refs = len(_shard_refs(load_refs(summary.docs), summary.shard))
     rows = pq.read_metadata(Path(summary.outputs["image_pairs"]) / "pairs.parquet").num_rows
     return CheckOutcome(
         refs == rows,
@@ -377,14 +401,22 @@ IMAGES_BUILD = Stage(
     outputs=("image_pairs",),
     inputs=("documents",),
     group="images",
-    partitions=[str(k) for k in range(CRAWL_SHARDS)],
-    partitions_follow="raw_pages",  # pairs shard k holds the images of crawl shard k's hosts
+    partitions=[str(k) for k in range(IMAGE_SHARDS)],
+    # an ordering only (a backfill of the crawl reaches the images): pairs shard k holds the
+    # images of the servers hashing to k, whichever crawl shard their pages came from
+    partitions_follow="raw_pages",
     checks=(
         Check(
             "no_opted_out_image",
             "image_pairs",
             _pairs_consent,
             "No image the training token may not use is stored or kept.",
+        ),
+        Check(
+            "faces_blurred",
+            "image_pairs",
+            _pairs_faces,
+            "Faces were searched in every stored image; none with a face is stored as fetched.",
         ),
         Check(
             "refs_accounted",
@@ -394,8 +426,9 @@ IMAGES_BUILD = Stage(
         ),
     ),
     output_descriptions={
-        "image_pairs": "Image-text pairs of one crawl shard (lake images/pairs/shard=<k>/): one "
-        "row per image ref, kept or with its drop reason; images stored by sha256."
+        "image_pairs": "Image-text pairs of one image-server shard (lake images/pairs/shard=<k>/): "
+        "one row per image ref whose server hashes to k, kept or with its drop reason; images "
+        "stored by the sha256 of the fetched bytes, faces blurred (face_count, face_boxes)."
     },
 )
 INTERLEAVED = Stage(

@@ -238,17 +238,16 @@ def test_clip_scores_on_beam_equal_the_in_process_scorer(built, tmp_path):
 
 def test_image_pairs_asset_rematerializes_its_partition(built, tmp_path):
     import shutil
-    from urllib.parse import urlsplit
 
-    from crawlers.crawl.config import shard_of
+    from crawlers.images.shards import image_shard
     from pipelines.graph import materialize_selection
-    from pipelines.stages.images import CRAWL_SHARDS
+    from pipelines.stages.images import IMAGE_SHARDS
 
     extract, _, _ = built
     root = tmp_path / "lake"
     shutil.copytree(extract, root / "extract")
-    url = pq.read_table(extract / "image_refs.parquet")["url"][0].as_py()
-    shard = str(shard_of(urlsplit(url).netloc, CRAWL_SHARDS))
+    src = pq.read_table(extract / "image_refs.parquet")["src"][0].as_py()
+    shard = str(image_shard(src, IMAGE_SHARDS))
     config = {"ops": {"image_pairs": {"config": {"allow_private_networks": True, "delay": 0.0}}}}
     for _ in range(2):  # a second run starts the partition afresh instead of refusing it
         result = materialize_selection(
@@ -257,5 +256,6 @@ def test_image_pairs_asset_rematerializes_its_partition(built, tmp_path):
         assert result.success
     pairs = pq.read_table(root / "images" / "pairs" / f"shard={shard}" / "pairs.parquet")
     assert pairs.num_rows > 0
+    assert {image_shard(s, IMAGE_SHARDS) for s in pairs["src"].to_pylist()} == {int(shard)}
     checks = {c.check_name: c.passed for c in result.get_asset_check_evaluations()}
-    assert checks == {"no_opted_out_image": True, "refs_accounted": True}
+    assert checks == {"no_opted_out_image": True, "faces_blurred": True, "refs_accounted": True}
