@@ -37,7 +37,15 @@ datatrove 0.10.1, trafilatura 2.3.1). Seconds of Refinery: total = import + read
     precision  2     200    194       11.5   16.8    0.87   1.39   9.27     200      14.2  14.1    1.20
     precision  20    2000   1934      75.2   25.7    6.17   7.88   61.19    2000     47.3  42.3    0.61
 
-(The previous record, 0.59 and 0.37, measured an earlier extraction under another load.) Agreement with datatrove: F1 0.969 / 0.981
+(The previous record, 0.59 and 0.37, measured an earlier extraction under another load.)
+Again after fc5bfd6 (extraction: one parse per page), load ~12:
+
+    balanced   2     200    194       9.6    20.3    0.32   0.35   8.90     200      5.0   40.1    0.51
+    balanced   20    2000   1934      71.5   27.0    2.12   6.44   62.94    2000     42.4  47.2    0.57
+    precision  2     200    194       7.1    27.5    0.24   0.45   6.36     200      7.2   27.8    0.99
+    precision  20    2000   1934      52.6   36.7    1.94   6.33   44.37    2000     35.9  55.6    0.66
+
+At 10N (precision): extraction 84%, reading the records back 12%, the import 4% (consent 0.2 s). Agreement with datatrove: F1 0.969 / 0.981
 (balanced), 1.000 (precision: the same trafilatura mode on the same bytes); F1 against the
 sample web's main text: Refinery 0.892 / 0.909 balanced, 0.923 / 0.928 precision; datatrove
 0.924 / 0.929. Refinery makes 66 fewer documents of 2000: their paths (/private/, /members/,
