@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import copy
 import json
-import math
 import os
 import random
 import tempfile
@@ -42,6 +41,12 @@ from PIL import Image
 from safetensors.torch import load_file, save_file
 
 from common.pairs import open_image
+from training.components import (
+    build_optimizer,
+    lr_scheduler,
+    no_decay_open_clip,
+    train_pairs,
+)
 
 CONFIG_FILE = "open_clip_config.json"
 WEIGHTS_FILE = "open_clip_model.safetensors"
@@ -302,38 +307,29 @@ def train_clip(
     net = loaded.model
     net.train()
     batch = min(batch_size, len(images))
-    optimizer = _optimizer(net, lr, weight_decay)
     warm = max(1, steps // 10) if warmup is None else max(0, warmup)
+    optimizer, scheduler = open_clip_optimizer(net, lr, weight_decay, steps, warm)
     loss_fn = open_clip.ClipLoss()
-    gen = torch.Generator().manual_seed(seed)
-    order = torch.randperm(len(images), generator=gen)
-    cursor, losses = 0, []
-    first_loss = None
     dev = loaded.device
-    for step in range(1, steps + 1):
-        if cursor + batch > len(order):
-            order, cursor = torch.randperm(len(images), generator=gen), 0
-        idx = order[cursor : cursor + batch]
-        cursor += batch
-        rate = lr * _lr_factor(step, steps, warm)
-        for group in optimizer.param_groups:
-            group["lr"] = rate
-        tick = time.perf_counter()
+
+    def loss_of(idx: torch.Tensor) -> torch.Tensor:
         image_features, text_features, logit_scale = net(images[idx].to(dev), texts[idx].to(dev))[
             :3
         ]
-        loss = loss_fn(image_features, text_features, logit_scale)
-        optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        optimizer.step()
-        with torch.no_grad():  # as open_clip's trainer does: logit scale at most 100
-            net.logit_scale.clamp_(0, math.log(100))
-        value = float(loss.detach())
-        first_loss = value if first_loss is None else first_loss
-        losses.append(value)
-        if on_step is not None:
-            pace = batch / max(time.perf_counter() - tick, 1e-9)
-            on_step(step, steps, {"step": step, "loss": value, "lr": rate, "pairs_per_s": pace})
+        return loss_fn(image_features, text_features, logit_scale)
+
+    losses = train_pairs(
+        net,
+        optimizer,
+        scheduler,
+        loss_of,
+        examples=len(images),
+        batch=batch,
+        steps=steps,
+        seed=seed,
+        on_step=on_step,
+        error=ClipError,
+    )
     net.eval()
     seconds = time.perf_counter() - started
     tail = losses[-max(1, min(20, steps // 10)) :]
@@ -349,7 +345,7 @@ def train_clip(
         "lr": lr,
         "weight_decay": weight_decay,
         "warmup": warm,
-        "first_loss": first_loss,
+        "first_loss": losses[0],
         "final_loss": float(np.mean(tail)),
         "logit_scale": float(net.logit_scale.detach().exp()),
         "seconds": round(seconds, 3),
@@ -396,33 +392,20 @@ def _seed_everything(seed: int) -> None:
     torch.manual_seed(seed)
 
 
-def _lr_factor(step: int, steps: int, warmup: int) -> float:
-    if warmup and step <= warmup:
-        return step / warmup
-    span = max(1, steps - warmup)
-    return 0.5 * (1 + math.cos(math.pi * (step - warmup) / span))
-
-
-def _optimizer(model: torch.nn.Module, lr: float, weight_decay: float) -> torch.optim.Optimizer:
-    """AdamW with open_clip's split: no decay on gains, biases, norms, embeddings, logit scale."""
-    decay, no_decay = [], []
-    for name, param in model.named_parameters():
-        if not param.requires_grad:
-            continue
-        exclude = (
-            param.ndim < 2
-            or "bn" in name
-            or "ln" in name
-            or "bias" in name
-            or "logit_scale" in name
-            or "embedding" in name
-        )
-        (no_decay if exclude else decay).append(param)
-    groups = [
-        {"params": no_decay, "weight_decay": 0.0},
-        {"params": decay, "weight_decay": weight_decay},
-    ]
-    return torch.optim.AdamW(groups, lr=lr, betas=(0.9, 0.98), eps=1e-6)
+def open_clip_optimizer(
+    model: torch.nn.Module, lr: float, weight_decay: float, steps: int, warmup: int
+) -> tuple[torch.optim.AdamW, torch.optim.lr_scheduler.LambdaLR]:
+    """open_clip's recipe: AdamW (betas 0.9/0.98, eps 1e-6, its no-decay split), warm-up + cosine to 0."""
+    optimizer = build_optimizer(
+        model,
+        lr=lr,
+        weight_decay=weight_decay,
+        no_decay=no_decay_open_clip,
+        betas=(0.9, 0.98),
+        eps=1e-6,
+    )
+    scheduler = lr_scheduler(optimizer, total_steps=steps, warmup_steps=warmup, min_ratio=0.0)
+    return optimizer, scheduler
 
 
 def _decode_pairs(

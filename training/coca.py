@@ -52,13 +52,13 @@ from training.clip import (
     CONFIG_FILE,
     WEIGHTS_FILE,
     ImageInput,
-    _lr_factor,
-    _optimizer,
     _seed_everything,
     _write_config,
     default_device,
+    open_clip_optimizer,
     save_clip,
 )
+from training.components import train_pairs
 
 CARD_FILE = "model_card.json"
 DEFAULT_MODEL = "refinery-coca-tiny"
@@ -463,41 +463,33 @@ def train_coca(
     text_t = tokenizer(kept_captions)
     net.train()
     batch = min(batch_size, len(images))
-    optimizer = _optimizer(net, lr, weight_decay)
     warm = max(1, steps // 10) if warmup is None else max(0, warmup)
+    optimizer, scheduler = open_clip_optimizer(net, lr, weight_decay, steps, warm)
     loss_fn = CoCaLoss(
         caption_loss_weight=caption_loss_weight, clip_loss_weight=clip_loss_weight, pad_id=0
     )
-    gen = torch.Generator().manual_seed(seed)
-    order = torch.randperm(len(images), generator=gen)
-    cursor, losses, caption_losses = 0, [], []
-    for step in range(1, steps + 1):
-        if cursor + batch > len(order):
-            order, cursor = torch.randperm(len(images), generator=gen), 0
-        idx = order[cursor : cursor + batch]
-        cursor += batch
-        rate = lr * _lr_factor(step, steps, warm)
-        for group in optimizer.param_groups:
-            group["lr"] = rate
-        tick = time.perf_counter()
+    caption_losses: list[float] = []
+
+    def loss_of(idx: torch.Tensor) -> torch.Tensor:
         o = net(image_t[idx].to(dev), text_t[idx].to(dev))
         clip_loss, caption_loss = loss_fn(
             o["image_features"], o["text_features"], o["logits"], o["labels"], o["logit_scale"]
         )
-        loss = clip_loss + caption_loss
-        value = float(loss.detach())
-        if not math.isfinite(value):
-            raise CaptionerError(f"loss is {value} at step {step}; lower the learning rate ({lr})")
-        optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        optimizer.step()
-        with torch.no_grad():  # as open_clip's trainer does: logit scale at most 100
-            net.logit_scale.clamp_(0, math.log(100))
-        losses.append(value)
         caption_losses.append(float(caption_loss.detach()) / caption_loss_weight)
-        if on_step is not None:
-            pace = batch / max(time.perf_counter() - tick, 1e-9)
-            on_step(step, steps, {"step": step, "loss": value, "lr": rate, "pairs_per_s": pace})
+        return clip_loss + caption_loss
+
+    losses = train_pairs(
+        net,
+        optimizer,
+        scheduler,
+        loss_of,
+        examples=len(images),
+        batch=batch,
+        steps=steps,
+        seed=seed,
+        on_step=on_step,
+        error=CaptionerError,
+    )
     net.eval()
     seconds = time.perf_counter() - started
     tail = max(1, min(20, steps // 10))

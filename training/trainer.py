@@ -37,9 +37,9 @@ from training.checkpoint import (
     save_sharded_checkpoint,
     set_rng_state,
 )
+from training.components import build_optimizer, lr_scheduler, no_decay_vectors
 from training.loader import EvalSets, ShardLoader, read_manifest
 from training.model import ModelConfig, Transformer
-from training.schedule import lr_multiplier
 from training.train_config import RunConfig, load_run_config
 
 # Dense bf16 tensor-core peaks (FLOP/s) by device-name fragment, for MFU; unknown devices get none.
@@ -429,28 +429,21 @@ def _optimizer(
 ) -> tuple[torch.optim.Optimizer, torch.optim.lr_scheduler.LambdaLR]:
     """AdamW (no weight decay on vectors) and the stage's warm-up + cosine/WSD schedule."""
     t, sc = cfg.train, cfg.stage(stage)
-    params = [p for p in model.parameters() if p.requires_grad]  # a frozen part is not optimised
-    decay = [p for p in params if p.dim() >= 2]
-    no_decay = [p for p in params if p.dim() < 2]
-    optimizer = torch.optim.AdamW(
-        [
-            {"params": decay, "weight_decay": t.weight_decay},
-            {"params": no_decay, "weight_decay": 0.0},
-        ],
+    optimizer = build_optimizer(
+        model,
         lr=sc.lr,
+        weight_decay=t.weight_decay,
+        no_decay=no_decay_vectors,
         betas=t.betas,
         fused=device.type == "cuda",
     )
-    scheduler = torch.optim.lr_scheduler.LambdaLR(
+    scheduler = lr_scheduler(
         optimizer,
-        lambda s: lr_multiplier(
-            s,
-            total_steps=total,
-            warmup_steps=sc.warmup_steps,
-            schedule=sc.schedule,
-            min_ratio=sc.min_lr_ratio,
-            decay_fraction=sc.decay_fraction,
-        ),
+        total_steps=total,
+        warmup_steps=sc.warmup_steps,
+        schedule=sc.schedule,
+        min_ratio=sc.min_lr_ratio,
+        decay_fraction=sc.decay_fraction,
     )
     return optimizer, scheduler
 
