@@ -46,9 +46,11 @@ from tests.images.face_render import (  # noqa: E402
 )
 
 CONFIGS = {
-    "upright only": FaceConfig(angles=[]),
-    "default (+/-30 deg turns)": FaceConfig(),
-    "default, small x1.5": FaceConfig(max_upscale=1.5),
+    "upright only": FaceConfig(angles=[], max_upscale=1.0),
+    "turns +/-30": FaceConfig(angles=[-30, 30], max_upscale=1.0),
+    "turns +/-30, small x1.5": FaceConfig(angles=[-30, 30]),
+    "default (turns +/-15 +/-30, small x1.5)": FaceConfig(),
+    "default, min_neighbors 4": FaceConfig(min_neighbors=4),
 }
 
 
@@ -161,9 +163,13 @@ def run(name: str, cfg: FaceConfig, faces, free) -> dict:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--quick", action="store_true", help="a smaller grid")
+    ap.add_argument("--configs", default="", help="CONFIGS names separated by ; (default: all)")
     args = ap.parse_args()
     faces, free = face_set(args.quick), face_free_set(args.quick)
-    results = [run(name, cfg, faces, free) for name, cfg in CONFIGS.items()]
+    only = (
+        [c.strip() for c in args.configs.split(";") if c.strip()] if args.configs else list(CONFIGS)
+    )
+    results = [run(name, CONFIGS[name], faces, free) for name in only]
     print(f"{len(faces)} rendered faces, {len(free)} face-free images")
     head = f"{'config':28} {'recall':>6} {'drawn':>6} {'photo':>6} {'false':>5} {'changed':>7}"
     print(head + f" {'again':>5} {'var':>6} {'ms/face img':>11} {'ms/free img':>11}")

@@ -48,7 +48,7 @@ class FaceConfig(BaseModel):
         480, ge=64, description="longer side of the grey copy searched (smaller: faster)"
     )
     max_upscale: float = Field(
-        1.0, ge=1.0, le=4.0, description="a small image is searched enlarged up to this much"
+        1.5, ge=1.0, le=4.0, description="a small image is searched enlarged up to this much"
     )
     min_face: int = Field(
         20, ge=12, description="smallest face searched, in pixels of the grey copy"
@@ -59,7 +59,7 @@ class FaceConfig(BaseModel):
     scale_factor: float = Field(1.15, gt=1.0, le=1.5, description="cascade pyramid step")
     profile: bool = Field(False, description="also search for faces in profile (both ways)")
     angles: list[float] = Field(
-        default_factory=lambda: [-30.0, 30.0],
+        default_factory=lambda: [-15.0, 15.0, -30.0, 30.0],
         description="extra in-plane turns searched, in degrees (0 is always searched)",
     )
     pad: float = Field(0.25, ge=0, le=1, description="box widened by this share on every side")

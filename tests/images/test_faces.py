@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import io
+import random
 
 import numpy as np
 import pyarrow.parquet as pq
@@ -13,6 +14,7 @@ from PIL import Image
 
 from crawlers.images import FETCHED, fetch_images
 from crawlers.images.faces import Box, FaceDetector, redact
+from sampleweb.images import random_scene, render_png
 
 from .conftest import FAST, Resource, ref
 from .face_render import SKINS, background, drawn_face, face_free_photos, photo_face, scene
@@ -69,10 +71,6 @@ def test_rendered_face_is_found_and_blurred_beyond_recognition(kind, width, angl
 
 
 def _face_free_images():
-    import random
-
-    from sampleweb.images import random_scene, render_png
-
     rng = random.Random(3)
     out = [render_png(random_scene(rng)) for _ in range(6)]  # what the sample web serves
     for i, kind in enumerate(("flat", "gradient", "noise", "photo")):
@@ -125,7 +123,7 @@ def test_exif_orientation_is_applied_and_exif_dropped_when_blurred():
 def test_fetch_blurs_faces_records_boxes_and_keeps_no_original_bytes(tmp_path, image_server):
     img, true = scene(photo_face(120), (320, 280), bg="photo", seed=2)
     face_jpeg = _encode(img, "JPEG", quality=92)
-    plain_png = _encode(background("noise", (200, 150), seed=5), "PNG")
+    plain_png = render_png(random_scene(random.Random(7)))  # a sample-web scene
     server = image_server(
         {
             "/p/face.jpg": Resource(face_jpeg, "image/jpeg"),
