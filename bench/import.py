@@ -3,6 +3,7 @@ same WARC files in the same run.
 
     .venv/bin/python bench/import.py [--files 2] [--scale 10] [--pages-per-file 100]
         [--favor balanced|precision|recall] [--real FILE_OR_GLOB...] [--no-datatrove]
+    .venv/bin/python bench/import.py --read-scaling 5 20 80 --pages-per-file 50
 
 The WARC files hold the sample web's content pages (real HTML with ground-truth main text),
 served for the robots.txt fetches on loopback (each site its own 127.0.0.N, its own
@@ -62,6 +63,17 @@ origins 0.7 s, dedup 0.1 s, write 0.7 s; ~1 ms a page on a quiet core). The goal
 documents/s per core with consent on, is met at N with the same trafilatura mode (1.20), not
 at 10N (0.61) nor with the default balanced mode (0.84 / 0.48); what is left is extraction and
 the per-shard read, not the import or the consent check.
+
+Reading the records back, since fc9195a (`--read-scaling 5 20 80 --pages-per-file 50`, offline
+import, every shard read; the reader before it beside today's, best of 3 interleaved, load ~10;
+the records are asserted equal): the old reader read the whole pages.parquet per (pages, WARC)
+shard, so its cost a record grew with the file count; today's indexes the pages file once and
+reads each shard's own row groups, so it stays flat.
+
+    files  records  ms/record before  now    before/now
+    5      250      1.009             0.471  2.14
+    20     1000     2.601             0.251  10.37
+    80     4000     6.636             0.176  37.71
 
 Real archives (`--real` over warcio's test/data and whirlwind.warc.gz; 17 files, 69 records):
 Refinery 3 pages, 66 recorded skips (request 19, warcinfo 19, duplicate_url 6, not_html 3,
@@ -209,7 +221,20 @@ def main() -> None:
         default=[],
         help="real WARC/ARC files (paths or globs) imported and extracted by both tools too",
     )
+    ap.add_argument(
+        "--read-scaling",
+        nargs="*",
+        type=int,
+        metavar="FILES",
+        help="only time reading an import's records back (crawl_io) at these file counts of "
+        "--pages-per-file pages, the per-shard whole-file reader of before fc9195a beside "
+        "today's, in the same run (e.g. --read-scaling 5 20 80 --pages-per-file 50)",
+    )
     args = ap.parse_args()
+    if args.read_scaling:
+        for n in args.read_scaling:
+            print(json.dumps(run_read_scaling(n, args.pages_per_file)))
+        return
 
     from sampleweb import build_web
     from sampleweb.server import serve
@@ -290,6 +315,79 @@ def main() -> None:
     print(json.dumps({"time_growth_N_to_scaleN": growth, "scale": args.scale}))
     if args.real:
         print(json.dumps(run_real(args.real, py, args.favor)))
+
+
+def _whole_file_records(pages_file: str, warc_file: str):
+    """The shard reader before fc9195a: the whole pages file and its URL column read and
+    converted for every shard, then the same record reading as today's."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    from crawlers.extract.crawl_io import _record
+    from crawlers.extract.warc import MAX_DECOMPRESSED_BYTES
+
+    table = pq.read_table(pages_file)
+    first_row: dict = {}
+    for i, url in enumerate(table.column("url").to_pylist()):
+        first_row.setdefault(url, i)
+    mask = pc.equal(pc.fill_null(table.column("warc_file"), ""), warc_file)
+    indices = [i for i, keep in enumerate(mask.to_pylist()) if keep]
+    rows = table.take(pa.array(indices, type=pa.int64())).to_pylist()
+    for i, row in zip(indices, rows, strict=True):
+        yield _record(row, i, first_row[row["url"]], pages_file, warc_file, MAX_DECOMPRESSED_BYTES)
+
+
+def run_read_scaling(n_files: int, per_file: int, rounds: int = 3) -> dict:
+    """Reading an offline import of n_files archives back, every shard (one per source file):
+    ms per record for the reader before fc9195a and today's (a fresh process cache each
+    round), best of `rounds`, interleaved; the records must be the same."""
+    from warcio.statusandheaders import StatusAndHeaders
+    from warcio.warcwriter import WARCWriter
+
+    from crawlers.extract import crawl_io
+    from crawlers.imports.run import import_warc
+
+    with tempfile.TemporaryDirectory() as tmp:
+        for f in range(n_files):
+            with open(Path(tmp) / f"r-{f:04d}.warc.gz", "wb") as fh:
+                w = WARCWriter(fh, gzip=True)
+                for k in range(per_file):
+                    body = f"<html><body><p>file {f} page {k}</p></body></html>".encode()
+                    http = StatusAndHeaders(
+                        "200 OK", [("Content-Type", "text/html")], protocol="HTTP/1.1"
+                    )
+                    w.write_record(
+                        w.create_warc_record(
+                            f"http://127.0.0.2/f{f}/p{k}",
+                            "response",
+                            payload=io.BytesIO(body),
+                            http_headers=http,
+                        )
+                    )
+        crawl = Path(tmp) / "crawl"
+        import_warc([str(Path(tmp) / "*.warc.gz")], crawl, offline=True)
+        shards = crawl_io.crawl_shards(crawl)
+        best = {"before": float("inf"), "now": float("inf")}
+        got = {}
+        for _ in range(rounds):
+            for name, read in (
+                ("before", _whole_file_records),
+                ("now", crawl_io.iter_shard_records),
+            ):
+                crawl_io._cache.clear()
+                t0 = time.perf_counter()
+                got[name] = [r for shard in shards for r in read(*shard)]
+                best[name] = min(best[name], time.perf_counter() - t0)
+        assert got["before"] == got["now"], "the two readers disagree"
+        records = len(got["now"])
+    return {
+        "files": n_files,
+        "records": records,
+        "ms_per_record_before": round(1000 * best["before"] / records, 3),
+        "ms_per_record_now": round(1000 * best["now"] / records, 3),
+        "ratio_before_over_now": round(best["before"] / best["now"], 2),
+    }
 
 
 def run_real(patterns: list[str], py: Path | None, favor: str) -> dict:

@@ -141,32 +141,38 @@ def iter_shard_records(
     if indices is None or not len(indices):
         return
     rows = index.rows(indices)
-    name = Path(pages_file).name
-    base = Path(pages_file).parent
     for i, first, row in zip(indices.tolist(), index.first[indices].tolist(), rows, strict=True):
-        row = dict(row)
-        row["body"] = None
-        if first != i:
-            row["duplicate_of"] = f"{name} row {first}"
-        elif str(row.get("error") or "").startswith("unwanted-content-type"):
-            pass  # the crawler stored its headers only (WARC-Truncated): there is no body to read
-        elif warc_file and row.get("warc_offset") is not None and row.get("status") is not None:
-            try:
-                resp = read_response(
-                    base / warc_file,
-                    row["warc_offset"],
-                    row.get("warc_length"),
-                    max_decompressed_bytes=max_decompressed_bytes,
-                )
-                row["body"] = resp.body
-                row["content_type"] = row.get("content_type") or resp.headers.get("content-type")
-                _provenance(row, base / warc_file, resp)
-            except BadPage as bad:  # a stored body we refuse to trust: truncated, bomb, ...
-                row["body_reject"] = bad.reason
-                row["body_reject_detail"] = bad.detail
-            except Exception as exc:  # any unreadable record is one reject, never a dead run
-                row["warc_error"] = f"{warc_file}@{row['warc_offset']}: {type(exc).__name__}: {exc}"
-        yield row
+        yield _record(row, i, first, pages_file, warc_file, max_decompressed_bytes)
+
+
+def _record(
+    row: dict, i: int, first: int, pages_file: str, warc_file: str, max_decompressed_bytes: int
+) -> dict:
+    """Pages row `i` (whose URL first appears in row `first`) with its stored response."""
+    row = dict(row)
+    row["body"] = None
+    if first != i:
+        row["duplicate_of"] = f"{Path(pages_file).name} row {first}"
+    elif str(row.get("error") or "").startswith("unwanted-content-type"):
+        pass  # the crawler stored its headers only (WARC-Truncated): there is no body to read
+    elif warc_file and row.get("warc_offset") is not None and row.get("status") is not None:
+        base = Path(pages_file).parent
+        try:
+            resp = read_response(
+                base / warc_file,
+                row["warc_offset"],
+                row.get("warc_length"),
+                max_decompressed_bytes=max_decompressed_bytes,
+            )
+            row["body"] = resp.body
+            row["content_type"] = row.get("content_type") or resp.headers.get("content-type")
+            _provenance(row, base / warc_file, resp)
+        except BadPage as bad:  # a stored body we refuse to trust: truncated, bomb, ...
+            row["body_reject"] = bad.reason
+            row["body_reject_detail"] = bad.detail
+        except Exception as exc:  # any unreadable record is one reject, never a dead run
+            row["warc_error"] = f"{warc_file}@{row['warc_offset']}: {type(exc).__name__}: {exc}"
+    return row
 
 
 def _provenance(row: dict, warc_path: Path, resp) -> None:
