@@ -18,7 +18,8 @@ Every ref becomes exactly one row (rows in = rows out), in input order. In the o
 4. faces are blurred (`crawlers.images.faces`): a kept image is stored content-addressed at
    `<out>/images/<sha256[:2]>/<sha256>.<ext>` (sha256 of the bytes as fetched): those bytes
    when no face was found, else the image with every found face blurred (the original bytes
-   are not kept, only their hash); `face_count` and `face_boxes` say what was blurred.
+   are not kept, only their hash); `face_count` and `face_boxes` say what was blurred, and
+   `stored_sha256` is the stored file's hash (what a reader checks the file against).
 
 A URL shared by many refs (a logo on every page) is fetched once. Progress is journaled
 (`crawlers.images.journal`), so a run killed with `kill -9` resumes with `resume=True` without
@@ -93,6 +94,8 @@ FETCHED_SCHEMA = pa.schema(
         # faces blurred in the stored image (null: no image stored)
         ("face_count", pa.int32()),
         ("face_boxes", FACE_BOXES),
+        # sha256 of the stored file: image_sha256 unless faces were blurred
+        ("stored_sha256", pa.string()),
     ]
 )
 # The image_refs.parquet columns `load_refs` reads, by kind (common.inputs).
@@ -119,6 +122,7 @@ _OUTCOME_KEYS = (
     "error",
     "face_count",
     "face_boxes",
+    "stored_sha256",
 )
 # Config fields that change an outcome: a resumed run must use the same ones.
 _OUTCOME_CONFIG = (
@@ -295,12 +299,13 @@ def _store(out_dir: Path, data: bytes, cfg: ImageFetchConfig, faces: FaceDetecto
         min_side=cfg.min_side,
         max_aspect=cfg.max_aspect,
     )
-    path, width, height, boxes = None, dec.width, dec.height, None
+    path, width, height, boxes, stored_sha = None, dec.width, dec.height, None, None
     if dec.drop_reason is None:
         stored = redact(data, dec.image, dec.format, faces, frames=dec.frames)
         dec.image = None
         width, height = stored.width, stored.height
         boxes = [b.as_dict() for b in stored.boxes]
+        stored_sha = sha if stored.data is data else hashlib.sha256(stored.data).hexdigest()
         rel = f"{IMAGES}/{sha[:2]}/{sha}.{dec.ext}"
         target = out_dir / rel
         if not target.exists():
@@ -318,6 +323,7 @@ def _store(out_dir: Path, data: bytes, cfg: ImageFetchConfig, faces: FaceDetecto
         "error": dec.error,
         "face_count": None if boxes is None else len(boxes),
         "face_boxes": boxes,
+        "stored_sha256": stored_sha,
     }
 
 

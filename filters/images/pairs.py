@@ -52,6 +52,7 @@ PAIRS_SCHEMA = pa.schema(
                 )
             ),
         ),
+        ("stored_sha256", pa.string()),  # the stored file's sha256 (image_sha256 unless blurred)
     ]
 )
 

@@ -156,3 +156,33 @@ def test_fetch_blurs_faces_records_boxes_and_keeps_no_original_bytes(tmp_path, i
             assert face_jpeg not in f.read_bytes(), f
     for rid in ("optout", "robots"):  # opted out: never stored, nothing recorded about faces
         assert rows[rid]["image_path"] is None and rows[rid]["face_count"] is None
+
+
+def test_a_blurred_image_passes_the_mixture_file_check(tmp_path):
+    """The mixture checks each image file against the hash its pairs row records: a blurred
+    image is checked against stored_sha256 (the stored file), not the fetched bytes' hash."""
+    from filters.images.pairs import pairs_table
+    from training.mixture.images import ImageCheck, PairIndex
+
+    img, _ = scene(photo_face(120), (300, 300), bg="gradient")
+    data = _encode(img, "JPEG", quality=92)
+    with Image.open(io.BytesIO(data)) as im:
+        im.load()
+        red = redact(data, im, "JPEG", DET)
+    assert red.face_count >= 1
+    (tmp_path / "images").mkdir()
+    (tmp_path / "images" / "f.jpg").write_bytes(red.data)
+    row = {
+        "id": "d-0",
+        "doc_id": "d",
+        "image_path": "images/f.jpg",
+        "image_sha256": hashlib.sha256(data).hexdigest(),
+        "stored_sha256": hashlib.sha256(red.data).hexdigest(),
+        "training_allowed": True,
+        "caption": "a portrait",
+    }
+    pq.write_table(pairs_table([row]), tmp_path / "pairs.parquet")
+    pair = PairIndex((str(tmp_path / "pairs.parquet"),)).get("d-0")
+    assert pair.sha256 == row["stored_sha256"]
+    assert isinstance(ImageCheck()(pair.path, pair.sha256), dict)
+    assert ImageCheck()(pair.path, row["image_sha256"]) == "image_sha256_mismatch"

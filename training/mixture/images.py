@@ -71,9 +71,18 @@ class PairIndex:
         for f in files:
             unit = src_mod.ReadUnit("pairs", 0, f, None, "caption", None, (), consent)
             con = duckdb.connect(config={"threads": 1})
+            # the stored file's hash: stored_sha256 where faces were blurred (crawlers.images)
+            sha = "image_sha256"
+            try:
+                q = con.execute("DESCRIBE SELECT * FROM read_parquet(?)", [f]).fetchall()
+                names = {c[0] for c in q}
+                if "stored_sha256" in names:
+                    sha = "COALESCE(stored_sha256, image_sha256)"
+            except duckdb.Error:
+                pass  # the SELECT below names the problem
             try:
                 rows = con.execute(
-                    "SELECT id, image_path, image_sha256, "
+                    f"SELECT id, image_path, {sha}, "
                     f"({src_mod.consent_sql(unit)}) AS ok FROM read_parquet(?)",
                     [f],
                 ).fetchall()
@@ -234,7 +243,8 @@ def _row_parts(
         return parts, dropped
 
     if kind == "pairs":
-        ref = (_resolve(row.get("image_path"), base), row.get("image_sha256"))
+        sha = row.get("stored_sha256") or row.get("image_sha256")  # blurred: the stored file's
+        ref = (_resolve(row.get("image_path"), base), sha)
         text = row.get(unit.text_column)
     elif kind == "domain_images":
         ref, why = by_pair(row.get("id"))

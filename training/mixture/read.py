@@ -27,6 +27,7 @@ from training.tokenizer import encode_texts
 IMAGE_COLUMNS = {
     "image_path": "string",
     "image_sha256": "string",
+    "stored_sha256": "string",
     "pair_id": "string",
     "caption": "string",
     "markdown": "string",
