@@ -36,7 +36,7 @@ def count_pages(crawl_dir: str | Path) -> int:
 # instead of its row groups: an import writes each source file's rows as their own row groups,
 # a crawl writes one table whose WARC files share row groups.
 _SPARE_ROWS = 1024
-_CACHE_FILES = 4  # pages files whose index a process keeps (least recently used goes first)
+_CACHE_FILES = 2  # pages files whose index (and table, if read whole) a process keeps, LRU
 _cache: OrderedDict[tuple, _PagesIndex] = OrderedDict()
 _cache_lock = threading.Lock()
 
