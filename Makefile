@@ -11,12 +11,16 @@ bootstrap:
 demo: bootstrap
 	$(VENV)/bin/refinery demo
 
+# Two pytest-xdist workers, a module per work unit, the longest modules first (tests/conftest.py):
+# most tests wait on a server, a subprocess or one Python thread, so two overlap on two cores.
+PYTEST := $(VENV)/bin/python -m pytest -x -q -n 2 --dist loadfile --no-loadscope-reorder
+
 test: bootstrap
-	$(VENV)/bin/python -m pytest -x -q
+	$(PYTEST)
 
 # The inner loop: every test but the whole-graph and long ones (marked `slow`).
 test-fast: bootstrap
-	$(VENV)/bin/python -m pytest -x -q -m "not slow"
+	$(PYTEST) -m "not slow"
 
 ui: bootstrap
 	DAGSTER_HOME=$(CURDIR)/dagster_home $(VENV)/bin/dagster dev -w dagster_home/workspace.yaml -h 127.0.0.1 -p 3000

@@ -9,13 +9,37 @@ import pytest
 def shared_quality_defaults(tmp_path_factory):
     """One cache of the default quality models for the whole session (sets are keyed by their
     training data and recipe and renamed into place whole), so the demo, the UI test and the
-    killed demo runs -- subprocesses inherit the variable -- train them at most once. A cache
-    already named by $REFINERY_QUALITY_DEFAULTS is used as it is."""
+    killed demo runs -- subprocesses inherit the variable -- train them at most once, and so do
+    pytest-xdist's workers. A cache already named by $REFINERY_QUALITY_DEFAULTS is used as it is."""
     from filters.quality.default import ENV_ROOT
 
     if os.environ.get(ENV_ROOT):
         yield
         return
-    os.environ[ENV_ROOT] = str(tmp_path_factory.mktemp("quality-defaults"))
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        # Under pytest-xdist every worker is a session: they share one cache beside their own
+        # base temp dirs (the build is locked and renamed into place whole, so one builds it).
+        shared = tmp_path_factory.getbasetemp().parent / "quality-defaults"
+        shared.mkdir(exist_ok=True)
+        os.environ[ENV_ROOT] = str(shared)
+    else:
+        os.environ[ENV_ROOT] = str(tmp_path_factory.mktemp("quality-defaults"))
     yield
     os.environ.pop(ENV_ROOT, None)
+
+
+# The longest modules first. `make test` runs pytest-xdist with two workers, a module per work
+# unit, in collection order (`-n 2 --dist loadfile --no-loadscope-reorder`): each worker starts on
+# one of the two whole-graph tests and the short modules fill in around them, instead of both
+# arriving last (xdist's default order puts modules with the most tests first).
+FIRST = ("tests/test_demo.py", "tests/test_dagster_ui.py")
+
+
+def pytest_collection_modifyitems(config, items):
+    def rank(item) -> int:
+        module = item.nodeid.split("::")[0]
+        if module in FIRST:
+            return FIRST.index(module)
+        return len(FIRST) if item.get_closest_marker("slow") else len(FIRST) + 1
+
+    items.sort(key=rank)  # stable: the order within each rank is pytest's

@@ -47,9 +47,15 @@ def test_ctrl_c_during_rendering_shuts_the_browser_down(subresources, no_browser
         time.sleep(0.5)
         _thread.interrupt_main()
 
-    threading.Thread(target=interrupt_once_browser_runs, daemon=True).start()
-    with pytest.raises(KeyboardInterrupt):
-        render_pages(jobs, cfg)
+    # Ctrl-C as Python delivers it in a terminal: pytest-xdist's workers ignore SIGINT (the
+    # controller handles it), and interrupt_main() honours that, so the handler is set here.
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        threading.Thread(target=interrupt_once_browser_runs, daemon=True).start()
+        with pytest.raises(KeyboardInterrupt):
+            render_pages(jobs, cfg)
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def test_sigterm_during_rendering_shuts_the_browser_down(subresources, tmp_path: Path):
