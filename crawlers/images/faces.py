@@ -93,6 +93,19 @@ class Redacted:
         return len(self.boxes)
 
 
+_CV2_LOCK = threading.Lock()
+
+
+def _cv2():
+    """OpenCV, loaded once under a lock. Its loader is not thread-safe: a thread importing cv2
+    while another is still loading it gets a module without `cv2.data` (AttributeError), which
+    is what the demo's image fetch hit with four pool threads."""
+    with _CV2_LOCK:
+        import cv2
+        import cv2.data  # noqa: F401  (the cascades' directory)
+    return cv2
+
+
 class FaceDetector:
     """Haar-cascade face detection; one set of classifiers per thread (they are not
     thread-safe)."""
@@ -100,12 +113,12 @@ class FaceDetector:
     def __init__(self, cfg: FaceConfig | None = None) -> None:
         self.cfg = cfg or FaceConfig()
         self._local = threading.local()
+        _cv2()  # loaded here, in the constructing thread, before any worker thread searches
 
     def _cascades(self):
         got = getattr(self._local, "cascades", None)
         if got is None:
-            import cv2
-
+            cv2 = _cv2()
             names = ["frontal"] + (["profile"] if self.cfg.profile else [])
             got = {}
             for name in names:
@@ -164,7 +177,7 @@ class FaceDetector:
 def _turned_search(det: FaceDetector, g: np.ndarray, angle: float):
     """Search a copy of `g` turned by `angle` degrees; boxes mapped back to `g` (the upright box
     around the turned one)."""
-    import cv2
+    cv2 = _cv2()
 
     h, w = g.shape
     centre = (w / 2, h / 2)

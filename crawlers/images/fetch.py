@@ -32,6 +32,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+import logging
 import os
 import time
 from collections import Counter
@@ -553,4 +554,35 @@ def fetch_images(
     continues a killed run in the same `out_dir`; without it an existing run there is an error.
     `progress` is called with {'rows', 'total', 'requests'} after each journal commit.
     """
-    return asyncio.run(fetch_images_async(refs, out_dir, cfg, resume=resume, progress=progress))
+    loop = asyncio.new_event_loop()
+    try:
+        return loop.run_until_complete(
+            fetch_images_async(refs, out_dir, cfg, resume=resume, progress=progress)
+        )
+    finally:
+        _close_loop(loop)
+
+
+CLOSE_WAIT_S = 10.0  # how long tasks left over after the run may take to end once cancelled
+
+
+def _close_loop(loop: asyncio.AbstractEventLoop) -> None:
+    """Cancel what the run left and close the loop, waiting at most CLOSE_WAIT_S: asyncio.run
+    waits for every cancelled task without a bound, and a demo hung for 36 minutes there after
+    a store step raised, hiding the error. Tasks still running then are named in the log."""
+    try:
+        pending = [t for t in asyncio.all_tasks(loop) if not t.done()]
+        for task in pending:
+            task.cancel()
+        if pending:
+            _, stuck = loop.run_until_complete(asyncio.wait(pending, timeout=CLOSE_WAIT_S))
+            if stuck:
+                logging.getLogger(__name__).warning(
+                    "image fetch: %d task(s) did not end within %.0f s of cancellation: %s",
+                    len(stuck),
+                    CLOSE_WAIT_S,
+                    ", ".join(sorted(t.get_coro().__qualname__ for t in stuck)),
+                )
+        loop.run_until_complete(loop.shutdown_asyncgens())
+    finally:
+        loop.close()

@@ -333,3 +333,27 @@ def test_resume_retries_transient_failures_only(image_server, tmp_path):
     second = fetch_images(refs, tmp_path, FAST, resume=True)
     assert second["drop_reasons"] == {"http_status": 1} and second["resumed_rows"] == 2
     assert [server.hits(f"/{n}.png") for n in ("flaky", "gone", "ok")] == [2, 1, 1]
+
+
+@pytest.mark.timeout(60)
+def test_an_error_storing_one_image_ends_the_run_with_that_error(
+    image_server, tmp_path, monkeypatch
+):
+    """The demo hung for 36 min after one image: a store step raised in the thread pool (OpenCV
+    imported by two threads at once), the workers were cancelled, and asyncio.run waited on a
+    task that never ended. The error must reach the caller."""
+    import crawlers.images.fetch as fetch_mod
+
+    real, calls = fetch_mod._store, []
+
+    def store(*args):
+        calls.append(1)
+        if len(calls) == 2:
+            raise AttributeError("module 'cv2' has no attribute 'data'")
+        return real(*args)
+
+    monkeypatch.setattr(fetch_mod, "_store", store)
+    server = image_server({f"/{i}.png": Resource(png(40, 40 + i)) for i in range(12)}, ips=[A])
+    refs = [ref(f"r{i}", server.url(A, f"/{i}.png")) for i in range(12)]
+    with pytest.raises(AttributeError, match="cv2"):
+        fetch_images(refs, tmp_path, {**FAST, "concurrency": 4})
