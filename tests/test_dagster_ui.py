@@ -36,7 +36,7 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.slow
 TINY_STEPS = 6  # per training asset: the UI test checks the plumbing, not the models
-# ... except the multimodal stage, whose checks ask for evidence about images: the demo test's 30
+# ... except the multimodal stage, whose checks ask for evidence about images (a warning here)
 MULTIMODAL_STEPS = 30
 CRAWL_DELAY_S = 0.05  # of the demo's 0.1 s: politeness is tested by the crawl tests
 CAPTIONER_STEPS = 100  # of the demo's 400: captions are made and accounted, not good
