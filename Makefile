@@ -11,16 +11,13 @@ bootstrap:
 demo: bootstrap
 	$(VENV)/bin/refinery demo
 
-# Two pytest-xdist workers, a module per work unit, the longest modules first (tests/conftest.py):
-# most tests wait on a server, a subprocess or one Python thread, so two overlap on two cores.
-PYTEST := $(VENV)/bin/python -m pytest -x -q -n 2 --dist loadfile --no-loadscope-reorder
-
 test: bootstrap
-	$(PYTEST)
+	$(VENV)/bin/python -m pytest -x -q
 
-# The inner loop: every test but the whole-graph and long ones (marked `slow`).
+# The inner loop: every test but the whole-graph and long ones (marked `slow`), on two
+# pytest-xdist workers, a module per work unit (tests/conftest.py orders the modules).
 test-fast: bootstrap
-	$(PYTEST) -m "not slow"
+	$(VENV)/bin/python -m pytest -x -q -m "not slow" -n 2 --dist loadfile --no-loadscope-reorder
 
 ui: bootstrap
 	DAGSTER_HOME=$(CURDIR)/dagster_home $(VENV)/bin/dagster dev -w dagster_home/workspace.yaml -h 127.0.0.1 -p 3000

@@ -28,14 +28,17 @@ def shared_quality_defaults(tmp_path_factory):
     os.environ.pop(ENV_ROOT, None)
 
 
-# The longest modules first. `make test` runs pytest-xdist with two workers, a module per work
-# unit, in collection order (`-n 2 --dist loadfile --no-loadscope-reorder`): each worker starts on
-# one of the two whole-graph tests and the short modules fill in around them, instead of both
-# arriving last (xdist's default order puts modules with the most tests first).
+# Under pytest-xdist (`make test-fast`: two workers, a module per work unit, in collection order,
+# `-n 2 --dist loadfile --no-loadscope-reorder`) the longest modules go first, so each worker starts
+# on one of them and the short modules fill in around them; xdist's default order puts the modules
+# with the most tests first and the one-test whole-graph modules last.
 FIRST = ("tests/test_demo.py", "tests/test_dagster_ui.py")
 
 
 def pytest_collection_modifyitems(config, items):
+    if not os.environ.get("PYTEST_XDIST_WORKER"):
+        return  # one process: pytest's own order
+
     def rank(item) -> int:
         module = item.nodeid.split("::")[0]
         if module in FIRST:
