@@ -43,21 +43,39 @@ def assert_blocked(r):
     return r
 
 
-def sandbox_pid_namespaces() -> set[int]:
-    """Host PIDs of sandboxed processes: in a nested PID namespace, running our launcher."""
+@pytest.fixture
+def own_sandboxes(monkeypatch) -> list[int]:
+    """PID-namespace inodes of the sandboxes this test starts (bwrap's --json-status-fd).
+
+    Only these are looked at afterwards: a sandbox another test process runs at the same time
+    (pytest-xdist's other worker) is not this test's leftover.
+    """
+    seen: list[int] = []
+    read = sandbox._read_status
+
+    def recording(fd: int) -> dict[str, int]:
+        status = read(fd)
+        if status.get("pid-namespace"):
+            seen.append(status["pid-namespace"])
+        return status
+
+    monkeypatch.setattr(sandbox, "_read_status", recording)
+    return seen
+
+
+def left_in(namespaces: list[int]) -> set[int]:
+    """Host PIDs still running our launcher inside one of these sandboxes' PID namespaces."""
+    assert namespaces, "no sandbox recorded its PID namespace: the check would see nothing"
     pids = set()
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
         try:
-            status = Path(f"/proc/{entry}/status").read_text()
+            ns = os.stat(f"/proc/{entry}/ns/pid").st_ino
             cmdline = Path(f"/proc/{entry}/cmdline").read_bytes()
         except OSError:
             continue
-        nested = any(
-            line.startswith("NSpid:") and len(line.split()) > 2 for line in status.splitlines()
-        )
-        if nested and b"/sandbox/run/launch.py" in cmdline:
+        if ns in namespaces and b"/sandbox/run/launch.py" in cmdline:
             pids.add(int(entry))
     return pids
 
@@ -277,8 +295,7 @@ def test_start_a_process_fails():
     assert "returned 3" in r.stdout
 
 
-def test_fork_bomb_fails_and_leaves_nothing():
-    before = sandbox_pid_namespaces()
+def test_fork_bomb_fails_and_leaves_nothing(own_sandboxes):
     code = (
         "import os\n"
         "n = 0\n"
@@ -296,7 +313,7 @@ def test_fork_bomb_fails_and_leaves_nothing():
     r = assert_blocked(escape(code, timeout_s=5))
     assert r.ok and r.stdout == "forks 0\n"
     assert time.monotonic() - t0 < 5
-    assert sandbox_pid_namespaces() <= before
+    assert not left_in(own_sandboxes)
 
 
 def test_allocate_beyond_the_limit():
@@ -324,8 +341,7 @@ def test_sleeping_code_is_killed_on_the_wall_clock():
     assert time.monotonic() - t0 < 4
 
 
-def test_background_child_is_gone_after_return():
-    before = sandbox_pid_namespaces()
+def test_background_child_is_gone_after_return(own_sandboxes):
     code = (
         "import os, threading, time\n"
         "try:\n"
@@ -344,12 +360,11 @@ def test_background_child_is_gone_after_return():
     r = assert_blocked(escape(code))
     assert r.ok, r.stderr
     assert "thread started" in r.stdout
-    assert sandbox_pid_namespaces() <= before
+    assert not left_in(own_sandboxes)
 
 
-def test_background_child_without_the_seccomp_filter_is_gone_after_return():
+def test_background_child_without_the_seccomp_filter_is_gone_after_return(own_sandboxes):
     """The PID namespace, not only the filter, ends a child left behind (even in its own session)."""
-    before = sandbox_pid_namespaces()
     code = (
         "import os, time\n"
         "if os.fork() == 0:\n"
@@ -361,13 +376,12 @@ def test_background_child_without_the_seccomp_filter_is_gone_after_return():
     )
     r = sandbox._run(code, None, 10.0, check_ast=False, seccomp_filter=False)
     assert r.ok and r.stdout == "forked\n", r.stderr  # without the filter the fork works...
-    assert sandbox_pid_namespaces() <= before  # ...and nothing of it outlives run_python
+    assert not left_in(own_sandboxes)  # ...and nothing of it outlives run_python
 
 
-def test_many_children_without_the_seccomp_filter_are_gone_after_return():
+def test_many_children_without_the_seccomp_filter_are_gone_after_return(own_sandboxes):
     """300 sleeping children (a bounded fork bomb: unbounded one would load the shared host as
     root, where RLIMIT_NPROC does not bind) are all ended with the sandbox's PID namespace."""
-    before = sandbox_pid_namespaces()
     code = (
         "import os, time\n"
         "for _ in range(300):\n"
@@ -381,7 +395,7 @@ def test_many_children_without_the_seccomp_filter_are_gone_after_return():
     r = sandbox._run(code, None, 2.0, check_ast=False, seccomp_filter=False)
     assert (r.ok, r.error, r.stdout) == (False, "timeout", "forked\n"), r.stderr
     assert time.monotonic() - t0 < 10
-    assert sandbox_pid_namespaces() <= before
+    assert not left_in(own_sandboxes)
 
 
 def test_environment_is_empty(monkeypatch):
