@@ -11,13 +11,15 @@ bootstrap:
 demo: bootstrap
 	$(VENV)/bin/refinery demo
 
+# Everything, on two pytest-xdist workers, a module per work unit: the whole-graph tests start
+# first (tests/conftest.py orders the modules longest first) and the rest fill the other worker.
 test: bootstrap
-	$(VENV)/bin/python -m pytest -x -q
+	$(VENV)/bin/python -m pytest -x -q -n 2 --dist loadfile --no-loadscope-reorder $(PYTEST_ARGS)
 
 # The inner loop: every test but the whole-graph and long ones (marked `slow`), on two
 # pytest-xdist workers, a module per work unit (tests/conftest.py orders the modules).
 test-fast: bootstrap
-	$(VENV)/bin/python -m pytest -x -q -m "not slow" -n 2 --dist loadfile --no-loadscope-reorder
+	$(VENV)/bin/python -m pytest -x -q -m "not slow" -n 2 --dist loadfile --no-loadscope-reorder $(PYTEST_ARGS)
 
 ui: bootstrap
 	DAGSTER_HOME=$(CURDIR)/dagster_home $(VENV)/bin/dagster dev -w dagster_home/workspace.yaml -h 127.0.0.1 -p 3000
