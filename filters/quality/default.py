@@ -110,12 +110,37 @@ def multilingual_training_set(rows: list[dict], langs: Sequence[str], seed: int 
     )
 
 
-def build_default_models(
-    out: Path, rows: list[dict], seed: int = 0, log: Callable[[str], None] | None = None
-) -> dict:
-    """Train the per-language models and the multilingual fallback into `out`; return build info."""
+def _build_one(out: Path, rows: list[dict], name: str, langs: list[str], seed: int) -> float:
+    """Train one model of the set (a language's, or the fallback) into `out`; its seconds.
+    A top-level function: the pool's worker processes run it."""
     from filters.labels import LabelOptions, build_training_set
 
+    t = time.perf_counter()
+    if name == FALLBACK_NAME:
+        ts = multilingual_training_set(rows, langs, seed)
+    else:
+        ts = build_training_set(rows, name, RECIPE, LabelOptions(seed=seed))
+    train_model(ts, out / f"{name}.bin", seed=seed)
+    return round(time.perf_counter() - t, 2)
+
+
+def build_workers() -> int:
+    """Processes for a build: the CPUs this process may use, at most 4 (fastText runs each model
+    on one thread, so models are built side by side; the files do not depend on it)."""
+    return max(1, min(4, len(os.sched_getaffinity(0))))
+
+
+def build_default_models(
+    out: Path,
+    rows: list[dict],
+    seed: int = 0,
+    log: Callable[[str], None] | None = None,
+    workers: int | None = None,
+) -> dict:
+    """Train the per-language models and the multilingual fallback into `out`; return build info.
+
+    Each model is trained on one thread with a fixed seed, so the files are the same whether the
+    models are built one after another (`workers=1`) or side by side in worker processes."""
     out.mkdir(parents=True, exist_ok=True)
     langs = model_languages(rows)
     if not langs:
@@ -123,20 +148,28 @@ def build_default_models(
             "no language has >= 3 reference and >= 3 other documents to train a default quality "
             "model from; pass --models DIR (refinery quality train) instead"
         )
+    names = [FALLBACK_NAME, *langs]  # the fallback's set is the largest: start it first
+    workers = min(workers or build_workers(), len(names))
     t0 = time.perf_counter()
-    seconds = {}
-    for lang in langs:
-        t = time.perf_counter()
-        ts = build_training_set(rows, lang, RECIPE, LabelOptions(seed=seed))
-        train_model(ts, out / f"{lang}.bin", seed=seed)
-        seconds[lang] = round(time.perf_counter() - t, 2)
-        if log:
-            log(f"default quality model {lang}: {seconds[lang]:.1f} s")
-    t = time.perf_counter()
-    train_model(
-        multilingual_training_set(rows, langs, seed), out / f"{FALLBACK_NAME}.bin", seed=seed
-    )
-    seconds[FALLBACK_NAME] = round(time.perf_counter() - t, 2)
+    seconds: dict[str, float] = {}
+    if workers == 1:
+        for name in names:
+            seconds[name] = _build_one(out, rows, name, langs, seed)
+            if log:
+                log(f"default quality model {name}: {seconds[name]:.1f} s")
+    else:
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor, as_completed
+
+        # spawn: the caller may hold threads (servers, Dagster) that fork would copy mid-state
+        ctx = multiprocessing.get_context("spawn")
+        with ProcessPoolExecutor(workers, mp_context=ctx) as pool:
+            futures = {pool.submit(_build_one, out, rows, n, langs, seed): n for n in names}
+            for future in as_completed(futures):
+                name = futures[future]
+                seconds[name] = future.result()
+                if log:
+                    log(f"default quality model {name}: {seconds[name]:.1f} s")
     return {
         "recipe": RECIPE,
         "recipe_version": RECIPE_VERSION,
@@ -144,7 +177,8 @@ def build_default_models(
         "fallback": f"{FALLBACK_NAME}.bin",
         "seed": seed,
         "build_seconds": round(time.perf_counter() - t0, 2),
-        "seconds": seconds,
+        "seconds": {name: seconds[name] for name in sorted(seconds)},
+        "workers": workers,
     }
 
 

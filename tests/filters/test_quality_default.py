@@ -207,3 +207,17 @@ def test_a_fallback_dir_without_the_model_is_an_error(tmp_path, models_dir):
         qdefault.QualityScorer(None, fallback_dir=tmp_path)
     # A models directory that has its own multilingual.bin does not need the fallback dir.
     assert qdefault.QualityScorer(models_dir, fallback_dir=tmp_path).fallback is not None
+
+
+def test_models_built_side_by_side_are_the_files_one_process_builds(
+    tmp_path, models_dir, languages, labelled_docs
+):
+    """The session's set was built by worker processes (one model each, `build_workers()` at a
+    time); a model built again here, in this process, is the same bytes, fold models included."""
+    assert json.loads((models_dir / qdefault.COMPLETE).read_text())["workers"] >= 1
+    lang = languages[-1]
+    qdefault._build_one(tmp_path, labelled_docs, lang, languages, 0)
+    built = sorted(p.name for p in tmp_path.glob(f"{lang}.*"))
+    assert built == sorted(p.name for p in models_dir.glob(f"{lang}.*")) and len(built) > 2
+    for name in built:
+        assert (tmp_path / name).read_bytes() == (models_dir / name).read_bytes(), name
