@@ -18,6 +18,7 @@ from pipelines.stages.imports import IMPORT_DOCS, IMPORT_WARC, IMPORT_WET
 from pipelines.stages.inspect import INSPECT
 from pipelines.stages.mix import MIX_BUILD, MIX_REPORT, MIX_VALIDATE, MIXTURES, TOKENIZER
 from pipelines.stages.mix_export import MIX_EXPORT
+from pipelines.stages.ocr import OCR
 from pipelines.stages.ops import CONSENT_RECHECK, RECRAWL
 from pipelines.stages.quality import QUALITY_MODELS, QUALITY_TRAIN
 from pipelines.stages.sampleweb import SAMPLE_WEB, SERVE
@@ -51,6 +52,7 @@ STAGES: list[Stage] = [
     TABLES,
     CAPTIONER_TRAIN,
     CAPTIONS,
+    OCR,
     DOMAIN_QA,
     TOKENIZER,
     MIX_VALIDATE,

@@ -1,0 +1,428 @@
+"""OCR of crawled images: Tesseract in process (tesserocr), per image its text in reading order,
+its language and script, word boxes with confidences, and the share of the image that is text.
+
+Plain Tesseract reads upright, horizontal text well and little else. Around it, `OcrEngine.read`:
+1. works on a grey copy, its contrast stretched (low-contrast text);
+2. turns the page upright by Tesseract's orientation and script detection (OSD: 0/90/180/270);
+3. straightens a small skew (up to `max_skew` degrees) found by the projection-profile method
+   (the angle whose row sums of ink are the most peaked);
+4. enlarges small text (up to `max_upscale` times) to a line height of `line_px` pixels; text
+   already that large is left as it is (Tesseract's Arabic model reads enlarged text worse);
+5. recognises with the language of the script OSD found (Latin: eng, Han: chi_sim, Arabic:
+   ara); where OSD finds none (Arabic, short text), each language is tried and the one with the
+   most confident characters kept; where that stays unsure, the other three turns are tried.
+Boxes are mapped back to the original image's pixels. Tesseract's language data comes from
+Debian's tesseract-ocr packages (scripts/bootstrap.sh); without it, or without tesserocr, the
+engine refuses with one line (`OcrUnavailable`), never an empty text.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import os
+import re
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+from PIL import Image, ImageOps
+from pydantic import BaseModel, ConfigDict, Field
+
+TESSDATA_DIRS = (
+    "/usr/share/tesseract-ocr/5/tessdata",
+    "/usr/share/tesseract-ocr/4.00/tessdata",
+    "/usr/share/tessdata",
+    "/usr/local/share/tessdata",
+)
+# Tesseract's language per OSD script, and the ISO 639-1 code per Tesseract language.
+SCRIPT_LANG = {
+    "Latin": "eng",
+    "Han": "chi_sim",
+    "HanS": "chi_sim",
+    "HanT": "chi_sim",
+    "Japanese": "chi_sim",  # OSD's name for Han text it cannot tell from Japanese
+    "Arabic": "ara",
+}
+ISO = {"eng": "en", "chi_sim": "zh", "ara": "ar"}
+LANG_SCRIPT = {"eng": "Latin", "chi_sim": "Han", "ara": "Arabic"}
+INSTALL_FIX = (
+    "install Tesseract's data and binding: `make bootstrap` (apt-get install tesseract-ocr "
+    "tesseract-ocr-chi-sim tesseract-ocr-ara; pip install tesserocr), or set TESSDATA_PREFIX"
+)
+_BIDI_MARKS = re.compile("[\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+_CJK = "\u3000-\u303f\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uff00-\uffef"
+_RTL = re.compile("[\u0590-\u08ff\ufb1d-\ufdff\ufe70-\ufeff]")
+_CJK_GAP = re.compile(f"(?<=[{_CJK}]) +(?=[{_CJK}])")
+
+
+class OcrUnavailable(FileNotFoundError):
+    """Tesseract's binding or language data is missing: the message is one line with the fix
+    (a FileNotFoundError: the CLI prints it as one line and exits 2)."""
+
+
+class OcrConfig(BaseModel):
+    """How the engine reads an image."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    languages: tuple[str, ...] = Field(
+        ("eng", "chi_sim", "ara"), description="Tesseract languages tried (traineddata names)"
+    )
+    tessdata: str | None = Field(None, description="Tesseract data directory (default: found)")
+    line_px: float = Field(36.0, ge=10, description="small text is enlarged to this line height")
+    max_upscale: float = Field(3.0, ge=1.0, le=4.0, description="most small text is enlarged")
+    max_side: int = Field(2400, ge=200, description="a larger image is reduced to this")
+    max_skew: float = Field(15.0, ge=0.0, le=45.0, description="largest skew straightened (deg)")
+    osd_min_conf: float = Field(
+        1.0, ge=0.0, description="OSD orientation confidence trusted (Tesseract's own scale)"
+    )
+    sure_conf: float = Field(
+        0.75, ge=0.0, le=1.0, description="a reading this confident tries nothing more"
+    )
+    min_word_conf: float = Field(
+        0.3, ge=0.0, le=1.0, description="words below this confidence are left out"
+    )
+
+
+@dataclass
+class Word:
+    """A recognised word: its text, confidence (0..1) and box in the original image's pixels."""
+
+    text: str
+    conf: float
+    box: tuple[int, int, int, int]  # x0, y0, x1, y1
+
+
+@dataclass
+class OcrResult:
+    """What one image holds as text."""
+
+    text: str  # in reading order, lines joined by newlines
+    language: str  # ISO 639-1 ("und": no text)
+    script: str  # Latin, Han, Arabic ("" when no text)
+    tesseract_lang: str
+    confidence: float  # character-weighted mean word confidence, 0..1
+    text_share: float  # share of the image area covered by word boxes
+    words: list[Word] = field(default_factory=list)
+    rotation: int = 0  # degrees turned (counter-clockwise) to make the page upright
+    skew: float = 0.0  # degrees straightened after that
+    seconds: float = 0.0
+
+    @property
+    def chars(self) -> int:
+        return sum(len(w.text) for w in self.words)
+
+
+def find_tessdata(languages: tuple[str, ...] = ("eng",), tessdata: str | None = None) -> str:
+    """The Tesseract data directory holding every language asked and `osd` (OcrUnavailable else):
+    `tessdata`, else $TESSDATA_PREFIX alone when set (as Tesseract reads it), else Debian's."""
+    prefix = os.environ.get("TESSDATA_PREFIX")
+    dirs = [tessdata] if tessdata else [prefix] if prefix else list(TESSDATA_DIRS)
+    need = [*languages, "osd"]
+    for d in filter(None, dirs):
+        if all((Path(d) / f"{lang}.traineddata").is_file() for lang in need):
+            return str(d)
+    where = ", ".join(filter(None, dirs))
+    raise OcrUnavailable(
+        f"Tesseract language data {', '.join(need)} not found in {where}: {INSTALL_FIX}"
+    )
+
+
+def _tesserocr():
+    try:
+        import tesserocr
+    except ImportError as exc:  # the binding, or the libtesseract it links
+        raise OcrUnavailable(f"tesserocr cannot be imported ({exc}): {INSTALL_FIX}") from None
+    return tesserocr
+
+
+def clean_text(text: str) -> str:
+    """Tesseract's text tidied: bidi marks dropped, no spaces between CJK characters, lines
+    stripped, empty lines dropped."""
+    text = _BIDI_MARKS.sub("", text)
+    lines = [" ".join(_CJK_GAP.sub("", line).split()) for line in text.splitlines()]
+    return "\n".join(line for line in lines if line)
+
+
+# ----------------------------------------------------------------------------- geometry
+
+
+def _rotate_back(x: float, y: float, angle: float, size: tuple, turned: tuple) -> tuple:
+    """A point of `image.rotate(angle, expand=True)` (size `turned`) back in the image (`size`)."""
+    a = math.radians(angle)
+    dx, dy = x - turned[0] / 2, y - turned[1] / 2
+    return (
+        math.cos(a) * dx - math.sin(a) * dy + size[0] / 2,
+        math.sin(a) * dx + math.cos(a) * dy + size[1] / 2,
+    )
+
+
+def _map_box(box, steps, scale: float, size) -> tuple[int, int, int, int]:
+    """A box of the turned copy back in the original image: undo the turns, then the scale."""
+    pts = [(box[0], box[1]), (box[2], box[1]), (box[0], box[3]), (box[2], box[3])]
+    for angle, before, after in reversed(steps):
+        pts = [_rotate_back(x, y, angle, before, after) for x, y in pts]
+    xs = [p[0] / scale for p in pts]
+    ys = [p[1] / scale for p in pts]
+    x0, x1 = max(0, int(min(xs))), min(size[0], math.ceil(max(xs)))
+    y0, y1 = max(0, int(min(ys))), min(size[1], math.ceil(max(ys)))
+    return x0, y0, x1, y1
+
+
+def text_share(boxes: list[tuple[int, int, int, int]], size: tuple[int, int]) -> float:
+    """The share of the image's area under the union of the boxes."""
+    w, h = size
+    if not boxes or w <= 0 or h <= 0:
+        return 0.0
+    k = max(1.0, max(w, h) / 512)  # a mask of at most 512 px a side
+    mask = np.zeros((max(1, round(h / k)), max(1, round(w / k))), dtype=bool)
+    for x0, y0, x1, y1 in boxes:
+        mask[int(y0 / k) : int(math.ceil(y1 / k)), int(x0 / k) : int(math.ceil(x1 / k))] = True
+    return float(mask.mean())
+
+
+def skew_angle(gray: Image.Image, max_skew: float) -> float:
+    """The small skew (degrees, counter-clockwise positive as PIL turns) that makes the ink's
+    rows most peaked; 0 when no turn is clearly better than none."""
+    if max_skew <= 0:
+        return 0.0
+    small = gray.copy()
+    small.thumbnail((400, 400))
+    a = np.asarray(small, dtype=np.float32)
+    ink_dark = a.mean() > 127  # text is the minority: dark on light, or light on dark
+    t = _otsu(a)
+    ink = Image.fromarray(((a < t) if ink_dark else (a > t)).astype(np.uint8) * 255)
+    if np.asarray(ink).mean() < 0.5:  # no ink at all
+        return 0.0
+
+    def score(angle: float) -> float:
+        rows = np.asarray(ink.rotate(angle, expand=True), dtype=np.float32).sum(axis=1)
+        return float(np.square(np.diff(rows)).sum())
+
+    best, best_score = 0.0, score(0.0)
+    base = best_score
+    for step, span in ((1.0, max_skew), (0.2, 1.0)):
+        centre = best
+        for angle in np.arange(centre - span, centre + span + 1e-6, step):
+            angle = round(float(angle), 2)
+            if abs(angle) > max_skew or angle == centre:
+                continue
+            s = score(angle)
+            if s > best_score:
+                best, best_score = angle, s
+    return best if best_score > base * 1.05 and abs(best) >= 0.4 else 0.0
+
+
+def line_height(gray: Image.Image) -> float | None:
+    """The median height in pixels of the runs of inked rows (lines of text, once upright);
+    None without ink."""
+    a = np.asarray(gray, dtype=np.float32)
+    t = _otsu(a)
+    ink = (a < t) if a.mean() > 127 else (a > t)
+    rows = ink.mean(axis=1) > 0.002
+    edges = np.flatnonzero(np.diff(np.concatenate([[0], rows.astype(np.int8), [0]])))
+    runs = edges[1::2] - edges[::2]
+    runs = runs[runs >= 3]
+    return float(np.median(runs)) if len(runs) else None
+
+
+def _otsu(a: np.ndarray) -> float:
+    hist, edges = np.histogram(a, bins=64, range=(0, 256))
+    p = hist / max(1, hist.sum())
+    omega = np.cumsum(p)
+    mu = np.cumsum(p * (edges[:-1] + 2))
+    between = (mu[-1] * omega - mu) ** 2 / np.maximum(omega * (1 - omega), 1e-9)
+    return float(edges[int(np.argmax(between)) + 1])
+
+
+# ----------------------------------------------------------------------------- engine
+
+
+class OcrEngine:
+    """Tesseract with orientation, skew, contrast and script handled (see the module docstring).
+    One engine serves many threads: a Tesseract instance is used by one thread at a time, and
+    kept for the next reading (loading a language's model costs far more than a page)."""
+
+    def __init__(self, config: OcrConfig | None = None):
+        self.config = config or OcrConfig()
+        self._tess = _tesserocr()
+        self.tessdata = find_tessdata(self.config.languages, self.config.tessdata)
+        self._free: dict[str, list] = {}
+        self._lock = threading.Lock()
+        self.version = self._tess.tesseract_version().split()[1]
+
+    @contextlib.contextmanager
+    def _api(self, lang: str):
+        """A Tesseract instance of `lang` for this thread alone while the block runs."""
+        with self._lock:
+            free = self._free.setdefault(lang, [])
+            api = free.pop() if free else None
+        if api is None:
+            t = self._tess
+            psm = t.PSM.OSD_ONLY if lang == "osd" else t.PSM.AUTO
+            api = t.PyTessBaseAPI(path=self.tessdata, lang=lang, psm=psm)
+        try:
+            yield api
+        finally:
+            api.Clear()
+            with self._lock:
+                self._free[lang].append(api)
+
+    def _osd(self, gray: Image.Image) -> tuple[int, str | None]:
+        """(degrees to turn counter-clockwise to make it upright, script or None)."""
+        with self._api("osd") as api:
+            api.SetImage(gray)
+            try:
+                r = api.DetectOrientationScript()
+            except RuntimeError:
+                return 0, None
+        if not r:
+            return 0, None
+        turn = int(r["orient_deg"]) if r["orient_conf"] >= self.config.osd_min_conf else 0
+        return turn, r.get("script_name")
+
+    def _recognise(self, gray: Image.Image, lang: str) -> tuple[str, list[Word], float]:
+        """(text, words in the worked copy's pixels, character-weighted confidence)."""
+        with self._api(lang) as api:
+            return self._recognise_with(api, gray)
+
+    def _recognise_with(self, api, gray: Image.Image) -> tuple[str, list[Word], float]:
+        t = self._tess
+        api.SetImage(gray)
+        api.Recognize()
+        words: list[Word] = []
+        lines: list[list[str]] = []
+        level = t.RIL.WORD
+        it = api.GetIterator()
+        for w in t.iterate_level(it, level) if it is not None else ():
+            try:
+                text = clean_text(w.GetUTF8Text(level) or "")
+            except RuntimeError:  # an empty block: no text there
+                continue
+            conf = max(0.0, w.Confidence(level)) / 100
+            if not text or conf < self.config.min_word_conf:
+                continue
+            if w.IsAtBeginningOf(t.RIL.TEXTLINE) or not lines:
+                lines.append([])
+            lines[-1].append(text)
+            words.append(Word(text, conf, w.BoundingBox(level)))
+        if any(_RTL.search(w.text) for w in words):  # the iterator gives RTL words backwards
+            page = clean_text(api.GetUTF8Text())
+            flip = {w.text for w in words if _RTL.search(w.text) and w.text[::-1] in page}
+            words = [Word(w.text[::-1] if w.text in flip else w.text, w.conf, w.box) for w in words]
+            lines = [[x[::-1] if x in flip else x for x in line] for line in lines]
+        # reading order: Tesseract's blocks, lines and words (right to left for Arabic)
+        text = clean_text("\n".join(" ".join(line) for line in lines if line))
+        n = sum(len(w.text) for w in words)
+        conf = sum(w.conf * len(w.text) for w in words) / n if n else 0.0
+        return text, words, conf
+
+    def read(self, image: Image.Image) -> OcrResult:
+        """The text of one image (any mode, any size)."""
+        start = time.perf_counter()
+        cfg = self.config
+        size = image.size
+        gray = ImageOps.autocontrast(image.convert("L"), cutoff=1)
+        if max(size) > cfg.max_side:  # worked on reduced; boxes scaled back
+            gray.thumbnail((cfg.max_side, cfg.max_side), Image.LANCZOS)
+        shrink = gray.size[0] / size[0]
+        if np.asarray(gray).std() < 2:  # one flat colour: nothing to read
+            return self._result("", [], 0.0, "", size, 0.0, [], 1.0, 1.0, start)
+        turn, script = self._osd(gray)
+        lang = SCRIPT_LANG.get(script or "")
+        lang = lang if lang in cfg.languages else None
+        if turn:
+            turns = [turn]
+        elif _lines_run_across(gray):  # text on its side that OSD could not place
+            turns = [0, 90, 270]
+        else:
+            turns = [0]
+        reads = [self._read_turned(gray, t, lang) for t in turns]
+        best, steps, skew, grow, worked = max(reads, key=lambda r: _weight(r[0]))
+        if turns == [0] and not lang and best[2] and best[3] < cfg.sure_conf:
+            upside = self._read_turned(gray, 180, best[0])  # an unsure reading may be upside down
+            if _weight(upside[0]) > 1.2 * _weight(best):
+                best, steps, skew, grow, worked = upside
+        lang, text, words, conf = best
+        return self._result(text, words, conf, lang, size, skew, steps, shrink, grow, start)
+
+    def _read_turned(self, gray: Image.Image, turn: int, lang: str | None):
+        """Turn, straighten, enlarge small text, recognise (in `lang`, else the best language):
+        ((lang, text, words, conf), steps, skew, grow, worked copy)."""
+        cfg = self.config
+        steps: list = []  # (degrees turned, size before, size after), before enlarging
+        if turn:
+            turned = gray.rotate(turn, expand=True)
+            steps.append((turn, gray.size, turned.size))
+            gray = turned
+        skew = skew_angle(gray, cfg.max_skew)
+        if skew:
+            turned = gray.rotate(skew, expand=True, fillcolor=_background(gray))
+            steps.append((skew, gray.size, turned.size))
+            gray = turned
+        height = line_height(gray)
+        grow = min(cfg.max_upscale, cfg.line_px / height) if height else 1.0
+        if grow > 1.05:  # small text enlarged to the line height Tesseract reads best
+            size = (round(gray.size[0] * grow), round(gray.size[1] * grow))
+            gray = gray.resize(size, Image.LANCZOS)
+        else:
+            grow = 1.0
+        best = (lang, *self._recognise(gray, lang)) if lang else self._best_language(gray)
+        return best, steps, skew, grow, gray
+
+    def _best_language(self, gray: Image.Image) -> tuple[str, str, list[Word], float]:
+        """Each language in turn, the first sure one kept, else the most confident characters;
+        when the first finds no word at all, the page has no text line to read."""
+        best = None
+        for lang in self.config.languages:
+            got = (lang, *self._recognise(gray, lang))
+            if best is None or _weight(got) > _weight(best):
+                best = got
+            if best is got and not got[2] or got[3] >= self.config.sure_conf and len(got[2]) >= 2:
+                break
+        return best
+
+    def _result(self, text, words, conf, lang, size, skew, steps, shrink, grow, start):
+        """Boxes of the enlarged, turned copy mapped back to the original image's pixels."""
+        mapped = [
+            Word(w.text, round(w.conf, 4), _map_box([v / grow for v in w.box], steps, shrink, size))
+            for w in words
+        ]
+        turn_total = sum(a for a, _, _ in steps if a in (90, 180, 270))
+        return OcrResult(
+            text=text,
+            language=ISO.get(lang, "und") if text else "und",
+            script=LANG_SCRIPT.get(lang, "") if text else "",
+            tesseract_lang=lang if text else "",
+            confidence=round(conf, 4),
+            text_share=round(text_share([w.box for w in mapped], size), 4),
+            words=mapped,
+            rotation=turn_total % 360,
+            skew=skew,
+            seconds=time.perf_counter() - start,
+        )
+
+
+def _lines_run_across(gray: Image.Image) -> bool:
+    """Whether the ink's columns are far more peaked than its rows: lines of text on their side."""
+    small = gray.copy()
+    small.thumbnail((400, 400))
+    a = np.asarray(small, dtype=np.float32)
+    t = _otsu(a)
+    ink = (a < t) if a.mean() > 127 else (a > t)
+    rows = np.square(np.diff(ink.sum(axis=1).astype(np.float32))).sum()
+    cols = np.square(np.diff(ink.sum(axis=0).astype(np.float32))).sum()
+    return bool(cols > 1.5 * rows)
+
+
+def _weight(got) -> float:
+    """Confident characters: the sum over words of confidence x length."""
+    return sum(w.conf * len(w.text) for w in got[2])
+
+
+def _background(gray: Image.Image) -> int:
+    a = np.asarray(gray)
+    return int(np.median(np.concatenate([a[0], a[-1], a[:, 0], a[:, -1]])))

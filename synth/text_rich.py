@@ -1,0 +1,569 @@
+"""Text-rich images: the OCR of the kept image pairs, the text-rich selection, transcription pairs,
+question-answer pairs from a teacher that sees the image and its OCR text, and OCR as a filter on
+synthetic captions.
+
+`make_text_rich(pairs, out, ...)` writes into `out`:
+- `ocr.parquet`: one row per kept, consented pair (rows in = rows out), with its `ocr`
+  annotation (text in reading order, language, script, confidence, text share, word boxes with
+  confidences) and its `modality`: `text_rich` when the text share and the confidence pass the
+  thresholds, else `image`, with the reason in `drop_reason` (no_text, low_text_share,
+  low_ocr_confidence, undecodable_image, no_image).
+- `pairs.parquet`: transcription pairs in the `images build` pairs format (id, caption, image_path
+  relative to it, training_allowed, drop_reason), so every reader of pairs takes them: each
+  text-rich image with its text as the caption; the image copied under `images/`.
+- `qa.parquet`: with a teacher, one row per text-rich image: the question-answer items it wrote
+  from the image and its OCR text; an extractive answer is `verified` when it is found in the OCR
+  text, else dropped to `qa_rejects.parquet` (answer_not_in_ocr_text). Without a teacher every row
+  says `no_teacher` and holds no items (nothing is made up).
+- `caption_flags.parquet` (with `captions`): every synthetic caption of an OCR'd pair with
+  `ocr_flag`: null, or why the caption and the image's text disagree: `claims_absent_text`
+  (a quoted or named text the image does not contain), `claims_text_but_none_found`, or
+  `ignores_dominant_text` (the image is mostly text, the caption says nothing of it).
+
+Consent: opted-out pairs (the one rule, `common.consent`: flag, then ledger) are never read,
+never OCR'd and never sent to a teacher; the teacher client refuses them too (`items=`).
+"""
+
+from __future__ import annotations
+
+import io
+import re
+import shutil
+import time
+import unicodedata
+from collections import Counter
+from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+from pydantic import BaseModel, Field
+
+from common.inputs import BadImagePath, read_rows, resolve_image
+from common.manifest import write_parquet
+from common.pairs import open_image, pairs_files
+
+OCR_FILE, PAIRS_FILE, QA_FILE, QA_REJECTS_FILE = (
+    "ocr.parquet",
+    "pairs.parquet",
+    "qa.parquet",
+    "qa_rejects.parquet",
+)
+FLAGS_FILE = "caption_flags.parquet"
+NO_TEACHER = "no_teacher: QA pairs need a teacher (--teacher-url and --teacher-model)"
+TEXT_WORDS = re.compile(
+    r"\b(text|texts|reads?|reading|says?|saying|written|writing|words?|letters?|lettering|"
+    r"labell?ed|labels?|titled?|caption(ed)?|sign|signs|headline|inscription|document|"
+    r"poster|chart|table|menu|page)\b|文字|写着|标题|مكتوب|نص",
+    re.IGNORECASE,
+)
+QUOTED = re.compile(r"[\"“”«»「『]([^\"“”«»」』]{2,80})[\"“”«»」』]")
+NAMED = re.compile(
+    r"\b(?:reads?|reading|says?|saying|labell?ed|titled)\s*:?\s+['\"]?([^,.;:!?'\"]{2,60})",
+    re.IGNORECASE,
+)
+
+BOX = pa.struct(
+    [
+        ("text", pa.string()),
+        ("conf", pa.float32()),
+        ("x0", pa.int32()),
+        ("y0", pa.int32()),
+        ("x1", pa.int32()),
+        ("y1", pa.int32()),
+    ]
+)
+OCR_STRUCT = pa.struct(
+    [
+        ("text", pa.string()),
+        ("language", pa.string()),
+        ("script", pa.string()),
+        ("confidence", pa.float32()),
+        ("text_share", pa.float32()),
+        ("words", pa.int32()),
+        ("boxes", pa.list_(BOX)),
+        ("rotation", pa.int32()),
+        ("skew", pa.float32()),
+        ("engine", pa.string()),
+    ]
+)
+OCR_SCHEMA = pa.schema(
+    [
+        ("pair_id", pa.string()),
+        ("doc_id", pa.string()),
+        ("image_sha256", pa.string()),
+        ("image_path", pa.string()),  # as the pairs file names it, relative to that file
+        ("pairs_file", pa.string()),
+        ("ocr", OCR_STRUCT),
+        ("modality", pa.string()),
+        ("text_rich", pa.bool_()),
+        ("drop_reason", pa.string()),
+        ("seconds", pa.float32()),
+    ]
+)
+PAIRS_SCHEMA = pa.schema(
+    [
+        ("id", pa.string()),
+        ("pair_id", pa.string()),
+        ("doc_id", pa.string()),
+        ("caption", pa.string()),
+        ("language", pa.string()),
+        ("modality", pa.string()),
+        ("image_sha256", pa.string()),
+        ("image_path", pa.string()),
+        ("training_allowed", pa.bool_()),
+        ("drop_reason", pa.string()),
+    ]
+)
+QA_ITEM = pa.struct(
+    [
+        ("question", pa.string()),
+        ("answer", pa.string()),
+        ("extractive", pa.bool_()),
+        ("verified", pa.bool_()),
+    ]
+)
+QA_SCHEMA = pa.schema(
+    [
+        ("pair_id", pa.string()),
+        ("image_path", pa.string()),  # relative to qa.parquet (the copy under images/)
+        ("ocr_text", pa.string()),
+        ("qa", pa.list_(QA_ITEM)),
+        ("status", pa.string()),
+    ]
+)
+QA_REJECTS_SCHEMA = pa.schema(
+    [
+        ("pair_id", pa.string()),
+        ("question", pa.string()),
+        ("answer", pa.string()),
+        ("reason", pa.string()),
+    ]
+)
+FLAGS_SCHEMA = pa.schema(
+    [
+        ("pair_id", pa.string()),
+        ("level", pa.string()),
+        ("caption", pa.string()),
+        ("ocr_text", pa.string()),
+        ("text_share", pa.float32()),
+        ("ocr_flag", pa.string()),
+    ]
+)
+
+
+class Selection(BaseModel):
+    """When an image is text-rich, and when its text dominates it."""
+
+    min_text_share: float = Field(0.04, ge=0, le=1, description="share of the area under words")
+    min_confidence: float = Field(0.7, ge=0, le=1, description="character-weighted confidence")
+    min_letters: int = Field(
+        4, ge=1, description="letters read (digits and signs alone are what shapes read as)"
+    )
+    dominant_share: float = Field(
+        0.15, ge=0, le=1, description="text share from which a caption must mention the text"
+    )
+
+
+class QAItem(BaseModel):
+    question: str
+    answer: str
+    extractive: bool = Field(
+        description="true when the answer is copied from the text in the image"
+    )
+
+
+class QAAnswer(BaseModel):
+    items: list[QAItem] = Field(default_factory=list, max_length=8)
+
+
+# ----------------------------------------------------------------------------- reading pairs
+
+
+def read_pairs(pairs: Any, consent: Any = None) -> tuple[list[dict], int]:
+    """(kept, consented pairs with their image file; how many kept pairs were opted out)."""
+    from common.consent import NO_LEDGER
+
+    rule = consent if consent is not None else NO_LEDGER
+    need = {"id": "string", "image_path": "string", "drop_reason": "string"}
+    kept, opted_out = [], 0
+    for f in pairs_files(pairs):
+        for r in read_rows(f, required=need, fix="pass an `images build` output"):
+            if r["drop_reason"] is not None:
+                continue
+            if not rule.allows(r):
+                opted_out += 1  # never read, never OCR'd, never sent
+                continue
+            try:
+                image_file = resolve_image(r["image_path"], f.parent)
+            except BadImagePath:
+                image_file = None
+            kept.append(
+                {
+                    "pair_id": r["id"],
+                    "doc_id": r.get("doc_id"),
+                    "url": r.get("url"),
+                    "training_allowed": True,
+                    "image_sha256": r.get("image_sha256"),
+                    "image_path": r["image_path"],
+                    "pairs_file": str(f),
+                    "image_file": image_file,
+                }
+            )
+    return kept, opted_out
+
+
+# ----------------------------------------------------------------------------- selection
+
+
+def select(ocr: dict | None, sel: Selection) -> str | None:
+    """None when the OCR result makes the image text-rich, else the reason it does not."""
+    if ocr is None:
+        return "undecodable_image"
+    if letters(ocr["text"]) < sel.min_letters:
+        return "no_text"
+    if ocr["text_share"] < sel.min_text_share:
+        return "low_text_share"
+    if ocr["confidence"] < sel.min_confidence:
+        return "low_ocr_confidence"
+    return None
+
+
+def _ocr_row(result, engine_name: str) -> dict:
+    return {
+        "text": result.text,
+        "language": result.language,
+        "script": result.script,
+        "confidence": result.confidence,
+        "text_share": result.text_share,
+        "words": len(result.words),
+        "boxes": [
+            {
+                "text": w.text,
+                "conf": w.conf,
+                **dict(zip(("x0", "y0", "x1", "y1"), w.box, strict=True)),
+            }
+            for w in result.words
+        ],
+        "rotation": result.rotation,
+        "skew": result.skew,
+        "engine": engine_name,
+    }
+
+
+# ----------------------------------------------------------------------------- verification
+
+
+def letters(text: str) -> int:
+    """How many letters (any script) a text has."""
+    return sum(unicodedata.category(ch)[0] == "L" for ch in text)
+
+
+def normalise(text: str) -> str:
+    """Text compared across OCR and answers: NFKC, case folded, letters and digits only."""
+    text = unicodedata.normalize("NFKC", text).casefold()
+    return "".join(ch for ch in text if unicodedata.category(ch)[0] in "LN")
+
+
+def found_in(needle: str, haystack: str, tolerance: float = 0.15) -> bool:
+    """Whether `needle` occurs in `haystack` (normalised), allowing OCR's misread characters: an
+    edit distance of at most `tolerance` of its length against some window of the haystack."""
+    n, h = normalise(needle), normalise(haystack)
+    if not n:
+        return False
+    if n in h:
+        return True
+    budget = int(len(n) * tolerance)
+    if budget == 0 or len(h) < len(n) - budget:
+        return False
+    # approximate substring match (Sellers): the best edit distance of n against any window of h
+    prev = [0] * (len(h) + 1)
+    for i, cn in enumerate(n, 1):
+        cur = [i]
+        for j, ch in enumerate(h, 1):
+            cur.append(min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (cn != ch)))
+        prev = cur
+    return min(prev) <= budget
+
+
+def verify_qa(items: list[QAItem], ocr_text: str) -> tuple[list[dict], list[tuple[QAItem, str]]]:
+    """(kept items with `verified`, [(dropped item, reason)]): an extractive answer must be found
+    in the OCR text; an abstractive one is kept unverified."""
+    kept, dropped = [], []
+    for it in items:
+        if not it.question.strip() or not it.answer.strip():
+            dropped.append((it, "empty_question_or_answer"))
+        elif it.extractive and not found_in(it.answer, ocr_text):
+            dropped.append((it, "answer_not_in_ocr_text"))
+        else:
+            kept.append(
+                {
+                    "question": it.question.strip(),
+                    "answer": it.answer.strip(),
+                    "extractive": it.extractive,
+                    "verified": bool(it.extractive),
+                }
+            )
+    return kept, dropped
+
+
+def caption_flag(caption: str, ocr: dict | None, sel: Selection) -> str | None:
+    """Why a caption and the image's OCR text disagree, or None."""
+    if ocr is None or not caption:
+        return None
+    text = ocr["text"]
+    has_text = letters(text) >= sel.min_letters and ocr["confidence"] >= sel.min_confidence
+    claims = [m.strip() for m in QUOTED.findall(caption) + NAMED.findall(caption)]
+    claims = [c for c in claims if len(normalise(c)) >= 2]
+    for claim in claims:
+        if not found_in(claim, text, tolerance=0.25):
+            return f"claims_absent_text: {claim[:80]!r} is not in the image's text"
+    if not has_text and TEXT_WORDS.search(caption) and claims:
+        return "claims_text_but_none_found"
+    if has_text and ocr["text_share"] >= sel.dominant_share and not claims:
+        words = [w for w in re.split(r"\s+", text) if len(normalise(w)) >= 3]
+        if not TEXT_WORDS.search(caption) and not any(found_in(w, caption, 0) for w in words):
+            return (
+                f"ignores_dominant_text: text covers {ocr['text_share']:.0%} of the image "
+                "and the caption names neither it nor any of its words"
+            )
+    return None
+
+
+# ----------------------------------------------------------------------------- teacher
+
+QA_PROMPT = (
+    "This image contains text. Its OCR reading, in reading order, is:\n---\n{text}\n---\n"
+    "Write up to {n} question-answer pairs about the image that a reader of its text can "
+    "answer. For questions whose answer is copied from the text, copy it exactly as the OCR "
+    "reading has it and set extractive to true; for questions that need reasoning over the "
+    "text or the picture, set extractive to false. Answer in the language of the text."
+)
+
+
+def teacher_qa(teacher, pair: dict, data: bytes, text: str, n: int) -> list[QAItem]:
+    """The teacher's QA items for one image, which it sees with its OCR text."""
+    from common.teacher import user_message
+
+    msg = user_message(QA_PROMPT.format(text=text[:4000], n=n), [data])
+    answer = teacher.chat_json([msg], QAAnswer, items=[pair], temperature=0.0, max_tokens=800)
+    return list(answer.items)[:n]
+
+
+# ----------------------------------------------------------------------------- the run
+
+
+def make_text_rich(
+    pairs: Any,
+    out: Path,
+    *,
+    engine: Any = None,
+    selection: Selection | None = None,
+    teacher: Any = None,
+    questions: int = 3,
+    captions: Path | None = None,
+    consent: Any = None,
+    workers: int = 2,
+    inputs: Iterable[str] = (),
+    on_progress: Callable[[str], None] = lambda msg: None,
+) -> dict[str, Any]:
+    """OCR every kept, consented pair of `pairs`, select the text-rich ones, write their
+    transcription and QA pairs and, given `captions`, flag the captions that disagree with the
+    images' text. Returns the summary (figures and `outputs`)."""
+    from crawlers.images.ocr import OcrEngine
+
+    started = time.perf_counter()
+    sel = selection or Selection()
+    engine = engine or OcrEngine()
+    engine_name = f"tesseract {getattr(engine, 'version', '')}".strip()
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    kept, opted_out = read_pairs(pairs, consent)
+    on_progress(f"ocr: {len(kept)} kept pairs ({opted_out} opted out, never read)")
+
+    def read_one(p: dict):
+        if not p["image_file"]:
+            return None, "no_image"
+        image = open_image(p["image_file"])
+        if image is None:
+            return None, "undecodable_image"
+        return engine.read(image), None
+
+    with ThreadPoolExecutor(max(1, workers)) as pool:
+        results = list(pool.map(read_one, kept))
+
+    rows, transcriptions, images_dir = [], [], out / "images"
+    shutil.rmtree(images_dir, ignore_errors=True)
+    for p, (res, why) in zip(kept, results, strict=True):
+        ocr = _ocr_row(res, engine_name) if res is not None else None
+        reason = why or select(ocr, sel)
+        rows.append(
+            {
+                "pair_id": p["pair_id"],
+                "doc_id": p["doc_id"],
+                "image_sha256": p["image_sha256"],
+                "image_path": p["image_path"],
+                "pairs_file": p["pairs_file"],
+                "ocr": ocr,
+                "modality": "text_rich" if reason is None else "image",
+                "text_rich": reason is None,
+                "drop_reason": reason,
+                "seconds": round(res.seconds, 4) if res is not None else None,
+            }
+        )
+        if reason is None:
+            rel = _copy_image(p, images_dir)
+            transcriptions.append(
+                {
+                    "id": f"{p['pair_id']}:ocr",
+                    "pair_id": p["pair_id"],
+                    "doc_id": p["doc_id"],
+                    "caption": ocr["text"],
+                    "language": ocr["language"],
+                    "modality": "text_rich",
+                    "image_sha256": p["image_sha256"],
+                    "image_path": rel,
+                    "training_allowed": True,
+                    "drop_reason": None,
+                }
+            )
+    config = {"selection": sel.model_dump(), "questions": questions, "engine": engine_name}
+    inputs = list(inputs)
+    write_parquet(
+        pa.Table.from_pylist(rows, schema=OCR_SCHEMA), out / OCR_FILE, inputs=inputs, config=config
+    )
+    write_parquet(
+        pa.Table.from_pylist(transcriptions, schema=PAIRS_SCHEMA),
+        out / PAIRS_FILE,
+        inputs=inputs,
+        config=config,
+    )
+    qa_rows, rejects = _qa(kept, rows, teacher, questions, out)
+    write_parquet(pa.Table.from_pylist(qa_rows, schema=QA_SCHEMA), out / QA_FILE, inputs=inputs)
+    write_parquet(pa.Table.from_pylist(rejects, schema=QA_REJECTS_SCHEMA), out / QA_REJECTS_FILE)
+    outputs = {"text_rich_images": str(out / OCR_FILE)}
+    flags_summary: dict[str, Any] = {}
+    if captions is not None:
+        flags = flag_captions(captions, rows, sel)
+        write_parquet(
+            pa.Table.from_pylist(flags, schema=FLAGS_SCHEMA),
+            out / FLAGS_FILE,
+            inputs=[str(captions)],
+            config=config,
+        )
+        flags_summary = {
+            "captions_checked": len(flags),
+            "captions_flagged": Counter(
+                (f["ocr_flag"] or "").split(":")[0] for f in flags if f["ocr_flag"]
+            ),
+        }
+    reasons = Counter(r["drop_reason"] for r in rows if r["drop_reason"])
+    secs = [r["seconds"] for r in rows if r["seconds"] is not None]
+    status = Counter(q["status"].split(":")[0] for q in qa_rows)
+    return {
+        "pairs": len(kept),
+        "opted_out_skipped": opted_out,
+        "text_rich": len(transcriptions),
+        "not_text_rich": dict(reasons),
+        "languages": dict(Counter(r["ocr"]["language"] for r in rows if r["text_rich"])),
+        "qa_items": sum(len(q["qa"]) for q in qa_rows),
+        "qa_verified": sum(i["verified"] for q in qa_rows for i in q["qa"]),
+        "qa_rejected": len(rejects),
+        "qa_status": dict(status),
+        **{k: dict(v) if isinstance(v, Counter) else v for k, v in flags_summary.items()},
+        "ocr_ms_per_image": round(1000 * sum(secs) / len(secs), 1) if secs else 0.0,
+        "seconds": round(time.perf_counter() - started, 3),
+        "outputs": outputs,
+    }
+
+
+def _copy_image(pair: dict, images_dir: Path) -> str:
+    """The pair's image copied into the output (transcription and QA files name it there)."""
+    images_dir.mkdir(parents=True, exist_ok=True)
+    name = _image_name(pair)
+    shutil.copyfile(pair["image_file"], images_dir / name)
+    return f"images/{name}"
+
+
+def _qa(kept, rows, teacher, questions, out) -> tuple[list[dict], list[dict]]:
+    """One QA row per text-rich image (no_teacher rows without a teacher), and the rejects."""
+    from common.teacher import TeacherError
+
+    todo = [(p, r) for p, r in zip(kept, rows, strict=True) if r["text_rich"]]
+    qa_rows, rejects = [], []
+
+    def ask(job):
+        p, r = job
+        if teacher is None:
+            return [], [], NO_TEACHER
+        try:
+            data = Path(p["image_file"]).read_bytes()
+            items = teacher_qa(teacher, p, _teacher_bytes(data), r["ocr"]["text"], questions)
+        except TeacherError as exc:
+            return [], [], f"teacher_error: {' '.join(str(exc).split())[:300]}"
+        good, bad = verify_qa(items, r["ocr"]["text"])
+        status = "ok" if good else f"no_qa: all {len(items)} items dropped"
+        return good, bad, status
+
+    with ThreadPoolExecutor(4 if teacher is not None else 1) as pool:
+        answers = list(pool.map(ask, todo))
+    for (p, r), (good, bad, status) in zip(todo, answers, strict=True):
+        rel = f"images/{_image_name(p)}"
+        qa_rows.append(
+            {
+                "pair_id": p["pair_id"],
+                "image_path": rel,
+                "ocr_text": r["ocr"]["text"],
+                "qa": good,
+                "status": status,
+            }
+        )
+        rejects += [
+            {"pair_id": p["pair_id"], "question": it.question, "answer": it.answer, "reason": why}
+            for it, why in bad
+        ]
+    return qa_rows, rejects
+
+
+def _image_name(pair: dict) -> str:
+    name = f"{pair['image_sha256'] or pair['pair_id']}{Path(pair['image_file']).suffix}"
+    return re.sub(r"[^A-Za-z0-9._-]", "_", name)
+
+
+def _teacher_bytes(data: bytes) -> bytes:
+    """The image as stored when a vision model reads its format, else re-encoded as PNG."""
+    from common.teacher import image_mime
+
+    try:
+        image_mime(data)
+        return data
+    except ValueError:
+        from PIL import Image
+
+        buf = io.BytesIO()
+        with Image.open(io.BytesIO(data)) as im:
+            im.convert("RGB").save(buf, format="PNG")
+        return buf.getvalue()
+
+
+def flag_captions(captions: Path, rows: list[dict], sel: Selection) -> list[dict]:
+    """Every caption of an OCR'd pair with its `ocr_flag` (null: no disagreement found)."""
+    by_pair = {r["pair_id"]: r["ocr"] for r in rows}
+    need = {"pair_id": "string", "level": "string", "caption": "string"}
+    out = []
+    for c in read_rows(captions, required=need, fix="pass a `synth captions` output"):
+        if c["pair_id"] not in by_pair or not c["caption"]:
+            continue  # a pair not OCR'd here (opted out, dropped) or a caption not made
+        ocr = by_pair[c["pair_id"]]
+        out.append(
+            {
+                "pair_id": c["pair_id"],
+                "level": c["level"],
+                "caption": c["caption"],
+                "ocr_text": ocr["text"] if ocr else None,
+                "text_share": ocr["text_share"] if ocr else None,
+                "ocr_flag": caption_flag(c["caption"], ocr, sel),
+            }
+        )
+    return out

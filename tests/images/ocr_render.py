@@ -1,0 +1,115 @@
+"""Rendered text with its ground truth, for the OCR's tests and bench/ocr.py.
+
+`render` draws lines of text in a font of the machine (DejaVu for Latin, WenQuanYi Micro Hei
+for Chinese, Amiri for Arabic: Debian's fonts-dejavu-core, fonts-wqy-microhei and
+fonts-hosny-amiri, installed by scripts/bootstrap.sh), with Pillow's complex-text layout
+(libraqm: Arabic letters joined, right to left). Variants turn it (a page on its side, upside
+down, a small skew), fade it (grey on grey) or set it on a photograph-like noisy background.
+`char_error_rate` is the edit distance between the truth and the reading, white space ignored
+(Chinese is written without it), over the truth's length.
+"""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import numpy as np
+from PIL import Image, ImageDraw, ImageFont
+
+FONTS = {
+    "latin": "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf",
+    "cjk": "/usr/share/fonts/truetype/wqy/wqy-microhei.ttc",
+    "arabic": "/usr/share/fonts/opentype/fonts-hosny-amiri/Amiri-Regular.ttf",
+}
+TEXTS = {
+    "latin": [
+        "Quarterly report: revenue grew 14% in March",
+        "Open daily from 9am to 5pm, closed Sundays",
+        "Platform 3 for trains to Lyon and Geneva",
+    ],
+    "cjk": [
+        "北京市今天天气晴朗气温二十度",
+        "请在入口处出示您的门票",
+        "数据处理流程包括抓取和过滤",
+    ],
+    "arabic": [
+        "مرحبا بكم في المكتبة العامة",
+        "يفتح المتحف أبوابه كل يوم",
+        "تقرير المبيعات للربع الأول",
+    ],
+}
+# Tesseract's language for each script: plain Tesseract is told it (an oracle the engine is not).
+TESSERACT_LANG = {"latin": "eng", "cjk": "chi_sim", "arabic": "ara"}
+ISO = {"latin": "en", "cjk": "zh", "arabic": "ar"}
+VARIANTS = {
+    "upright": {},
+    "skew7": {"angle": 7},
+    "rot90": {"angle": 90},
+    "rot180": {"angle": 180},
+    "low_contrast": {"fg": (140, 140, 140), "bg": (178, 178, 178)},
+    "noisy": {"noise": 40},
+}
+
+
+def missing_fonts() -> list[str]:
+    """Font files of FONTS that are not on this machine."""
+    return [f for f in FONTS.values() if not Path(f).is_file()]
+
+
+def render(
+    lines: list[str],
+    script: str,
+    *,
+    size: int = 28,
+    angle: float = 0,
+    fg=(20, 20, 20),
+    bg=(250, 250, 250),
+    noise: int = 0,
+    seed: int = 0,
+) -> Image.Image:
+    """The lines drawn left-aligned (Arabic right-aligned) with margins, then turned by `angle`
+    degrees counter-clockwise; `noise`: a blotchy background of that amplitude."""
+    font = ImageFont.truetype(FONTS[script], size)
+    widths = [int(font.getlength(line)) for line in lines]
+    step = int(size * 1.8)
+    w, h = max(widths) + 2 * size, len(lines) * step + size
+    im = Image.new("RGB", (w, h), bg)
+    if noise:
+        rng = np.random.default_rng(seed)
+        blotch = rng.normal(0, noise, (max(1, h // 16), max(1, w // 16), 3))
+        layer = Image.fromarray(np.clip(128 + blotch, 0, 255).astype(np.uint8)).resize((w, h))
+        im = Image.blend(im, layer, 0.5)
+    draw = ImageDraw.Draw(im)
+    for i, (line, lw) in enumerate(zip(lines, widths, strict=True)):
+        x = w - size - lw if script == "arabic" else size
+        draw.text((x, size // 2 + i * step), line, font=font, fill=fg)
+    if angle:
+        im = im.rotate(angle, expand=True, fillcolor=bg, resample=Image.BICUBIC)
+    return im
+
+
+def sample(script: str, variant: str, seed: int = 0) -> tuple[Image.Image, str]:
+    """(image, its true text with lines joined by newlines) of one script and variant; seeds
+    other than 0 draw two of the script's lines in a random order."""
+    lines = list(TEXTS[script])
+    if seed:
+        lines = random.Random(seed).sample(lines, 2)
+    return render(lines, script, seed=seed, **VARIANTS[variant]), "\n".join(lines)
+
+
+def _distance(a: str, b: str) -> int:
+    prev = list(range(len(b) + 1))
+    for i, ca in enumerate(a, 1):
+        cur = [i]
+        for j, cb in enumerate(b, 1):
+            cur.append(min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (ca != cb)))
+        prev = cur
+    return prev[-1]
+
+
+def char_error_rate(truth: str, reading: str) -> float:
+    """Edit distance over the truth's length, white space and bidi marks left out of both."""
+    marks = dict.fromkeys(map(ord, "\u200e\u200f\u202a\u202b\u202c\u202d\u202e"))
+    t, r = ("".join(s.translate(marks).split()) for s in (truth, reading))
+    return _distance(t, r) / max(1, len(t))

@@ -1,0 +1,307 @@
+"""OCR of text-rich images (crawlers/images/ocr.py, synth/text_rich.py, `refinery images ocr`):
+rendered Latin, Chinese and Arabic text read upright, on its side, skewed and faded, with the
+ground truth drawn (tests/images/ocr_render.py); boxes mapped back to the original pixels; a
+missing engine refused in one line; the text-rich selection, transcription pairs and teacher QA
+checked against the OCR text, with opted-out images never read or sent; captions flagged where
+they disagree with the image's text. bench/ocr.py compares the engine with plain Tesseract."""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import random
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from typer.testing import CliRunner
+
+from common.consent import Consent
+from common.teacher import TeacherClient, TeacherError
+from crawlers.images.ocr import OcrConfig, OcrEngine, OcrUnavailable, clean_text
+from sampleweb.images import random_scene, render_png
+from synth import text_rich
+from synth.text_rich import Selection, caption_flag, found_in, make_text_rich, verify_qa
+from tests.images.ocr_render import char_error_rate, missing_fonts, render, sample
+from tests.synth import fake_teacher
+from tests.synth.fake_teacher import request_images, request_text
+
+server = fake_teacher.server
+pytestmark = pytest.mark.timeout(120)
+
+
+@pytest.fixture(scope="module")
+def engine():
+    assert not missing_fonts(), f"fonts missing: {missing_fonts()}; run `make bootstrap`"
+    return OcrEngine()
+
+
+@pytest.mark.parametrize(
+    "script, variant, lang",
+    [
+        ("latin", "upright", "en"),
+        ("latin", "rot90", "en"),
+        ("latin", "skew7", "en"),
+        ("cjk", "upright", "zh"),
+        ("cjk", "rot180", "zh"),
+        ("cjk", "low_contrast", "zh"),
+        ("arabic", "upright", "ar"),
+        ("arabic", "low_contrast", "ar"),
+        ("arabic", "rot90", "ar"),
+    ],
+)
+def test_each_script_is_read_upright_turned_and_faded(engine, script, variant, lang):
+    image, truth = sample(script, variant)
+    got = engine.read(image)
+    assert char_error_rate(truth, got.text) <= 0.08, (got.text, truth)
+    assert got.language == lang
+    assert got.confidence > 0.7 and 0.05 < got.text_share < 0.9
+    assert got.text.count("\n") == truth.count("\n")  # lines in reading order
+
+
+def test_plain_tesseract_fails_where_the_engine_turns_the_page(engine):
+    """The turned page is what the engine adds: Tesseract alone, told the language, misreads it."""
+    import tesserocr
+
+    image, truth = sample("latin", "rot90")
+    with tesserocr.PyTessBaseAPI(path=engine.tessdata, lang="eng") as api:
+        api.SetImage(image)
+        plain = api.GetUTF8Text()
+    assert char_error_rate(truth, plain) > 0.5
+    assert char_error_rate(truth, engine.read(image).text) < 0.05
+
+
+def test_boxes_are_in_the_original_images_pixels(engine):
+    upright = render(["Station timetable", "Platform 3 to Geneva"], "latin")
+    turned = upright.rotate(90, expand=True)  # text now runs bottom to top
+    got = engine.read(turned)
+    assert got.rotation in (90, 270) and "Geneva" in got.text
+    ink = np.argwhere(np.asarray(turned.convert("L")) < 128)
+    (y0, x0), (y1, x1) = ink.min(axis=0), ink.max(axis=0)
+    for w in got.words:
+        bx0, by0, bx1, by1 = w.box
+        assert bx0 >= x0 - 6 and bx1 <= x1 + 6 and by0 >= y0 - 6 and by1 <= y1 + 6, w
+        assert by1 - by0 > bx1 - bx0 or len(w.text) <= 2  # words stand upright in the turned image
+    inside = np.zeros(turned.size[::-1], dtype=bool)
+    for bx0, by0, bx1, by1 in (w.box for w in got.words):
+        inside[by0:by1, bx0:bx1] = True
+    assert inside[ink[:, 0], ink[:, 1]].mean() > 0.95  # the boxes cover the ink
+    ink_box = (x1 - x0) * (y1 - y0) / (turned.size[0] * turned.size[1])
+    assert got.text_share == pytest.approx(inside.mean(), abs=0.02) and got.text_share < ink_box
+
+
+def test_a_blank_image_and_shapes_are_not_text_rich(engine):
+    from PIL import Image
+
+    blank = engine.read(Image.new("RGB", (200, 120), (240, 240, 240)))
+    assert blank.text == "" and blank.text_share == 0 and blank.language == "und"
+    sel = Selection()
+    rng = random.Random(3)
+    for _ in range(4):
+        scene = Image.open(io.BytesIO(render_png(random_scene(rng))))
+        row = text_rich._ocr_row(engine.read(scene), "tesseract")
+        assert text_rich.select(row, sel) is not None, row["text"]
+
+
+def test_a_missing_engine_refuses_in_one_line(tmp_path, monkeypatch):
+    monkeypatch.setenv("TESSDATA_PREFIX", str(tmp_path))
+    with pytest.raises(OcrUnavailable) as err:
+        OcrEngine()
+    assert "\n" not in str(err.value) and "make bootstrap" in str(err.value)
+    with pytest.raises(OcrUnavailable, match="chi_sim"):
+        OcrEngine(OcrConfig(tessdata=str(tmp_path)))
+    from pipelines.cli import app
+
+    monkeypatch.setenv("REFINERY_HOME", str(tmp_path / "lake"))
+    result = CliRunner().invoke(app, ["images", "ocr"])
+    assert result.exit_code == 2, result.output
+    lines = [ln for ln in result.output.splitlines() if ln.strip()]
+    assert len(lines) == 1 and "Tesseract language data" in lines[0], result.output
+
+
+def test_clean_text_drops_bidi_marks_and_cjk_gaps():
+    assert clean_text("\u200eGoal\u200f  x\n\n 北 京 市 abc \n") == "Goal x\n北京市 abc"
+
+
+def test_found_in_tolerates_misread_characters():
+    text = "Quarterly report: revenue grew 14% in March\n北京市今天天气晴朗"
+    assert found_in("revenue grew 14%", text)
+    assert found_in("Quarterly rep0rt", text)  # one character misread of 15
+    assert found_in("天气晴朗", text)
+    assert not found_in("revenue fell", text)
+    assert not found_in("", text)
+
+
+def test_verify_qa_keeps_extractive_answers_found_in_the_text():
+    text = "Open daily from 9am to 5pm, closed Sundays"
+    items = [
+        text_rich.QAItem(question="When does it open?", answer="9am", extractive=True),
+        text_rich.QAItem(question="Which day is it closed?", answer="Mondays", extractive=True),
+        text_rich.QAItem(question="Is it a shop?", answer="Probably a museum", extractive=False),
+    ]
+    kept, dropped = verify_qa(items, text)
+    assert [k["answer"] for k in kept] == ["9am", "Probably a museum"]
+    assert [k["verified"] for k in kept] == [True, False]
+    assert [(d.answer, why) for d, why in dropped] == [("Mondays", "answer_not_in_ocr_text")]
+
+
+def _ocr(text: str, share: float, conf: float = 0.9) -> dict:
+    return {"text": text, "text_share": share, "confidence": conf}
+
+
+def test_caption_flags_name_their_reason():
+    sel = Selection()
+    sign = _ocr("Platform 3 to Geneva", 0.3)
+    assert caption_flag('A sign that reads "Platform 3 to Geneva"', sign, sel) is None
+    assert caption_flag("A timetable showing Geneva trains", sign, sel) is None
+    flag = caption_flag('A sign reading "Exit to Lyon"', sign, sel)
+    assert flag.startswith("claims_absent_text") and "Exit to Lyon" in flag
+    assert caption_flag("Two red circles", sign, sel).startswith("ignores_dominant_text")
+    assert caption_flag("Two red circles", _ocr("Platform 3", 0.05), sel) is None  # not dominant
+    shapes = _ocr("", 0.0, 0.0)
+    assert caption_flag('A poster that says "SALE"', shapes, sel).startswith("claims_absent")
+    assert caption_flag("Two red circles", shapes, sel) is None
+
+
+# ----------------------------------------------------------------------------- the run
+
+
+def _png(image) -> bytes:
+    buf = io.BytesIO()
+    image.save(buf, format="PNG")
+    return buf.getvalue()
+
+
+def _pairs_dir(root, names=None):
+    """Kept pairs: two text images (Latin, Chinese), two scenes, and three text images the
+    consent rule refuses (flag false, flag null, opted out by the ledger's doc id)."""
+    images = [
+        ("latin", _png(sample("latin", "upright")[0]), True, "d1"),
+        ("cjk", _png(sample("cjk", "upright")[0]), True, "d2"),
+        ("scene0", render_png(random_scene(random.Random(1))), True, "d3"),
+        ("scene1", render_png(random_scene(random.Random(2))), True, "d3"),
+        ("no", _png(sample("latin", "skew7", 1)[0]), False, "d4"),
+        ("null", _png(sample("arabic", "upright")[0]), None, "d5"),
+        ("ledger", _png(sample("latin", "noisy", 2)[0]), True, "opted-doc"),
+    ]
+    rows = []
+    for name, data, allowed, doc in images:
+        if names is not None and name not in names:
+            continue
+        sha = hashlib.sha256(data).hexdigest()
+        rel = f"images/{sha[:2]}/{sha}.png"
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_bytes(data)
+        rows.append(
+            {
+                "id": name,
+                "doc_id": doc,
+                "caption": name,
+                "image_sha256": sha,
+                "image_path": rel,
+                "training_allowed": allowed,
+                "drop_reason": None,
+            }
+        )
+    pq.write_table(pa.Table.from_pylist(rows), root / "pairs.parquet")
+    return root
+
+
+def _qa_responder(body):
+    text = request_text(body)
+    if "Quarterly" in text:
+        items = [
+            {"question": "How much did revenue grow?", "answer": "14%", "extractive": True},
+            {"question": "Which month?", "answer": "April", "extractive": True},
+            {"question": "Is the shop open?", "answer": "Yes, daily", "extractive": False},
+        ]
+    else:
+        items = [{"question": "哪个城市?", "answer": "北京市", "extractive": True}]
+    return ("ok", json.dumps({"items": items}))
+
+
+def test_text_rich_run_consent_transcriptions_qa_and_caption_flags(engine, server, tmp_path):
+    pairs = _pairs_dir(tmp_path / "pairs")
+    captions = tmp_path / "captions.parquet"
+    pq.write_table(
+        pa.Table.from_pylist(
+            [
+                {"pair_id": "latin", "level": "brief", "caption": "Two blue squares"},
+                {"pair_id": "latin", "level": "keywords", "caption": "report, revenue, march"},
+                {"pair_id": "scene0", "level": "brief", "caption": 'A sign reading "SALE"'},
+                {"pair_id": "no", "level": "brief", "caption": "never checked"},
+            ]
+        ),
+        captions,
+    )
+    server["responder"] = _qa_responder
+    consent = Consent(ids=frozenset({"opted-doc"}))
+    teacher = TeacherClient(
+        server["base_url"], "tiny-vlm", timeout=5, backoff_s=0.01, consent=consent
+    )
+    out = tmp_path / "out"
+    s = make_text_rich(
+        [pairs], out, engine=engine, teacher=teacher, captions=captions, consent=consent, workers=1
+    )
+    assert s["pairs"] == 4 and s["opted_out_skipped"] == 3
+    rows = {r["pair_id"]: r for r in pq.read_table(out / "ocr.parquet").to_pylist()}
+    assert set(rows) == {"latin", "cjk", "scene0", "scene1"}
+    assert {k for k, r in rows.items() if r["modality"] == "text_rich"} == {"latin", "cjk"}
+    assert rows["latin"]["ocr"]["language"] == "en" and rows["cjk"]["ocr"]["language"] == "zh"
+    assert all(rows[k]["drop_reason"] for k in ("scene0", "scene1"))
+    assert all(b["conf"] > 0 for b in rows["latin"]["ocr"]["boxes"])
+
+    tr = {r["pair_id"]: r for r in pq.read_table(out / "pairs.parquet").to_pylist()}
+    assert set(tr) == {"latin", "cjk"} and tr["latin"]["caption"].startswith("Quarterly report")
+    assert (out / tr["cjk"]["image_path"]).is_file()  # the image travels with its pairs
+
+    # only consented images reached the teacher: their images, as data URLs
+    sent = {u for r in server["requests"] for u in request_images(r["body"])}
+    assert len(server["requests"]) == 2 and len(sent) == 2
+    for r in pq.read_table(pairs / "pairs.parquet").to_pylist():
+        assert any(hashlib.sha256(_decoded(u)).hexdigest() == r["image_sha256"] for u in sent) == (
+            r["id"] in ("latin", "cjk")
+        ), r["id"]
+    qa = {r["pair_id"]: r for r in pq.read_table(out / "qa.parquet").to_pylist()}
+    assert [(i["answer"], i["verified"]) for i in qa["latin"]["qa"]] == [
+        ("14%", True),
+        ("Yes, daily", False),
+    ]
+    assert qa["cjk"]["qa"][0]["answer"] == "北京市" and qa["cjk"]["qa"][0]["verified"]
+    rejects = pq.read_table(out / "qa_rejects.parquet").to_pylist()
+    assert [(r["answer"], r["reason"]) for r in rejects] == [("April", "answer_not_in_ocr_text")]
+
+    flags = {
+        (f["pair_id"], f["level"]): f["ocr_flag"]
+        for f in pq.read_table(out / "caption_flags.parquet").to_pylist()
+    }
+    assert set(flags) == {("latin", "brief"), ("latin", "keywords"), ("scene0", "brief")}
+    assert flags[("latin", "brief")].startswith("ignores_dominant_text")
+    assert flags[("latin", "keywords")] is None
+    assert flags[("scene0", "brief")].startswith("claims_absent_text")
+
+    # the client refuses the opted-out pairs too, before any request
+    for item in (
+        {"pair_id": "no", "training_allowed": False},
+        {"doc_id": "opted-doc", "training_allowed": True},
+    ):
+        with pytest.raises(TeacherError, match="refused to send"):
+            text_rich.teacher_qa(teacher, item, b"\x89PNG\r\n\x1a\n", "text", 1)
+    assert len(server["requests"]) == 2
+
+
+def _decoded(url: str) -> bytes:
+    import base64
+
+    return base64.b64decode(url.split(",", 1)[1])
+
+
+def test_without_a_teacher_qa_rows_say_so(engine, tmp_path):
+    pairs = _pairs_dir(tmp_path / "pairs", ["latin", "cjk", "ledger"])
+    s = make_text_rich([pairs], tmp_path / "out", engine=engine, workers=1)
+    qa = pq.read_table(tmp_path / "out" / "qa.parquet").to_pylist()
+    assert len(qa) == s["text_rich"] == 3  # without the ledger, the ledger's opt-out is kept
+    assert all(r["status"] == text_rich.NO_TEACHER and r["qa"] == [] for r in qa)
+    assert not (tmp_path / "out" / "caption_flags.parquet").exists()
