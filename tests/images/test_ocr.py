@@ -305,3 +305,73 @@ def test_without_a_teacher_qa_rows_say_so(engine, tmp_path):
     assert len(qa) == s["text_rich"] == 3  # without the ledger, the ledger's opt-out is kept
     assert all(r["status"] == text_rich.NO_TEACHER and r["qa"] == [] for r in qa)
     assert not (tmp_path / "out" / "caption_flags.parquet").exists()
+
+
+def _captions_file(path, rows):
+    from common.manifest import write_parquet
+
+    write_parquet(pa.Table.from_pylist(rows), path, inputs=[])
+    return path
+
+
+def test_cli_and_dagster_asset_with_its_checks(tmp_path, monkeypatch):
+    from pipelines.cli import app
+    from pipelines.graph import materialize_selection
+    from pipelines.stage import Dataset, Lake
+    from pipelines.stages import ocr as stage_mod
+
+    lake = tmp_path / "lake"
+    pairs = _pairs_dir(lake / "images" / "pairs" / "shard=0", ["latin", "scene0", "no"])
+    captions = _captions_file(
+        lake / "synth" / "captions" / "captions.parquet",
+        [{"pair_id": "scene0", "level": "brief", "caption": 'A sign that says "OPEN"'}],
+    )
+    monkeypatch.setenv("REFINERY_HOME", str(lake))
+    monkeypatch.delenv("REFINERY_TEACHER_URL", raising=False)
+    res = CliRunner().invoke(app, ["images", "ocr", "--workers", "1"])
+    assert res.exit_code == 0, res.output
+    assert "text_rich=1" in res.output and "opted_out_skipped=1" in res.output
+    flags = pq.read_table(lake / "images" / "ocr" / "caption_flags.parquet").to_pylist()
+    assert [f["ocr_flag"].split(":")[0] for f in flags] == ["claims_absent_text"]
+
+    handles = lake / "_handles"
+    (handles / "image_pairs").mkdir(parents=True)
+    (handles / "image_pairs" / "0.json").write_text(
+        Dataset("image_pairs", str(pairs), "0").to_json()
+    )
+    (handles / "synthetic_captions.json").write_text(
+        Dataset("synthetic_captions", str(captions)).to_json()
+    )
+    run = materialize_selection(
+        ["text_rich_images"],
+        lake,
+        run_config={"ops": {"text_rich_images": {"config": {"workers": 1}}}},
+    )
+    assert run.success
+    (event,) = run.get_asset_materialization_events()
+    meta = {k: getattr(v, "value", v) for k, v in event.materialization.metadata.items()}
+    assert meta["pairs"] == 2 and meta["text_rich"] == 1 and meta["opted_out_skipped"] == 1
+    checks = {c.check_name: c.passed for c in run.get_asset_check_evaluations()}
+    assert checks == {"only_consented_images_read": True, "text_rich_selection": True}
+
+    # the checks catch an opted-out image's OCR row and a transcription without its image row
+    out = lake / "images" / "ocr" / "ocr.parquet"
+    summary = stage_mod.OcrSummary(
+        outputs={"text_rich_images": str(out)},
+        **{k: meta[k] for k in ("pairs", "opted_out_skipped", "text_rich", "qa_items")},
+        not_text_rich={},
+        languages={},
+        qa_verified=0,
+        qa_rejected=0,
+        qa_status={},
+        ocr_ms_per_image=1.0,
+        seconds=1.0,
+    )
+    table = pq.read_table(out)
+    rows = table.to_pylist()
+    manifest = out.with_name(out.name + ".manifest.json").read_text()
+    pq.write_table(pa.Table.from_pylist([*rows, {**rows[0], "pair_id": "no"}], table.schema), out)
+    out.with_name(out.name + ".manifest.json").write_text(manifest)
+    assert not stage_mod._ocr_consent(summary, Lake(root=lake)).passed
+    pq.write_table(pa.Table.from_pylist([r for r in rows if not r["text_rich"]], table.schema), out)
+    assert not stage_mod._text_rich_selection(summary, Lake(root=lake)).passed
