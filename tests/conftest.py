@@ -2,6 +2,13 @@
 
 import os
 
+# Before any test module imports torch (open_clip, the image tests): training/__init__.py sets
+# this for the CLI and the graph, but a pytest worker may load torch first through another
+# package, and the demo test trains in the worker, beside the other worker's tests. OpenMP
+# threads that spin-wait stall each other there: a training step of the tiny model took 18 s
+# with two active threads on a loaded 2-core machine, 1.6 s passive.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
 import pytest
 
 
