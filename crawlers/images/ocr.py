@@ -3,14 +3,16 @@ its language and script, word boxes with confidences, and the share of the image
 
 Plain Tesseract reads upright, horizontal text well and little else. Around it, `OcrEngine.read`:
 1. works on a grey copy, its contrast stretched (low-contrast text);
-2. turns the page upright by Tesseract's orientation and script detection (OSD: 0/90/180/270);
-3. straightens a small skew (up to `max_skew` degrees) found by the projection-profile method
+2. straightens a small skew (up to `max_skew` degrees) found by the projection-profile method
    (the angle whose row sums of ink are the most peaked);
+3. turns the page upright by Tesseract's orientation and script detection (OSD: 0/90/180/270);
+   where OSD is unsure or finds nothing (Arabic, short text), the upright page, OSD's guess and,
+   when the ink's columns are more peaked than its rows, the page on either side are read, and
+   the reading with the most confident characters kept; an unsure one is also read upside down;
 4. enlarges small text (up to `max_upscale` times) to a line height of `line_px` pixels; text
    already that large is left as it is (Tesseract's Arabic model reads enlarged text worse);
 5. recognises with the language of the script OSD found (Latin: eng, Han: chi_sim, Arabic:
-   ara); where OSD finds none (Arabic, short text), each language is tried and the one with the
-   most confident characters kept; where that stays unsure, the other three turns are tried.
+   ara); without one, each language is tried and the most confident characters kept.
 Boxes are mapped back to the original image's pixels. Tesseract's language data comes from
 Debian's tesseract-ocr packages (scripts/bootstrap.sh); without it, or without tesserocr, the
 engine refuses with one line (`OcrUnavailable`), never an empty text.
@@ -271,18 +273,19 @@ class OcrEngine:
             with self._lock:
                 self._free[lang].append(api)
 
-    def _osd(self, gray: Image.Image) -> tuple[int, str | None]:
-        """(degrees to turn counter-clockwise to make it upright, script or None)."""
+    def _osd(self, gray: Image.Image) -> tuple[int, bool, str | None]:
+        """(degrees to turn counter-clockwise to make it upright, whether OSD is sure of it,
+        script or None)."""
         with self._api("osd") as api:
             api.SetImage(gray)
             try:
                 r = api.DetectOrientationScript()
             except RuntimeError:
-                return 0, None
+                return 0, False, None
         if not r:
-            return 0, None
-        turn = int(r["orient_deg"]) if r["orient_conf"] >= self.config.osd_min_conf else 0
-        return turn, r.get("script_name")
+            return 0, False, None
+        turn = int(r["orient_deg"]) % 360
+        return turn, r["orient_conf"] >= self.config.osd_min_conf, r.get("script_name")
 
     def _recognise(self, gray: Image.Image, lang: str) -> tuple[str, list[Word], float]:
         """(text, words in the worked copy's pixels, character-weighted confidence)."""
@@ -331,37 +334,36 @@ class OcrEngine:
         shrink = gray.size[0] / size[0]
         if np.asarray(gray).std() < 2:  # one flat colour: nothing to read
             return self._result("", [], 0.0, "", size, 0.0, [], 1.0, 1.0, start)
-        turn, script = self._osd(gray)
-        lang = SCRIPT_LANG.get(script or "")
-        lang = lang if lang in cfg.languages else None
-        if turn:
-            turns = [turn]
-        elif _lines_run_across(gray):  # text on its side that OSD could not place
-            turns = [0, 90, 270]
-        else:
-            turns = [0]
-        reads = [self._read_turned(gray, t, lang) for t in turns]
-        best, steps, skew, grow, worked = max(reads, key=lambda r: _weight(r[0]))
-        if turns == [0] and not lang and best[2] and best[3] < cfg.sure_conf:
-            upside = self._read_turned(gray, 180, best[0])  # an unsure reading may be upside down
-            if _weight(upside[0]) > 1.2 * _weight(best):
-                best, steps, skew, grow, worked = upside
-        lang, text, words, conf = best
-        return self._result(text, words, conf, lang, size, skew, steps, shrink, grow, start)
-
-    def _read_turned(self, gray: Image.Image, turn: int, lang: str | None):
-        """Turn, straighten, enlarge small text, recognise (in `lang`, else the best language):
-        ((lang, text, words, conf), steps, skew, grow, worked copy)."""
-        cfg = self.config
         steps: list = []  # (degrees turned, size before, size after), before enlarging
-        if turn:
-            turned = gray.rotate(turn, expand=True)
-            steps.append((turn, gray.size, turned.size))
-            gray = turned
-        skew = skew_angle(gray, cfg.max_skew)
+        skew = skew_angle(gray, cfg.max_skew)  # first: OSD misjudges skewed lines
         if skew:
             turned = gray.rotate(skew, expand=True, fillcolor=_background(gray))
             steps.append((skew, gray.size, turned.size))
+            gray = turned
+        turn, sure, script = self._osd(gray)
+        lang = SCRIPT_LANG.get(script or "")
+        lang = lang if lang in cfg.languages else None
+        turns = [turn] if sure else [0, turn] if turn else [0]
+        if not sure and _lines_run_across(gray):  # text on its side that OSD could not place
+            turns += [t for t in (90, 270) if t not in turns]
+        reads = [self._read_turned(gray, t, lang) for t in turns]
+        best, turned_steps, grow = max(reads, key=lambda r: _weight(r[0]))
+        if not sure and 180 not in turns and best[2] and best[3] < cfg.sure_conf:
+            upside = self._read_turned(gray, 180, lang)  # an unsure reading may be upside down
+            if _weight(upside[0]) > 1.2 * _weight(best):
+                best, turned_steps, grow = upside
+        lang, text, words, conf = best
+        steps += turned_steps
+        return self._result(text, words, conf, lang, size, skew, steps, shrink, grow, start)
+
+    def _read_turned(self, gray: Image.Image, turn: int, lang: str | None):
+        """Turn, enlarge small text, recognise (in `lang`, else the best language):
+        ((lang, text, words, conf), steps, grow)."""
+        cfg = self.config
+        steps: list = []
+        if turn:
+            turned = gray.rotate(turn, expand=True)
+            steps.append((turn, gray.size, turned.size))
             gray = turned
         height = line_height(gray)
         grow = min(cfg.max_upscale, cfg.line_px / height) if height else 1.0
@@ -371,7 +373,7 @@ class OcrEngine:
         else:
             grow = 1.0
         best = (lang, *self._recognise(gray, lang)) if lang else self._best_language(gray)
-        return best, steps, skew, grow, gray
+        return best, steps, grow
 
     def _best_language(self, gray: Image.Image) -> tuple[str, str, list[Word], float]:
         """Each language in turn, the first sure one kept, else the most confident characters;
