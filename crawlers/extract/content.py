@@ -21,8 +21,7 @@ from dataclasses import dataclass, field
 from urllib.parse import urljoin
 
 from lxml.etree import Element, SubElement, XPath
-from trafilatura import bare_extraction
-from trafilatura.core import normalize_unicode, trafilatura_sequence, xmltotxt
+from trafilatura.core import normalize_unicode, xmltotxt
 from trafilatura.htmlprocessing import convert_tags, tree_cleaning
 from trafilatura.main_extractor import extract_comments
 from trafilatura.settings import Extractor
@@ -30,6 +29,7 @@ from trafilatura.utils import image_src, load_html
 
 from crawlers.extract.decode import clean_text
 from crawlers.extract.metadata import page_metadata
+from crawlers.extract.runs import RawTree, main_run, sequence
 
 # What trafilatura's comment XPaths (trafilatura.xpaths.COMMENTS_XPATH) need, on the raw tree:
 # its id/class tests on every tag that cleaning and tag conversion turn into a div, section or
@@ -208,21 +208,21 @@ def _options(url: str, favor: str, *, images: bool, fast: bool) -> Extractor:
     )
 
 
-def _run_trafilatura(tree, url: str, favor: str):
+def _run_trafilatura(raw: RawTree, url: str, favor: str):
     """trafilatura's main content of the page, as `trafilatura.extract` decides it (metadata apart:
-    `page_metadata`); bare_extraction copies the tree, which is left as it was."""
-    return bare_extraction(tree, options=_options(url, favor, images=False, fast=False))
+    `page_metadata`); the raw tree is left as it was."""
+    return main_run(raw, _options(url, favor, images=False, fast=False))
 
 
-def _image_body(tree, url: str, favor: str, *, fast: bool):
+def _image_body(raw: RawTree, url: str, favor: str, *, fast: bool):
     """The body of trafilatura's run with images (bare_extraction's steps without its text
     serialisation, which the image run does not use); None where bare_extraction gives none."""
     options = _options(url, favor, images=True, fast=fast)
     try:
-        body, text, _, comments = trafilatura_sequence(copy.copy(tree), options, url)
+        body, text = sequence(raw, options, url)
     except (TypeError, ValueError):
         return None
-    if len(text) < options.min_output_size and len(comments) < options.min_output_comm_size:
+    if len(text) < options.min_output_size and 0 < options.min_output_comm_size:
         return None
     return body
 
@@ -351,7 +351,8 @@ def extract_content(html: str, url: str, *, favor: str = "balanced", tree=None) 
         tree = parse_html(html)
     if tree is None:
         return None
-    doc = _run_trafilatura(tree, url, favor)
+    raw = RawTree(tree)
+    doc = _run_trafilatura(raw, url, favor)
     text = _plain(doc, tree)
     if not text:
         return None
@@ -363,11 +364,11 @@ def extract_content(html: str, url: str, *, favor: str = "balanced", tree=None) 
         # The image run only places images: fast (no second opinion from the fallbacks), unless
         # that finds none on a short page (trafilatura falls back to a baseline that drops every
         # image), then in full, then in precision mode.
-        imaged = _image_body(tree, url, favor, fast=True)
+        imaged = _image_body(raw, url, favor, fast=True)
         for mode in (favor, "precision") if len(text) < SHORT_PAGE_CHARS else ():
             if imaged is not None and imaged.find(".//graphic") is not None:
                 break
-            imaged = _image_body(tree, url, mode, fast=False)
+            imaged = _image_body(raw, url, mode, fast=False)
         body = place_images(body, imaged)
     # Plain text leaves images out; Markdown keeps them as ![alt](src) in place (xmltotxt
     # formats a copy).

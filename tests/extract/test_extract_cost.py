@@ -3,6 +3,8 @@ image and comment runs only where they can find something, and the same outputs 
 
 from __future__ import annotations
 
+import copy
+
 import lxml.html
 import pytest
 from trafilatura.metadata import extract_metadata
@@ -113,3 +115,82 @@ def test_metadata_fields_are_trafilaturas(head, byline):
     theirs = extract_metadata(tree, URL, set_date_params(extensive=False), False, None)
     for field in ("title", "author", "date", "sitename", "url", "hostname"):
         assert getattr(ours, field) == getattr(theirs, field), field
+
+
+def _short_story_in_a_big_page() -> bytes:
+    # A short story among much more page text: trafilatura's recall escalation looks again.
+    teasers = "".join(
+        f"<div class='teaser'><h3>Story {i}</h3><span>{EN}</span></div>" for i in range(30)
+    )
+    return (
+        f"<html><head><title>Short</title></head><body><div class='main'><h1>Short</h1>"
+        f"<p>{EN}</p></div><div class='more'>{teasers}</div></body></html>"
+    ).encode()
+
+
+FORUM_HEAD = (
+    '<script type="application/ld+json">{"@type": "DiscussionForumPosting", "headline": "Bus"}'
+    "</script>"
+)
+RUN_PAGES = {
+    "article": article(),
+    "images and byline": article(
+        extra='<div class="byline">By <a rel="author">Alan Turing</a></div>'
+        '<figure><img src="/img/a.jpg" alt="A"><figcaption>Caption</figcaption></figure>',
+        after='<ol class="comment-list"><li><p>A reader writes about the bus lines.</p></li></ol>',
+    ),
+    "short story": _short_story_in_a_big_page(),
+    "forum": article(
+        head=FORUM_HEAD,
+        after='<div id="comments"><p>First post about the budget and the library roof.</p></div>',
+    ),
+}
+
+
+@pytest.mark.parametrize("page", sorted(RUN_PAGES))
+@pytest.mark.parametrize("favor", ["balanced", "precision", "recall"])
+def test_shared_runs_give_trafilaturas_own_results(page, favor, monkeypatch):
+    from lxml import etree
+    from trafilatura import bare_extraction
+    from trafilatura.core import trafilatura_sequence
+
+    from crawlers.extract import runs
+
+    retries = []
+    retry = runs._recall_retry
+    monkeypatch.setattr(runs, "_recall_retry", lambda *a: retries.append(1) or retry(*a))
+    tree = parse_html(RUN_PAGES[page].decode())
+    before = etree.tostring(tree)
+    raw = runs.RawTree(tree)
+    for images, fast in ((False, False), (True, True), (True, False)):
+        options = content._options(URL, favor, images=images, fast=fast)
+        theirs = bare_extraction(copy.copy(tree), options=options)
+        ours = runs.main_run(raw, options)
+        assert (ours is None) == (theirs is None)
+        if ours is not None:
+            assert ours.text == theirs.text
+            assert etree.tostring(ours.body) == etree.tostring(theirs.body)
+        body, text, _, _ = trafilatura_sequence(copy.copy(tree), options, URL)
+        o_body, o_text = runs.sequence(raw, options, URL)
+        assert (o_text, etree.tostring(o_body)) == (text, etree.tostring(body))
+    assert etree.tostring(tree) == before  # the raw tree is every run's input, unchanged
+    if page == "short story" and favor == "balanced":
+        assert retries  # the recall escalation was taken, and agreed
+
+
+def test_the_image_run_reuses_the_main_runs_pruned_tree(monkeypatch):
+    from trafilatura.xpaths import RAW_TREE_PRUNE_XPATH
+
+    from crawlers.extract import runs
+
+    pruned = []
+    prune = runs.prune_unwanted_nodes
+    monkeypatch.setattr(
+        runs,
+        "prune_unwanted_nodes",
+        lambda tree, xpaths, *a: (
+            pruned.append(xpaths is RAW_TREE_PRUNE_XPATH) or prune(tree, xpaths, *a)
+        ),
+    )
+    res = extract(article(extra='<figure><img src="/img/library.jpg" alt="The library"></figure>'))
+    assert res.image_refs and pruned.count(True) == 1
