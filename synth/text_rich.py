@@ -6,8 +6,9 @@ synthetic captions.
 - `ocr.parquet`: one row per kept, consented pair (rows in = rows out), with its `ocr`
   annotation (text in reading order, language, script, confidence, text share, word boxes with
   confidences) and its `modality`: `text_rich` when the text share and the confidence pass the
-  thresholds, else `image`, with the reason in `drop_reason` (no_text, low_text_share,
-  low_ocr_confidence, undecodable_image, no_image).
+  thresholds, else `image`, with the reason in `drop_reason` (no_text, repetitive_text: a row of
+  like shapes read as one letter, low_text_share, low_ocr_confidence, undecodable_image,
+  no_image).
 - `pairs.parquet`: transcription pairs in the `images build` pairs format (id, caption, image_path
   relative to it, training_allowed, drop_reason), so every reader of pairs takes them: each
   text-rich image with its text as the caption; the image copied under `images/`.
@@ -161,6 +162,9 @@ class Selection(BaseModel):
     min_letters: int = Field(
         4, ge=1, description="letters read (digits and signs alone are what shapes read as)"
     )
+    min_distinct_letters: int = Field(
+        4, ge=1, description="distinct letters read (a row of like shapes reads as one)"
+    )
     dominant_share: float = Field(
         0.15, ge=0, le=1, description="text share from which a caption must mention the text"
     )
@@ -223,6 +227,8 @@ def select(ocr: dict | None, sel: Selection) -> str | None:
         return "undecodable_image"
     if letters(ocr["text"]) < sel.min_letters:
         return "no_text"
+    if repetitive(ocr["text"], sel.min_distinct_letters):
+        return "repetitive_text"
     if ocr["text_share"] < sel.min_text_share:
         return "low_text_share"
     if ocr["confidence"] < sel.min_confidence:
@@ -260,6 +266,16 @@ def letters(text: str) -> int:
     return sum(unicodedata.category(ch)[0] == "L" for ch in text)
 
 
+def repetitive(text: str, min_distinct: int = 4) -> bool:
+    """Whether a reading is a row of the same shapes (houses read as "会会会会", circles as
+    "AAAAA"): fewer distinct letters than `min_distinct`, or one word making half of 3 or more."""
+    distinct = {ch.casefold() for ch in text if unicodedata.category(ch)[0] == "L"}
+    if len(distinct) < min_distinct:
+        return True
+    words = [normalise(w) for w in text.split() if normalise(w)]
+    return len(words) >= 3 and Counter(words).most_common(1)[0][1] * 2 >= len(words)
+
+
 def normalise(text: str) -> str:
     """Text compared across OCR and answers: NFKC, case folded, letters and digits only."""
     text = unicodedata.normalize("NFKC", text).casefold()
@@ -289,9 +305,13 @@ def found_in(needle: str, haystack: str, tolerance: float = 0.15) -> bool:
 
 def verify_qa(items: list[QAItem], ocr_text: str) -> tuple[list[dict], list[tuple[QAItem, str]]]:
     """(kept items with `verified`, [(dropped item, reason)]): an extractive answer must be found
-    in the OCR text; an abstractive one is kept unverified."""
-    kept, dropped = [], []
+    in the OCR text; an abstractive one is kept unverified; an exact repeat counts once."""
+    kept, dropped, seen = [], [], set()
     for it in items:
+        key = (it.question.strip(), it.answer.strip(), it.extractive)
+        if key in seen:  # the same item written twice is one item
+            continue
+        seen.add(key)
         if not it.question.strip() or not it.answer.strip():
             dropped.append((it, "empty_question_or_answer"))
         elif it.extractive and not found_in(it.answer, ocr_text):
@@ -313,7 +333,11 @@ def caption_flag(caption: str, ocr: dict | None, sel: Selection) -> str | None:
     if ocr is None or not caption:
         return None
     text = ocr["text"]
-    has_text = letters(text) >= sel.min_letters and ocr["confidence"] >= sel.min_confidence
+    has_text = (
+        letters(text) >= sel.min_letters
+        and ocr["confidence"] >= sel.min_confidence
+        and not repetitive(text, sel.min_distinct_letters)
+    )
     claims = [m.strip() for m in QUOTED.findall(caption) + NAMED.findall(caption)]
     claims = [c for c in claims if len(normalise(c)) >= 2]
     for claim in claims:

@@ -105,6 +105,15 @@ def test_a_blank_image_and_shapes_are_not_text_rich(engine):
         assert text_rich.select(row, sel) is not None, row["text"]
 
 
+def test_a_row_of_like_shapes_is_not_text():
+    """The sample web's rows of houses read as 会会会会 and of circles as AAAAA (conf 0.7-0.9)."""
+    sel = Selection()
+    for reading in ("会会会会会", "AAAAA", "لهها لهها لهها", "© © 69\nلهها لهها لهها لهها"):
+        assert text_rich.select(_ocr(reading, 0.2), sel) == "repetitive_text", reading
+    for reading in ("SALE", "Platform 3 to Geneva", "北京市今天天气晴朗", "مرحبا بكم"):
+        assert text_rich.select(_ocr(reading, 0.2), sel) is None, reading
+
+
 def test_a_missing_engine_refuses_in_one_line(tmp_path, monkeypatch):
     monkeypatch.setenv("TESSDATA_PREFIX", str(tmp_path))
     with pytest.raises(OcrUnavailable) as err:
@@ -140,6 +149,7 @@ def test_verify_qa_keeps_extractive_answers_found_in_the_text():
         text_rich.QAItem(question="When does it open?", answer="9am", extractive=True),
         text_rich.QAItem(question="Which day is it closed?", answer="Mondays", extractive=True),
         text_rich.QAItem(question="Is it a shop?", answer="Probably a museum", extractive=False),
+        text_rich.QAItem(question="Which day is it closed?", answer="Mondays", extractive=True),
     ]
     kept, dropped = verify_qa(items, text)
     assert [k["answer"] for k in kept] == ["9am", "Probably a museum"]
