@@ -34,12 +34,15 @@ from crawlers.extract.runs import RawTree, main_run, sequence
 # What trafilatura's comment XPaths (trafilatura.xpaths.COMMENTS_XPATH) need, on the raw tree:
 # its id/class tests on every tag that cleaning and tag conversion turn into a div, section or
 # list. Cleaning only removes elements and renames tags, so no match here means no comments.
+# The regular expressions are spelled as substring tests: lxml calls Python for each re:test,
+# on every element of those tags.
 _MAY_HAVE_COMMENTS = XPath(
     "boolean(//*[self::div or self::section or self::ul or self::ol or self::dl or self::form "
     "or self::figure or self::table or self::details][contains(@class, 'comment') or "
-    "re:test(@class, '^Comments') or starts-with(@id, 'social') or "
-    "re:test(@id, 'comment-?list|^comment[s-]|^(?:comol|disqus_thread|dsq-comments)')])",
-    namespaces={"re": "http://exslt.org/regular-expressions"},
+    "starts-with(@class, 'Comments') or starts-with(@id, 'social') or "
+    "contains(@id, 'commentlist') or contains(@id, 'comment-list') or "
+    "starts-with(@id, 'comments') or starts-with(@id, 'comment-') or starts-with(@id, 'comol') or "
+    "starts-with(@id, 'disqus_thread') or starts-with(@id, 'dsq-comments')])"
 )
 SHORT_PAGE_CHARS = 600  # main text below this may be trafilatura's baseline fallback
 _MIN_COMMENT_LABEL = 50  # a single comment line shorter than this is the section's label

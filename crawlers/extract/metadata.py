@@ -8,6 +8,7 @@ license link search (a third of the metadata time on real pages).
 from __future__ import annotations
 
 from courlan import extract_domain
+from lxml.etree import XPath
 from trafilatura.metadata import (
     META_URL,
     examine_meta,
@@ -18,6 +19,35 @@ from trafilatura.metadata import (
     extract_url,
 )
 from trafilatura.settings import Document, set_date_params
+
+# What any of trafilatura's AUTHOR_XPATHS needs to match (a superset, without its regular
+# expressions, which lxml evaluates in Python on every element): an element with one of these
+# names or attributes. Their tests read only an element's own name and attributes (and a child
+# <rel>'s text), and extract_author only removes elements before them, so a page without any of
+# these has no author to find, and its copy and pruning can be skipped.
+_CLASS_PARTS = (
+    "uthor",
+    "channel-name",
+    "zuozhe",
+    "bianji",
+    "xiaobian",
+    "submitted-by",
+    "posted-by",
+    "journalist-name",
+    "screenname",
+    "writer",
+    "yline",
+)
+_ID_PARTS = ("uthor", "zuozhe", "bianji", "xiaobian")
+_MAY_HAVE_AUTHOR = XPath(
+    "boolean(//author | //rel | //*[@rel='author' or @data-testid='AuthorCard' or "
+    "@data-testid='AuthorURL' or contains(@itemprop, 'author') or "
+    "contains(@data-component, 'Byline') or @class='username' or @class='byl' or @class='BBL' or "
+    + " or ".join(f"contains(@id, '{x}')" for x in _ID_PARTS)
+    + " or "
+    + " or ".join(f"contains(@class, '{x}')" for x in _CLASS_PARTS)
+    + "])"
+)
 
 
 def page_metadata(tree, url: str | None) -> Document:
@@ -34,7 +64,7 @@ def page_metadata(tree, url: str | None) -> Document:
         pass
     if not metadata.title:
         metadata.title = extract_title(tree)
-    if not metadata.author:
+    if not metadata.author and _MAY_HAVE_AUTHOR(tree):
         metadata.author = extract_author(tree)
     if not metadata.url:
         metadata.url = extract_url(tree, url)

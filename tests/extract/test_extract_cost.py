@@ -194,3 +194,66 @@ def test_the_image_run_reuses_the_main_runs_pruned_tree(monkeypatch):
     )
     res = extract(article(extra='<figure><img src="/img/library.jpg" alt="The library"></figure>'))
     assert res.image_refs and pruned.count(True) == 1
+
+
+COMMENT_GATE_WITH_REGEXES = (  # the gate as first written, with trafilatura's regular expressions
+    "boolean(//*[self::div or self::section or self::ul or self::ol or self::dl or self::form "
+    "or self::figure or self::table or self::details][contains(@class, 'comment') or "
+    "re:test(@class, '^Comments') or starts-with(@id, 'social') or "
+    "re:test(@id, 'comment-?list|^comment[s-]|^(?:comol|disqus_thread|dsq-comments)')])"
+)
+
+
+@pytest.mark.parametrize("attr", ["id", "class"])
+def test_the_comment_gate_without_regexes_matches_as_the_regexes_do(attr):
+    from lxml.etree import XPath
+
+    regexes = XPath(
+        COMMENT_GATE_WITH_REGEXES, namespaces={"re": "http://exslt.org/regular-expressions"}
+    )
+    values = [
+        "comments", "comment-3", "commentlist", "my-comment-list", "xcomments", "Comments box",
+        "no Comments", "comol", "xcomol", "disqus_thread", "dsq-comments", "dsq-comment",
+        "comment_list", "commentary", "social-links", "asocial", "COMMENTS", "Comment", "",
+    ]  # fmt: skip
+    for value in values:
+        for tag in ("div", "ol", "details", "span"):
+            tree = lxml.html.fromstring(
+                f'<html><body><{tag} {attr}="{value}">x</{tag}></body></html>'
+            )
+            assert content._MAY_HAVE_COMMENTS(tree) == regexes(tree), (tag, attr, value)
+
+
+BYLINE_SHAPES = [
+    '<a rel="author" href="/a">Alan Turing</a>',
+    '<span itemprop="author name">Alan Turing</span>',
+    '<div class="post-authorName">Alan Turing</div>',
+    '<p id="zuozhe">Alan Turing</p>',
+    '<h4 class="journalist-name">Alan Turing</h4>',
+    '<div class="BBL">Alan Turing</div>',
+    '<section class="Byline">Alan Turing</section>',
+    '<em data-component="Byline">Alan Turing</em>',
+    '<b id="mainAuthor">Alan Turing</b>',
+    "<author>Alan Turing</author>",
+    '<div class="byline">By Alan Turing <time>5 March</time></div>',
+]
+
+
+@pytest.mark.parametrize("byline", BYLINE_SHAPES)
+def test_every_author_shape_still_reaches_trafilaturas_author_search(byline):
+    tree = parse_html(article(extra=byline).decode())
+    ours = page_metadata(tree, URL)
+    theirs = extract_metadata(tree, URL, set_date_params(extensive=False), False, None)
+    assert ours.author == theirs.author == "Alan Turing"
+
+
+def test_a_page_without_author_markup_is_not_copied_to_look_for_one(monkeypatch):
+    import crawlers.extract.metadata as metadata
+
+    searched = []
+    search = metadata.extract_author
+    monkeypatch.setattr(metadata, "extract_author", lambda t: searched.append(1) or search(t))
+    tree = parse_html(article(extra='<div class="teaser">More</div>').decode())
+    assert page_metadata(tree, URL).author is None and searched == []
+    tree = parse_html(article(extra=BYLINE_SHAPES[0]).decode())
+    assert page_metadata(tree, URL).author == "Alan Turing" and searched == [1]
