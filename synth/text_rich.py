@@ -468,7 +468,12 @@ def make_text_rich(
     write_parquet(pa.Table.from_pylist(rejects, schema=QA_REJECTS_SCHEMA), out / QA_REJECTS_FILE)
     outputs = {"text_rich_images": str(out / OCR_FILE)}
     flags_summary: dict[str, Any] = {}
-    if captions is not None:
+    if captions is None:  # a flags file of an earlier run would no longer match ocr.parquet
+        from common.manifest import manifest_path
+
+        manifest_path(out / FLAGS_FILE).unlink(missing_ok=True)
+        (out / FLAGS_FILE).unlink(missing_ok=True)
+    else:
         flags = flag_captions(captions, rows, sel)
         write_parquet(
             pa.Table.from_pylist(flags, schema=FLAGS_SCHEMA),

@@ -317,6 +317,20 @@ def test_without_a_teacher_qa_rows_say_so(engine, tmp_path):
     assert not (tmp_path / "out" / "caption_flags.parquet").exists()
 
 
+def test_a_rerun_without_captions_leaves_no_stale_flags(engine, tmp_path):
+    pairs = _pairs_dir(tmp_path / "pairs", ["scene0"])
+    captions = _captions_file(
+        tmp_path / "c" / "captions.parquet",
+        [{"pair_id": "scene0", "level": "brief", "caption": "A red circle"}],
+    )
+    out = tmp_path / "out"
+    make_text_rich([pairs], out, engine=engine, captions=captions, workers=1)
+    assert pq.read_table(out / "caption_flags.parquet").num_rows == 1
+    make_text_rich([pairs], out, engine=engine, workers=1)
+    assert not (out / "caption_flags.parquet").exists()
+    assert not list(out.glob("caption_flags*"))
+
+
 def _captions_file(path, rows):
     from common.manifest import write_parquet
 
