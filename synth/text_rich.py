@@ -4,8 +4,8 @@ synthetic captions.
 
 `make_text_rich(pairs, out, ...)` writes into `out`:
 - `ocr.parquet`: one row per kept, consented pair (rows in = rows out), with its `ocr`
-  annotation (text in reading order, language, script, confidence, text share, word boxes with
-  confidences) and its `modality`: `text_rich` when the text share and the confidence pass the
+  annotation (text in reading order, language (lid.176 on a text-rich image's text of 20 letters
+  or more, else the script's), script, confidence, text share, word boxes with confidences) and its `modality`: `text_rich` when the text share and the confidence pass the
   thresholds, else `image`, with the reason in `drop_reason` (no_text, repetitive_text: a row of
   like shapes read as one letter, low_text_share, low_ocr_confidence, undecodable_image,
   no_image).
@@ -236,6 +236,22 @@ def select(ocr: dict | None, sel: Selection) -> str | None:
     return None
 
 
+def name_languages(ocrs: list[dict], min_letters: int = 20, min_score: float = 0.5) -> None:
+    """The language of each reading of at least `min_letters` letters by lid.176 (the project's
+    language identifier), where it is sure; a shorter one keeps its script's language (Latin:
+    en, the language Tesseract read it in)."""
+    todo = [o for o in ocrs if letters(o["text"]) >= min_letters]
+    if not todo:
+        return
+    from common.langid import LanguageIdentifier
+
+    for o, (lang, score) in zip(
+        todo, LanguageIdentifier().predict_batch([o["text"] for o in todo]), strict=True
+    ):
+        if score >= min_score:
+            o["language"] = lang
+
+
 def _ocr_row(result, engine_name: str) -> dict:
     return {
         "text": result.text,
@@ -452,6 +468,10 @@ def make_text_rich(
                     "drop_reason": None,
                 }
             )
+    name_languages([r["ocr"] for r in rows if r["text_rich"]])
+    language = {r["pair_id"]: r["ocr"]["language"] for r in rows if r["text_rich"]}
+    for t in transcriptions:
+        t["language"] = language[t["pair_id"]]
     config = {"selection": sel.model_dump(), "questions": questions, "engine": engine_name}
     inputs = list(inputs)
     write_parquet(

@@ -130,6 +130,16 @@ def test_a_missing_engine_refuses_in_one_line(tmp_path, monkeypatch):
     assert len(lines) == 1 and "Tesseract language data" in lines[0], result.output
 
 
+def test_a_long_reading_is_named_by_the_language_identifier():
+    ocrs = [
+        {"text": "Ouvert tous les jours sauf le dimanche", "language": "en"},
+        {"text": "Bahnsteig 3 nach Genf und Basel", "language": "en"},
+        {"text": "Open", "language": "en"},  # too short to tell: the script's language
+    ]
+    text_rich.name_languages(ocrs)
+    assert [o["language"] for o in ocrs] == ["fr", "de", "en"]
+
+
 def test_clean_text_drops_bidi_marks_and_cjk_gaps():
     assert clean_text("\u200eGoal\u200f  x\n\n 北 京 市 abc \n") == "Goal x\n北京市 abc"
 
