@@ -112,6 +112,7 @@ PAIRS_SCHEMA = pa.schema(
         ("language", pa.string()),
         ("modality", pa.string()),
         ("image_sha256", pa.string()),
+        ("stored_sha256", pa.string()),  # the file's hash (faces blurred: not image_sha256)
         ("image_path", pa.string()),
         ("training_allowed", pa.bool_()),
         ("drop_reason", pa.string()),
@@ -210,6 +211,7 @@ def read_pairs(pairs: Any, consent: Any = None) -> tuple[list[dict], int]:
                     "url": r.get("url"),
                     "training_allowed": True,
                     "image_sha256": r.get("image_sha256"),
+                    "stored_sha256": r.get("stored_sha256") or r.get("image_sha256"),
                     "image_path": r["image_path"],
                     "pairs_file": str(f),
                     "image_file": image_file,
@@ -463,6 +465,7 @@ def make_text_rich(
                     "language": ocr["language"],
                     "modality": "text_rich",
                     "image_sha256": p["image_sha256"],
+                    "stored_sha256": p["stored_sha256"],
                     "image_path": rel,
                     "training_allowed": True,
                     "drop_reason": None,

@@ -214,12 +214,15 @@ def _pairs_dir(root, names=None):
         rel = f"images/{sha[:2]}/{sha}.png"
         (root / rel).parent.mkdir(parents=True, exist_ok=True)
         (root / rel).write_bytes(data)
+        # the Chinese image as if a face had been blurred: stored bytes differ from those fetched
+        fetched = hashlib.sha256(b"fetched" + data).hexdigest() if name == "cjk" else sha
         rows.append(
             {
                 "id": name,
                 "doc_id": doc,
                 "caption": name,
-                "image_sha256": sha,
+                "image_sha256": fetched,
+                "stored_sha256": sha,
                 "image_path": rel,
                 "training_allowed": allowed,
                 "drop_reason": None,
@@ -275,13 +278,14 @@ def test_text_rich_run_consent_transcriptions_qa_and_caption_flags(engine, serve
 
     tr = {r["pair_id"]: r for r in pq.read_table(out / "pairs.parquet").to_pylist()}
     assert set(tr) == {"latin", "cjk"} and tr["latin"]["caption"].startswith("Quarterly report")
-    assert (out / tr["cjk"]["image_path"]).is_file()  # the image travels with its pairs
+    image = out / tr["cjk"]["image_path"]  # the image travels with its pairs, as stored
+    assert hashlib.sha256(image.read_bytes()).hexdigest() == tr["cjk"]["stored_sha256"]
 
     # only consented images reached the teacher: their images, as data URLs
     sent = {u for r in server["requests"] for u in request_images(r["body"])}
     assert len(server["requests"]) == 2 and len(sent) == 2
     for r in pq.read_table(pairs / "pairs.parquet").to_pylist():
-        assert any(hashlib.sha256(_decoded(u)).hexdigest() == r["image_sha256"] for u in sent) == (
+        assert any(hashlib.sha256(_decoded(u)).hexdigest() == r["stored_sha256"] for u in sent) == (
             r["id"] in ("latin", "cjk")
         ), r["id"]
     qa = {r["pair_id"]: r for r in pq.read_table(out / "qa.parquet").to_pylist()}
