@@ -430,7 +430,10 @@ def make_text_rich(
         image = open_image(p["image_file"])
         if image is None:
             return None, "undecodable_image"
-        return engine.read(image), None
+        try:
+            return engine.read(image), None
+        except Exception as exc:  # noqa: BLE001 - one image's failure is its row's reason
+            return None, f"ocr_error: {type(exc).__name__}: {' '.join(str(exc).split())[:200]}"
 
     with ThreadPoolExecutor(max(1, workers)) as pool:
         results = list(pool.map(read_one, kept))
@@ -510,7 +513,7 @@ def make_text_rich(
                 (f["ocr_flag"] or "").split(":")[0] for f in flags if f["ocr_flag"]
             ),
         }
-    reasons = Counter(r["drop_reason"] for r in rows if r["drop_reason"])
+    reasons = Counter(r["drop_reason"].split(":")[0] for r in rows if r["drop_reason"])
     secs = [r["seconds"] for r in rows if r["seconds"] is not None]
     status = Counter(q["status"].split(":")[0] for q in qa_rows)
     return {

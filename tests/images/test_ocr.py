@@ -331,6 +331,23 @@ def test_without_a_teacher_qa_rows_say_so(engine, tmp_path):
     assert not (tmp_path / "out" / "caption_flags.parquet").exists()
 
 
+def test_an_engine_failure_is_its_images_row_not_the_runs_end(engine, tmp_path):
+    class Failing:
+        version = engine.version
+
+        def read(self, image):
+            if image.size == sample("latin", "upright")[0].size:
+                raise RuntimeError("tesseract crashed\non this page")
+            return engine.read(image)
+
+    pairs = _pairs_dir(tmp_path / "pairs", ["latin", "scene0"])
+    s = make_text_rich([pairs], tmp_path / "out", engine=Failing(), workers=1)
+    rows = {r["pair_id"]: r for r in pq.read_table(tmp_path / "out" / "ocr.parquet").to_pylist()}
+    assert rows["latin"]["drop_reason"] == "ocr_error: RuntimeError: tesseract crashed on this page"
+    assert rows["latin"]["ocr"] is None and rows["scene0"]["ocr"] is not None
+    assert s["pairs"] == 2 and s["not_text_rich"]["ocr_error"] == 1
+
+
 def test_a_rerun_without_captions_leaves_no_stale_flags(engine, tmp_path):
     pairs = _pairs_dir(tmp_path / "pairs", ["scene0"])
     captions = _captions_file(
