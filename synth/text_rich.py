@@ -13,7 +13,8 @@ synthetic captions.
   relative to it, training_allowed, drop_reason), so every reader of pairs takes them: each
   text-rich image with its text as the caption; the image copied under `images/`.
 - `qa.parquet`: with a teacher, one row per text-rich image: the question-answer items it wrote
-  from the image and its OCR text; an extractive answer is `verified` when it is found in the OCR
+  from the image and its OCR text (status ok, no_teacher, teacher_error: ..., no_qa: ...);
+  an extractive answer is `verified` when it is found in the OCR
   text, else dropped to `qa_rejects.parquet` (answer_not_in_ocr_text). Without a teacher every row
   says `no_teacher` and holds no items (nothing is made up).
 - `caption_flags.parquet` (with `captions`): every synthetic caption of an OCR'd pair with
@@ -443,6 +444,12 @@ def make_text_rich(
     for p, (res, why) in zip(kept, results, strict=True):
         ocr = _ocr_row(res, engine_name) if res is not None else None
         reason = why or select(ocr, sel)
+        rel = None
+        if reason is None:
+            try:  # the transcription and QA pairs name the copy, inside this dataset
+                rel = _copy_image(p, images_dir)
+            except OSError as exc:  # gone since it was read
+                reason = f"no_image: {' '.join(str(exc).split())[:200]}"
         rows.append(
             {
                 "pair_id": p["pair_id"],
@@ -458,7 +465,6 @@ def make_text_rich(
             }
         )
         if reason is None:
-            rel = _copy_image(p, images_dir)
             transcriptions.append(
                 {
                     "id": f"{p['pair_id']}:ocr",
@@ -552,8 +558,8 @@ def _qa(kept, rows, teacher, questions, out) -> tuple[list[dict], list[dict]]:
         p, r = job
         if teacher is None:
             return [], [], NO_TEACHER
+        data = (out / "images" / _image_name(p)).read_bytes()  # the copy the pairs name
         try:
-            data = Path(p["image_file"]).read_bytes()
             items = teacher_qa(teacher, p, _teacher_bytes(data), r["ocr"]["text"], questions)
         except TeacherError as exc:
             return [], [], f"teacher_error: {' '.join(str(exc).split())[:300]}"

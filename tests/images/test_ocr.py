@@ -348,6 +348,25 @@ def test_an_engine_failure_is_its_images_row_not_the_runs_end(engine, tmp_path):
     assert s["pairs"] == 2 and s["not_text_rich"]["ocr_error"] == 1
 
 
+def test_an_image_gone_after_its_reading_is_its_rows_reason(engine, tmp_path):
+    pairs = _pairs_dir(tmp_path / "pairs", ["latin", "cjk"])
+    latin = next(
+        r for r in pq.read_table(pairs / "pairs.parquet").to_pylist() if r["id"] == "latin"
+    )
+
+    class Deleting:
+        version = engine.version
+
+        def read(self, image):
+            (pairs / latin["image_path"]).unlink(missing_ok=True)
+            return engine.read(image)
+
+    s = make_text_rich([pairs], tmp_path / "out", engine=Deleting(), workers=1)
+    rows = {r["pair_id"]: r for r in pq.read_table(tmp_path / "out" / "ocr.parquet").to_pylist()}
+    assert rows["latin"]["drop_reason"].startswith("no_image: ") and rows["cjk"]["text_rich"]
+    assert s["text_rich"] == 1 and s["qa_status"] == {"no_teacher": 1}
+
+
 def test_a_rerun_without_captions_leaves_no_stale_flags(engine, tmp_path):
     pairs = _pairs_dir(tmp_path / "pairs", ["scene0"])
     captions = _captions_file(
