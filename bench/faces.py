@@ -47,10 +47,11 @@ from tests.images.face_render import (  # noqa: E402
 )
 
 CONFIGS = {
-    "upright only": FaceConfig(angles=[], max_upscale=1.0),
-    "turns +/-30": FaceConfig(angles=[-30, 30], max_upscale=1.0),
-    "turns +/-30, small x1.5": FaceConfig(angles=[-30, 30]),
-    "default (turns +/-15 +/-30, small x1.5)": FaceConfig(),
+    "upright only": FaceConfig(angles=[], max_upscale=1.0, face_regions=False),
+    "turns +/-30": FaceConfig(angles=[-30, 30], max_upscale=1.0, face_regions=False),
+    "turns +/-30, small x1.5": FaceConfig(angles=[-30, 30], face_regions=False),
+    "whole image (turns +/-15 +/-30, small x1.5)": FaceConfig(face_regions=False),
+    "default (turns, x1.5, face regions only)": FaceConfig(),
     "default, min_neighbors 4": FaceConfig(min_neighbors=4),
 }
 

@@ -153,7 +153,8 @@ OURS = textwrap.dedent(
     t_fetch = time.perf_counter()
     rows = [r for r in pq.read_table(out / "fetched.parquet").to_pylist() if r["image_path"]]
     paths = [str(out / r["image_path"]) for r in rows]
-    hashes = [phash_bytes(Path(p).read_bytes()) for p in paths]
+    # the fetch hashes each image from its one decode; a row without (none here) is read back
+    hashes = [r.get("phash") or phash_bytes(Path(p).read_bytes()) for r, p in zip(rows, paths)]
     t_phash = time.perf_counter()
     scores = scorer.score(paths, [r["alt"] for r in rows])
     t_score, c_score = time.perf_counter(), cpu()
@@ -416,6 +417,7 @@ def run_ours(server, items, work, a, model) -> dict:
             "allow_private_networks": True,
             "concurrency": a.hosts * a.per_host,
             "per_host_connections": a.per_host,
+            "faces": {"face_regions": not a.faces_whole_image},
         },
     }
     wall, mib = run_measured([str(PY), "-c", OURS, json.dumps(args)], cwd=ROOT)
@@ -502,6 +504,11 @@ def main() -> None:
     )
     ap.add_argument("--cuda-images", type=int, default=5000, help="images for the B/32 figure")
     ap.add_argument("--server-ttl", type=float, default=1800, help="server lifetime cap, s")
+    ap.add_argument(
+        "--faces-whole-image",
+        action="store_true",
+        help="ours searches every image whole for faces (the face search before skin regions)",
+    )
     ap.add_argument("--from-json", default=None, help="re-print a saved result, run nothing")
     a = ap.parse_args()
     if a.from_json:

@@ -8,11 +8,17 @@ The order is the cheap-and-safe one: the byte cap, then the magic bytes (JPEG, P
 anything else, SVG and HTML included, is not_image), then the header's claimed size against the
 pixel cap and Pillow's decompression-bomb limit (nothing is decoded yet), then a full decode of
 the first frame (a truncated or corrupt file is undecodable), then minimum side and aspect.
+
+`draft_side`: a JPEG whose longer side is at least twice that is decoded reduced (libjpeg's
+1/2, 1/4 or 1/8 DCT scaling, the largest that keeps the longer side >= draft_side): every byte
+is still decoded, so a truncated or corrupt file is still undecodable, and `width`/`height`
+stay the header's size; `image.size` is then smaller (`reduced` says so).
 """
 
 from __future__ import annotations
 
 import io
+import math
 from dataclasses import dataclass, field
 
 from PIL import Image, UnidentifiedImageError
@@ -53,6 +59,11 @@ class Decoded:
     frames: int = 1
 
     @property
+    def reduced(self) -> bool:
+        """True when `image` was decoded smaller than the header's size (JPEG draft)."""
+        return self.image is not None and self.image.size != (self.width, self.height)
+
+    @property
     def ext(self) -> str | None:
         """File extension for storage ('jpg', 'png', 'webp', 'gif'), or None."""
         return FORMATS.get(self.format or "")
@@ -68,7 +79,13 @@ def _what(data: bytes) -> str:
 
 
 def decode_image(
-    data: bytes, *, max_bytes: int, max_pixels: int, min_side: int, max_aspect: float
+    data: bytes,
+    *,
+    max_bytes: int,
+    max_pixels: int,
+    min_side: int,
+    max_aspect: float,
+    draft_side: int | None = None,
 ) -> Decoded:
     """Check and decode the first frame of `data`; see the module docstring for the order."""
     if len(data) > max_bytes:
@@ -98,6 +115,9 @@ def decode_image(
                 return out
             out.frames = getattr(im, "n_frames", 1)
             im.seek(0)  # GIF/WebP: the first frame only
+            if fmt == "JPEG" and draft_side and max(im.size) >= 2 * draft_side:
+                k = draft_side / max(im.size)
+                im.draft(im.mode, (math.ceil(im.size[0] * k), math.ceil(im.size[1] * k)))
             im.load()
             out.image = im
     except Image.DecompressionBombError as exc:  # Pillow's own limit, raised while opening

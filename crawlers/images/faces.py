@@ -12,7 +12,10 @@ sha256 of the bytes as fetched.
 Detection runs on a grey copy scaled to `detect_side` pixels on its longer side (a small image
 enlarged at most `max_upscale` times); a face is found from about `min_face` pixels of that copy. In-plane turns
 past the cascades' own tolerance (about 15 degrees) are found by also searching copies turned by
-`angles`.
+`angles`. Only regions that could hold a face are searched (`face_regions`): a colour map of
+the image at 320 pixels finds skin-toned and grey regions that fill much of their box and have
+detail inside; flat shapes, outlines and backgrounds are not searched, and an image whose
+regions cover half of it is searched whole.
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ import threading
 from dataclasses import dataclass
 
 import numpy as np
-from PIL import Image, ImageFilter, ImageOps
+from PIL import ExifTags, Image, ImageFilter, ImageOps
 from pydantic import BaseModel, ConfigDict, Field
 
 CASCADES = {
@@ -61,6 +64,11 @@ class FaceConfig(BaseModel):
     angles: list[float] = Field(
         default_factory=lambda: [-15.0, 15.0, -30.0, 30.0],
         description="extra in-plane turns searched, in degrees (0 is always searched)",
+    )
+    face_regions: bool = Field(
+        True,
+        description="search only around regions that could hold a face (skin-toned or grey, "
+        "filling their box, with detail inside); off: every image is searched whole",
     )
     pad: float = Field(0.25, ge=0, le=1, description="box widened by this share on every side")
     blocks: int = Field(6, ge=2, le=32, description="mosaic cells across a blurred face")
@@ -151,19 +159,34 @@ class FaceDetector:
                     found.append((float(x), float(y), float(w), float(h)))
         return found
 
-    def detect(self, image: Image.Image) -> list[Box]:
-        """Faces in `image` (boxes in its pixels, widened by nothing), largest first."""
-        w, h = image.size
+    def detect(self, image: Image.Image, size: tuple[int, int] | None = None) -> list[Box]:
+        """Faces in `image` (boxes in its pixels, widened by nothing), largest first.
+
+        `size`: the image's full size when `image` is a reduced decode of it (a JPEG draft);
+        the boxes are then in the full image's pixels."""
+        w, h = size or image.size
         scale = min(self.cfg.max_upscale, self.cfg.detect_side / max(w, h))
+        target = (max(1, round(w * scale)), max(1, round(h * scale)))
+        regions = None
+        if self.cfg.face_regions:
+            regions = face_regions(image, (target[1], target[0]), self.cfg.min_face)
+            if regions == []:
+                return []  # nothing that could be a face: no grey copy, no search
         grey = image.convert("L")
-        if scale != 1.0:
-            how = Image.Resampling.BOX if scale < 1 else Image.Resampling.BILINEAR
-            grey = grey.resize((max(1, round(w * scale)), max(1, round(h * scale))), how)
+        if grey.size != target:
+            how = Image.Resampling.BOX if target[0] < grey.width else Image.Resampling.BILINEAR
+            grey = grey.resize(target, how)
         g = np.asarray(grey)
-        boxes = self._search(g)
-        for angle in self.cfg.angles:
-            if angle % 360:
-                boxes += _turned_search(self, g, angle)
+        if regions is None:
+            regions = [(0, 0, g.shape[1], g.shape[0])]
+        boxes = []
+        for x0, y0, x1, y1 in regions:
+            part = np.ascontiguousarray(g[y0:y1, x0:x1])
+            found = self._search(part)
+            for angle in self.cfg.angles:
+                if angle % 360:
+                    found += _turned_search(self, part, angle)
+            boxes += [(x + x0, y + y0, bw, bh) for x, y, bw, bh in found]
         merged = _merge(boxes)
         out = []
         for x, y, bw, bh in merged:
@@ -172,6 +195,86 @@ class FaceDetector:
             if x1 > x0 and y1 > y0:
                 out.append(Box(x0, y0, x1 - x0, y1 - y0))
         return sorted(out, key=lambda b: -b.w * b.h)
+
+
+# Skin tones in YCrCb (Chai & Ngan 1999), widened a little for shaded and dark skin.
+_CR, _CB = (130, 175), (75, 130)
+_MAP_SIDE = 320  # longer side of the colour copy the candidate map is drawn on
+_CHROMA = 10  # a pixel this close to grey (|Cr-128|, |Cb-128|) may be a face in a grey photo
+_EDGE = 8  # luma range over 3x3 pixels that counts as detail (eyes, brows, mouth, shading)
+_DARK = 30  # luma below this (and, for grey, above 255 minus it) is outline or shadow, not face
+_DETAIL = 0.05  # share of a region's box that is inner detail a face has at least
+_WHOLE_SHARE = 0.5  # regions covering this share of the image: search it whole
+
+
+def face_regions(
+    image: Image.Image, shape: tuple[int, int], min_face: int
+) -> list[tuple[int, int, int, int]] | None:
+    """Where to search `image` for faces, as (x0, y0, x1, y1) boxes in the pixels of its grey
+    copy of `shape` (rows, columns); None: search it whole (the regions cover most of it).
+
+    A face is looked for in each region, skin-toned or grey (a black-and-white photograph), at
+    least half a smallest face across, that fills much of its box (an outline, a ring or a
+    stroke does not) and has detail well inside it (eyes, brows, mouth and shading are not
+    flat: a flat shape, whatever its colour, is not searched). Each region is widened by half its size and half a smallest face (hair, forehead and chin, and room for the
+    turned searches). [] : no such region, nothing to search."""
+    cv2 = _cv2()
+    gh, gw = shape
+    w, h = image.size
+    k = min(1.0, _MAP_SIDE / max(w, h))
+    small = image if image.mode == "RGB" else image.convert("RGB")
+    if k < 1.0:
+        small = small.resize((max(1, round(w * k)), max(1, round(h * k))), Image.Resampling.BOX)
+    ycc = cv2.cvtColor(np.asarray(small), cv2.COLOR_RGB2YCrCb)
+    kernel = np.ones((3, 3), np.uint8)
+    detail = cv2.morphologyEx(ycc[..., 0], cv2.MORPH_GRADIENT, kernel) >= _EDGE
+    skin = cv2.inRange(ycc, (_DARK, _CR[0], _CB[0]), (255, _CR[1], _CB[1]))
+    lo, hi = 128 - _CHROMA, 128 + _CHROMA
+    grey = cv2.inRange(ycc, (_DARK, lo, lo), (255 - _DARK, hi, hi))
+    core = np.ones((5, 5), np.uint8)
+    fx, fy = gw / small.width, gh / small.height  # map -> grey copy
+    reach = max(1, round(min_face / 4 / fx))  # detail this close together is one region
+    # detail well inside a skin-toned or mid-grey area (a flat shape's own antialiased border,
+    # or a black outline on white, is none), gathered into regions
+    inner = ((cv2.erode(skin, core) > 0) | (cv2.erode(grey, core) > 0)) & detail
+    near = cv2.dilate(inner.astype(np.uint8), np.ones((2 * reach + 1, 2 * reach + 1), np.uint8))
+    n, labels, stats, _ = cv2.connectedComponentsWithStats(near, connectivity=8)
+    dots = np.bincount(labels[inner], minlength=n)
+    out = []
+    for i in range(1, n):
+        x, y, bw, bh, _area = (int(v) for v in stats[i])
+        if bw * fx < min_face / 2 or bh * fy < min_face / 2 or dots[i] < _DETAIL * bw * bh:
+            continue
+        x0, y0, x1, y1 = x * fx, y * fy, (x + bw) * fx, (y + bh) * fy
+        m = (max(x1 - x0, y1 - y0) + min_face) / 2
+        out.append((x0 - m, y0 - m, x1 + m, y1 + m))
+    boxes = _union_overlapping(out)
+    boxes = [
+        (max(0, math.floor(a)), max(0, math.floor(b)), min(gw, math.ceil(c)), min(gh, math.ceil(d)))
+        for a, b, c, d in boxes
+    ]
+    if sum((c - a) * (d - b) for a, b, c, d in boxes) >= _WHOLE_SHARE * gw * gh:
+        return None
+    return boxes
+
+
+def _union_overlapping(boxes: list) -> list:
+    """Boxes that overlap at all become their union, until none overlap."""
+    boxes = list(boxes)
+    changed = True
+    while changed:
+        changed = False
+        out: list = []
+        for b in boxes:
+            for i, m in enumerate(out):
+                if b[0] < m[2] and m[0] < b[2] and b[1] < m[3] and m[1] < b[3]:
+                    out[i] = (min(b[0], m[0]), min(b[1], m[1]), max(b[2], m[2]), max(b[3], m[3]))
+                    changed = True
+                    break
+            else:
+                out.append(b)
+        boxes = out
+    return boxes
 
 
 def _turned_search(det: FaceDetector, g: np.ndarray, angle: float):
@@ -277,14 +380,24 @@ def redact(
     detector: FaceDetector,
     *,
     frames: int = 1,
+    size: tuple[int, int] | None = None,
 ) -> Redacted:
     """What to store for a decoded image (`image`: its first frame, `data`: the bytes as
-    fetched, `frames`: its frame count): the bytes themselves when no face is found in a
-    single-frame image; otherwise the image (faces blurred; the first frame only, the one that
-    was checked; turned upright by its EXIF orientation) re-encoded as `fmt` without EXIF."""
+    fetched, `frames`: its frame count, `size`: its full size when `image` is a reduced
+    decode): the bytes themselves when no face is found in a single-frame image; otherwise the
+    image (faces blurred; the first frame only, the one that was checked; turned upright by its
+    EXIF orientation) re-encoded as `fmt` without EXIF, at full size (a reduced decode is
+    decoded again in full, only then)."""
+    width, height = size or image.size
     upright = ImageOps.exif_transpose(image)
-    boxes = detector.detect(upright)
+    turned = image.getexif().get(ExifTags.Base.Orientation, 1) in (5, 6, 7, 8)
+    boxes = detector.detect(upright, (height, width) if turned else (width, height))
     if not boxes and frames <= 1:
-        return Redacted(data, image.width, image.height, [])
+        return Redacted(data, width, height, [])
+    if (width, height) != image.size:
+        with Image.open(io.BytesIO(data), formats=[fmt]) as full:
+            full.seek(0)
+            full.load()
+            upright = ImageOps.exif_transpose(full)
     blurred = blur_boxes(_workable(upright), boxes, detector.cfg)
     return Redacted(_encode(blurred, fmt), blurred.width, blurred.height, boxes)

@@ -97,6 +97,8 @@ FETCHED_SCHEMA = pa.schema(
         ("face_boxes", FACE_BOXES),
         # sha256 of the stored file: image_sha256 unless faces were blurred
         ("stored_sha256", pa.string()),
+        # pHash of the stored image (filters.images.dedup.phash_hex), from the fetch's decode
+        ("phash", pa.string()),
     ]
 )
 # The image_refs.parquet columns `load_refs` reads, by kind (common.inputs).
@@ -124,6 +126,7 @@ _OUTCOME_KEYS = (
     "face_count",
     "face_boxes",
     "stored_sha256",
+    "phash",
 )
 # Config fields that change an outcome: a resumed run must use the same ones.
 _OUTCOME_CONFIG = (
@@ -291,7 +294,10 @@ def classify(res: FetchResult) -> tuple[str | None, str | None]:
 
 
 def _store(out_dir: Path, data: bytes, cfg: ImageFetchConfig, faces: FaceDetector) -> dict:
-    """Hash, decode, blur faces and (when kept) store one body; runs in a worker thread."""
+    """Hash, decode, blur faces, pHash and (when kept) store one body; runs in a worker thread.
+
+    The body is decoded once (a large JPEG reduced to what the face search needs) and every
+    derived form comes from that decode: the face search's grey copy, its skin map, the pHash."""
     sha = hashlib.sha256(data).hexdigest()
     dec = decode_image(
         data,
@@ -299,14 +305,20 @@ def _store(out_dir: Path, data: bytes, cfg: ImageFetchConfig, faces: FaceDetecto
         max_pixels=cfg.max_pixels,
         min_side=cfg.min_side,
         max_aspect=cfg.max_aspect,
+        draft_side=cfg.faces.detect_side,
     )
-    path, width, height, boxes, stored_sha = None, dec.width, dec.height, None, None
+    path, width, height, boxes, stored_sha, phash = None, dec.width, dec.height, None, None, None
     if dec.drop_reason is None:
-        stored = redact(data, dec.image, dec.format, faces, frames=dec.frames)
-        dec.image = None
+        size = (dec.width, dec.height)
+        stored = redact(data, dec.image, dec.format, faces, frames=dec.frames, size=size)
         width, height = stored.width, stored.height
         boxes = [b.as_dict() for b in stored.boxes]
-        stored_sha = sha if stored.data is data else hashlib.sha256(stored.data).hexdigest()
+        if stored.data is data:
+            stored_sha, phash = sha, _phash(dec.image)
+        else:  # blurred: the hashes of the file as stored
+            stored_sha = hashlib.sha256(stored.data).hexdigest()
+            phash = _phash_bytes(stored.data)
+        dec.image = None
         rel = f"{IMAGES}/{sha[:2]}/{sha}.{dec.ext}"
         target = out_dir / rel
         if not target.exists():
@@ -325,7 +337,21 @@ def _store(out_dir: Path, data: bytes, cfg: ImageFetchConfig, faces: FaceDetecto
         "face_count": None if boxes is None else len(boxes),
         "face_boxes": boxes,
         "stored_sha256": stored_sha,
+        "phash": phash,
     }
+
+
+def _phash(image) -> str:
+    """The pHash the pairs' de-duplication uses (filters.images.dedup), of a decoded image."""
+    from filters.images.dedup import phash_hex
+
+    return phash_hex(image if image.mode == "RGB" else image.convert("RGB"))
+
+
+def _phash_bytes(data: bytes) -> str:
+    from filters.images.dedup import phash_bytes
+
+    return phash_bytes(data)
 
 
 def _transient(outcome: dict) -> bool:

@@ -62,6 +62,8 @@ Scorer = Callable[[Sequence[str], Sequence[str]], np.ndarray]
 def _phash(root: Path, row: dict) -> str | None:
     if not row.get("image_path"):
         return None
+    if row.get("phash"):  # computed by the image fetch from its one decode
+        return row["phash"]
     try:
         return phash_bytes((root / row["image_path"]).read_bytes())
     except (OSError, ValueError):

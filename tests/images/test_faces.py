@@ -202,8 +202,8 @@ def test_threads_searching_at_once_in_a_fresh_process_all_succeed(tmp_path):
         import io, sys, threading
         import numpy as np
         from PIL import Image
-        from crawlers.images.faces import FaceDetector
-        det = FaceDetector()
+        from crawlers.images.faces import FaceConfig, FaceDetector
+        det = FaceDetector(FaceConfig(face_regions=False))  # each thread loads its cascades
         assert "cv2" in sys.modules and hasattr(sys.modules["cv2"], "data"), "cv2 not loaded"
         rng = np.random.default_rng(0)
         errors = []
