@@ -10,6 +10,7 @@ same step and report figures as metadata. Blocking checks stop the graph when th
 from __future__ import annotations
 
 import inspect
+import os
 import time
 from pathlib import Path
 from typing import Any, get_args, get_origin
@@ -278,7 +279,21 @@ def build_definitions(env: str | None = None, root: str | Path | None = None) ->
         jobs=[recrawl_job],
         sensors=[consent_recheck_sensor(fetch)],
         schedules=recrawl_schedules(fetch),
+        executor=executor_for(env),
     )
+
+
+def executor_for(env: str | None = None):
+    """How a run launched from the UI executes its steps. local: one after another in the run's
+    process (Dagster's in-process executor). Every step is CPU-bound or drives a pool of its own
+    (the crawl, Beam, Chromium, the trainer's threads), the instance already runs two runs at
+    once (dagster_home/dagster.yaml), and Dagster's default, a process per step, pays for
+    importing Dagster, torch and Beam again for each of the graph's thirty-odd steps. cluster:
+    Dagster's default (multiprocess), for deployments whose steps have machines of their own."""
+    from dagster import in_process_executor, multiprocess_executor
+
+    env = env or os.environ.get("REFINERY_ENV") or "local"
+    return in_process_executor if env == "local" else multiprocess_executor
 
 
 CONFIG_DEFAULTS_ENV = "REFINERY_ASSET_CONFIG"

@@ -50,3 +50,12 @@ def test_a_missing_file_names_the_variable(tmp_path, monkeypatch):
     monkeypatch.setenv(CONFIG_DEFAULTS_ENV, str(tmp_path / "nope.yaml"))
     with pytest.raises(ValueError, match=f"{CONFIG_DEFAULTS_ENV}=.*nope.yaml: cannot read it"):
         build_definitions("local", root=tmp_path)
+
+
+def test_ui_runs_execute_their_steps_in_the_runs_process_locally(tmp_path):
+    """A launch from the UI (no executor in its run config) runs its steps one after another in
+    the run's process locally, and a process per step on a cluster (Dagster's default)."""
+    local = build_definitions("local", root=tmp_path).resolve_implicit_global_asset_job_def()
+    assert local.executor_def.name == "in_process"
+    cluster = build_definitions("cluster").resolve_implicit_global_asset_job_def()
+    assert cluster.executor_def.name == "multiprocess"
