@@ -26,6 +26,7 @@ from .sites import (
 )
 from .structure import add_site_structure
 from .syndicate import add_duplicates
+from .textimages import add_text_images
 
 TEAMS = ["Aurora", "Borealis", "Cascade", "Delta", "Ember", "Falcon", "Granite", "Harbor"]
 IMAGE_TOPICS = {"science": "science", "health": "medical", "cooking": "food", "food": "food"}
@@ -218,6 +219,7 @@ def build_web(seed: int = 0) -> SampleWeb:
             if i < cut and not ROBOTS_FLAGS.get((site, i)):
                 regular.append(page)
     add_duplicates(b, regular)
+    add_text_images(b)
     add_low_quality_pages(b)
     add_galleries(b)
     add_collections(b)
