@@ -297,7 +297,8 @@ def place_images(body, imaged):
                 anchor = image
                 texts.clear()
             continue
-        key = _block_text(_without_images(el))
+        has_images = el.find(".//graphic") is not None
+        key = _block_text(_without_images(el) if has_images else el)
         hits = index.get(key)
         if not hits:
             # Inside a bigger main block (trafilatura's baseline keeps a short page as one
@@ -309,7 +310,7 @@ def place_images(body, imaged):
                 anchor = last = holder
             continue
         target = last = hits.pop(0)
-        if el.find(".//graphic") is not None and target.find(".//graphic") is None:
+        if has_images and target.find(".//graphic") is None:
             inline = copy.deepcopy(el)
             inline.tail = target.tail
             target.getparent().replace(target, inline)

@@ -7,47 +7,109 @@ license link search (a third of the metadata time on real pages).
 
 from __future__ import annotations
 
+from copy import deepcopy
+
 from courlan import extract_domain
 from lxml.etree import XPath
+from trafilatura.htmlprocessing import prune_unwanted_nodes
+from trafilatura.json_metadata import normalize_authors
 from trafilatura.metadata import (
     META_URL,
     examine_meta,
     extract_author,
     extract_meta_json,
+    extract_metainfo,
     extract_sitename,
     extract_title,
     extract_url,
 )
 from trafilatura.settings import Document, set_date_params
 
-# What any of trafilatura's AUTHOR_XPATHS needs to match (a superset, without its regular
-# expressions, which lxml evaluates in Python on every element): an element with one of these
-# names or attributes. Their tests read only an element's own name and attributes (and a child
-# <rel>'s text), and extract_author only removes elements before them, so a page without any of
-# these has no author to find, and its copy and pruning can be skipped.
-_CLASS_PARTS = (
-    "uthor",
-    "channel-name",
-    "zuozhe",
-    "bianji",
-    "xiaobian",
-    "submitted-by",
-    "posted-by",
-    "journalist-name",
-    "screenname",
-    "writer",
-    "yline",
-)
-_ID_PARTS = ("uthor", "zuozhe", "bianji", "xiaobian")
+from crawlers.extract.runs import SHARED
+
+
+def _contains(attr: str, *parts: str) -> str:
+    return " or ".join(f"contains(@{attr}, '{part}')" for part in parts)
+
+
+# trafilatura's AUTHOR_XPATHS and AUTHOR_DISCARD_XPATHS (trafilatura.xpaths, FOLLOWED_VERSION)
+# with each EXSLT regular expression spelled as the substring tests it stands for: lxml calls
+# Python for each re:test, on every element of the page. Same elements, same order
+# (tests/extract/test_extract_cost.py compares them with trafilatura's).
+_AUTHOR_XPATHS = [
+    XPath(
+        "//*[self::a or self::address or self::div or self::link or self::p or self::span or "
+        "self::strong][@rel='author' or @id='author' or @class='author' or "
+        "@itemprop='author name' or rel='me' or @data-testid='AuthorCard' or "
+        "@data-testid='AuthorURL' or "
+        + _contains("class", "author-name", "authorname", "AuthorName", "authorName")
+        + "]|//author"
+    ),
+    XPath(
+        "//*[self::a or self::div or self::h3 or self::h4 or self::p or self::span]["
+        "@class='byline' or @class='username' or @class='byl' or @class='BBL' or "
+        "contains(@itemprop, 'author') or "
+        + _contains("id", "author", "zuozhe", "bianji", "xiaobian")
+        + " or "
+        + _contains(
+            "class",
+            *("author", "channel-name", "zuozhe", "bianji", "xiaobian"),
+            *("submitted-by", "posted-by", "journalist-name"),
+        )
+        + "]"
+    ),
+    XPath(
+        "//*[contains(@data-component, 'Byline') or contains(@itemprop, 'author') or "
+        + _contains("id", "Author", "author")
+        + " or "
+        + _contains("class", "Author", "author", "screenname", "writer", "Byline", "byline")
+        + "]"
+    ),
+]
+_AUTHOR_DISCARD_XPATHS = [
+    XPath(
+        ".//*[self::a or self::div or self::section or self::span]["
+        "@id='comments' or @class='comments' or @class='title' or @class='date' or "
+        "starts-with(@id, 'comments') or "
+        + _contains("id", "commentlist", "comment-list", "ProductReviews")
+        + " or starts-with(@class, 'Comments') or starts-with(@class, 'comments') or "
+        + _contains(
+            "class",
+            *("commentlist", "comments-list", "sidebar", "is-hidden", "quote"),
+            *("embedly-instagram", "article-share", "article-support", "print", "category"),
+            *("meta-date", "meta-reviewer"),
+        )
+        + " or contains(@data-component, 'Figure')]"
+    ),
+    XPath("//time|//figure"),
+]
+# What any of them needs to match (a superset): their tests read only an element's own name and
+# attributes (and a child <rel>'s text), and the search only removes elements before them, so a
+# page without any of these has no author to find, and its copy and pruning can be skipped.
 _MAY_HAVE_AUTHOR = XPath(
     "boolean(//author | //rel | //*[@rel='author' or @data-testid='AuthorCard' or "
     "@data-testid='AuthorURL' or contains(@itemprop, 'author') or "
     "contains(@data-component, 'Byline') or @class='username' or @class='byl' or @class='BBL' or "
-    + " or ".join(f"contains(@id, '{x}')" for x in _ID_PARTS)
+    + _contains("id", "uthor", "zuozhe", "bianji", "xiaobian")
     + " or "
-    + " or ".join(f"contains(@class, '{x}')" for x in _CLASS_PARTS)
+    + _contains(
+        "class",
+        *("uthor", "channel-name", "zuozhe", "bianji", "xiaobian", "submitted-by"),
+        *("posted-by", "journalist-name", "screenname", "writer", "yline"),
+    )
     + "])"
 )
+
+
+def _author(tree) -> str | None:
+    """trafilatura's extract_author(tree), with its XPaths spelled without regexes."""
+    if not SHARED:
+        return extract_author(tree)
+    if not _MAY_HAVE_AUTHOR(tree):
+        return None
+    subtree = prune_unwanted_nodes(deepcopy(tree), _AUTHOR_DISCARD_XPATHS)
+    author = extract_metainfo(subtree, _AUTHOR_XPATHS, len_limit=120)
+    return normalize_authors(None, author) if author else None
 
 
 def page_metadata(tree, url: str | None) -> Document:
@@ -64,8 +126,8 @@ def page_metadata(tree, url: str | None) -> Document:
         pass
     if not metadata.title:
         metadata.title = extract_title(tree)
-    if not metadata.author and _MAY_HAVE_AUTHOR(tree):
-        metadata.author = extract_author(tree)
+    if not metadata.author:
+        metadata.author = _author(tree)
     if not metadata.url:
         metadata.url = extract_url(tree, url)
     if metadata.url:

@@ -250,10 +250,43 @@ def test_every_author_shape_still_reaches_trafilaturas_author_search(byline):
 def test_a_page_without_author_markup_is_not_copied_to_look_for_one(monkeypatch):
     import crawlers.extract.metadata as metadata
 
-    searched = []
-    search = metadata.extract_author
-    monkeypatch.setattr(metadata, "extract_author", lambda t: searched.append(1) or search(t))
+    copies = []
+    copy_of = metadata.deepcopy
+    monkeypatch.setattr(metadata, "deepcopy", lambda t: copies.append(1) or copy_of(t))
     tree = parse_html(article(extra='<div class="teaser">More</div>').decode())
-    assert page_metadata(tree, URL).author is None and searched == []
+    assert page_metadata(tree, URL).author is None and copies == []
     tree = parse_html(article(extra=BYLINE_SHAPES[0]).decode())
-    assert page_metadata(tree, URL).author == "Alan Turing" and searched == [1]
+    assert page_metadata(tree, URL).author == "Alan Turing" and copies == [1]
+
+
+def test_the_author_xpaths_without_regexes_select_what_trafilaturas_select():
+    from trafilatura.xpaths import AUTHOR_DISCARD_XPATHS, AUTHOR_XPATHS
+
+    import crawlers.extract.metadata as metadata
+
+    words = [
+        "author", "Author", "AUTHOR", "authorname", "author-name", "author_name", "AuthorName",
+        "authorName", "zuozhe", "bianji", "xiaobian", "channel-name", "submitted-by", "posted-by",
+        "journalist-name", "screenname", "writer", "Writer", "byline", "Byline", "BYLINE", "byl",
+        "BBL", "username", "comments", "Comments", "comment-list", "commentlist", "comments-list",
+        "ProductReviews", "sidebar", "is-hidden", "quote", "embedly-instagram", "article-share",
+        "article-support", "article-body", "print", "category", "meta-date", "meta-reviewer",
+        "title", "date", "Figure", "me", "author name", "AuthorCard", "AuthorURL",
+    ]  # fmt: skip
+    values = [v for w in words for v in (w, f"x {w}", f"{w}-y", f"a{w}b")]
+    tags = ["a", "address", "div", "link", "p", "span", "strong", "h3", "h4", "section", "em"]
+    attrs = ["id", "class", "itemprop", "rel", "data-testid", "data-component"]
+    cells = [f'<{t} {a}="{v}">x</{t}>' for t in tags for a in attrs for v in values]
+    cells += ["<author>x</author>", "<span><rel>me</rel>x</span>", "<time>x</time>"]
+    tree = lxml.html.fromstring(f"<html><body>{''.join(cells)}</body></html>")
+    pairs = [
+        *zip(metadata._AUTHOR_XPATHS, AUTHOR_XPATHS, strict=True),
+        *zip(metadata._AUTHOR_DISCARD_XPATHS, AUTHOR_DISCARD_XPATHS, strict=True),
+    ]
+    for ours, theirs in pairs:
+        found = theirs(tree)
+        assert found and ours(tree) == found
+    for cell in cells:  # the gate lets every page through where an author XPath matches
+        alone = lxml.html.fromstring(f"<html><body>{cell}</body></html>")
+        if any(xpath(alone) for xpath in AUTHOR_XPATHS):
+            assert metadata._MAY_HAVE_AUTHOR(alone), cell
