@@ -221,7 +221,7 @@ def test_the_comment_gate_without_regexes_matches_as_the_regexes_do(attr):
             tree = lxml.html.fromstring(
                 f'<html><body><{tag} {attr}="{value}">x</{tag}></body></html>'
             )
-            assert content._MAY_HAVE_COMMENTS(tree) == regexes(tree), (tag, attr, value)
+            assert content._may_have_comments(tree) == regexes(tree), (tag, attr, value)
 
 
 BYLINE_SHAPES = [
@@ -289,4 +289,4 @@ def test_the_author_xpaths_without_regexes_select_what_trafilaturas_select():
     for cell in cells:  # the gate lets every page through where an author XPath matches
         alone = lxml.html.fromstring(f"<html><body>{cell}</body></html>")
         if any(xpath(alone) for xpath in AUTHOR_XPATHS):
-            assert metadata._MAY_HAVE_AUTHOR(alone), cell
+            assert metadata._may_have_author(alone), cell
