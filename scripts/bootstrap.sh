@@ -65,7 +65,9 @@ fi
 # Tesseract's language data (English, Simplified Chinese, Arabic, orientation/script detection):
 # the OCR of text-rich images (crawlers/images/ocr.py) refuses to run without it. The tesserocr
 # wheel carries the engine itself; the `tesseract` program is bench/ocr.py's plain peer. The two
-# fonts draw the Chinese and Arabic test images (tests/images/test_ocr.py, bench/ocr.py).
+# fonts draw the Chinese and Arabic test images (tests/images/test_ocr.py, bench/ocr.py);
+# WenQuanYi Micro Hei also draws the sample web's text-rich images (sampleweb/textimages.py),
+# which the sample web cannot be built without.
 TESSDATA=/usr/share/tesseract-ocr/5/tessdata
 if ! { [ -f "$TESSDATA/chi_sim.traineddata" ] && [ -f "$TESSDATA/ara.traineddata" ] \
     && [ -f "$TESSDATA/osd.traineddata" ] && command -v tesseract >/dev/null 2>&1 \
@@ -77,6 +79,6 @@ if ! { [ -f "$TESSDATA/chi_sim.traineddata" ] && [ -f "$TESSDATA/ara.traineddata
     pkgs="$pkgs fonts-wqy-microhei fonts-hosny-amiri"
     (apt-get install -y -q $pkgs >/dev/null 2>&1 || { apt-get update -q >/dev/null && apt-get install -y -q $pkgs >/dev/null; })
   else
-    echo "[bootstrap] no Tesseract language data: install your distribution's tesseract-ocr, tesseract-ocr-chi-sim, tesseract-ocr-ara (and fonts-wqy-microhei, fonts-hosny-amiri for the tests); until then 'refinery images ocr' refuses to run" >&2
+    echo "[bootstrap] no Tesseract language data: install your distribution's tesseract-ocr, tesseract-ocr-chi-sim, tesseract-ocr-ara (and fonts-wqy-microhei, which the sample web needs, and fonts-hosny-amiri for the tests); until then 'refinery images ocr' refuses to run" >&2
   fi
 fi

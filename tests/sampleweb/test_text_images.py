@@ -104,3 +104,19 @@ def test_the_ocr_step_selects_the_consented_text_images_and_reads_them(web, tmp_
         spec = text_image(ids[p["pair_id"]])
         assert char_error_rate(spec.text, p["caption"]) <= 0.05, (spec.src, p["caption"])
         assert p["language"] == spec.lang, (spec.src, p["language"])
+
+
+def test_a_missing_font_refuses_in_one_line_with_the_fix(monkeypatch, tmp_path):
+    from sampleweb import textimages
+
+    monkeypatch.setattr(textimages, "FONT_PATHS", (str(tmp_path / "wqy-microhei.ttc"),))
+    textimages.font_path.cache_clear()
+    textimages._font.cache_clear()  # the loaded fonts too: render must look the file up
+    try:
+        with pytest.raises(FileNotFoundError) as err:
+            textimages.render(TEXT_IMAGES[0])
+    finally:
+        textimages.font_path.cache_clear()
+        textimages._font.cache_clear()
+    message = str(err.value)
+    assert "\n" not in message and "fonts-wqy-microhei" in message and "make bootstrap" in message
