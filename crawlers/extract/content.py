@@ -25,7 +25,7 @@ from trafilatura.core import normalize_unicode, xmltotxt
 from trafilatura.htmlprocessing import convert_tags, tree_cleaning
 from trafilatura.main_extractor import extract_comments
 from trafilatura.settings import Extractor
-from trafilatura.utils import image_src, load_html
+from trafilatura.utils import is_image_file, load_html
 
 from crawlers.extract.decode import clean_text
 from crawlers.extract.metadata import page_metadata
@@ -239,9 +239,16 @@ def _image_body(raw: RawTree, url: str, favor: str, *, fast: bool):
     return body
 
 
+# The attributes trafilatura.utils.image_src reads for an <img>'s source: src and data-src*.
+_IMG_SOURCES = XPath(
+    "//img/@*[name()='src' or starts-with(name(), 'data-src')]", smart_strings=False
+)
+
+
 def _has_images(tree) -> bool:
-    # An <img> becomes a graphic of trafilatura's output only with an image file as its source.
-    return any(image_src(img) is not None for img in tree.iter("img"))
+    # An <img> becomes a graphic of trafilatura's output only with an image file as its source
+    # (`image_src` is not None); read as attribute values, without an element object per <img>.
+    return any(is_image_file(src) for src in _IMG_SOURCES(tree))
 
 
 def _plain(doc, tree=None) -> str:

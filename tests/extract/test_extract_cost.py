@@ -290,3 +290,23 @@ def test_the_author_xpaths_without_regexes_select_what_trafilaturas_select():
         alone = lxml.html.fromstring(f"<html><body>{cell}</body></html>")
         if any(xpath(alone) for xpath in AUTHOR_XPATHS):
             assert metadata._may_have_author(alone), cell
+
+
+@pytest.mark.parametrize(
+    "img",
+    [
+        '<img src="/a.jpg">',
+        '<img data-src="/a.webp" src="data:,x">',
+        '<img data-src-large="/a.PNG?w=2">',
+        '<img data-lazy="/a.jpg" src="/pixel">',
+        '<img srcset="/a.jpg 2x">',
+        '<img src="/a.svg">',
+        "<img>",
+        '<picture><source srcset="/a.jpg"></picture>',
+    ],
+)
+def test_an_image_file_is_found_where_trafilatura_finds_one(img):
+    from trafilatura.utils import image_src
+
+    tree = lxml.html.fromstring(f"<html><body><p>x</p>{img}<img src='/track'></body></html>")
+    assert content._has_images(tree) == any(image_src(i) is not None for i in tree.iter("img"))
