@@ -1,11 +1,13 @@
 """Run datatrove's WarcReader + Trafilatura extractor + JsonlWriter over WARC files, one task.
 
 Executed inside bench/.venvs/datatrove-warc by bench/import.py; prints one JSON line:
-{"documents": n, "seconds": s} (seconds: the pipeline run, imports excluded).
+{"documents": n, "seconds": s, "cpu_seconds": c} (the pipeline run, imports excluded; CPU of
+this process and of the children it waited for: the extractor's sandbox process).
 Usage: python _datatrove_warc.py WARC_DIR GLOB OUT_DIR
 """
 
 import json
+import resource
 import sys
 import time
 
@@ -27,13 +29,25 @@ executor = LocalPipelineExecutor(
     workers=1,
     logging_dir=out_dir + "/logs",
 )
-start = time.perf_counter()
+
+
+def _cpu() -> float:
+    own, kids = (
+        resource.getrusage(resource.RUSAGE_SELF),
+        resource.getrusage(resource.RUSAGE_CHILDREN),
+    )
+    return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
+
+
+start, cpu_start = time.perf_counter(), _cpu()
 executor.run()
-seconds = time.perf_counter() - start
+seconds, cpu_seconds = time.perf_counter() - start, _cpu() - cpu_start
 n = 0
 import glob  # noqa: E402
 
 for path in glob.glob(out_dir + "/*.jsonl"):
     with open(path) as fh:
         n += sum(1 for _ in fh)
-print(json.dumps({"documents": n, "seconds": round(seconds, 3)}))
+print(
+    json.dumps({"documents": n, "seconds": round(seconds, 3), "cpu_seconds": round(cpu_seconds, 3)})
+)

@@ -149,7 +149,7 @@ def run_refinery(
     from crawlers.imports.run import import_warc
 
     config = ExtractConfig(favor=favor)
-    start = time.perf_counter()
+    start, cpu_start = time.perf_counter(), time.process_time()
     summary = import_warc(
         patterns,
         work,
@@ -173,6 +173,7 @@ def run_refinery(
             texts[record["url"]] = result.document["text"]
     seconds = time.perf_counter() - start
     phases = {
+        "cpu_seconds": round(time.process_time() - cpu_start, 3),
         "import_seconds": round(imported, 3),
         "read_seconds": round(read_s, 3),
         "extract_seconds": round(extract_s, 3),
@@ -182,7 +183,8 @@ def run_refinery(
 
 def run_datatrove(
     py: Path, warc_dir: Path, work: Path, pattern: str = "*.warc.gz"
-) -> tuple[dict[str, str], float, int]:
+) -> tuple[dict[str, str], float, int, float]:
+    """datatrove's documents by URL, its seconds, its document count and its CPU seconds."""
     script = Path(__file__).with_name("_datatrove_warc.py")
     res = subprocess.run(
         [str(py), str(script), str(warc_dir), pattern, str(work)],
@@ -199,7 +201,7 @@ def run_datatrove(
             doc = json.loads(raw)
             url = (doc.get("metadata") or {}).get("url") or doc.get("id")
             texts[url] = doc.get("text") or ""
-    return texts, float(line["seconds"]), int(line["documents"])
+    return texts, float(line["seconds"]), int(line["documents"]), float(line["cpu_seconds"])
 
 
 def main() -> None:
@@ -270,6 +272,7 @@ def main() -> None:
                 "refinery_documents": len(ref_texts),
                 "refinery_seconds": round(ref_s, 3),
                 "refinery_docs_per_s": round(len(ref_texts) / ref_s, 1),
+                "refinery_cpu_seconds": summary["cpu_seconds"],
                 "refinery_favor": args.favor,
                 "refinery_import_seconds": summary["import_seconds"],
                 "refinery_import_phases": {
@@ -285,7 +288,9 @@ def main() -> None:
                 ),
             }
             if py is not None:
-                dt_texts, dt_s, dt_n = run_datatrove(py, warcs, Path(tmp) / f"datatrove-{n}")
+                dt_texts, dt_s, dt_n, dt_cpu = run_datatrove(
+                    py, warcs, Path(tmp) / f"datatrove-{n}"
+                )
                 common = sorted(set(ref_texts) & set(dt_texts))
                 row.update(
                     datatrove_documents=dt_n,  # as its writer counted them
@@ -293,6 +298,10 @@ def main() -> None:
                     datatrove_seconds=round(dt_s, 3),
                     datatrove_docs_per_s=round(dt_n / dt_s, 1),
                     ratio=round((len(ref_texts) / ref_s) / (dt_n / dt_s), 2),
+                    datatrove_cpu_seconds=round(dt_cpu, 3),
+                    # documents per CPU second, ours / datatrove's: the per-core ratio, which a
+                    # change in the shared machine's load during one side's run does not move
+                    ratio_cpu=round((len(ref_texts) / summary["cpu_seconds"]) / (dt_n / dt_cpu), 2),
                     agreement_f1=round(
                         statistics.mean(token_prf(ref_texts[u], dt_texts[u])[2] for u in common),
                         3,
@@ -416,7 +425,7 @@ def run_real(patterns: list[str], py: Path | None, favor: str) -> dict:
                 src.mkdir()
                 shutil.copy(f, src / Path(f).name)
                 try:
-                    got, _, _ = run_datatrove(py, src, Path(tmp) / f"datatrove-{i}", "*")
+                    got, _, _, _ = run_datatrove(py, src, Path(tmp) / f"datatrove-{i}", "*")
                 except RuntimeError as exc:
                     failed[Path(f).name] = str(exc).strip().splitlines()[-1][:200]
                 else:
