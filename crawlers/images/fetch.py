@@ -342,14 +342,14 @@ def _store(out_dir: Path, data: bytes, cfg: ImageFetchConfig, faces: FaceDetecto
 
 
 def _phash(image) -> str:
-    """The pHash the pairs' de-duplication uses (filters.images.dedup), of a decoded image."""
-    from filters.images.dedup import phash_hex
+    """The pHash the pairs' de-duplication uses (common/phash.py), of a decoded image."""
+    from common.phash import phash_hex
 
     return phash_hex(image if image.mode == "RGB" else image.convert("RGB"))
 
 
 def _phash_bytes(data: bytes) -> str:
-    from filters.images.dedup import phash_bytes
+    from common.phash import phash_bytes
 
     return phash_bytes(data)
 

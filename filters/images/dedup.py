@@ -14,53 +14,19 @@ distinct scenes, with the check almost none. Each group keeps one representative
 
 from __future__ import annotations
 
-import io
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
 import numpy as np
 
+# The pHash is shared with the image fetch (crawlers/images hashes the one decode it makes of each
+# image), so it lives in common/; its names stay importable from here.
+from common.phash import PHASH_DEAD_ZONE, phash_bytes, phash_hex  # noqa: F401
 from filters.images.config import DedupConfig
 
 DUPLICATE = "duplicate"
 REPEATED_URL = "repeated_url"
-
-
-# Dead zone of the pHash threshold, as a share of the largest AC coefficient (see phash_hex).
-PHASH_DEAD_ZONE = 0.003
-
-
-def phash_hex(image, dead_zone: float = PHASH_DEAD_ZONE) -> str:
-    """64-bit perceptual hash of a PIL image as 16 lowercase hex digits.
-
-    imagehash's pHash (grey, 32x32 LANCZOS, 2-D DCT, the 8x8 lowest frequencies against their
-    median; with `dead_zone=0` the bits are exactly `str(imagehash.phash(image))`), with one
-    change: a coefficient must exceed the median by `dead_zone` x the largest AC coefficient to
-    set its bit. Symmetric flat graphics (logos, diagrams, the sample web's scenes) have many DCT
-    coefficients at exactly 0 and a median of 0, so without the dead zone re-encoding noise flips
-    those bits at random: on 190 sample-web scenes x 6 copies (JPEG 50-90, resized 0.5-1.5x),
-    copies within 4 bits rose from 78% to 98%, while distinct-scene pairs within 4 bits went from
-    0.34% to 0.51% (random_scene draws, seed 1). Photos have few such coefficients and
-    hash as before."""
-    import scipy.fftpack
-    from PIL import Image
-
-    grey = image.convert("L").resize((32, 32), Image.Resampling.LANCZOS)
-    pixels = np.asarray(grey)
-    dct = scipy.fftpack.dct(scipy.fftpack.dct(pixels, axis=0), axis=1)[:8, :8]
-    tolerance = dead_zone * float(np.abs(dct.ravel()[1:]).max()) if dead_zone else 0.0
-    bits = (dct > np.median(dct) + tolerance).ravel()
-    return f"{int(''.join('1' if b else '0' for b in bits), 2):016x}"
-
-
-def phash_bytes(data: bytes, dead_zone: float = PHASH_DEAD_ZONE) -> str:
-    """pHash (phash_hex) of encoded image bytes (first frame), as 16 hex digits."""
-    from PIL import Image
-
-    with Image.open(io.BytesIO(data)) as im:
-        im.seek(0)
-        return phash_hex(im.convert("RGB"), dead_zone)
 
 
 def hamming(a: str, b: str) -> int:
