@@ -86,6 +86,7 @@ class DocumentAnnotator:
     ):
         self.cfg = cfg
         self.langid = LanguageIdentifier()
+        self._last_lang: tuple[str, tuple[str, float]] | None = None
         self.safety = SafetyFilter(cfg.safety)
         self.urls = UrlFilter(cfg.urls) if cfg.urls.enabled else None
         self.decontam = Decontaminator(cfg.decontamination) if cfg.decontamination.evals else None
@@ -99,6 +100,16 @@ class DocumentAnnotator:
             for lang in cfg.languages:
                 if lang not in self.thresholds:
                     self.thresholds[lang] = self._threshold(lang, self.scorer.fallback)
+
+    def language(self, text: str) -> tuple[str, float]:
+        """The language ID of `text`; the last text's is kept, because the line
+        de-duplication asks again for a text it just asked about (`linededup.annotate_row`)."""
+        last = self._last_lang
+        if last is not None and (last[0] is text or last[0] == text):
+            return last[1]
+        found = self.langid.predict(text)
+        self._last_lang = (text, found)
+        return found
 
     def _threshold(self, lang: str, model: QualityModel) -> float:
         t = self.cfg.quality.thresholds.get(lang)
@@ -121,7 +132,7 @@ class DocumentAnnotator:
         blocked = self.urls.check(row.get("url")) if self.urls is not None else None
         out["url_block"] = blocked[1] if blocked else None
         text = row.get("text") or ""
-        lang, lang_score = self.langid.predict(text)
+        lang, lang_score = self.language(text)
         out["lang"], out["lang_score"] = lang, lang_score
         if self.cfg.pii:
             text, counts = pii.scrub(text, lang, regions=self.cfg.pii_regions)

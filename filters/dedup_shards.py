@@ -59,7 +59,11 @@ def canonical_label(x) -> Label:
 def doc_features(row: dict, cfg: DedupConfig, chunk: int = 0) -> tuple:
     """(id, chunk, label, text hash, canonical URL, key groups, signature bytes or None)."""
     doc_id = row["id"]
-    h, u = dedup.text_hash(row["text"]), dedup.canonical_url(row.get("url") or "")
+    u = dedup.canonical_url(row.get("url") or "")
+    if cfg.near:
+        h, s = dedup.hash_and_signature(row["text"], row.get("lang") or "", cfg)
+    else:
+        h = dedup.text_hash(row["text"])
     label = dedup.label_of(row["quality_score"], doc_id)
     groups, sig = [], None
     if cfg.exact:
@@ -67,7 +71,6 @@ def doc_features(row: dict, cfg: DedupConfig, chunk: int = 0) -> tuple:
     if cfg.url and row.get("url"):
         groups.append(("url", u))
     if cfg.near:
-        s = dedup.signature(row["text"], row.get("lang") or "", cfg)
         sig = s.tobytes()
         groups += [(NEAR, f"{band}:{bh}") for band, bh in dedup.band_keys(s, cfg)]
     return doc_id, chunk, label, h, u, groups, sig

@@ -188,7 +188,7 @@ def _passes_basics(text: str, annotator) -> bool:
     cfg = annotator.cfg
     if not text.strip():
         return False
-    lang, score = annotator.langid.predict(text)
+    lang, score = annotator.language(text)
     if lang not in cfg.languages or score < cfg.min_lang_score:
         return False
     hcfg = cfg.heuristics_for(lang)

@@ -1,7 +1,10 @@
 """De-duplication: canonical URLs, exact and MinHash near-duplicates, deterministic representatives."""
 
 import itertools
+import random
 from collections import defaultdict
+
+import numpy as np
 
 from filters.config import DedupConfig, HeuristicsConfig
 from filters.dedup import canonical_url, cluster, normalise, signature, text_hash
@@ -100,3 +103,35 @@ def test_sample_web_dup_clusters_precision_and_recall(labelled_docs):
     precision = tp / len(pred_pairs) if pred_pairs else 0.0
     recall = tp / len(true_pairs)
     assert precision >= 0.9 and recall >= 0.8, (precision, recall, len(true_pairs), len(pred_pairs))
+
+
+def test_signature_equals_datasketchs_affine32_minhash():
+    """The MinHash computed without datasketch is datasketch's, value for value: empty text,
+    CJK shingles, a short text, a text of more shingles than one block, and other seeds and
+    permutation counts."""
+    from datasketch import MinHash
+
+    from filters import dedup
+
+    rng = random.Random(7)
+    words = [f"w{i}" for i in range(3000)]
+    long_text = " ".join(rng.choice(words) for _ in range(dedup._BLOCK * 2 + 7))
+    cases = [
+        ("", "en"),
+        ("one two", "en"),
+        ("The bridge was closed to traffic for repairs on Monday morning.", "en"),
+        ("今天桥上只有行人。昨天下了大雨，河水涨了很多。", "zh"),
+        (long_text, "en"),
+    ]
+    for num_perm, seed in ((128, 1), (64, 42), (256, 0)):
+        cfg = DedupConfig(num_perm=num_perm, seed=seed, bands=16, rows=4)
+        for text, lang in cases:
+            m = MinHash(num_perm=num_perm, seed=seed, scheme="affine32")
+            grams = dedup.shingles(text, lang, cfg)
+            if grams:
+                m.update_batch(list(grams))
+            ours = signature(text, lang, cfg)
+            assert ours.dtype == np.uint32
+            assert ours.tobytes() == m.hashvalues.astype(np.uint32).tobytes(), (num_perm, lang)
+            h, sig = dedup.hash_and_signature(text, lang, cfg)
+            assert h == text_hash(text) and sig.tobytes() == ours.tobytes()
