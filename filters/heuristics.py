@@ -24,7 +24,7 @@ def is_char_lang(lang: str) -> bool:
 def tokens(text: str, lang: str) -> list[str]:
     """Words for spaced languages, non-space word characters for CJK-like ones."""
     if is_char_lang(lang):
-        return [c for c in text if c.isalnum()]
+        return list(filter(str.isalnum, text))
     return _WORD.findall(text.lower())
 
 
@@ -61,9 +61,22 @@ def load_lexicon(directory: str, lang: str) -> tuple[re.Pattern[str], ...]:
     return tuple(out)
 
 
+# The regex module's \s is str.isspace and \w is str.isalnum plus "_", character for
+# character (tests/filters/test_heuristics.py checks every code point): counting with them
+# runs in C instead of a Python call per character.
+_SPACE = re.compile(r"\s")
+_PUNCT_OK = ".,;:!?'\"()-–—…、。，！？「」『』（）：；·%/"
+_ODD = re.compile(f"[^\\s\\w{re.escape(_PUNCT_OK)}]|_")
+
+
+def non_space_chars(text: str) -> int:
+    """Characters of `text` that are not whitespace (str.isspace)."""
+    return len(_SPACE.sub("", text))
+
+
 def mojibake_ratio(text: str) -> float:
     """Share of non-space characters inside mojibake sequences or replacement characters."""
-    chars = sum(1 for c in text if not c.isspace())
+    chars = non_space_chars(text)
     if not chars:
         return 0.0
     return sum(len(m.group()) for m in _MOJIBAKE.finditer(text)) / chars
@@ -93,13 +106,10 @@ def strip_boilerplate(
 
 def symbol_ratio(text: str) -> float:
     """Share of non-space characters that are neither letters, digits nor common punctuation."""
-    chars = [c for c in text if not c.isspace()]
+    chars = non_space_chars(text)
     if not chars:
         return 0.0
-    odd = sum(
-        1 for c in chars if not (c.isalnum() or c in ".,;:!?'\"()-–—…、。，！？「」『』（）：；·%/")
-    )
-    return odd / len(chars)
+    return len(_ODD.findall(text)) / chars
 
 
 def dup_line_frac(text: str) -> float:

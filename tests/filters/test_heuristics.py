@@ -194,3 +194,23 @@ def test_custom_lexicon_dir_and_clear_errors(tmp_path):
     missing = HeuristicsConfig(boilerplate_lexicon_dir=str(tmp_path / "nope"))
     with pytest.raises(FileNotFoundError, match="boilerplate_lexicon_dir"):
         strip_boilerplate("x", missing, "en")
+
+
+def test_character_classes_agree_with_str_methods_on_every_code_point():
+    """The regexes that count spaces and odd symbols in C classify each of the 1,114,112 code
+    points as str.isspace / str.isalnum and the punctuation list do, so the ratios are the
+    per-character loops' values."""
+    from filters import heuristics
+
+    every = "".join(map(chr, range(0x110000)))
+    spaces = {m.start() for m in heuristics._SPACE.finditer(every)}
+    assert spaces == {i for i, c in enumerate(every) if c.isspace()}
+    odd = {m.start() for m in heuristics._ODD.finditer(every)}
+    ok = heuristics._PUNCT_OK
+    assert odd == {i for i, c in enumerate(every) if not (c.isspace() or c.isalnum() or c in ok)}
+    text = "Caf\u00e9 \u00c3\u00a9t\u00e9 \u2003 a_b \u00bd\u2460 \u0663 \ufffd!!\n\u3000\u6f22\u5b57\u3002"
+    chars = [c for c in text if not c.isspace()]
+    assert heuristics.non_space_chars(text) == len(chars)
+    odd_n = sum(1 for c in chars if not (c.isalnum() or c in ok))
+    assert heuristics.symbol_ratio(text) == odd_n / len(chars)
+    assert heuristics.tokens(text, "zh") == [c for c in text if c.isalnum()]
