@@ -131,7 +131,7 @@ def top_ngram_frac(toks: list[str], n: int) -> float:
     """Share of token characters covered by the most frequent n-gram (Gopher's top n-gram rule)."""
     if len(toks) < n + 1:
         return 0.0
-    grams = Counter(tuple(toks[i : i + n]) for i in range(len(toks) - n + 1))
+    grams = Counter(zip(*(toks[i:] for i in range(n)), strict=False))  # n-grams, text order
     gram, count = grams.most_common(1)[0]
     if count < 2:
         return 0.0

@@ -214,3 +214,29 @@ def test_character_classes_agree_with_str_methods_on_every_code_point():
     odd_n = sum(1 for c in chars if not (c.isalnum() or c in ok))
     assert heuristics.symbol_ratio(text) == odd_n / len(chars)
     assert heuristics.tokens(text, "zh") == [c for c in text if c.isalnum()]
+
+
+def test_top_ngram_frac_counts_every_ngram_and_breaks_ties_by_first_occurrence():
+    """The n-grams are every window of n tokens; among equally frequent n-grams the first in the
+    text decides (its characters are the share), as with a Counter of tuple slices."""
+    from collections import Counter
+
+    from filters.heuristics import top_ngram_frac
+
+    def reference(toks, n):
+        if len(toks) < n + 1:
+            return 0.0
+        grams = Counter(tuple(toks[i : i + n]) for i in range(len(toks) - n + 1))
+        gram, count = grams.most_common(1)[0]
+        if count < 2:
+            return 0.0
+        return min(1.0, count * sum(len(t) for t in gram) / max(1, sum(len(t) for t in toks)))
+
+    # Two bigrams twice each, of different lengths: the first one seen sets the share.
+    toks = ["a", "b", "xxxx", "yyyy", "a", "b", "xxxx", "yyyy"]
+    assert top_ngram_frac(toks, 2) == reference(toks, 2) == 2 * 2 / 20
+    rng = __import__("random").Random(3)
+    for _ in range(300):
+        toks = [rng.choice(["la", "mer", "est", "bleue", "x"]) for _ in range(rng.randint(0, 30))]
+        for n in (1, 2, 3, 5):
+            assert top_ngram_frac(toks, n) == reference(toks, n)
