@@ -389,8 +389,9 @@ def redact(
     EXIF orientation) re-encoded as `fmt` without EXIF, at full size (a reduced decode is
     decoded again in full, only then)."""
     width, height = size or image.size
-    upright = ImageOps.exif_transpose(image)
-    turned = image.getexif().get(ExifTags.Base.Orientation, 1) in (5, 6, 7, 8)
+    orientation = image.getexif().get(ExifTags.Base.Orientation, 1)
+    upright = ImageOps.exif_transpose(image) if orientation in range(2, 9) else image
+    turned = orientation in (5, 6, 7, 8)
     boxes = detector.detect(upright, (height, width) if turned else (width, height))
     if not boxes and frames <= 1:
         return Redacted(data, width, height, [])
