@@ -17,7 +17,8 @@
 3. Dedup scaling (`--scaling`, bench/dedup_scale.py): time and driver peak RSS of the Beam
    de-duplication at 20k and 200k generated documents with clusters of 5,000 near-copies.
 
-Usage: .venv/bin/python bench/filter.py [--quick] [--docs N] [--selection-only | --scaling]
+Usage: .venv/bin/python bench/filter.py [--quick] [--docs N] [--config YAML]
+       [--selection-only | --throughput-only | --scaling]
 """
 
 from __future__ import annotations
@@ -109,7 +110,7 @@ def train_models(docs: list[dict], out: Path, seed: int = 0) -> Path:
     return out
 
 
-def throughput(corpus: list[dict], work: Path, models: Path) -> dict:
+def throughput(corpus: list[dict], work: Path, models: Path, config: str | None = None) -> dict:
     from pipelines.stages.filter import run_filter
 
     docs_dir = work / "corpus"
@@ -121,6 +122,7 @@ def throughput(corpus: list[dict], work: Path, models: Path) -> dict:
         docs_dir,
         work / "refinery",
         models_dir=models,
+        config=config,
         beam_args=["--runner=DirectRunner", "--direct_num_workers=1"],
     )
     ours = {
@@ -231,6 +233,18 @@ def main() -> None:
         help="only part 2 (selection quality), no throughput",
     )
     ap.add_argument(
+        "--config",
+        default=None,
+        help="filter config YAML for the throughput run (default: the defaults, every step on); "
+        "e.g. line_dedup: {enabled: false}, since this corpus's recombined paragraphs each "
+        "recur in ~1 %% of documents and line de-duplication removes most of its text",
+    )
+    ap.add_argument(
+        "--throughput-only",
+        action="store_true",
+        help="only part 1 (throughput against datatrove), no selection",
+    )
+    ap.add_argument(
         "--scaling",
         action="store_true",
         help="only the dedup scaling run (20k and 200k docs, 5k near-copy clusters): bench/dedup_scale.py",
@@ -255,8 +269,8 @@ def main() -> None:
         work = Path(tmp)
         print(f"corpus: {n} docs from {len(labelled)} labelled sample-web pages")
         models = train_models(labelled, work / "models")
-        t = throughput(build_corpus(labelled, n), work, models)
-        sel = selection(labelled, work)
+        t = throughput(build_corpus(labelled, n), work, models, args.config)
+        sel = None if args.throughput_only else selection(labelled, work)
     ours, theirs = t["refinery"], t["datatrove"]
     print("\n| pipeline | wall s | CPU s | docs/s (wall) | docs/s per core (CPU) |")
     print("|---|---|---|---|---|")
@@ -271,7 +285,8 @@ def main() -> None:
         f"\nratio refinery/datatrove, docs/s per core: {theirs['cpu'] / ours['cpu']:.2f}x "
         f"(wall: {theirs['wall'] / ours['wall']:.2f}x); refinery also does PII, safety, quality and full dedup"
     )
-    print_selection(sel)
+    if sel is not None:
+        print_selection(sel)
     print(json.dumps({"docs": n, "throughput": t, "selection": sel}))
 
 
