@@ -85,6 +85,23 @@ only datatrove makes is example-space-in-url.arc's record, 12 bytes shorter than
 length (a short_record skip here). Agreement on the 3 shared: F1 0.945 (balanced).
 datatrove runs with `deduplicate=False`: with its default, trafilatura's LRU text cache dropped
 739 of the 2000 page copies (37%) as repeats, which is no extraction.
+
+Since b43dda6 each row also has both sides' CPU seconds and `ratio_cpu` (documents per CPU
+second, Refinery / datatrove: the per-core figure, which the shared machine's load, changing
+between the two sides' runs, moves far less than the wall-clock `ratio`; at load 7-11 Refinery's
+process got 40-60% of a core). Extraction without its duplicated work (22897f0 -> fe15448, the
+same outputs; bench/extract.py RESULTS), this bench at both commits, same command as above:
+
+    favor      files  ratio_cpu before  after   ratio (wall) before  after
+    balanced   2      0.59             0.67    0.63                 0.90
+    balanced   20     0.53             0.53    0.57                 0.50
+    precision  2      0.83             0.90    0.85                 0.86
+    precision  20     0.77             0.74    0.86                 0.75
+
+On these pages (the sample web's: small, few images and comment sections) the saving is small:
+in precision mode trafilatura's main run is 2/3 of extract_page's time and page metadata
+(title, author, date, sitename: no peer column) a sixth; the goal (1x) is not met. At 10N
+Refinery spends 88-90% of its wall time in extraction, 6-7% reading the records back.
 """
 
 from __future__ import annotations
