@@ -162,6 +162,7 @@ def test_shared_runs_give_trafilaturas_own_results(page, favor, monkeypatch):
     tree = parse_html(RUN_PAGES[page].decode())
     before = etree.tostring(tree)
     raw = runs.RawTree(tree)
+    pruned = etree.tostring(raw.pruned(content._options(URL, favor, images=False, fast=False)))
     for images, fast in ((False, False), (True, True), (True, False)):
         options = content._options(URL, favor, images=images, fast=fast)
         theirs = bare_extraction(copy.copy(tree), options=options)
@@ -174,6 +175,9 @@ def test_shared_runs_give_trafilaturas_own_results(page, favor, monkeypatch):
         o_body, o_text = runs.sequence(raw, options, URL)
         assert (o_text, etree.tostring(o_body)) == (text, etree.tostring(body))
     assert etree.tostring(tree) == before  # the raw tree is every run's input, unchanged
+    assert etree.tostring(raw.pruned(content._options(URL, favor, images=False, fast=False))) == (
+        pruned  # and so is the pruned tree the runs share
+    )
     if page == "short story" and favor == "balanced":
         assert retries  # the recall escalation was taken, and agreed
 
