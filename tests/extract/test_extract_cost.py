@@ -314,3 +314,22 @@ def test_an_image_file_is_found_where_trafilatura_finds_one(img):
 
     tree = lxml.html.fromstring(f"<html><body><p>x</p>{img}<img src='/track'></body></html>")
     assert content._has_images(tree) == any(image_src(i) is not None for i in tree.iter("img"))
+
+
+def test_control_bytes_are_counted_as_one_by_one():
+    import random
+
+    from crawlers.extract.decode import sniff_binary
+
+    rng = random.Random(7)
+    for share in (0.0, 0.03, 0.049, 0.051, 0.2):
+        for n in (10, 4096, 9000):
+            body = bytes(
+                rng.randrange(32) if rng.random() < share * 2 else rng.randrange(32, 256)
+                for _ in range(n)
+            ).replace(b"\x00", b" ")
+            sample = body[:4096]
+            controls = sum(1 for b in sample if b < 32 and b not in (9, 10, 12, 13))
+            expected = "control-bytes" if controls / len(sample) > 0.05 else None
+            if not body.startswith((b"\xff\xfe", b"\xfe\xff", b"\xff\xd8\xff", b"\x1f\x8b")):
+                assert sniff_binary(body) == expected, (share, n)
