@@ -1,5 +1,5 @@
 """De-duplication building blocks: exact (normalised-text hash), URL (canonical URL) and
-near-duplicate (MinHash, datasketch's affine32 scheme, + LSH banding) keys, linear candidate edges, and connected
+near-duplicate (datasketch MinHash + LSH banding) keys, linear candidate edges, and connected
 components with a deterministic representative (highest quality_score, then smallest id).
 
 Every step is linear in its input: a key group (exact hash, canonical URL or LSH bucket) links
@@ -23,6 +23,7 @@ from functools import lru_cache
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import numpy as np
+from datasketch import MinHash
 
 from filters.config import DedupConfig
 from filters.heuristics import is_char_lang
@@ -82,44 +83,27 @@ def _shingles(norm: str, lang: str, cfg: DedupConfig) -> set[bytes]:
     return {g.encode() for g in grams if g}
 
 
-# datasketch's "affine32" MinHash (its default since 2.0), computed here without importing it
-# (datasketch's package imports scipy): sha1's first 4 bytes (little-endian) of each shingle,
-# pre-mixed with the MurmurHash3 finalizer, then h -> a * h + b mod 2^32 per permutation.
-# tests/filters/test_dedup.py pins equality with datasketch.MinHash.
-_FMIX32 = (np.uint32(16), np.uint32(0x85EBCA6B), np.uint32(13), np.uint32(0xC2B2AE35))
-_EMPTY = np.uint32(0xFFFFFFFF)
-_BLOCK = 4096  # shingles per block: a huge document never holds a shingles x num_perm matrix
+_BLOCK = 4096  # shingles per update: a huge document never holds a shingles x num_perm matrix
 
 
 @lru_cache(maxsize=8)
-def _permutations(num_perm: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
-    # datasketch's MinHash._init_permutations for affine32 (odd a, any b).
-    gen = np.random.RandomState(seed)
-    a = gen.randint(0, 1 << 31, num_perm, dtype=np.uint32) * np.uint32(2) + np.uint32(1)
-    b = gen.randint(0, 1 << 32, num_perm, dtype=np.uint32)
-    return a, b
-
-
-def _fmix32(hv: np.ndarray) -> np.ndarray:
-    s1, m1, s2, m2 = _FMIX32
-    hv = hv ^ (hv >> s1)
-    hv = hv * m1
-    hv = hv ^ (hv >> s2)
-    hv = hv * m2
-    return hv ^ (hv >> s1)
+def _permutations(num_perm: int, seed: int):
+    # Building permutations is the costly part of a MinHash; reuse them for every document.
+    return MinHash(num_perm=num_perm, seed=seed).permutations
 
 
 def _minhash(grams: set[bytes], num_perm: int, seed: int) -> np.ndarray:
-    a, b = _permutations(num_perm, seed)
-    out = np.full(num_perm, _EMPTY, dtype=np.uint32)
-    if not grams:
-        return out
-    sha1 = hashlib.sha1
-    hv = np.frombuffer(b"".join([sha1(g).digest()[:4] for g in grams]), dtype="<u4")
-    hv = _fmix32(hv.astype(np.uint32)).reshape(-1, 1)
-    for i in range(0, len(hv), _BLOCK):
-        np.minimum(out, (hv[i : i + _BLOCK] * a + b).min(axis=0), out=out)
-    return out
+    """datasketch's MinHash (affine32) of the shingles, fed in blocks of _BLOCK."""
+    m = MinHash(
+        num_perm=num_perm,
+        seed=seed,
+        permutations=_permutations(num_perm, seed),
+        scheme="affine32",
+    )
+    grams = list(grams)
+    for i in range(0, len(grams), _BLOCK):
+        m.update_batch(grams[i : i + _BLOCK])
+    return m.hashvalues.astype(np.uint32)
 
 
 def signature(text: str, lang: str, cfg: DedupConfig) -> np.ndarray:
