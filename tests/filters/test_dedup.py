@@ -106,9 +106,9 @@ def test_sample_web_dup_clusters_precision_and_recall(labelled_docs):
 
 
 def test_signature_equals_datasketchs_affine32_minhash():
-    """The MinHash computed without datasketch is datasketch's, value for value: empty text,
-    CJK shingles, a short text, a text of more shingles than one block, and other seeds and
-    permutation counts."""
+    """The signature, fed to datasketch in blocks, is the MinHash of all shingles at once, value
+    for value: empty text, CJK shingles, a short text, a text of more shingles than one block,
+    and other seeds and permutation counts."""
     from datasketch import MinHash
 
     from filters import dedup
