@@ -230,6 +230,39 @@ def ensure_default_models(
     return target
 
 
+def place_set(built: str | Path, dest_root: str | Path) -> Path:
+    """`<dest_root>/<key>/`: the built set `built` (`<cache>/<key>/`) placed there, hard-linked
+    file by file (copied across filesystems) into a temporary directory and renamed into place
+    whole; `built` itself when it already lies there. A lake's dataset is its own directory, so
+    what a stage writes beside the models (its manifest) never lands in a cache that other lakes
+    share ($REFINERY_QUALITY_DEFAULTS)."""
+    built, dest_root = Path(built), Path(dest_root)
+    dest = dest_root / built.name
+    if dest.resolve() == built.resolve() or (dest / COMPLETE).exists():
+        return dest
+    dest_root.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".place-{built.name}-", dir=dest_root))
+    try:
+        for f in sorted(built.iterdir()):
+            if not f.is_file() or f.name == "manifest.json":
+                continue
+            try:
+                os.link(f, tmp / f.name)
+            except OSError:
+                shutil.copy2(f, tmp / f.name)
+        if not (tmp / COMPLETE).exists():
+            raise FileNotFoundError(f"{built} has no {COMPLETE}: not a finished default set")
+        try:
+            os.rename(tmp, dest)
+        except OSError:
+            if not (dest / COMPLETE).exists():  # not another process placing the same set
+                raise
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)
+    return dest
+
+
 def load_fallback(directory: str | Path | None) -> QualityModel | None:
     """`multilingual.bin` of a directory, if it has one."""
     if not directory:

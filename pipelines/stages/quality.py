@@ -157,13 +157,23 @@ class QualityModelsSummary(Summary):
 
 def quality_models(p: QualityModelsParams, lake: Lake) -> QualityModelsSummary:
     """Build (or find, by the key of their training data) the default quality models."""
-    from filters.quality.default import FALLBACK_NAME, default_root, ensure_default_models
+    from filters.quality.default import (
+        FALLBACK_NAME,
+        default_root,
+        ensure_default_models,
+        place_set,
+    )
     from sampleweb.labels import labelled_documents, labelled_documents_from_file
 
     labels = Path(p.sample_web) / "labels.parquet" if p.sample_web else None
     rows = labelled_documents_from_file(labels) if labels else labelled_documents(0)
-    root = Path(p.out) if p.out else default_root(lake.dir("quality_models"))
-    target = ensure_default_models(root, rows, log=lake.log)
+    mine = Path(p.out) if p.out else Path(lake.dir("quality_models")) / "default"
+    # Built in (or found in) the shared cache when $REFINERY_QUALITY_DEFAULTS names one, then
+    # placed in this lake, where its manifest names this lake's sample web.
+    built = ensure_default_models(
+        Path(p.out) if p.out else default_root(mine.parent), rows, log=lake.log
+    )
+    target = place_set(built, mine)
     models = sorted(m.stem for m in target.glob("*.bin"))
     auc = {}
     for lang in models:

@@ -5,7 +5,7 @@ import shutil
 
 import pytest
 
-from pipelines.graph import materialize_selection
+from pipelines.graph import lineage_gaps, materialize_selection
 
 
 @pytest.mark.timeout(240)
@@ -19,9 +19,13 @@ def test_filter_assets_materialise_with_funnel_metadata(tmp_path, docs_dir, mode
     mats = {m.asset_key.to_user_string(): m for m in res.get_asset_materialization_events()}
     assert set(mats) == set(names)
     # The default set is found by the key of its training data: the labels the sample_web asset
-    # wrote give the same key as the in-memory sample web the session fixture built it from.
+    # wrote give the same key as the in-memory sample web the session fixture built it from; the
+    # shared set is placed (hard-linked) in this lake, whose manifest names this sample web.
     models = mats["quality_models"].materialization.metadata
-    assert models["path"].value == str(models_dir) and models["fallback"].value is True
+    placed = tmp_path / "models" / "quality" / "default" / models_dir.name
+    assert models["path"].value == str(placed) and models["fallback"].value is True
+    assert (placed / "en.bin").stat().st_ino == (models_dir / "en.bin").stat().st_ino
+    assert "quality_models" not in lineage_gaps(tmp_path)  # (documents were copied in by hand)
     filtered = mats["filtered_documents"].materialization.metadata
     assert "| lang |" in filtered["funnel"].value and filtered["funnel_plot"].value.endswith(
         "funnel.png"

@@ -221,3 +221,36 @@ def test_models_built_side_by_side_are_the_files_one_process_builds(
     assert built == sorted(p.name for p in models_dir.glob(f"{lang}.*")) and len(built) > 2
     for name in built:
         assert (tmp_path / name).read_bytes() == (models_dir / name).read_bytes(), name
+
+
+def test_the_stage_places_the_shared_set_in_each_lake_with_its_own_manifest(tmp_path, models_dir):
+    """With a shared cache ($REFINERY_QUALITY_DEFAULTS, as under pytest-xdist), each lake's
+    `quality_models` dataset is its own directory: the cache's files hard-linked in, and the
+    manifest written there, never into the cache (two lakes once overwrote each other's lineage
+    there, and the demo's lineage check failed on the other lake's sample web)."""
+    from pathlib import Path
+
+    from common.manifest import read_manifest
+    from pipelines.stage import Lake
+    from pipelines.stages.quality import QualityModelsParams, quality_models
+
+    targets = []
+    for name in ("a", "b"):
+        summary = quality_models(QualityModelsParams(), Lake(root=tmp_path / name))
+        target = Path(summary.outputs["quality_models"])
+        assert target.is_relative_to(tmp_path / name), target
+        assert target.name == models_dir.name
+        assert read_manifest(target)["inputs"] == []
+        targets.append(target)
+    assert not (models_dir / "manifest.json").exists()
+    for target in targets:
+        for f in models_dir.iterdir():
+            assert (target / f.name).stat().st_ino == f.stat().st_ino, f.name
+    # A finished set already in place is found, not placed again; an unfinished one is refused.
+    assert qdefault.place_set(models_dir, targets[0].parent) == targets[0]
+    half = tmp_path / "half" / models_dir.name
+    half.mkdir(parents=True)
+    (half / "en.bin").write_bytes(b"x")
+    with pytest.raises(FileNotFoundError, match="not a finished default set"):
+        qdefault.place_set(half, tmp_path / "elsewhere")
+    assert not (tmp_path / "elsewhere" / models_dir.name).exists()
