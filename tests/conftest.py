@@ -53,3 +53,40 @@ def pytest_collection_modifyitems(config, items):
         return len(FIRST) if item.get_closest_marker("slow") else len(FIRST) + 1
 
     items.sort(key=rank)  # stable: the order within each rank is pytest's
+
+
+@pytest.fixture(scope="session")
+def sample_lake(tmp_path_factory):
+    """The sample web served for the whole session, and its crawl, extraction and filter run,
+    each built on first use and shared by every module that reads them (tests/samplelake.py)."""
+    from sampleweb import build_web, serve
+    from tests.samplelake import FIRST_OCTET, SampleLake
+
+    with serve(build_web(0), first_octet=FIRST_OCTET) as served:
+        yield SampleLake(served, tmp_path_factory.mktemp("sample-lake"))
+
+
+# The modules that read the shared sample-web lake (`sample_lake`, tests/samplelake.py) run as one
+# work unit, on one worker, so the session builds the lake once: its URLs carry the port of the
+# worker's own server, so two workers cannot share one.
+SAMPLE_LAKE_MODULES = (
+    "tests/crawl/test_sampleweb_crawl.py",
+    "tests/crawl/test_shards.py",
+    "tests/pipelines/test_checks.py",
+    "tests/images/test_sampleweb_images.py",
+    "tests/extract/test_sampleweb.py",
+)
+
+
+def pytest_xdist_make_scheduler(config, log):
+    """`--dist loadfile`, with the sample-lake modules in one work unit."""
+    if config.getvalue("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadFileScheduling
+
+    class SampleLakeScheduling(LoadFileScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            module = super()._split_scope(nodeid)
+            return "sample-lake" if module in SAMPLE_LAKE_MODULES else module
+
+    return SampleLakeScheduling(config, log)

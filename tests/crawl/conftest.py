@@ -8,7 +8,6 @@ import pyarrow.parquet as pq
 import pytest
 
 from crawlers.crawl import crawl
-from sampleweb import build_web, serve
 
 from .faultserver import FaultServer, Site
 
@@ -58,9 +57,7 @@ SAMPLE_CRAWL_CONFIG = {"delay": 0.0, "allow_private_networks": True, "robots_ret
 
 
 @pytest.fixture(scope="session")
-def sampleweb_single(tmp_path_factory):
-    """(served sample web, output directory, summary) of one unsharded crawl of the sample web."""
-    out = tmp_path_factory.mktemp("samplecrawl")
-    with serve(build_web(0), first_octet=110) as sw:
-        summary = asyncio.run(crawl(sw.seeds(), out, SAMPLE_CRAWL_CONFIG))
-        yield sw, out, summary
+def sampleweb_single(sample_lake):
+    """(served sample web, output directory, summary) of one unsharded crawl of the sample web:
+    the session's shared crawl (tests/samplelake.py); the web stays served for the session."""
+    return sample_lake.served, sample_lake.crawl.dir, sample_lake.crawl.summary

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import statistics
 
 import pyarrow.parquet as pq
@@ -14,24 +13,10 @@ pytestmark = [pytest.mark.timeout(300), pytest.mark.slow]
 
 
 @pytest.fixture(scope="module")
-def sampleweb_run(tmp_path_factory):
-    """Serve the sample web, crawl it, extract it once (one browser for the whole module)."""
-    from crawlers.crawl import crawl
-    from pipelines.stages.extract import run_extract
-    from sampleweb import build_web
-    from sampleweb.server import serve
-
-    root = tmp_path_factory.mktemp("sampleweb")
-    with serve(build_web(seed=0)) as sw:
-        asyncio.run(
-            crawl(
-                sw.seeds(),
-                root / "crawl",
-                {"delay": 0.0, "allow_private_networks": True, "concurrency": 16},
-            )
-        )
-        labels = sw.labels_table().to_pylist()
-        summary = run_extract(root / "crawl", root / "extract", "auto", pages_in_flight=4)
+def sampleweb_run(sample_lake):
+    """The session's sample web, crawled and extracted with --render auto (tests/samplelake.py)."""
+    root, summary = sample_lake.root, sample_lake.extract.summary
+    labels = sample_lake.labels()
     docs = {r["url"]: r for r in pq.read_table(root / "extract" / "documents.parquet").to_pylist()}
     content = [lab for lab in labels if lab["is_content"] and lab["url"] in docs]
     return root, summary, docs, content

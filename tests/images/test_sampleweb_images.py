@@ -4,7 +4,6 @@ opted out is stored."""
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import urllib.request
 from collections import Counter
@@ -29,33 +28,24 @@ EXPECTED_REASONS = {
 
 
 @pytest.fixture(scope="module")
-def run(tmp_path_factory):
-    """One serve + crawl + extract (no rendering) + image fetch of the whole sample web."""
-    from crawlers.crawl import crawl
-    from pipelines.stages.extract import run_extract
-    from sampleweb import build_web
-    from sampleweb.server import serve
-
+def run(tmp_path_factory, sample_lake):
+    """The session's sample web crawled and extracted (tests/samplelake.py), and every image
+    ref it found fetched from the still-served web."""
     root = tmp_path_factory.mktemp("sampleweb-images")
-    web = build_web(seed=0)
-    with serve(web, first_octet=150) as sw:
-        fast = {"delay": 0.0, "allow_private_networks": True}
-        asyncio.run(crawl(sw.seeds(), root / "crawl", {**fast, "concurrency": 16}))
-        run_extract(root / "crawl", root / "extract", "never")
-        refs = load_refs(root / "extract")
-        summary = fetch_images(
-            refs, root / "images", {**fast, "max_retries": 0, "robots_retries": 0}
-        )
-        labels = sw.labels_table().to_pylist()
-        bases = {s.name: sw.base_url(s.name) for s in web.sites}
-        with urllib.request.urlopen(sw.url("gallery-en", "/img/logo.png")) as resp:
-            logo_xrt = resp.headers.get("X-Robots-Tag")
-        noimageai_xrt = {}
-        for (site, path), page in web.pages.items():
-            if page.headers.get("X-Robots-Tag") and page.content_type.startswith("image/"):
-                req = urllib.request.Request(sw.url(site, path), method="HEAD")
-                with urllib.request.urlopen(req) as resp:
-                    noimageai_xrt[path] = resp.headers.get("X-Robots-Tag")
+    web, sw = sample_lake.web, sample_lake.served
+    fast = {"delay": 0.0, "allow_private_networks": True}
+    refs = load_refs(sample_lake.extract.dir)
+    summary = fetch_images(refs, root / "images", {**fast, "max_retries": 0, "robots_retries": 0})
+    labels = sample_lake.labels()
+    bases = {s.name: sw.base_url(s.name) for s in web.sites}
+    with urllib.request.urlopen(sw.url("gallery-en", "/img/logo.png")) as resp:
+        logo_xrt = resp.headers.get("X-Robots-Tag")
+    noimageai_xrt = {}
+    for (site, path), page in web.pages.items():
+        if page.headers.get("X-Robots-Tag") and page.content_type.startswith("image/"):
+            req = urllib.request.Request(sw.url(site, path), method="HEAD")
+            with urllib.request.urlopen(req) as resp:
+                noimageai_xrt[path] = resp.headers.get("X-Robots-Tag")
     # Ground truth per ref: (page url, absolute image url) -> image label (with expect_drop).
     truth = {}
     for lab in labels:
@@ -65,6 +55,7 @@ def run(tmp_path_factory):
     rows = pq.read_table(root / "images" / "fetched.parquet").to_pylist()
     return {
         "root": root,
+        "lake": sample_lake.root,
         "web": web,
         "refs": refs,
         "rows": rows,
@@ -144,9 +135,9 @@ def test_x_robots_tag_opt_out_is_read_from_the_headers_without_the_body(run):
 
 
 def test_page_noimageai_reaches_documents_and_drops_only_the_images(run):
-    root = run["root"]
-    docs = {d["url"]: d for d in pq.read_table(root / "extract" / "documents.parquet").to_pylist()}
-    pages = {p["url"]: p for p in pq.read_table(root / "crawl" / "pages.parquet").to_pylist()}
+    lake = run["lake"]
+    docs = {d["url"]: d for d in pq.read_table(lake / "extract" / "documents.parquet").to_pylist()}
+    pages = {p["url"]: p for p in pq.read_table(lake / "crawl" / "pages.parquet").to_pylist()}
     marked = [u for u, lab in run["labels"].items() if lab["noimageai"] and not lab["noai"]]
     assert marked
     for url in marked:

@@ -3,7 +3,6 @@ break each promise: every check passes on what the stages wrote and fails on the
 
 from __future__ import annotations
 
-import asyncio
 import json
 import math
 import shutil
@@ -18,7 +17,6 @@ import yaml
 
 from crawlers import checks as crawl_checks
 from filters import checks as filter_checks
-from tests.crawl.conftest import SAMPLE_CRAWL_CONFIG
 from tests.filters.conftest import docs_dir, labelled_docs  # noqa: F401 - the filter fixtures
 from tests.mix.conftest import OPTED_OUT_MARKER, base_spec, lake  # noqa: F401 - the mix fixtures
 from tests.train.conftest import mixtures, write_config  # noqa: F401 - the training fixtures
@@ -32,25 +30,16 @@ NO_DEFAULTS = {"quality": {"use_default_models": False}}  # unscored: training m
 
 
 @pytest.fixture(scope="module")
-def crawl_dir(tmp_path_factory) -> Path:
-    """A real crawl of three sample-web hosts (robots there deny some pages to both tokens)."""
-    from crawlers.crawl import crawl
-    from sampleweb import build_web, serve
-
-    out = tmp_path_factory.mktemp("checks-crawl")
-    with serve(build_web(0), first_octet=150) as sw:
-        config = {**SAMPLE_CRAWL_CONFIG, "max_pages": 60}
-        asyncio.run(crawl(sw.seeds()[:3], out, config))
-    return out
+def crawl_dir(sample_lake) -> Path:
+    """The session's real crawl of the sample web (robots there deny some pages to both tokens;
+    tests/samplelake.py). Tests that change it work on copies."""
+    return sample_lake.crawl.dir
 
 
 @pytest.fixture(scope="module")
-def extract_dir(tmp_path_factory, crawl_dir) -> Path:
-    from pipelines.stages.extract import run_extract
-
-    out = tmp_path_factory.mktemp("checks-extract")
-    run_extract(crawl_dir, out, render_mode="never")
-    return out
+def extract_dir(sample_lake) -> Path:
+    """The session's extraction of that crawl (--render auto)."""
+    return sample_lake.extract.dir
 
 
 @pytest.fixture(scope="module")
