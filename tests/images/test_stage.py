@@ -55,7 +55,8 @@ DROP_REASONS = {
 
 @pytest.fixture(scope="module")
 def built(tmp_path_factory):
-    """(extract dir, images build dir, served web) of four sample-web sites."""
+    """(extract dir, images build dir, served web) of four sample-web sites. Its own web, not the
+    shared sample lake: four sites keep the CLI's image build (CLIP scoring included) small."""
     from crawlers.crawl import crawl
     from pipelines.stages.extract import run_extract
 

@@ -40,7 +40,8 @@ OPT_OUT_ROBOTS = (
 
 @pytest.fixture(scope="module")
 def served_lake(tmp_path_factory):
-    """(served sample web, lake root): 3 sites crawled, extracted, filtered, tokenizer trained."""
+    """(served sample web, lake root): 3 sites crawled, extracted, filtered, tokenizer trained.
+    Its own web, not the shared sample lake: the tests change robots.txt on the served hosts."""
     from crawlers.crawl import crawl
     from filters.run import run_filter
     from pipelines.stages.extract import run_extract

@@ -89,7 +89,9 @@ def _table(path: Path, drop: tuple[str, ...] = ()) -> pa.Table:
 
 @pytest.fixture(scope="module")
 def js_crawl(tmp_path_factory):
-    """A crawl of the sample web's JavaScript site (pages that need a browser), still served."""
+    """A crawl of the sample web's JavaScript site (pages that need a browser), still served.
+    Its own web, not the shared sample lake: the budgets are measured in child processes that
+    render these pages again, and must not share a process with other modules' browsers."""
     from crawlers.crawl import crawl
     from sampleweb import build_web, serve
 

@@ -25,6 +25,7 @@ def test_recrawl_and_consent_recheck_from_the_cli(tmp_path, monkeypatch):
     monkeypatch.setenv("REFINERY_HOME", str(lake))
     out = lake / "crawl" / "shard=0"
     runner = CliRunner()
+    # Its own web, not the shared sample lake: the CLI recrawls it and its robots.txt changes.
     with serve(build_web(0), first_octet=201) as web:
         root = web.base_url("wiki-en") + "/"
         asyncio.run(crawl([root], out, {**LOOPBACK, "max_pages": 6}))

@@ -66,6 +66,7 @@ def test_recrawl_gets_304s_refetches_the_edited_page_and_moves_intervals(tmp_pat
 
     lake = tmp_path / "lake"
     out = lake / "crawl" / "shard=0"  # where the raw_pages partition 0 lives
+    # Its own web, not the shared sample lake: the test edits a page on the served host.
     with serve(build_web(0), first_octet=200) as web:
         asyncio.run(crawl([web.base_url(SITE) + "/"], out, {**LOOPBACK, "max_pages": 10}))
         before = {p["url"]: p for p in pq.read_table(out / "pages.parquet").to_pylist()}
