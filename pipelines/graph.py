@@ -238,12 +238,14 @@ def stage_asset(stage: Stage, name: str | None = None, defaults: dict[str, Any] 
             out: {AssetKey(d) for d in stage.internal_deps.get(out, stage.inputs)}
             for out in stage.outputs
         }
+    follow = IdentityPartitionMapping() if partitions else None
     return multi_asset(
         name=op_name,
         internal_asset_deps=internal,
         outs=outs,
         ins=ins,
-        deps=[AssetDep(stage.partitions_follow, partition_mapping=IdentityPartitionMapping())]
+        # an unpartitioned stage follows every partition of its upstream (Dagster's default)
+        deps=[AssetDep(stage.partitions_follow, partition_mapping=follow)]
         if stage.partitions_follow
         else None,
         check_specs=check_specs or None,

@@ -16,8 +16,9 @@ unchanged on it):
   every record that is not a page, with its reason. Records in = pages + skipped.
 - `hosts.parquet`: every origin of the import, its robots.txt status, fetch time and sha256.
 - `warc/<key>.warc.gz`: records copied from sources that cannot be read at an offset.
-- `parts/<key>.parquet` + `parts/<key>.done.json`: one file's rows; a file whose marker matches
-  its size and mtime is not read again (resume after a kill).
+- `parts/<key>.parquet` + `parts/<key>.done.json`: one file's rows (or one byte range's, for
+  a large gzip-per-record file: `plan`); a unit whose marker matches the file's size and mtime
+  is not read again (resume after a kill).
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from crawlers.imports.warc import ScanOptions, is_remote, local_path, scan_file
+from crawlers.imports.warc import ScanOptions, is_remote, local_path, scan_file, splittable
 
 PROVENANCE = [
     ("source_file", pa.string()),
@@ -147,6 +148,41 @@ def file_key(source: str) -> str:
     return f"{digest}-{name[:60]}"
 
 
+# One scan: a whole file (start 0, end None) or the records of a gzip-per-record file that begin
+# in the byte range [start, end) (the last range's end is None: to the end of the file).
+Unit = tuple[str, int, int | None]
+SPLIT_BYTES = 256 << 20  # the byte range one scan reads of a large gzip-per-record file
+
+
+def unit_key(unit: Unit) -> str:
+    """The name of one unit's part: the file's, plus the range when the file is split."""
+    source, start, end = unit
+    if start == 0 and end is None:
+        return file_key(source)
+    return f"{file_key(source)}.{start}-{'end' if end is None else end}"
+
+
+def plan(files: list[str], split_bytes: int | None = SPLIT_BYTES) -> list[Unit]:
+    """The scans of an import, in file order: one per file, or byte ranges of about
+    `split_bytes` for a local gzip-per-record file larger than that (`splittable`)."""
+    units: list[Unit] = []
+    for source in files:
+        size = 0 if is_remote(source) or not split_bytes else os.path.getsize(local_path(source))
+        if split_bytes and size > split_bytes and splittable(source):
+            n = -(-size // split_bytes)
+            step = -(-size // n)
+            units += [(source, i * step, (i + 1) * step if i < n - 1 else None) for i in range(n)]
+        else:
+            units.append((source, 0, None))
+    return units
+
+
+def shard_of(source: str, shards: int) -> int:
+    """The shard (0..shards-1) a file belongs to: a hash of its name, so adding files to an
+    import moves none of the others (their finished parts stay finished)."""
+    return int(hashlib.sha256(source.encode("utf-8")).hexdigest()[:8], 16) % shards
+
+
 def _stamp(source: str) -> dict[str, Any]:
     if is_remote(source):
         import fsspec
@@ -158,10 +194,12 @@ def _stamp(source: str) -> dict[str, Any]:
     return {"size": st.st_size, "mtime": st.st_mtime_ns}
 
 
-def is_done(source: str, out_dir: Path, opts: dict[str, Any] | None = None) -> bool:
-    """A finished part whose marker matches the file's size and mtime and the scan options
-    (tokens, record cap): a part read with other options is read again."""
-    marker = Path(out_dir) / "parts" / f"{file_key(source)}.done.json"
+def is_done(
+    source: str, out_dir: Path, opts: dict[str, Any] | None = None, start: int = 0, end=None
+) -> bool:
+    """A finished part whose marker matches the file's size and mtime, the byte range and the
+    scan options (tokens, record cap): a part read with other options is read again."""
+    marker = Path(out_dir) / "parts" / f"{unit_key((source, start, end))}.done.json"
     if not marker.exists():
         return False
     try:
@@ -169,7 +207,13 @@ def is_done(source: str, out_dir: Path, opts: dict[str, Any] | None = None) -> b
     except ValueError:
         return False
     same_opts = opts is None or done.get("opts") == opts
-    return done.get("source") == source and done.get("stamp") == _stamp(source) and same_opts
+    same_range = done.get("range", [0, None]) == [start, end]
+    return (
+        done.get("source") == source
+        and done.get("stamp") == _stamp(source)
+        and same_opts
+        and same_range
+    )
 
 
 def _table(rows: list[dict[str, Any]], schema: pa.Schema) -> pa.Table:
@@ -189,15 +233,19 @@ def _write(table: pa.Table, path: Path) -> None:
     os.replace(tmp, path)
 
 
-def scan_to_part(source: str, out_dir: str | Path, opts: dict[str, Any]) -> dict[str, Any]:
-    """Scan one file into `parts/<key>.parquet`, then its done marker (the resume unit)."""
+def scan_to_part(
+    source: str, out_dir: str | Path, opts: dict[str, Any], start: int = 0, end: int | None = None
+) -> dict[str, Any]:
+    """Scan one file (or one byte range of it) into `parts/<key>.parquet`, then its done
+    marker (the resume unit)."""
     out_dir = Path(out_dir)
-    key = file_key(source)
+    key = unit_key((source, start, end))
     started = time.perf_counter()
-    rows = scan_file(source, ScanOptions(**opts), out_dir / "warc", key)
+    rows = scan_file(source, ScanOptions(**opts), out_dir / "warc", file_key(source), start, end)
     _write(_table(rows, PART_SCHEMA), out_dir / "parts" / f"{key}.parquet")
     counts = {
         "source": source,
+        "range": [start, end],
         "stamp": _stamp(source),
         "opts": opts,
         "records": len(rows),
@@ -211,12 +259,12 @@ def scan_to_part(source: str, out_dir: str | Path, opts: dict[str, Any]) -> dict
     return counts
 
 
-Scanner = Callable[[list[str], Path, dict[str, Any]], None]
+Scanner = Callable[[list[Unit], Path, dict[str, Any]], None]
 
 
-def scan_in_process(files: list[str], out_dir: Path, opts: dict[str, Any]) -> None:
-    for source in files:
-        scan_to_part(source, out_dir, opts)
+def scan_in_process(units: list[Unit], out_dir: Path, opts: dict[str, Any]) -> None:
+    for source, start, end in units:
+        scan_to_part(source, out_dir, opts, start, end)
 
 
 _KEY_COLUMNS = ["kind", "url", "payload_digest", "content_sha256", "skip_reason", "record_offset"]
@@ -228,9 +276,9 @@ def _key(value: str) -> bytes:
     return hashlib.blake2b(value.encode("utf-8", "surrogatepass"), digest_size=16).digest()
 
 
-def _repeats(files: list[str], out_dir: Path) -> tuple[dict[int, dict[int, tuple]], list[str]]:
+def _repeats(units: list[Unit], out_dir: Path) -> tuple[dict[int, dict[int, tuple]], list[str]]:
     """The first pass over the parts, reading only their key columns, in file order: which rows
-    are exact repeats, as {file index: {row index: (reason, detail)}}, and the URLs of the pages
+    are exact repeats, as {unit index: {row index: (reason, detail)}}, and the URLs of the pages
     kept (for the robots.txt fetch). A repeat is a URL seen before (duplicate_url), a payload
     digest or decoded body seen before (duplicate_payload; archivers differ on what the payload
     digest covers: a chunked body or not), a revisit whose original is in the import (revisit)
@@ -242,10 +290,10 @@ def _repeats(files: list[str], out_dir: Path) -> tuple[dict[int, dict[int, tuple
     urls: list[str] = []
 
     def where(code: int) -> str:
-        return f"{files[code >> 40]}@{code & ((1 << 40) - 1)}"
+        return f"{units[code >> 40][0]}@{code & ((1 << 40) - 1)}"
 
-    for fi, source in enumerate(files):
-        part = pq.ParquetFile(out_dir / "parts" / f"{file_key(source)}.parquet")
+    for fi, unit in enumerate(units):
+        part = pq.ParquetFile(out_dir / "parts" / f"{unit_key(unit)}.parquet")
         cols = _KEY_COLUMNS + _REVISIT_COLUMNS
         i = 0
         for batch in part.iter_batches(batch_size=BATCH_ROWS * 4, columns=cols):
@@ -310,7 +358,7 @@ class _Out:
 
 
 def _write_outputs(
-    files: list[str], out_dir: Path, repeats: dict[int, dict[int, tuple]], book: Any
+    units: list[Unit], out_dir: Path, repeats: dict[int, dict[int, tuple]], book: Any
 ) -> dict[str, int]:
     """The second pass: every part again, a batch of rows at a time, in file order: repeats
     become skips, pages are decided (`ConsentBook.apply`) and both are written as they come."""
@@ -318,8 +366,8 @@ def _write_outputs(
     skipped = _Out(out_dir / "skipped.parquet", skipped_schema())
     reasons: dict[str, int] = {}
     allowed = 0
-    for fi, source in enumerate(files):
-        part = pq.ParquetFile(out_dir / "parts" / f"{file_key(source)}.parquet")
+    for fi, unit in enumerate(units):
+        part = pq.ParquetFile(out_dir / "parts" / f"{unit_key(unit)}.parquet")
         mine = repeats.get(fi, {})
         i = 0
         for batch in part.iter_batches(batch_size=BATCH_ROWS):
@@ -359,13 +407,17 @@ def import_warc(
     offline: bool = False,
     max_record_bytes: int | None = None,
     scanner: Scanner | None = None,
+    split_bytes: int | None = SPLIT_BYTES,
+    shard: tuple[int, int] = (0, 1),
     log: Callable[[str], None] = lambda msg: None,
 ) -> dict[str, Any]:
     """Import WARC/ARC files into `out_dir` (see the module doc); returns the summary figures.
 
     `config`: a CrawlConfig (or dict of its fields) for the robots.txt fetches and the tokens.
-    `scanner(files, out_dir, opts)` scans the files not yet done (default: in this process; the
-    stage passes a Beam pipeline, one file per element).
+    `scanner(units, out_dir, opts)` scans the units (files, or byte ranges of a large
+    gzip-per-record file: `plan`) not yet done (default: in this process; the stage passes a
+    Beam pipeline, one unit per element). `shard` (k, n): only the files of shard k of n
+    (`shard_of`), for n imports side by side into n directories.
     """
     from crawlers.crawl.config import CrawlConfig
     from crawlers.imports.consent import ConsentBook
@@ -374,17 +426,22 @@ def import_warc(
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     files = expand(patterns)
+    k, n = shard
+    if n > 1:
+        files = [f for f in files if shard_of(f, n) == k]
     opts = {"agent": cfg.agent, "training_agent": cfg.training_agent}
     if max_record_bytes is not None:
         opts["max_record_bytes"] = int(max_record_bytes)
-    todo = [f for f in files if not is_done(f, out_dir, opts)]
+    units = plan(files, split_bytes)
+    todo = [u for u in units if not is_done(u[0], out_dir, opts, u[1], u[2])]
     started = time.perf_counter()
     if todo:
         (scanner or scan_in_process)(todo, out_dir, opts)
     scan_s = time.perf_counter() - started
-    log(f"import: {len(files)} files ({len(files) - len(todo)} already done), scanned")
+    scanned = {u[0] for u in todo}
+    log(f"import: {len(files)} files ({len(files) - len(scanned)} already done), scanned")
     t = time.perf_counter()
-    repeats, urls = _repeats(files, out_dir)
+    repeats, urls = _repeats(units, out_dir)
     dedup_s = time.perf_counter() - t
     t = time.perf_counter()
     book = ConsentBook(cfg, offline=offline)
@@ -392,16 +449,19 @@ def import_warc(
     del urls
     consent_s = time.perf_counter() - t
     t = time.perf_counter()
-    out = _write_outputs(files, out_dir, repeats, book)
+    out = _write_outputs(units, out_dir, repeats, book)
     write_s = time.perf_counter() - t
     hosts = book.hosts()
     _write(_table(hosts, HOSTS_SCHEMA), out_dir / "hosts.parquet")
-    records = sum(json.loads(m.read_text())["records"] for m in _markers(files, out_dir))
+    records = sum(json.loads(m.read_text())["records"] for m in _markers(units, out_dir))
     pages, skipped = out["pages"], out["skipped"]
     summary = {
         "files": len(files),
-        "files_scanned": len(todo),
-        "files_resumed": len(files) - len(todo),
+        "files_scanned": len(scanned),
+        "files_resumed": len(files) - len(scanned),
+        "ranges": len(units),
+        "ranges_scanned": len(todo),
+        "shard": f"{k}/{n}",
         "records": records,
         "pages": pages,
         "skipped": skipped,
@@ -422,8 +482,8 @@ def import_warc(
     return summary
 
 
-def _markers(files: list[str], out_dir: Path) -> list[Path]:
-    return [out_dir / "parts" / f"{file_key(f)}.done.json" for f in files]
+def _markers(units: list[Unit], out_dir: Path) -> list[Path]:
+    return [out_dir / "parts" / f"{unit_key(u)}.done.json" for u in units]
 
 
 def _host(url: str | None) -> str | None:

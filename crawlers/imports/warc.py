@@ -23,6 +23,7 @@ import gzip
 import hashlib
 import io
 import re
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -181,23 +182,75 @@ class _Sink:
 
 
 def _resync(fh: BinaryIO, start: int, gz: bool) -> int | None:
-    """The offset of the next record start at or after `start` (a gzip member header, or a
-    'WARC/1.' line), None when the file has none."""
+    """The offset of the next record start at or after `start`, None when the file has none: a
+    gzip member whose first bytes are a WARC header (`is_record_start`), or a 'WARC/1.' line.
+    A byte-range scan begins at the same place, so ranges meet exactly where records do."""
     marker = _GZIP_MAGIC if gz else b"WARC/1."
-    fh.seek(start)
-    pos, tail = start, b""
+    pos = start
     while True:
-        chunk = fh.read(1 << 20)
-        if not chunk:
+        fh.seek(pos)
+        data = fh.read(1 << 20)
+        if len(data) < len(marker):
             return None
-        data = tail + chunk
         i = data.find(marker)
-        while i >= 0 and not gz and i > 0 and data[i - 1 : i] != b"\n":
+        while i >= 0:
+            at = pos + i
+            if gz and is_record_start(fh, at):
+                return at
+            if not gz and (i == 0 or data[i - 1 : i] == b"\n"):
+                return at
             i = data.find(marker, i + 1)
-        if i >= 0:
-            return pos - len(tail) + i
-        tail = data[-8:]
-        pos += len(chunk)
+        pos += len(data) - len(marker) + 1
+
+
+def is_record_start(fh: BinaryIO, pos: int) -> bool:
+    """Whether a gzip member starts at `pos` and its first decompressed bytes are a WARC header.
+    A gzip magic inside compressed data is not enough (1 in 16 M positions of random bytes has
+    one); a deflate stream there that also begins with 'WARC/' is, in practice, never chance."""
+    fh.seek(pos)
+    head = fh.read(1 << 14)
+    if not head.startswith(_GZIP_MAGIC):
+        return False
+    try:
+        return zlib.decompressobj(31).decompress(head, 8).startswith(b"WARC/")
+    except zlib.error:
+        return False
+
+
+def _starts_here(stream: BinaryIO, pos: int) -> bool:
+    """`is_record_start`, leaving the stream where it was (warcio reads on from there)."""
+    here = stream.tell()
+    try:
+        return is_record_start(stream, pos)
+    finally:
+        stream.seek(here)
+
+
+def splittable(source: str, max_first_member: int = 64 << 20) -> bool:
+    """A local WARC with one gzip member per record (its first member, a WARC record, ends
+    before the file does and another member follows): it can be read by byte ranges. A
+    whole-file gzip, an ARC, an uncompressed or a remote file is read whole."""
+    if is_remote(source):
+        return False
+    with open(local_path(source), "rb") as fh:
+        if not is_record_start(fh, 0):
+            return False
+        fh.seek(0)
+        d = zlib.decompressobj(31)
+        read = 0
+        while not d.eof and read < max_first_member:
+            chunk = fh.read(1 << 16)
+            if not chunk:
+                return False
+            read += len(chunk)
+            try:
+                d.decompress(chunk, 1 << 20)
+                while d.unconsumed_tail and not d.eof:
+                    d.decompress(d.unconsumed_tail, 1 << 20)
+            except zlib.error:
+                return False
+        rest = d.unused_data or fh.read(2)
+        return d.eof and rest.startswith(_GZIP_MAGIC[:2])
 
 
 class _Loader(ArcWarcRecordLoader):
@@ -225,22 +278,37 @@ class _Restart(Exception):
 _WHOLE_GZIP = "whole-file gzip: records copied (a record in it cannot be read at an offset)"
 
 
-def scan_file(source: str, opts: ScanOptions, sink_dir: Path, key: str) -> list[dict[str, Any]]:
+def scan_file(
+    source: str,
+    opts: ScanOptions,
+    sink_dir: Path,
+    key: str,
+    start: int = 0,
+    end: int | None = None,
+) -> list[dict[str, Any]]:
     """Every record of one WARC/ARC file as one row (a page or a skip); see the module doc.
 
     Rows carry `kind` ('page' or 'skip'), the provenance (`source_file`, `record_offset`,
     `record_length`, `warc_record_id`, `capture_time`, `record_type`), `import_mode`
     ('referenced', or 'copied: why') and, for pages, where extraction finds the record
     (`warc_file`: the source's absolute path, or `warc/<key>.warc.gz` in the import directory).
+
+    `start`/`end`: only the records of a gzip-per-record file that begin in the byte range
+    [start, end) (`splittable`): reading starts at the first record start at or after `start`
+    (`_resync`) and stops at the first at or after `end`, so the ranges of a file together
+    read each record once. A file that turns out not to be readable at an offset is read whole
+    (copied) by its first range, and by no other.
     """
     restart: _Restart | None = None
     if is_remote(source):
         restart = _Restart("remote file: records copied so extraction can read them by offset")
     else:
         try:
-            return _scan(source, opts, None, gunzip=False, mode="referenced")
+            return _scan(source, opts, None, gunzip=False, mode="referenced", start=start, end=end)
         except _Restart as r:
             restart = r
+    if start > 0:
+        return []
     for _ in range(2):
         sink = _Sink(sink_dir / f"{key}.warc.gz", f"warc/{key}.warc.gz")
         try:
@@ -253,7 +321,14 @@ def scan_file(source: str, opts: ScanOptions, sink_dir: Path, key: str) -> list[
 
 
 def _scan(
-    source: str, opts: ScanOptions, sink: _Sink | None, *, gunzip: bool, mode: str
+    source: str,
+    opts: ScanOptions,
+    sink: _Sink | None,
+    *,
+    gunzip: bool,
+    mode: str,
+    start: int = 0,
+    end: int | None = None,
 ) -> list[dict[str, Any]]:
     copy = sink is not None
     rows: list[dict[str, Any]] = []
@@ -265,16 +340,23 @@ def _scan(
         if gunzip and gz:
             stream = gzip.GzipFile(fileobj=stream, mode="rb")  # type: ignore[assignment]
             gz = False
-        base = 0
         seekable = not copy and stream.seekable()
+        if start > 0:
+            first = _resync(stream, start, gz)
+            if first is None or (end is not None and first >= end):
+                return rows  # no record begins in this range
+            stream.seek(first)
         while True:
+            # warcio's offsets are the stream's own (tell() where the iterator starts), absolute
             it = _iterator(stream, copy)
-            last_end = base
+            last_end = stream.tell() if seekable else 0
             try:
                 for record in it:
+                    if end is not None and it.offset >= end and _starts_here(stream, it.offset):
+                        return rows  # the next range's first record
                     if not copy and record.format in ("arc", "arc2warc"):
                         raise _Restart("ARC file: records converted to WARC and copied")
-                    row = _record_row(record, it, source, base, opts, sink)
+                    row = _record_row(record, it, source, opts, sink)
                     if row is None:  # an empty gzip member between or after records
                         continue
                     row["import_mode"] = mode
@@ -291,6 +373,8 @@ def _scan(
                 error: Exception = exc
             except Exception as exc:  # zlib.error, EOFError, a header warcio cannot parse
                 error = exc
+            if end is not None and last_end >= end and is_record_start(stream, last_end):
+                return rows  # a record of the next range that cannot be read: it says so
             detail = " ".join(f"{type(error).__name__}: {error}".split())[:500]
             where = {"source_file": source, "record_offset": last_end, "record_length": None}
             rows.append(
@@ -302,10 +386,9 @@ def _scan(
             if not seekable:
                 return rows  # a stream cannot be searched for the next record: the rest is lost
             nxt = _resync(stream, last_end + 1, gz)
-            if nxt is None:
+            if nxt is None or (end is not None and nxt >= end):
                 return rows
             stream.seek(nxt)
-            base = nxt
     finally:
         fh.close()
 
@@ -375,7 +458,7 @@ def _skip(row: dict[str, Any], reason: str, detail: str) -> dict[str, Any]:
 
 
 def _record_row(
-    record, it, source: str, base: int, opts: ScanOptions, sink: _Sink | None
+    record, it, source: str, opts: ScanOptions, sink: _Sink | None
 ) -> dict[str, Any] | None:
     h = record.rec_headers
     rec_type = record.rec_type
@@ -395,7 +478,7 @@ def _record_row(
     }
 
     def place() -> dict[str, Any]:
-        row["record_offset"] = base + it.get_record_offset()
+        row["record_offset"] = it.get_record_offset()
         row["record_length"] = it.get_record_length()
         return row
 

@@ -1,9 +1,12 @@
-"""Beam pipeline of `import warc`: one WARC/ARC file per element.
+"""Beam pipeline of `import warc`: one scan unit per element.
 
-Each worker scans its file with `crawlers.imports.run.scan_to_part` into
-`parts/<key>.parquet` and then writes the file's done marker, so a killed job resumes at the
-files it had not finished (the stage skips files whose marker matches). Dedup across files and
-the consent check run after the job, in the stage, over the parts.
+A unit is a whole WARC/ARC file, or a byte range of a large gzip-per-record file
+(`crawlers.imports.run.plan`: each range reads the records that begin in it, so the ranges of a
+file together read each record once). Each worker scans its unit with
+`crawlers.imports.run.scan_to_part` into `parts/<key>.parquet` and then writes the unit's done
+marker, so a killed job resumes at the units it had not finished (the stage skips units whose
+marker matches). Dedup across files and the consent check run after the job, in the stage, over
+the parts.
 """
 
 from __future__ import annotations
@@ -16,31 +19,33 @@ from apache_beam.options.pipeline_options import PipelineOptions
 
 
 class ScanFileFn(beam.DoFn):
-    """Scan one source file into its part; yield the file's counts."""
+    """Scan one unit (a file, or [file, start, end]) into its part; yield the unit's counts."""
 
     def __init__(self, out_dir: str, opts_json: str):
         self.out_dir = out_dir
         self.opts_json = opts_json
 
-    def process(self, source: str):
+    def process(self, unit):
         from crawlers.imports.run import scan_to_part
 
-        yield scan_to_part(source, self.out_dir, json.loads(self.opts_json))
+        source, start, end = (unit, 0, None) if isinstance(unit, str) else unit
+        yield scan_to_part(source, self.out_dir, json.loads(self.opts_json), start, end)
 
 
 def run_pipeline(
-    files: list[str],
+    units: list,
     out_dir: Path,
     opts: dict,
     *,
     pipeline_args: list[str] | None = None,
 ) -> None:
-    """Scan `files` into `out_dir/parts/`, one file per element."""
+    """Scan `units` (files or (file, start, end) ranges) into `out_dir/parts/`, one per element."""
     options = PipelineOptions(pipeline_args or ["--runner=DirectRunner"])
+    elements = [u if isinstance(u, str) else list(u) for u in units]
     with beam.Pipeline(options=options) as p:
         _ = (
             p
-            | "Files" >> beam.Create(list(files))
-            | "Spread" >> beam.Reshuffle()  # one file per worker rather than all on one
+            | "Units" >> beam.Create(elements)
+            | "Spread" >> beam.Reshuffle()  # one unit per worker rather than all on one
             | "Scan" >> beam.ParDo(ScanFileFn(str(out_dir), json.dumps(opts)))
         )

@@ -4,8 +4,8 @@
 file and offset), so `refinery extract --crawl DIR` runs on it unchanged. Without --out it
 writes `<lake>/crawl/shard=import/`, one more shard of the lake's crawl: the `documents` asset
 (extract over the lake's crawl) reads it with the crawled shards, and the graph shows
-`imported_pages -> documents`. Scanning runs as a Beam job, one file per element
-(`pipelines/beam/imports.py`); consent (today's robots.txt for both tokens plus the archived
+`imported_pages -> documents`. Scanning runs as a Beam job, one file (or one byte range of a
+large gzip-per-record file) per element (`pipelines/beam/imports.py`); consent (today's robots.txt for both tokens plus the archived
 X-Robots-Tag and meta robots) is decided for every origin (`crawlers.imports.consent`).
 """
 
@@ -18,6 +18,10 @@ from typing import Any
 from pipelines.stage import Lake, Params, Stage, Summary, param
 
 IMPORT_SHARD = "shard=import"
+# imported_pages partitions: the files of partition k are those whose name hashes to k
+# (`crawlers.imports.run.shard_of`), imported into crawl/shard=import-<k>/ with their own resume
+# markers; a file added later moves no other file to another partition
+IMPORT_SHARDS = 4
 
 
 class ImportOptions(Params):
@@ -64,6 +68,26 @@ class ImportWarcParams(ImportOptions):
     max_record_bytes: int | None = param(
         None, help="Skip (as too_large) a record whose body is over this (default: 64 MiB)."
     )
+    files_from: Path | None = param(
+        None,
+        help="A text file (or .gz) listing more files, one path or URL a line (e.g. Common "
+        "Crawl's warc.paths.gz with --files-prefix https://data.commoncrawl.org/).",
+    )
+    files_prefix: str = param(
+        "", help="Put in front of each relative line of --files-from (a directory or a URL)."
+    )
+    shard: str = param(
+        "0/1",
+        asset=False,
+        help="K/N: import only the files of shard K of N (a hash of each file's name), into "
+        "crawl/shard=import-K (Dagster: one partition each).",
+    )
+    split_bytes: int = param(
+        256 << 20,
+        min=0,
+        help="Read a local gzip-per-record WARC larger than this as byte ranges of about this "
+        "size, one Beam element each (0: one element per file).",
+    )
     runner: str = param(
         "DirectRunner", resource="beam.runner", help="Beam runner; unknown options go to Beam."
     )
@@ -95,6 +119,38 @@ def _summary(s: dict[str, Any], outputs: dict[str, str], seconds: float) -> Impo
     )
 
 
+def _shard(p: ImportWarcParams, lake: Lake) -> tuple[int, int]:
+    if lake.partition is not None:
+        return int(lake.partition), IMPORT_SHARDS
+    try:
+        k, n = (int(x) for x in p.shard.split("/"))
+    except ValueError:
+        raise ValueError(f"--shard {p.shard!r}: expected K/N, e.g. 0/4") from None
+    if not 0 <= k < n:
+        raise ValueError(f"--shard {p.shard!r}: K must be 0..N-1, e.g. 0/4")
+    return k, n
+
+
+def listed_files(path: Path, prefix: str = "") -> list[str]:
+    """The lines of a file list (gzip or plain), blank lines and # comments left out; a line
+    that is neither absolute nor a URL gets `prefix` in front."""
+    import gzip
+
+    raw = Path(path).read_bytes()
+    text = (gzip.decompress(raw) if raw[:2] == b"\x1f\x8b" else raw).decode("utf-8")
+    out = []
+    for line in text.splitlines():
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        if prefix and "://" not in line and not line.startswith("/"):
+            line = prefix.rstrip("/") + "/" + line
+        out.append(line)
+    if not out:
+        raise ValueError(f"--files-from {path}: lists no file; give one path or URL a line")
+    return out
+
+
 def import_warc(p: ImportWarcParams, lake: Lake) -> ImportSummary:
     """Import WARC/ARC files as a crawl (pages.parquet + records by file and offset), with
     today's opt-outs applied."""
@@ -102,30 +158,35 @@ def import_warc(p: ImportWarcParams, lake: Lake) -> ImportSummary:
 
     from crawlers.imports.run import import_warc as run_import
 
-    if not p.files and lake.interactive:
+    files = list(p.files) + (listed_files(p.files_from, p.files_prefix) if p.files_from else [])
+    if not files and lake.interactive:
         raise ValueError("FILE_OR_GLOB: name at least one WARC/ARC file or glob")
     # Dagster with no `files` configured: an empty import (0 pages), so "Materialize all" works
-    out = Path(p.out) if p.out else lake.root / "crawl" / IMPORT_SHARD
+    k, n = _shard(p, lake)
+    where = IMPORT_SHARD if n == 1 else f"{IMPORT_SHARD}-{k}"
+    out = Path(p.out) if p.out else lake.root / "crawl" / where
     args = [f"--runner={p.runner}", *p.beam_args]
 
-    def scanner(files: list[str], out_dir: Path, opts: dict[str, Any]) -> None:
-        if len(files) == 1 and p.runner == "DirectRunner" and not p.beam_args:
+    def scanner(units: list, out_dir: Path, opts: dict[str, Any]) -> None:
+        if len(units) == 1 and p.runner == "DirectRunner" and not p.beam_args:
             from crawlers.imports.run import scan_in_process
 
-            scan_in_process(files, out_dir, opts)  # one element: Beam would only add its start
+            scan_in_process(units, out_dir, opts)  # one element: Beam would only add its start
             return
         from pipelines.beam.imports import run_pipeline
 
-        run_pipeline(files, out_dir, opts, pipeline_args=args)
+        run_pipeline(units, out_dir, opts, pipeline_args=args)
 
     started = time.perf_counter()
     s = run_import(
-        p.files,
+        files,
         out,
         config=p.config(),
         offline=p.offline,
         max_record_bytes=p.max_record_bytes,
         scanner=scanner,
+        split_bytes=p.split_bytes or None,
+        shard=(k, n),
         log=lake.log,
     )
     return _summary(s, {"imported_pages": str(out)}, time.perf_counter() - started)
@@ -195,11 +256,14 @@ IMPORT_WARC = Stage(
     description=" ".join(import_warc.__doc__.split()),
     outputs=("imported_pages",),
     group="crawl",
+    partitions=[str(k) for k in range(IMPORT_SHARDS)],
     asset_defaults={"files": []},
     output_descriptions={
-        "imported_pages": "Pages imported from WARC/ARC archives (config: files, globs), with "
-        "today's robots.txt and the archived opt-outs applied (lake crawl/shard=import/): one "
-        "more shard of the crawl that `documents` extracts."
+        "imported_pages": "Pages imported from WARC/ARC archives (config: files, globs, or "
+        "files_from, a file list), with today's robots.txt and the archived opt-outs applied. "
+        "Partition k imports the files whose name hashes to k into lake crawl/shard=import-<k>/ "
+        "(one more shard of the crawl that `documents` extracts); a re-run resumes at the files "
+        "(and byte ranges) it had not finished."
     },
 )
 IMPORT_WET = Stage(

@@ -77,7 +77,7 @@ def test_cli_import_warc_through_beam_then_its_errors(tmp_path, robots):
     from crawlers.imports.run import scan_in_process
 
     done = [json.loads(m.read_text()) for m in markers]
-    scan_in_process([m["source"] for m in done], tmp_path / "local", done[0]["opts"])
+    scan_in_process([(m["source"], *m["range"]) for m in done], tmp_path / "local", done[0]["opts"])
     for m in markers:
         part = m.name.replace(".done.json", ".parquet")
         assert (out / "parts" / part).read_bytes() == (tmp_path / "local/parts" / part).read_bytes()
@@ -142,11 +142,14 @@ def test_import_wet_and_docs(tmp_path, robots):
 
 
 def test_imported_pages_asset_feeds_documents(tmp_path, robots):
-    """Dagster: imported_pages (config: files) writes the lake crawl's shard=import, and the
-    documents asset depends on it."""
+    """Dagster: imported_pages (config: files) is partitioned by file: partition k writes the
+    lake crawl's shard=import-<k> with the files that hash to k, and the documents asset (not
+    partitioned) depends on every partition."""
     from dagster import AssetKey, materialize
 
+    from crawlers.imports.run import shard_of
     from pipelines.graph import build_definitions
+    from pipelines.stages.imports import IMPORT_SHARDS
 
     src = write_warc(
         tmp_path / "d.warc.gz",
@@ -156,19 +159,24 @@ def test_imported_pages_asset_feeds_documents(tmp_path, robots):
     defs = build_definitions("local", root=lake)
     graph = defs.resolve_asset_graph()
     assert AssetKey("imported_pages") in graph.get(AssetKey("documents")).parent_keys
+    keys = graph.get(AssetKey("imported_pages")).partitions_def.get_partition_keys()
+    assert keys == [str(k) for k in range(IMPORT_SHARDS)]
+    assert graph.get(AssetKey("documents")).partitions_def is None
+    k = shard_of(str(src.resolve()), IMPORT_SHARDS)
     config = {"files": [str(src)], "allow_private_networks": True, "delay": 0.0}
     result = materialize(
         list(defs.assets),
         selection=[AssetKey("imported_pages")],
         resources=defs.resources,
         run_config={"ops": {"imported_pages": {"config": config}}},
+        partition_key=str(k),
     )
     assert result.success
-    rows = pq.read_table(lake / "crawl" / "shard=import" / "pages.parquet").to_pylist()
+    rows = pq.read_table(lake / "crawl" / f"shard=import-{k}" / "pages.parquet").to_pylist()
     assert [r["training_allowed"] for r in rows] == [True]
     from crawlers.extract.crawl_io import crawl_shards
 
-    assert any("shard=import" in p for p, _ in crawl_shards(lake / "crawl"))
+    assert any(f"shard=import-{k}" in p for p, _ in crawl_shards(lake / "crawl"))
 
 
 def test_parquet_corpus(tmp_path):
