@@ -3,8 +3,8 @@ safety and quality score.
 
 `DocumentAnnotator.annotate(row)` returns the row with `lang`, `lang_score`, `quality_score`,
 `quality_model`, `pii_found`, `drop_reason`, `heuristic_drop`, `rescued`, `consent_reason`,
-`url_block`, `contaminated`, `contamination_benchmarks`, `contamination_ngrams` and the
-scrubbed, boilerplate-stripped `text`. The first failing rule names the drop reason (consent,
+`url_block`, `contaminated`, `contamination_benchmarks`, `contamination_ngrams`,
+`toxicity_score`, `nsfw_score`, `safety_model` and the scrubbed, boilerplate-stripped `text`. The first failing rule names the drop reason (consent,
 then the URL filter's `url_blocked:<category>`, then the rest); all scores are computed
 regardless, so a later selection can change its mind without recomputing (annotate, then
 select).
@@ -18,6 +18,11 @@ Quality: the language's own model, else the multilingual fallback (`quality_mode
 `de:<sha12>` or `multilingual-fallback:<sha12>`). A row no model can score has
 `quality_score = None` (NULL in Parquet), never NaN: SQL engines order NaN above every number,
 so `quality_score >= 0.5` would be true for it.
+
+Safety: the toxicity and NSFW classifiers (`filters.toxicity`) score every row whose language
+has a model (null otherwise, never NaN); a row is dropped as `toxic` or `nsfw` only when
+`safety.max_toxicity` / `safety.max_nsfw` is set and reached. The word lists (`unsafe_content`)
+judge the languages the classifiers do not fully cover (`safety.wordlists`).
 
 Rescue (the report's "model signals instead of aggressive rules"): when a relaxed heuristic in
 `quality.rescue_reasons` fires but the quality score is at least the language's rescue score,
@@ -39,6 +44,7 @@ from filters.decontam import Decontaminator
 from filters.quality import QualityModel
 from filters.quality.default import QualityScorer
 from filters.safety import SafetyFilter
+from filters.toxicity import SafetyClassifiers
 from filters.urls import UrlFilter, is_url_reason
 
 # Output columns the filter adds to every row (besides replacing `text`), with their types:
@@ -63,6 +69,12 @@ ADDED_COLUMNS: dict[str, pa.DataType] = {
     "contaminated": pa.bool_(),
     "contamination_benchmarks": pa.string(),  # the eval sets, comma-joined
     "contamination_ngrams": pa.int64(),  # distinct n-grams of the text found in eval sets
+    # Safety classifiers (filters.toxicity): P(toxic) and P(obscene) of the text's worst window;
+    # null where the language has no model. `safety_model` names what judged the row
+    # ("toxicity.en:<sha12>,nsfw.en:<sha12>", "wordlist:ja", ...); null when nothing did.
+    "toxicity_score": pa.float64(),
+    "nsfw_score": pa.float64(),
+    "safety_model": pa.string(),
 }
 # Input columns the filter rewrites with its own type: `text` (scrubbed, a string) and
 # `training_allowed` (the boolean the consent rule read: true only for the boolean true).
@@ -88,6 +100,9 @@ class DocumentAnnotator:
         self.langid = LanguageIdentifier()
         self._last_lang: tuple[str, tuple[str, float]] | None = None
         self.safety = SafetyFilter(cfg.safety)
+        self.classifiers = (
+            SafetyClassifiers(cfg.safety.models_dir or None) if cfg.safety.classifiers else None
+        )
         self.urls = UrlFilter(cfg.urls) if cfg.urls.enabled else None
         self.decontam = Decontaminator(cfg.decontamination) if cfg.decontamination.evals else None
         self.scorer = QualityScorer(
@@ -148,6 +163,15 @@ class DocumentAnnotator:
         out["contaminated"], out["contamination_benchmarks"], out["contamination_ngrams"] = (
             self.decontam.check(text) if self.decontam is not None else (False, None, 0)
         )
+        safety, used = (
+            self.classifiers.score(text, lang) if self.classifiers is not None else ({}, [])
+        )
+        out["toxicity_score"] = safety.get("toxicity")
+        out["nsfw_score"] = safety.get("nsfw")
+        wordlist = self._wordlist_applies(lang)
+        if wordlist:
+            used.append(f"wordlist:{lang}")
+        out["safety_model"] = ",".join(used) or None
         out["heuristic_drop"] = heuristic_reason
         out["rescued"] = False
         if heuristic_reason and self._rescues(lang, heuristic_reason, scores[0]):
@@ -162,6 +186,7 @@ class DocumentAnnotator:
             out["quality_score"],
             blocked[0] if blocked else None,
             out["contaminated"] and self.cfg.decontamination.drop,
+            (out["toxicity_score"], out["nsfw_score"], wordlist),
         )
         if out["rescued"] and (
             out["drop_reason"] in _BEFORE_HEURISTICS or is_url_reason(out["drop_reason"])
@@ -194,6 +219,7 @@ class DocumentAnnotator:
         q: float | None,
         url_blocked: str | None = None,
         contaminated: bool = False,
+        safety: tuple[float | None, float | None, bool] = (None, None, True),
     ) -> str | None:
         if not flag_true(row.get(FLAG)):
             return "training_not_allowed"
@@ -209,9 +235,35 @@ class DocumentAnnotator:
             return "contaminated"
         if heuristic:
             return heuristic
-        unsafe = self.safety.check(text, lang)
+        unsafe = self._unsafe(text, lang, *safety)
         if unsafe:
             return unsafe
         if lang in self.thresholds and q is not None and q < self.thresholds[lang]:
             return "low_quality"
         return None
+
+    def _wordlist_applies(self, lang: str) -> bool:
+        """Whether the word lists judge `lang` (safety.wordlists: fallback, always or off).
+        In `fallback` they step aside only where classifiers of every kind score the language
+        and both cuts are set, that is where the classifiers decide instead."""
+        s = self.cfg.safety
+        if s.wordlists == "off":
+            return False
+        covered = (
+            self.classifiers is not None
+            and self.classifiers.covers(lang)
+            and s.max_toxicity is not None
+            and s.max_nsfw is not None
+        )
+        return (s.wordlists == "always" or not covered) and self.safety.has_list(lang)
+
+    def _unsafe(
+        self, text: str, lang: str, tox: float | None, nsfw: float | None, wordlist: bool
+    ) -> str | None:
+        """`toxic` or `nsfw` past the configured cut, else the word lists' `unsafe_content`."""
+        s = self.cfg.safety
+        if s.max_toxicity is not None and tox is not None and tox >= s.max_toxicity:
+            return "toxic"
+        if s.max_nsfw is not None and nsfw is not None and nsfw >= s.max_nsfw:
+            return "nsfw"
+        return self.safety.check(text, lang) if wordlist else None

@@ -6,6 +6,7 @@ Errors name the offending field (pydantic's location path), so a bad YAML is fix
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
@@ -48,8 +49,19 @@ class HeuristicsConfig(_Strict):
 
 
 class SafetyConfig(_Strict):
-    """Per-language word lists (filters/wordlists/<lang>.txt unless wordlist_dir is set)."""
+    """Toxicity and NSFW classifiers (`filters.toxicity`: scores in `toxicity_score` and
+    `nsfw_score`, drops only past a configured cut) and the per-language word lists
+    (filters/wordlists/<lang>.txt unless wordlist_dir is set)."""
 
+    # Score every row whose language has a shipped (or models_dir) classifier.
+    classifiers: bool = True
+    models_dir: str = ""  # empty: the shipped filters/toxicity_model/
+    # Drop as `toxic` / `nsfw` when the score is at least this; null: annotate only.
+    max_toxicity: float | None = Field(None, ge=0, le=1)
+    max_nsfw: float | None = Field(None, ge=0, le=1)
+    # fallback: the word lists judge languages the classifiers do not cover for every kind;
+    # always: every language with a list; off: never.
+    wordlists: Literal["fallback", "always", "off"] = "fallback"
     wordlist_dir: str = ""
     max_flagged_ratio: float = Field(0.01, ge=0, le=1)
     min_flagged: int = Field(3, ge=1)

@@ -1,5 +1,8 @@
 """Unsafe-content and profanity filtering with replaceable per-language word lists.
 
+The transparent fallback of the safety step: by default (`safety.wordlists: fallback`) a list
+judges only the languages that `filters.toxicity`'s classifiers do not cover for every kind.
+
 A list is `<dir>/<lang>.txt` (one term per line, `#` comments). Spaced languages match whole
 words/phrases; character languages (zh, ja, ...) match substrings. A document is dropped
 (`unsafe_content`) when it has at least `min_flagged` hits and they make up more than
@@ -42,6 +45,10 @@ class SafetyFilter:
     def languages(self) -> list[str]:
         """Languages that have a word list."""
         return sorted(p.stem for p in self.dir.glob("*.txt"))
+
+    def has_list(self, lang: str) -> bool:
+        """Whether `lang` has a non-empty word list."""
+        return self._pattern(lang) is not None
 
     def _pattern(self, lang: str) -> re.Pattern[str] | None:
         if lang not in self._patterns:

@@ -53,7 +53,7 @@ STEPS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "repeated_ngrams",
         ),
     ),
-    ("safety", ("unsafe_content",)),
+    ("safety", ("toxic", "nsfw", "unsafe_content")),
     ("quality", ("low_quality",)),
 )
 DEDUP_STEP = ("dedup", ("exact_duplicate", "url_duplicate", "near_duplicate"))

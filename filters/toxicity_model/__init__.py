@@ -1,0 +1,1 @@
+"""The shipped toxicity and NSFW classifiers (see README.md; rebuilt by build.py)."""

@@ -1,0 +1,200 @@
+"""The toxicity and NSFW classifiers: shipped models, their held-out and adversarial figures,
+the score columns, configured drops and the word-list fallback."""
+
+import hashlib
+import json
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from filters.annotate import DocumentAnnotator
+from filters.config import ConfigError, FilterConfig, config_from_dict
+from filters.toxicity import DEFAULT_MODEL_DIR, SafetyClassifiers, windows
+from tests.filters.toxicity_cases import ADVERSARIAL, NSFW, TOXIC
+
+CUT = 0.5
+
+
+@pytest.fixture(scope="module")
+def classifiers() -> SafetyClassifiers:
+    return SafetyClassifiers()
+
+
+@pytest.fixture(scope="module")
+def meta() -> dict:
+    return json.loads((DEFAULT_MODEL_DIR / "models.json").read_text())
+
+
+def _prf(pos: list[float], neg: list[float], cut: float = CUT) -> tuple[float, float]:
+    tp = sum(s >= cut for s in pos)
+    fp = sum(s >= cut for s in neg)
+    return (tp / (tp + fp) if tp + fp else 0.0), tp / len(pos)
+
+
+def _scores(classifiers, cases, kind) -> list[float]:
+    out = []
+    for lang, text in cases:
+        s = classifiers.score(text, lang)[0][kind]
+        if s is not None:
+            out.append(s)
+    return out
+
+
+def test_shipped_models_are_the_files_models_json_describes(meta):
+    for key, m in meta["models"].items():
+        data = (DEFAULT_MODEL_DIR / m["file"]).read_bytes()
+        assert hashlib.sha256(data).hexdigest() == m["sha256"], key
+        assert len(data) < 1_000_000, key  # quantised: the repository stays small
+        for src in m["trained_on"]:
+            assert meta["sources"][src]["licence"], (key, src)
+    for name in ("hatecheck", "mhc", "davidson"):
+        src = meta["sources"][name]
+        assert src["repo"] and len(src["commit"]) == 40 and src["licence"]
+
+
+def test_heldout_precision_and_recall_floors(meta):
+    """The figures the build measured on its held-out fifth (never trained on)."""
+    for key, m in meta["models"].items():
+        at = m["heldout"][str(CUT)]
+        floor = 0.9 if m["kind"] == "nsfw" else 0.7
+        assert at["all"]["precision"] >= floor and at["all"]["recall"] >= floor, (key, at["all"])
+        assert at["sampleweb"]["false_positives"] == 0, key  # ordinary web prose
+
+
+def test_written_toxic_cases_are_caught_and_adversarial_ones_are_not(classifiers):
+    """Cases written here, in five languages: hateful statements against medical and
+    educational text about sex and drugs, reclaimed words and slurs quoted in news reports."""
+    pos = _scores(classifiers, TOXIC, "toxicity")
+    neg = _scores(classifiers, ADVERSARIAL, "toxicity")
+    assert len(pos) == len(TOXIC) and len(neg) == len(ADVERSARIAL)
+    precision, recall = _prf(pos, neg)
+    assert precision >= 0.85 and recall >= 0.5, (precision, recall)
+    assert sum(s >= CUT for s in neg) <= 2, neg
+
+
+def test_written_obscene_cases_are_caught_and_adversarial_ones_are_not(classifiers):
+    pos = _scores(classifiers, NSFW, "nsfw")
+    neg = _scores(classifiers, ADVERSARIAL + TOXIC, "nsfw")  # hateful is not obscene
+    assert len(pos) == len(NSFW) and neg
+    precision, recall = _prf(pos, neg)
+    assert precision >= 0.8 and recall >= 0.8, (precision, recall)
+    medical = [s for (lang, t), s in zip(ADVERSARIAL, neg, strict=False) if "Condom" in t]
+    assert medical and max(medical) < CUT
+
+
+def test_a_toxic_paragraph_is_not_averaged_away_in_a_long_page(classifiers):
+    prose = "The museum opens at nine and the guided tour of the new wing takes an hour. " * 30
+    clean = classifiers.score(prose, "en")[0]["toxicity"]
+    mixed = classifiers.score(prose + "\n" + TOXIC[0][1], "en")[0]["toxicity"]
+    assert clean < CUT <= mixed
+
+
+def test_windows_are_sentences_cut_into_bounded_token_runs():
+    w = windows("one two three four five\n\nsix. Seven eight! 3.5 nine", "en", size=2)
+    assert w == ["one two", "three four", "five", "six", "seven eight", "3 5", "nine"]
+    assert windows("今天天气很好。你好", "zh", size=4) == ["今 天 天 气", "很 好", "你 好"]
+
+
+def _row(text: str, i: int = 0) -> dict:
+    return {"id": f"d{i}", "url": f"http://127.0.0.1/{i}", "text": text, "training_allowed": True}
+
+
+def _annotator(**safety) -> DocumentAnnotator:
+    cfg = config_from_dict({"quality": {"use_default_models": False}, "safety": safety})
+    return DocumentAnnotator(cfg)
+
+
+PROSE = (
+    "The city council met on Tuesday evening to discuss the budget for the new library, the "
+    "opening hours of the swimming pool and the repairs to the bridge over the river. "
+)
+DE_PROSE = (
+    "Der Stadtrat hat am Dienstagabend über den Haushalt der neuen Bibliothek beraten. Die "
+    "Öffnungszeiten des Schwimmbads sollen im Sommer verlängert werden, und die Brücke über "
+    "den Fluss wird ab März repariert. Anwohner können ihre Fragen bis Ende des Monats per Post "
+    "oder im Rathaus einreichen; die Verwaltung beantwortet sie in der nächsten Sitzung."
+)
+HATE = "I hate all immigrants, they are filthy vermin and should be thrown out of this country. "
+OBSCENE = "that bitch sucked my dick last night lmao wanna see my pussy? dm me for nudes "
+
+
+def test_scores_are_columns_null_where_no_model_applies():
+    a = _annotator()
+    en = a.annotate(_row(PROSE * 3))
+    assert 0 <= en["toxicity_score"] < CUT and 0 <= en["nsfw_score"] < CUT
+    assert en["safety_model"].startswith("toxicity.en:") and "nsfw.en:" in en["safety_model"]
+    assert "wordlist:en" in en["safety_model"]  # no cut set: the word list still judges
+    de = a.annotate(_row("Der Stadtrat hat am Dienstag über den Haushalt gesprochen. " * 8))
+    assert de["lang"] == "de" and de["toxicity_score"] is not None and de["nsfw_score"] is None
+    ja = a.annotate(_row("今日は市議会が図書館の予算と橋の修理について話し合いました。" * 8))
+    assert ja["lang"] == "ja" and ja["toxicity_score"] is None and ja["nsfw_score"] is None
+    assert ja["safety_model"] == "wordlist:ja"
+
+
+def test_without_a_cut_the_scores_annotate_and_drop_nothing():
+    row = _annotator().annotate(_row(PROSE + HATE + PROSE))
+    assert row["toxicity_score"] >= CUT and row["drop_reason"] is None
+
+
+def test_a_configured_cut_drops_with_its_reason():
+    a = _annotator(max_toxicity=0.5, max_nsfw=0.5)
+    toxic = a.annotate(_row(PROSE + HATE + PROSE))
+    assert toxic["drop_reason"] == "toxic"
+    obscene = a.annotate(_row(PROSE + OBSCENE + PROSE, 1))
+    assert obscene["drop_reason"] in ("toxic", "nsfw") and obscene["nsfw_score"] >= 0.5
+    assert a.annotate(_row(PROSE * 3, 2))["drop_reason"] is None
+    only_nsfw = _annotator(max_nsfw=0.5).annotate(_row(PROSE + OBSCENE + PROSE, 1))
+    assert only_nsfw["drop_reason"] == "nsfw"
+
+
+def test_word_lists_judge_only_where_the_classifiers_do_not_decide():
+    dense = PROSE + "fuck shit porn xxx fuck shit porn " + PROSE
+    decided = _annotator(max_toxicity=0.99, max_nsfw=0.99)
+    row = decided.annotate(_row(dense))
+    assert "wordlist" not in row["safety_model"] and row["drop_reason"] != "unsafe_content"
+    # Japanese has no classifier: its word list still drops.
+    ja = (
+        "今日は市議会が図書館の予算について話し合いました。" * 6
+        + "エロ動画 アダルト 無修正 エロ動画 アダルト"
+    )
+    assert decided.annotate(_row(ja, 1))["drop_reason"] == "unsafe_content"
+    assert _annotator(max_toxicity=0.99, max_nsfw=0.99, wordlists="always").annotate(_row(dense))[
+        "drop_reason"
+    ] in ("unsafe_content", "nsfw", "toxic")
+    assert _annotator(wordlists="off").annotate(_row(dense))["drop_reason"] is None
+    assert _annotator().annotate(_row(dense))["drop_reason"] == "unsafe_content"
+
+
+def test_bad_safety_config_names_the_field(tmp_path):
+    with pytest.raises(ConfigError, match="safety.max_toxicity"):
+        config_from_dict({"safety": {"max_toxicity": 1.5}})
+    with pytest.raises(ConfigError, match="safety.wordlists"):
+        config_from_dict({"safety": {"wordlists": "sometimes"}})
+    with pytest.raises(FileNotFoundError, match="models_dir"):
+        SafetyClassifiers(tmp_path)
+    assert FilterConfig().safety.classifiers and FilterConfig().safety.max_toxicity is None
+
+
+@pytest.mark.slow
+def test_beam_and_in_process_give_the_same_scores_and_drops(tmp_path):
+    from pipelines.stages.filter import run_filter
+
+    texts = [PROSE * 3, PROSE + HATE + PROSE, PROSE + OBSCENE + PROSE]
+    texts += [DE_PROSE]
+    texts += ["今日は市議会が図書館の予算と橋の修理について話し合いました。" * 8]
+    pq.write_table(
+        pa.Table.from_pylist([_row(t, i) for i, t in enumerate(texts)]),
+        tmp_path / "documents.parquet",
+    )
+    cfg = {
+        "quality": {"use_default_models": False},
+        "safety": {"max_toxicity": 0.5, "max_nsfw": 0.5},
+    }
+    run_filter(tmp_path, tmp_path / "beam", config=cfg)
+    run_filter(tmp_path, tmp_path / "local", config=cfg, beam_args=["--runner=InProcess"])
+    beam = pq.read_table(tmp_path / "beam" / "annotated.parquet").to_pylist()
+    local = pq.read_table(tmp_path / "local" / "annotated.parquet").to_pylist()
+    assert beam == local
+    assert [r["drop_reason"] for r in local] == [None, "toxic", "toxic", None, None]
+    assert local[2]["nsfw_score"] >= 0.5 and local[4]["toxicity_score"] is None
