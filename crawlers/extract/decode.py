@@ -5,7 +5,7 @@ sometimes they are not HTML at all (an image served as text/html). Each failure 
 `BadPage` with a reject reason, so the extraction stage can account for every input row.
 
 Which encoding, in order (`choose_encoding`):
-  1. a byte-order mark;
+  1. a byte-order mark, or UTF-16 without one (a NUL in every other byte, on the same side);
   2. the HTTP Content-Type charset, then the page's own declaration (`<meta charset>`,
      `<meta http-equiv=Content-Type>`, `<?xml encoding=?>`), labels read as browsers read them
      (WHATWG: iso-8859-1 and ascii are windows-1252, gb2312 is GBK, ...); but bytes that are
@@ -16,9 +16,11 @@ Which encoding, in order (`choose_encoding`):
   4. detection (charset_normalizer) on the page's text, not its markup: the runs of non-ASCII
      bytes outside scripts and styles. On a page whose markup outweighs its text, detection over
      the whole body reads a few Chinese sentences as Cyrillic or Latin-1.
-The text returned carries no XML declaration and no C0 control characters other than tab,
-newline and carriage return (lxml refuses a `str` with an encoding declaration, and control
-characters make trafilatura discard the text around them).
+A body is binary (`sniff_binary`) by its magic number or by its share of C0 control bytes, a run
+of NUL bytes counting once: stray NULs and NUL padding are text pages. The text returned carries
+no XML declaration and no C0 control characters other than tab, newline and carriage return (lxml
+refuses a `str` with an encoding declaration, and control characters make trafilatura discard the
+text around them).
 """
 
 from __future__ import annotations
@@ -102,6 +104,7 @@ _CONTROL_RE = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f]")
 
 # C0 control bytes other than tab, newline, form feed, carriage return (sniff_binary).
 _CONTROL_BYTES = bytes(b for b in range(32) if b not in (9, 10, 12, 13))
+_NUL_RUN_RE = re.compile(rb"\x00+")
 
 
 class BadPage(Exception):
@@ -172,6 +175,9 @@ def choose_encoding(body: bytes, content_type: str | None = None) -> tuple[str, 
     for bom, codec in _BOMS:
         if body.startswith(bom):
             return codec, "bom"
+    utf16 = utf16_without_bom(body[:4096])
+    if utf16:  # no label can be read from it as ASCII, and "utf-16" labels mean UTF-8 to WHATWG
+        return utf16, "utf-16 byte pattern"
     header = None
     if content_type:
         m = _HEADER_CHARSET_RE.search(content_type)
@@ -208,6 +214,20 @@ def clean_text(html: str) -> str:
     return _CONTROL_RE.sub(" ", html)
 
 
+def utf16_without_bom(sample: bytes) -> str | None:
+    """'utf-16-le' or 'utf-16-be' where the bytes are UTF-16 text without a byte-order mark (ASCII
+    markup leaves a NUL in every other byte, on the same side), else None."""
+    pairs = len(sample) // 2
+    if pairs < 16:
+        return None
+    even, odd = sample[0 : 2 * pairs : 2].count(0), sample[1 : 2 * pairs : 2].count(0)
+    if odd >= 0.3 * pairs and even <= 0.02 * pairs:
+        return "utf-16-le"
+    if even >= 0.3 * pairs and odd <= 0.02 * pairs:
+        return "utf-16-be"
+    return None
+
+
 def sniff_binary(body: bytes) -> str | None:
     """Name the binary format of a body (png, pdf, ...) or return None if it looks like text."""
     for magic, name in _BINARY_MAGIC.items():
@@ -216,11 +236,18 @@ def sniff_binary(body: bytes) -> str | None:
     if body.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
         return None  # UTF-16 text is half NUL bytes
     sample = body[:4096]
-    if b"\x00" in sample:
+    if not sample or utf16_without_bom(sample):
+        return None
+    # Text, even in legacy encodings, has few C0 control bytes besides tab/newline/CR/FF. A run
+    # of NUL bytes counts once: real pages carry stray NULs and NUL padding (a database field, a
+    # response padded to a block size) that browsers and trafilatura read past, while binary
+    # formats scatter NULs through their structures.
+    nul_runs = len(_NUL_RUN_RE.findall(sample))
+    if nul_runs / len(sample) > 0.05:
         return "nul-bytes"
-    # Text, even in legacy encodings, has few C0 control bytes besides tab/newline/CR/FF.
     controls = len(sample) - len(sample.translate(None, _CONTROL_BYTES))
-    if sample and controls / len(sample) > 0.05:
+    nul = sample.count(0)
+    if (controls - nul + nul_runs) / len(sample) > 0.05:
         return "control-bytes"
     return None
 

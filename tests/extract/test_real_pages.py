@@ -284,3 +284,44 @@ def test_images_of_a_short_page_kept_as_one_baseline_block_follow_it_in_order():
         "http://127.0.0.9/2.png",
         "http://127.0.0.9/3.png",
     ]
+
+
+def forum_page(text: str) -> str:
+    """A phpBB-like page as saved pages come: a UTF-8 head, the post, a NUL-padded profile field
+    in a script and a footer; some servers pad the whole response with NUL bytes."""
+    return (
+        '<!DOCTYPE html><html dir="ltr" lang="de"><head><meta charset="utf-8">'
+        "<title>Haushalt beschlossen - Forum</title>"
+        '<script>var phpbb = {user: "gast\x00\x00\x00", sid: "58428beaa1"};</script></head>'
+        '<body id="phpbb"><div class="navbar"><a href="./index.php">Foren-Übersicht</a></div>'
+        f'<div class="post"><h3>Haushalt</h3><div class="content">{text}<br>{text}<br>{text}'
+        '</div></div><div class="copyright">Powered by phpBB\x00</div></body></html>'
+    )
+
+
+@pytest.mark.parametrize("padding", [b"", b"\x00" * 2048], ids=["stray", "padded"])
+def test_stray_and_padding_nul_bytes_do_not_make_a_page_binary(padding):
+    body = forum_page(DE).encode("utf-8") + padding
+    doc = extract(body, "text/html; charset=UTF-8")
+    assert "Größere Summen fließen" in doc["text"] and "\x00" not in doc["text"]
+
+
+@pytest.mark.parametrize("codec", ["utf-16-le", "utf-16-be"])
+def test_utf16_without_a_byte_order_mark_is_read_from_its_nul_pattern(codec):
+    body = page(DE, head='<meta charset="utf-16">').encode(codec)
+    assert choose_encoding(body, "text/html; charset=utf-16")[0] == codec
+    assert "Größere Summen fließen" in extract(body, "text/html")["text"]
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        b"\x00\x00\x00\x18ftypmp42" + bytes(range(256)) * 8,  # an MP4 (no magic we know)
+        b"\x00\x01\x00\x00\x00\x0f\x00\x80\x00\x03" + bytes(range(200)) * 10,  # a TrueType font
+        bytes([0, 0, 1, 0xBA]) + b"\x00\x12\x00\x00abc" * 300,  # MPEG program stream
+    ],
+    ids=["mp4", "ttf", "mpeg"],
+)
+def test_binary_bodies_without_known_magic_are_still_refused(body):
+    res = extract_page({"url": URL, "status": 200, "body": body, "content_type": "text/html"})
+    assert res.reject is not None and res.reject["reason"] == "binary_body", res
