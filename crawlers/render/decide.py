@@ -539,6 +539,20 @@ class _Page:
         for f in self.flow:
             yield from f.iter()
 
+    def scroll_triggers(self):
+        """Elements that fetch more of the page when scrolled into view (htmx's hx-get with
+        hx-trigger "revealed" or "intersect", also spelled data-hx-*): a library's sentinel."""
+        for el in self.tree.xpath("//*[@hx-get or @data-hx-get]"):
+            if _HX_SCROLL.search(_hx(el, "trigger")):
+                yield el
+
+
+_HX_SCROLL = re.compile(r"\b(revealed|intersect)\b")
+
+
+def _hx(el, name: str) -> str:
+    return el.get(f"hx-{name}") or el.get(f"data-hx-{name}") or ""
+
 
 def _refs(source: str) -> tuple[set[str], set[str], set[str]]:
     """Ids, classes and tag names an inline script looks up."""
@@ -679,9 +693,19 @@ _CUSTOM_CONTENT = re.compile(
 )
 
 
+# Mount points of consent managers and analytics scripts (vendor names; their ids join words with
+# underscores or none, so they are matched anywhere in the names).
+_VENDOR_NAME = re.compile(
+    r"usercentrics|onetrust|didomi|cookiebot|sp_message|qc-cmp|borlabs|truste|iubenda|"
+    r"cookieyes|klaro|parsely|chartbeat|cxense|(^|[-_ .])cx-"
+)
+
+
 def _ad_named(el, aux: bool = True) -> bool:
     names = _names(el)
-    return bool(_AD_NAME.search(names) or (aux and _AUX_NAME.search(names)))
+    return bool(
+        _AD_NAME.search(names) or _VENDOR_NAME.search(names) or (aux and _AUX_NAME.search(names))
+    )
 
 
 def _content_named(el, comments: bool = False) -> bool:
@@ -719,8 +743,10 @@ def _load_more_controls(page: _Page) -> list[tuple[str, object]]:
     """Controls a reader would click to get more of the page: a button, an <a> that loads rather
     than navigates, a role=button, labelled "load more" (or "mehr laden", "voir plus", ...)."""
     out = []
-    for el in page.body.iter("button", "a", "span", "div", "li"):
+    for el in page.body.iter("button", "a", "span", "div", "li", "input"):
         if el.tag in ("span", "div", "li") and el.get("role") != "button":
+            continue
+        if el.tag == "input" and (el.get("type") or "").lower() not in ("button", "submit"):
             continue
         href = (el.get("href") or "").strip()
         if el.tag == "a" and href and not href.startswith(("#", "javascript:")):
@@ -734,8 +760,8 @@ def _load_more_controls(page: _Page) -> list[tuple[str, object]]:
             target = next((t for t in page.tree.iter() if t.get("id") == controls), None)
             if target is not None and page.weight(target) > 0:
                 continue  # an expander over text already in the page
-        text = " ".join(el.text_content().split()).lower()
-        text = text or (el.get("aria-label") or el.get("title") or "").lower()
+        text = " ".join((el.get("value") or "" if el.tag == "input" else el.text_content()).split())
+        text = (text or el.get("aria-label") or el.get("title") or "").lower()
         if promises_more(text):
             out.append((text, el))
     return out
@@ -800,6 +826,10 @@ def _evidence(page: _Page) -> tuple[list[str], list[str], list[str]]:
             )
         elif page.external:
             places.append(f"empty box {_describe(el)} in the main content, with external scripts")
+    for el in page.scroll_triggers():
+        if page.in_flow(el) and _ends_flow(el, page) and not _ad_named(el):
+            strong.append(f"feed ends in a sentinel {_describe(el)} (loads {_hx(el, 'get')})")
+            break
     if page.external:
         for el in page.flow_elements():
             if isinstance(el.tag, str) and el.tag in _CONTAINERS and _heading_only(el):
@@ -866,10 +896,24 @@ def _evidence(page: _Page) -> tuple[list[str], list[str], list[str]]:
     return strong, weak, support
 
 
+_SHADOW_TEMPLATES = etree.XPath("//template[@shadowrootmode or @shadowroot]")
+
+
+def open_shadow_templates(tree, html: str):
+    """The tree with its server-rendered (declarative) shadow roots shown as a browser shows
+    them: a `<template shadowrootmode>` is the content of its host, not an inert template."""
+    if "shadowroot" in html:
+        for template in _SHADOW_TEMPLATES(tree):
+            template.tag = "div"
+            for name in ("shadowrootmode", "shadowroot"):
+                template.attrib.pop(name, None)
+    return tree
+
+
 def needs_render(html: str) -> RenderDecision:
     """Decide from static HTML; the reason names every piece of evidence, strongest first."""
     try:
-        tree = lxml_html.fromstring(html)
+        tree = open_shadow_templates(lxml_html.fromstring(html), html)
     except (etree.ParserError, ValueError):
         return RenderDecision(False, "static: unparseable html")
     page = _Page(tree)

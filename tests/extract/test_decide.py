@@ -382,3 +382,97 @@ def test_sites_built_like_real_ones_render_their_js_pages_and_leave_static_pages
     static = [(p, d) for p, d in decided if not p.needs_js]
     wrong = Counter(f"{p.kind}/{p.variant}" for p, d in static if d.render)
     assert sum(d.render for _, d in static) / len(static) <= 0.10, wrong
+
+
+# Pages as framework-built sites serve them: a shared template, the site's bundles as external
+# files, inline markup that only configures them (htmx attributes, consent-manager mount points,
+# server-rendered web components).
+_P = (
+    "Die Stadtverwaltung hat am Dienstag den neuen Haushalt beschlossen. Größere Summen fließen in "
+    "den öffentlichen Nahverkehr, in Wohnungen und in die Sanierung der Bücherei. "
+)
+
+
+def _site(main: str, head: str = "", tail: str = "") -> str:
+    nav = "".join(f'<li><a href="/ressort/{i}">Ressort {i}</a></li>' for i in range(12))
+    side = "".join(f'<li><a href="/a/{i}">Artikel {i} über die Stadt</a></li>' for i in range(5))
+    return (
+        '<!doctype html><html lang="de"><head><meta charset="utf-8"><title>Stadtblatt</title>'
+        '<script src="/static/js/vendor.3c1d9e.js" defer></script>'
+        f'<script src="/static/js/app.a41f07.js" defer></script>{head}</head><body>'
+        f'<header><a href="/">Stadtblatt</a><nav><ul>{nav}</ul></nav></header>'
+        f'<main id="main">{main}</main><aside class="sidebar"><h3>Meistgelesen</h3><ul>{side}</ul>'
+        f"</aside><footer><p>© 2024 Stadtblatt</p></footer>{tail}</body></html>"
+    )
+
+
+def _teasers(n: int) -> str:
+    return "".join(
+        f'<article class="teaser"><h2><a href="/a/{i}">Haushalt {i}</a></h2><p>{_P}</p></article>'
+        for i in range(n)
+    )
+
+
+_ARTICLE = f'<article class="story"><h1>Haushalt beschlossen</h1>{f"<p>{_P}</p>" * 4}</article>'
+
+
+@pytest.mark.parametrize(
+    "trigger",
+    [
+        '<div hx-get="/feed?page=2" hx-trigger="revealed" hx-swap="outerHTML">'
+        '<img class="htmx-indicator" src="/img/bars.svg" alt=""></div>',
+        '<p data-hx-get="/feed?page=2" data-hx-trigger="intersect once" data-hx-swap="afterend">'
+        "</p>",
+    ],
+    ids=["revealed", "intersect"],
+)
+def test_a_feed_ending_in_an_htmx_scroll_trigger_is_rendered(trigger):
+    html = _site(f'<section id="feed">{_teasers(4)}{trigger}</section>')
+    decision = needs_render(html)
+    assert decision.render and "feed ends in a sentinel" in decision.reason, decision
+
+
+def test_htmx_attributes_that_load_nothing_on_scroll_are_no_evidence():
+    like = '<button hx-post="/like/123" hx-swap="outerHTML">Gefällt mir</button>'
+    decision = needs_render(_site(_ARTICLE + like))
+    assert not decision.render and not decision.ambiguous, decision
+
+
+def test_an_input_button_labelled_load_more_is_a_load_more_control():
+    html = _site(
+        f'<section id="feed">{_teasers(4)}</section>'
+        '<input type="button" class="btn" id="more" value="Mehr laden">'
+    )
+    decision = needs_render(html)
+    assert decision.render and "load-more control (mehr laden)" in decision.reason, decision
+
+
+@pytest.mark.parametrize(
+    "root",
+    [
+        '<div id="usercentrics-root"></div>',
+        '<div id="onetrust-consent-sdk"></div>',
+        '<div id="didomi-host"></div>',
+        '<div id="CybotCookiebotDialog"></div>',
+        '<div id="sp_message_container_123"></div>',
+        '<div id="qc-cmp2-container"></div>',
+        '<div id="parsely-root"></div>',
+        '<div id="cX-root"></div>',
+    ],
+)
+def test_empty_consent_and_analytics_roots_after_an_article_are_no_evidence(root):
+    decision = needs_render(_site(_ARTICLE + root))
+    assert not decision.render, decision
+
+
+def test_a_server_rendered_shadow_root_is_text_in_the_page():
+    from crawlers.extract import extract_page
+
+    body = f"<h1>Haushalt beschlossen</h1>{f'<p>{_P}</p>' * 3}"
+    html = _site(f'<story-body><template shadowrootmode="open">{body}</template></story-body>')
+    decision = needs_render(html)
+    assert not decision.render and not decision.ambiguous, decision
+    doc = extract_page({"url": "http://127.0.0.9/a/1", "status": 200, "body": html.encode()})
+    assert doc.document is not None and "Größere Summen fließen" in doc.document["text"]
+    # a shadow root a script attaches later is still an empty custom element
+    assert needs_render(_site("<story-body></story-body>")).render
