@@ -45,7 +45,7 @@ from pathlib import Path
 from filters.quality.features import fasttext_line
 
 OUT_DIR = Path(__file__).parent
-RECIPE_VERSION = 1
+RECIPE_VERSION = 2
 SOURCES = {
     "hatecheck": {
         "repo": "paul-rottger/hatecheck-data",
@@ -193,13 +193,26 @@ def davidson_examples(sources: Path) -> list[tuple[str, int, str]]:
 _SENTENCE = re.compile(r"(?<=[.!?。！？])\s*")
 
 
+# The filter scores scrubbed text: the sample web's PII placeholders as `filters.pii` writes them.
+_PLACEHOLDERS = {"email": "<EMAIL>", "phone": "<PHONE>", "ipv4": "<IP>", "iban": "<IBAN>"}
+
+
+def _fill(line: str) -> str:
+    return re.sub(r"\{(\w+)\}", lambda m: _PLACEHOLDERS.get(m[1], "2024"), line)
+
+
 def sampleweb_examples(lang: str) -> list[Example]:
-    """Ordinary prose as negatives: every paragraph and every sentence of the sample web's
-    hand-written documents, grouped by document."""
+    """Ordinary web text as negatives: every paragraph and every sentence of the sample web's
+    hand-written documents (grouped by document), and its short lines (cookie banners, contact
+    and order lines with PII placeholders, spam keywords; each its own group)."""
     from sampleweb.content import load_pool
 
+    pool = load_pool(lang)
     out = []
-    for doc in load_pool(lang).docs:
+    short = (*pool.boilerplate, *pool.pii_lines, *pool.decoy_lines, *pool.spam_keywords)
+    for i, line in enumerate(short):
+        out.append(Example(_fill(line), 0, f"sampleweb:{lang}:line{i}", "sampleweb", "line"))
+    for doc in pool.docs:
         group = f"sampleweb:{lang}:{doc.id}"
         for para in (doc.title, *doc.paras, *doc.items):
             out.append(Example(para, 0, group, "sampleweb", "paragraph"))
@@ -237,12 +250,17 @@ def _train(train: list[Example], lang: str, seed: int, out: Path):
     import fasttext
 
     fasttext.FastText.eprint = lambda *a, **k: None
+    weight = {e: SAMPLEWEB_WEIGHT if e.source == "sampleweb" else 1 for e in train}
+    pos = sum(w for e, w in weight.items() if e.label)
+    neg = sum(w for e, w in weight.items() if not e.label)
+    # Classes balanced (negatives repeated): the prior of a text the model knows nothing about
+    # is then even, not the share of hateful cases in HateCheck (two thirds).
+    neg_times = max(1, round(pos / max(neg, 1)))
     lines = []
-    for e in train:
+    for e, w in weight.items():
         line = fasttext_line(e.text, lang)
         if line:
-            n = SAMPLEWEB_WEIGHT if e.source == "sampleweb" else 1
-            lines += [f"{POS if e.label else NEG} {line}\n"] * n
+            lines += [f"{POS if e.label else NEG} {line}\n"] * (w if e.label else w * neg_times)
     random.Random(seed).shuffle(lines)
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "train.txt"

