@@ -149,7 +149,9 @@ OURS = textwrap.dedent(
     t_load, c_load = time.perf_counter(), cpu()
     refs = json.loads(Path(args["refs"]).read_text())
     out = Path(args["out"])
-    summary = fetch_images(refs, out, args["fetch"])
+    # the scorer takes each image as the fetch decodes it (resized for CLIP in the fetch's
+    # threads), so scoring decodes no stored file again
+    summary = fetch_images(refs, out, args["fetch"], on_image=scorer.keep)
     t_fetch = time.perf_counter()
     rows = [r for r in pq.read_table(out / "fetched.parquet").to_pylist() if r["image_path"]]
     paths = [str(out / r["image_path"]) for r in rows]

@@ -78,7 +78,7 @@ PREPROCESS_CONFIGS: dict[str, dict[str, Any]] = {
     "refinery-tiny": {"resize_mode": "squash", "interpolation": "bilinear"},
 }
 
-ImageInput = str | Path | bytes
+ImageInput = str | Path | bytes | Image.Image
 StepCallback = Callable[[int, int, dict[str, Any] | None], None]
 
 
@@ -446,6 +446,7 @@ class ClipScorer:
         *,
         precision: str = "fp32",
         workers: int = 4,
+        keep_bytes: int = 1 << 30,
     ) -> None:
         if batch_size < 1:
             raise ClipError(f"batch_size={batch_size}: score at least 1 image per batch")
@@ -455,6 +456,15 @@ class ClipScorer:
         self.batch_size = batch_size
         self.workers = max(1, workers)
         self.input_dtype = open_clip.get_input_dtype(precision)
+        self.keep_bytes = keep_bytes
+        self._pixel_stage, self._tensor_stage = _split_preprocess(self.loaded.preprocess)
+        self._kept: dict[str, Image.Image] = {}  # absolute file path -> resized image (`keep`)
+        self._kept_bytes = 0
+
+    @property
+    def kept(self) -> int:
+        """Images taken by `keep` (their files are not decoded when scored)."""
+        return len(self._kept)
 
     @property
     def embed_dim(self) -> int:
@@ -462,8 +472,26 @@ class ClipScorer:
         return int(self.loaded.model_cfg["embed_dim"])
 
     def _prepare(self, image: ImageInput) -> torch.Tensor | None:
-        decoded = open_image(image)
+        kept = self._kept.get(os.path.abspath(image)) if isinstance(image, str | Path) else None
+        if kept is not None:  # decoded and resized when the image was fetched (`keep`)
+            return self._tensor_stage(kept)
+        if isinstance(image, Image.Image):
+            decoded = image if image.mode == "RGB" else image.convert("RGB")
+        else:
+            decoded = open_image(image)
         return None if decoded is None else self.loaded.preprocess(decoded)
+
+    def keep(self, path: str | os.PathLike[str], image: Image.Image) -> None:
+        """Take the decoded image of the file at `path` now (from any thread; the image fetch's
+        `on_image`): its pixel stage of the model's preprocessing (resize, crop) runs here and
+        the small result is kept, so scoring `path` later neither reads nor decodes the file.
+        `image` must be what decoding the file gives; the scores are then the same. Past
+        `keep_bytes` of kept images, later ones are not kept (their files are decoded)."""
+        if self._pixel_stage is None or self._kept_bytes >= self.keep_bytes:
+            return
+        small = self._pixel_stage(image if image.mode == "RGB" else image.convert("RGB"))
+        self._kept[os.path.abspath(path)] = small
+        self._kept_bytes += small.width * small.height * len(small.getbands())
 
     @torch.inference_mode()
     def encode_images(self, images: Sequence[ImageInput]) -> tuple[np.ndarray, np.ndarray]:
@@ -520,6 +548,21 @@ class ClipScorer:
             raise ClipError("similarity: no prompts; pass at least one text prompt")
         image_feats, _ = self.encode_images(images)
         return image_feats @ self.encode_texts(prompts).T
+
+
+def _split_preprocess(preprocess) -> tuple[Callable | None, Callable]:
+    """The model's preprocessing split where the image becomes a tensor: (the pixel steps on a
+    PIL image, the rest); (None, preprocess) when it is not a torchvision Compose of that shape."""
+    from torchvision import transforms as T
+
+    steps = getattr(preprocess, "transforms", None)
+    if not isinstance(preprocess, T.Compose) or not steps:
+        return None, preprocess
+    tensor_steps = (T.ToTensor, T.PILToTensor, getattr(open_clip.transform, "MaybeToTensor", ()))
+    at = next((i for i, t in enumerate(steps) if isinstance(t, tensor_steps)), None)
+    if not at:
+        return None, preprocess
+    return T.Compose(steps[:at]), T.Compose(steps[at:])
 
 
 def roc_auc(positive: Sequence[float], negative: Sequence[float]) -> float:

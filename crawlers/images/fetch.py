@@ -42,6 +42,7 @@ from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+from PIL import Image
 
 from common.consent import FLAG, NO_LEDGER, Consent, describe_flag, flag_true
 from crawlers.crawl.downloader import TRANSIENT_ERRORS, Downloader, RobotsLayer
@@ -293,11 +294,22 @@ def classify(res: FetchResult) -> tuple[str | None, str | None]:
     return None, None
 
 
-def _store(out_dir: Path, data: bytes, cfg: ImageFetchConfig, faces: FaceDetector) -> dict:
+OnImage = Callable[[str, Image.Image], None]
+
+
+def _store(
+    out_dir: Path,
+    data: bytes,
+    cfg: ImageFetchConfig,
+    faces: FaceDetector,
+    on_image: OnImage | None = None,
+) -> dict:
     """Hash, decode, blur faces, pHash and (when kept) store one body; runs in a worker thread.
 
     The body is decoded once (a large JPEG reduced to what the face search needs) and every
-    derived form comes from that decode: the face search's grey copy, its skin map, the pHash."""
+    derived form comes from that decode: the face search's grey copy, its skin map, the pHash,
+    and what `on_image` is handed (the stored file's path and its decoded image, when the file
+    is the body as fetched and the decode is full size: the pixels decoding the file gives)."""
     sha = hashlib.sha256(data).hexdigest()
     dec = decode_image(
         data,
@@ -313,12 +325,12 @@ def _store(out_dir: Path, data: bytes, cfg: ImageFetchConfig, faces: FaceDetecto
         stored = redact(data, dec.image, dec.format, faces, frames=dec.frames, size=size)
         width, height = stored.width, stored.height
         boxes = [b.as_dict() for b in stored.boxes]
-        if stored.data is data:
+        unchanged = stored.data is data
+        if unchanged:
             stored_sha, phash = sha, _phash(dec.image)
         else:  # blurred: the hashes of the file as stored
             stored_sha = hashlib.sha256(stored.data).hexdigest()
             phash = _phash_bytes(stored.data)
-        dec.image = None
         rel = f"{IMAGES}/{sha[:2]}/{sha}.{dec.ext}"
         target = out_dir / rel
         if not target.exists():
@@ -326,6 +338,9 @@ def _store(out_dir: Path, data: bytes, cfg: ImageFetchConfig, faces: FaceDetecto
             tmp = target.with_name(f".{sha}.{os.getpid()}.{id(data)}.tmp")
             tmp.write_bytes(stored.data)
             os.replace(tmp, target)  # whole or absent, even after kill -9
+        if on_image is not None and unchanged and not dec.reduced:
+            on_image(str(target), dec.image)
+        dec.image = None
         path = rel
     return {
         "image_sha256": sha,
@@ -365,9 +380,9 @@ def _transient(outcome: dict) -> bool:
 class _Run:
     """One fetch: workers over the refs, one outcome per URL, rows journaled in batches."""
 
-    def __init__(self, refs, out_dir, cfg, journal, progress):
+    def __init__(self, refs, out_dir, cfg, journal, progress, on_image=None):
         self.refs, self.out_dir, self.cfg = refs, out_dir, cfg
-        self.journal, self.progress = journal, progress
+        self.journal, self.progress, self.on_image = journal, progress, on_image
         # A resumed run tries again what failed for transient reasons (network errors, a server
         # whose circuit breaker opened), like the crawl re-queues abandoned hosts on --resume.
         self.outcomes: dict[str, dict] = {
@@ -415,7 +430,7 @@ class _Run:
             loop = asyncio.get_running_loop()
             outcome.update(
                 await loop.run_in_executor(
-                    self.pool, _store, self.out_dir, res.body, self.cfg, self.faces
+                    self.pool, _store, self.out_dir, res.body, self.cfg, self.faces, self.on_image
                 )
             )
         return outcome
@@ -504,6 +519,7 @@ async def fetch_images_async(
     *,
     resume: bool = False,
     progress: Callable[[dict], None] | None = None,
+    on_image: OnImage | None = None,
 ) -> dict:
     """`fetch_images` for callers already inside an event loop."""
     cfg = ImageFetchConfig.from_any(cfg)
@@ -516,7 +532,7 @@ async def fetch_images_async(
         for tmp in (out / IMAGES).glob("*/.*.tmp"):
             tmp.unlink(missing_ok=True)
     started = time.monotonic()
-    run = _Run(refs, out, cfg, journal, progress)
+    run = _Run(refs, out, cfg, journal, progress, on_image)
     try:
         limit = cfg.max_images
         todo, skipped, fetchable = [], {}, 0
@@ -571,6 +587,7 @@ def fetch_images(
     *,
     resume: bool = False,
     progress: Callable[[dict], None] | None = None,
+    on_image: OnImage | None = None,
 ) -> dict:
     """Fetch, check and store the images of `refs`; write `<out_dir>/fetched.parquet`; return a summary.
 
@@ -579,11 +596,16 @@ def fetch_images(
     per ref, in input order (see the module docstring for the drop reasons). `resume=True`
     continues a killed run in the same `out_dir`; without it an existing run there is an error.
     `progress` is called with {'rows', 'total', 'requests'} after each journal commit.
+    `on_image(path, image)` is called from a worker thread for each image stored in this run
+    whose stored file decodes to exactly `image` (e.g. `training.clip.ClipScorer.keep`: scoring
+    then reuses this decode, its resize done here while other images are fetched).
     """
     loop = asyncio.new_event_loop()
     try:
         return loop.run_until_complete(
-            fetch_images_async(refs, out_dir, cfg, resume=resume, progress=progress)
+            fetch_images_async(
+                refs, out_dir, cfg, resume=resume, progress=progress, on_image=on_image
+            )
         )
     finally:
         _close_loop(loop)

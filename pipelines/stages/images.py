@@ -93,15 +93,18 @@ def _shard_refs(refs: list[dict], shard: str) -> list[dict]:
 
 
 def _scorer(spec: str | None, runner: str | None = None, beam_args: list[str] = ()):
+    """(score, on_image): the CLIP score function, and what the fetch hands each image it
+    decodes to (in process: the scorer keeps it resized, so no stored file is decoded again)."""
     if not spec:
-        return None
+        return None, None
     if runner:
         from pipelines.beam.images import beam_scorer
 
-        return beam_scorer(spec, [f"--runner={runner}", *beam_args])
+        return beam_scorer(spec, [f"--runner={runner}", *beam_args]), None
     from training.clip import ClipScorer
 
-    return ClipScorer(spec).score
+    scorer = ClipScorer(spec)
+    return scorer.score, scorer.keep
 
 
 def _hist(scores: list[float], path: Path) -> str | None:
@@ -160,8 +163,9 @@ def images_build(p: ImagesBuildParams, lake: Lake) -> ImagesBuildSummary:
         allow_private_networks=p.allow_private_networks,
         max_images=p.max_images,
     )
+    score, on_image = _scorer(p.clip, p.runner, p.beam_args)
     started = time.perf_counter()
-    fetched_summary = fetch_images(refs, out, fetch_cfg, resume=p.resume)
+    fetched_summary = fetch_images(refs, out, fetch_cfg, resume=p.resume, on_image=on_image)
     fetched = pq.read_table(out / "fetched.parquet").to_pylist()
     where = {r["id"]: r for r in refs}
     for row in fetched:  # the page and position the image sat at, for the interleaved filter
@@ -171,7 +175,7 @@ def images_build(p: ImagesBuildParams, lake: Lake) -> ImagesBuildSummary:
         fetched,
         out,
         cfg,
-        score=_scorer(p.clip, p.runner, p.beam_args),
+        score=score,
         min_score=p.min_score,
         top_fraction=p.top_fraction,
     )

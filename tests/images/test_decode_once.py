@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import io
 import random
+from pathlib import Path
 
 import pyarrow.parquet as pq
 from PIL import Image
@@ -119,3 +120,70 @@ def test_the_fetch_records_the_stored_files_phash_and_pairs_use_it(tmp_path, ima
     assert hamming(rows[2]["phash"], phash_bytes(bodies["/c.jpg"])) <= 4
     pairs = build_pairs([{**r, "image_path": r["image_path"] + ".gone"} for r in rows], out)
     assert [p["phash"] for p in pairs] == [r["phash"] for r in rows]
+
+
+def _clip_dir(root):
+    """refinery-tiny at its seeded random initialisation, saved as a checkpoint directory."""
+    import torch
+
+    from training.clip import load_clip, save_clip
+
+    torch.manual_seed(0)
+    loaded = load_clip("refinery-tiny", "cpu", for_training=True)
+    return str(save_clip(loaded.model, loaded.model_cfg, root / "clip"))
+
+
+def test_clip_scores_reuse_the_fetchs_decode_and_equal_scores_from_the_files(
+    tmp_path, image_server, monkeypatch
+):
+    """A scorer handed the fetch's decodes (`on_image=scorer.keep`) decodes no stored file again
+    but a blurred one and one decoded reduced, and its scores are the very scores of decoding
+    every file (PNG, JPEG, palette GIF, WebP with alpha)."""
+    import training.clip as clip_mod
+    from training.clip import ClipScorer
+
+    rng = random.Random(29)
+    scenes = [random_scene(rng) for _ in range(7)]
+    bodies, alts = {}, {}
+    for i, s in enumerate(scenes):
+        im = Image.open(io.BytesIO(render_png(s)))
+        fmt = ("PNG", "JPEG", "GIF", "WEBP")[i % 4]
+        im = im.convert("P") if fmt == "GIF" else im.convert("RGBA" if i == 4 else "RGB")
+        bodies[f"/s{i}.{fmt.lower()}"] = _encode(im, fmt)
+        alts[f"/s{i}.{fmt.lower()}"] = s.alt()
+    face, _ = scene(photo_face(120), (320, 280), bg="photo", seed=2)
+    bodies["/face.jpeg"], alts["/face.jpeg"] = (
+        _encode(face, "JPEG", quality=92),
+        "a portrait photograph of a person in a room",
+    )
+    big, _ = scene(drawn_face(60), (1300, 1000), bg="noise", seed=5)
+    bodies["/big.jpeg"] = _encode(big.convert("RGB"), "JPEG", quality=85)
+    alts["/big.jpeg"] = "a drawing of a face on a noisy background"
+    server = image_server(
+        {p: Resource(b, f"image/{p.rsplit('.', 1)[1]}") for p, b in bodies.items()}
+    )
+    refs = [ref(f"r{i}", server.url("127.0.0.152", p), alt=alts[p]) for i, p in enumerate(bodies)]
+    model = _clip_dir(tmp_path)
+    decoded: list[str] = []
+    opened = clip_mod.open_image
+
+    def counting(image):
+        decoded.append(str(image))
+        return opened(image)
+
+    monkeypatch.setattr(clip_mod, "open_image", counting)
+    fed = ClipScorer(model, device="cpu", batch_size=3)
+    out = tmp_path / "fetch"
+    fetch_images(refs, out, FAST, on_image=fed.keep)
+    assert fed.kept == 7  # the two others: blurred, and decoded reduced
+    rows = pq.read_table(out / FETCHED).to_pylist()
+    assert all(r["image_path"] for r in rows)
+    pairs = build_pairs(rows, out, score=fed.score)
+    again = {Path(p).name for p in decoded}
+    assert again == {Path(r["image_path"]).name for r in rows[-2:]}
+    decoded.clear()
+    plain = build_pairs(rows, out, score=ClipScorer(model, device="cpu", batch_size=3).score)
+    assert len(decoded) == len(rows)  # without a feed, every stored file is decoded
+    scores = [p["clip_score"] for p in pairs]
+    assert all(s is not None for s in scores[:7]) and scores == [p["clip_score"] for p in plain]
+    assert pairs == plain

@@ -42,6 +42,42 @@ def test_server_key_is_the_address_or_the_registered_domain():
             parse_shard(bad)
 
 
+def test_a_gallery_host_holding_most_images_keeps_them_in_one_shard_and_frees_the_rest():
+    """Pages all on one gallery host, 3/4 of the images served by that host (two of its names),
+    the rest by 12 other servers: the gallery's images stay in one shard (one server, one
+    shard: politeness), while the other servers' images, which a page shard would have pulled
+    into that same shard, spread over the others; every ref is in exactly one shard."""
+    gallery = ["http://gallery.example.org", "http://img.gallery.example.org"]
+    others = [f"http://cdn{i}.example{i}.net" for i in range(12)]
+    refs = [
+        {
+            "id": f"g{i}",
+            "src": f"{gallery[i % 2]}/photos/{i}.jpg",
+            "url": "http://gallery.example.org/p",
+        }
+        for i in range(300)
+    ]
+    refs += [
+        {"id": f"o{i}", "src": f"{others[i % 12]}/i/{i}.png", "url": "http://gallery.example.org/p"}
+        for i in range(100)
+    ]
+    assert len({shard_of(urlsplit(r["url"]).netloc, SHARDS) for r in refs}) == 1
+    parts = [shard_refs(refs, k, SHARDS) for k in range(SHARDS)]
+    assert Counter(r["id"] for part in parts for r in part) == Counter(r["id"] for r in refs)
+    home = image_shard(gallery[0], SHARDS)
+    assert {r["id"] for r in parts[home] if r["id"].startswith("g")} == {
+        f"g{i}" for i in range(300)
+    }
+    moved = [r for k, part in enumerate(parts) if k != home for r in part]
+    assert len(moved) >= 50 and all(r["id"].startswith("o") for r in moved)
+    assert sum(1 for part in parts if part) >= 3
+    servers: dict[str, set[int]] = defaultdict(set)
+    for k, part in enumerate(parts):
+        for r in part:
+            servers[server_key(r["src"])].add(k)
+    assert len(servers) == 13 and all(len(ks) == 1 for ks in servers.values())
+
+
 def _site(server_url):
     """Gallery pages on one host, 3 images on each of 8 image hosts, plus an opted-out ref and a
     src that does not parse."""
