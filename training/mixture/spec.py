@@ -18,7 +18,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from common.lake import lake_root as common_lake_root
 
-Modality = Literal["text", "interleaved", "image_caption", "domain_image_text"]
+# text_rich: text-rich images with their OCR text (`refinery images ocr`'s pairs.parquet, a `pairs`
+# source), weighted apart from the image-caption pairs they were selected from.
+Modality = Literal["text", "interleaved", "image_caption", "domain_image_text", "text_rich"]
 # How a source's rows become documents. `text`: its text_column. The image kinds read the lake's
 # image and synthetic outputs and put an image block (`image_tokens` ids of `<|image|>`) where each
 # image goes (training/mixture/images.py says what each kind reads).
@@ -182,7 +184,7 @@ class BucketSpec(_Strict):
             if self.modality == "text" and src.kind != "text":
                 raise ValueError(
                     f"sources[{i}].kind: {src.kind!r} carries images; put it in a bucket whose "
-                    "modality is interleaved, image_caption or domain_image_text"
+                    "modality is interleaved, image_caption, domain_image_text or text_rich"
                 )
             if self.modality != "text" and src.kind == "text":
                 raise ValueError(
