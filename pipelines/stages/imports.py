@@ -59,8 +59,10 @@ class ImportOptions(Params):
 
 class ImportWarcParams(ImportOptions):
     files: list[str] = param(
+        [],
         argument=True,
-        help="WARC/ARC files or globs (local paths or fsspec URLs; gzip per record or whole).",
+        help="WARC/ARC files or globs (local paths or fsspec URLs; gzip per record or whole); "
+        "or none, with --files-from.",
     )
     out: Path | None = param(
         None, output=True, help="Output directory (default: the lake's crawl/shard=import)."
@@ -160,7 +162,9 @@ def import_warc(p: ImportWarcParams, lake: Lake) -> ImportSummary:
 
     files = list(p.files) + (listed_files(p.files_from, p.files_prefix) if p.files_from else [])
     if not files and lake.interactive:
-        raise ValueError("FILE_OR_GLOB: name at least one WARC/ARC file or glob")
+        raise ValueError(
+            "FILE_OR_GLOB: name at least one WARC/ARC file or glob (or a list: --files-from)"
+        )
     # Dagster with no `files` configured: an empty import (0 pages), so "Materialize all" works
     k, n = _shard(p, lake)
     where = IMPORT_SHARD if n == 1 else f"{IMPORT_SHARD}-{k}"

@@ -199,3 +199,25 @@ def test_files_from_reads_a_common_crawl_style_list(tmp_path):
     (tmp_path / "empty.txt").write_text("\n# nothing\n")
     with pytest.raises(ValueError, match="lists no file"):
         listed_files(tmp_path / "empty.txt")
+    # the CLI takes a list alone (no FILE_OR_GLOB), relative lines under --files-prefix
+    import json
+
+    from typer.testing import CliRunner
+
+    from pipelines.cli import app
+
+    (tmp_path / "in").mkdir()
+    for name in ("a", "b"):
+        write_warc(
+            tmp_path / "in" / f"{name}.warc.gz",
+            lambda w, n=name: response(w, f"{URL}/{n}", page(n)),
+        )
+    (tmp_path / "list.txt").write_text("a.warc.gz\nb.warc.gz\n")
+    args = ["import", "warc", "--files-from", str(tmp_path / "list.txt"), "--offline"]
+    res = CliRunner().invoke(
+        app, [*args, "--files-prefix", str(tmp_path / "in"), "--out", str(tmp_path / "o")]
+    )
+    assert res.exit_code == 0, res.output
+    assert json.loads(res.output[res.output.index("{") :])["pages"] == 2
+    res = CliRunner().invoke(app, ["import", "warc", "--offline"])
+    assert res.exit_code == 2 and "--files-from" in res.output
