@@ -116,7 +116,18 @@ def test_score_is_the_mean_of_the_fold_models_and_they_must_be_present(
         QualityModel(tmp_path / f"{lang}.bin")
 
 
-def test_retraining_replaces_the_fold_models(tmp_path, labelled_docs):
+@pytest.fixture
+def quick_quantize(monkeypatch):
+    """These tests check what `train_model` does (folds, cut rules, determinism, label sources),
+    not the default recipe's accuracy, which tests/filters/test_quality_default.py and the
+    held-out tests judge. Quantization's k-means over the kept rows is ~70% of a training's
+    time; keeping 2,000 rows instead of 10,000 trains the same way in about a third of it."""
+    from filters.quality import fit
+
+    monkeypatch.setattr(fit, "QUANTIZE_CUTOFF", 2_000)
+
+
+def test_retraining_replaces_the_fold_models(tmp_path, labelled_docs, quick_quantize):
     ts = build_training_set(labelled_docs, "ja", "reference")
     train_model(ts, tmp_path / "ja.bin", folds=3)
     assert sorted(p.name for p in tmp_path.glob("ja.fold*.ftz")) == [
@@ -151,7 +162,7 @@ def test_cut_for_recall_is_the_highest_cut_meeting_the_target():
     assert _cut_for_recall(scores, 0.1) == 0.9
 
 
-def test_explicit_cut_rules(tmp_path, labelled_docs):
+def test_explicit_cut_rules(tmp_path, labelled_docs, quick_quantize):
     ts = build_training_set(labelled_docs, "en", "reference")
     a = train_model(ts, tmp_path / "a.bin", positive_recall=0.9, folds=3)
     assert a["threshold_method"] == "positive_recall_oof" and a["oof"]["positive_recall"] >= 0.9
@@ -162,7 +173,7 @@ def test_explicit_cut_rules(tmp_path, labelled_docs):
         train_model(ts, tmp_path / "c.bin", keep_rate=0.5, positive_recall=0.9)
 
 
-def test_training_is_deterministic_for_a_seed(tmp_path, labelled_docs):
+def test_training_is_deterministic_for_a_seed(tmp_path, labelled_docs, quick_quantize):
     ts = build_training_set(labelled_docs, "en", "reference", LabelOptions(seed=1))
     a = train_model(ts, tmp_path / "a.bin", seed=1)
     b = train_model(ts, tmp_path / "b.bin", seed=1)
@@ -207,7 +218,9 @@ def fake_grader(labelled_docs):
 
 
 @pytest.mark.timeout(60)
-def test_llm_grades_are_distilled_into_the_classifier(tmp_path, fake_grader, labelled_docs):
+def test_llm_grades_are_distilled_into_the_classifier(
+    tmp_path, fake_grader, labelled_docs, quick_quantize
+):
     opts = LabelOptions(teacher_url=fake_grader, teacher_model="fake-grader", min_grade=3)
     ts = build_training_set(labelled_docs, "en", "llm", opts)
     heads = {d["text"][:80] for d in labelled_docs if d["is_reference"]}
@@ -222,7 +235,7 @@ def test_llm_source_without_endpoint_fails_clearly(labelled_docs):
 
 
 @pytest.mark.timeout(180)
-def test_benchmark_targets_rank_similar_documents_first(tmp_path, labelled_docs):
+def test_benchmark_targets_rank_similar_documents_first(tmp_path, labelled_docs, quick_quantize):
     en = [d for d in labelled_docs if d["lang"] == "en"]
     targets = [d["text"] for d in en if d["is_reference"]][:3]
     ts = build_training_set(
