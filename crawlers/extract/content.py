@@ -359,16 +359,9 @@ def comments_text(tree, url: str, main_text: str = "") -> str:
 
 def parse_html(html: str):
     """The page parsed as trafilatura parses it (its parser drops HTML comments and processing
-    instructions: a page's commented-out markup must not become text or split a paragraph),
-    with server-rendered shadow roots opened as a browser shows them; None where trafilatura
-    sees no HTML document."""
-    tree = load_html(clean_text(html))
-    if tree is None or "shadowroot" not in html:
-        return tree
-    # imported here: the renderer's package (Playwright) only for the few pages that need it
-    from crawlers.render.decide import open_shadow_templates
-
-    return open_shadow_templates(tree, html)
+    instructions: a page's commented-out markup must not become text or split a paragraph);
+    None where trafilatura sees no HTML document."""
+    return load_html(clean_text(html))
 
 
 def extract_content(html: str, url: str, *, favor: str = "balanced", tree=None) -> Content | None:

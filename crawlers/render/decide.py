@@ -542,11 +542,12 @@ class _Page:
     def scroll_triggers(self):
         """Elements that fetch more of the page when scrolled into view (htmx's hx-get with
         hx-trigger "revealed" or "intersect", also spelled data-hx-*): a library's sentinel."""
-        for el in self.tree.xpath("//*[@hx-get or @data-hx-get]"):
+        for el in _HX_GETS(self.tree):
             if _HX_SCROLL.search(_hx(el, "trigger")):
                 yield el
 
 
+_HX_GETS = etree.XPath("//@hx-get/.. | //@data-hx-get/..")  # attribute tests: the cheap way
 _HX_SCROLL = re.compile(r"\b(revealed|intersect)\b")
 
 
@@ -899,21 +900,20 @@ def _evidence(page: _Page) -> tuple[list[str], list[str], list[str]]:
 _SHADOW_TEMPLATES = etree.XPath("//template[@shadowrootmode or @shadowroot]")
 
 
-def open_shadow_templates(tree, html: str):
+def open_shadow_templates(tree):
     """The tree with its server-rendered (declarative) shadow roots shown as a browser shows
     them: a `<template shadowrootmode>` is the content of its host, not an inert template."""
-    if "shadowroot" in html:
-        for template in _SHADOW_TEMPLATES(tree):
-            template.tag = "div"
-            for name in ("shadowrootmode", "shadowroot"):
-                template.attrib.pop(name, None)
+    for template in _SHADOW_TEMPLATES(tree):
+        template.tag = "div"
+        for name in ("shadowrootmode", "shadowroot"):
+            template.attrib.pop(name, None)
     return tree
 
 
 def needs_render(html: str) -> RenderDecision:
     """Decide from static HTML; the reason names every piece of evidence, strongest first."""
     try:
-        tree = open_shadow_templates(lxml_html.fromstring(html), html)
+        tree = open_shadow_templates(lxml_html.fromstring(html))
     except (etree.ParserError, ValueError):
         return RenderDecision(False, "static: unparseable html")
     page = _Page(tree)

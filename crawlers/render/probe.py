@@ -25,7 +25,12 @@ from dataclasses import dataclass
 from lxml import etree
 from lxml import html as lxml_html
 
-from crawlers.render.decide import RenderDecision, needs_render, text_weight
+from crawlers.render.decide import (
+    RenderDecision,
+    needs_render,
+    open_shadow_templates,
+    text_weight,
+)
 from crawlers.render.session import RenderConfig, RenderJob, render_pages
 
 _SKIP = {"script", "style", "noscript", "template", "head"}
@@ -48,9 +53,10 @@ class ProbeResult:
 
 
 def visible_blocks(html: str) -> list[str]:
-    """Whitespace-normalised text nodes of the page body, scripts and styles left out."""
+    """Whitespace-normalised text nodes of the page body, scripts and styles left out
+    (server-rendered shadow roots shown, as a browser shows them)."""
     try:
-        tree = lxml_html.fromstring(html)
+        tree = open_shadow_templates(lxml_html.fromstring(html))
     except (etree.ParserError, ValueError):
         return []
     out = []

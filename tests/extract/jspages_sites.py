@@ -15,10 +15,16 @@ JS pages (text arrives only when a reader acts or scripts run):
 * `scroll_feed`: a feed whose bundle listens to scrolling, ending in a spinner or a loading note;
 * `shadow_article`: the article body renders into an open shadow root of a custom element;
 * `spa`: an empty mount point (`#app`, `#root`, ...) the bundle fills, with a noscript warning;
+* `hx_feed`: a feed built with an htmx-like library (`hx.<hash>.js`): the last element carries
+  `hx-get` and `hx-trigger="revealed"` (or `intersect once`), and the server answers each with
+  an HTML fragment of cards ending in the next trigger;
 
 Static pages of the same sites carry the same bundles plus ad slots, share buttons, widgets in
 custom elements, an empty third-party comments box, pagination links labelled "load more",
-expanders over text already in the page and `document.write` of the footer year and ad markup.
+expanders over text already in the page and `document.write` of the footer year and ad markup,
+an empty consent-manager mount point (`#usercentrics-root`, `#onetrust-consent-sdk`, ...) with its
+vendor's script, and (`ssr_component`) an article server-rendered into a declarative shadow root
+(`<template shadowrootmode="open">`, as Lit and other web-component frameworks emit it).
 
 Text comes from the held-out phrase pools (13 languages, 7 scripts). Development used seed 11;
 tests use 4242.
@@ -32,8 +38,15 @@ from html import escape
 
 from .jspages_heldout import _UI, LANGS, HeldoutPage, _js, _Page, _ps
 
-SITE_JS_KINDS = ("load_more", "io_feed", "scroll_feed", "shadow_article", "spa")
-SITE_STATIC_KINDS = ("news_article", "listing", "expander", "widgets", "short_note")
+SITE_JS_KINDS = ("load_more", "io_feed", "scroll_feed", "shadow_article", "spa", "hx_feed")
+SITE_STATIC_KINDS = (
+    "news_article",
+    "listing",
+    "expander",
+    "widgets",
+    "short_note",
+    "ssr_component",
+)
 
 # Labels real sites put on load-more controls, beyond the held-out UI strings.
 _MORE_LABELS = {
@@ -131,6 +144,52 @@ _VENDOR = r"""/* vendor: a small DOM and ajax helper library */
 """
 
 
+_HX = r"""/* hx: an htmx-like library: elements with hx-get load an HTML fragment when their trigger fires */
+(function () {
+  function attr(el, n) { return el.getAttribute('hx-' + n) || el.getAttribute('data-hx-' + n) || ''; }
+  function swap(el, html) {
+    var how = attr(el, 'swap') || 'innerHTML', t = document.createElement('template');
+    t.innerHTML = html;
+    var nodes = Array.prototype.slice.call(t.content.childNodes);
+    if (how === 'outerHTML') el.replaceWith(t.content);
+    else if (how === 'afterend') el.after(t.content);
+    else if (how === 'beforeend') el.append(t.content);
+    else { el.innerHTML = ''; el.append(t.content); }
+    nodes.forEach(function (n) { if (n.nodeType === 1) process(n); });
+  }
+  function issue(el) {
+    fetch(attr(el, 'get'), {headers: {'HX-Request': 'true'}}).then(function (r) { return r.text(); })
+      .then(function (html) { swap(el, html); });
+  }
+  function wire(el) {
+    if (el.__hx) return; el.__hx = true;
+    var trig = attr(el, 'trigger');
+    if (/revealed|intersect/.test(trig)) {
+      var io = new IntersectionObserver(function (es) {
+        if (es[0].isIntersecting) { io.disconnect(); issue(el); }
+      });
+      io.observe(el);
+    } else if (/load/.test(trig)) issue(el);
+    else el.addEventListener('click', function (e) { e.preventDefault(); issue(el); });
+  }
+  function process(root) {
+    if (root.matches && root.matches('[hx-get],[data-hx-get]')) wire(root);
+    root.querySelectorAll('[hx-get],[data-hx-get]').forEach(wire);
+  }
+  if (document.readyState !== 'loading') process(document);
+  else document.addEventListener('DOMContentLoaded', function () { process(document); });
+})();
+"""
+
+# Consent managers: their mount point in the page and the vendor's script (third party).
+_CONSENT_ROOTS = (
+    ("usercentrics-root", "usercentrics/loader.js"),
+    ("onetrust-consent-sdk", "onetrust/otSDKStub.js"),
+    ("didomi-host", "didomi/loader.js"),
+    ("CybotCookiebotDialog", "cookiebot/uc.js"),
+)
+
+
 class _Site:
     """One site: language, template, bundles (shared by all its pages) and its resources."""
 
@@ -148,9 +207,11 @@ class _Site:
         )
         self.vendor = f"{self.prefix}/assets/vendor.{h[:6]}.js"
         self.app = f"{self.prefix}/assets/app.{h[2:]}.js"
+        self.hx = f"{self.prefix}/assets/hx.{h[1:7]}.js"
         self.resources: dict[str, tuple[bytes, str]] = {
             self.vendor: (_VENDOR.encode(), "text/javascript"),
             self.app: (_BUNDLE.replace("__TAG__", self.tag).encode(), "text/javascript"),
+            self.hx: (_HX.encode(), "text/javascript"),
         }
         self.third_party = third_party.rstrip("/")
 
@@ -195,7 +256,10 @@ class _Site:
             "<script>window.dataLayer=window.dataLayer||[];function gtag(){dataLayer.push(arguments);}"
             "gtag('js',new Date());gtag('config','G-1');</script>"
         )
-        scripts = f'<script src="{self.vendor}"></script><script src="{self.app}" defer></script>'
+        scripts = (
+            f'<script src="{self.vendor}"></script><script src="{self.hx}" defer></script>'
+            f'<script src="{self.app}" defer></script>'
+        )
         if inline:
             scripts += f"<script>{inline}</script>"
         dir_attr = ' dir="rtl"' if self.lang == "ar" else ""
@@ -227,7 +291,7 @@ def _load_more(site: _Site, p: _Page) -> str:
     src = _chain(p, "more", later)
     box = p.ident("river", "story-list", "latest", "js-items", "results", "c-list")
     label = escape(p.rng.choice(_MORE_LABELS[p.lang]))
-    p.variant = p.ident("button", "a_hash", "a_nohref", "div_role", "inline_call")
+    p.variant = p.ident("button", "a_hash", "a_nohref", "div_role", "inline_call", "input")
     attrs = f'class="more-btn" data-more-src="{src}" data-target="#{box}"'
     control = {
         "button": f'<button type="button" {attrs}>{label}</button>',
@@ -235,6 +299,7 @@ def _load_more(site: _Site, p: _Page) -> str:
         "a_nohref": f"<a {attrs}>{label}</a>",
         "div_role": f'<div role="button" tabindex="0" {attrs}>{label}</div>',
         "inline_call": f'<button type="button" class="more-btn" id="more-{box}">{label}</button>',
+        "input": f'<input type="button" value="{label}" {attrs}>',
     }[p.variant]
     inline = ""
     if p.variant == "inline_call":  # inline code only calls into the bundle
@@ -324,6 +389,31 @@ def _spa(site: _Site, p: _Page) -> str:
     return site.page(main, title)
 
 
+def _hx_feed(site: _Site, p: _Page) -> str:
+    title = p.title()
+    first = p.paras(p.rng.randint(2, 4))
+    later = [p.paras(2) for _ in range(p.rng.randint(2, 3))]
+    p.static_text, p.js_only = first, [t for page in later for t in page]
+    p.variant = p.ident("revealed", "intersect")
+    urls = [f"{p.prefix}/feed/page-{i + 2}.html" for i in range(len(later))]
+
+    def trigger(url: str) -> str:
+        if p.variant == "revealed":
+            return f'<div class="feed-next" hx-get="{url}" hx-trigger="revealed" hx-swap="outerHTML"></div>'
+        return (
+            f'<p data-hx-get="{url}" data-hx-trigger="intersect once" data-hx-swap="outerHTML"></p>'
+        )
+
+    for i, items in enumerate(later):
+        fragment = _cards(items) + (trigger(urls[i + 1]) if i + 1 < len(urls) else "")
+        p.resources[urls[i]] = (fragment.encode(), "text/html; charset=utf-8")
+    box = p.ident("feed", "river", "latest")
+    main = (
+        f'<h1>{escape(title)}</h1><section id="{box}">{_cards(first)}{trigger(urls[0])}</section>'
+    )
+    return site.page(main, title)
+
+
 # --- static pages of the same sites ------------------------------------------------------------
 
 
@@ -343,8 +433,12 @@ def _news_article(site: _Site, p: _Page) -> str:
         "<script>document.write('<div id=\"ad-bottom\"></div><scr'+'ipt src=\""
         f"{site.third_party}/ads/show.js\"></scr'+'ipt>');</script>"
     )
-    p.variant = "ads"
+    p.variant = p.ident("ads", "consent")
     main = f'<article class="story"><h1>{escape(title)}</h1>{"".join(parts)}{share}{ad_write}</article>'
+    if p.variant == "consent":  # the consent manager's mount point, filled by its vendor's script
+        root, script = p.rng.choice(_CONSENT_ROOTS)
+        main += f'<div id="{root}"></div>'
+        return site.page(main, title, head=f'<script src="{site.third_party}/{script}"></script>')
     return site.page(main, title)
 
 
@@ -399,6 +493,21 @@ def _widgets(site: _Site, p: _Page) -> str:
     return site.page(main, title)
 
 
+def _ssr_component(site: _Site, p: _Page) -> str:
+    title = p.title()
+    body = p.paras(p.rng.randint(3, 5))
+    p.static_text = body
+    p.variant = p.ident("open", "open_lead")
+    lead = f'<p class="lead">{escape(body[0])}</p>' if p.variant == "open_lead" else ""
+    rest = body[1:] if lead else body
+    main = (
+        f'<article class="story"><h1>{escape(title)}</h1>{lead}<{site.tag}>'
+        f'<template shadowrootmode="open"><style>p{{margin:0 0 1em}}</style>{_ps(rest)}</template>'
+        f"</{site.tag}></article>"
+    )
+    return site.page(main, title)
+
+
 def _short_note(site: _Site, p: _Page) -> str:
     title = p.title()
     text = p.paras(1)
@@ -414,6 +523,8 @@ _BUILDERS = {
     "scroll_feed": _scroll_feed,
     "shadow_article": _shadow_article,
     "spa": _spa,
+    "hx_feed": _hx_feed,
+    "ssr_component": _ssr_component,
     "news_article": _news_article,
     "listing": _listing,
     "expander": _expander,

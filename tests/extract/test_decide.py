@@ -476,3 +476,9 @@ def test_a_server_rendered_shadow_root_is_text_in_the_page():
     assert doc.document is not None and "Größere Summen fließen" in doc.document["text"]
     # a shadow root a script attaches later is still an empty custom element
     assert needs_render(_site("<story-body></story-body>")).render
+
+
+def test_a_shadow_root_attribute_in_capitals_is_read_as_browsers_read_it():
+    body = f"<h1>Haushalt beschlossen</h1>{f'<p>{_P}</p>' * 3}"
+    html = _site(f'<story-body><TEMPLATE ShadowRootMode="open">{body}</TEMPLATE></story-body>')
+    assert not needs_render(html).render
