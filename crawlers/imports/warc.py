@@ -181,13 +181,14 @@ class _Sink:
             tmp.close()
 
 
-def _resync(fh: BinaryIO, start: int, gz: bool) -> int | None:
-    """The offset of the next record start at or after `start`, None when the file has none: a
-    gzip member whose first bytes are a WARC header (`is_record_start`), or a 'WARC/1.' line.
-    A byte-range scan begins at the same place, so ranges meet exactly where records do."""
+def _resync(fh: BinaryIO, start: int, gz: bool, end: int | None = None) -> int | None:
+    """The offset of the next record start at or after `start` (and before `end`), None when
+    there is none: a gzip member whose first bytes are a WARC header (`is_record_start`), or a
+    'WARC/1.' line. A byte-range scan begins at the same place, so ranges meet exactly where
+    records do; `end` keeps a range inside a huge record from reading to the record's end."""
     marker = _GZIP_MAGIC if gz else b"WARC/1."
     pos = start
-    while True:
+    while end is None or pos < end:
         fh.seek(pos)
         data = fh.read(1 << 20)
         if len(data) < len(marker):
@@ -195,12 +196,15 @@ def _resync(fh: BinaryIO, start: int, gz: bool) -> int | None:
         i = data.find(marker)
         while i >= 0:
             at = pos + i
+            if end is not None and at >= end:
+                return None
             if gz and is_record_start(fh, at):
                 return at
             if not gz and (i == 0 or data[i - 1 : i] == b"\n"):
                 return at
             i = data.find(marker, i + 1)
         pos += len(data) - len(marker) + 1
+    return None
 
 
 def is_record_start(fh: BinaryIO, pos: int) -> bool:
@@ -342,8 +346,8 @@ def _scan(
             gz = False
         seekable = not copy and stream.seekable()
         if start > 0:
-            first = _resync(stream, start, gz)
-            if first is None or (end is not None and first >= end):
+            first = _resync(stream, start, gz, end)
+            if first is None:
                 return rows  # no record begins in this range
             stream.seek(first)
         while True:
@@ -385,8 +389,8 @@ def _scan(
             )
             if not seekable:
                 return rows  # a stream cannot be searched for the next record: the rest is lost
-            nxt = _resync(stream, last_end + 1, gz)
-            if nxt is None or (end is not None and nxt >= end):
+            nxt = _resync(stream, last_end + 1, gz, end)
+            if nxt is None:
                 return rows
             stream.seek(nxt)
     finally:
