@@ -26,7 +26,7 @@ from pipelines.stages.synth import CHARTS, DOMAIN_QA, TABLES
 from pipelines.stages.train import RETRIEVAL_DATA, RETRIEVAL_EVAL, TRAIN
 from pipelines.stages.upcycle import UPCYCLE
 
-# `documents` extracts the lake's crawl, whose shard=import/ is what `imported_pages` wrote: a
+# `documents` extracts the lake's crawl, whose shard=import-<k>/ are what `imported_pages` wrote: a
 # Dagster dependency without a data handle (the crawl directory holds both), so lineage shows
 # imported_pages -> documents and a run that imports can be followed by one that extracts.
 EXTRACT = dataclasses.replace(EXTRACT, partitions_follow="imported_pages")

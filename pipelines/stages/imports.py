@@ -2,11 +2,13 @@
 
 `import warc` writes the crawl's output contract (pages.parquet referring to WARC records by
 file and offset), so `refinery extract --crawl DIR` runs on it unchanged. Without --out it
-writes `<lake>/crawl/shard=import/`, one more shard of the lake's crawl: the `documents` asset
+writes `<lake>/crawl/shard=import/` (`--shard K/N`, or Dagster partition K: the files whose name
+hashes to K, into `shard=import-K/`), one more shard of the lake's crawl: the `documents` asset
 (extract over the lake's crawl) reads it with the crawled shards, and the graph shows
 `imported_pages -> documents`. Scanning runs as a Beam job, one file (or one byte range of a
-large gzip-per-record file) per element (`pipelines/beam/imports.py`); consent (today's robots.txt for both tokens plus the archived
-X-Robots-Tag and meta robots) is decided for every origin (`crawlers.imports.consent`).
+large gzip-per-record file) per element (`pipelines/beam/imports.py`); consent (today's
+robots.txt for both tokens plus the archived X-Robots-Tag and meta robots) is decided for every
+origin (`crawlers.imports.consent`).
 """
 
 from __future__ import annotations
