@@ -1,6 +1,8 @@
 """Suite-wide fixtures."""
 
+import hashlib
 import os
+from pathlib import Path
 
 # Before any test module imports torch (open_clip, the image tests): training/__init__.py sets
 # this for the CLI and the graph, but a pytest worker may load torch first through another
@@ -11,26 +13,37 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 import pytest
 
+# What the default quality models are built by: a change to any of these files (or to the locked
+# packages) gives the cache a new directory, so a test never scores with a set built by older code.
+QUALITY_CODE = ("filters/quality/*.py", "filters/labels.py", "requirements.lock")
+
+
+def quality_code_key(root: Path) -> str:
+    h = hashlib.sha256()
+    for pattern in QUALITY_CODE:
+        for path in sorted(root.glob(pattern)):
+            h.update(path.name.encode() + b"\0" + path.read_bytes())
+    return h.hexdigest()[:16]
+
 
 @pytest.fixture(scope="session", autouse=True)
-def shared_quality_defaults(tmp_path_factory):
-    """One cache of the default quality models for the whole session (sets are keyed by their
-    training data and recipe and renamed into place whole), so the demo, the UI test and the
-    killed demo runs -- subprocesses inherit the variable -- train them at most once, and so do
-    pytest-xdist's workers. A cache already named by $REFINERY_QUALITY_DEFAULTS is used as it is."""
+def shared_quality_defaults(request):
+    """One cache of the default quality models for every test session on this checkout, under
+    pytest's cache directory (.pytest_cache/d/quality-defaults/<code key>/): sets are keyed by
+    their training data and recipe and renamed into place whole, and the directory by the code
+    that builds them, so the demo, the UI test, the killed demo runs -- subprocesses inherit the
+    variable -- and pytest-xdist's workers train them at most once, and a second `make test-fast`
+    not at all. A clean checkout (CI) builds them once. A cache already named by
+    $REFINERY_QUALITY_DEFAULTS is used as it is."""
     from filters.quality.default import ENV_ROOT
 
     if os.environ.get(ENV_ROOT):
         yield
         return
-    if os.environ.get("PYTEST_XDIST_WORKER"):
-        # Under pytest-xdist every worker is a session: they share one cache beside their own
-        # base temp dirs (the build is locked and renamed into place whole, so one builds it).
-        shared = tmp_path_factory.getbasetemp().parent / "quality-defaults"
-        shared.mkdir(exist_ok=True)
-        os.environ[ENV_ROOT] = str(shared)
-    else:
-        os.environ[ENV_ROOT] = str(tmp_path_factory.mktemp("quality-defaults"))
+    repo = Path(str(request.config.rootpath))
+    shared = request.config.cache.mkdir("quality-defaults") / quality_code_key(repo)
+    shared.mkdir(exist_ok=True)
+    os.environ[ENV_ROOT] = str(shared)
     yield
     os.environ.pop(ENV_ROOT, None)
 

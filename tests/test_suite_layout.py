@@ -1,4 +1,4 @@
-"""The suite's own layout: every module that reads the shared sample-web lake runs in its work unit."""
+"""The suite's own layout: the shared sample-web lake's work unit, the quality models' cache key."""
 
 import re
 from pathlib import Path
@@ -20,3 +20,19 @@ def test_every_module_reading_the_sample_lake_is_in_its_work_unit():
         "a module that takes `sample_lake` (or `sampleweb_single`) must be listed in "
         "tests/conftest.py SAMPLE_LAKE_MODULES, so that one worker builds the lake once"
     )
+
+
+def test_the_quality_models_cache_is_keyed_by_the_code_that_builds_them(tmp_path):
+    from tests.conftest import quality_code_key
+
+    (tmp_path / "filters" / "quality").mkdir(parents=True)
+    fit = tmp_path / "filters" / "quality" / "fit.py"
+    fit.write_text("QUANTIZE_CUTOFF = 10_000\n")
+    (tmp_path / "requirements.lock").write_text("fasttext-numpy2==0.10.4\n")
+    before = quality_code_key(tmp_path)
+    assert quality_code_key(tmp_path) == before
+    fit.write_text("QUANTIZE_CUTOFF = 2_000\n")
+    assert quality_code_key(tmp_path) != before
+    fit.write_text("QUANTIZE_CUTOFF = 10_000\n")
+    (tmp_path / "requirements.lock").write_text("fasttext-numpy2==0.10.5\n")
+    assert quality_code_key(tmp_path) != before
