@@ -21,6 +21,7 @@ def _fetched(out) -> set[str]:
     return {p["url"] for p in pq.read_table(out / "pages.parquet").to_pylist() if p["warc_file"]}
 
 
+@pytest.mark.slow  # over 10 s on a quiet 2-core machine
 def test_four_shards_in_rounds_reach_the_coverage_of_one(sampleweb_single, tmp_path):
     sw, single_out, _ = sampleweb_single  # the same hosts, crawled once unsharded
     single = _fetched(single_out)

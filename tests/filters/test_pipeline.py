@@ -250,6 +250,7 @@ def test_portable_runner_gives_the_same_output(
         assert _plain(pq.read_table(tmp_path / name)) == _plain(pq.read_table(direct_out[0] / name))
 
 
+@pytest.mark.slow  # over 10 s on a quiet 2-core machine
 @pytest.mark.timeout(240)
 def test_cli_trains_a_model_and_filters_end_to_end(tmp_path, docs_dir):
     runner = CliRunner()

@@ -209,6 +209,7 @@ def test_a_fallback_dir_without_the_model_is_an_error(tmp_path, models_dir):
     assert qdefault.QualityScorer(models_dir, fallback_dir=tmp_path).fallback is not None
 
 
+@pytest.mark.slow  # over 10 s on a quiet 2-core machine
 def test_models_built_side_by_side_are_the_files_one_process_builds(
     tmp_path, models_dir, languages, labelled_docs
 ):

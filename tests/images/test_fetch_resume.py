@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+import pytest
 
 from crawlers.images import FETCHED, JOURNAL
 
@@ -45,6 +46,7 @@ def _start(refs_file: Path, out: Path, resume: bool) -> subprocess.Popen:
     return subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
 
 
+@pytest.mark.slow  # over 10 s on a quiet 2-core machine
 def test_kill_9_and_resume(image_server, tmp_path):
     # Each image answers after 20 ms, so the run lasts a few seconds and is killed mid-way.
     routes = {

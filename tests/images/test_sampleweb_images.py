@@ -13,7 +13,8 @@ import pytest
 
 from crawlers.images import fetch_images, load_refs
 
-pytestmark = pytest.mark.timeout(600)
+# Every image ref of the whole sample web fetched end to end: over 20 s on a quiet 2-core machine.
+pytestmark = [pytest.mark.timeout(600), pytest.mark.slow]
 
 OPT_OUT = ("robots_denied", "training_opt_out", "noai")
 EXPECTED_REASONS = {

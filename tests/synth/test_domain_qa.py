@@ -386,6 +386,7 @@ def test_checks_catch_a_sent_opted_out_image_and_a_lost_row(inputs, tmp_path):
     )
 
 
+@pytest.mark.slow  # over 10 s on a quiet 2-core machine
 def test_every_synth_summary_carries_teacher_accounting(server, tmp_path):
     """The tables stage (as charts and domain-qa) reports the teacher's requests, tokens and cost
     (0 without a teacher: the Dagster test above)."""

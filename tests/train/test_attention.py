@@ -216,6 +216,7 @@ def forward_peak_mb(seq_len: int, backend: str) -> float:
     return json.loads(proc.stdout.strip().splitlines()[-1])["peak_mb"]
 
 
+@pytest.mark.slow  # over 10 s on a quiet 2-core machine
 @pytest.mark.timeout(600)  # three fresh processes; ~15 s on an idle 2-core machine
 def test_forward_memory_grows_about_linearly_from_2k_to_8k_tokens():
     small, large = forward_peak_mb(2048, "auto"), forward_peak_mb(8192, "auto")

@@ -315,6 +315,7 @@ def _rows(path, keys):
     ]
 
 
+@pytest.mark.slow  # over 10 s on a quiet 2-core machine
 def test_multimodal_stage_cli_learns_from_images_resumes_exactly_and_feeds_long_context(
     tmp_path, mm_mixture, mm_config, pretrained_run, clip_dir, mixtures, config
 ):

@@ -21,6 +21,7 @@ def read_jsonl(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text().splitlines()]
 
 
+@pytest.mark.slow  # over 10 s on a quiet 2-core machine
 def test_loss_falls_on_the_packaged_tiny_config(tmp_path):
     mix = write_mixture(tmp_path / "mix", seq_len=128, num_sequences=48, seed=5)
     summary = run_stage("pretrain", "tiny", mix, tmp_path / "run", steps=40)
