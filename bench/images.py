@@ -681,3 +681,29 @@ if __name__ == "__main__":
 # the time: face regions ~18% of their samples, pHash ~14%, decode ~7%), CLIP 11.1 s (a second
 # decode of each stored file in training/clip.py), pHash 0.1 s (read from fetched.parquet).
 # 1.2x per core is not reached at 2000 (x0.53).
+#
+# CLIP reuses the fetch's decode (fetch_images(on_image=ClipScorer.keep): the model's resize runs
+# in the fetch's threads, scoring reads no file), same command, before (c09e273) -> after, two
+# runs after at different loads:
+#                         N    ours images/s  img2dataset  ratio   ours per CPU-s  img2dataset  ratio
+# before (load 7-10)    200             13.0          4.8  x2.72             72.7         47.4  x1.53
+#                      2000              8.2         48.6  x0.17             82.7        176.4  x0.47
+# after (load 4-5)      200             46.6         30.0  x1.56             77.2         50.6  x1.52
+#                      2000            106.1        118.8  x0.89            100.4        165.4  x0.61
+# after (load 7-8)      200             17.4         31.8  x0.55             79.6         58.2  x1.37
+#                      2000             65.8        100.4  x0.66            110.3        189.2  x0.58
+#
+# Same rows and decisions (2000: stored 2000, kept 1799, duplicate 201, robots_denied 40; 200:
+# 197 / 3 / 4). Why the ratio falls from N to 10N: not a step of ours that grows faster than N
+# (ours CPU x7.7 for x10 images, peak memory x1.08; build_pairs, with the de-duplication, timed
+# apart: 0.69 s at 200, 5.11 s at 2000), but img2dataset's cost being mostly fixed at 200 (its
+# worker process starts inside its timed region: ~3.1 of its 4.0 CPU-s at 200) while its
+# marginal cost is ~4.5 ms CPU an image against ours ~9.6 ms (after, load 4-5). Ours per image, one thread, 600 of the bench's images: decode 1.06 ms, face
+# regions 1.86 ms plus the cascades where a region was found (40 of 600 images, ~16 ms each: 1.06
+# ms on average), pHash 1.38 ms, CLIP resize 0.73 ms, CLIP forward ~1.0-1.2 ms, the downloader's
+# event loop ~1.3 ms. Each of those is the output's own computation (the face boxes, the pHash
+# and the scores must stay the same), so 1.2x per core at 2000 is not reached (x0.58-0.61).
+# Overlapping the CLIP forward with the fetch would shorten the wall time only (it is ~1 ms CPU
+# an image) and would change the scores' last bits: an embedding differs by up to 7e-7 with the
+# size of the batch it is computed in (batches of 2, 3 or 31 against 64), and a fetch finishes
+# its images in no fixed order.
