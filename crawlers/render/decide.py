@@ -9,13 +9,17 @@ main content is missing from the HTML and would be produced by a script:
   little text) next to external scripts, an empty box beside a load-more button;
 * loading placeholders: "Loading…" in many languages, aria-busy, progress bars, spinner and
   skeleton elements in the main content;
+* feeds that end in a sentinel: an empty box named for it, or a library's scroll trigger (htmx's
+  `hx-get` with `hx-trigger` revealed / intersect);
 * scripts that write into the main content: an inline script that fetches data (GET), waits on a
   timer or observes scrolling and writes text into the page, `document.write` of content, shadow
   roots, and prose carried by scripts or JSON data blobs that the visible page does not show.
 
-Script loaders that only add other scripts (analytics, tag managers, pixels, SDKs), <noscript>
-fallbacks, plain "Read more" links, JSON-LD, menus and lazy images are not evidence: a
-page whose content is all in its HTML is left static however many of them it carries.
+Script loaders that only add other scripts (analytics, tag managers, pixels, SDKs), the empty
+mount points of consent managers and analytics, <noscript> fallbacks, plain "Read more" links,
+JSON-LD, menus and lazy images are not evidence, and a server-rendered (declarative) shadow root
+is text in the page: a page whose content is all in its HTML is left static however many of them
+it carries.
 
 Weak evidence alone (an empty box mid-article or named only by class next to external scripts,
 as maps, players and share widgets are; a section with a heading and nothing under it; a
@@ -422,6 +426,18 @@ def _ends_flow(el, page) -> bool:
         node = node.getparent()
 
 
+def _open_wrappers(body, weights: dict) -> None:
+    """A form, header, aside, footer or nav that holds most of the page's text is a wrapper, not
+    chrome (ASP.NET wraps every page in one <form>; an unclosed <header> swallows the article):
+    it becomes a div, so the text a reader meets is measured as the main content."""
+    total = weights.get(body, 0)
+    if total < SHELL_TEXT_CHARS:
+        return
+    for el in body.iter("form", "header", "aside", "footer", "nav"):
+        if weights.get(el, 0) >= 0.5 * total:
+            el.tag = "div"
+
+
 def _heading_only(el) -> bool:
     """A box whose only content is one heading: a section whose items have not arrived."""
     kids = [k for k in el if isinstance(k.tag, str) and k.tag not in _SKIP_TEXT]
@@ -500,6 +516,7 @@ class _Page:
             k.startswith("on") for el in tree.iter() if isinstance(el.tag, str) for k in el.attrib
         )
         self._weights, self._media = _measure(self.body)
+        _open_wrappers(self.body, self._weights)
         self.region = _main_region(self.body, self.weight)
         self.flow = _main_flow(self.region)
         self.main_weight = _weight(self.region, _SKIP_TEXT | _CHROME, links=False)

@@ -482,3 +482,29 @@ def test_a_shadow_root_attribute_in_capitals_is_read_as_browsers_read_it():
     body = f"<h1>Haushalt beschlossen</h1>{f'<p>{_P}</p>' * 3}"
     html = _site(f'<story-body><TEMPLATE ShadowRootMode="open">{body}</TEMPLATE></story-body>')
     assert not needs_render(html).render
+
+
+def test_a_page_wrapped_in_one_form_or_an_unclosed_header_is_measured_as_its_text():
+    """ASP.NET WebForms wraps the whole page in one <form>; a template's unclosed <header>
+    swallows the article. Their text is what a reader meets, not chrome: such a page with an
+    empty placeholder at its end is static (the story and a related teaser are two <article>s
+    under different parents, so the region is the body)."""
+    axd = '<script src="/ScriptResource.axd?d=x7Yq&amp;t=5f9d5645" type="text/javascript"></script>'
+    story = f'<article class="story"><h1>Haushalt</h1>{f"<p>{_P}</p>" * 4}</article>'
+    teaser = (
+        '<div class="related"><article><a href="/a/2">Bücherei öffnet wieder</a></article></div>'
+    )
+    form = (
+        '<form method="post" action="./artikel.aspx?id=311510" id="aspnetForm">'
+        '<input type="hidden" name="__VIEWSTATE" id="__VIEWSTATE" value="/wEPDwUKMTY1"/>'
+        f'{axd}<div id="wrapper"><section class="content">{story}</section>{teaser}'
+        '<div id="ctl00_wideBottom"></div></div></form>'
+    )
+    header = (
+        f'<header id="branding"><a href="/">Reisen</a><div id="content">{story}{teaser}'
+        '<div id="page-bottom"></div></div>'
+    )
+    for body in (form, header):
+        html = f'<html><head><script src="/js/site.js"></script></head><body>{body}</body></html>'
+        decision = needs_render(html)
+        assert not decision.render, decision.reason
