@@ -10,6 +10,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from .evals import write_eval_set
 from .model import MARKER, SampleWeb
 
 IMAGE = pa.struct(
@@ -106,7 +107,8 @@ def _file_path(root: Path, site: str, path: str) -> Path:
 def write_to_lake(
     web: SampleWeb, out_dir: str | Path, *, base_url_for: Callable[[str], str] | None = None
 ) -> dict:
-    """Write every page's body, labels.parquet and sites.json under out_dir; return a summary."""
+    """Write every page's body, labels.parquet, sites.json and the benchmark that leaked into the
+    web (evals/sampleweb-reading.jsonl, `sampleweb.evals`) under out_dir; return a summary."""
     root = Path(out_dir)
     base = base_url_for or default_base_url
     root.mkdir(parents=True, exist_ok=True)
@@ -120,6 +122,7 @@ def write_to_lake(
     (root / "sites.json").write_text(
         json.dumps({"seed": web.seed, "sites": sites}, indent=2, ensure_ascii=False)
     )
+    evals = write_eval_set(web, root)
     content = web.content_pages()
     return {
         "sites": len(web.sites),
@@ -128,5 +131,6 @@ def write_to_lake(
         "images": sum(1 for p in web.pages.values() if p.content_type.startswith("image/")),
         "languages": sorted({p.labels["lang"] for p in content}),
         "labels": str(root / "labels.parquet"),
+        "evals": str(evals),
         "out_dir": str(root),
     }
