@@ -148,8 +148,12 @@ def _output_to(log_path: Path | None):
             terminal.close()
 
 
-def demo_config(seeds: list[str], train_steps: dict[str, int]) -> dict[str, dict[str, Any]]:
-    """Config per asset (by asset name) for the demo; everything else keeps its defaults."""
+def demo_config(
+    seeds: list[str], train_steps: dict[str, int], root: str | Path | None = None
+) -> dict[str, dict[str, Any]]:
+    """Config per asset (by asset name) for the demo; everything else keeps its defaults. With
+    the lake `root`, the filter decontaminates against the benchmark that leaked into the sample
+    web (`sampleweb.evals`, written by the sample_web asset before the filter runs)."""
     config: dict[str, dict[str, Any]] = {
         "raw_pages": {
             "seeds": seeds,
@@ -168,6 +172,12 @@ def demo_config(seeds: list[str], train_steps: dict[str, int]) -> dict[str, dict
     }
     for name, steps in train_steps.items():
         config.setdefault(name, {})["steps"] = steps
+    if root is not None:
+        from common.lake import stage_dir
+        from sampleweb.evals import FILE
+
+        evals = stage_dir("sampleweb", Path(root)) / FILE
+        config["filtered_documents"] = {"decontaminate": [str(evals)]}
     return config
 
 
@@ -350,7 +360,7 @@ def _run_demo(root, console, train_steps, dagster_home, asset_config, log_path):
             f"[bold]Refinery demo[/] lake={root}  sample web: {len(served.seeds())} sites on "
             "loopback; materializing the asset graph with Dagster"
         )
-        config = demo_config(served.seeds(), steps)
+        config = demo_config(served.seeds(), steps, root)
         for name, extra in (asset_config or {}).items():
             config[name] = config.get(name, {}) | extra
         results = materialize_graph(

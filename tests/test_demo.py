@@ -14,6 +14,7 @@ import signal
 import subprocess
 import sys
 import time
+from urllib.parse import urlsplit
 
 import numpy as np
 import pyarrow.parquet as pq
@@ -23,6 +24,9 @@ from rich.console import Console
 from common.lakecheck import verify_lake
 from pipelines.demo import run_demo
 from pipelines.graph import build_definitions, lineage_gaps
+from sampleweb import build_web
+from sampleweb.evals import NAME as EVALS_NAME
+from sampleweb.evals import leaked_pages
 from training.runs import latest_run
 
 pytestmark = pytest.mark.slow
@@ -126,6 +130,13 @@ def test_demo_materializes_the_graph_into_the_lake_and_the_instance(tmp_path):
     assert annotated.num_rows == docs.num_rows
     assert 0 < kept.num_rows < annotated.num_rows
     assert all(kept.column("training_allowed").to_pylist())
+    # The filter decontaminated against the benchmark that leaked into the sample web: it marked
+    # documents of the leaked pages, and only those (the crawl may not reach all of them).
+    leaked_paths = {p.path for p in leaked_pages(build_web(0))}
+    marked = [r for r in annotated.to_pylist() if r["contaminated"]]
+    assert marked and {r["contamination_benchmarks"] for r in marked} == {EVALS_NAME}
+    assert {urlsplit(r["url"]).path for r in marked} <= leaked_paths
+    assert (root / "filter" / "decontamination.json").exists()
 
     manifest = json.loads((root / "mixtures" / "tiny-pretrain" / "manifest.json").read_text())
     shard = np.load(
