@@ -224,6 +224,12 @@ LOADING_TEXTS = (
 _PLACEHOLDER_CLASS = re.compile(
     r"(^|[-_ ])(spinner|skeleton|loader|loading|shimmer|preloader)($|[-_ ])", re.I
 )
+# Classes that say the opposite ("no-loading", "is-loaded") or hide the element ("hidden").
+_NOT_LOADING_CLASS = re.compile(
+    r"(^|\s)(no|not|non|stop|done)[-_]?load(ing|er)?($|\s)|(^|\s)(is-)?loaded($|\s)|"
+    r"(^|\s)(hidden|d-none|is-hidden|hide|invisible)($|\s)",
+    re.I,
+)
 
 _SKIP_TEXT = {"script", "style", "noscript", "template"}
 _CHROME = {"nav", "header", "footer", "aside", "form", "button", "select", "label"}
@@ -711,11 +717,11 @@ _CUSTOM_CONTENT = re.compile(
 )
 
 
-# Mount points of consent managers and analytics scripts (vendor names; their ids join words with
-# underscores or none, so they are matched anywhere in the names).
+# Mount points of consent managers, analytics and comment plugins (vendor names; their ids join
+# words with underscores or none, so they are matched anywhere in the names).
 _VENDOR_NAME = re.compile(
     r"usercentrics|onetrust|didomi|cookiebot|sp_message|qc-cmp|borlabs|truste|iubenda|"
-    r"cookieyes|klaro|parsely|chartbeat|cxense|(^|[-_ .])cx-"
+    r"cookieyes|klaro|parsely|chartbeat|cxense|(^|[-_ .])cx-|wpdiscuz"
 )
 
 
@@ -743,7 +749,11 @@ def _placeholders(page: _Page) -> list[tuple[str, object]]:
             what = f"aria-busy {_describe(el)}"
         elif el.get("role") == "progressbar" or el.tag == "progress":
             what = f"progress indicator {_describe(el)}"
-        elif _PLACEHOLDER_CLASS.search(el.get("class") or "") and page.weight(el) == 0:
+        elif (
+            _PLACEHOLDER_CLASS.search(el.get("class") or "")
+            and not _NOT_LOADING_CLASS.search(el.get("class") or "")
+            and page.weight(el) == 0
+        ):
             what = f"{_PLACEHOLDER_CLASS.search(el.get('class')).group(2).lower()} {_describe(el)}"
         elif len(el) == 0 and el.text and len(el.text) <= 80 and is_loading_text(el.text):
             what = f'"{" ".join(el.text.split())}"'
@@ -753,6 +763,11 @@ def _placeholders(page: _Page) -> list[tuple[str, object]]:
             continue
         if _ad_named(el) or any(_ad_named(a) for a in el.iterancestors() if page.in_flow(a)):
             continue  # a widget's, an ad's or the comments' own loader
+        if any(
+            a.get("role") in ("dialog", "alertdialog") or a.get("aria-modal") == "true"
+            for a in el.iterancestors()
+        ):
+            continue  # a lightbox's or a modal's loader (PhotoSwipe's .pswp): not the page's text
         found.append((what, el))
     return found
 

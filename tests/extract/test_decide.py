@@ -508,3 +508,22 @@ def test_a_page_wrapped_in_one_form_or_an_unclosed_header_is_measured_as_its_tex
         html = f'<html><head><script src="/js/site.js"></script></head><body>{body}</body></html>'
         decision = needs_render(html)
         assert not decision.render, decision.reason
+
+
+@pytest.mark.parametrize(
+    "widget",
+    [
+        '<div class="component loader hidden" aria-live="assertive"></div>',  # a hidden loader
+        '<div class="js-entity no-loading" data-type="news" id="84548de-CHrelated_x"></div>',
+        # PhotoSwipe's lightbox, in the page until a photo is opened
+        '<div class="pswp" tabindex="-1" role="dialog" aria-hidden="true"><div class="pswp__ui">'
+        '<div class="pswp__preloader"><div class="pswp__preloader__icn"></div></div></div></div>',
+        '<div id="wpdiscuz-loading-bar" class="wpdiscuz-loading-bar"></div>',  # a comment plugin's
+    ],
+    ids=["hidden_class", "no_loading", "lightbox", "wpdiscuz"],
+)
+def test_loaders_that_are_hidden_negated_or_a_widgets_own_are_no_evidence(widget):
+    decision = needs_render(_site(_ARTICLE + widget))
+    assert not decision.render, decision.reason
+    # the same page with a visible loader ending the article is still rendered
+    assert needs_render(_site(_ARTICLE + '<div class="loader"></div>')).render
