@@ -46,6 +46,7 @@ import subprocess
 import sys
 import sysconfig
 import tempfile
+import threading
 import time
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -147,10 +148,18 @@ class SandboxResult:
 # --------------------------------------------------------------------------- AST check
 
 
+# CPython 3.11's AST conversion keeps its recursion depth in interpreter-wide state: two threads
+# parsing at once (make_charts checks its charts' code from a thread pool) can fail with
+# "SystemError: AST constructor recursion depth mismatch" (python/cpython#106905), so parses are
+# taken one at a time.
+_PARSE_LOCK = threading.Lock()
+
+
 def check_code(code: str) -> str | None:
     """Why `code` is refused before it runs ("blocked: ..."), or None. Defence in depth only."""
     try:
-        tree = ast.parse(code)
+        with _PARSE_LOCK:
+            tree = ast.parse(code)
     except SyntaxError as e:
         return f"blocked: syntax error at line {e.lineno}: {e.msg}"
     for node in ast.walk(tree):

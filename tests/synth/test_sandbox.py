@@ -600,3 +600,30 @@ def test_bwrap_that_cannot_start_refuses(tmp_path, monkeypatch):
     r = run_python("print('hi')")
     assert not r.ok and r.error.startswith("blocked: bubblewrap")
     assert "No permissions" in r.error and "apt-get install bubblewrap" in r.error
+
+
+def test_code_checks_from_many_threads_at_once_never_fail_on_the_parser():
+    """make_charts checks its charts' code from a thread pool: CPython 3.11's AST conversion is
+    not safe across threads (python/cpython#106905, "AST constructor recursion depth mismatch",
+    seen once in a test-fast run), so check_code parses one at a time. A stress test: the race
+    did not reproduce on demand without the lock (3 runs), so this pins only that concurrent
+    checks agree and never raise."""
+    code = "\n".join(
+        f"def f{i}(x):\n    return [[(y, {{'k': (y + {i}) * 2}}) for y in x if y % 3] for _ in x]"
+        for i in range(60)
+    )
+    errors: list[BaseException] = []
+
+    def work():
+        try:
+            for _ in range(12):
+                assert sandbox.check_code(code) is None
+        except BaseException as e:  # noqa: BLE001 - any failure is the finding
+            errors.append(e)
+
+    threads = [threading.Thread(target=work) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors[:3]
