@@ -199,3 +199,11 @@ def test_beam_and_in_process_give_the_same_scores_and_drops(tmp_path):
     assert beam == local
     assert [r["drop_reason"] for r in local] == [None, "toxic", "toxic", None, None]
     assert local[2]["nsfw_score"] >= 0.5 and local[4]["toxicity_score"] is None
+
+
+def test_the_shipped_drop_config_sets_both_cuts():
+    from filters.config import load_config
+
+    cfg = load_config(DEFAULT_MODEL_DIR / "drop_unsafe.yaml")
+    assert cfg.safety.max_toxicity == cfg.safety.max_nsfw == 0.9
+    assert cfg.model_dump(exclude={"safety"}) == FilterConfig().model_dump(exclude={"safety"})
