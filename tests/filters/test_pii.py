@@ -511,3 +511,44 @@ def test_pii_regions_come_from_the_filter_config():
     assert out["pii_found"] == 3 and "555-12-34" not in out["text"]
     with pytest.raises(ValueError, match="unknown region"):
         FilterConfig(pii_regions=["XX"])
+
+
+# find_pii skips a pattern's scan when the ASCII view lacks a literal the pattern needs (an '@',
+# a '-', a \d). Texts built from what the view folds (full-width forms, other scripts' digits,
+# Unicode hyphens) check that each skipped scan could not have matched.
+_FOLDED = "０１２３４５６７８９٠١٢٣٤٥٦٧٨٩०१२३४५६७８９＠－‐‑‒–−　 .:/()+#abcdefABCDEFXZ@-"
+
+
+def test_skipped_scans_are_scans_that_find_nothing():
+    import random
+
+    from filters import pii
+
+    needs = {
+        pii._EMAIL: lambda v: "@" in v,
+        pii._UUID: lambda v: "-" in v,
+        **{
+            p: lambda v: pii._ANY_DIGIT.search(v) is not None
+            for p in (pii._IBAN, pii._CARD, pii._IPV4, pii._ISBN, pii._DATE, pii._NATIONAL)
+        },
+    }
+    rng = random.Random(7)
+    texts = [text for text, _, _ in POSITIVES]
+    texts += ["".join(rng.choice(_FOLDED) for _ in range(rng.randint(5, 60))) for _ in range(3000)]
+    skipped = 0
+    for text in texts:
+        view = pii._ascii_view(text)
+        for pattern, needed in needs.items():
+            if not needed(view):
+                skipped += 1
+                assert not list(pattern.finditer(view)), (pattern.pattern, text)
+    assert skipped > 1000  # the guards were exercised
+
+
+def test_folded_at_signs_digits_and_hyphens_still_reach_their_scans():
+    found = {
+        s.type
+        for s in find_pii("Mail jane.doe＠example.org, card ４１１１ １１１１ １１１１ １１１１")
+    }
+    assert found == {"email", "card"}
+    assert [s.type for s in find_pii("Server at ١٩٢.١٦٨.١٠.٢٠ is down")] == ["ip"]
