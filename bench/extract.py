@@ -552,8 +552,8 @@ if __name__ == "__main__":
 #   .venv/bin/python bench/extract.py --collections trafilatura,readability --no-render \
 #       --trafilatura-tests TRAF/tests --readability-pages READ/test/test-pages
 # collection                 F1 ours vs traf.  time (CPU)           no doc  sent to Chromium
-# trafilatura eval, 990      0.926 vs 0.926    x1.94 -> x1.98       0       68 -> 52 (0.069 -> 0.053)
-# readability, 130 (BoW)     0.861 vs 0.861    x2.10 -> x2.05       0       7 (0.054), unchanged
+# trafilatura eval, 990      0.926 vs 0.926    x1.94 -> x1.99       0       68 -> 52 (0.069 -> 0.053)
+# readability, 130 (BoW)     0.861 vs 0.861    x2.10 -> x1.95       0       7 (0.054), unchanged
 # (before c09e273, after this pass; F1 equal on every page of both collections, no page where
 # refinery loses). Chromium share: needs_render on the decoded static pages, each a false alarm.
 # The 52: inline scripts that write or fetch into the main content (~15), empty id-named boxes
