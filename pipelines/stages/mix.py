@@ -462,9 +462,11 @@ MIXTURE_ASSETS = {
             "table_pairs",
             "synthetic_captions",
             "domain_qa",
+            "text_rich_images",
         ),
         "Multimodal mixture: text, interleaved, image-caption (pairs, synthetic captions, charts, "
-        "tables), domain image-text (domain images, domain QA); images as blocks of image_tokens "
+        "tables), text-rich images with their OCR text, domain image-text (domain images, domain "
+        "QA); images as blocks of image_tokens "
         "<|image|> ids, stored by content hash with per-shard sidecars.",
     ),
 }
