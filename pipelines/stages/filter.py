@@ -107,6 +107,8 @@ class FilterSummary(Summary):
     memory_budget: dict[str, Any] | None = None  # how the budget was spent (common.budget.Fit)
     stats: str | None = None  # stats.json: docs, chars, tokens in and out per step and language
     inspect_html: Path | None = None  # inspect.html: the funnel and samples per outcome
+    # documents sharing n-grams with the eval sets given (None: no decontamination asked)
+    contaminated: int | None = None
     markdown_fields: ClassVar[tuple[str, ...]] = ("funnel",)
 
     def metadata(self) -> dict[str, Any]:
@@ -123,6 +125,7 @@ class FilterSummary(Summary):
                 "memory_budget",
                 "stats",
                 "inspect_html",
+                "contaminated",
             },
             exclude_none=True,
         )
@@ -143,14 +146,15 @@ class FilterSummary(Summary):
     def line(self) -> str:
         from pipelines.stage import format_figures
 
-        keys = ("rows_in", "rows_kept", "dedup_rate", "tokens_kept", "dropped")
+        keys = ("rows_in", "rows_kept", "dedup_rate", "tokens_kept", "dropped", "contaminated")
         return format_figures({k: getattr(self, k) for k in keys})
 
     def text(self) -> str:
         return (
             f"{self.funnel}\n{self.rows_in} in, {self.rows_kept} kept, dedup rate "
-            f"{self.dedup_rate:.3f}, {self.tokens_kept} tokens kept -> "
-            f"{Path(self.outputs['deduplicated_documents']).parent}"
+            f"{self.dedup_rate:.3f}, {self.tokens_kept} tokens kept"
+            + (f", {self.contaminated} contaminated" if self.contaminated is not None else "")
+            + f" -> {Path(self.outputs['deduplicated_documents']).parent}"
         )
 
 
@@ -181,6 +185,7 @@ def filter_stage(p: FilterParams, lake: Lake) -> FilterSummary:
         funnel=s["funnel_markdown"],
         inspect_html=page,
         stats=str(out / "stats.json"),
+        contaminated=(s.get("decontamination") or {}).get("docs_contaminated"),
         **{k: s[k] for k in FilterSummary.model_fields if k in s and k != "funnel"},
     )
 

@@ -254,6 +254,8 @@ def test_the_cli_takes_eval_files_and_refuses_a_bad_one_in_one_line(tmp_path, ev
     assert ok.exit_code == 0, ok.output
     report = json.loads((tmp_path / "o" / "decontamination.json").read_text())
     assert [e["name"] for e in report["evals"]] == ["arith", "lesen"]
+    assert report["docs_contaminated"] > 0
+    assert f"{report['docs_contaminated']} contaminated ->" in ok.output
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"prompt": "x"}\n')
     res = CliRunner().invoke(
