@@ -553,18 +553,20 @@ if __name__ == "__main__":
 #       --trafilatura-tests TRAF/tests --readability-pages READ/test/test-pages
 # collection                 F1 ours vs traf.  time (CPU)           no doc  sent to Chromium
 # trafilatura eval, 990      0.926 vs 0.926    x1.94 -> x1.99       0       68 -> 52 (0.069 -> 0.053)
-# readability, 130 (BoW)     0.861 vs 0.861    x2.10 -> x1.95       0       7 (0.054), unchanged
+# readability, 130 (BoW)     0.861 vs 0.861    x2.10 -> x1.95       0       7 -> 5 (0.054 -> 0.038)
 # (before c09e273, after this pass; F1 equal on every page of both collections, no page where
 # refinery loses). Chromium share: needs_render on the decoded static pages, each a false alarm.
-# The 52: inline scripts that write or fetch into the main content (~15), empty id-named boxes
-# ending the main content next to external scripts (~12), loading placeholders (~6), little text
-# with prose in scripts (~8), custom elements, infinite-scroll inline scripts. With a render
+# The 52, by first evidence: inline scripts that write, fetch or scroll-load into the main content
+# 17, empty id-named boxes ending it next to external scripts 13, prose in scripts or data blobs 6,
+# empty custom elements (amp-list, ...) 6, load-more controls and feed sentinels 4, app shells 3,
+# loading placeholders 3. With a render
 # costing ~70x a static extraction (bench/render_decision.py --corpus sites), --render auto on
 # these pages would cost ~(0.95 x 2 + 0.05 x 70) = ~5x trafilatura's time, most of it those
 # false alarms; the goal (<= 0.10 sent) holds.
 # What changed: a page wrapped in one <form> (ASP.NET) or an unclosed <header> is measured by its
 # text (football.ua, reisen-mit-dem-internet.de were "app shells" with 0 chars); loaders hidden by
 # class, negated ("no-loading"), inside a lightbox dialog (PhotoSwipe) or a comment plugin's
-# (wpDiscuz) are no evidence, nor are consent-manager and analytics mount points; stray NUL bytes
+# (wpDiscuz) are no evidence, nor are consent-manager and analytics mount points, nor is ad markup
+# a script writes escaped or in pieces (readability's gmw, bbc-1); stray NUL bytes
 # and NUL padding no longer make a page binary_body (none in these collections: the held-out
 # crawl's control-character class).

@@ -284,6 +284,7 @@ _STRING = re.compile(
     r""""((?:[^"\\\n]|\\.){12,})"|'((?:[^'\\\n]|\\.){12,})'|`((?:[^`\\]|\\.){12,})`""", re.S
 )
 _TAG = re.compile(r"<[^>]*>")
+_ATTRIBUTE = re.compile(r"""\b[\w-]+\s*=\s*['"\\]""")
 _SENTENCE = re.compile(r"(?<=[.!?。！？।])\s*")
 
 
@@ -485,7 +486,10 @@ def _prose_missing(strings, visible: str) -> int:
     """Weight of sentences in prose-like strings that the visible page does not contain."""
     missing = 0
     for s in strings:
-        text = html_lib.unescape(_TAG.sub(" ", s))
+        # markup is markup also when escaped (&lt;div ...&gt;) or cut at a string's edge
+        text = _TAG.sub(" ", html_lib.unescape(s))
+        if len(_ATTRIBUTE.findall(text)) >= 2:
+            continue  # attribute lists (id="..." style="..."): a piece of a tag, not prose
         if text_weight(text) < 40 or (len(text.split()) < 6 and not _CJK.search(text)):
             continue
         if "http://" in text or "https://" in text or "{" in text or "=>" in text:

@@ -527,3 +527,22 @@ def test_loaders_that_are_hidden_negated_or_a_widgets_own_are_no_evidence(widget
     assert not decision.render, decision.reason
     # the same page with a visible loader ending the article is still rendered
     assert needs_render(_site(_ARTICLE + '<div class="loader"></div>')).render
+
+
+def test_document_write_of_escaped_or_cut_ad_markup_is_no_prose():
+    """Ad code writes markup escaped (unescape('%3Cdiv ...'), '&lt;div style=...&gt;') or in
+    pieces cut at a string's edge ('... WIDTH="0" HEIGHT="0"></IFRAME>'): no text of the page."""
+    pop = (
+        '&lt;div id="gwm_criteo_pop" style="position: fixed; display: block; z-index: 99999999; '
+        'height: 250px; width: 300px; overflow: visible; right: 5px; top: auto;bottom: 0px;"&gt;'
+    )
+    cut = (
+        '/partner/scripts/emily.html?rtb_ext=1&pc=9176/21342&geo=na&co=us" FRAMEBORDER="0" '
+        'MARGINWIDTH="0" MARGINHEIGHT="0" SCROLLING="NO" WIDTH="0" HEIGHT="0"></IFRAME>'
+    )
+    ads = f"<script>document.write('{pop}');document.write('<IFRAME SRC=\"' + '{cut}');</script>"
+    decision = needs_render(_site(_ARTICLE.replace("</article>", ads + "</article>")))
+    assert not decision.render, decision.reason
+    prose = "Der Rat vertagte die Entscheidung über die neue Brücke auf den kommenden Herbst. " * 3
+    written = f"<script>document.write('<p>{prose}</p>');</script>"
+    assert needs_render(_site(_ARTICLE.replace("</article>", written + "</article>"))).render
