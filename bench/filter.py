@@ -3,9 +3,12 @@
 1. Throughput: a corpus of >= 20k documents built deterministically from the sample web
    (paragraphs of labelled pages recombined per language, ~8 % exact and ~8 % near duplicates,
    ~15 % low-quality pages) goes through `run_filter` (DirectRunner, one worker) and through
-   datatrove's LanguageFilter + GopherQualityFilter + MinhashDedupSignature (same lid.176 file,
-   one task, in bench/.venvs/datatrove). Reported: docs/s per core (docs / process CPU seconds)
-   and wall-clock docs/s, with the ratio.
+   datatrove (same lid.176 file, one task, in bench/.venvs/datatrove; bench/_datatrove_filter.py):
+   `--peer fineweb` (default) its FineWeb recipe after extraction: URLFilter (the same lists and
+   banned words as Refinery's default URL filter), LanguageFilter, Gopher repetition and quality,
+   C4 and FineWeb quality filters, then the whole MinHash de-duplication; `--peer lite` the
+   earlier LanguageFilter + GopherQualityFilter + MinhashDedupSignature; `--peer both`.
+   Reported: docs/s per core (docs / process CPU seconds) and wall-clock docs/s, with the ratio.
 2. Selection quality on the labelled sample web (cross-fitted: models trained on one half of
    the documents score the other half): good tokens kept and bad tokens kept by the model-based
    filter vs Gopher rules alone. good = quality high/medium, bad = quality low. The models are
@@ -18,7 +21,7 @@
    de-duplication at 20k and 200k generated documents with clusters of 5,000 near-copies.
 
 Usage: .venv/bin/python bench/filter.py [--quick] [--docs N] [--config YAML]
-       [--selection-only | --throughput-only | --scaling]
+       [--peer fineweb|lite|both] [--selection-only | --throughput-only | --scaling]
 """
 
 from __future__ import annotations
@@ -84,9 +87,33 @@ def build_corpus(docs: list[dict], n: int, seed: int = 0) -> list[dict]:
     return out
 
 
+# What datatrove's URLFilter needs besides the shared venv's packages.
+URL_FILTER_DEPS = (
+    ["tldextract", "pyahocorasick", "fasteners"],
+    "import tldextract, ahocorasick, fasteners",
+)
+PEERS = {
+    "fineweb": "datatrove FineWeb (URL, LID, Gopher rep+quality, C4, FineWeb, MinHash dedup)",
+    "lite": "datatrove LID+Gopher+MinHash sig",
+}
+
+
 def ensure_datatrove() -> Path:
-    """The shared datatrove venv (bench/_peers.py)."""
-    return peer_python("datatrove", *DATATROVE)
+    """The shared datatrove venv (bench/_peers.py), with the URL filter's dependencies."""
+    peer_python("datatrove", *DATATROVE)
+    return peer_python("datatrove", *URL_FILTER_DEPS)
+
+
+def url_lists(path: Path) -> Path:
+    """Refinery's default URL filter lists and words as JSON, for datatrove's URLFilter."""
+    from common.urlblock import DEFAULT_WORDS, default_entries
+
+    entries = default_entries()
+    doc = {k: list(v) for k, v in DEFAULT_WORDS.items()}
+    doc["domains"] = [d for e in entries.values() for d in e["domains"]]
+    doc["urls"] = [u for e in entries.values() for u in e["urls"]]
+    path.write_text(json.dumps(doc))
+    return path
 
 
 def cpu_children() -> float:
@@ -110,7 +137,13 @@ def train_models(docs: list[dict], out: Path, seed: int = 0) -> Path:
     return out
 
 
-def throughput(corpus: list[dict], work: Path, models: Path, config: str | None = None) -> dict:
+def throughput(
+    corpus: list[dict],
+    work: Path,
+    models: Path,
+    config: str | None = None,
+    peers: tuple[str, ...] = ("fineweb",),
+) -> dict:
     from pipelines.stages.filter import run_filter
 
     docs_dir = work / "corpus"
@@ -131,21 +164,30 @@ def throughput(corpus: list[dict], work: Path, models: Path, config: str | None 
         "kept": s["rows_kept"],
     }
     py = ensure_datatrove()
-    c0, t0 = cpu_children(), time.perf_counter()
-    subprocess.run(
-        [
-            str(py),
-            str(ROOT / "bench" / "_datatrove_filter.py"),
-            str(docs_dir),
-            str(work / "datatrove"),
-            str(lid176_path()),
-        ],
-        check=True,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    theirs = {"wall": time.perf_counter() - t0, "cpu": cpu_children() - c0}
-    return {"refinery": ours, "datatrove": theirs}
+    lists = url_lists(work / "url_lists.json")
+    out = {"refinery": ours}
+    for peer in peers:
+        c0, t0 = cpu_children(), time.perf_counter()
+        done = subprocess.run(
+            [
+                str(py),
+                str(ROOT / "bench" / "_datatrove_filter.py"),
+                str(docs_dir),
+                str(work / f"datatrove-{peer}"),
+                str(lid176_path()),
+                peer,
+                str(lists),
+            ],
+            check=True,
+            capture_output=True,
+            text=True,
+        )
+        out[f"datatrove-{peer}"] = {
+            "wall": time.perf_counter() - t0,
+            "cpu": cpu_children() - c0,
+            "kept": json.loads(done.stdout.strip().splitlines()[-1]).get("documents"),
+        }
+    return out
 
 
 def train_default_recipe(docs: list[dict], out: Path, seed: int = 0) -> Path:
@@ -245,6 +287,14 @@ def main() -> None:
         help="only part 1 (throughput against datatrove), no selection",
     )
     ap.add_argument(
+        "--peer",
+        choices=("fineweb", "lite", "both"),
+        default="fineweb",
+        help="datatrove pipeline to compare with: its FineWeb recipe (URL filter, LID, Gopher "
+        "repetition and quality, C4, FineWeb quality, MinHash dedup), the earlier "
+        "LID+Gopher+MinHash signature, or both in the same run",
+    )
+    ap.add_argument(
         "--scaling",
         action="store_true",
         help="only the dedup scaling run (20k and 200k docs, 5k near-copy clusters): bench/dedup_scale.py",
@@ -269,22 +319,25 @@ def main() -> None:
         work = Path(tmp)
         print(f"corpus: {n} docs from {len(labelled)} labelled sample-web pages")
         models = train_models(labelled, work / "models")
-        t = throughput(build_corpus(labelled, n), work, models, args.config)
+        peers = ("fineweb", "lite") if args.peer == "both" else (args.peer,)
+        t = throughput(build_corpus(labelled, n), work, models, args.config, peers)
         sel = None if args.throughput_only else selection(labelled, work)
-    ours, theirs = t["refinery"], t["datatrove"]
-    print("\n| pipeline | wall s | CPU s | docs/s (wall) | docs/s per core (CPU) |")
-    print("|---|---|---|---|---|")
-    for name, r in (
-        ("refinery filter (Beam Direct, 1 worker)", ours),
-        ("datatrove LID+Gopher+MinHash sig", theirs),
-    ):
+    ours = t["refinery"]
+    print("\n| pipeline | wall s | CPU s | docs/s (wall) | docs/s per core (CPU) | kept |")
+    print("|---|---|---|---|---|---|")
+    rows = [("refinery filter (Beam Direct, 1 worker, every step on)", ours)]
+    rows += [(PEERS[k.removeprefix("datatrove-")], r) for k, r in t.items() if k != "refinery"]
+    for name, r in rows:
         print(
-            f"| {name} | {r['wall']:.1f} | {r['cpu']:.1f} | {n / r['wall']:.0f} | {n / r['cpu']:.0f} |"
+            f"| {name} | {r['wall']:.1f} | {r['cpu']:.1f} | {n / r['wall']:.0f} "
+            f"| {n / r['cpu']:.0f} | {r.get('kept')} |"
         )
-    print(
-        f"\nratio refinery/datatrove, docs/s per core: {theirs['cpu'] / ours['cpu']:.2f}x "
-        f"(wall: {theirs['wall'] / ours['wall']:.2f}x); refinery also does PII, safety, quality and full dedup"
-    )
+    for name, r in rows[1:]:
+        print(
+            f"\nratio refinery / {name}, docs/s per core: {r['cpu'] / ours['cpu']:.2f}x "
+            f"(wall: {r['wall'] / ours['wall']:.2f}x); refinery also does PII, "
+            "safety classifiers, quality models and line de-duplication"
+        )
     if sel is not None:
         print_selection(sel)
     print(json.dumps({"docs": n, "throughput": t, "selection": sel}))
