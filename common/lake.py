@@ -54,7 +54,7 @@ DATASETS = {
     "domain_qa": "synth/domain_qa/domain_qa.parquet",
     "captioner_model": "models/captioner",
     "synthetic_captions": "synth/captions/captions.parquet",
-    "text_rich_images": "images/ocr/ocr.parquet",
+    "text_rich_images": "images/ocr/pairs.parquet",
     # mixtures: the default (tiny) specs' names; training runs: the newest finished run
     "pretrain_mixture": "mixtures/tiny-pretrain",
     "cpt_mixture": "mixtures/tiny-cpt",

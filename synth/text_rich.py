@@ -498,7 +498,9 @@ def make_text_rich(
     qa_rows, rejects = _qa(kept, rows, teacher, questions, out)
     write_parquet(pa.Table.from_pylist(qa_rows, schema=QA_SCHEMA), out / QA_FILE, inputs=inputs)
     write_parquet(pa.Table.from_pylist(rejects, schema=QA_REJECTS_SCHEMA), out / QA_REJECTS_FILE)
-    outputs = {"text_rich_images": str(out / OCR_FILE)}
+    # The asset is the text-rich selection's transcription pairs, what a mixture's text_rich
+    # bucket reads; ocr.parquet, qa.parquet and caption_flags.parquet lie beside it.
+    outputs = {"text_rich_images": str(out / PAIRS_FILE)}
     flags_summary: dict[str, Any] = {}
     if captions is None:  # a flags file of an earlier run would no longer match ocr.parquet
         from common.manifest import manifest_path

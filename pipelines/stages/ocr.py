@@ -176,9 +176,10 @@ OCR = Stage(
         ),
     ),
     output_descriptions={
-        "text_rich_images": "OCR of the kept image pairs (Tesseract: text in reading order, "
-        "language, word boxes with confidences, text share), the text-rich selection with "
-        "transcription pairs and teacher QA pairs, and synthetic captions flagged against the "
-        "images' text (lake images/ocr)."
+        "text_rich_images": "The text-rich selection's transcription pairs (image -> its OCR "
+        "text in reading order; pairs.parquet, what a mixture's text_rich bucket reads), beside "
+        "the OCR of every kept image pair (ocr.parquet: Tesseract text, language, word boxes "
+        "with confidences, text share), the teacher's QA pairs and synthetic captions flagged "
+        "against the images' text (lake images/ocr)."
     },
 )
