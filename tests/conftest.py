@@ -27,22 +27,28 @@ def quality_code_key(root: Path) -> str:
 
 
 @pytest.fixture(scope="session", autouse=True)
-def shared_quality_defaults(request):
+def shared_quality_defaults(request, tmp_path_factory):
     """One cache of the default quality models for every test session on this checkout, under
     pytest's cache directory (.pytest_cache/d/quality-defaults/<code key>/): sets are keyed by
     their training data and recipe and renamed into place whole, and the directory by the code
     that builds them, so the demo, the UI test, the killed demo runs -- subprocesses inherit the
     variable -- and pytest-xdist's workers train them at most once, and a second `make test-fast`
-    not at all. A clean checkout (CI) builds them once. A cache already named by
-    $REFINERY_QUALITY_DEFAULTS is used as it is."""
+    not at all. A clean checkout (CI) builds them once. Without pytest's cache plugin the cache
+    is per run, beside the base temp dir. A cache already named by $REFINERY_QUALITY_DEFAULTS is
+    used as it is."""
     from filters.quality.default import ENV_ROOT
 
     if os.environ.get(ENV_ROOT):
         yield
         return
     repo = Path(str(request.config.rootpath))
-    shared = request.config.cache.mkdir("quality-defaults") / quality_code_key(repo)
-    shared.mkdir(exist_ok=True)
+    cache = getattr(request.config, "cache", None)  # absent under -p no:cacheprovider
+    if cache is not None:
+        base = cache.mkdir("quality-defaults")
+    else:  # beside the session's (every xdist worker's) own base temp dir
+        base = tmp_path_factory.getbasetemp().parent / "quality-defaults"
+    shared = base / quality_code_key(repo)
+    shared.mkdir(parents=True, exist_ok=True)
     os.environ[ENV_ROOT] = str(shared)
     yield
     os.environ.pop(ENV_ROOT, None)
