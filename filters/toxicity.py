@@ -2,7 +2,7 @@
 
 A model is `<kind>.<lang>.ftz` (kind `toxicity` or `nsfw`) listed in the directory's
 `models.json`, which names what it was trained on (repository, commit, licence, sha256 of each
-source file) and its held-out precision and recall; `filters/toxicity_model/build.py` rebuilds
+source file) and its held-out precision and recall; `scripts/build_toxicity_models.py` rebuilds
 them. A document is scored sentence by sentence (windows of at most `WINDOW` tokens), and its
 score is the highest sentence's: a toxic sentence in a long page is not averaged away. Languages without a model get no score
 (None, NULL in Parquet, never NaN) and keep the word lists (`filters.safety`).
@@ -32,7 +32,7 @@ class ClassifierModel:
         if not self.path.exists():
             raise FileNotFoundError(
                 f"{self.path}: safety classifier missing; rebuild it with "
-                "`python -m filters.toxicity_model.build` or set safety.classifiers: false"
+                "`python scripts/build_toxicity_models.py` or set safety.classifiers: false"
             )
         fasttext.FastText.eprint = lambda *a, **k: None
         self._model = fasttext.load_model(str(self.path))
@@ -76,7 +76,7 @@ class SafetyClassifiers:
         if not meta_path.exists():
             raise FileNotFoundError(
                 f"safety.models_dir {self.dir} has no models.json; point it at a directory "
-                "written by `python -m filters.toxicity_model.build` or leave it empty"
+                "written by `python scripts/build_toxicity_models.py` or leave it empty"
             )
         self.meta = json.loads(meta_path.read_text(encoding="utf-8"))
         self.models: dict[tuple[str, str], ClassifierModel] = {}

@@ -1,6 +1,6 @@
 """Rebuild the shipped toxicity and NSFW classifiers (`filters/toxicity_model/*.ftz`).
 
-    python -m filters.toxicity_model.build --sources DIR [--out filters/toxicity_model]
+    python scripts/build_toxicity_models.py --sources DIR [--out filters/toxicity_model]
 
 DIR holds plain checkouts of three public repositories (not shipped here; SOURCES names the
 commit each model was built from, and `models.json` records every file's sha256):
@@ -44,7 +44,7 @@ from pathlib import Path
 
 from filters.quality.features import fasttext_line
 
-OUT_DIR = Path(__file__).parent
+OUT_DIR = Path(__file__).resolve().parent.parent / "filters" / "toxicity_model"
 RECIPE_VERSION = 3
 SOURCES = {
     "hatecheck": {
