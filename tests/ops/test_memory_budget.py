@@ -173,8 +173,13 @@ def test_filter_stays_under_its_budget(long_docs, tmp_path):
             beam_args=["--runner=InProcess"],
             memory_budget_mib=low,
         )
+    # The budget binds (several chunks), and the rows held are what the fit computed from what
+    # was resident when the run read its budget. Not a fixed window of rows: the process's
+    # resident memory moved by up to ~11 MiB (19 rows) between reading the smallest budget and
+    # the run (a clean-clone CI run: 18 rows where the window said 2-8).
     rows = small["chunk_rows"]
-    assert 2 <= rows <= 8 and small["chunks"] == -(-24 // rows), small["memory_budget"]
+    assert rows == small["memory_budget"]["units"] < 24, small["memory_budget"]
+    assert small["chunks"] == -(-24 // rows) > 1, small["memory_budget"]
     assert peak.mib < low, (peak.mib, small["memory_budget"])
     # Beam's DirectRunner: one chunk per element of the Annotate step. The process kept some of
     # what the last run used, so the low budget is read again from here.
@@ -183,7 +188,7 @@ def test_filter_stays_under_its_budget(long_docs, tmp_path):
         on_beam = run_filter(
             long_docs, tmp_path / "beam", config=LONG_DOCS, memory_budget_mib=beam_low
         )
-    assert 2 <= on_beam["chunk_rows"] <= 8, on_beam["memory_budget"]
+    assert on_beam["chunk_rows"] == on_beam["memory_budget"]["units"] < 24, on_beam["memory_budget"]
     assert beam_peak.mib < beam_low, (beam_peak.mib, on_beam["memory_budget"])
     assert big["chunk_rows"] == 24 and big["chunks"] == 1  # default: chunks of 50 rows or more
     for name in ("annotated", "documents", "dup_clusters", "host_languages"):
