@@ -11,48 +11,21 @@ Executed inside bench/.venvs/datatrove by bench/filter.py; prints one JSON line.
 Usage: python _datatrove_filter.py CORPUS_DIR WORK_DIR LID_MODEL_PATH [fineweb|lite [LISTS_JSON]]
 """
 
-import glob
 import json
 import sys
 import time
 
-from datatrove.executor import LocalPipelineExecutor
-from datatrove.pipeline.dedup.minhash import (
-    MinhashConfig,
-    MinhashDedupBuckets,
-    MinhashDedupCluster,
-    MinhashDedupFilter,
-    MinhashDedupSignature,
-)
+from _datatrove_recipe import filter_then_dedup, local_lid, runner
+from datatrove.pipeline.dedup.minhash import MinhashConfig, MinhashDedupSignature
 from datatrove.pipeline.filters import GopherQualityFilter, LanguageFilter
-from datatrove.pipeline.readers import JsonlReader, ParquetReader
-from datatrove.pipeline.writers import JsonlWriter
-from datatrove.utils.lid import FT176LID
+from datatrove.pipeline.readers import ParquetReader
 
 corpus, work, lid_path = sys.argv[1:4]
 mode = sys.argv[4] if len(sys.argv) > 4 else "fineweb"
-
-
-class LocalFT176(FT176LID):
-    """datatrove's lid.176 wrapper pointed at the same local file Refinery uses (no download)."""
-
-    @property
-    def model(self):
-        if self._model is None:
-            from fasttext.FastText import _FastText
-
-            self._model = _FastText(lid_path)
-        return self._model
-
-
-def run(pipeline, name, tasks=1):
-    LocalPipelineExecutor(
-        pipeline=pipeline, tasks=tasks, workers=1, logging_dir=f"{work}/logs/{name}"
-    ).run()
-
+run = runner(work)
 
 lang_filter = LanguageFilter(languages=None, language_threshold=0.5)
-lang_filter.model = LocalFT176(None)
+lang_filter.model = local_lid(lid_path)
 reader = ParquetReader(corpus, glob_pattern="documents.parquet", text_key="text", id_key="id")
 t0 = time.perf_counter()
 if mode == "lite":
@@ -67,12 +40,7 @@ if mode == "lite":
     sys.exit(0)
 
 import tldextract  # noqa: E402
-from datatrove.pipeline.filters import (  # noqa: E402
-    C4QualityFilter,
-    FineWebQualityFilter,
-    GopherRepetitionFilter,
-    URLFilter,
-)
+from datatrove.pipeline.filters import URLFilter  # noqa: E402
 
 lists = json.load(open(sys.argv[5]))
 url_filter = URLFilter(
@@ -84,35 +52,5 @@ url_filter = URLFilter(
     use_integrated_lists=False,
 )
 url_filter.tldextractor = tldextract.TLDExtract(suffix_list_urls=())  # bundled list, no network
-run(
-    [
-        reader,
-        url_filter,
-        lang_filter,
-        GopherRepetitionFilter(),
-        GopherQualityFilter(),
-        C4QualityFilter(filter_no_terminal_punct=False),
-        FineWebQualityFilter(),
-        JsonlWriter(f"{work}/filtered", compression=None),
-    ],
-    "filter",
-)
-config = MinhashConfig()
-run([JsonlReader(f"{work}/filtered"), MinhashDedupSignature(f"{work}/sigs", config=config)], "sig")
-# one task per bucket, as datatrove requires (each task reads its bucket's signatures)
-run(
-    [MinhashDedupBuckets(f"{work}/sigs", f"{work}/buckets", config=config)],
-    "buckets",
-    tasks=config.num_buckets,
-)
-run([MinhashDedupCluster(f"{work}/buckets", f"{work}/remove_ids", config=config)], "cluster")
-run(
-    [
-        JsonlReader(f"{work}/filtered"),
-        MinhashDedupFilter(f"{work}/remove_ids"),
-        JsonlWriter(f"{work}/output", compression=None),
-    ],
-    "dedup",
-)
-n = sum(sum(1 for _ in open(p)) for p in glob.glob(f"{work}/output/*.jsonl"))
+n = filter_then_dedup(run, work, [reader, url_filter, lang_filter])
 print(json.dumps({"documents": n, "seconds": time.perf_counter() - t0}))
