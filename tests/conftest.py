@@ -76,7 +76,7 @@ def pytest_collection_modifyitems(config, items):
 
 @pytest.fixture(scope="session")
 def sample_lake(tmp_path_factory):
-    """The sample web served for the whole session, and its crawl, extraction and filter run,
+    """The sample web served for the whole session, and its crawl and extraction,
     each built on first use and shared by every module that reads them (tests/samplelake.py)."""
     from sampleweb import build_web, serve
     from tests.samplelake import FIRST_OCTET, SampleLake

@@ -1,5 +1,5 @@
-"""The shared sample-web lake: the sample web (seed 0) served, crawled, extracted and filtered once
-per test session, each stage on first use.
+"""The shared sample-web lake: the sample web (seed 0) served, crawled and extracted once per
+test session, each stage on first use.
 
 Every module that reads the sample web's stage outputs takes the session fixture `sample_lake`
 (tests/conftest.py) instead of serving and crawling the web for itself. The web stays served for
@@ -71,11 +71,3 @@ class SampleLake:
         out = self.root / "extract"
         summary = run_extract(self.crawl.dir, out, "auto", pages_in_flight=4)
         return Stage(out, summary)
-
-    @cached_property
-    def filter(self) -> Stage:
-        """The extracted documents filtered with the default quality models (`filters.run`)."""
-        from filters.run import run_filter
-
-        out = self.root / "filter"
-        return Stage(out, run_filter(self.extract.dir, out, lake_root=self.root))
