@@ -79,6 +79,23 @@ def _smallest(call) -> int:
     return int(TOO_SMALL.search(str(err.value)).group(1))
 
 
+def _budgeted(too_small, row_mib, run, rows=24, tries=3):
+    """(summary, peak, budget) of `run(budget)` with a budget of about 5 rows over the smallest
+    one read just before; read again when the run finds it too small or not binding."""
+    for attempt in range(tries):
+        budget = int(_smallest(too_small) + 4.5 * row_mib)
+        try:
+            with PeakMemory() as peak:
+                out = run(budget)
+        except ValueError as err:
+            if TOO_SMALL.search(str(err)) and attempt < tries - 1:
+                continue
+            raise
+        if out["memory_budget"]["units"] < rows or attempt == tries - 1:
+            return out, peak, budget
+    raise AssertionError("unreachable")
+
+
 def _table(path: Path, drop: tuple[str, ...] = ()) -> pa.Table:
     t = pq.read_table(path)
     return t.drop_columns([c for c in drop if c in t.column_names])
@@ -164,30 +181,34 @@ def test_filter_stays_under_its_budget(long_docs, tmp_path):
         beam_args=["--runner=InProcess"],
         memory_budget_mib=1e9,
     )
-    low = int(_smallest(too_small) + 4.5 * row_mib)  # about 5 of the 24 rows at once
-    with PeakMemory() as peak:
-        small = run_filter(
+    # The budget binds (several chunks), and the rows held are what the fit computed from what
+    # was resident when the run read its budget. The process's resident memory moves by 10-16
+    # MiB (one row is 0.58) between reading the smallest budget and the run, beside other
+    # modules in a CI worker: a run whose budget turned out too small, or no longer binding,
+    # reads it again (at most three times) rather than failing on the drift.
+    small, peak, low = _budgeted(
+        too_small,
+        row_mib,
+        lambda budget: run_filter(
             long_docs,
             tmp_path / "low",
             config=LONG_DOCS,
             beam_args=["--runner=InProcess"],
-            memory_budget_mib=low,
-        )
-    # The budget binds (several chunks), and the rows held are what the fit computed from what
-    # was resident when the run read its budget. Not a fixed window of rows: the process's
-    # resident memory moved by up to ~11 MiB (19 rows) between reading the smallest budget and
-    # the run (a clean-clone CI run: 18 rows where the window said 2-8).
+            memory_budget_mib=budget,
+        ),
+    )
     rows = small["chunk_rows"]
     assert rows == small["memory_budget"]["units"] < 24, small["memory_budget"]
     assert small["chunks"] == -(-24 // rows) > 1, small["memory_budget"]
     assert peak.mib < low, (peak.mib, small["memory_budget"])
-    # Beam's DirectRunner: one chunk per element of the Annotate step. The process kept some of
-    # what the last run used, so the low budget is read again from here.
-    beam_low = int(_smallest(too_small) + 4.5 * row_mib)
-    with PeakMemory() as beam_peak:
-        on_beam = run_filter(
-            long_docs, tmp_path / "beam", config=LONG_DOCS, memory_budget_mib=beam_low
-        )
+    # Beam's DirectRunner: one chunk per element of the Annotate step.
+    on_beam, beam_peak, beam_low = _budgeted(
+        too_small,
+        row_mib,
+        lambda budget: run_filter(
+            long_docs, tmp_path / "beam", config=LONG_DOCS, memory_budget_mib=budget
+        ),
+    )
     assert on_beam["chunk_rows"] == on_beam["memory_budget"]["units"] < 24, on_beam["memory_budget"]
     assert beam_peak.mib < beam_low, (beam_peak.mib, on_beam["memory_budget"])
     assert big["chunk_rows"] == 24 and big["chunks"] == 1  # default: chunks of 50 rows or more
