@@ -6,8 +6,9 @@ names JSONL or Parquet files of evaluation items. Each item's fields named in
 counts as its items) are joined in that order and indexed as n-grams; a document whose text
 shares at least `min_ngrams` of them with an eval set is `contaminated`, with the set's name in
 `contamination_benchmarks` and the count in `contamination_ngrams`. Dropping is configuration
-(`decontamination.drop`, reason `contaminated`); by default rows are only annotated and a
-mixture excludes them with `where: "NOT contaminated"`.
+(`decontamination.drop`, reason `contaminated`); by default rows are only annotated, and every
+mixture leaves them out (its manifest counts them per source as `contaminated_excluded`) unless
+a source says `contaminated: include` (training/mixture/sources.py `contamination_sql`).
 
 Tokens: the text is NFKC-normalised and case-folded; a token is a run of letters and digits, and
 each character of a script written without spaces (Han, kana, Thai, Lao, Khmer, Myanmar) is a

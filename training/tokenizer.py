@@ -150,7 +150,7 @@ def sample_texts(
     """
     import duckdb
 
-    from training.mixture.sources import ReadUnit, consent_sql
+    from training.mixture.sources import ReadUnit, consent_sql, contamination_sql
 
     budget_chars = sample_tokens * CHARS_PER_TOKEN
     col = '"' + text_column.replace('"', '""') + '"'
@@ -172,6 +172,9 @@ def sample_texts(
             lit = "'" + str(f).replace("'", "''") + "'"
             unit = ReadUnit("tokenizer", 0, str(f), None, text_column, None, (), ledger)
             allowed = consent_sql(unit)
+            clean = contamination_sql(unit)  # evaluation text does not shape the vocabulary
+            if clean:
+                allowed = f"({allowed}) AND {clean}"
             ranked.append(
                 f"SELECT {lit} AS filename, file_row_number AS r, length({col}) AS n, "
                 f"hash({lit} || ':' || file_row_number::VARCHAR || ':' || $seed::VARCHAR) AS k "

@@ -44,6 +44,7 @@ from training.mixture.sources import (
     DocBatch,
     ReadUnit,
     consent_version,
+    contaminated_excluded,
     plan_units,
     source_files,
 )
@@ -350,7 +351,13 @@ def build_mixture(
                 writer.add(unit, batch)
         consent = consent_version(units, lake_root)
         return assemble_corpus(
-            spec, spec_path, writer.finish(), out_dir, lake_root, consent=consent
+            spec,
+            spec_path,
+            writer.finish(),
+            out_dir,
+            lake_root,
+            consent=consent,
+            contaminated=contaminated_excluded(units),
         )
     finally:
         shutil.rmtree(work, ignore_errors=True)
@@ -438,7 +445,15 @@ def assemble(
     try:
         corpus = Corpus.from_batches(units, batches, work)
         consent = consent_version(units, lake_root)
-        return assemble_corpus(spec, spec_path, corpus, out_dir, lake_root, consent=consent)
+        return assemble_corpus(
+            spec,
+            spec_path,
+            corpus,
+            out_dir,
+            lake_root,
+            consent=consent,
+            contaminated=contaminated_excluded(units),
+        )
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
@@ -452,11 +467,14 @@ def assemble_corpus(
     *,
     plan_only: bool = False,
     consent: dict[str, Any] | None = None,
+    contaminated: dict[str, int] | None = None,
 ) -> dict[str, Any]:
     """`assemble` on an already-built corpus; with plan_only, stop after sampling (nothing written)
     and return the planned buckets, sources and shortfalls (a disallowed shortfall still raises).
     `consent` is the consent ledger version the units honoured (`consent_version`); the manifest
-    records it as `consent_ledger` when the ledger has files."""
+    records it as `consent_ledger` when the ledger has files. `contaminated`: rows left out per
+    source as contaminated (`contaminated_excluded`); each source's entry records its count as
+    `contaminated_excluded` when its files carry the column."""
     from training.mixture.report import accounting_checks
 
     out_dir = Path(out_dir)
@@ -488,6 +506,8 @@ def assemble_corpus(
                     "tokens": 0,
                 }
             )
+            if contaminated and f"{bucket}/{i}" in contaminated:
+                sources_out[-1]["contaminated_excluded"] = contaminated[f"{bucket}/{i}"]
             if spec.image_tokens:
                 sources_out[-1]["kind"] = src.kind
                 sources_out[-1]["rejected"] = dict(

@@ -188,7 +188,7 @@ def _select_sql(unit: src_mod.ReadUnit, has_consent_column: bool, opted_out: boo
     group = f"CAST({quote_ident(unit.split_by)} AS VARCHAR)" if unit.split_by else "'all'"
     cases = " ".join(f"WHEN ({normalize_predicate(w)}) THEN {float(t)!r}" for w, t in unit.repeat)
     repeat = f"CASE {cases} ELSE 1.0 END" if cases else "1.0"
-    where = f"WHERE ({normalize_predicate(unit.where)}) " if unit.where else ""
+    where = src_mod.unit_where_sql(unit)
     return (
         f"WITH allowed AS ({allowed}) SELECT allowed.*, {group} AS __grp, {repeat} AS __rep, "
         f"file_row_number AS __row FROM allowed {where}"

@@ -44,6 +44,7 @@ class ReadUnit:
     kind: str = "text"  # how rows become documents (training/mixture/images.py for image kinds)
     pairs: tuple[str, ...] = ()  # pairs.parquet files resolving pair ids to images
     image_tokens: int = 0  # the mixture's tokens per image (0: a text-only mixture)
+    contaminated: str = "exclude"  # the source's `contaminated:` (SourceSpec): exclude or include
 
 
 @dataclass
@@ -176,9 +177,73 @@ def plan_units(spec: MixtureSpec, spec_dir: Path, lake_root: Path | None = None)
                         kind=src.kind,
                         pairs=_pairs_files(src.pairs, spec_dir, lake_root),
                         image_tokens=spec.image_tokens,
+                        contaminated=src.contaminated,
                     )
                 )
     return units
+
+
+CONTAMINATED_COLUMN = "contaminated"  # filters/decontam.py: shares n-grams with an eval set
+
+
+def contamination_sql(unit: ReadUnit) -> str | None:
+    """The SQL condition that leaves out a unit's rows marked contaminated (None: nothing to
+    leave out, because the file has no `contaminated` column or the source includes them).
+
+    Only a boolean column is read: a `contaminated` column of another type is one line naming
+    the file and the fix, since reading 'false' or 0 as clean would be a guess."""
+    import pyarrow as pa
+
+    if unit.contaminated == "include":
+        return None
+    schema = _schema(unit.file)
+    idx = schema.get_field_index(CONTAMINATED_COLUMN)
+    if idx < 0:
+        return None
+    if not pa.types.is_boolean(schema.field(idx).type):
+        raise SpecError(
+            f"buckets.{unit.bucket}.sources[{unit.source}]: {unit.file} has a `contaminated` "
+            f"column of type {schema.field(idx).type}, not boolean; rewrite it as boolean "
+            "(filters/decontam.py writes it so) or set `contaminated: include` on the source"
+        )
+    return f"{quote_ident(CONTAMINATED_COLUMN)} IS NOT TRUE"
+
+
+def unit_where_sql(unit: ReadUnit) -> str:
+    """'WHERE ...' for a unit's rows within `allowed`: the contamination rule and the source's
+    predicate ('' when neither applies)."""
+    terms = [f"({normalize_predicate(unit.where)})"] if unit.where else []
+    clean = contamination_sql(unit)
+    if clean:
+        terms.insert(0, f"({clean})")
+    return f"WHERE {' AND '.join(terms)} " if terms else ""
+
+
+def contaminated_excluded(units: Sequence[ReadUnit]) -> dict[str, int]:
+    """Rows each source would have offered but left out as contaminated, keyed
+    'bucket/source index' (only sources whose files carry the column; empty when none does)."""
+    import duckdb
+
+    out: dict[str, int] = {}
+    con = duckdb.connect(config={"threads": 1})
+    try:
+        for unit in units:
+            if contamination_sql(unit) is None:
+                continue
+            where = f"({normalize_predicate(unit.where)}) AND " if unit.where else ""
+            sql = (
+                f"WITH allowed AS ({allowed_rows_sql(unit)}) SELECT count(*) FROM allowed "
+                f"WHERE {where}{quote_ident(CONTAMINATED_COLUMN)} IS TRUE"
+            )
+            try:
+                n = con.execute(sql, [unit.file]).fetchone()[0]
+            except duckdb.Error as exc:
+                raise _where_error(unit, exc) from None
+            key = f"{unit.bucket}/{unit.source}"
+            out[key] = out.get(key, 0) + int(n)
+    finally:
+        con.close()
+    return out
 
 
 def consent_version(units: Sequence[ReadUnit], lake_root: Path | None = None) -> dict:
@@ -311,7 +376,7 @@ def _select_sql(unit: ReadUnit) -> str:
     group = f"CAST({quote_ident(unit.split_by)} AS VARCHAR)" if unit.split_by else f"'{ALL_GROUP}'"
     cases = " ".join(f"WHEN ({normalize_predicate(w)}) THEN {float(t)!r}" for w, t in unit.repeat)
     repeat = f"CASE {cases} ELSE 1.0 END" if cases else "1.0"
-    where = f"WHERE ({normalize_predicate(unit.where)}) " if unit.where else ""
+    where = unit_where_sql(unit)
     text = f"COALESCE({quote_ident(unit.text_column)}, '')"  # a NULL text: an empty document
     # the archive a row came from (extract's and the importers' provenance), for the manifest
     has_archive = ARCHIVE_COLUMN in _schema(unit.file).names

@@ -145,6 +145,9 @@ class SourceSpec(_Strict):
     kind: SourceKind = "text"
     # pairs.parquet path/glob: resolves pair ids to image files (and each image's own consent).
     pairs: str | None = None
+    # Rows the filter marked `contaminated` (they share n-grams with an evaluation set, see
+    # filters/decontam.py) are left out unless this says include; the manifest counts them.
+    contaminated: Literal["exclude", "include"] = "exclude"
 
     _where = field_validator("where")(_check_predicate)
 
