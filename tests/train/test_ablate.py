@@ -346,3 +346,22 @@ def test_cli_names_the_bad_spec_field_and_exits_2(corpus, tmp_path):
     assert (
         lake.exit_code == 2 and "refinery filter" in lake.output
     )  # an empty lake says what to run
+
+
+def test_a_changed_input_document_redoes_the_arm_on_resume(corpus, tmp_path):
+    """The fingerprint holds the documents a mixture spec reads, not only the spec's text: the same
+    spec over a rewritten parquet is a different arm, and an unchanged one is reused."""
+    import shutil
+
+    for f in ("clean.parquet", "clean.yaml", "tokenizer.json", "eval.parquet", "proxy.yaml"):
+        shutil.copy(corpus / f, tmp_path / f)
+    spec = _spec(tmp_path, seeds=[0], tokens=256, arms={"clean": {"mixture_spec": "clean.yaml"}})
+    spec_path = _write(tmp_path, "ab.yaml", spec)
+    out = tmp_path / "out"
+    run_ablation(spec_path, out)
+    assert run_ablation(spec_path, out)["reused_arms"] == ["clean"]
+    table = pq.read_table(tmp_path / "clean.parquet")
+    pq.write_table(table.slice(0, table.num_rows // 2), tmp_path / "clean.parquet")
+    r = run_ablation(spec_path, out)
+    assert r["reused_arms"] == []
+    assert r["arms"]["clean"]["mixture_tokens"] > 0

@@ -7,8 +7,8 @@ Layout of the output directory:
     arms/<arm>/arm.json          written last: the arm's scores and fingerprint
     results.json, report.md, loss_curves.png, bpb.png
 
-Resume: an arm whose arm.json exists with the same fingerprint (spec of the arm, proxy config,
-budget, seeds, eval sets, tasks) is reused; any other arm directory is removed and redone whole,
+Resume: an arm whose arm.json exists with the same fingerprint (spec of the arm, the contents of
+its input documents, proxy config, budget, seeds, eval sets, tasks) is reused; any other arm directory is removed and redone whole,
 so a killed ablation redoes only the arm it was in.
 """
 
@@ -158,17 +158,43 @@ def _arm_mixture(
     return arm_dir / "mixture"
 
 
+def _inputs_digest(spec_path: Path, lake_root: Path | None) -> dict[str, str | None]:
+    """Digests of what a mixture spec reads: every file its sources' paths and globs match (and
+    their `pairs`), and its tokenizer file; an `arm:` path is the filter's output, whose own
+    inputs (the arm's `input` and `filter`) the fingerprint holds already."""
+    import glob
+
+    data = yaml.safe_load(spec_path.read_text(encoding="utf-8")) or {}
+    base = spec_path.resolve().parent
+    paths: list[str] = []
+    if isinstance(data.get("tokenizer"), str):
+        paths.append(data["tokenizer"])
+    for bucket in (data.get("buckets") or {}).values():
+        for source in bucket.get("sources") or []:
+            paths += [p for p in (source.get("path"), source.get("pairs")) if p]
+    out: dict[str, str | None] = {}
+    for p in paths:
+        if p.startswith(ARM_PREFIX):
+            continue
+        pattern = str(resolve(p, base, lake_root))
+        for match in sorted(glob.glob(pattern)) or [pattern]:
+            out[match] = file_digest(Path(match)) if Path(match).exists() else None
+    return out
+
+
 def _arm_fingerprint(name, arm, spec, spec_dir, lake_root, eval_digests) -> str:
     from training.train_config import resolve_config_path
 
-    files = {}
-    for field in ("mixture_spec", "filter"):
+    files: dict[str, Any] = {}
+    for field in ("mixture_spec", "filter", "input"):
         value = getattr(arm, field)
         if value is not None:
             path = resolve(value, spec_dir, lake_root)
             if not path.exists():
                 raise AblationError(f"arms.{name}.{field}: {path} does not exist")
             files[field] = file_digest(path)
+    if arm.mixture_spec is not None:  # the documents it builds from, not only its text
+        files["sources"] = _inputs_digest(resolve(arm.mixture_spec, spec_dir, lake_root), lake_root)
     if arm.mixture is not None:
         manifest = resolve(arm.mixture, spec_dir, lake_root) / "manifest.json"
         files["mixture"] = file_digest(manifest) if manifest.exists() else None
