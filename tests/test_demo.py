@@ -143,6 +143,9 @@ def test_demo_materializes_the_graph_into_the_lake_and_the_instance(tmp_path):
         root / "mixtures" / "tiny-pretrain" / manifest["shards"][0]["path"], mmap_mode="r"
     )
     assert shard.dtype == np.uint32 and shard.shape[1] == manifest["seq_len"]
+    # ... and the mixture left the marked documents out, counting them per source.
+    kept_marked = sum(1 for r in kept.to_pylist() if r["contaminated"] and r["lang"] is not None)
+    assert sum(s.get("contaminated_excluded", 0) for s in manifest["sources"]) == kept_marked
 
     # The multimodal mixture builds from the image stages' outputs.
     mm = json.loads((root / "mixtures" / "tiny-multimodal" / "manifest.json").read_text())
