@@ -70,6 +70,10 @@ def test_marked_documents_never_reach_shards_or_eval_and_are_counted(
         marked, lambda r: r["lang"] != "en"
     )
     assert by_bucket["web"]["contaminated_excluded"] > 0
+    from training.mixture.report import summary_lines
+
+    line = next(x for x in summary_lines(manifest) if "contaminated" in x)
+    assert f"web[0] {by_bucket['web']['contaminated_excluded']:,}" in line
 
 
 def test_include_keeps_them_and_a_file_without_the_column_is_unchanged(

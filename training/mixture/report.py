@@ -112,6 +112,14 @@ def summary_lines(manifest: dict[str, Any]) -> list[str]:
         )
         if rejects.get("count"):
             lines.append(f"REJECTED image-source rows/images: {rejects['by_reason']}")
+    excluded = {
+        f"{s['bucket']}[{s['index']}]": s["contaminated_excluded"]
+        for s in manifest.get("sources", [])
+        if s.get("contaminated_excluded")
+    }
+    if excluded:
+        parts = ", ".join(f"{k} {v:,}" for k, v in excluded.items())
+        lines.append(f"left out as contaminated (eval-set overlap): {parts}")
     for s in manifest.get("shortfalls", []):
         lines.append(
             f"SHORTFALL {s['bucket']}: {s['reason']} ({s['fraction_missing']:.1%} of its target)"
