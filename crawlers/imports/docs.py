@@ -1,8 +1,11 @@
 """A licensed JSONL/Parquet corpus -> documents.parquet rows (`refinery import docs`).
 
-The corpus maps its own fields: `text_field`, `id_field`, `url_field`. A document without a URL
-carries the licence given and is consented by it (`consent_source: licence: <x>`); one without a
-URL and without a licence is not consented. A document with a URL goes through the same consent
+The corpus maps its own fields: `text_field`, `id_field`, `url_field`, each a key or a dotted path
+into nested objects (Dolma's `metadata.url`, RedPajama's `meta.url`). Without `url_field` the URL
+is looked for where the common corpus layouts keep it (`URL_FIELDS`: FineWeb's and C4's `url`,
+Dolma's `metadata.url`, ...), so a document that names its page is never consented by the
+licence alone. A document without a URL carries the licence given and is consented by it
+(`consent_source: licence: <x>`); one without a URL and without a licence is not consented. A document with a URL goes through the same consent
 check as an imported page (today's robots.txt for both tokens, `crawlers.imports.consent`).
 Every row read is a document or a recorded skip (`malformed_row`, `empty_text`,
 `duplicate_payload`, `duplicate_id`).
@@ -22,6 +25,51 @@ import pyarrow.parquet as pq
 from crawlers.imports.run import expand
 from crawlers.imports.warc import open_source
 from crawlers.imports.wet import Spool, _decide_and_write, _doc_host, _doc_id
+
+# Where corpora keep a document's URL, tried in order when --url-field is not given: FineWeb,
+# C4, RefinedWeb (`url`), Dolma (`metadata.url`), RedPajama (`meta.url`), OSCAR
+# (`warc_headers.warc-target-uri`), and other spellings seen in the wild.
+URL_FIELDS = (
+    "url",
+    "URL",
+    "metadata.url",
+    "meta.url",
+    "source_url",
+    "page_url",
+    "warc_headers.warc-target-uri",
+    "WARC-Target-URI",
+)
+_MISSING = object()
+
+
+def field_value(row: dict, path: str) -> object:
+    """The row's value at `path`: the key itself, else a dotted path into nested objects
+    (`_MISSING` when neither is there; a JSON-encoded object string is read as an object)."""
+    if path in row:
+        return row[path]
+    node: object = row
+    for part in path.split("."):
+        if isinstance(node, str) and node.startswith("{"):
+            try:
+                node = json.loads(node)
+            except ValueError:
+                return _MISSING
+        if not isinstance(node, dict) or part not in node:
+            return _MISSING
+        node = node[part]
+    return node
+
+
+def _url_of(row: dict, url_field: str | None) -> tuple[str | None, bool]:
+    """(the row's URL or None, whether the field was there). Without `url_field` the first of
+    URL_FIELDS the row has."""
+    for path in (url_field,) if url_field else URL_FIELDS:
+        value = field_value(row, path)
+        if value is _MISSING:
+            continue
+        text = str(value).strip() if value not in (None, "") else ""
+        return (text or None), True
+    return None, False
 
 
 def _corpus_rows(source: str) -> Iterable[tuple[int, dict | None, str | None]]:
@@ -66,19 +114,19 @@ def import_docs(
     files = expand(patterns)
     spool = Spool(Path(out_dir))
     for source in files:
-        found_text = False
+        found_text = found_url = False
         for i, row, bad in _corpus_rows(source):
             base = {"source_file": source, "record_offset": i, "record_type": "corpus_row"}
             base["import_mode"] = "text"
             if row is None:
                 spool.add("skip", {**base, "skip_reason": "malformed_row", "skip_detail": bad})
                 continue
-            text = row.get(text_field)
-            found_text |= text_field in row
-            url = row.get(url_field) if url_field else None
-            url = str(url).strip() if url not in (None, "") else None
+            text = field_value(row, text_field)
+            found_text |= text is not _MISSING
+            url, has_url = _url_of(row, url_field)
+            found_url |= has_url
             if not isinstance(text, str) or not text.strip():
-                what = "missing" if text_field not in row else f"a {type(text).__name__}"
+                what = "missing" if text is _MISSING else f"a {type(text).__name__}"
                 spool.add(
                     "skip",
                     {
@@ -89,8 +137,8 @@ def import_docs(
                     },
                 )
                 continue
-            ident = row.get(id_field) if id_field else None
-            if ident in (None, ""):
+            ident = field_value(row, id_field) if id_field else None
+            if ident is _MISSING or ident in (None, ""):
                 ident = _doc_id(url) if url else hashlib.sha256(text.encode()).hexdigest()[:16]
             doc = {
                 **base,
@@ -119,6 +167,13 @@ def import_docs(
             raise KeyError(
                 f"{source}: no row has the field {text_field!r}; name the text field with "
                 "--text-field"
+            )
+        if url_field and not found_url and spool.counts["doc"]:
+            spool.discard()
+            raise KeyError(
+                f"{source}: no row has the field {url_field!r} (--url-field); name the field "
+                "that holds each document's URL (a dotted path reaches into objects: "
+                "metadata.url), or leave the flag out to look in the usual places"
             )
     log(f"import docs: {len(files)} files, {sum(spool.counts.values())} rows")
     return _decide_and_write(

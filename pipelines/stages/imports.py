@@ -222,10 +222,14 @@ class ImportDocsParams(ImportOptions):
     out: Path | None = param(
         None, output=True, help="Output directory (default: the lake's imports/docs)."
     )
-    text_field: str = param("text", help="The field holding the document text.")
+    text_field: str = param(
+        "text", help="The field holding the document text (a dotted path reaches into objects)."
+    )
     id_field: str | None = param(None, help="The field holding a document id (default: derived).")
     url_field: str | None = param(
-        None, help="The field holding the URL (rows with one get the robots.txt check)."
+        None,
+        help="The field holding the URL, e.g. metadata.url (rows with one get the robots.txt "
+        "check; default: the first of url, metadata.url, meta.url, ... a row has).",
     )
     license: str | None = param(
         None, help="The corpus licence: documents without a URL are consented by it."

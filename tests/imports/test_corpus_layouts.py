@@ -1,0 +1,84 @@
+"""`import docs` on the layouts real corpora use: a document that names its page is never
+consented by the licence alone, wherever the corpus keeps the URL (FineWeb's and C4's `url`,
+Dolma's `metadata.url`, RedPajama's `meta.url`, OSCAR's `warc_headers`), and nested fields are
+reached by dotted paths."""
+
+from __future__ import annotations
+
+import gzip
+import json
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from crawlers.imports.docs import field_value, import_docs
+
+TEXT = "A long enough document about rivers, mountains and the weather in spring. " * 4
+
+
+def _rows(out) -> dict[str, dict]:
+    return {r["id"]: r for r in pq.read_table(out / "documents.parquet").to_pylist()}
+
+
+@pytest.mark.parametrize(
+    ("layout", "row"),
+    [
+        ("fineweb", {"text": TEXT, "id": "a", "url": "https://example.com/a", "dump": "CC"}),
+        ("dolma", {"text": TEXT, "id": "a", "metadata": {"url": "https://example.com/a"}}),
+        ("redpajama", {"text": TEXT, "id": "a", "meta": {"url": "https://example.com/a"}}),
+        (
+            "oscar",
+            {"text": TEXT, "id": "a", "warc_headers": {"warc-target-uri": "https://example.com/a"}},
+        ),
+        ("json-string meta", {"text": TEXT, "id": "a", "meta": '{"url": "https://example.com/a"}'}),
+    ],
+)
+def test_a_document_with_a_url_anywhere_usual_goes_through_the_robots_check(tmp_path, layout, row):
+    path = tmp_path / "c.jsonl.gz"
+    with gzip.open(path, "wt") as fh:
+        fh.write(json.dumps(row) + "\n")
+        fh.write(json.dumps({"text": TEXT + " no url", "id": "b"}) + "\n")
+    import_docs([str(path)], tmp_path / "out", id_field="id", license="CC-BY-4.0", offline=True)
+    docs = _rows(tmp_path / "out")
+    assert docs["a"]["url"] == "https://example.com/a", layout
+    assert docs["a"]["training_allowed"] is False and docs["a"]["consent_source"].startswith(
+        "offline"
+    )
+    assert docs["b"]["training_allowed"] is True and docs["b"]["url"] is None
+
+
+def test_dotted_fields_for_text_id_and_url_in_parquet(tmp_path):
+    path = tmp_path / "c.parquet"
+    pq.write_table(
+        pa.Table.from_pylist(
+            [{"doc": {"body": TEXT, "key": "k1"}, "meta": {"link": "https://example.org/1"}}]
+        ),
+        path,
+    )
+    import_docs(
+        [str(path)],
+        tmp_path / "out",
+        text_field="doc.body",
+        id_field="doc.key",
+        url_field="meta.link",
+        license="MIT",
+        offline=True,
+    )
+    doc = _rows(tmp_path / "out")["k1"]
+    assert doc["url"] == "https://example.org/1" and doc["training_allowed"] is False
+
+
+def test_a_url_field_no_row_has_is_one_line_naming_the_file_and_the_flag(tmp_path):
+    path = tmp_path / "c.jsonl"
+    path.write_text(json.dumps({"text": TEXT, "metadata": {"url": "https://example.com/x"}}) + "\n")
+    with pytest.raises(
+        KeyError, match=r"c\.jsonl: no row has the field 'metadata\.link' \(--url-field\)"
+    ):
+        import_docs([str(path)], tmp_path / "out", url_field="metadata.link", offline=True)
+    assert not (tmp_path / "out" / "documents.parquet").exists()
+
+
+def test_field_value_prefers_a_literal_key_with_dots():
+    assert field_value({"a.b": 1, "a": {"b": 2}}, "a.b") == 1
+    assert field_value({"a": {"b": 2}}, "a.b") == 2
