@@ -77,14 +77,40 @@ def _corpus_rows(source: str) -> Iterable[tuple[int, dict | None, str | None]]:
     name = source.lower()
     if name.endswith(".parquet"):
         with open_source(source) as fh:
-            for i, row in enumerate(pq.read_table(fh).to_pylist()):
-                yield i, row, None
+            try:
+                pf = pq.ParquetFile(fh)
+            except Exception as exc:  # pyarrow raises several kinds for a damaged file
+                yield 0, None, f"not a readable Parquet file ({type(exc).__name__}: {exc})"
+                return
+            i = 0
+            for batch in pf.iter_batches(batch_size=1024):
+                for row in batch.to_pylist():
+                    yield i, row, None
+                    i += 1
         return
-    import gzip
-
     with open_source(source) as raw:
-        fh = gzip.open(raw) if name.endswith(".gz") else raw
-        for i, line in enumerate(fh):
+        fh = _decompressed(raw, name)
+        try:
+            head = fh.peek(64)[:64].removeprefix(b"\xef\xbb\xbf").lstrip()
+        except Exception as exc:  # not the compression its name says (gzip, zstd, bz2, lzma errors)
+            yield 0, None, f"unreadable: {type(exc).__name__}: {exc}"
+            return
+        if head.startswith(b"["):  # a JSON array of objects, not JSON Lines
+            yield from _json_array(fh, source)
+            return
+        i = -1
+        lines = iter(fh)
+        while True:
+            try:
+                line = next(lines)
+            except StopIteration:
+                break
+            except Exception as exc:  # a truncated or damaged stream (each codec its own error)
+                yield i + 1, None, f"after line {i + 1}: unreadable ({type(exc).__name__}: {exc})"
+                return
+            i += 1
+            if i == 0:
+                line = line.removeprefix(b"\xef\xbb\xbf")  # a UTF-8 byte order mark
             if not line.strip():
                 continue
             try:
@@ -96,6 +122,44 @@ def _corpus_rows(source: str) -> Iterable[tuple[int, dict | None, str | None]]:
                 yield i, None, f"line {i + 1}: a JSON {type(row).__name__}, not an object"
                 continue
             yield i, row, None
+
+
+def _decompressed(raw, name: str):
+    """A buffered reader of the corpus's text, by its compression suffix (.gz, .zst/.zstd,
+    .bz2, .xz; none: as is)."""
+    import io
+
+    if name.endswith(".gz"):
+        import gzip
+
+        return io.BufferedReader(gzip.open(raw))
+    if name.endswith((".zst", ".zstd")):
+        import zstandard
+
+        return io.BufferedReader(zstandard.ZstdDecompressor().stream_reader(raw))
+    if name.endswith(".bz2"):
+        import bz2
+
+        return io.BufferedReader(bz2.open(raw))
+    if name.endswith(".xz"):
+        import lzma
+
+        return io.BufferedReader(lzma.open(raw))
+    return io.BufferedReader(raw) if not hasattr(raw, "peek") else raw
+
+
+def _json_array(fh, source: str) -> Iterable[tuple[int, dict | None, str | None]]:
+    """Rows of a file holding one JSON array of objects (read whole: such files are small)."""
+    try:
+        items = json.load(fh)
+    except ValueError as exc:
+        yield 0, None, f"not a JSON array ({exc})"
+        return
+    for i, row in enumerate(items):
+        if isinstance(row, dict):
+            yield i, row, None
+        else:
+            yield i, None, f"item {i}: a JSON {type(row).__name__}, not an object"
 
 
 def import_docs(
@@ -115,12 +179,14 @@ def import_docs(
     spool = Spool(Path(out_dir))
     for source in files:
         found_text = found_url = False
+        objects = 0  # rows of this file read as objects
         for i, row, bad in _corpus_rows(source):
             base = {"source_file": source, "record_offset": i, "record_type": "corpus_row"}
             base["import_mode"] = "text"
             if row is None:
                 spool.add("skip", {**base, "skip_reason": "malformed_row", "skip_detail": bad})
                 continue
+            objects += 1
             text = field_value(row, text_field)
             found_text |= text is not _MISSING
             url, has_url = _url_of(row, url_field)
@@ -162,13 +228,13 @@ def import_docs(
                         consent_source="no URL and no licence (--license): no consent",
                     )
             spool.add("doc", doc)
-        if not found_text and spool.counts["doc"] == 0 and spool.counts["skip"]:
+        if objects and not found_text and spool.counts["doc"] == 0:
             spool.discard()
             raise KeyError(
                 f"{source}: no row has the field {text_field!r}; name the text field with "
                 "--text-field"
             )
-        if url_field and not found_url and spool.counts["doc"]:
+        if url_field and not found_url and objects:
             spool.discard()
             raise KeyError(
                 f"{source}: no row has the field {url_field!r} (--url-field); name the field "

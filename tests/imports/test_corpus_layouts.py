@@ -82,3 +82,55 @@ def test_a_url_field_no_row_has_is_one_line_naming_the_file_and_the_flag(tmp_pat
 def test_field_value_prefers_a_literal_key_with_dots():
     assert field_value({"a.b": 1, "a": {"b": 2}}, "a.b") == 1
     assert field_value({"a": {"b": 2}}, "a.b") == 2
+
+
+def _write(path, data: bytes):
+    import bz2
+    import lzma
+
+    import zstandard
+
+    name = str(path)
+    if name.endswith(".gz"):
+        data = gzip.compress(data)
+    elif name.endswith(".zst"):
+        data = zstandard.ZstdCompressor().compress(data)
+    elif name.endswith(".bz2"):
+        data = bz2.compress(data)
+    elif name.endswith(".xz"):
+        data = lzma.compress(data)
+    path.write_bytes(data)
+    return path
+
+
+@pytest.mark.parametrize("suffix", [".jsonl", ".jsonl.gz", ".jsonl.zst", ".jsonl.bz2", ".json.xz"])
+def test_compressed_corpora_with_a_byte_order_mark_read_every_row(tmp_path, suffix):
+    lines = "\n".join(json.dumps({"text": f"{TEXT} {i}", "id": f"r{i}"}) for i in range(5))
+    path = _write(tmp_path / f"c{suffix}", b"\xef\xbb\xbf" + lines.encode())
+    s = import_docs([str(path)], tmp_path / "out", id_field="id", license="MIT", offline=True)
+    assert s["documents"] == 5 and s["skipped"] == 0, s
+
+
+def test_a_json_array_file_is_read_as_rows(tmp_path):
+    path = tmp_path / "c.json"
+    path.write_text(json.dumps([{"text": TEXT, "id": "a"}, {"text": TEXT + "2", "id": "b"}, 3]))
+    s = import_docs([str(path)], tmp_path / "out", id_field="id", license="MIT", offline=True)
+    assert s["documents"] == 2 and s["skipped_by_reason"] == {"malformed_row": 1}
+
+
+def test_a_truncated_stream_keeps_the_rows_before_it_and_records_the_damage(tmp_path):
+    lines = "\n".join(json.dumps({"text": f"{TEXT} {i}"}) for i in range(200)).encode()
+    whole = gzip.compress(lines)
+    (tmp_path / "t.jsonl.gz").write_bytes(whole[: len(whole) * 2 // 3])
+    (tmp_path / "fake.jsonl.zst").write_bytes(b"this is not zstd at all\n")
+    s = import_docs(
+        [str(tmp_path / "t.jsonl.gz"), str(tmp_path / "fake.jsonl.zst")],
+        tmp_path / "out",
+        license="MIT",
+        offline=True,
+    )
+    assert 0 < s["documents"] < 200
+    skipped = pq.read_table(tmp_path / "out" / "skipped.parquet").to_pylist()
+    details = {r["source_file"].rsplit("/", 1)[1]: r["skip_detail"] for r in skipped}
+    assert "unreadable" in details["t.jsonl.gz"] and "unreadable" in details["fake.jsonl.zst"]
+    assert s["records"] == s["documents"] + s["skipped"]
