@@ -35,6 +35,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from crawlers.imports import wacz
 from crawlers.imports.warc import ScanOptions, is_remote, local_path, scan_file, splittable
 
 PROVENANCE = [
@@ -136,8 +137,9 @@ def expand(patterns: Iterable[str]) -> list[str]:
             )
         for f in found:
             f = f if is_remote(f) else str(Path(f).resolve())
-            if f not in out:
-                out.append(f)
+            for source in wacz.members(f) if not is_remote(f) and wacz.is_wacz(f) else [f]:
+                if source not in out:
+                    out.append(source)
     return out
 
 

@@ -36,6 +36,7 @@ from warcio.recordloader import ArcWarcRecordLoader
 from crawlers.crawl.html import Directives, apply_meta_robots, apply_x_robots_tag
 from crawlers.extract.decode import BadPage
 from crawlers.extract.warc import MAX_DECOMPRESSED_BYTES, decode_content
+from crawlers.imports import wacz
 
 HTML_TYPES = ("text/html", "application/xhtml+xml")
 NOT_PAGES = {  # record types that never are a page, with why
@@ -67,7 +68,10 @@ def is_remote(path: str) -> bool:
 
 
 def local_path(path: str) -> str:
-    return path[len("file://") :] if path.startswith("file://") else path
+    """The local file a source is read from (a WACZ member's: the .wacz)."""
+    path = path[len("file://") :] if path.startswith("file://") else path
+    member = wacz.split(path)
+    return member[0] if member else path
 
 
 def open_source(path: str) -> BinaryIO:
@@ -76,6 +80,8 @@ def open_source(path: str) -> BinaryIO:
         import fsspec
 
         return fsspec.open(path, "rb").open()
+    if wacz.split(path):
+        return wacz.open_member(path)
     return open(local_path(path), "rb")
 
 
@@ -234,7 +240,7 @@ def splittable(source: str, max_first_member: int = 64 << 20) -> bool:
     """A local WARC with one gzip member per record (its first member, a WARC record, ends
     before the file does and another member follows): it can be read by byte ranges. A
     whole-file gzip, an ARC, an uncompressed or a remote file is read whole."""
-    if is_remote(source):
+    if is_remote(source) or wacz.split(source):
         return False
     with open(local_path(source), "rb") as fh:
         if not is_record_start(fh, 0):
@@ -280,6 +286,31 @@ class _Restart(Exception):
 
 
 _WHOLE_GZIP = "whole-file gzip: records copied (a record in it cannot be read at an offset)"
+_SPLIT_MEMBERS = (
+    "a record spans several gzip members: the file is read as one gzip stream, records copied"
+)
+_SPLIT_RANGE = (
+    "the record goes on in the next gzip member (its writer split it), which a byte range "
+    "cannot read: import this file whole (--split-bytes 0)"
+)
+
+
+def _continued(stream: BinaryIO, pos: int) -> bool:
+    """Whether the gzip member at `pos` goes on with the record before it: it holds more than
+    blank lines and does not begin with a WARC header (a writer split the record's body)."""
+    here = stream.tell()
+    try:
+        stream.seek(pos)
+        head = stream.read(1 << 14)
+        if not head.startswith(_GZIP_MAGIC):
+            return False
+        try:
+            data = zlib.decompressobj(31).decompress(head, 64)
+        except zlib.error:
+            return False
+        return bool(data.strip()) and not data.lstrip().startswith((b"WARC/", b"filedesc://"))
+    finally:
+        stream.seek(here)
 
 
 def scan_file(
@@ -306,6 +337,8 @@ def scan_file(
     restart: _Restart | None = None
     if is_remote(source):
         restart = _Restart("remote file: records copied so extraction can read them by offset")
+    elif wacz.split(source) and not wacz.stored(source):
+        restart = _Restart("deflated WACZ member: records copied (not readable at an offset)")
     else:
         try:
             return _scan(source, opts, None, gunzip=False, mode="referenced", start=start, end=end)
@@ -337,6 +370,7 @@ def _scan(
     copy = sink is not None
     rows: list[dict[str, Any]] = []
     fh = open_source(source)
+    base = getattr(fh, "base", 0) or 0  # a WACZ member's first byte in the .wacz
     try:
         head = fh.read(3)
         gz = head == _GZIP_MAGIC
@@ -360,11 +394,16 @@ def _scan(
                         return rows  # the next range's first record
                     if not copy and record.format in ("arc", "arc2warc"):
                         raise _Restart("ARC file: records converted to WARC and copied")
-                    row = _record_row(record, it, source, opts, sink)
+                    row = _record_row(record, it, source, opts, sink, base)
                     if row is None:  # an empty gzip member between or after records
                         continue
                     row["import_mode"] = mode
                     last_end = row["record_offset"] + max(0, row["record_length"] or 0)
+                    if gz and seekable and row.get("skip_reason") == "short_record":
+                        if _continued(stream, last_end):
+                            if start == 0 and end is None:
+                                raise _Restart(_SPLIT_MEMBERS, gunzip=True)
+                            row = _skip(row, "split_record", _SPLIT_RANGE)
                     rows.append(row)
                 if seekable:  # warcio ends quietly at a cut gzip member: the rest is a skip
                     rows.extend(_tail(stream, last_end, source, mode))
@@ -462,13 +501,22 @@ def _skip(row: dict[str, Any], reason: str, detail: str) -> dict[str, Any]:
 
 
 def _record_row(
-    record, it, source: str, opts: ScanOptions, sink: _Sink | None
+    record, it, source: str, opts: ScanOptions, sink: _Sink | None, base: int = 0
 ) -> dict[str, Any] | None:
     h = record.rec_headers
     rec_type = record.rec_type
     if rec_type is None and not h.headers:
+        # an empty gzip member (no record), or a record warcio could not parse at all (a gzip
+        # member of a converted ARC that opens with a blank line): the second is a skip
+        head, _ = _read_capped(record.raw_stream, 1 << 12)
         it.read_to_end(record)
-        return None
+        if not head.strip():
+            return None
+        where = {"source_file": source, "url": None, "record_type": None}
+        where.update(record_offset=it.get_record_offset(), record_length=it.get_record_length())
+        first = head.strip().splitlines()[0][:120].decode("latin-1")
+        detail = f"{source}@{where['record_offset']}: no record header could be read: {first!r}"
+        return _skip(where, "malformed_record", detail)
     url = h.get_header("WARC-Target-URI") or (
         h.get_header("uri") if record.format != "warc" else None
     )
@@ -496,6 +544,14 @@ def _record_row(
         return _skip(place(), "record_type", f"{rec_type} record: only responses are pages")
     if not url:
         return _skip(place(), "missing_target_uri", "response without WARC-Target-URI")
+    segment = h.get_header("WARC-Segment-Number")
+    if segment:
+        return _skip(
+            place(),
+            "segmented",
+            f"segment {segment} of a segmented record (its continuation records hold the rest of "
+            "the body; only whole records are read)",
+        )
     url = url.strip().strip("<>")
     row["url"] = url
     if not url.lower().startswith(("http://", "https://")):
@@ -506,6 +562,13 @@ def _record_row(
     if record.http_headers is not None:
         code = record.http_headers.get_statuscode()
         status = int(code) if code and code.isdigit() else None
+        if status is None:
+            line = (record.http_headers.statusline or "")[:100]
+            return _skip(
+                place(),
+                "no_http_headers",
+                f"the record's block does not begin with an HTTP status line ({line!r})",
+            )
         for k, v in record.http_headers.headers:
             k = k.lower()
             headers.setdefault(k, v)
@@ -587,7 +650,7 @@ def _record_row(
     else:
         row.update(
             warc_file=_resolved(source),
-            warc_offset=row["record_offset"],
+            warc_offset=base + row["record_offset"],
             warc_length=row["record_length"],
         )
     return row

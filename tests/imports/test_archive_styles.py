@@ -1,0 +1,83 @@
+"""`import warc` on archives shaped as other producers write them (tests/imports/styles.py):
+wget, Heritrix, Browsertrix/pywb (and its WACZ), StormCrawler, ARC v1, whole-file gzip,
+uncompressed WARC/1.1, the encodings servers send, odd target URIs, segmented and split
+records. Each record is a page or a skip with its reason (rows in = pages + skipped), every page
+has its consent decided and its record is readable where pages.parquet says it is."""
+
+from __future__ import annotations
+
+import gzip
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+
+from crawlers.extract.warc import read_response
+from crawlers.imports.run import import_warc
+from crawlers.imports.warc import ScanOptions, scan_file
+from tests.imports.archives import ALLOW, DENY_TRAINING, TEST_CONFIG, RobotsServer, base
+from tests.imports.styles import STYLES, segmented
+
+
+@pytest.fixture(scope="module")
+def robots():
+    with RobotsServer() as server:
+        yield server
+
+
+def _reasons(rows: list[dict]) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for r in rows:
+        out[r["skip_reason"]] = out.get(r["skip_reason"], 0) + 1
+    return out
+
+
+@pytest.mark.parametrize("style", sorted(STYLES))
+def test_each_producers_archive_imports_as_pages_and_recorded_skips(tmp_path, robots, style):
+    path, want = STYLES[style](tmp_path, lambda ip: base(ip, robots.port))
+    offline = style == "odd_uris"  # IDN hosts: no DNS lookups of invented names in tests
+    out = tmp_path / "out"
+    s = import_warc([str(path)], out, config=TEST_CONFIG, offline=offline)
+    pages = pq.read_table(out / "pages.parquet").to_pylist()
+    skipped = pq.read_table(out / "skipped.parquet").to_pylist()
+    assert s["records"] == s["pages"] + s["skipped"] == len(pages) + len(skipped)
+    assert sorted(p["url"] for p in pages) == sorted(want.pages)
+    assert _reasons(skipped) == want.skips
+    assert all(r["skip_detail"] for r in skipped)
+    for p in pages:
+        assert p["consent_source"], p["url"]
+        assert isinstance(p["training_allowed"], bool)
+        if offline:
+            assert p["training_allowed"] is False
+        elif p["url"].startswith(f"http://{DENY_TRAINING}:"):
+            assert p["training_allowed"] is False and "robots.txt" in p["consent_source"]
+        elif p["url"].startswith(f"http://{ALLOW}:"):
+            assert p["training_allowed"] is True, (p["url"], p["consent_source"])
+        warc = Path(p["warc_file"]) if Path(p["warc_file"]).is_absolute() else out / p["warc_file"]
+        resp = read_response(warc, p["warc_offset"])
+        assert resp.status == 200 and b"<title>" in resp.body.lower(), p["url"]
+
+
+def test_a_converted_arc_member_warcio_cannot_parse_is_a_skip_not_lost(tmp_path):
+    """A gzip member of an ARC that opens with a blank line: warcio's ARC-to-WARC conversion
+    yields a record with no type and no headers; it was taken for an empty member and dropped."""
+    desc = b"1 0 Alexa Internet\nURL IP-address Archive-date Content-type Archive-length\n"
+    head = f"filedesc://x.arc.gz 0.0.0.0 19961104142103 text/plain {len(desc)}\n".encode()
+    body = b"HTTP/1.0 200 OK\nContent-type: text/html\n\n<html>old</html>"
+    rec = f"\nhttp://127.0.0.2/old 127.0.0.2 19961104142103 text/html {len(body)}\n".encode()
+    path = tmp_path / "lead.arc.gz"
+    path.write_bytes(gzip.compress(head + desc + b"\n") + gzip.compress(rec + body + b"\n"))
+    rows = scan_file(str(path), ScanOptions(), tmp_path / "warc", "k")
+    assert [r.get("skip_reason") for r in rows] == ["warcinfo", "malformed_record"]
+    assert "no record header" in rows[1]["skip_detail"]
+
+
+def test_a_record_split_across_gzip_members_in_a_byte_range_is_a_named_skip(tmp_path):
+    """Read whole, the file is read as one gzip stream (the styles test); a byte range cannot do
+    that, so the record is a skip that says how to read it, and the range goes on after it."""
+    path, _ = segmented(tmp_path, lambda ip: f"http://{ip}")
+    rows = scan_file(str(path), ScanOptions(), tmp_path / "warc", "k", start=1)
+    reasons = [r.get("skip_reason") for r in rows]
+    assert reasons == ["continuation", "split_record", "malformed_record", None]
+    assert "--split-bytes 0" in rows[1]["skip_detail"]
+    assert rows[-1]["kind"] == "page" and rows[-1]["url"].endswith("/after-split")
