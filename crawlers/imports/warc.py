@@ -9,17 +9,18 @@ offset and the error; reading goes on at the next record start it can find.
 
 Where the bytes stay: a local file with one gzip member per record, or uncompressed, is referred
 to by absolute path and record offset (the crawl's `warc_file`/`warc_offset`/`warc_length`), so
-`refinery extract` reads the record from the source without a copy. A whole-file gzip, an ARC
-file (converted to WARC records) and a remote (fsspec URL) file cannot be read at an offset
-later, so their page records are copied into the import's own `warc/<key>.warc.gz` (one gzip
-member per record, original WARC headers kept).
+`refinery extract` reads the record from the source without a copy (a WACZ member stored
+uncompressed: at its offset in the .wacz, `crawlers/imports/wacz.py`). A whole-file gzip, a
+zstd WARC (.warc.zst, with or without a dictionary frame), an ARC file (converted to WARC
+records) and a remote (fsspec URL) file cannot be read at an offset later, so their page
+records are copied into the import's own `warc/<key>.warc.gz` (one gzip member per record,
+original WARC headers kept).
 """
 
 from __future__ import annotations
 
 import base64
 import functools
-import gzip
 import hashlib
 import io
 import re
@@ -189,27 +190,40 @@ class _Sink:
 
 def _resync(fh: BinaryIO, start: int, gz: bool, end: int | None = None) -> int | None:
     """The offset of the next record start at or after `start` (and before `end`), None when
-    there is none: a gzip member whose first bytes are a WARC header (`is_record_start`), or a
-    'WARC/1.' line. A byte-range scan begins at the same place, so ranges meet exactly where
-    records do; `end` keeps a range inside a huge record from reading to the record's end."""
-    marker = _GZIP_MAGIC if gz else b"WARC/1."
+    there is none: a gzip member whose first bytes are a WARC header (`is_record_start`), or,
+    in a file that did not open with gzip, a 'WARC/1.' line too (such a file may still hold
+    gzip members after junk). A byte-range scan begins at the same place, so ranges meet
+    exactly where records do; `end` keeps a range inside a huge record from reading to the
+    record's end."""
+    markers = (_GZIP_MAGIC,) if gz else (_GZIP_MAGIC, b"WARC/1.")
     pos = start
     while end is None or pos < end:
         fh.seek(pos)
         data = fh.read(1 << 20)
-        if len(data) < len(marker):
+        if len(data) < len(_GZIP_MAGIC):
             return None
-        i = data.find(marker)
-        while i >= 0:
-            at = pos + i
-            if end is not None and at >= end:
-                return None
-            if gz and is_record_start(fh, at):
+        found = [at for m in markers if (at := _first_start(fh, data, pos, m, end)) is not None]
+        if found:
+            return min(found)
+        if len(data) < 1 << 20:
+            return None  # searched to the end of the file
+        pos += len(data) - len(b"WARC/1.") + 1
+    return None
+
+
+def _first_start(fh: BinaryIO, data: bytes, pos: int, marker: bytes, end: int | None):
+    """The first place in `data` (read at `pos`) where `marker` begins a record."""
+    i = data.find(marker)
+    while i >= 0:
+        at = pos + i
+        if end is not None and at >= end:
+            return None
+        if marker == _GZIP_MAGIC:
+            if is_record_start(fh, at):
                 return at
-            if not gz and (i == 0 or data[i - 1 : i] == b"\n"):
-                return at
-            i = data.find(marker, i + 1)
-        pos += len(data) - len(marker) + 1
+        elif i == 0 or data[i - 1 : i] == b"\n":
+            return at
+        i = data.find(marker, i + 1)
     return None
 
 
@@ -372,11 +386,14 @@ def _scan(
     fh = open_source(source)
     base = getattr(fh, "base", 0) or 0  # a WACZ member's first byte in the .wacz
     try:
-        head = fh.read(3)
-        gz = head == _GZIP_MAGIC
+        head = fh.read(4)
+        gz = head.startswith(_GZIP_MAGIC)
+        zstd = _is_zstd(head)
         stream: BinaryIO = _rewound(fh) if fh.seekable() else _Prefixed(head, fh)  # type: ignore
-        if gunzip and gz:
-            stream = gzip.GzipFile(fileobj=stream, mode="rb")  # type: ignore[assignment]
+        if zstd and not gunzip:
+            raise _Restart("zstd-compressed WARC: records copied", gunzip=True)
+        if gunzip and (gz or zstd):
+            stream = _Unzstd.open(stream) if zstd else _Gunzip(stream)  # type: ignore
             gz = False
         seekable = not copy and stream.seekable()
         if start > 0:
@@ -469,6 +486,83 @@ def _blank(data: bytes) -> bool:
             return False
         data = d.unused_data
     return True
+
+
+class _Cut(ValueError):
+    """A compressed stream that ends inside a member or frame (not EOFError: warcio takes that
+    for the end of the file and would end the scan quietly)."""
+
+
+class _Gunzip(io.RawIOBase):
+    """A gzip stream of one or more members, decompressed as it is read. It hands out every
+    byte before a cut, then raises `_Cut` (gzip.GzipFile raises EOFError at once, losing the
+    last block's whole records too, and warcio reads EOFError as a quiet end)."""
+
+    def __init__(self, fh: BinaryIO):
+        self._fh = fh
+        self._d = zlib.decompressobj(31)
+        self._in_member = False
+        self._pending = b""
+        self._buf = b""
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, b) -> int:
+        while not self._buf:
+            if not self._pending:
+                self._pending = self._fh.read(_READ)
+                if not self._pending:
+                    if self._in_member:
+                        raise _Cut("the gzip stream ends inside a member (a cut file)")
+                    return 0
+            if not self._in_member:
+                self._d = zlib.decompressobj(31)
+                self._in_member = True
+            self._buf = self._d.decompress(self._pending, 1 << 20)
+            self._pending = self._d.unconsumed_tail
+            if self._d.eof:
+                self._pending = self._d.unused_data
+                self._in_member = False
+        n = min(len(b), len(self._buf))
+        b[:n] = self._buf[:n]
+        self._buf = self._buf[n:]
+        return n
+
+
+_ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
+
+
+def _is_zstd(head: bytes) -> bool:
+    """A zstd frame, or a skippable frame (ArchiveTeam's .warc.zst opens with its dictionary
+    in one, magic 0x184D2A5D)."""
+    return head == _ZSTD_MAGIC or (
+        len(head) == 4 and head[1:] == b"\x2a\x4d\x18" and head[0] >> 4 == 5
+    )
+
+
+class _Unzstd:
+    """A .warc.zst (the IIPC WARC-zstd layout: one frame per record, an optional dictionary in a
+    leading skippable frame, itself zstd-compressed or raw) decompressed as it is read."""
+
+    @staticmethod
+    def open(fh: BinaryIO) -> BinaryIO:
+        import struct
+
+        import zstandard
+
+        head = fh.read(8)
+        dict_data = None
+        rest = head
+        if len(head) == 8 and head[:4] != _ZSTD_MAGIC and _is_zstd(head[:4]):
+            size = struct.unpack("<I", head[4:8])[0]
+            raw = fh.read(size)
+            if raw.startswith(_ZSTD_MAGIC):
+                raw = zstandard.ZstdDecompressor().decompress(raw, max_output_size=64 << 20)
+            dict_data = zstandard.ZstdCompressionDict(raw)
+            rest = b""
+        dctx = zstandard.ZstdDecompressor(dict_data=dict_data)
+        return dctx.stream_reader(_Prefixed(rest, fh), read_across_frames=True)  # type: ignore
 
 
 def _rewound(fh: BinaryIO) -> BinaryIO:

@@ -7,6 +7,7 @@ has its consent decided and its record is readable where pages.parquet says it i
 from __future__ import annotations
 
 import gzip
+import zlib
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -15,8 +16,15 @@ import pytest
 from crawlers.extract.warc import read_response
 from crawlers.imports.run import import_warc
 from crawlers.imports.warc import ScanOptions, scan_file
-from tests.imports.archives import ALLOW, DENY_TRAINING, TEST_CONFIG, RobotsServer, base
-from tests.imports.styles import STYLES, segmented
+from tests.imports.archives import (
+    ALLOW,
+    DENY_TRAINING,
+    TEST_CONFIG,
+    RobotsServer,
+    base,
+    page,
+)
+from tests.imports.styles import HTML, STYLES, http, record, segmented
 
 
 @pytest.fixture(scope="module")
@@ -81,3 +89,66 @@ def test_a_record_split_across_gzip_members_in_a_byte_range_is_a_named_skip(tmp_
     assert reasons == ["continuation", "split_record", "malformed_record", None]
     assert "--split-bytes 0" in rows[1]["skip_detail"]
     assert rows[-1]["kind"] == "page" and rows[-1]["url"].endswith("/after-split")
+
+
+def _records(n: int) -> list[bytes]:
+    return [
+        record("response", f"http://127.0.0.2/p{i}", http("HTTP/1.1 200 OK", HTML, page(f"P{i}")))
+        for i in range(n)
+    ]
+
+
+def _zstd_warc(recs: list[bytes], with_dict: bool) -> bytes:
+    """The IIPC WARC-zstd layout: a frame per record; ArchiveTeam's files open with their
+    dictionary (zstd-compressed) in a skippable frame, magic 0x184D2A5D."""
+    import struct
+
+    import zstandard
+
+    if not with_dict:
+        return b"".join(zstandard.ZstdCompressor().compress(r) for r in recs)
+    raw = b"".join(recs[:1])  # a raw-content dictionary: the first record's bytes
+    cdict = zstandard.ZstdCompressionDict(raw, dict_type=zstandard.DICT_TYPE_RAWCONTENT)
+    packed = zstandard.ZstdCompressor().compress(raw)
+    out = struct.pack("<II", 0x184D2A5D, len(packed)) + packed
+    return out + b"".join(zstandard.ZstdCompressor(dict_data=cdict).compress(r) for r in recs)
+
+
+@pytest.mark.parametrize("with_dict", [False, True])
+def test_a_zstd_warc_is_read_and_its_records_copied(tmp_path, with_dict):
+    path = tmp_path / "at.warc.zst"
+    path.write_bytes(_zstd_warc(_records(3), with_dict))
+    out = tmp_path / "out"
+    s = import_warc([str(path)], out, offline=True)
+    assert (s["records"], s["pages"], s["skipped"]) == (3, 3, 0)
+    for p in pq.read_table(out / "pages.parquet").to_pylist():
+        assert p["import_mode"].startswith("copied: zstd")
+        assert read_response(out / p["warc_file"], p["warc_offset"]).status == 200
+
+
+def test_a_cut_whole_file_gzip_keeps_the_records_before_the_cut(tmp_path):
+    """gzip.GzipFile raises EOFError at the cut for the whole last read (warcio's 16 KiB), which
+    warcio takes for the end of the file: the whole records in that read were lost quietly."""
+    recs = _records(40)
+    data = gzip.compress(b"".join(recs))
+    cut = data[: len(data) - 200]
+    readable = len(zlib.decompressobj(31).decompress(cut))
+    ends = [sum(len(r) for r in recs[: i + 1]) for i in range(len(recs))]
+    whole = sum(1 for e in ends if e <= readable)
+    path = tmp_path / "crawl.warc.gz"
+    path.write_bytes(cut)
+    s = import_warc([str(path)], tmp_path / "out", offline=True)
+    skipped = pq.read_table(tmp_path / "out" / "skipped.parquet").to_pylist()
+    assert (s["pages"], s["skipped"]) == (whole, 1)
+    assert skipped[0]["skip_reason"] == "malformed_record"
+    assert "ends inside a member" in skipped[0]["skip_detail"]
+
+
+def test_junk_before_gzip_members_is_one_skip_and_the_records_after_it_are_read(tmp_path):
+    path = tmp_path / "junk.warc.gz"
+    path.write_bytes(b"JUNK" * 3 + b"".join(gzip.compress(r) for r in _records(3)))
+    s = import_warc([str(path)], tmp_path / "out", offline=True)
+    assert (s["pages"], s["skipped_by_reason"]) == (3, {"malformed_record": 1})
+    pages = pq.read_table(tmp_path / "out" / "pages.parquet").to_pylist()
+    assert [p["warc_offset"] for p in pages][0] == 12  # referred to in place, after the junk
+    assert read_response(pages[0]["warc_file"], pages[0]["warc_offset"]).status == 200
