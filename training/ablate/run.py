@@ -8,8 +8,8 @@ Layout of the output directory:
     results.json, report.md, loss_curves.png, bpb.png
 
 Resume: an arm whose arm.json exists with the same fingerprint (spec of the arm, the contents of
-its input documents, proxy config, budget, seeds, eval sets, tasks) is reused; any other arm directory is removed and redone whole,
-so a killed ablation redoes only the arm it was in.
+its input documents, proxy config, budget, seeds, eval sets, tasks) is reused; any other arm
+directory is removed and redone whole, so a killed ablation redoes only the arm it was in.
 """
 
 from __future__ import annotations

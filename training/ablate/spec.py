@@ -21,7 +21,7 @@ from __future__ import annotations
 import hashlib
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
@@ -69,13 +69,18 @@ class EvalSetSpec(_Strict):
 
 
 class TaskSpec(_Strict):
-    """The zero-shot tasks built from each evaluation set (see training/ablate/tasks.py)."""
+    """The zero-shot tasks built from each evaluation set (see training/ablate/texts.py)."""
 
     choices: int = Field(default=4, ge=2)
     context_words: int = Field(default=48, ge=4)  # CJK: characters count as words x2
     continuation_words: int = Field(default=12, ge=2)
     items_per_text: int = Field(default=2, ge=1)
     seed: int = 0
+    # word_order: the passage's next words in their own order against the same words reordered
+    # (what a proxy of a few million tokens can already tell apart; off unless named)
+    kinds: list[Literal["continuation", "cloze", "word_order"]] = Field(
+        default=["continuation", "cloze"], min_length=1
+    )
 
 
 class AblationSpec(_Strict):

@@ -6,7 +6,10 @@ character is a word and words join with "". Tasks, scored like lm-eval-harness m
 - `continuation`: a passage's next `continuation_words` words after `context_words` of context,
   against the same number of words taken from other passages of the same language;
 - `cloze`: the final word of a sentence (LAMBADA-style) after the text before it, against final
-  words of sentences of other passages of the same language.
+  words of sentences of other passages of the same language;
+- `word_order` (only when `tasks.kinds` names it): a passage's next `continuation_words` words in
+  their own order after `context_words` of context, against the same words in other orders (the
+  choices share their words, so only the model's grasp of the language's order separates them).
 """
 
 from __future__ import annotations
@@ -188,6 +191,33 @@ def _item(task, lang, context, true, wrong, join, rng) -> Item:
     return Item(task, lang, context, tuple(prefix + c for c in choices), choices.index(true))
 
 
+def word_order_items(texts: list[EvalText], t: TaskSpec) -> list[Item]:
+    """Rank a passage's next words in their own order above the same words reordered."""
+    rng = random.Random(t.seed + 2)
+    items = []
+    for doc in texts:
+        for context, cont, join in _windows(
+            doc.text, t.context_words, t.continuation_words, rng, t.items_per_text
+        ):
+            ws = cont.split(" ") if join else list(cont)
+            seen, wrong = {cont}, []
+            for _ in range(20 * t.choices):  # a span of repeated words may have few orders
+                order = ws[:]
+                rng.shuffle(order)
+                other = join.join(order)
+                if other not in seen:
+                    seen.add(other)
+                    wrong.append(other)
+                if len(wrong) == t.choices - 1:
+                    break
+            if len(wrong) == t.choices - 1:
+                items.append(_item("word_order", doc.lang, context, cont, wrong, join, rng))
+    return items
+
+
+TASKS = {"continuation": continuation_items, "cloze": cloze_items, "word_order": word_order_items}
+
+
 def build_items(texts: list[EvalText], t: TaskSpec) -> list[Item]:
-    """Both zero-shot tasks of an eval set."""
-    return continuation_items(texts, t) + cloze_items(texts, t)
+    """The zero-shot tasks `t.kinds` names, built from an eval set."""
+    return [item for kind in t.kinds for item in TASKS[kind](texts, t)]
