@@ -36,7 +36,14 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from crawlers.imports import wacz
-from crawlers.imports.warc import ScanOptions, is_remote, local_path, scan_file, splittable
+from crawlers.imports.warc import (
+    ScanOptions,
+    is_remote,
+    local_path,
+    remote_info,
+    scan_file,
+    splittable,
+)
 
 PROVENANCE = [
     ("source_file", pa.string()),
@@ -164,13 +171,21 @@ def unit_key(unit: Unit) -> str:
     return f"{file_key(source)}.{start}-{'end' if end is None else end}"
 
 
-def plan(files: list[str], split_bytes: int | None = SPLIT_BYTES) -> list[Unit]:
+def plan(
+    files: list[str], split_bytes: int | None = SPLIT_BYTES, allow_private: bool = False
+) -> list[Unit]:
     """The scans of an import, in file order: one per file, or byte ranges of about
-    `split_bytes` for a local gzip-per-record file larger than that (`splittable`)."""
+    `split_bytes` for a gzip-per-record file larger than that (`splittable`; local, or remote
+    where the server reports the size and answers byte ranges)."""
     units: list[Unit] = []
     for source in files:
-        size = 0 if is_remote(source) or not split_bytes else os.path.getsize(local_path(source))
-        if split_bytes and size > split_bytes and splittable(source):
+        if not split_bytes:
+            size = 0
+        elif is_remote(source):
+            size = remote_info(source, allow_private).get("size") or 0
+        else:
+            size = os.path.getsize(local_path(source))
+        if split_bytes and size > split_bytes and splittable(source, allow_private=allow_private):
             n = -(-size // split_bytes)
             step = -(-size // n)
             units += [(source, i * step, (i + 1) * step if i < n - 1 else None) for i in range(n)]
@@ -185,12 +200,9 @@ def shard_of(source: str, shards: int) -> int:
     return int(hashlib.sha256(source.encode("utf-8")).hexdigest()[:8], 16) % shards
 
 
-def _stamp(source: str) -> dict[str, Any]:
+def _stamp(source: str, allow_private: bool = False) -> dict[str, Any]:
     if is_remote(source):
-        import fsspec
-
-        fs, _, (path,) = fsspec.get_fs_token_paths(source)
-        info = fs.info(path)
+        info = remote_info(source, allow_private)
         return {"size": info.get("size"), "mtime": str(info.get("mtime") or info.get("ETag"))}
     st = os.stat(local_path(source))
     return {"size": st.st_size, "mtime": st.st_mtime_ns}
@@ -210,9 +222,10 @@ def is_done(
         return False
     same_opts = opts is None or done.get("opts") == opts
     same_range = done.get("range", [0, None]) == [start, end]
+    allow_private = bool((opts or {}).get("allow_private_networks"))
     return (
         done.get("source") == source
-        and done.get("stamp") == _stamp(source)
+        and done.get("stamp") == _stamp(source, allow_private)
         and same_opts
         and same_range
     )
@@ -243,12 +256,12 @@ def scan_to_part(
     out_dir = Path(out_dir)
     key = unit_key((source, start, end))
     started = time.perf_counter()
-    rows = scan_file(source, ScanOptions(**opts), out_dir / "warc", file_key(source), start, end)
+    rows = scan_file(source, ScanOptions(**opts), out_dir / "warc", key, start, end)
     _write(_table(rows, PART_SCHEMA), out_dir / "parts" / f"{key}.parquet")
     counts = {
         "source": source,
         "range": [start, end],
-        "stamp": _stamp(source),
+        "stamp": _stamp(source, bool(opts.get("allow_private_networks"))),
         "opts": opts,
         "records": len(rows),
         "pages": sum(1 for r in rows if r["kind"] == "page"),
@@ -434,7 +447,9 @@ def import_warc(
     opts = {"agent": cfg.agent, "training_agent": cfg.training_agent}
     if max_record_bytes is not None:
         opts["max_record_bytes"] = int(max_record_bytes)
-    units = plan(files, split_bytes)
+    if cfg.allow_private_networks:  # http(s) archives on private addresses (the SSRF guard)
+        opts["allow_private_networks"] = True
+    units = plan(files, split_bytes, cfg.allow_private_networks)
     todo = [u for u in units if not is_done(u[0], out_dir, opts, u[1], u[2])]
     started = time.perf_counter()
     if todo:

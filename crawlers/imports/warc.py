@@ -20,6 +20,7 @@ original WARC headers kept).
 from __future__ import annotations
 
 import base64
+import contextlib
 import functools
 import hashlib
 import io
@@ -61,6 +62,7 @@ class ScanOptions:
     agent: str = "RefineryBot"
     training_agent: str = "RefineryBot-Extended"
     max_record_bytes: int = MAX_DECOMPRESSED_BYTES  # a body over this is skipped as too_large
+    allow_private_networks: bool = False  # an http(s) archive on a loopback/private address
 
 
 def is_remote(path: str) -> bool:
@@ -75,12 +77,70 @@ def local_path(path: str) -> str:
     return member[0] if member else path
 
 
-def open_source(path: str) -> BinaryIO:
-    """The file's bytes: a local file, or an fsspec URL opened for reading."""
-    if is_remote(path):
-        import fsspec
+class RemoteRefused(ValueError):
+    """An http(s) archive whose host is (or resolves to, on any redirect hop) an address the
+    SSRF guard refuses."""
 
-        return fsspec.open(path, "rb").open()
+
+def remote_fs(url: str, allow_private: bool = False) -> tuple[Any, str]:
+    """(fsspec filesystem, path) of a URL. http(s) goes through a session whose every
+    connection, each redirect hop included, is checked by the crawler's SSRF guard."""
+    import fsspec
+
+    if url.split("://", 1)[0].lower() in ("http", "https"):
+        from fsspec.implementations.http import HTTPFileSystem
+
+        client = functools.partial(_guarded_client, allow_private)
+        return HTTPFileSystem(get_client=client, skip_instance_cache=True), url
+    fs, _, (path,) = fsspec.get_fs_token_paths(url)
+    return fs, path
+
+
+async def _guarded_client(allow_private: bool, **kwargs: Any):
+    import aiohttp
+
+    from crawlers.crawl.ssrf import BlockedAddressError, check_addresses
+
+    class Guarded(aiohttp.TCPConnector):
+        async def _resolve_host(self, host, port, *args, **kw):  # every hop, literals too
+            results = await super()._resolve_host(host, port, *args, **kw)
+            try:
+                check_addresses(host, [r["host"] for r in results], allow_private)
+            except BlockedAddressError as exc:
+                raise RemoteRefused(str(exc)) from None
+            return results
+
+    return aiohttp.ClientSession(connector=Guarded(), **kwargs)
+
+
+def remote_info(url: str, allow_private: bool = False) -> dict[str, Any]:
+    """fsspec's info of a URL (size, mtime or ETag), a refusal by the guard raised as such
+    (fsspec's HTTP filesystem reports every failure as FileNotFoundError)."""
+    fs, path = remote_fs(url, allow_private)
+    with _unmasked(url):
+        return fs.info(path)
+
+
+@contextlib.contextmanager
+def _unmasked(url: str):
+    try:
+        yield
+    except Exception as exc:
+        cause: BaseException | None = exc
+        while cause is not None and not isinstance(cause, RemoteRefused):
+            cause = cause.__cause__ or cause.__context__
+        if cause is not None:
+            raise RemoteRefused(f"{url}: {cause}") from None
+        raise
+
+
+def open_source(path: str, allow_private: bool = False) -> BinaryIO:
+    """The file's bytes: a local file, or an fsspec URL opened for reading (seekable where the
+    server answers byte ranges)."""
+    if is_remote(path):
+        fs, rpath = remote_fs(path, allow_private)
+        with _unmasked(path):
+            return fs.open(rpath, "rb")
     if wacz.split(path):
         return wacz.open_member(path)
     return open(local_path(path), "rb")
@@ -250,13 +310,14 @@ def _starts_here(stream: BinaryIO, pos: int) -> bool:
         stream.seek(here)
 
 
-def splittable(source: str, max_first_member: int = 64 << 20) -> bool:
-    """A local WARC with one gzip member per record (its first member, a WARC record, ends
-    before the file does and another member follows): it can be read by byte ranges. A
-    whole-file gzip, an ARC, an uncompressed or a remote file is read whole."""
-    if is_remote(source) or wacz.split(source):
+def splittable(source: str, max_first_member: int = 64 << 20, allow_private: bool = False) -> bool:
+    """A WARC with one gzip member per record (its first member, a WARC record, ends before the
+    file does and another member follows), local or remote (read through byte-range requests):
+    it can be read by byte ranges. A whole-file gzip, an ARC or an uncompressed file is read
+    whole."""
+    if wacz.split(source):
         return False
-    with open(local_path(source), "rb") as fh:
+    with open_source(source, allow_private) as fh:
         if not is_record_start(fh, 0):
             return False
         fh.seek(0)
@@ -345,8 +406,9 @@ def scan_file(
     `start`/`end`: only the records of a gzip-per-record file that begin in the byte range
     [start, end) (`splittable`): reading starts at the first record start at or after `start`
     (`_resync`) and stops at the first at or after `end`, so the ranges of a file together
-    read each record once. A file that turns out not to be readable at an offset is read whole
-    (copied) by its first range, and by no other.
+    read each record once; a remote file's ranges are read through byte-range requests and their
+    page records copied, each range into its own `warc/<key>.warc.gz`. A file that turns out
+    not to be readable at an offset is read whole (copied) by its first range, and by no other.
     """
     restart: _Restart | None = None
     if is_remote(source):
@@ -358,12 +420,21 @@ def scan_file(
             return _scan(source, opts, None, gunzip=False, mode="referenced", start=start, end=end)
         except _Restart as r:
             restart = r
-    if start > 0:
-        return []
     for _ in range(2):
+        ranged = is_remote(source) and not restart.gunzip  # gzip members read where they are
+        if not ranged and start > 0:
+            return []
         sink = _Sink(sink_dir / f"{key}.warc.gz", f"warc/{key}.warc.gz")
         try:
-            return _scan(source, opts, sink, gunzip=restart.gunzip, mode=f"copied: {restart.why}")
+            return _scan(
+                source,
+                opts,
+                sink,
+                gunzip=restart.gunzip,
+                mode=f"copied: {restart.why}",
+                start=start if ranged else 0,
+                end=end if ranged else None,
+            )
         except _Restart as r:  # a remote whole-file gzip: once more, decompressed
             restart = r
         finally:
@@ -383,7 +454,7 @@ def _scan(
 ) -> list[dict[str, Any]]:
     copy = sink is not None
     rows: list[dict[str, Any]] = []
-    fh = open_source(source)
+    fh = open_source(source, opts.allow_private_networks)
     base = getattr(fh, "base", 0) or 0  # a WACZ member's first byte in the .wacz
     try:
         head = fh.read(4)
@@ -392,10 +463,12 @@ def _scan(
         stream: BinaryIO = _rewound(fh) if fh.seekable() else _Prefixed(head, fh)  # type: ignore
         if zstd and not gunzip:
             raise _Restart("zstd-compressed WARC: records copied", gunzip=True)
-        if gunzip and (gz or zstd):
+        decompressing = gunzip and (gz or zstd)
+        if decompressing:
             stream = _Unzstd.open(stream) if zstd else _Gunzip(stream)  # type: ignore
             gz = False
-        seekable = not copy and stream.seekable()
+        # offsets are the file's own (a stream decompressed here has none to seek to)
+        seekable = not decompressing and stream.seekable()
         if start > 0:
             first = _resync(stream, start, gz, end)
             if first is None:

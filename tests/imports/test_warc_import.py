@@ -345,7 +345,7 @@ def test_a_stream_that_cannot_seek_is_read_once_and_copied(tmp_path, monkeypatch
     plain = write_warc(tmp_path / "s.warc", fill, gz=False)
     whole = whole_file_gzip(plain, tmp_path / "s.warc.gz")
     monkeypatch.setattr(warc_mod, "is_remote", lambda path: True)
-    monkeypatch.setattr(warc_mod, "open_source", lambda path: Pipe(Path(path).read_bytes()))
+    monkeypatch.setattr(warc_mod, "open_source", lambda path, *_: Pipe(Path(path).read_bytes()))
     for src in (plain, whole):
         rows = warc_mod.scan_file(str(src), warc_mod.ScanOptions(), tmp_path / "warc", src.name)
         pages = [r for r in rows if r["kind"] == "page"]
