@@ -340,10 +340,37 @@ def splittable(source: str, max_first_member: int = 64 << 20, allow_private: boo
 
 class _Loader(ArcWarcRecordLoader):
     """warcio's loader, except that a record without WARC-Target-URI is read (with no HTTP
-    headers) instead of failing inside warcio; the scan then skips it as missing_target_uri."""
+    headers) instead of failing inside warcio (the scan then skips it as missing_target_uri),
+    and ARC version 2 header lines are read (warcio knows version 1's five fields only and
+    took a v2 line's first six fields for a URL with spaces)."""
+
+    def __init__(self, *args: Any, **kwargs: Any):
+        super().__init__(*args, **kwargs)
+        inner = self.arc_parser.parse
+
+        def parse(stream, headerline=None):
+            if headerline is None:
+                headerline = stream.readline()
+            return inner(stream, arc_v1_line(headerline))
+
+        self.arc_parser.parse = parse
 
     def load_http_headers(self, rec_type, uri, stream, length):
         return super().load_http_headers(rec_type, uri or "", stream, length)
+
+
+_ARC_DATE = re.compile(r"\d{12,14}")
+
+
+def arc_v1_line(line: bytes | str) -> bytes | str:
+    """An ARC v2 record line (URL IP date type result-code checksum location offset filename
+    length) as the v1 line warcio reads (URL IP date type length); any other line unchanged."""
+    text = line.decode("latin-1") if isinstance(line, bytes) else line
+    parts = text.rstrip("\r\n").split(" ")
+    if len(parts) != 10 or not _ARC_DATE.fullmatch(parts[2]) or not parts[9].isdigit():
+        return line
+    v1 = " ".join(parts[:4] + parts[9:]) + "\n"
+    return v1.encode("latin-1") if isinstance(line, bytes) else v1
 
 
 def _iterator(stream: BinaryIO, copy: bool) -> ArchiveIterator:

@@ -302,6 +302,41 @@ def arc_v1(d: Path, at: At, gz: bool) -> tuple[Path, Expect]:
     return path, e
 
 
+def arc_v2(d: Path, at: At) -> tuple[Path, Expect]:
+    """An ARC version 2 file (10 fields a record: result code, checksum, location, offset,
+    filename as well)."""
+    a = at(ALLOW)
+    e = Expect()
+    desc = (
+        b"2 0 Alexa Internet\nURL IP-address Archive-date Content-type Result-code Checksum "
+        b"Location Offset Filename Archive-length\n"
+    )
+    out = f"filedesc://v2.arc 0.0.0.0 20010101000000 text/plain 200 - - 0 v2.arc {len(desc)}\n"
+    data = out.encode() + desc + b"\n"
+    e.skip("warcinfo")
+    block = http("HTTP/1.0 200 OK", [("Content-Type", "text/html")], page("Arc v2"), b"\n")
+    url = e.page(f"{a}/v2.html")
+    line = f"{url} 127.0.0.2 20010101000000 text/html 200 ABCDEF - 0 v2.arc {len(block)}\n"
+    path = d / "v2.arc"
+    path.write_bytes(data + line.encode() + block + b"\n")
+    return path, e
+
+
+def old_warc(d: Path, at: At) -> tuple[Path, Expect]:
+    """WARC/0.17 (Heritrix 1.x, early Internet Archive files), HTTP headers with Latin-1 bytes,
+    a line without a colon and a folded continuation line."""
+    a = at(ALLOW)
+    e = Expect()
+    block = http("HTTP/1.1 200 OK", HTML, page("Old"))
+    recs = [record("response", e.page(f"{a}/old017"), block, version="0.17")]
+    odd = (
+        b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nX-Bad: caf\xe9 \xff\r\nNoColonLine\r\n"
+        b"  folded continuation\r\nSet-Cookie: a=b\r\n\r\n" + page("Odd headers")
+    )
+    recs.append(record("response", e.page(f"{a}/odd-headers"), odd))
+    return write(d / "old.warc.gz", recs), e
+
+
 def encodings(d: Path, at: At) -> tuple[Path, Expect]:
     """Bodies as servers send them: chunked (odd chunk sizes, chunk extensions), gzip,
     deflate with and without its zlib wrapper, chunked + deflate, HTTP/2 status lines, no
@@ -452,6 +487,8 @@ STYLES: dict[str, Callable[[Path, At], tuple[Path, Expect]]] = {
     "stormcrawler": stormcrawler,
     "arc_v1": lambda d, at: arc_v1(d, at, gz=False),
     "arc_v1_gz": lambda d, at: arc_v1(d, at, gz=True),
+    "arc_v2": arc_v2,
+    "old_warc": old_warc,
     "encodings": encodings,
     "odd_uris": odd_uris,
     "segmented": segmented,
