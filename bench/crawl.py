@@ -6,13 +6,17 @@ and (--many-hosts) how the scheduler scales with the number of hosts.
     .venv/bin/python bench/crawl.py --scheduler-only 50,1000,10000,50000
     .venv/bin/python bench/crawl.py --news 2000 [--max-pages 3000]
 
---news N: article coverage and trap share on news-like hosts built like real ones
-(tests/crawl/realnews.py: shared template, session ids in many styles, sort/view/comment variants,
-404 families and 200 print/AMP copies, item?id articles only behind paginated listings), two
-sites on different software, each crawled from its home page with max_pages = 1.5 N (default).
+--news N: article coverage and trap share on news-like hosts built like real ones, three sites on
+different software, each crawled from its home page with max_pages = 1.5 N (default):
+tests/crawl/realnews.py's two (shared template, session ids in many styles, sort/view/comment
+variants, 404 families and 200 print/AMP copies, item?id articles only behind paginated listings)
+and tests/crawl/wpnews.py's WordPress-like blog (shortlink and old-permalink redirect chains,
+rel=next-only listings, media links, replytocom/amp/print, login return addresses, calendars).
 Coverage: articles fetched under any URL; trap share: requests to variants / all requests.
 Measured 2026-11-28 (N=2000, max_pages 3000): RealNewsServer coverage 0.390 -> 1.000, trap share
-0.513 -> 0.000 (before/after commit a5bb425); OtherNewsServer coverage 1.000, trap share 0.0033.
+0.513 -> 0.000 (before/after commit a5bb425); OtherNewsServer coverage 1.000, trap share 0.0033;
+WordPressNewsServer (sitemaps on, as by default) coverage 0.623 -> 1.000, trap share 0.162 ->
+0.006 (media-file links, wp-login.php?redirect_to=, listings paged only by <link rel=next>).
 
 --many-hosts: one server process on 0.0.0.0 answers for every 127.200.b.c address, each address
 a host with robots.txt (allow all) and a home page linking to a few pages. Refinery crawls with
@@ -422,12 +426,19 @@ def news_main(n_articles: int, max_pages: int | None) -> None:
 
     sys.path.insert(0, str(ROOT))
     from tests.crawl.realnews import OtherNewsServer, RealNewsServer, crawl_news
+    from tests.crawl.wpnews import WordPressNewsServer
 
     extra = {"max_pages": max_pages} if max_pages else {}
+    servers = (RealNewsServer, OtherNewsServer, WordPressNewsServer)
     with tempfile.TemporaryDirectory(prefix="bench-news-") as tmp:
-        for i, server in enumerate((RealNewsServer, OtherNewsServer)):
+        for i, server in enumerate(servers):
             out = Path(tmp) / server.__name__
-            r = crawl_news(out, n_articles, ip=f"127.0.0.{62 + i}", server=server, **extra)
+            # the WordPress-like host announces a sitemap index in robots.txt: read it, as a
+            # crawl with the defaults does
+            sitemaps = {"use_sitemaps": True} if server is WordPressNewsServer else {}
+            r = crawl_news(
+                out, n_articles, ip=f"127.0.0.{62 + i}", server=server, **sitemaps, **extra
+            )
             print(
                 f"{server.__name__:16s} articles {r['articles']}  max_pages {r['max_pages']}  "
                 f"coverage {r['coverage']:.3f}  trap share {r['trap_share']:.4f}  "

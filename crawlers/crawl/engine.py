@@ -24,7 +24,7 @@ from common.urlblock import load_blocklist
 from crawlers.crawl.canon import UrlError, canonicalize, host_of
 from crawlers.crawl.config import CrawlConfig, CrawlError
 from crawlers.crawl.downloader import Downloader
-from crawlers.crawl.fetcher import FetchResult
+from crawlers.crawl.fetcher import FetchResult, type_by_extension, type_wanted
 from crawlers.crawl.frontier import Frontier
 from crawlers.crawl.output import write_checkpoint, write_outputs
 from crawlers.crawl.politeness import RETRY_STATUSES
@@ -234,6 +234,8 @@ class Crawler:
             reason = "external: follow_external is off"
         elif other_shard := self.router.skip_reason(host):
             reason = other_shard
+        elif source in ("link", "sitemap") and (unwanted := self._unwanted_type(url)):
+            reason = unwanted
         elif depth > self.cfg.max_depth:
             reason = f"max-depth: {depth} > {self.cfg.max_depth}"
             self.too_deep.add(url)
@@ -272,6 +274,15 @@ class Crawler:
         row["_base"] = base  # the priority before the family's evidence (it is re-read at pop)
         self.sched.push(row)
         return "queued"
+
+    def _unwanted_type(self, url: str) -> str | None:
+        """'unwanted-type: ...' for a link whose file extension names a type `wanted_types` does
+        not take (an image, a PDF, a stylesheet): the request would only fetch headers to refuse
+        them, and sites link one such file from every page."""
+        mime = type_by_extension(url)
+        if mime is None or type_wanted(mime, self.cfg.wanted_types):
+            return None
+        return f"unwanted-type: the link's file extension names {mime}, not in wanted_types"
 
     def _blocked(self, url: str) -> str | None:
         """'blocklist: <category> (<what matched>)' for a URL on the --blocklist lists, else None."""
@@ -685,7 +696,12 @@ class Crawler:
             self.langs.observe(host, page.lang)
         copy = None
         if page.info is not None:
-            copy = self.traps.observe(url, main_text(res.body), [lk.url for lk in page.info.links])
+            copy = self.traps.observe(
+                url,
+                main_text(res.body),
+                [lk.url for lk in page.info.links],
+                page.info.canonical,
+            )
         loc = None
         if res.hops:
             loc = self.warc.write(res.hops, res.fetched_at)
@@ -700,13 +716,21 @@ class Crawler:
                 depth = row["depth"] + (not pagination_step(lk.url, url))
                 found = self._discover_link(lk.url, depth, url, lk.anchor, page.topic)
                 new += found == "queued"
-            self.traps.families.record(url, row["anchor"] or "", res.status, new)
+            unwanted = (res.error or "").startswith("unwanted-content-type")
+            self.traps.families.record(url, row["anchor"] or "", res.status, new, unwanted)
             if copy is not None:
                 self.traps.families.copy(copy, row["anchor"] or "" if copy == url else "")
             for bad, why in page.bad_links:
                 self._skip_bad_url(bad, why, row["depth"] + 1, "link", url)
             if fields.get("redirect_to"):
+                self.traps.note_redirect(url, fields["redirect_to"])
                 self._follow_redirect(row, fields, page.topic)
+                if (fields.get("error") or "").startswith("redirect to an already-known"):
+                    # an alias of a page already known (shortlink, old permalink): for its link
+                    # family, a copy
+                    self.traps.families.copy(url, row["anchor"] or "")
+            elif page.info is not None and res.status is not None and 200 <= res.status < 300:
+                self.traps.note_served(url)
             self.frontier.update(url, fields)
         self._finish(url, res.status)
 
@@ -720,8 +744,13 @@ class Crawler:
         if hops > self.cfg.max_redirects:
             fields["error"] = f"too-many-redirects: more than {self.cfg.max_redirects}"
             return
+        target, why = self.traps.slashed(fields["redirect_to"])
+        if target != fields["redirect_to"] and fields["redirect_to"] not in self.known:
+            self._skip_variant(
+                fields["redirect_to"], row["depth"], row["url"], "", topic, target, why or ""
+            )
         found = self._discover(
-            fields["redirect_to"],
+            target,
             row["depth"],
             "redirect",
             row["url"],

@@ -93,6 +93,55 @@ def mime_of(content_type: str) -> str:
     return content_type.split(";", 1)[0].strip().lower()
 
 
+# File extensions that name a media type whatever the server: links to them are files, not pages.
+# Page-generating extensions (.php, .aspx, .jsp, .html, ...) and .xml (feeds, XHTML) are not here.
+_EXTENSION_TYPES = {
+    **dict.fromkeys(("jpg", "jpeg", "jpe", "jfif"), "image/jpeg"),
+    **{e: f"image/{e}" for e in ("png", "gif", "webp", "bmp", "avif", "heic", "tiff")},
+    "tif": "image/tiff",
+    "svg": "image/svg+xml",
+    "ico": "image/x-icon",
+    **{e: f"audio/{e}" for e in ("mp3", "wav", "ogg", "flac", "aac", "m4a", "opus")},
+    **{e: f"video/{e}" for e in ("mp4", "m4v", "webm", "mov", "avi", "mkv", "wmv", "flv")},
+    **{e: f"font/{e}" for e in ("woff", "woff2", "ttf", "otf")},
+    "eot": "application/vnd.ms-fontobject",
+    "pdf": "application/pdf",
+    **dict.fromkeys(("zip", "gz", "tgz", "bz2", "xz", "7z", "rar", "tar"), "application/zip"),
+    **dict.fromkeys(
+        ("exe", "msi", "dmg", "apk", "iso", "bin", "deb", "rpm"), "application/octet-stream"
+    ),
+    **dict.fromkeys(
+        ("doc", "docx", "xls", "xlsx", "ppt", "pptx", "odt", "ods", "epub"), "application/msword"
+    ),
+    "css": "text/css",
+    "js": "application/javascript",
+    "mjs": "application/javascript",
+    "json": "application/json",
+    "csv": "text/csv",
+}
+
+
+def type_wanted(content_type: str, wanted_types: tuple[str, ...] | list[str]) -> bool:
+    """Whether a type matches one of `wanted_types` ('*' or 'image/*' patterns work)."""
+    mime = mime_of(content_type) or "application/octet-stream"
+    for pattern in wanted_types:
+        pattern = pattern.lower()
+        if pattern in ("*", "*/*", mime) or (
+            pattern.endswith("/*") and mime.startswith(pattern[:-1])
+        ):
+            return True
+    return False
+
+
+def type_by_extension(url: str) -> str | None:
+    """The media type a URL's file extension names (`/a/photo.JPG` -> image/jpeg), or None for
+    paths without one or with a page-generating or unknown one."""
+    last = urlsplit(url).path.rsplit("/", 1)[-1]
+    if "." not in last:
+        return None
+    return _EXTENSION_TYPES.get(last.rsplit(".", 1)[1].lower())
+
+
 def decode_body(raw: bytes, encoding: str, limit: int) -> bytes:
     """Undo Content-Encoding with a cap on output size; ValueError names the problem."""
     encoding = encoding.strip().lower()
@@ -275,13 +324,9 @@ class Fetcher:
 
     def wanted(self, content_type: str, wanted_types: tuple[str, ...] | None = None) -> bool:
         """Whether a response of this type should be downloaded; '*' or 'image/*' patterns work."""
-        mime = mime_of(content_type) or "application/octet-stream"
-        for pattern in wanted_types if wanted_types is not None else self.wanted_types:
-            if pattern in ("*", "*/*", mime) or (
-                pattern.endswith("/*") and mime.startswith(pattern[:-1])
-            ):
-                return True
-        return False
+        return type_wanted(
+            content_type, self.wanted_types if wanted_types is None else wanted_types
+        )
 
     async def fetch(
         self,

@@ -66,6 +66,7 @@ class PageInfo:
     # http(s) links no connection could use (empty label, bad port, bad IPv6, space in the
     # host...): (the link as written, resolved where possible; why), recorded as skips
     bad_links: list[tuple[str, str]] = field(default_factory=list)
+    canonical: str | None = None  # <link rel=canonical>, resolved and canonicalised
 
 
 def _norm(value: str) -> str:
@@ -161,7 +162,8 @@ def _scheme_of(url: str) -> str:
 def parse_html(
     body: bytes, base_url: str, *, agent: str, training_agent: str, max_text_chars: int = 20000
 ) -> PageInfo:
-    """Parse an HTML body: canonical outlinks (with <base>), meta robots for our agents, text."""
+    """Parse an HTML body: canonical outlinks (<a href>, and <link rel=next/prev>; with <base>),
+    meta robots for our agents, text."""
     info = PageInfo()
     if not body.strip():
         return info
@@ -205,6 +207,22 @@ def parse_html(
         rel = {r.lower() for r in (a.get("rel") or "").split()}
         anchor = " ".join(a.text_content().split())[:200]
         info.links.append(Link(url, anchor, "nofollow" in rel))
+    # A listing's further pages may be announced only in the head (infinite-scroll themes put a
+    # "load more" button in the body and <link rel=next> in the head): those are links too.
+    for el in root.iter("link"):
+        rel = {r.lower() for r in (el.get("rel") or "").split()}
+        href = (el.get("href") or "").strip()
+        if not href or not rel & {"next", "prev", "previous", "canonical"}:
+            continue
+        try:
+            url = canonicalize(href, base)
+        except UrlError:
+            continue
+        if "canonical" in rel:
+            info.canonical = info.canonical or url
+        elif url not in seen:
+            seen.add(url)
+            info.links.append(Link(url, "", "nofollow" in rel))
     # Read the text around script/style/noscript/template without editing the tree: drop_tree
     # joins the dropped element's tail onto its neighbour, and lxml refuses to set a string with
     # a control character (a '\x0b' after a </script> ended a crawl of saved pages).

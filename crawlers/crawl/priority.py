@@ -22,7 +22,7 @@ from typing import Any
 from urllib.parse import parse_qsl, unquote, urlsplit
 
 from crawlers.crawl.canon import host_of
-from crawlers.crawl.traps import TrapDetector
+from crawlers.crawl.traps import TrapDetector, calendar_family
 
 __all__ = [
     "TOPICS",
@@ -159,7 +159,7 @@ def path_signal(url: str) -> tuple[float, list[str]]:
     if len(segs) > 6:
         score -= 0.1 * (len(segs) - 6)
         why.append(f"deep path ({len(segs)} segments)")
-    if _CALENDAR_TAIL.search(path):
+    if _CALENDAR_TAIL.search(path) or calendar_family(url) is not None:  # /2024/05/, ?m=202405
         score -= 0.3
         why.append("date archive")
     last = segs[-1] if segs else ""

@@ -375,7 +375,8 @@ _BLOCK_TAGS = frozenset(
 
 class FamilyStats:
     """What each family of links (URL shape; template anchor text such as 'AMP' or 'Share')
-    yielded when fetched: a family that keeps answering 4xx, or serving copies of pages already
+    yielded when fetched: a family that keeps answering 4xx or types the crawl does not take, or
+    serving copies of pages already
     fetched, loses priority after a few such pages; one that served nothing but copies
     (`cut_copies`+ pages, 90%) is not fetched any more; one whose pages keep leading to new URLs
     (listing pagination, new ids) gains priority."""
@@ -401,9 +402,12 @@ class FamilyStats:
             fams.append(f"{_split(url)[0]} anchor:{words}")
         return fams
 
-    def record(self, url: str, anchor: str, status: int | None, new_urls: int) -> None:
-        """Count one fetched page: its status and the new URLs it queued."""
-        failed = status is not None and 400 <= status < 500 and status != 429
+    def record(
+        self, url: str, anchor: str, status: int | None, new_urls: int, unwanted: bool = False
+    ) -> None:
+        """Count one fetched page: its status and the new URLs it queued; a response of a type
+        the crawl does not take (a feed, a file) counts as a failure, as a 4xx does."""
+        failed = unwanted or (status is not None and 400 <= status < 500 and status != 429)
         for fam in self.families(url, anchor):
             st = self.stats[fam]
             st[0] += 1
@@ -498,6 +502,9 @@ class TrapDetector:
         # calendar family -> [URLs counted, fetched pages that led to new non-calendar pages]
         self.calendar: dict[str, list[int]] = defaultdict(lambda: [0, 0])
         self.calendar_dates: dict[str, list[str]] = {}  # family -> [first date, last date]
+        self.calendar_parent: dict[str, str] = {}  # date page -> the date page that linked it
+        self.calendar_dry: dict[str, int] = {}  # fetched date page -> unproductive ones in a row
+        self.max_dry_calendar = 3
         self.sort_variants: Counter[str] = Counter()  # listing (sort params removed) -> URLs
         # Every URL's key and its keys with one parameter removed, as hashes (one set entry per
         # URL and parameter: strings would cost ~100 bytes each on a big crawl).
@@ -521,16 +528,59 @@ class TrapDetector:
         self.shape_pages: dict[str, list[int]] = defaultdict(lambda: [0, 0])
         self.shape_urls: Counter[str] = Counter()
         self.pattern_counts = self.shape_urls  # the per-shape counts (older name)
+        # (host, path segments) -> [redirects of /x to /x/, pages served at a slashless /x]
+        self.slash_votes: dict[tuple[str, int], list[int]] = defaultdict(lambda: [0, 0])
 
     # --- canonical addresses -----------------------------------------------------------
+    @staticmethod
+    def _slash_key(path: str) -> tuple[int, bool]:
+        """(path segments, whether the path could take a trailing slash: it has none and its
+        last segment is no file name)."""
+        segs = [x for x in path.split("/") if x]
+        return len(segs), bool(segs) and not path.endswith("/") and "." not in segs[-1]
+
+    def note_redirect(self, url: str, target: str) -> None:
+        """A fetched URL answered with a redirect to `target` (evidence for `slashed`)."""
+        host, path, pairs = _split(url)
+        if _split(target) == (host, path + "/", pairs):
+            n, _ = self._slash_key(path)
+            self.slash_votes[(host, n)][0] += 1
+
+    def note_served(self, url: str) -> None:
+        """A fetched URL answered with a page of its own (counter-evidence for `slashed`)."""
+        host, path, _ = _split(url)
+        n, could = self._slash_key(path)
+        if could:
+            self.slash_votes[(host, n)][1] += 1
+
+    def slashed(self, url: str) -> tuple[str, str | None]:
+        """(the URL with the trailing slash its host always adds, why) -- or (url, None). A host
+        that redirected 3+ slashless paths of this depth to their '/' form and served no such
+        path itself (WordPress, Django's APPEND_SLASH, Apache's DirectorySlash) would answer this
+        one with a redirect too: a request spent on nothing."""
+        parts = urlsplit(url)
+        n, could = self._slash_key(parts.path)
+        if not could:
+            return url, None
+        redirects, served = self.slash_votes.get((parts.netloc, n), (0, 0))
+        if redirects < 3 or served * 10 > redirects:
+            return url, None
+        why = (
+            f"trailing slash: this host redirected {redirects} slashless paths of {n} segments "
+            f"to their '/' form (served {served})"
+        )
+        return urlunsplit((parts.scheme, parts.netloc, parts.path + "/", parts.query, "")), why
+
     def canonical(self, url: str) -> tuple[str, str | None]:
         """(the URL without the parameters that only re-present its document, why) -- or
         (url, None) when it has none. Dropped: session ids (by name, as `;name=` path parameters,
         or a random token this host has put on many unrelated links), sort/comment-order/print
         and other view parameters (by name; view-like keys only with presentation values), and
-        parameters fetched pages of this URL's shape showed not to change the main content."""
+        parameters fetched pages of this URL's shape showed not to change the main content; and
+        the trailing slash the host always adds (`slashed`)."""
+        url, slash = self.slashed(url)
         parts = urlsplit(url)
-        path, why = parts.path, []
+        path, why = parts.path, [slash] if slash else []
         if "(" in path and _PATH_SESSION_SEG.search(path):
             path = _PATH_SESSION_SEG.sub("", path) or "/"
             why.append("session path segment /(S(...))/")
@@ -611,6 +661,48 @@ class TrapDetector:
                     )
                     for stale in [t for t in self.link_tokens if t[:2] == (host, k)]:
                         del self.link_tokens[stale]
+
+    def _learn_return_addresses(self, url: str, links: list[str] | tuple[str, ...]) -> None:
+        """A parameter whose value is the address of the very page that links it (`/wp-login.php?
+        redirect_to=<this page>`, `/login?return=`, `?next=`, a share endpoint's `?u=`) is a return
+        address: every page links its own variant of one form, so the key is dropped on this host
+        (one page is evidence enough: a parameter selecting content does not name its referrer)."""
+        host, path, pairs = _split(url)
+        own = {url, path, path + ("?" + urlsplit(url).query if pairs else "")}
+        own |= {u.rstrip("/") for u in own if u.rstrip("/")}
+        for link in links:
+            l_host, l_path, l_pairs = _split(link)
+            if l_host != host or not l_pairs:
+                continue
+            for k, v in l_pairs:
+                if (host, k) in self.session_keys or len(v) < 2:
+                    continue
+                value = unquote(v) if "%" in v else v
+                bare = re.sub(r"^https?://[^/?#]+", "", value, flags=re.I)
+                if value in own or value.rstrip("/") in own or bare in own:
+                    self.session_keys[(host, k)] = (
+                        f"return-address parameter {k!r} (its value is the address of the page "
+                        f"that links it, here {path[:80]})"
+                    )
+
+    def _learn_from_canonical(self, url: str, canonical: str) -> None:
+        """A page whose `<link rel=canonical>` is its own path without some parameters says those
+        parameters do not select its document (`?replytocom=`, `?relatedposts_hit=..&..`, a
+        tracking tag): each counts as fetched variants that were near-identical, in the scope
+        of this URL's shape. Numeric values are never judged so (sites point page 2 of a listing
+        at page 1), and a canonical elsewhere says nothing about parameters."""
+        host, path, pairs = _split(url)
+        c_host, c_path, c_pairs = _split(canonical)
+        if not pairs or (c_host, c_path) != (host, path) or not set(c_pairs) < set(pairs):
+            return
+        dropped = [(k, v) for k, v in pairs if (k, v) not in set(c_pairs)]
+        names = [k for k, _ in pairs]
+        for k, v in dropped:
+            if v.isdigit():
+                continue
+            scope = _scope(host, path, [n for n in names if n != k])
+            votes = self.param_votes[(scope, k)]
+            votes[0] = max(votes[0], 3 + 4 * votes[1])
 
     def _rotating(self, host: str, key: str, value: str, path: str) -> None:
         """Random tokens under one key that change from link to link across many documents of
@@ -697,6 +789,13 @@ class TrapDetector:
                     f"(now {path[:120]}, limit {self.max_deepening})"
                 )
         cal = calendar_family(url)
+        dry = self.calendar_dry.get(parent, 0) if parent is not None and cal is not None else 0
+        if dry >= self.max_dry_calendar:
+            return (
+                f"trap: calendar walk: linked from the last of {dry} date pages of {cal[0]} in a "
+                "row that led to no new page other than date pages (empty months, an endless "
+                "next/previous walk)"
+            )
         if cal is not None:
             family, date = cal
             counted, productive = self.calendar[family]
@@ -803,6 +902,8 @@ class TrapDetector:
             self.calendar[family][0] += 1
             span = self.calendar_dates.setdefault(family, [date, date])
             span[0], span[1] = min(span[0], date), max(span[1], date)
+            if parent is not None and calendar_family(parent) is not None:
+                self.calendar_parent[url] = parent
         sort_keys = {k for k, _ in pairs if k.lower() in SORT_PARAMS}
         if sort_keys:
             self.sort_variants[_key(host, path, [p for p in pairs if p[0] not in sort_keys])] += 1
@@ -845,13 +946,22 @@ class TrapDetector:
         angle = math.acos(max(-1.0, 1.0 - 4.0 / pairs))  # between the pairs' count vectors
         return min(self.max_near_dup_bits, max(self.near_dup_bits, round(64 * angle / math.pi)))
 
-    def observe(self, url: str, text: str, links: list[str] | tuple[str, ...] = ()) -> str | None:
-        """Feed a fetched page's main text (`main_text`) and outlinks (before its outlinks are
-        checked). When its main content (10+ words) is one this host already served under
-        another URL, returns the URL that is the copy (print, AMP, view or session variant): the
-        longer of the two."""
+    def observe(
+        self,
+        url: str,
+        text: str,
+        links: list[str] | tuple[str, ...] = (),
+        canonical: str | None = None,
+    ) -> str | None:
+        """Feed a fetched page's main text (`main_text`), outlinks (before its outlinks are
+        checked) and `<link rel=canonical>`. When its main content (10+ words) is one this host
+        already served under another URL, returns the URL that is the copy (print, AMP, view or
+        session variant): the longer of the two."""
         host, path, pairs = _split(url)
         self._learn_tokens(host, links)
+        self._learn_return_addresses(url, links)
+        if canonical:
+            self._learn_from_canonical(url, canonical)
         links = [self.canonical(link)[0] for link in links]  # as they will be queued
         fp, n_words = fingerprint(self._own_blocks(host, text))
         # A page of a few words ('link to 7 link to 8') is too short to judge near-identity by
@@ -861,6 +971,7 @@ class TrapDetector:
         # Calendar pages earn budget when they lead somewhere new that is not another date page.
         cal = calendar_family(url)
         if cal is not None:
+            led = False
             for link in links:
                 if (
                     link not in self.seen
@@ -868,7 +979,10 @@ class TrapDetector:
                     and calendar_family(link) is None
                 ):
                     self.calendar[cal[0]][1] += 1
+                    led = True
                     break
+            before = self.calendar_parent.pop(url, None)
+            self.calendar_dry[url] = 0 if led else self.calendar_dry.get(before, 0) + 1
         # A page that led to new URLs of another shape (an index page listing articles) is
         # doing its job even if its text looks like its neighbours' ("Story 17", "Story 18"):
         # it is never evidence of a trap.
