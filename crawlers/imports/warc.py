@@ -604,12 +604,13 @@ class _Gunzip(io.RawIOBase):
         self._in_member = False
         self._pending = b""
         self._buf = b""
+        self._pos = 0  # bytes of _buf handed out (no copy of the rest per read)
 
     def readable(self) -> bool:
         return True
 
     def readinto(self, b) -> int:
-        while not self._buf:
+        while self._pos >= len(self._buf):
             if not self._pending:
                 self._pending = self._fh.read(_READ)
                 if not self._pending:
@@ -619,14 +620,14 @@ class _Gunzip(io.RawIOBase):
             if not self._in_member:
                 self._d = zlib.decompressobj(31)
                 self._in_member = True
-            self._buf = self._d.decompress(self._pending, 1 << 20)
+            self._buf, self._pos = self._d.decompress(self._pending, 1 << 20), 0
             self._pending = self._d.unconsumed_tail
             if self._d.eof:
                 self._pending = self._d.unused_data
                 self._in_member = False
-        n = min(len(b), len(self._buf))
-        b[:n] = self._buf[:n]
-        self._buf = self._buf[n:]
+        n = min(len(b), len(self._buf) - self._pos)
+        b[:n] = self._buf[self._pos : self._pos + n]
+        self._pos += n
         return n
 
 
