@@ -347,10 +347,12 @@ class _Loader(ArcWarcRecordLoader):
     def __init__(self, *args: Any, **kwargs: Any):
         super().__init__(*args, **kwargs)
         inner = self.arc_parser.parse
+        self.arc_seen = False  # an ARC file (its records may be converted to WARC ones)
 
         def parse(stream, headerline=None):
             if headerline is None:
                 headerline = stream.readline()
+            self.arc_seen = True
             return inner(stream, arc_v1_line(headerline))
 
         self.arc_parser.parse = parse
@@ -789,6 +791,10 @@ def _record_row(
     if truncated:
         return _skip(row, "truncated", f"WARC-Truncated: {truncated}: the body is not whole")
     left = getattr(record.raw_stream, "limit", 0) or 0
+    from_arc = record.format in ("arc", "arc2warc") or getattr(it.loader, "arc_seen", False)
+    whole = _whole_arc_body(headers, raw) if left > 0 and from_arc else None
+    if whole is not None:
+        raw, left = raw[:whole], 0
     if left > 0:
         return _skip(
             row,
@@ -849,6 +855,19 @@ def _record_row(
             warc_length=row["record_length"],
         )
     return row
+
+
+def _whole_arc_body(headers: dict[str, str], raw: bytes) -> int | None:
+    """The body's length when an ARC record that ends before its archive-length says (at the
+    end of the file or of its gzip member) still holds the whole body its HTTP Content-Length
+    gives, only line ends after it: ARC writers miscounted lengths (the record is converted and
+    copied, so the copy has the right one). None otherwise."""
+    if "chunked" in headers.get("transfer-encoding", "").lower():
+        return None
+    length = headers.get("content-length", "").strip()
+    if not length.isdigit() or int(length) > len(raw) or raw[int(length) :].strip():
+        return None
+    return int(length)
 
 
 @functools.lru_cache(maxsize=256)
