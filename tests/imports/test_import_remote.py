@@ -73,6 +73,9 @@ def test_a_remote_warc_is_split_by_byte_ranges_like_a_local_one(tmp_path):
         again = import_warc([url], out, config=cfg, offline=True, split_bytes=split)
         assert again["ranges_scanned"] == 0  # resumed: every range finished
     whole = import_warc([str(local)], tmp_path / "local", offline=True, split_bytes=None)
+    by_url = import_warc([f"file://{local}"], tmp_path / "file", offline=True, split_bytes=split)
+    assert by_url["ranges"] == 4 and by_url["pages"] == 30  # file:// is a local file: in place
+    assert {p["import_mode"] for p in _rows(tmp_path / "file")[0]} == {"referenced"}
     pages, skipped = _rows(out)
     ref, ref_skipped = _rows(tmp_path / "local")
     assert (s["pages"], s["skipped"]) == (whole["pages"], whole["skipped"]) == (30, 0)
