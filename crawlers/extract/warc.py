@@ -116,11 +116,14 @@ def decode_content(raw: bytes, content_encoding: str | None, limit: int, where: 
         )
     body = raw
     for coding in reversed(codings):
+        if coding == "zstd":  # browsers ask for it, so archives of browser crawls hold it
+            body = _unzstd(body, limit, where)
+            continue
         if coding not in _ZLIB_CODINGS:
             raise BadPage(
                 "unsupported_encoding",
-                f"{where}: Content-Encoding {coding!r} has no decoder here (gzip, x-gzip and "
-                "deflate do; the crawler only asks for those)",
+                f"{where}: Content-Encoding {coding!r} has no decoder here (gzip, x-gzip, "
+                "deflate and zstd do; the crawler only asks for gzip and deflate)",
             )
         try:
             decoded = decode_body(body, coding, limit)
@@ -158,6 +161,39 @@ def _stream_complete(raw: bytes, coding: str, decoded: bytes) -> bool:
     except zlib.error:
         return False
     return dec.eof and not dec.unused_data
+
+
+def _unzstd(raw: bytes, limit: int, where: str) -> bytes:
+    """Content-Encoding zstd, whole frames only, the output capped at `limit`: the input is fed
+    a small piece at a time, so a bomb stops near the cap (zstandard's stream reader returns
+    nothing, quietly, for a cut frame; the decompressor object says whether a frame ended)."""
+    import zstandard
+
+    out = bytearray()
+    data = raw
+    try:
+        while data:
+            dec = zstandard.ZstdDecompressor().decompressobj()
+            for i in range(0, len(data), 256):
+                out += dec.decompress(data[i : i + 256])
+                if len(out) > limit:
+                    raise BadPage(
+                        "too_large",
+                        f"{where}: Content-Encoding zstd: decompressed body exceeds {limit} "
+                        "bytes (compression bomb?)",
+                    )
+                if dec.eof:
+                    break
+            if not dec.eof:
+                raise BadPage(
+                    "decode_error",
+                    f"{where}: Content-Encoding zstd: the compressed stream ends inside a frame "
+                    "(a cut body), so the decoded page is partial",
+                )
+            data = dec.unused_data + data[i + 256 :]  # more frames follow, or nothing
+    except zstandard.ZstdError as exc:
+        raise BadPage("decode_error", f"{where}: Content-Encoding zstd: {exc}") from exc
+    return bytes(out)
 
 
 def read_response(

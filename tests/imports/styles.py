@@ -190,7 +190,8 @@ def heritrix(d: Path, at: At) -> tuple[Path, Expect]:
 def browsertrix(d: Path, at: At) -> tuple[Path, Expect]:
     """Browsertrix / pywb: WARC/1.1, microsecond dates, hex sha256 digests, a page and its
     revisit (WARC-Refers-To-Target-URI/Date), a POST request, urn:pageinfo: and urn:text:
-    resource records, a brotli body (browsers ask for br)."""
+    resource records, bodies in the codings browsers ask for: br (no decoder here: a skip),
+    zstd (whole, and cut)."""
     a, t = at(ALLOW), at(DENY_TRAINING)
     e = Expect()
     v = "1.1"
@@ -232,6 +233,14 @@ def browsertrix(d: Path, at: At) -> tuple[Path, Expect]:
     br = http("HTTP/1.1 200", [*HTML, ("Content-Encoding", "br")], b"\x1b\x0f\x00\xf8\xa5@")
     recs.append(resp(f"{a}/bt-br", br, "2024-05-01T12:00:02Z"))
     e.skip("unsupported_encoding")
+    import zstandard
+
+    packed = zstandard.ZstdCompressor().compress(page("Zstd page"))
+    zst = http("HTTP/1.1 200", [*HTML, ("Content-Encoding", "zstd")], packed)
+    recs.append(resp(e.page(f"{a}/bt-zstd"), zst, "2024-05-01T12:00:03Z"))
+    cut = http("HTTP/1.1 200", [*HTML, ("Content-Encoding", "zstd")], packed[:-9])
+    recs.append(resp(f"{a}/bt-zstd-cut", cut, "2024-05-01T12:00:04Z"))
+    e.skip("decode_error")
     return write(d / "browsertrix.warc.gz", recs), e
 
 
