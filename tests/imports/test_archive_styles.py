@@ -40,9 +40,26 @@ def _reasons(rows: list[dict]) -> dict[str, int]:
     return out
 
 
-@pytest.mark.parametrize("style", sorted(STYLES))
-def test_each_producers_archive_imports_as_pages_and_recorded_skips(tmp_path, robots, style):
+def _whole_gzip(path: Path) -> Path:
+    """The same archive as one gzip stream (`gzip crawl.warc`), read as a stream and copied."""
+    raw = path.read_bytes()
+    plain = gzip.decompress(raw) if raw[:2] == b"\x1f\x8b" else raw
+    out = path.with_name("whole-" + path.name.removesuffix(".gz") + ".gz")
+    out.write_bytes(gzip.compress(plain))
+    return out
+
+
+CASES = [(s, "as_written") for s in sorted(STYLES)]
+CASES += [(s, "whole_gzip") for s in sorted(STYLES) if s != "wacz"]  # a zip: no gzip around it
+
+
+@pytest.mark.parametrize(("style", "container"), CASES)
+def test_each_producers_archive_imports_as_pages_and_recorded_skips(
+    tmp_path, robots, style, container
+):
     path, want = STYLES[style](tmp_path, lambda ip: base(ip, robots.port))
+    if container == "whole_gzip":
+        path = _whole_gzip(path)
     offline = style == "odd_uris"  # IDN hosts: no DNS lookups of invented names in tests
     out = tmp_path / "out"
     s = import_warc([str(path)], out, config=TEST_CONFIG, offline=offline)
