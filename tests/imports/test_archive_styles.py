@@ -51,6 +51,10 @@ def _whole_gzip(path: Path) -> Path:
 
 CASES = [(s, "as_written") for s in sorted(STYLES)]
 CASES += [(s, "whole_gzip") for s in sorted(STYLES) if s != "wacz"]  # a zip: no gzip around it
+# byte ranges of ~700 bytes (a gzip-per-record file is cut into several); a record split across
+# gzip members is a named skip in a range (test_a_record_split_across_gzip_members_...)
+CASES += [(s, "ranges") for s in sorted(STYLES) if s != "segmented"]
+SPLITTABLE = {"wget", "heritrix", "browsertrix", "stormcrawler", "encodings", "odd_uris"}
 
 
 @pytest.mark.parametrize(("style", "container"), CASES)
@@ -62,10 +66,13 @@ def test_each_producers_archive_imports_as_pages_and_recorded_skips(
         path = _whole_gzip(path)
     offline = style == "odd_uris"  # IDN hosts: no DNS lookups of invented names in tests
     out = tmp_path / "out"
-    s = import_warc([str(path)], out, config=TEST_CONFIG, offline=offline)
+    split = 700 if container == "ranges" else None
+    s = import_warc([str(path)], out, config=TEST_CONFIG, offline=offline, split_bytes=split)
     pages = pq.read_table(out / "pages.parquet").to_pylist()
     skipped = pq.read_table(out / "skipped.parquet").to_pylist()
     assert s["records"] == s["pages"] + s["skipped"] == len(pages) + len(skipped)
+    if container == "ranges" and style in SPLITTABLE:
+        assert s["ranges"] > 1
     assert sorted(p["url"] for p in pages) == sorted(want.pages)
     assert _reasons(skipped) == want.skips
     assert all(r["skip_detail"] for r in skipped)
