@@ -2,10 +2,11 @@
 
 Every record read is exactly one row: a page (an HTTP 200 HTML `response`/`resource` whose body
 could be read whole) or a skip with its reason (`warcinfo`, `request`, `metadata`, `revisit`,
-`not_html`, `http_status`, `missing_target_uri`, `bad_url`, `too_large`, `digest_mismatch`,
-`short_record`, `truncated`, `decode_error`, `malformed_record`, ...). A malformed stretch of a
-file (a cut gzip member, a wrong Content-Length, garbage between records) is one skip naming the
-offset and the error; reading goes on at the next record start it can find.
+`not_http`, `not_html`, `http_status`, `no_http_headers`, `missing_target_uri`, `segmented`,
+`split_record`, `too_large`, `digest_mismatch`, `short_record`, `truncated`, `decode_error`,
+`malformed_record`, ...). A malformed stretch of a file (a cut gzip member, a wrong
+Content-Length, garbage between records) is one skip naming the offset and the error; reading
+goes on at the next record start it can find.
 
 Where the bytes stay: a local file with one gzip member per record, or uncompressed, is referred
 to by absolute path and record offset (the crawl's `warc_file`/`warc_offset`/`warc_length`), so
