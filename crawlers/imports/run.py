@@ -36,14 +36,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from crawlers.imports import wacz
-from crawlers.imports.warc import (
-    ScanOptions,
-    is_remote,
-    local_path,
-    remote_info,
-    scan_file,
-    splittable,
-)
+from crawlers.imports.sources import is_remote, local_path, remote_info
+from crawlers.imports.warc import ScanOptions, scan_file, splittable
 
 PROVENANCE = [
     ("source_file", pa.string()),

@@ -21,7 +21,6 @@ original WARC headers kept).
 from __future__ import annotations
 
 import base64
-import contextlib
 import functools
 import hashlib
 import io
@@ -40,6 +39,16 @@ from crawlers.crawl.html import Directives, apply_meta_robots, apply_x_robots_ta
 from crawlers.extract.decode import BadPage
 from crawlers.extract.warc import MAX_DECOMPRESSED_BYTES, decode_content
 from crawlers.imports import wacz
+from crawlers.imports.sources import (
+    Gunzip,
+    Prefixed,
+    Unzstd,
+    is_remote,
+    is_zstd,
+    local_path,
+    open_source,
+    rewound,
+)
 
 HTML_TYPES = ("text/html", "application/xhtml+xml")
 NOT_PAGES = {  # record types that never are a page, with why
@@ -64,87 +73,6 @@ class ScanOptions:
     training_agent: str = "RefineryBot-Extended"
     max_record_bytes: int = MAX_DECOMPRESSED_BYTES  # a body over this is skipped as too_large
     allow_private_networks: bool = False  # an http(s) archive on a loopback/private address
-
-
-def is_remote(path: str) -> bool:
-    """An fsspec URL (s3://, gs://, http://...) rather than a local path (file:// is local)."""
-    return "://" in path and not path.startswith("file://")
-
-
-def local_path(path: str) -> str:
-    """The local file a source is read from (a WACZ member's: the .wacz)."""
-    path = path[len("file://") :] if path.startswith("file://") else path
-    member = wacz.split(path)
-    return member[0] if member else path
-
-
-class RemoteRefused(ValueError):
-    """An http(s) archive whose host is (or resolves to, on any redirect hop) an address the
-    SSRF guard refuses."""
-
-
-def remote_fs(url: str, allow_private: bool = False) -> tuple[Any, str]:
-    """(fsspec filesystem, path) of a URL. http(s) goes through a session whose every
-    connection, each redirect hop included, is checked by the crawler's SSRF guard."""
-    import fsspec
-
-    if url.split("://", 1)[0].lower() in ("http", "https"):
-        from fsspec.implementations.http import HTTPFileSystem
-
-        client = functools.partial(_guarded_client, allow_private)
-        return HTTPFileSystem(get_client=client, skip_instance_cache=True), url
-    fs, _, (path,) = fsspec.get_fs_token_paths(url)
-    return fs, path
-
-
-async def _guarded_client(allow_private: bool, **kwargs: Any):
-    import aiohttp
-
-    from crawlers.crawl.ssrf import BlockedAddressError, check_addresses
-
-    class Guarded(aiohttp.TCPConnector):
-        async def _resolve_host(self, host, port, *args, **kw):  # every hop, literals too
-            results = await super()._resolve_host(host, port, *args, **kw)
-            try:
-                check_addresses(host, [r["host"] for r in results], allow_private)
-            except BlockedAddressError as exc:
-                raise RemoteRefused(str(exc)) from None
-            return results
-
-    return aiohttp.ClientSession(connector=Guarded(), **kwargs)
-
-
-def remote_info(url: str, allow_private: bool = False) -> dict[str, Any]:
-    """fsspec's info of a URL (size, mtime or ETag), a refusal by the guard raised as such
-    (fsspec's HTTP filesystem reports every failure as FileNotFoundError)."""
-    fs, path = remote_fs(url, allow_private)
-    with _unmasked(url):
-        return fs.info(path)
-
-
-@contextlib.contextmanager
-def _unmasked(url: str):
-    try:
-        yield
-    except Exception as exc:
-        cause: BaseException | None = exc
-        while cause is not None and not isinstance(cause, RemoteRefused):
-            cause = cause.__cause__ or cause.__context__
-        if cause is not None:
-            raise RemoteRefused(f"{url}: {cause}") from None
-        raise
-
-
-def open_source(path: str, allow_private: bool = False) -> BinaryIO:
-    """The file's bytes: a local file, or an fsspec URL opened for reading (seekable where the
-    server answers byte ranges)."""
-    if is_remote(path):
-        fs, rpath = remote_fs(path, allow_private)
-        with _unmasked(path):
-            return fs.open(rpath, "rb")
-    if wacz.split(path):
-        return wacz.open_member(path)
-    return open(local_path(path), "rb")
 
 
 def html_type(content_type: str | None, body: bytes) -> bool:
@@ -489,13 +417,13 @@ def _scan(
     try:
         head = fh.read(4)
         gz = head.startswith(_GZIP_MAGIC)
-        zstd = _is_zstd(head)
-        stream: BinaryIO = _rewound(fh) if fh.seekable() else _Prefixed(head, fh)  # type: ignore
+        zstd = is_zstd(head)
+        stream: BinaryIO = rewound(fh) if fh.seekable() else Prefixed(head, fh)  # type: ignore
         if zstd and not gunzip:
             raise _Restart("zstd-compressed WARC: records copied", gunzip=True)
         decompressing = gunzip and (gz or zstd)
         if decompressing:
-            stream = _Unzstd.open(stream) if zstd else _Gunzip(stream)  # type: ignore
+            stream = Unzstd.open(stream) if zstd else Gunzip(stream)  # type: ignore
             gz = False
         # offsets are the file's own (a stream decompressed here has none to seek to)
         seekable = not decompressing and stream.seekable()
@@ -589,109 +517,6 @@ def _blank(data: bytes) -> bool:
             return False
         data = d.unused_data
     return True
-
-
-class _Cut(ValueError):
-    """A compressed stream that ends inside a member or frame (not EOFError: warcio takes that
-    for the end of the file and would end the scan quietly)."""
-
-
-class _Gunzip(io.RawIOBase):
-    """A gzip stream of one or more members, decompressed as it is read. It hands out every
-    byte before a cut, then raises `_Cut` (gzip.GzipFile raises EOFError at once, losing the
-    last block's whole records too, and warcio reads EOFError as a quiet end)."""
-
-    def __init__(self, fh: BinaryIO):
-        self._fh = fh
-        self._d = zlib.decompressobj(31)
-        self._in_member = False
-        self._pending = b""
-        self._buf = b""
-        self._pos = 0  # bytes of _buf handed out (no copy of the rest per read)
-
-    def readable(self) -> bool:
-        return True
-
-    def readinto(self, b) -> int:
-        while self._pos >= len(self._buf):
-            if not self._pending:
-                self._pending = self._fh.read(_READ)
-                if not self._pending:
-                    if self._in_member:
-                        raise _Cut("the gzip stream ends inside a member (a cut file)")
-                    return 0
-            if not self._in_member:
-                self._d = zlib.decompressobj(31)
-                self._in_member = True
-            self._buf, self._pos = self._d.decompress(self._pending, 1 << 20), 0
-            self._pending = self._d.unconsumed_tail
-            if self._d.eof:
-                self._pending = self._d.unused_data
-                self._in_member = False
-        n = min(len(b), len(self._buf) - self._pos)
-        b[:n] = self._buf[self._pos : self._pos + n]
-        self._pos += n
-        return n
-
-
-_ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
-
-
-def _is_zstd(head: bytes) -> bool:
-    """A zstd frame, or a skippable frame (ArchiveTeam's .warc.zst opens with its dictionary
-    in one, magic 0x184D2A5D)."""
-    return head == _ZSTD_MAGIC or (
-        len(head) == 4 and head[1:] == b"\x2a\x4d\x18" and head[0] >> 4 == 5
-    )
-
-
-class _Unzstd:
-    """A .warc.zst (the IIPC WARC-zstd layout: one frame per record, an optional dictionary in a
-    leading skippable frame, itself zstd-compressed or raw) decompressed as it is read."""
-
-    @staticmethod
-    def open(fh: BinaryIO) -> BinaryIO:
-        import struct
-
-        import zstandard
-
-        head = fh.read(8)
-        dict_data = None
-        rest = head
-        if len(head) == 8 and head[:4] != _ZSTD_MAGIC and _is_zstd(head[:4]):
-            size = struct.unpack("<I", head[4:8])[0]
-            raw = fh.read(size)
-            if raw.startswith(_ZSTD_MAGIC):
-                raw = zstandard.ZstdDecompressor().decompress(raw, max_output_size=64 << 20)
-            dict_data = zstandard.ZstdCompressionDict(raw)
-            rest = b""
-        dctx = zstandard.ZstdDecompressor(dict_data=dict_data)
-        return dctx.stream_reader(_Prefixed(rest, fh), read_across_frames=True)  # type: ignore
-
-
-def _rewound(fh: BinaryIO) -> BinaryIO:
-    fh.seek(0)
-    return fh
-
-
-class _Prefixed(io.RawIOBase):
-    """A non-seekable stream with the bytes already read put back in front."""
-
-    def __init__(self, head: bytes, fh: BinaryIO):
-        self._head, self._fh = head, fh
-
-    def readable(self) -> bool:
-        return True
-
-    def readinto(self, b) -> int:
-        if self._head:
-            n = min(len(b), len(self._head))
-            b[:n] = self._head[:n]
-            self._head = self._head[n:]
-            return n
-        data = self._fh.read(len(b))
-        b[: len(data)] = data
-        return len(data)
 
 
 def _skip(row: dict[str, Any], reason: str, detail: str) -> dict[str, Any]:
