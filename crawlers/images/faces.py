@@ -237,6 +237,8 @@ def face_regions(
     # detail well inside a skin-toned or mid-grey area (a flat shape's own antialiased border,
     # or a black outline on white, is none), gathered into regions
     inner = ((cv2.erode(skin, core) > 0) | (cv2.erode(grey, core) > 0)) & detail
+    if not inner.any():
+        return []  # no detail inside any such area: no region (labelling would cost most)
     near = cv2.dilate(inner.astype(np.uint8), np.ones((2 * reach + 1, 2 * reach + 1), np.uint8))
     n, labels, stats, _ = cv2.connectedComponentsWithStats(near, connectivity=8)
     dots = np.bincount(labels[inner], minlength=n)
