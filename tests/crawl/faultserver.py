@@ -109,6 +109,7 @@ INDEX_LINKS = [
     "/bomb",
     "/loop1",
     "/image.png",
+    "/image",
     "/noai",
     "/meta-nofollow",
     "/xrobots",
@@ -276,7 +277,7 @@ class FaultServer(LoopbackServer):
             )
         if path in ("/loop1", "/loop2"):
             raise web.HTTPFound("/loop2" if path == "/loop1" else "/loop1")
-        if path == "/image.png":
+        if path in ("/image.png", "/image"):  # a file by its name, and an image under no name
             return web.Response(body=b"\x89PNG\r\n\x1a\n" + b"\0" * 100, content_type="image/png")
         if path == "/noai":
             return web.Response(

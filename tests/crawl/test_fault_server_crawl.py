@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 
+import pyarrow.parquet as pq
 import pytest
 from warcio.archiveiterator import ArchiveIterator
 
@@ -91,7 +92,15 @@ def test_resets_drips_huge_bodies_bombs_loops_and_unwanted_types_are_contained(f
     assert r("/loop1")["status"] == 302 and r("/loop1")["redirect_to"].endswith("/loop2")
     assert r("/loop2")["redirect_to"].endswith("/loop1") and "already-known" in r("/loop2")["error"]
     assert len(fault_crawl["server"].hits_for("127.0.0.42", "/loop1")) == 1
-    assert r("/image.png")["error"] == "unwanted-content-type: image/png"
+    # an image whose URL does not say so is refused by its Content-Type (headers only) ...
+    assert r("/image")["error"] == "unwanted-content-type: image/png"
+    # ... and a link whose file name says so is not requested at all
+    assert fault_crawl["server"].hits_for("127.0.0.42", "/image.png") == []
+    skipped = pq.read_table(fault_crawl["out"] / "skipped.parquet").to_pylist()
+    why = {s["url"]: s["skip_reason"] for s in skipped}
+    assert why[fault_crawl["server"].url("127.0.0.42", "/image.png")].startswith(
+        "unwanted-type: the link's file extension names image/png"
+    )
 
 
 def test_sitemap_from_robots_is_used(fault_crawl):

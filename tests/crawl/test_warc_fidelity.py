@@ -77,7 +77,7 @@ class Server(LoopbackServer):
         if path == "/":
             links = [
                 "/page?q=caf%C3%A9%20au%20lait&x=1",
-                "/doc.pdf",
+                "/download/report-7",
                 "/moved",
                 "/private/secret",
                 "/%7Euser/notes",
@@ -87,7 +87,7 @@ class Server(LoopbackServer):
                 text=f"<html><body><p>Home page of the archive test.</p>{items}</body></html>",
                 content_type=html,
             )
-        if path == "/doc.pdf":
+        if path == "/download/report-7":  # a PDF whose link does not say so: fetched, refused
             return web.Response(body=b"%PDF-1.4\n" + b"0" * 5000, content_type="application/pdf")
         if path == "/moved":
             return web.Response(
@@ -200,7 +200,7 @@ def test_robots_and_sitemap_records_never_become_documents(server, archived):
     results = {r["url"]: extract_page(r) for r in records}
     assert results[home["url"]].reject is None
     # The PDF's headers-only record is not mistaken for a body cut at the size cap.
-    pdf = results[server.url(SITE, "/doc.pdf")].reject
+    pdf = results[server.url(SITE, "/download/report-7")].reject
     assert pdf is not None and pdf["reason"] != "truncated"
     # Every page's offsets still point at its own response record.
     for page in pages:
@@ -219,17 +219,17 @@ def test_a_response_stored_without_its_body_says_so(server, archived):
         for rec, payload in archived["records"]
         if rec.rec_type == "response"
     }
-    pdf, payload = responses[server.url(SITE, "/doc.pdf")]
+    pdf, payload = responses[server.url(SITE, "/download/report-7")]
     assert pdf.rec_headers.get_header("WARC-Truncated") == "unspecified"
     assert payload == b"" and pdf.http_headers.get_header("Content-Length") == "5009"
-    page = next(p for p in archived["pages"] if p["url"] == server.url(SITE, "/doc.pdf"))
+    page = next(p for p in archived["pages"] if p["url"] == server.url(SITE, "/download/report-7"))
     assert page["error"].startswith("unwanted-content-type")
     # A redirect keeps its (small) body, so it is whole and carries no WARC-Truncated.
     moved, body = responses[server.url(SITE, "/moved")]
     assert moved.rec_headers.get_header("WARC-Truncated") is None
     assert b"Moved to /page2" in body
     for uri, (rec, _) in responses.items():
-        if not uri.endswith("/doc.pdf"):
+        if not uri.endswith("/download/report-7"):
             assert rec.rec_headers.get_header("WARC-Truncated") is None, uri
 
 
