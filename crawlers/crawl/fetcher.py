@@ -353,8 +353,9 @@ class Fetcher:
         bytes cut back to the last complete line, and the hop is marked truncated ('length').
         robots.txt is read this way (ROBOTS_MAX_BYTES), so a huge file is never taken as empty.
 
-        `count_errors=False`: a 5xx/429 answer does not count toward the server's backoff and
-        circuit breaker (robots.txt outages have their own backoff); network failures still do.
+        `count_errors=False`: a 5xx/429 answer, a timeout or a reset does not count toward the
+        server's backoff and circuit breaker (a robots.txt outage's re-checks have their own
+        backoff; its first failure counts, so a server down for many hosts is still given up on).
         """
         if self._session is None:
             raise RuntimeError("Fetcher must be used as 'async with Fetcher(...) as f'")
@@ -424,12 +425,11 @@ class Fetcher:
         for key, value in hop.response_headers if hop is not None else ():
             if key.lower() == "retry-after":
                 retry_after = value
-        # A network failure (no hop) counts as an error for backoff and the circuit breaker.
+        # A network failure (no hop) counts as an error for backoff and the circuit breaker,
+        # unless the caller keeps its own backoff (robots.txt re-checks: resets or timeouts for
+        # minutes must not get the host abandoned before robots_give_up_s).
         self.politeness.record(
-            host,
-            hop.status if hop is not None else None,
-            retry_after,
-            count_error=count_errors or hop is None,
+            host, hop.status if hop is not None else None, retry_after, count_error=count_errors
         )
         return hop
 

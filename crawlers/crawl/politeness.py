@@ -261,15 +261,16 @@ class Politeness:
         A 429/503 with a valid Retry-After makes the whole server wait (capped at
         `max_retry_after`) but is not an error for the circuit breaker: the server answered and
         said when to come back, so it is paused, never abandoned for it. `count_error=False`
-        (a robots.txt answer: its outage has its own backoff, which reads Retry-After) keeps an
-        error answer out of the backoff, the Retry-After pause and the breaker.
+        (a robots.txt re-check: its outage has its own backoff, which reads Retry-After) keeps an
+        error answer or a network failure out of the backoff, the Retry-After pause and the
+        breaker.
         """
         st = self.state(host)
         now = time.monotonic()
         if status is not None and status < 500 and status != 429:
             st.consecutive_errors = 0
             return 0.0
-        if not count_error and status is not None:
+        if not count_error:
             return 0.0
         told = parse_retry_after(retry_after) if status in (429, 503) else None
         if told is not None:
