@@ -1,5 +1,5 @@
-"""The 64-bit perceptual hash (pHash) of an image, as the image fetch records it and the pairs'
-de-duplication (filters/images/dedup.py) compares it."""
+"""The 64-bit perceptual hash (pHash) of an image and its 8x8 colour thumbnail, as the image fetch
+records them and the pairs' de-duplication (filters/images/dedup.py) compares them."""
 
 from __future__ import annotations
 
@@ -41,3 +41,13 @@ def phash_bytes(data: bytes, dead_zone: float = PHASH_DEAD_ZONE) -> str:
     with Image.open(io.BytesIO(data)) as im:
         im.seek(0)
         return phash_hex(im.convert("RGB"), dead_zone)
+
+
+def colour_thumbnail(image) -> bytes:
+    """The 8x8 RGB box-filtered thumbnail of a PIL image (first frame as decoded), as 192 bytes
+    (rows, then columns, then R, G, B): what the de-duplication's colour check compares
+    (filters.images.dedup.colour_confirm). The image fetch records it, hex-encoded, from its
+    one decode, so the check reads no stored file again."""
+    from PIL import Image
+
+    return image.convert("RGB").resize((8, 8), Image.Resampling.BOX).tobytes()

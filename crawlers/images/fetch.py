@@ -45,6 +45,7 @@ import pyarrow.parquet as pq
 from PIL import Image
 
 from common.consent import FLAG, NO_LEDGER, Consent, describe_flag, flag_true
+from common.phash import colour_thumbnail
 from crawlers.crawl.downloader import TRANSIENT_ERRORS, Downloader, RobotsLayer
 from crawlers.crawl.fetcher import FetchResult, mime_of
 from crawlers.crawl.robots_policy import ALLOWED
@@ -100,6 +101,10 @@ FETCHED_SCHEMA = pa.schema(
         ("stored_sha256", pa.string()),
         # pHash of the stored image (filters.images.dedup.phash_hex), from the fetch's decode
         ("phash", pa.string()),
+        # its 8x8 colour thumbnail (common.phash.colour_thumbnail), hex: the de-duplication's
+        # colour check; null where the file decodes to other pixels than the fetch's decode
+        # (blurred, or a reduced JPEG draft): the check reads that file
+        ("colour_thumbnail", pa.string()),
     ]
 )
 # The image_refs.parquet columns `load_refs` reads, by kind (common.inputs).
@@ -128,6 +133,7 @@ _OUTCOME_KEYS = (
     "face_boxes",
     "stored_sha256",
     "phash",
+    "colour_thumbnail",
 )
 # Config fields that change an outcome: a resumed run must use the same ones.
 _OUTCOME_CONFIG = (
@@ -308,8 +314,9 @@ def _store(
 
     The body is decoded once (a large JPEG reduced to what the face search needs) and every
     derived form comes from that decode: the face search's grey copy, its skin map, the pHash,
-    and what `on_image` is handed (the stored file's path and its decoded image, when the file
-    is the body as fetched and the decode is full size: the pixels decoding the file gives)."""
+    and, when the file is the body as fetched and the decode is full size (the pixels decoding
+    the file gives), the colour thumbnail the de-duplication compares and what `on_image` is
+    handed (the stored file's path and that decoded image)."""
     sha = hashlib.sha256(data).hexdigest()
     dec = decode_image(
         data,
@@ -320,6 +327,7 @@ def _store(
         draft_side=cfg.faces.detect_side,
     )
     path, width, height, boxes, stored_sha, phash = None, dec.width, dec.height, None, None, None
+    colour = None
     if dec.drop_reason is None:
         size = (dec.width, dec.height)
         stored = redact(data, dec.image, dec.format, faces, frames=dec.frames, size=size)
@@ -338,8 +346,10 @@ def _store(
             tmp = target.with_name(f".{sha}.{os.getpid()}.{id(data)}.tmp")
             tmp.write_bytes(stored.data)
             os.replace(tmp, target)  # whole or absent, even after kill -9
-        if on_image is not None and unchanged and not dec.reduced:
-            on_image(str(target), dec.image)
+        if unchanged and not dec.reduced:  # the file decodes to exactly dec.image
+            colour = colour_thumbnail(dec.image).hex()
+            if on_image is not None:
+                on_image(str(target), dec.image)
         dec.image = None
         path = rel
     return {
@@ -353,6 +363,7 @@ def _store(
         "face_boxes": boxes,
         "stored_sha256": stored_sha,
         "phash": phash,
+        "colour_thumbnail": colour,
     }
 
 

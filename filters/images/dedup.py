@@ -22,7 +22,12 @@ import numpy as np
 
 # The pHash is shared with the image fetch (crawlers/images hashes the one decode it makes of each
 # image), so it lives in common/; its names stay importable from here.
-from common.phash import PHASH_DEAD_ZONE, phash_bytes, phash_hex  # noqa: F401
+from common.phash import (  # noqa: F401
+    PHASH_DEAD_ZONE,
+    colour_thumbnail,
+    phash_bytes,
+    phash_hex,
+)
 from filters.images.config import DedupConfig
 
 DUPLICATE = "duplicate"
@@ -110,21 +115,26 @@ def _same(uf: _UnionFind, confirm: Callable[[int, int], bool] | None, a: int, b:
 
 def colour_signature(image) -> np.ndarray:
     """8x8 RGB box-filtered thumbnail of a PIL image, as floats in [0, 1] (8x8x3)."""
-    from PIL import Image
+    return _signature(colour_thumbnail(image))
 
-    small = image.convert("RGB").resize((8, 8), Image.Resampling.BOX)
-    return np.asarray(small, dtype=np.float32) / 255.0
+
+def _signature(thumb: bytes) -> np.ndarray:
+    return np.frombuffer(thumb, dtype=np.uint8).reshape(8, 8, 3).astype(np.float32) / 255.0
 
 
 def colour_confirm(
-    paths: Sequence[str | None], max_diff: float = 0.06
+    paths: Sequence[str | None],
+    max_diff: float = 0.06,
+    thumbnails: Sequence[str | None] | None = None,
 ) -> Callable[[int, int], bool]:
     """A `confirm` for find_duplicates: rows i and j are the same image when no cell of their 8x8
     colour thumbnails differs by more than `max_diff` in any channel. pHash is grey and keeps
     only layout, so "four red squares on the left" and "five purple circles on the left" share a
     hash; the thumbnails tell them apart. Re-encodes and resizes of one image (JPEG 75-90,
-    0.5-1.5x) stay under 0.06 on the sample web's scenes. Files are read once, when first
-    compared; a row without a readable file is confirmed (pHash alone decides)."""
+    0.5-1.5x) stay under 0.06 on the sample web's scenes. `thumbnails`: each row's
+    `common.phash.colour_thumbnail` of its stored file, hex-encoded, where the image fetch
+    recorded it (its `colour_thumbnail` column); a row without one has its file read, once,
+    when first compared; a row without a readable file is confirmed (pHash alone decides)."""
     from PIL import Image
 
     cache: dict[int, np.ndarray | None] = {}
@@ -132,6 +142,10 @@ def colour_confirm(
     def signature(i: int) -> np.ndarray | None:
         if i not in cache:
             path = paths[i]
+            thumb = thumbnails[i] if thumbnails is not None else None
+            if thumb and len(thumb) == 384:
+                cache[i] = _signature(bytes.fromhex(thumb))
+                return cache[i]
             try:
                 with Image.open(path) as im:
                     im.seek(0)
@@ -238,8 +252,8 @@ def repeated_urls(srcs: Iterable[str | None], doc_ids: Iterable[str], threshold:
 
 def dedup_rows(rows: Sequence[dict], cfg=None, image_root: str | Path | None = None) -> list[dict]:
     """Pairs rows (`id`, `doc_id`, `src`, `image_sha256`, `phash`, optional `clip_score`,
-    `image_path` and `drop_reason`) to copies with `duplicate_of` set and `drop_reason` =
-    "repeated_url" or "duplicate" for rows that were kept so far. Rows already dropped keep their
+    `image_path`, `colour_thumbnail` and `drop_reason`) to copies with `duplicate_of` set and
+    `drop_reason` = "repeated_url" or "duplicate" for rows that were kept so far. Rows already dropped keep their
     reason, take no part in grouping and get `duplicate_of` None. `cfg` is a DedupConfig (None:
     defaults). With `image_root` (the directory `image_path` is relative to) and
     `cfg.confirm_max_colour_diff` set, pHash matches are confirmed on the stored files
@@ -265,7 +279,8 @@ def dedup_rows(rows: Sequence[dict], cfg=None, image_root: str | Path | None = N
             str(Path(image_root) / out[i]["image_path"]) if out[i].get("image_path") else None
             for i in live
         ]
-        confirm = colour_confirm(paths, cfg.confirm_max_colour_diff)
+        thumbs = [out[i].get("colour_thumbnail") for i in live]
+        confirm = colour_confirm(paths, cfg.confirm_max_colour_diff, thumbs)
     dup_of = find_duplicates(
         [out[i]["id"] for i in live],
         [out[i].get("image_sha256") for i in live],

@@ -7,14 +7,19 @@ import io
 import random
 
 import cv2
+import pyarrow.parquet as pq
 import pytest
 from PIL import Image
 
+from common.phash import colour_thumbnail
+from crawlers.images import FETCHED, fetch_images
 from crawlers.images.faces import FaceDetector, face_regions
-from sampleweb.images import Scene, random_scene, render_png
+from filters.images.pairs import build_pairs
+from sampleweb.images import Scene, random_scene, reencode_jpeg, render_png, resize_png
 
+from .conftest import FAST, Resource, ref
 from .face_render import drawn_face, face_free_photos, photo_face, scene
-from .test_faces import _found
+from .test_faces import _encode, _found
 
 
 def _bench_scenes(n: int, seed: int = 3) -> list[Image.Image]:
@@ -62,3 +67,58 @@ def test_images_with_faces_are_still_labelled_and_their_faces_found(labelled):
     for im in face_free_photos():
         face_regions(im, (im.height, im.width), 20)
     assert len(labelled) == 2 + len(face_free_photos())
+
+
+def _open_counter(monkeypatch, root) -> list:
+    """Count the stored files under `root` that are opened (PIL) from here on."""
+    opened: list = []
+    real = Image.open
+
+    def counted(fp, *a, **kw):
+        if str(fp).startswith(str(root)):
+            opened.append(str(fp))
+        return real(fp, *a, **kw)
+
+    monkeypatch.setattr(Image, "open", counted)
+    return opened
+
+
+def test_dedup_compares_the_fetchs_colour_thumbnails_and_decides_as_from_the_files(
+    tmp_path, image_server, monkeypatch
+):
+    # scenes, their re-encodes and resizes (the same picture: one kept), and scenes of the same
+    # layout in other colours (pHash alike, the colour check tells them apart), a blurred face
+    rng = random.Random(7)
+    bodies = {}
+    for i in range(6):
+        s = random_scene(rng)
+        png = render_png(s)
+        bodies[f"/s{i}.png"] = (png, "image/png")
+        bodies[f"/s{i}.jpg"] = (reencode_jpeg(png, 85), "image/jpeg")
+        bodies[f"/s{i}-big.png"] = (resize_png(png, 1.4)[0], "image/png")
+    face, _ = scene(photo_face(120), (320, 280), bg="photo", seed=2)
+    bodies["/face.jpg"] = (_encode(face, "JPEG", quality=92), "image/jpeg")
+    server = image_server({p: Resource(b, t) for p, (b, t) in bodies.items()})
+    refs = [ref(f"r{i}", server.url("127.0.0.152", p)) for i, p in enumerate(bodies)]
+    out = tmp_path / "fetch"
+    fetch_images(refs, out, FAST)
+    rows = pq.read_table(out / FETCHED).to_pylist()
+    assert all(r["image_path"] for r in rows)
+    for r in rows:
+        if r["face_count"]:  # blurred: the file is not the decode; the check reads the file
+            assert r["colour_thumbnail"] is None
+            continue
+        with Image.open(out / r["image_path"]) as im:
+            im.seek(0)
+            assert r["colour_thumbnail"] == colour_thumbnail(im).hex()
+
+    opened = _open_counter(monkeypatch, out)
+    pairs = build_pairs(rows, out)
+    from_fetch = len(opened)
+    without = [{**r, "colour_thumbnail": None} for r in rows]
+    from_files = build_pairs(without, out)
+    decisions = [(p["drop_reason"], p["duplicate_of"]) for p in pairs]
+    assert decisions == [(p["drop_reason"], p["duplicate_of"]) for p in from_files]
+    assert sum(d == "duplicate" for d, _ in decisions) >= 6
+    # only the blurred image's file may be read, and only if its pHash matched another
+    assert from_fetch <= 1 and len(opened) - from_fetch >= 12
