@@ -13,11 +13,12 @@ counts every request, so robots.txt reads and requests for disallowed paths come
 At each size N (default 300 and 3000; --quick 100 and 1000), each tool runs in its own process
 against a fresh server, in the same run:
 
-- ours: `crawlers.images.fetch_images` (the crawl's downloader: robots.txt for both tokens,
-  politeness with --delay 0, SSRF guard with loopback allowed, byte/pixel caps, sha256 storage)
-  then `filters.images.phash_bytes` on every stored image, then `training.clip.ClipScorer.score`
-  of each image against its caption; then, timed apart, the stage's own path after the fetch,
-  `filters.images.pairs.build_pairs` (captions, pHash, score, de-duplication);
+- ours: the images stage's own path, all of it timed: `crawlers.images.fetch_images` (the
+  crawl's downloader: robots.txt for both tokens, the training token's consent, politeness with
+  --delay 0, SSRF guard with loopback allowed, byte/pixel caps, sha256 storage; one decode per
+  image, faces searched and blurred, pHash), then `filters.images.pairs.build_pairs` (caption
+  cleaning, `training.clip.ClipScorer` scores of each image against its caption, from the
+  fetch's decode, and de-duplication: sha256, pHash, colour check);
 - img2dataset (bench/.venvs/img2dataset, never a project dependency): `download(...)` of the
   same URL list with captions, resize to 256 (border), output_format files, 1 process and
   --hosts x --per-host threads (the number of requests ours has in flight).
@@ -136,11 +137,13 @@ OURS = textwrap.dedent(
     def cpu():
         c = resource.getrusage(resource.RUSAGE_CHILDREN)
         return time.process_time() + c.ru_utime + c.ru_stime
+    import hashlib
+    from collections import Counter
     from pathlib import Path
     import pandas  # noqa: F401  pyarrow imports it on first table build; an import, not timed
     import pyarrow.parquet as pq
     from crawlers.images import fetch_images
-    from filters.images import phash_bytes
+    from filters.images.pairs import build_pairs
     from training.clip import ClipScorer
     import torch
     torch.set_num_threads(args["torch_threads"])
@@ -149,35 +152,35 @@ OURS = textwrap.dedent(
     t_load, c_load = time.perf_counter(), cpu()
     refs = json.loads(Path(args["refs"]).read_text())
     out = Path(args["out"])
-    # the scorer takes each image as the fetch decodes it (resized for CLIP in the fetch's
-    # threads), so scoring decodes no stored file again
+    # The stage's path (pipelines' images build): the fetch (robots, consent, SSRF guard, decode,
+    # faces, pHash; the scorer takes each image as the fetch decodes it, resized for CLIP in the
+    # fetch's threads), then build_pairs: caption cleaning, CLIP scores, de-duplication (sha256,
+    # pHash, colour check). All of it is timed.
     summary = fetch_images(refs, out, args["fetch"], on_image=scorer.keep)
     t_fetch = time.perf_counter()
-    rows = [r for r in pq.read_table(out / "fetched.parquet").to_pylist() if r["image_path"]]
-    paths = [str(out / r["image_path"]) for r in rows]
-    # the fetch hashes each image from its one decode; a row without (none here) is read back
-    hashes = [r.get("phash") or phash_bytes(Path(p).read_bytes()) for r, p in zip(rows, paths)]
-    t_phash = time.perf_counter()
-    scores = scorer.score(paths, [r["alt"] for r in rows])
-    t_score, c_score = time.perf_counter(), cpu()
-    # The stage's own path after the fetch (pipelines' images build calls it): caption cleaning,
-    # pHash, CLIP score, de-duplication with the colour check; timed on its own.
-    from collections import Counter
-    from filters.images.pairs import build_pairs
     fetched = pq.read_table(out / "fetched.parquet").to_pylist()
-    t_bp = time.perf_counter()
-    pairs = build_pairs(fetched, out, score=scorer.score)
-    t_bp_end = time.perf_counter()
+    clip = {"s": 0.0, "paths": [], "captions": []}
+    def score(paths, captions):
+        t = time.perf_counter()
+        sims = scorer.score(paths, captions)
+        clip["s"] += time.perf_counter() - t
+        clip["paths"], clip["captions"] = list(paths), list(captions)
+        return sims
+    pairs = build_pairs(fetched, out, score=score)
+    t_done, c_done = time.perf_counter(), cpu()
+    kept = [r for r in pairs if r["drop_reason"] is None]
     json.dump({
-        "build_pairs_s": t_bp_end - t_bp, "build_pairs_kept": sum(r["drop_reason"] is None for r in pairs),
+        "build_pairs_s": t_done - t_fetch, "build_pairs_kept": len(kept),
         "build_pairs_drops": dict(Counter(r["drop_reason"] for r in pairs if r["drop_reason"])),
-        "cpu_s": c_score - c_load,
-        "stored": len(rows), "fetch_summary": summary,
+        "cpu_s": c_done - c_load,
+        "stored": sum(1 for r in fetched if r["image_path"]), "fetch_summary": summary,
         "startup_s": t_import - t_start, "model_load_s": t_load - t_import,
-        "fetch_decode_s": t_fetch - t_load, "phash_s": t_phash - t_fetch, "clip_s": t_score - t_phash,
-        "timed_s": t_score - t_load, "phashes": len(set(hashes)),
-        "mean_clip_score": float(scores.mean()) if len(scores) else None,
-        "paths": paths, "captions": [r["alt"] for r in rows],
+        "fetch_decode_s": t_fetch - t_load, "phash_s": 0.0, "clip_s": clip["s"],
+        "dedup_s": t_done - t_fetch - clip["s"], "timed_s": t_done - t_load,
+        "phashes": len({r["phash"] for r in pairs if r["phash"]}),
+        "mean_clip_score": sum(r["clip_score"] for r in kept) / max(1, len(kept)),
+        "kept_digest": hashlib.sha256("\\n".join(sorted(r["id"] for r in kept)).encode()).hexdigest()[:12],
+        "paths": clip["paths"], "captions": clip["captions"],
     }, open(args["result"], "w"))
     """
 )
@@ -584,17 +587,15 @@ def report(
         print(
             f"{'':6} ours/img2dataset images/s: x{o['images_per_s'] / p['images_per_s']:.2f}, "
             f"per CPU-s: x{o['images_per_cpu_s'] / p['images_per_cpu_s']:.2f}; "
-            f"ours split: fetch+decode {o['fetch_decode_s']:.2f} s, pHash {o['phash_s']:.2f} s, "
-            f"CLIP {o['clip_s']:.2f} s (model load {o['model_load_s']:.2f} s, not timed)"
+            f"ours split: fetch+decode+faces+pHash {o['fetch_decode_s']:.2f} s, "
+            f"CLIP {o['clip_s']:.2f} s, captions+dedup "
+            f"{o.get('dedup_s', o['phash_s']):.2f} s (model load {o['model_load_s']:.2f} s, "
+            "not timed)"
         )
-        if "build_pairs_s" in o:
-            stage = o["stored"] / (o["fetch_decode_s"] + o["build_pairs_s"])
-            print(
-                f"{'':6} ours by the stage's path (fetch_images + filters.images.build_pairs: "
-                f"+ caption cleaning, dedup with colour check): {stage:.1f} images/s "
-                f"(x{stage / p['images_per_s']:.2f}); kept {o['build_pairs_kept']}, "
-                f"dropped {o['build_pairs_drops']}"
-            )
+        print(
+            f"{'':6} ours kept {o['build_pairs_kept']} (ids digest {o.get('kept_digest', '-')}), "
+            f"dropped {o['build_pairs_drops']}"
+        )
         fetch_only = o["stored"] / o["fetch_decode_s"]
         print(
             f"{'':6} like for like, ours fetch+decode+store alone: {fetch_only:.1f} images/s "
