@@ -75,14 +75,17 @@ reads each shard's own row groups, so it stays flat.
     20     1000     2.601             0.251  10.37
     80     4000     6.636             0.176  37.71
 
-Real archives (`--real` over warcio's test/data and whirlwind.warc.gz; 17 files, 69 records):
-Refinery 3 pages, 66 recorded skips (request 19, warcinfo 19, duplicate_url 6, not_html 3,
-not_http 3, revisit 3, http_status 2, metadata 2, no_http_headers 2, short_record 2,
-malformed_record 2, digest_mismatch 1, duplicate_payload 1, revisit_missing_original 1);
-datatrove 4 documents, and it stops on example-bad.warc.gz.bad (a whole-file gzip: warcio asks
-for `warcio recompress`), which Refinery reads by decompressing the stream. The one document
-only datatrove makes is example-space-in-url.arc's record, 12 bytes shorter than its declared
-length (a short_record skip here). Agreement on the 3 shared: F1 0.945 (balanced).
+Real archives (`--real` over warcio's test/data and whirlwind.warc.gz; 17 files, 68 records,
+after 15153da): Refinery 3 pages, 65 recorded skips (request 20, warcinfo 19, duplicate_url 6,
+no_http_headers 3, not_html 3, not_http 3, revisit 3, digest_mismatch 2, duplicate_payload 2,
+metadata 2, http_status 1, revisit_missing_original 1); datatrove 4 documents, and it stops on
+example-bad.warc.gz.bad (a whole-file gzip: warcio asks for `warcio recompress`), which
+Refinery reads by decompressing the stream. example-space-in-url.arc's record (12 bytes shorter
+than its ARC length, its HTTP body whole) is now a page here too, then a duplicate_payload of
+example.com's page in example.arc, so the one document only datatrove makes is that repeat
+(datatrove does not de-duplicate). example-wrong-chunks.warc.gz (a record's body in a second
+gzip member) is read as one stream: its block digest is wrong (digest_mismatch), where before
+it was short_record + malformed_record. Agreement on the 3 shared: F1 0.945 (balanced).
 datatrove runs with `deduplicate=False`: with its default, trafilatura's LRU text cache dropped
 739 of the 2000 page copies (37%) as repeats, which is no extraction.
 
