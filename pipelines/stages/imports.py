@@ -63,8 +63,8 @@ class ImportWarcParams(ImportOptions):
     files: list[str] = param(
         [],
         argument=True,
-        help="WARC/ARC files or globs (local paths or fsspec URLs; gzip per record or whole); "
-        "or none, with --files-from.",
+        help="WARC/ARC/WACZ files or globs (local paths or fsspec URLs; gzip per record or "
+        "whole, zstd); or none, with --files-from.",
     )
     out: Path | None = param(
         None, output=True, help="Output directory (default: the lake's crawl/shard=import)."
@@ -89,8 +89,9 @@ class ImportWarcParams(ImportOptions):
     split_bytes: int = param(
         256 << 20,
         min=0,
-        help="Read a local gzip-per-record WARC larger than this as byte ranges of about this "
-        "size, one Beam element each (0: one element per file).",
+        help="Read a gzip-per-record WARC larger than this (local, or remote where the server "
+        "answers byte ranges) as byte ranges of about this size, one Beam element each (0: one "
+        "element per file).",
     )
     runner: str = param(
         "DirectRunner", resource="beam.runner", help="Beam runner; unknown options go to Beam."
