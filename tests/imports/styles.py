@@ -483,6 +483,19 @@ def whole_gzip(d: Path, at: At) -> tuple[Path, Expect]:
     return write(d / "whole.warc.gz", recs, gz="whole"), e
 
 
+def cat_gzip(d: Path, at: At) -> tuple[Path, Expect]:
+    """`cat a.warc.gz b.warc.gz` of two whole-file gzips: gzip members of several records each."""
+    a = at(ALLOW)
+    e = Expect()
+    recs = [
+        record("response", e.page(f"{a}/cat-{i}"), http("HTTP/1.1 200 OK", HTML, page(f"Cat {i}")))
+        for i in range(6)
+    ]
+    path = d / "cat.warc.gz"
+    path.write_bytes(gzip.compress(b"".join(recs[:3])) + gzip.compress(b"".join(recs[3:])))
+    return path, e
+
+
 def plain(d: Path, at: At) -> tuple[Path, Expect]:
     """An uncompressed .warc, WARC/1.1, blank lines between records beyond the two required."""
     a = at(ALLOW)
@@ -510,5 +523,6 @@ STYLES: dict[str, Callable[[Path, At], tuple[Path, Expect]]] = {
     "odd_uris": odd_uris,
     "segmented": segmented,
     "whole_gzip": whole_gzip,
+    "cat_gzip": cat_gzip,
     "plain": plain,
 }
