@@ -84,6 +84,20 @@ def _unmasked(url: str):
         raise
 
 
+def can_seek(fh: BinaryIO) -> bool:
+    """Whether `fh` really seeks: fsspec's streaming HTTP file (a server that answers no byte
+    ranges) says seekable() and raises on any move."""
+    try:
+        if not fh.seekable():
+            return False
+        here = fh.tell()
+        fh.seek(here + 1)
+        fh.seek(here)
+        return True
+    except (ValueError, OSError):
+        return False
+
+
 def open_source(path: str, allow_private: bool = False) -> BinaryIO:
     """The file's bytes: a local file, or an fsspec URL opened for reading (seekable where the
     server answers byte ranges)."""

@@ -43,6 +43,7 @@ from crawlers.imports.sources import (
     Gunzip,
     Prefixed,
     Unzstd,
+    can_seek,
     is_remote,
     is_zstd,
     local_path,
@@ -247,8 +248,8 @@ def splittable(source: str, max_first_member: int = 64 << 20, allow_private: boo
     if wacz.split(source):
         return False
     with open_source(source, allow_private) as fh:
-        if not is_record_start(fh, 0):
-            return False
+        if not can_seek(fh) or not is_record_start(fh, 0):
+            return False  # a server that answers no byte ranges: the file is read whole
         fh.seek(0)
         d = zlib.decompressobj(31)
         read = 0
@@ -418,7 +419,7 @@ def _scan(
         head = fh.read(4)
         gz = head.startswith(_GZIP_MAGIC)
         zstd = is_zstd(head)
-        stream: BinaryIO = rewound(fh) if fh.seekable() else Prefixed(head, fh)  # type: ignore
+        stream: BinaryIO = rewound(fh) if can_seek(fh) else Prefixed(head, fh)  # type: ignore
         if zstd and not gunzip:
             raise _Restart("zstd-compressed WARC: records copied", gunzip=True)
         decompressing = gunzip and (gz or zstd)

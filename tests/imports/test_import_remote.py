@@ -26,9 +26,9 @@ class ArchiveServer(LoopbackServer):
 
     label = "archive server"
 
-    def __init__(self, root: Path):
+    def __init__(self, root: Path, mode: str = "ranges"):
         super().__init__([HOST])
-        self.root = root
+        self.root, self.mode = root, mode  # ranges | no_ranges | no_length (streamed)
         self.ranges = 0
 
     async def _handle(self, request: web.Request) -> web.StreamResponse:
@@ -36,7 +36,15 @@ class ArchiveServer(LoopbackServer):
         if not path.is_file():
             return web.Response(status=404)
         self.ranges += "Range" in request.headers
-        return web.FileResponse(path)
+        if self.mode == "ranges":
+            return web.FileResponse(path)
+        if self.mode == "no_ranges":  # the whole file whatever was asked
+            return web.Response(body=path.read_bytes(), headers={"Accept-Ranges": "none"})
+        resp = web.StreamResponse()  # chunked: no Content-Length either
+        await resp.prepare(request)
+        await resp.write(path.read_bytes())
+        await resp.write_eof()
+        return resp
 
 
 def _warc(path: Path, n: int) -> Path:
@@ -97,3 +105,19 @@ def test_a_remote_archive_on_a_private_address_is_refused_unless_allowed(tmp_pat
         with pytest.raises(ValueError, match="loopback|private|reserved"):
             import_warc([url], tmp_path / "out", offline=True)
         assert server.ranges == 0
+
+
+@pytest.mark.parametrize("mode", ["no_ranges", "no_length"])
+def test_a_server_without_byte_ranges_gives_the_file_whole(tmp_path, mode):
+    """fsspec's streaming HTTP file says seekable() and raises on any move: the split check
+    raised 'Cannot seek streaming HTTP file' and the import ended."""
+    served = tmp_path / "served"
+    served.mkdir()
+    _warc(served / "cc.warc.gz", 12)
+    with ArchiveServer(served, mode) as server:
+        url = f"http://{HOST}:{server.port}/cc.warc.gz"
+        cfg = {"allow_private_networks": True}
+        s = import_warc([url], tmp_path / "out", config=cfg, offline=True, split_bytes=2000)
+    assert (s["ranges"], s["records"], s["pages"], s["skipped"]) == (1, 12, 12, 0)
+    for p in _rows(tmp_path / "out")[0]:
+        assert read_response(tmp_path / "out" / p["warc_file"], p["warc_offset"]).status == 200
