@@ -119,11 +119,14 @@ def decode_content(raw: bytes, content_encoding: str | None, limit: int, where: 
         if coding == "zstd":  # browsers ask for it, so archives of browser crawls hold it
             body = _unzstd(body, limit, where)
             continue
+        if coding == "br":  # likewise: most servers answer a browser's request with brotli
+            body = _unbrotli(body, limit, where)
+            continue
         if coding not in _ZLIB_CODINGS:
             raise BadPage(
                 "unsupported_encoding",
                 f"{where}: Content-Encoding {coding!r} has no decoder here (gzip, x-gzip, "
-                "deflate and zstd do; the crawler only asks for gzip and deflate)",
+                "deflate, br and zstd do; the crawler only asks for gzip and deflate)",
             )
         try:
             decoded = decode_body(body, coding, limit)
@@ -193,6 +196,39 @@ def _unzstd(raw: bytes, limit: int, where: str) -> bytes:
             data = dec.unused_data + data[i + 256 :]  # more frames follow, or nothing
     except zstandard.ZstdError as exc:
         raise BadPage("decode_error", f"{where}: Content-Encoding zstd: {exc}") from exc
+    return bytes(out)
+
+
+def _unbrotli(raw: bytes, limit: int, where: str) -> bytes:
+    """Content-Encoding br, the output capped at `limit`: brotli's decompressor is asked for at
+    most what is left under the cap each call (`output_buffer_limit`), so a bomb stops there;
+    a stream that ends before brotli's last block, or bytes after it, is a cut or padded body."""
+    import brotli
+
+    dec = brotli.Decompressor()
+    out = bytearray()
+    data = raw
+    try:
+        while True:
+            chunk = dec.process(data, output_buffer_limit=limit + 1 - len(out))
+            data = b""
+            out += chunk
+            if len(out) > limit:
+                raise BadPage(
+                    "too_large",
+                    f"{where}: Content-Encoding br: decompressed body exceeds {limit} bytes "
+                    "(compression bomb?)",
+                )
+            if dec.can_accept_more_data():
+                break
+    except brotli.error as exc:
+        raise BadPage("decode_error", f"{where}: Content-Encoding br: {exc}") from exc
+    if not dec.is_finished():
+        raise BadPage(
+            "decode_error",
+            f"{where}: Content-Encoding br: the compressed stream ends early (a cut body), so "
+            "the decoded page is partial",
+        )
     return bytes(out)
 
 

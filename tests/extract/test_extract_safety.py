@@ -170,7 +170,7 @@ def test_stacked_bomb_is_capped_at_every_layer() -> None:
         (_gzip(HTML) + _gzip(b"<p>second member</p>"), "gzip", "decode_error"),
         (_deflate(HTML)[:-30], "deflate", "decode_error"),
         (_deflate(HTML, raw=True)[:-30], "deflate", "decode_error"),
-        (HTML, "br", "unsupported_encoding"),
+        (HTML, "br", "decode_error"),  # plain text sent with a brotli label
         (HTML, "compress", "unsupported_encoding"),
         (_gzip(HTML), "gzip, gzip, gzip, gzip, gzip", "unsupported_encoding"),
     ],
@@ -210,7 +210,11 @@ def test_truncated_and_undecodable_bodies_are_rejected_with_reasons(tmp_path: Pa
                 "truncated": "unspecified",
                 "error": "unwanted-content-type: image/png",
             },
-            {"url": "http://b.test/br", "raw": HTML, "headers": [("Content-Encoding", "br")]},
+            {
+                "url": "http://b.test/lzw",
+                "raw": HTML,
+                "headers": [("Content-Encoding", "compress")],
+            },
             {
                 "url": "http://b.test/bad",
                 "raw": b"\x1f\x8b\x08\x00junk",
@@ -237,7 +241,7 @@ def test_truncated_and_undecodable_bodies_are_rejected_with_reasons(tmp_path: Pa
     assert rejects["http://b.test/slow"]["reason"] == "truncated"
     assert "ran out of time" in rejects["http://b.test/slow"]["detail"]
     assert rejects["http://b.test/img"]["reason"] == "not_html"
-    assert rejects["http://b.test/br"]["reason"] == "unsupported_encoding"
+    assert rejects["http://b.test/lzw"]["reason"] == "unsupported_encoding"
     assert rejects["http://b.test/bad"]["reason"] == "decode_error"
     assert set(docs) == {"http://b.test/deflate", "http://b.test/chunked"}
     for doc in docs.values():

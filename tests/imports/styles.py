@@ -190,8 +190,8 @@ def heritrix(d: Path, at: At) -> tuple[Path, Expect]:
 def browsertrix(d: Path, at: At) -> tuple[Path, Expect]:
     """Browsertrix / pywb: WARC/1.1, microsecond dates, hex sha256 digests, a page and its
     revisit (WARC-Refers-To-Target-URI/Date), a POST request, urn:pageinfo: and urn:text:
-    resource records, bodies in the codings browsers ask for: br (no decoder here: a skip),
-    zstd (whole, and cut)."""
+    resource records, bodies in the codings browsers ask for: br and zstd (each whole, and
+    cut)."""
     a, t = at(ALLOW), at(DENY_TRAINING)
     e = Expect()
     v = "1.1"
@@ -230,9 +230,16 @@ def browsertrix(d: Path, at: At) -> tuple[Path, Expect]:
     e.skip("not_http")
     recs.append(record("resource", f"urn:text:{url}", b"Browsertrix page", "text/plain", version=v))
     e.skip("not_http")
-    br = http("HTTP/1.1 200", [*HTML, ("Content-Encoding", "br")], b"\x1b\x0f\x00\xf8\xa5@")
-    recs.append(resp(f"{a}/bt-br", br, "2024-05-01T12:00:02Z"))
-    e.skip("unsupported_encoding")
+    import brotli
+
+    squeezed = brotli.compress(page("Brotli page"))
+    br = http("HTTP/1.1 200", [*HTML, ("Content-Encoding", "br")], squeezed)
+    recs.append(resp(e.page(f"{a}/bt-br"), br, "2024-05-01T12:00:02Z"))
+    br_cut = http(
+        "HTTP/1.1 200", [*HTML, ("Content-Encoding", "br")], squeezed[: len(squeezed) // 2]
+    )
+    recs.append(resp(f"{a}/bt-br-cut", br_cut, "2024-05-01T12:00:02.5Z"))
+    e.skip("decode_error")
     import zstandard
 
     packed = zstandard.ZstdCompressor().compress(page("Zstd page"))
