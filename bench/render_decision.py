@@ -1,11 +1,14 @@
 """Benchmark the render decision on held-out pages unlike the sample web's, with real Chromium renders.
 
     .venv/bin/python bench/render_decision.py [--seed 7] [--pages 120] [--pages-in-flight 2]
-        [--corpus heldout|sites] [--real-pages GIT_DIR]
+        [--corpus heldout|sites|external] [--real-pages GIT_DIR]
 
 `--corpus sites` generates pages from sites built like real ones instead
 (tests/extract/jspages_sites.py: external bundles, load-more controls, feeds, shadow roots; tests
-use seed 4242, development used 11). `--real-pages` names a bare git directory of
+use seed 4242, development used 11); `--corpus external` from framework-style builds
+(tests/extract/jspages_external.py: minified React/Next bundles, Vue templates, jQuery plugins,
+module web components, consent overlays, query-string pagers; tests use seed 2718, development
+used 5). `--real-pages` names a bare git directory of
 adbar/trafilatura (as the `fetch` tool leaves it, read at run time, nothing committed): the share
 of its ~990 real, saved pages (tests/cache, tests/eval) each decision would send to Chromium,
 and the decision's time per page.
@@ -51,6 +54,7 @@ from crawlers.extract.evaluate import contains_passage  # noqa: E402
 from crawlers.render import RenderConfig, RenderJob, needs_render, render_pages  # noqa: E402
 from crawlers.render.decide import text_weight  # noqa: E402
 from crawlers.render.probe import probe_pages, visible_blocks  # noqa: E402
+from tests.extract.jspages_external import generate as generate_external  # noqa: E402
 from tests.extract.jspages_heldout import generate  # noqa: E402
 from tests.extract.jspages_sites import generate as generate_sites  # noqa: E402
 
@@ -101,7 +105,10 @@ class Server:
                 pass
 
             def do_GET(self):
-                body, ctype = files.get(self.path.split("?")[0], (None, None))
+                # A resource may be keyed with its query (/api/items?page=2) or without it.
+                body, ctype = files.get(self.path) or files.get(
+                    self.path.split("?")[0], (None, None)
+                )
                 if body is None:
                     self.send_error(404)
                     return
@@ -294,14 +301,15 @@ def main() -> None:
     ap.add_argument("--pages-in-flight", type=int, default=2, help="browser pages at once")
     ap.add_argument("--probe-budget", type=float, default=5.0, help="seconds per probe render")
     ap.add_argument("--old-rev", default=None, help="git revision of the old decide.py")
-    ap.add_argument("--corpus", choices=("heldout", "sites"), default="heldout")
+    ap.add_argument("--corpus", choices=("heldout", "sites", "external"), default="heldout")
     ap.add_argument("--real-pages", default=None, help="bare git dir of adbar/trafilatura")
     args = ap.parse_args()
 
     old_needs_render, rev = old_decision(args.old_rev)
     if args.real_pages:
         real_pages(args.real_pages, old_needs_render, rev)
-    pages = (generate_sites if args.corpus == "sites" else generate)(args.seed, args.pages)
+    corpora = {"heldout": generate, "sites": generate_sites, "external": generate_external}
+    pages = corpora[args.corpus](args.seed, args.pages)
     with Server(pages) as srv:
         m = measure(pages, srv.base, args.pages_in_flight, args.probe_budget)
 
