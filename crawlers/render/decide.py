@@ -677,6 +677,33 @@ def _script_evidence(page: _Page) -> tuple[list[str], list[str], set[int]]:
     return list(dict.fromkeys(found)), list(dict.fromkeys(weak)), written
 
 
+_MEDIA_FILE = re.compile(r"\.(jpe?g|png|gif|webp|avif|svg|mp4|webm|m3u8|mp3|pdf)(\?|#|$)", re.I)
+
+
+def _source_attr(el) -> str:
+    """A data-* attribute of el whose value is a URL of a non-media resource (data-src="/api/x"):
+    the box says where a script will fetch its content from."""
+    for k, v in el.attrib.items():
+        v = v.strip()
+        if k.startswith("data-") and v.startswith(("/", "http://", "https://", "./")):
+            if not _MEDIA_FILE.search(v):
+                return k
+    return ""
+
+
+def _own_module(tag: str, external: list[str]) -> bool:
+    """True if one of the page's script files of its own origin (a relative URL) is named for the
+    custom element `tag` (/js/components/x-river.3f9a1c.js): a component build's file."""
+    for src in external:
+        src = src.strip().lower()
+        if src.startswith(("http:", "https:", "//")):
+            continue  # another origin's, most likely (a vendor's widget)
+        name = src.split("?")[0].rsplit("/", 1)[-1]
+        if re.match(rf"{re.escape(tag)}([.-][\w.-]*)?\.m?js$", name):
+            return True
+    return False
+
+
 def _names(el) -> str:
     """id, classes, tag and data-attribute names: what a page calls an element."""
     data = " ".join(k[5:] for k in el.attrib if k.startswith("data-"))
@@ -776,6 +803,14 @@ def _placeholders(page: _Page) -> list[tuple[str, object]]:
     return found
 
 
+def _inside_main(el, page: _Page) -> bool:
+    """True if a <nav>, <header> or <footer> is a section's own, not the site's: it sits in a
+    <main>, <article> or <section> of the main content (a list's pager, an article's footer)."""
+    return any(
+        a.tag in ("main", "article", "section") and page.in_flow(a) for a in el.iterancestors()
+    )
+
+
 def _load_more_controls(page: _Page) -> list[tuple[str, object]]:
     """Controls a reader would click to get more of the page: a button, an <a> that loads rather
     than navigates, a role=button, labelled "load more" (or "mehr laden", "voir plus", ...)."""
@@ -788,8 +823,11 @@ def _load_more_controls(page: _Page) -> list[tuple[str, object]]:
         href = (el.get("href") or "").strip()
         if el.tag == "a" and href and not href.startswith(("#", "javascript:")):
             continue  # a real link: it navigates, it loads nothing into this page
-        if any(a.tag in ("form", "nav", "header", "footer") for a in el.iterancestors()):
-            continue
+        if any(
+            a.tag == "form" or (a.tag in ("nav", "header", "footer") and not _inside_main(a, page))
+            for a in el.iterancestors()
+        ):
+            continue  # the site's menus and forms; a list's own <nav>/<footer> pager counts
         if _hidden(el):
             continue
         controls = el.get("aria-controls")
@@ -851,6 +889,14 @@ def _evidence(page: _Page) -> tuple[list[str], list[str], list[str]]:
         elif custom:
             if little_text or (_content_named(el) and _CUSTOM_CONTENT.search(el.tag)):
                 strong.append(f"shadow dom: empty custom element <{el.tag}> in the main content")
+            elif _own_module(el.tag, page.external) and _ends_flow(el, page):
+                # Where the main content ends, an element defined by a script file of the page's
+                # own (named for it, as component builds name them; its name need not say what
+                # it holds: <x-river>) is where the rest of it goes.
+                strong.append(
+                    f"shadow dom: empty custom element <{el.tag}> ends the main content, "
+                    "with external scripts"
+                )
             else:
                 places.append(f"empty custom element <{el.tag}> mid-content")
         elif not (_content_named(el) or (little_text and el.get("id"))):
@@ -860,6 +906,18 @@ def _evidence(page: _Page) -> tuple[list[str], list[str], list[str]]:
         elif page.external and el.get("id") and _ends_flow(el, page):
             strong.append(
                 f"empty container {_describe(el)} ends the main content, with external scripts"
+            )
+        elif (
+            page.external
+            and _CONTENT_NAME.search(f"{el.get('id') or ''} {el.get('class') or ''}".lower())
+            and _ends_flow(el, page)
+            and _source_attr(el)
+        ):
+            # No id, but a class naming content and a source (data-src="/api/..."): where the
+            # article's rest or a feed's items will come from.
+            strong.append(
+                f"empty container {_describe(el)} ends the main content and names its source "
+                f"({_source_attr(el)}), with external scripts"
             )
         elif page.external:
             places.append(f"empty box {_describe(el)} in the main content, with external scripts")
@@ -916,7 +974,11 @@ def _evidence(page: _Page) -> tuple[list[str], list[str], list[str]]:
             if little_text
             or (
                 page.in_flow(el)
-                and not any(_ad_named(a) for a in el.iterancestors() if page.in_flow(a))
+                and not any(
+                    _ad_named(a)
+                    for a in el.iterancestors()
+                    if page.in_flow(a) and a.tag not in ("nav", "header", "footer")
+                )
             )
         ]
         if main:

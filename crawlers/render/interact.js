@@ -44,6 +44,27 @@
     state.timers.delete(id);
     return origClear.call(window, id);
   };
+  // IntersectionObserver targets, per observer: a feed's sentinel that stays in view after the
+  // renderer scrolls to the end gets no new callback (observers report changes only), so the
+  // renderer re-observes the targets in view, as a reader's scrolling away and back would.
+  state.observed = [];
+  if (window.IntersectionObserver) {
+    const P = window.IntersectionObserver.prototype;
+    const observe = P.observe, unobserve = P.unobserve, disconnect = P.disconnect;
+    state.reobserve = (ob, t) => { unobserve.call(ob, t); observe.call(ob, t); };
+    P.observe = function (t) {
+      if (!state.observed.some(([o, x]) => o === this && x === t)) state.observed.push([this, t]);
+      return observe.call(this, t);
+    };
+    P.unobserve = function (t) {
+      state.observed = state.observed.filter(([o, x]) => !(o === this && x === t));
+      return unobserve.call(this, t);
+    };
+    P.disconnect = function () {
+      state.observed = state.observed.filter(([o]) => o !== this);
+      return disconnect.call(this);
+    };
+  }
   const start = () => new MutationObserver(() => { state.lastMutation = performance.now(); })
     .observe(document, { childList: true, subtree: true, characterData: true, attributes: false });
   if (document.documentElement) start(); else document.addEventListener("DOMContentLoaded", start);

@@ -92,7 +92,10 @@ FLATTEN_SHADOW = """() => {
 
 # Scroll the window and every scrolled box (feeds in an overflow container) to their ends. The
 # scroll counts as activity: its event handlers and IntersectionObserver callbacks run after this
-# returns, so settling must wait at least the idle time for the requests they start.
+# returns, so settling must wait at least the idle time for the requests they start. A page no
+# taller than the viewport cannot scroll, so no scroll event fires: one is sent, as a reader's
+# wheel would. IntersectionObserver targets in view (a sentinel that never left it while the
+# feed grew) are observed afresh: observers report changes only, so it would never fire again.
 SCROLL_TO_END = """() => {
   const h = document.documentElement.scrollHeight;
   window.scrollTo(0, h);
@@ -102,8 +105,115 @@ SCROLL_TO_END = """() => {
       if (oy === 'auto' || oy === 'scroll') el.scrollTop = el.scrollHeight;
     }
   }
-  if (window.__refinery) window.__refinery.lastMutation = performance.now();
+  document.dispatchEvent(new Event('scroll', {bubbles: true}));
+  const s = window.__refinery;
+  if (s && s.reobserve) {
+    for (const [ob, t] of s.observed.slice()) {
+      if (!t.isConnected) continue;
+      const r = t.getBoundingClientRect();
+      if (r.bottom >= -200 && r.top <= window.innerHeight + 200) s.reobserve(ob, t);
+    }
+  }
+  if (s) s.lastMutation = performance.now();
   return h; }"""
+
+# Dismiss a cookie-consent overlay: a dialog (role=dialog/alertdialog, aria-modal) or a box named
+# for cookies or consent, whose text speaks of cookies or privacy; click its "reject" control
+# ("Reject all", "Only necessary", "Alle ablehnen", ...) where it has one, else its accept control.
+# Some sites load their content only once the visitor has chosen. Returns the label clicked.
+REJECT_LABELS = (
+    "reject",
+    "decline",
+    "refuse",
+    "deny",
+    "necessary",
+    "essential",
+    "disagree",
+    "ablehnen",
+    "notwendige",
+    "erforderliche",
+    "refuser",
+    "sans accepter",
+    "rechazar",
+    "rejeitar",
+    "recusar",
+    "rifiuta",
+    "weiger",
+    "avvisa",
+    "afvis",
+    "avslå",
+    "hylkää",
+    "odrzuć",
+    "отклонить",
+    "отказаться",
+    "reddet",
+    "拒否",
+    "拒绝",
+    "拒絕",
+    "거부",
+    "رفض",
+    "अस्वीकार",
+    "từ chối",
+    "tolak",
+)
+ACCEPT_LABELS = (
+    "accept",
+    "agree",
+    "allow",
+    "got it",
+    "ok",
+    "akzeptieren",
+    "zustimmen",
+    "einverstanden",
+    "accepter",
+    "j'accepte",
+    "aceptar",
+    "aceitar",
+    "accetta",
+    "akkoord",
+    "godkänn",
+    "принять",
+    "согласен",
+    "akceptuj",
+    "zgadzam",
+    "kabul",
+    "同意",
+    "接受",
+    "동의",
+    "موافق",
+    "स्वीकार",
+    "chấp nhận",
+    "setuju",
+)
+DISMISS_CONSENT = """([reject, accept]) => {
+  const named = /cookie|consent|gdpr|cmp|privacy|datenschutz/i;
+  const talk = /cookie|consent|privacy|datenschutz|クッキー|쿠키|çerez|ciastecz|куки|cookie|隐私|隱私|プライバシー|تعريف الارتباط|कुकी/i;
+  const boxes = [...document.querySelectorAll(
+    '[role=dialog], [role=alertdialog], [aria-modal=true], [id], [class]')].filter(el =>
+      (el.matches('[role=dialog], [role=alertdialog], [aria-modal=true]') ||
+       named.test((el.id || '') + ' ' + (typeof el.className === 'string' ? el.className : ''))) &&
+      talk.test(el.textContent || '') && (el.textContent || '').length < 5000);
+  for (const box of boxes) {
+    const rect = box.getBoundingClientRect();
+    if (rect.width === 0 && rect.height === 0) continue;
+    const controls = [...box.querySelectorAll('button, a, [role=button], input[type=button], input[type=submit]')]
+      .filter(el => { const r = el.getBoundingClientRect(); return r.width > 0 || r.height > 0; })
+      .map(el => [el, (el.innerText || el.textContent || el.value || el.getAttribute('aria-label') || '')
+        .trim().replace(/\\s+/g, ' ').toLowerCase()])
+      .filter(([, t]) => t && t.length <= 40);
+    // A short word is the whole label ("OK"), not a part of one ("cookie settings").
+    const says = (t, w) => w.length <= 3 ? t.replace(/[^\\p{L}\\p{N} ]/gu, '').trim() === w : t.includes(w);
+    const stays = (el) => !(el.tagName === 'A' && (el.getAttribute('href') || '#')[0] !== '#');
+    const hit = controls.find(([el, t]) => reject.some(w => says(t, w)) && stays(el)) ||
+      controls.find(([el, t]) => accept.some(w => says(t, w)) && !reject.some(w => says(t, w)) && stays(el));
+    if (hit) {
+      hit[0].click();
+      if (window.__refinery) window.__refinery.lastMutation = performance.now();
+      return hit[1];
+    }
+  }
+  return null;
+}"""
 
 # Tabs hide the panels they are not showing; the content is real, so un-hide it for extraction.
 UNHIDE_PANELS = """() => {

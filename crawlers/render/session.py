@@ -379,6 +379,9 @@ class Renderer:
         await page.route("**/*", route)
         await page.goto(job.url, wait_until="load")
         await self._settle(page, inflight)
+        if await page.evaluate(js.DISMISS_CONSENT, [js.REJECT_LABELS, js.ACCEPT_LABELS]):
+            out.interactions += 1  # some sites load their content once the visitor has chosen
+            await self._settle(page, inflight)
         await self._interact(page, inflight, out)
         for _ in range(3):  # opening one expander can reveal nested ones
             opened = await page.evaluate(js.OPEN_EXPANDERS)
