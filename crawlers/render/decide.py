@@ -146,15 +146,19 @@ LOAD_MORE_TEXTS = (
 _NOUNS = (
     r"(results|posts|articles|stories|news|items|comments|replies|reviews|entries|videos|photos|"
     r"ergebnisse|beiträge|artikel|kommentare|nachrichten|meldungen|résultats|commentaires|"
-    r"noticias|resultados|artículos|comentários|notícias|articoli|notizie|risultati)"
+    r"actualités|actus|vidéos|noticias|resultados|artículos|comentários|notícias|articoli|"
+    r"notizie|risultati)"
 )
 LOAD_MORE_PATTERN = (
-    r"^\W*((load|show|see|view|display) (\d+ )?more( " + _NOUNS + r")?|more " + _NOUNS + r"|"
-    r"(mehr|weitere) ("
+    r"^\W*((load|show|see|view|display) (\d+ )?(more|older)( " + _NOUNS + r")?|"
+    r"(more|older) " + _NOUNS + r"|"
+    r"(mehr|weitere|ältere) (\d+ )?("
     + _NOUNS
-    + r" )?(laden|anzeigen|zeigen)|(voir|afficher|charger) plus( de "
+    + r" )?(laden|anzeigen|zeigen)|ältere "
     + _NOUNS
-    + r")?|plus de "
+    + r"|(voir|afficher|charger) plus( (de |d')"
+    + _NOUNS
+    + r")?|plus (de |d')"
     + _NOUNS
     + r"|(ver|mostrar|cargar|carregar) (más|mas|mais)( "
     + _NOUNS
@@ -163,6 +167,14 @@ LOAD_MORE_PATTERN = (
     + r")?)\W*$"
 )
 _LOAD_MORE_RE = re.compile(LOAD_MORE_PATTERN, re.I)
+
+
+# Names of load-more controls (class, id): an icon-only button carries its meaning only there.
+MORE_NAME_PATTERN = (
+    r"(^|[-_ .])(load-?more|show-?more|view-?more|loadmore|showmore|more-?(posts|articles|stories|"
+    r"items|results|news|entries)|(btn|button|js)-?more)($|[-_ .\d])"
+)
+_MORE_NAME = re.compile(MORE_NAME_PATTERN, re.I)
 
 
 def promises_more(label: str) -> bool:
@@ -839,6 +851,8 @@ def _load_more_controls(page: _Page) -> list[tuple[str, object]]:
         text = (text or el.get("aria-label") or el.get("title") or "").lower()
         if promises_more(text):
             out.append((text, el))
+        elif not re.sub(r"[\W\d_]+", "", text) and _MORE_NAME.search(_names(el)):
+            out.append((f"unlabelled {_describe(el)}", el))  # an icon-only "load more" button
     return out
 
 

@@ -14,11 +14,12 @@ SETTLE_PROBE = """() => {
   return [performance.now() - s.lastMutation, s.timers.size + s.pending];
 }"""
 
-# Click the first visible, enabled control whose text matches one of the given phrases: a button,
+# Click the first visible, enabled control whose text matches one of the given phrases (or, with
+# no letters in its label, whose class or id names it a load-more control): a button,
 # an <a> that loads rather than navigates (no href, "#..." or "javascript:"), a role=button, in
 # the light DOM or any open shadow root.
-CLICK_LOAD_MORE = """([phrases, pattern]) => {
-  const re = new RegExp(pattern, 'i');
+CLICK_LOAD_MORE = """([phrases, pattern, names]) => {
+  const re = new RegExp(pattern, 'i'), named = new RegExp(names || '$^', 'i');
   const sel = 'button, a, [role=button], input[type=button], input[type=submit]';
   const roots = [document];
   for (let i = 0; i < roots.length; i++)
@@ -26,16 +27,19 @@ CLICK_LOAD_MORE = """([phrases, pattern]) => {
   for (const root of roots) for (const el of root.querySelectorAll(sel)) {
     const text = (el.innerText || el.textContent || el.value || el.getAttribute('aria-label') || '')
       .trim().replace(/\\s+/g, ' ').toLowerCase();
-    if (!text || text.length > 60 || el.disabled || el.getAttribute('aria-disabled') === 'true') continue;
+    // An icon-only control (no letters in its label) says "load more" by its class or id only.
+    const unlabelled = !/\\p{L}/u.test(text) &&
+      named.test((el.id || '') + ' ' + (typeof el.className === 'string' ? el.className : ''));
+    if ((!text && !unlabelled) || text.length > 60 || el.disabled || el.getAttribute('aria-disabled') === 'true') continue;
     if (el.closest('form') && el.type === 'submit') continue;
     const rect = el.getBoundingClientRect();
     if (rect.width === 0 && rect.height === 0) continue;
     const href = (el.tagName === 'A' && el.getAttribute('href')) || '';
     if (href && !href.startsWith('#') && !href.startsWith('javascript')) continue;  // a real link navigates away
-    if (phrases.some(p => text.includes(p)) || re.test(text)) {
+    if ((text && (phrases.some(p => text.includes(p)) || re.test(text))) || unlabelled) {
       el.scrollIntoView({block: 'center'}); el.click();
       if (window.__refinery) window.__refinery.lastMutation = performance.now();
-      return text;
+      return text || el.className || el.id;
     }
   }
   return null;

@@ -39,7 +39,7 @@ from crawlers.render.archive import (
     RenderArchive,
     browser_headers,
 )
-from crawlers.render.decide import LOAD_MORE_PATTERN, LOAD_MORE_TEXTS
+from crawlers.render.decide import LOAD_MORE_PATTERN, LOAD_MORE_TEXTS, MORE_NAME_PATTERN
 from crawlers.robots import origin_of
 
 MEDIA_TYPES = {"image", "media", "font"}
@@ -415,7 +415,7 @@ class Renderer:
                 if now > size:
                     out.interactions, size, grew = out.interactions + 1, now, True
             if clicks < cfg.max_clicks and await page.evaluate(
-                js.CLICK_LOAD_MORE, [phrases, LOAD_MORE_PATTERN]
+                js.CLICK_LOAD_MORE, [phrases, LOAD_MORE_PATTERN, MORE_NAME_PATTERN]
             ):
                 clicks += 1
                 await self._settle(page, inflight)

@@ -12,7 +12,9 @@ JS pages (text arrives only when scripts run or a reader acts):
 * `vue_cloak`: `<div id="app" v-cloak>` holding `{{ }}` templates the app bundle fills from JSON;
 * `jquery_more`: jQuery plus a plugin file binding `$(document).on('click', '.js-more', ...)`; the
   control is an `<a href="#">`, a `<button>` or a `<div role="button">`, labelled in the page's
-  language, clicked until it goes away;
+  language ("Weitere 10 Artikel anzeigen", "Afficher plus d'actualités", "Load older posts"), or
+  an icon-only button named by its class, in a paragraph or the list's own `<nav>` / `<footer>`,
+  clicked until it goes away;
 * `io_spinner`: a post list ending in `<div class="sentinel">` and a spinner (CSS dots or an image),
   watched by an IntersectionObserver in the feed bundle (or a scroll listener);
 * `feed_element`: a custom element (`<news-feed>`, `<latest-stories>`, ...) defined in an external
@@ -69,9 +71,14 @@ EXT_STATIC_KINDS = (
 
 # Load-more labels, in each language, as sites word them (not only the usual "Load more").
 _MORE = {
-    "en": ("Load more articles", "More news", "Show more stories", "Load more"),
-    "de": ("Weitere Artikel", "Mehr Nachrichten laden", "Mehr anzeigen"),
-    "fr": ("Voir plus", "Plus d'articles", "Charger plus"),
+    "en": ("Load more articles", "More news", "Show 10 more", "Load older posts"),
+    "de": (
+        "Weitere Artikel",
+        "Mehr Nachrichten laden",
+        "Ältere Beiträge",
+        "Weitere 10 Artikel anzeigen",
+    ),
+    "fr": ("Voir plus", "Plus d'articles", "Afficher plus d'actualités"),
     "es": ("Cargar más", "Ver más noticias", "Mostrar más"),
     "pt": ("Carregar mais", "Ver mais notícias", "Mostrar mais"),
     "ru": ("Показать ещё", "Загрузить ещё"),
@@ -431,12 +438,14 @@ def _jquery_more(site: _Site, p: _Page) -> str:
     p.static_text, p.js_only = first, [t for page in later for t in page]
     stem = _pages_of(p, "posts", later)
     label = escape(p.rng.choice(_MORE[p.lang]))
-    p.variant = p.ident("a_hash", "button", "div_role")
+    p.variant = p.ident("a_hash", "button", "div_role", "icon")
     attrs = 'class="js-more btn btn-outline" data-list="#post-list" data-page="2"'
+    icon = '<svg width="24" height="24" viewBox="0 0 24 24"><path d="M12 5v14M5 12h14"/></svg>'
     control = {
         "a_hash": f'<a href="#" {attrs}>{label}</a>',
         "button": f'<button type="button" {attrs}>{label}</button>',
         "div_role": f'<div role="button" tabindex="0" {attrs}>{label}</div>',
+        "icon": f'<button type="button" {attrs}>{icon}</button>',  # named by its class only
     }[p.variant]
     # The control's box: a paragraph, or the list's own <nav class="pagination"> or <footer>.
     wrap = p.ident("p", "nav", "footer")

@@ -27,7 +27,7 @@ SEED = 2718  # development of tests/extract/jspages_external.py used seed 5
 
 
 def test_framework_built_sites_render_their_js_pages_and_leave_static_pages_static():
-    """JS-only text weight rendered >= 0.95 and static pages rendered <= 10%; on 65305f9's
+    """JS-only text weight rendered >= 0.95 and static pages rendered <= 10%; on 800c806's
     decide the list pager in a <nav>/<footer> of its section, the class-named article box that
     names its source and the custom element of a component file were missed (0.79)."""
     pages = generate(SEED, 128)
@@ -110,6 +110,37 @@ def test_an_empty_custom_element_from_the_pages_own_component_file_is_rendered()
     assert not needs_render(_page(main, vendor)).render
 
 
+@pytest.mark.parametrize(
+    "control",
+    [
+        '<button class="btn">Weitere 10 Artikel anzeigen</button>',
+        '<button class="btn">Ältere Beiträge</button>',
+        '<button class="btn">Afficher plus d\'actualités</button>',
+        '<a href="#" class="btn">Load older posts</a>',
+        '<button class="load-more" data-page="2"><svg width="16" height="16"></svg></button>',
+    ],
+)
+def test_load_more_labels_with_counts_elisions_older_or_only_an_icon(control):
+    """Labels sites use beyond "load more": a count inside a German phrase, "older" posts, a
+    French elided "d'", and an icon-only button whose class says load-more (800c806: static)."""
+    items = "".join(f"<li><p>{_P}</p></li>" for i in range(3))
+    d = needs_render(_page(f'<main><h1>Aktuell</h1><ul id="posts">{items}</ul>{control}</main>'))
+    assert d.render and "load-more control" in d.reason, d.reason
+
+
+def test_older_posts_and_unlabelled_buttons_that_navigate_or_are_not_named_are_no_evidence():
+    items = "".join(f"<li><p>{_P}</p></li>" for i in range(3))
+    for control in (
+        '<a href="/page/2" class="btn">Ältere Beiträge</a>',  # a real link: it navigates
+        '<button class="btn share"><svg width="16" height="16"></svg></button>',
+        '<button class="load-more">Mehr</button>',  # a one-word label is not "load more"
+    ):
+        d = needs_render(
+            _page(f'<main><h1>Aktuell</h1><ul id="posts">{items}</ul>{control}</main>')
+        )
+        assert not d.render, (control, d.reason)
+
+
 # --- Chromium ------------------------------------------------------------------------------------
 
 
@@ -156,14 +187,15 @@ class _Server:
 
 @pytest.mark.timeout(120)
 def test_chromium_dismisses_consent_and_keeps_feeds_loading_to_their_end(no_browser_leak):
-    """On 65305f9's renderer: the consent-gated article came out empty (0.00 of its text), the
+    """On 800c806's renderer: the consent-gated article came out empty (0.00 of its text), the
     IntersectionObserver feed stopped after its first page (its sentinel never left the view:
-    0.55) and the scroll-listener feed on a page no taller than the window loaded nothing."""
+    0.55), the scroll-listener feed on a page no taller than the window loaded nothing, and an
+    icon-only load-more button (named by its class only) was never clicked."""
     pages = generate(5, 64)
-    wanted = {"consent_gate", "io_spinner/io_dots", "io_spinner/scroll_gif"}
+    wanted = {"consent_gate", "io_spinner/io_dots", "io_spinner/scroll_gif", "jquery_more/icon"}
     chosen = []
     for p in pages:
-        key = next((k for k in wanted if k in (p.kind, f"{p.kind}/{p.variant}")), None)
+        key = next((k for k in wanted if f"{p.kind}/{p.variant}".startswith(k)), None)
         if key:
             chosen.append(p)
             wanted.discard(key)
