@@ -6,17 +6,21 @@ and (--many-hosts) how the scheduler scales with the number of hosts.
     .venv/bin/python bench/crawl.py --scheduler-only 50,1000,10000,50000
     .venv/bin/python bench/crawl.py --news 2000 [--max-pages 3000]
 
---news N: article coverage and trap share on news-like hosts built like real ones, three sites on
+--news N: article coverage and trap share on news-like hosts built like real ones, four sites on
 different software, each crawled from its home page with max_pages = 1.5 N (default):
 tests/crawl/realnews.py's two (shared template, session ids in many styles, sort/view/comment
 variants, 404 families and 200 print/AMP copies, item?id articles only behind paginated listings)
 and tests/crawl/wpnews.py's WordPress-like blog (shortlink and old-permalink redirect chains,
-rel=next-only listings, media links, replytocom/amp/print, login return addresses, calendars).
+rel=next-only listings, media links, replytocom/amp/print, login return addresses, calendars)
+and tests/crawl/facetnews.py's Drupal-like host (/node/N aliases with rel=canonical, faceted
+search whose links add one value at a time, print copies, 403/404 edit and comment links).
 Coverage: articles fetched under any URL; trap share: requests to variants / all requests.
 Measured 2026-11-28 (N=2000, max_pages 3000): RealNewsServer coverage 0.390 -> 1.000, trap share
 0.513 -> 0.000 (before/after commit a5bb425); OtherNewsServer coverage 1.000, trap share 0.0033;
 WordPressNewsServer (sitemaps on, as by default) coverage 0.623 -> 1.000, trap share 0.162 ->
-0.006 (media-file links, wp-login.php?redirect_to=, listings paged only by <link rel=next>).
+0.006 (media-file links, wp-login.php?redirect_to=, listings paged only by <link rel=next>);
+FacetNewsServer coverage 0.910 -> 1.000 (under the aliases: 0.010 -> 1.000), trap share 0.952 ->
+0.0047; 404 share on the first two 0.295/0.291 -> 0.010/0.009 (families that only fail are cut).
 
 --many-hosts: one server process on 0.0.0.0 answers for every 127.200.b.c address, each address
 a host with robots.txt (allow all) and a home page linking to a few pages. Refinery crawls with
@@ -425,11 +429,12 @@ def news_main(n_articles: int, max_pages: int | None) -> None:
     import sys
 
     sys.path.insert(0, str(ROOT))
+    from tests.crawl.facetnews import FacetNewsServer
     from tests.crawl.realnews import OtherNewsServer, RealNewsServer, crawl_news
     from tests.crawl.wpnews import WordPressNewsServer
 
     extra = {"max_pages": max_pages} if max_pages else {}
-    servers = (RealNewsServer, OtherNewsServer, WordPressNewsServer)
+    servers = (RealNewsServer, OtherNewsServer, WordPressNewsServer, FacetNewsServer)
     with tempfile.TemporaryDirectory(prefix="bench-news-") as tmp:
         for i, server in enumerate(servers):
             out = Path(tmp) / server.__name__

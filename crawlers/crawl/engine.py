@@ -34,7 +34,7 @@ from crawlers.crawl.robots_policy import ALLOWED, UNREACHABLE, RobotsFetch
 from crawlers.crawl.routing import OTHER_SHARD, OUTBOX_SCHEMA, ShardRouter, shard_root_of
 from crawlers.crawl.scheduler import DISCOVERED, SEED, SITEMAP, Scheduler
 from crawlers.crawl.sitemaps import parse_sitemap
-from crawlers.crawl.traps import main_text, pagination_step
+from crawlers.crawl.traps import main_text, pagination_step, shape_of
 from crawlers.crawl.warc import WarcStore
 from crawlers.robots import RobotsTxt
 
@@ -712,10 +712,13 @@ class Crawler:
                 self.frontier.commit_warc(loc.file, loc.end)
             fields["outlinks"] = len(page.links)
             new = 0
+            own_shape = shape_of(url)
             for lk in page.links:
                 depth = row["depth"] + (not pagination_step(lk.url, url))
                 found = self._discover_link(lk.url, depth, url, lk.anchor, page.topic)
-                new += found == "queued"
+                # a family is a hub for what it leads to elsewhere: facet and filter pages that
+                # link their own combinations only multiply themselves
+                new += found == "queued" and shape_of(self.traps.canonical(lk.url)[0]) != own_shape
             unwanted = (res.error or "").startswith("unwanted-content-type")
             self.traps.families.record(url, row["anchor"] or "", res.status, new, unwanted)
             if copy is not None:

@@ -220,7 +220,7 @@ def parse_html(
             continue
         if "canonical" in rel:
             info.canonical = info.canonical or url
-        elif url not in seen:
+        if url not in seen:  # a page's canonical address is a link too (often the only one)
             seen.add(url)
             info.links.append(Link(url, "", "nofollow" in rel))
     # Read the text around script/style/noscript/template without editing the tree: drop_tree

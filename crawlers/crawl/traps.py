@@ -151,6 +151,8 @@ CALENDAR_WORDS = frozenset(
 _DATE_SEG = re.compile(r"(19|20)\d\d-(0[1-9]|1[0-2])(-([0-2]\d|3[01]))?")
 _DATE_COMPACT = re.compile(r"(19|20)\d\d(0[1-9]|1[0-2])([0-2]\d|3[01])")
 _TOKEN = re.compile(r"[A-Za-z0-9_\-]{16,}")
+_FACET_SPLIT = re.compile(r"[,|; +]+")
+_KEY_INDEX = re.compile(r"\[[^\]]*\]$")  # f[0]=, f[]=: one parameter in several keys
 _WORD = re.compile(r"\w+", re.UNICODE)
 _SHAPE_LITERAL = re.compile(r"[a-z]{1,24}")
 
@@ -376,10 +378,10 @@ _BLOCK_TAGS = frozenset(
 class FamilyStats:
     """What each family of links (URL shape; template anchor text such as 'AMP' or 'Share')
     yielded when fetched: a family that keeps answering 4xx or types the crawl does not take, or
-    serving copies of pages already
-    fetched, loses priority after a few such pages; one that served nothing but copies
-    (`cut_copies`+ pages, 90%) is not fetched any more; one whose pages keep leading to new URLs
-    (listing pagination, new ids) gains priority."""
+    serving copies of pages already fetched, loses priority after a few such pages; one that
+    served nothing but copies (`cut_copies`+ pages, 90%) or failures (`cut_failed`+, 95%) is not
+    fetched any more; one whose pages keep leading to new URLs of other shapes (listing
+    pagination, new ids) gains priority."""
 
     def __init__(
         self,
@@ -387,9 +389,10 @@ class FamilyStats:
         fail_share: float = 0.5,
         hub_links: float = 5.0,
         cut_copies: int = 5,
+        cut_failed: int = 10,
     ):
         self.min_fetched, self.fail_share, self.hub_links = min_fetched, fail_share, hub_links
-        self.cut_copies = cut_copies
+        self.cut_copies, self.cut_failed = cut_copies, cut_failed
         # fetched, failed (4xx but 429), new URLs queued, copies of content already fetched
         self.stats: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0, 0])
 
@@ -438,14 +441,21 @@ class FamilyStats:
         return 0.0
 
     def cut(self, url: str, anchor: str = "") -> str | None:
-        """Why a URL of a family that served only copies is not worth fetching, or None."""
+        """Why a URL of a family that served only copies, or only failures, is not worth
+        fetching, or None."""
         for fam in self.families(url, anchor):
-            fetched, _, _, copies = self.stats.get(fam, (0, 0, 0, 0))
+            fetched, failed, _, copies = self.stats.get(fam, (0, 0, 0, 0))
             if copies >= self.cut_copies and copies >= 0.9 * fetched:
                 return (
                     f"trap: copies: {copies} of the {fetched} fetched pages of link family {fam} "
-                    "had the same main content (simhash) as a page already fetched under a "
-                    "shorter URL (print, AMP, view or session copies, generated look-alikes)"
+                    "had the same main content (simhash) as a page already fetched under its "
+                    "canonical or a shorter URL (print, AMP, view or session copies, aliases, "
+                    "generated look-alikes)"
+                )
+            if failed >= self.cut_failed and failed >= 0.95 * fetched:
+                return (
+                    f"trap: dead links: {failed} of the {fetched} fetched pages of link family "
+                    f"{fam} answered 4xx or a type the crawl does not take"
                 )
         return None
 
@@ -530,6 +540,9 @@ class TrapDetector:
         self.pattern_counts = self.shape_urls  # the per-shape counts (older name)
         # (host, path segments) -> [redirects of /x to /x/, pages served at a slashless /x]
         self.slash_votes: dict[tuple[str, int], list[int]] = defaultdict(lambda: [0, 0])
+        self.canonical_of: dict[str, str] = {}  # fetched URL -> the other URL it names canonical
+        self.self_canonical: set[str] = set()  # fetched URLs that name themselves canonical
+        self.facet_keys: dict[tuple[str, str, str], str] = {}  # (host, path, key) -> evidence
 
     # --- canonical addresses -----------------------------------------------------------
     @staticmethod
@@ -807,6 +820,9 @@ class TrapDetector:
                     f"(dates {first} .. {last}, now {date}); only {productive} of the fetched "
                     f"ones led to new non-calendar pages (budget {self.max_calendar} + that)"
                 )
+        reason = self._facet_reason(host, path, pairs, parent)
+        if reason:
+            return reason
         # Content evidence about a parameter only cuts variants reached from a variant of the same
         # page (a calendar's next day, a listing's other sort order), never a page an index
         # links to (item?id=N from /news).
@@ -834,6 +850,45 @@ class TrapDetector:
                 "by length); "
                 f"{self.shape_urls[shape]} URLs of it already queued"
             )
+        return None
+
+    @staticmethod
+    def _facet_values(pairs: tuple[tuple[str, str], ...]) -> dict[str, frozenset[str]]:
+        """Per parameter, the set of values it selects: one value or a list (`f=topic:a,year:2021`,
+        `tags=a+b`), a repeated key (`topic=a&topic=b`) or indexed keys (`f[0]=..&f[1]=..`)."""
+        out: dict[str, set[str]] = defaultdict(set)
+        for k, v in pairs:
+            out[_KEY_INDEX.sub("", k)].update(t for t in _FACET_SPLIT.split(v) if t)
+        return {k: frozenset(v) for k, v in out.items()}
+
+    def _facet_reason(
+        self, host: str, path: str, pairs: tuple[tuple[str, str], ...], parent: str | None
+    ) -> str | None:
+        """Faceted search: a listing whose links each add (or remove) one value to a parameter's
+        selection spans every combination of the values, each listing what the single-value
+        pages already list. A URL selecting 2+ values of a parameter is cut when the page of the
+        same path that links it selects the same values but one (and from then on, on this
+        host and path, whatever links it)."""
+        if not pairs:
+            return None
+        mine = {k: v for k, v in self._facet_values(pairs).items() if len(v) >= 2}
+        for key, values in mine.items():
+            if (host, path, key) in self.facet_keys:
+                return f"trap: {self.facet_keys[(host, path, key)]}; here {len(values)} values"
+        if not mine or parent is None:
+            return None
+        p_host, p_path, p_pairs = _split(parent)
+        if (p_host, p_path) != (host, path):
+            return None
+        theirs = self._facet_values(p_pairs)
+        for key, values in mine.items():
+            if len(values ^ theirs.get(key, frozenset())) == 1:
+                self.facet_keys[(host, path, key)] = (
+                    f"facet combinations: links on {host}{path} add one value to parameter "
+                    f"{key!r} at a time (every combination of its values is another listing of "
+                    "what the single values list)"
+                )
+                return f"trap: {self.facet_keys[(host, path, key)]}; here {len(values)} values"
         return None
 
     def _param_reason(
@@ -960,8 +1015,12 @@ class TrapDetector:
         host, path, pairs = _split(url)
         self._learn_tokens(host, links)
         self._learn_return_addresses(url, links)
-        if canonical:
+        if canonical == url and len(self.self_canonical) < 200_000:
+            self.self_canonical.add(url)
+        elif canonical and _split(canonical)[0] == host:
             self._learn_from_canonical(url, canonical)
+            if len(self.canonical_of) < 200_000:
+                self.canonical_of[url] = canonical
         links = [self.canonical(link)[0] for link in links]  # as they will be queued
         fp, n_words = fingerprint(self._own_blocks(host, text))
         # A page of a few words ('link to 7 link to 8') is too short to judge near-identity by
@@ -1037,7 +1096,12 @@ class TrapDetector:
             if len(prints) < 200_000:
                 prints[whole] = url
             return None
-        if len(first) > len(url):  # the earlier page was the copy: keep the shorter address
+        # The copy is the page that names the other one canonical, or names none where the other
+        # names itself; else the longer address.
+        mine, theirs = url in self.self_canonical, first in self.self_canonical
+        if self.canonical_of.get(url) == first or (theirs and not mine):
+            return url
+        if self.canonical_of.get(first) == url or (mine and not theirs) or len(first) > len(url):
             prints[whole] = url
             return first
         return url

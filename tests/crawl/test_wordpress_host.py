@@ -43,7 +43,7 @@ def test_wordpress_host_posts_within_one_and_a_half_times_their_number(tmp_path)
     assert result["families"].get("media", 0) <= 5, result
 
 
-def test_link_rel_next_in_the_head_is_a_link():
+def test_link_rel_next_prev_and_canonical_in_the_head_are_links():
     html = (
         b'<html><head><link rel="next" href="/briefs/page/3/"><link rel="prev" href="page/1/">'
         b'<link rel="stylesheet" href="/s.css"><link rel="canonical" href="/briefs/page/2/">'
@@ -52,7 +52,12 @@ def test_link_rel_next_in_the_head_is_a_link():
     info = parse_html(
         html, f"{H}/briefs/page/2/", agent="RefineryBot", training_agent="RefineryBot-Extended"
     )
-    assert [lk.url for lk in info.links] == [f"{H}/briefs/page/3/", f"{H}/briefs/page/2/page/1/"]
+    assert [lk.url for lk in info.links] == [
+        f"{H}/briefs/page/3/",
+        f"{H}/briefs/page/2/page/1/",
+        f"{H}/briefs/page/2/",  # the canonical address is a link too
+    ]
+    assert info.canonical == f"{H}/briefs/page/2/"
 
 
 def test_a_parameter_carrying_the_linking_pages_own_address_is_a_return_address():
