@@ -295,12 +295,18 @@ class Crawler:
         return round(base + self.traps.families.adjustment(row["url"], row["anchor"] or ""), 4)
 
     def _discover_link(
-        self, url: str, depth: int, parent: str, anchor: str, parent_topic: str
+        self,
+        url: str,
+        depth: int,
+        parent: str,
+        anchor: str,
+        parent_topic: str,
+        canonical: tuple[str, str | None] | None = None,
     ) -> str:
-        """Discover an outlink by its canonical address: a URL that only re-presents a document
-        (session id, sort/view parameter) is recorded as skipped with the reason and the document's
-        own address is discovered instead."""
-        clean, why = self.traps.canonical(url)
+        """Discover an outlink by its canonical address (`TrapDetector.canonical`, or as given): a
+        URL that only re-presents a document (session id, sort/view parameter) is recorded as
+        skipped with the reason and the document's own address is discovered instead."""
+        clean, why = canonical or self.traps.canonical(url)
         if clean != url:
             if url not in self.known:
                 self._skip_variant(url, depth, parent, anchor, parent_topic, clean, why or "")
@@ -715,10 +721,11 @@ class Crawler:
             own_shape = shape_of(url)
             for lk in page.links:
                 depth = row["depth"] + (not pagination_step(lk.url, url))
-                found = self._discover_link(lk.url, depth, url, lk.anchor, page.topic)
+                clean = self.traps.canonical(lk.url)
+                found = self._discover_link(lk.url, depth, url, lk.anchor, page.topic, clean)
                 # a family is a hub for what it leads to elsewhere: facet and filter pages that
                 # link their own combinations only multiply themselves
-                new += found == "queued" and shape_of(self.traps.canonical(lk.url)[0]) != own_shape
+                new += found == "queued" and shape_of(clean[0]) != own_shape
             unwanted = (res.error or "").startswith("unwanted-content-type")
             self.traps.families.record(url, row["anchor"] or "", res.status, new, unwanted)
             if copy is not None:
