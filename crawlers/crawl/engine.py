@@ -754,7 +754,7 @@ class Crawler:
         if hops > self.cfg.max_redirects:
             fields["error"] = f"too-many-redirects: more than {self.cfg.max_redirects}"
             return
-        target, why = self.traps.slashed(fields["redirect_to"])
+        target, why = self.traps.rewrite(fields["redirect_to"])
         if target != fields["redirect_to"] and fields["redirect_to"] not in self.known:
             self._skip_variant(
                 fields["redirect_to"], row["depth"], row["url"], "", topic, target, why or ""

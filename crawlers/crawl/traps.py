@@ -541,6 +541,8 @@ class TrapDetector:
         # (host, path segments) -> [redirects of /x to /x/, pages served at a slashless /x]
         self.slash_votes: dict[tuple[str, int], list[int]] = defaultdict(lambda: [0, 0])
         self.canonical_of: dict[str, str] = {}  # fetched URL -> the other URL it names canonical
+        self.alias_votes: dict[str, Counter[str]] = {}  # origin -> origins it redirected to
+        self.served_origins: set[str] = set()  # origins that answered a page of their own
         self.self_canonical: set[str] = set()  # fetched URLs that name themselves canonical
         self.facet_keys: dict[tuple[str, str, str], str] = {}  # (host, path, key) -> evidence
 
@@ -553,18 +555,53 @@ class TrapDetector:
         return len(segs), bool(segs) and not path.endswith("/") and "." not in segs[-1]
 
     def note_redirect(self, url: str, target: str) -> None:
-        """A fetched URL answered with a redirect to `target` (evidence for `slashed`)."""
+        """A fetched URL answered with a redirect to `target` (evidence for `slashed` and
+        `aliased`)."""
         host, path, pairs = _split(url)
         if _split(target) == (host, path + "/", pairs):
             n, _ = self._slash_key(path)
             self.slash_votes[(host, n)][0] += 1
+        a, b = urlsplit(url), urlsplit(target)
+        if (a.scheme, a.netloc) != (b.scheme, b.netloc) and (a.path, a.query) == (b.path, b.query):
+            origin = f"{a.scheme}://{a.netloc}"
+            if origin in self.alias_votes or len(self.alias_votes) < 100_000:
+                self.alias_votes.setdefault(origin, Counter())[f"{b.scheme}://{b.netloc}"] += 1
 
     def note_served(self, url: str) -> None:
-        """A fetched URL answered with a page of its own (counter-evidence for `slashed`)."""
+        """A fetched URL answered with a page of its own (counter-evidence for `slashed` and
+        `aliased`)."""
         host, path, _ = _split(url)
         n, could = self._slash_key(path)
         if could:
             self.slash_votes[(host, n)][1] += 1
+        if len(self.served_origins) < 1_000_000:
+            parts = urlsplit(url)
+            self.served_origins.add(f"{parts.scheme}://{parts.netloc}")
+
+    def aliased(self, url: str) -> tuple[str, str | None]:
+        """(the URL on the origin its origin always redirects to, why) -- or (url, None). An
+        origin (`http://example.com`) that redirected 3+ paths each to the same path and query
+        on one other origin (`https://www.example.com`), every time, and served no page itself
+        would redirect this URL too (apex to www, http to https, an old domain to the new)."""
+        parts = urlsplit(url)
+        origin = f"{parts.scheme}://{parts.netloc}"
+        votes = self.alias_votes.get(origin)
+        if not votes or origin in self.served_origins:
+            return url, None
+        (target, n), total = votes.most_common(1)[0], sum(votes.values())
+        if n < 3 or n != total:
+            return url, None
+        why = f"origin alias: {origin} redirected {n} URLs each to the same path on {target}"
+        scheme, netloc = target.split("://", 1)
+        return urlunsplit((scheme, netloc, parts.path, parts.query, "")), why
+
+    def rewrite(self, url: str) -> tuple[str, str | None]:
+        """`aliased`, then `slashed`: the address a redirect would lead to, learned from this
+        crawl's redirects; (url, None) when nothing applies."""
+        url, alias = self.aliased(url)
+        url, slash = self.slashed(url)
+        why = "; ".join(w for w in (alias, slash) if w)
+        return url, why or None
 
     def slashed(self, url: str) -> tuple[str, str | None]:
         """(the URL with the trailing slash its host always adds, why) -- or (url, None). A host
@@ -590,8 +627,9 @@ class TrapDetector:
         or a random token this host has put on many unrelated links), sort/comment-order/print
         and other view parameters (by name; view-like keys only with presentation values), and
         parameters fetched pages of this URL's shape showed not to change the main content; and
-        the trailing slash the host always adds (`slashed`)."""
-        url, slash = self.slashed(url)
+        the trailing slash the host always adds, on the origin its origin always redirects to
+        (`rewrite`)."""
+        url, slash = self.rewrite(url)
         parts = urlsplit(url)
         path, why = parts.path, [slash] if slash else []
         if "(" in path and _PATH_SESSION_SEG.search(path):

@@ -96,3 +96,24 @@ def test_a_family_answering_types_the_crawl_does_not_take_sinks():
     for n in range(3):
         fam.record(f"{H}/2019/03/post-{n}/feed/", "Comments RSS", 200, 0, unwanted=True)
     assert fam.adjustment(f"{H}/2019/03/post-9/feed/", "Comments RSS") < -2
+
+
+def test_an_origin_that_always_redirects_to_another_is_rewritten_before_the_request():
+    t = TrapDetector()
+    apex, www = "http://127.0.0.76:8080", "http://127.0.0.77:8080"
+    for n in range(3):
+        t.note_redirect(f"{apex}/2019/03/post-{n}/", f"{www}/2019/03/post-{n}/")
+    clean, why = t.canonical(f"{apex}/2019/04/other/?replytocom=5")
+    assert clean == f"{www}/2019/04/other/" and "origin alias" in why
+    # an origin that also served a page of its own, or redirected elsewhere too, is left alone
+    served = TrapDetector()
+    for n in range(3):
+        served.note_redirect(f"{apex}/a/{n}", f"{www}/a/{n}")
+    served.note_served(f"{apex}/b")
+    assert served.aliased(f"{apex}/c")[1] is None
+    split = TrapDetector()
+    for n in range(3):
+        split.note_redirect(f"{apex}/a/{n}", f"{www}/a/{n}")
+    split.note_redirect(f"{apex}/a/9", f"{apex}/login")  # not the same path: no vote either way
+    split.note_redirect(f"{apex}/b/1", "http://127.0.0.78:8080/b/1")
+    assert split.aliased(f"{apex}/c")[1] is None

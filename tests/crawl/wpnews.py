@@ -2,7 +2,8 @@
 
 Posts live at `/YYYY/MM/slug/`; `/?p=ID` shortlinks and old `/archives/ID` permalinks reach them
 through 301/302 chains (`/archives/ID` -> `/?p=ID` -> `/YYYY/MM/slug` -> `/YYYY/MM/slug/`).
-Listings: the home page (`/page/N/`), category archives whose further pages are announced only in
+The blog's old address (`127.0.1.N`, another origin) answers everything with a 301 to the same
+path here, and posts still link it. Listings: the home page (`/page/N/`), category archives whose further pages are announced only in
 `<link rel=next>` (an infinite-scroll theme: the body has a "Load more" button and no link), tag
 archives paged `?paged=N`, author archives, and date archives (`/YYYY/`, `/YYYY/MM/`, `/YYYY/MM/DD/`,
 `/?m=YYYYMM`) whose "older/newer month" links go on for ever (empty months answer 200 "Nothing
@@ -114,7 +115,10 @@ class WordPressNewsServer(LoopbackServer):
         self.related = {p["id"]: rng.sample(self.blog, min(3, len(self.blog))) for p in self.posts}
         self.log: list[tuple[str, str, str | None]] = []  # (raw path, kind, post path)
         self._tokens = 0
-        super().__init__([self.ip])
+        # the blog's old address (another origin: apex vs www, an old domain) answers every
+        # request with a 301 to the same path here; editors still paste links to it
+        self.old_ip = "127.0.1." + ip.rsplit(".", 1)[1]
+        super().__init__([self.ip, self.old_ip])
 
     # --- helpers for tests ------------------------------------------------------------
     def url(self, path: str = "/") -> str:
@@ -165,6 +169,9 @@ class WordPressNewsServer(LoopbackServer):
 
     async def _handle(self, request: web.Request) -> web.StreamResponse:
         raw = request.raw_path
+        if request.url.host == self.old_ip:
+            self.log.append((raw, "robots" if raw == "/robots.txt" else "redirect", None))
+            return web.Response(status=301, headers={"Location": self.url(raw)})
         parts = urlsplit(raw)
         path = _JSESSION.sub("", parts.path)
         pairs = parse_qsl(parts.query, keep_blank_values=True)
@@ -561,6 +568,12 @@ class WordPressNewsServer(LoopbackServer):
         if len(paras) > 1:
             other = self.related[p["id"]][0]
             paras[1] += f' See also <a href="{rel(other)}">{other["title"].lower()}</a>.'
+        if len(paras) > 3:  # a link pasted from the old address
+            old = self.related[p["id"]][1]
+            paras[3] += (
+                f' Read <a href="http://{self.old_ip}:{self.port}{old["path"]}">our earlier '
+                "report</a>."
+            )
         if len(paras) > 2:
             paras[2] += (
                 f' As we <a href="/archives/{p["old_id"]}">reported before</a>, the story goes on.'
