@@ -720,8 +720,9 @@ class Crawler:
             new = 0
             own_shape = shape_of(url)
             for lk in page.links:
-                depth = row["depth"] + (not pagination_step(lk.url, url))
-                clean = self.traps.canonical(lk.url)
+                clean = self.traps.canonical(lk.url)  # the address it is queued under
+                step = pagination_step(clean[0], url, self.traps.paged_listings)
+                depth = row["depth"] + (not step)
                 found = self._discover_link(lk.url, depth, url, lk.anchor, page.topic, clean)
                 # a family is a hub for what it leads to elsewhere: facet and filter pages that
                 # link their own combinations only multiply themselves

@@ -151,6 +151,8 @@ CALENDAR_WORDS = frozenset(
 _DATE_SEG = re.compile(r"(19|20)\d\d-(0[1-9]|1[0-2])(-([0-2]\d|3[01]))?")
 _DATE_COMPACT = re.compile(r"(19|20)\d\d(0[1-9]|1[0-2])([0-2]\d|3[01])")
 _TOKEN = re.compile(r"[A-Za-z0-9_\-]{16,}")
+# A page number: 1-999 without a leading zero (dates have them), bare or with a short word.
+_PAGE_SEG = re.compile(r"(?:[a-z]{1,8}[-_]?)?[1-9]\d{0,2}(?:\.[a-z]{2,5})?", re.I)
 _FACET_SPLIT = re.compile(r"[,|; +]+")
 _KEY_INDEX = re.compile(r"\[[^\]]*\]$")  # f[0]=, f[]=: one parameter in several keys
 _WORD = re.compile(r"\w+", re.UNICODE)
@@ -277,12 +279,16 @@ def _scope(host: str, path: str, keys: list[str] | tuple[str, ...]) -> str:
     return shape_of("//" + host + path + "?" + "&".join(f"{k}=" for k in sorted(set(keys))))
 
 
-def pagination_step(url: str, parent: str) -> bool:
+def pagination_step(url: str, parent: str, listings: set[str] | None = None) -> bool:
     """True for a link from a listing page to another page of the same listing: same path, the
     same parameters but one numeric one (`?page=3` from `?page=2` or from the bare listing), or a
     numeric last segment after 'page'/'p' (`/news/page/3`). Walking a listing is not going deeper
     into the site, so it does not count against max_depth (endless listings of the same pages are
-    cut as runs of near-identical pages)."""
+    cut as runs of near-identical pages). A page number as the last path segment counts too
+    (`/news/2` from `/news`, `/archive/page-4` from `/archive/page-3`); bare numbers from one to the
+    next (`/news/3` from `/news/2`) only under a path `listings` has seen paged from its first
+    page this way (an article's id is not a page number: `/story/3` from `/story/2`); `listings`
+    collects those paths."""
     host, path, pairs = _split(url)
     p_host, p_path, p_pairs = _split(parent)
     if host != p_host:
@@ -298,6 +304,20 @@ def pagination_step(url: str, parent: str) -> bool:
         base = segs[:-2]
         p_base = p_segs[:-2] if len(p_segs) >= 3 and p_segs[-2].lower() in ("page", "p") else p_segs
         return base == p_base
+    # a page number as the last segment: /news/2 from /news or /news/3, /archive/page-4 from
+    # /archive/page-3, /list/index_2.html from /list/index_3.html (short numbers: an id is not)
+    last, p_last = _PAGE_SEG.fullmatch(segs[-1]), _PAGE_SEG.fullmatch(p_segs[-1])
+    if len(segs) == len(p_segs) + 1 and last and segs[:-1] == p_segs:
+        if listings is not None and len(listings) < 100_000:
+            listings.add(host + "/".join(p_segs))
+        return True
+    if len(p_segs) == len(segs) + 1 and p_last and p_segs[:-1] == segs:
+        return True  # back to the listing's first page
+    if len(segs) == len(p_segs) and last and p_last and segs[:-1] == p_segs[:-1]:
+        if re.sub(r"\d+", "#", segs[-1]) != re.sub(r"\d+", "#", p_segs[-1]):
+            return False
+        bare = segs[-1].isdigit()
+        return not bare or (listings is not None and host + "/".join(segs[:-1]) in listings)
     return False
 
 
@@ -541,6 +561,7 @@ class TrapDetector:
         # (host, path segments) -> [redirects of /x to /x/, pages served at a slashless /x]
         self.slash_votes: dict[tuple[str, int], list[int]] = defaultdict(lambda: [0, 0])
         self.canonical_of: dict[str, str] = {}  # fetched URL -> the other URL it names canonical
+        self.paged_listings: set[str] = set()  # paths seen paged by a number segment (/news/2)
         self.alias_votes: dict[str, Counter[str]] = {}  # origin -> origins it redirected to
         self.served_origins: set[str] = set()  # origins that answered a page of their own
         self.self_canonical: set[str] = set()  # fetched URLs that name themselves canonical

@@ -23,7 +23,7 @@ H = "http://blog.test"
 def test_wordpress_host_posts_within_one_and_a_half_times_their_number(tmp_path):
     result = crawl_news(
         tmp_path / "out",
-        200,
+        300,
         seed=1,
         ip="127.0.0.71",
         server=WordPressNewsServer,
@@ -32,7 +32,7 @@ def test_wordpress_host_posts_within_one_and_a_half_times_their_number(tmp_path)
     print("\n", result)
     assert result["coverage"] >= 0.95, result
     assert result["trap_share"] <= 0.05, result
-    with WordPressNewsServer("127.0.0.71", n_articles=200, seed=1) as ns:
+    with WordPressNewsServer("127.0.0.71", n_articles=300, seed=1) as ns:
         briefs = sum(p["kind"] == "brief" for p in ns.posts)
     # the briefs are listed only on pages announced by <link rel=next>
     assert result["by_kind"].get("brief", 0) >= 0.95 * briefs, result
