@@ -48,6 +48,7 @@ import argparse
 import glob
 import io
 import json
+import re
 import subprocess
 import sys
 import time
@@ -253,6 +254,30 @@ def mixture_spec(name: str, source: Path, tokens: int) -> dict:
     }
 
 
+def refinery_mixture_spec(source: Path, tokens: int, quality_cut: float | None = None) -> dict:
+    """Refinery's default pretraining mixture (training/mixtures/pretrain.yaml) over the arm's
+    documents: the buckets that read the filter's documents keep their weights, language split,
+    temperature, epoch cap, quality predicates and repetition; code and math (licensed sources
+    that no arm has) are dropped and the remaining weights renormalised. `quality_cut` replaces
+    the sources' `quality_score >= X` cut (0: none)."""
+    default = yaml.safe_load((ROOT / "training" / "mixtures" / "pretrain.yaml").read_text())
+    buckets = {
+        name: b
+        for name, b in default["buckets"].items()
+        if all(src["path"] == "lake/filter/documents.parquet" for src in b["sources"])
+    }
+    total = sum(b["weight"] for b in buckets.values())
+    for b in buckets.values():
+        b["weight"] = b["weight"] / total
+        for src in b["sources"]:
+            src["path"] = str(source)
+            if quality_cut is not None:
+                where = re.sub(r" AND quality_score >= [0-9.]+", "", src["where"])
+                cut = f" AND quality_score >= {quality_cut:g}" if quality_cut > 0 else ""
+                src["where"] = where + cut
+    return {**mixture_spec("refinery", source, tokens), "buckets": buckets}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--pages", type=int, default=2000, help="trafilatura eval pages (all: ~880)")
@@ -263,6 +288,18 @@ def main() -> None:
     ap.add_argument("--out", type=Path, default=Path("/tmp/refinery-bench-ablate"))
     ap.add_argument("--no-fineweb", action="store_true", help="skip the datatrove arm")
     ap.add_argument("--reuse", action="store_true", help="keep the arms' documents in --out")
+    ap.add_argument(
+        "--quality-cuts",
+        type=float,
+        nargs="*",
+        default=[],
+        help="add refinery-q<cut>: the default mixture with its quality_score cut at <cut> (0: none)",
+    )
+    ap.add_argument(
+        "--flat-arm",
+        action="store_true",
+        help="add refinery-flat: Refinery's documents in one bucket at their natural shares",
+    )
     args = ap.parse_args()
 
     from training.ablate.report import rich_table
@@ -280,10 +317,19 @@ def main() -> None:
         sources = {"raw": work / "raw", "fineweb": work / "fineweb", "refinery": work / "filter"}
     evals = eval_sentences(args.eval_per_lang)
     pq.write_table(pa.Table.from_pylist(evals), work / "eval.parquet")
+    if args.flat_arm:
+        sources["refinery-flat"] = work / "filter"
+    for cut in args.quality_cuts:
+        sources[f"refinery-q{cut:g}"] = work / "filter"
     arms = {}
     counts = {}
     for name, d in sources.items():
-        spec = mixture_spec(name, d / "documents.parquet", args.tokens)
+        docs = d / "documents.parquet"
+        if name == "refinery" or name.startswith("refinery-q"):
+            cut = float(name[len("refinery-q") :]) if name != "refinery" else None
+            spec = refinery_mixture_spec(docs, args.tokens, cut)
+        else:
+            spec = mixture_spec(name, docs, args.tokens)
         (work / f"{name}.yaml").write_text(yaml.safe_dump(spec, sort_keys=False))
         arms[name] = {"mixture_spec": f"{name}.yaml"}
         t = pq.read_table(d / "documents.parquet", columns=["text"]).column("text").to_pylist()
@@ -295,7 +341,12 @@ def main() -> None:
         "seeds": args.seeds,
         "arms": arms,
         "eval_sets": [{"name": "lingua", "path": "eval.parquet"}],
-        "tasks": {"context_words": 8, "continuation_words": 4, "items_per_text": 1},
+        "tasks": {
+            "context_words": 8,
+            "continuation_words": 4,
+            "items_per_text": 1,
+            "kinds": ["continuation", "cloze", "word_order"],
+        },
     }
     (work / "ablation.yaml").write_text(yaml.safe_dump(spec, sort_keys=False))
     t0 = time.perf_counter()
