@@ -33,6 +33,7 @@ from __future__ import annotations
 import html as html_lib
 import json
 import re
+from collections import Counter
 from dataclasses import dataclass, field
 
 from lxml import etree
@@ -827,6 +828,18 @@ def _load_more_controls(page: _Page) -> list[tuple[str, object]]:
     """Controls a reader would click to get more of the page: a button, an <a> that loads rather
     than navigates, a role=button, labelled "load more" (or "mehr laden", "voir plus", ...)."""
     out = []
+    for text, el in _controls(page):
+        if promises_more(text):
+            out.append((text, el))
+        elif not re.sub(r"[\W\d_]+", "", text) and _MORE_NAME.search(_names(el)):
+            out.append((f"unlabelled {_describe(el)}", el))  # an icon-only "load more" button
+    return out
+
+
+def _controls(page: _Page):
+    """(label, element) of every control that acts on this page rather than navigating away: a
+    button, an <a> without a target (or to '#', 'javascript:'), a role=button; outside the site's
+    forms, menus, header and footer; visible; not an expander over text already in the page."""
     for el in page.body.iter("button", "a", "span", "div", "li", "input"):
         if el.tag in ("span", "div", "li") and el.get("role") != "button":
             continue
@@ -848,11 +861,73 @@ def _load_more_controls(page: _Page) -> list[tuple[str, object]]:
             if target is not None and page.weight(target) > 0:
                 continue  # an expander over text already in the page
         text = " ".join((el.get("value") or "" if el.tag == "input" else el.text_content()).split())
-        text = (text or el.get("aria-label") or el.get("title") or "").lower()
-        if promises_more(text):
-            out.append((text, el))
-        elif not re.sub(r"[\W\d_]+", "", text) and _MORE_NAME.search(_names(el)):
-            out.append((f"unlabelled {_describe(el)}", el))  # an icon-only "load more" button
+        yield (text or el.get("aria-label") or el.get("title") or "").lower(), el
+
+
+def _is_item(el) -> bool:
+    """A feed's item: text and a link to what it lists (a teaser, a card, a result), which an
+    article's paragraphs mostly are not."""
+    return (
+        isinstance(el.tag, str)
+        and _weight(el) > 0
+        and (el.tag == "a" and bool(el.get("href")) or el.find(".//a[@href]") is not None)
+    )
+
+
+def _items(el) -> int:
+    """How many repeated items (`_is_item`) el holds, of one tag and class: cards, teasers,
+    list items; looking through wrappers of a single child."""
+    for _ in range(3):
+        kids = [c for c in el if isinstance(c.tag, str) and c.tag not in _SKIP_TEXT]
+        if len(kids) == 1:
+            el = kids[0]
+            continue
+        shapes = Counter((c.tag, c.get("class") or "") for c in kids if _is_item(c))
+        return shapes.most_common(1)[0][1] if shapes else 0
+    return 0
+
+
+def _feed_end_controls(page: _Page) -> list[tuple[str, object]]:
+    """Controls under a feed, whatever their language: one control (see `_controls`) with a short
+    worded label where the main content ends, right after a run of 3+ repeated items, on a page
+    with script files of its own origin: what a reader meets at the end of a list a click extends
+    ("Mehr Beiträge", "次の記事を読み込む", "Zobrazit další"). A carousel's or a pager's controls
+    come several together; a real link to the next page navigates and is no control."""
+    own = [s for s in page.external if not s.strip().lower().startswith(("http:", "https:", "//"))]
+    if not own:
+        return []
+    pairs = list(_controls(page))
+    every = {id(el) for _, el in pairs}
+    out = []
+    for text, el in pairs:
+        words = re.sub(r"[\W\d_]+", " ", text).split()
+        if not words or len(text) > 40 or len(words) > 5 or len("".join(words)) < 3:
+            continue  # no words ('↩', '»', an icon): a direction, not a promise
+        if not page.in_flow(el) or not _ends_flow(el, page):
+            continue
+        if any(_ad_named(a) for a in el.iterancestors() if page.in_flow(a)):
+            continue  # a widget's, a gallery's or the comments' own
+        node, feed = el, 0
+        for _ in range(3):  # the control, or a wrapper it is alone in
+            prev = node.getprevious()
+            while prev is not None and (not isinstance(prev.tag, str) or prev.tag in _SKIP_TEXT):
+                prev = prev.getprevious()
+            if prev is not None:
+                run, sib = 0, prev  # or the control as the last of the items themselves
+                while sib is not None and isinstance(sib.tag, str) and sib.tag == prev.tag:
+                    run += (sib.get("class") or "") == (prev.get("class") or "") and _is_item(sib)
+                    sib = sib.getprevious()
+                feed = max(_items(prev), run)
+                break
+            node = node.getparent()
+            if node is None or node is page.region:
+                break
+        box = el.getparent()
+        if feed < 3 or (
+            box is not None and any(c is not el and id(c) in every for c in box.iter())
+        ):
+            continue  # no feed above it, or one of several controls (carousel arrows, a pager)
+        out.append((text, el))
     return out
 
 
@@ -979,6 +1054,9 @@ def _evidence(page: _Page) -> tuple[list[str], list[str], list[str]]:
         if missing >= MISSING_PROSE_CHARS:
             prose.append(f"template carries {missing} chars of text a script shows")
     controls = _load_more_controls(page)
+    ending = [] if controls else _feed_end_controls(page)
+    if ending and scripts:
+        strong.append(f"control under a feed ({ending[0][0]})")
     if controls and scripts:
         # In the main content (not beside it, under related links or comments), or on a page
         # with little text: what it loads is the page's own content.
