@@ -17,7 +17,8 @@ SETTLE_PROBE = """() => {
 # Click the first visible, enabled control whose text matches one of the given phrases (or, with
 # no letters in its label, whose class or id names it a load-more control): a button,
 # an <a> that loads rather than navigates (no href, "#..." or "javascript:"), a role=button, in
-# the light DOM or any open shadow root.
+# the light DOM or any open shadow root; failing that, the one short-worded control right under
+# a feed (decide._feed_end_controls' evidence, in the live DOM).
 CLICK_LOAD_MORE = """([phrases, pattern, names]) => {
   const re = new RegExp(pattern, 'i'), named = new RegExp(names || '$^', 'i');
   const sel = 'button, a, [role=button], input[type=button], input[type=submit]';
@@ -40,6 +41,46 @@ CLICK_LOAD_MORE = """([phrases, pattern, names]) => {
       el.scrollIntoView({block: 'center'}); el.click();
       if (window.__refinery) window.__refinery.lastMutation = performance.now();
       return text || el.className || el.id;
+    }
+  }
+  // No label in the known phrases: the one control right under a feed (3+ items of one tag and
+  // class that each link somewhere) promises more of it, in whatever language it is worded.
+  const isItem = (c) => (c.innerText || c.textContent || '').trim() &&
+    (c.matches('a[href]') || c.querySelector('a[href]'));
+  const feedAbove = (el) => {
+    let node = el;
+    for (let k = 0; k < 3 && node; k++, node = node.parentElement) {
+      let prev = node.previousElementSibling;
+      while (prev && /^(SCRIPT|STYLE|NOSCRIPT|TEMPLATE)$/.test(prev.tagName)) prev = prev.previousElementSibling;
+      if (!prev) continue;
+      let box = prev;
+      for (let d = 0; d < 3 && box.children.length === 1; d++) box = box.children[0];
+      const counts = {};
+      for (const c of box.children) if (isItem(c)) counts[c.tagName + '.' + c.className] = (counts[c.tagName + '.' + c.className] || 0) + 1;
+      let run = 0;
+      for (let x = prev; x && x.tagName === prev.tagName; x = x.previousElementSibling)
+        if (x.className === prev.className && isItem(x)) run++;
+      return Math.max(run, 0, ...Object.values(counts)) >= 3;
+    }
+    return false;
+  };
+  for (const root of roots) for (const el of root.querySelectorAll(sel)) {
+    const text = (el.innerText || el.textContent || el.value || el.getAttribute('aria-label') || '')
+      .trim().replace(/\\s+/g, ' ');
+    const words = text.replace(/[\\p{P}\\p{S}\\d_]+/gu, ' ').trim().split(/\\s+/).filter(Boolean);
+    if (!words.length || words.join('').length < 3 || words.length > 5 || text.length > 40) continue;
+    if (el.disabled || el.getAttribute('aria-disabled') === 'true' || el.closest('form, nav, header, footer')) continue;
+    const rect = el.getBoundingClientRect();
+    if (rect.width === 0 && rect.height === 0) continue;
+    const href = (el.tagName === 'A' && el.getAttribute('href')) || '';
+    if (href && !href.startsWith('#') && !href.startsWith('javascript')) continue;
+    const acts = (o) => !(o.tagName === 'A' && /^(?!#|javascript)./.test(o.getAttribute('href') || ''));
+    const box = el.parentElement;  // one of several controls: carousel arrows, a pager
+    if (box && [...box.querySelectorAll(sel)].some((o) => o !== el && acts(o))) continue;
+    if (feedAbove(el)) {
+      el.scrollIntoView({block: 'center'}); el.click();
+      if (window.__refinery) window.__refinery.lastMutation = performance.now();
+      return text.toLowerCase();
     }
   }
   return null;
