@@ -281,9 +281,12 @@ def real_pages(git_dir: str, old_needs_render, rev: str) -> None:
         decisions = [fn(h) for h in htmls]
         secs = (time.perf_counter() - start) / len(htmls)
         rendered = sum(d.render for d in decisions) / len(htmls)
-        ambiguous = sum(d.ambiguous for d in decisions) / len(htmls)
+        # an old revision's RenderDecision may predate `ambiguous` and `evidence`
+        ambiguous = sum(getattr(d, "ambiguous", False) for d in decisions) / len(htmls)
         first = Counter(
-            d.evidence[0].split(" (")[0][:40] for d in decisions if d.render and d.evidence
+            (getattr(d, "evidence", ()) or (d.reason,))[0].split(" (")[0][:40]
+            for d in decisions
+            if d.render
         )
         print(
             f"{label:28} rendered {rendered:.3f}, ambiguous {ambiguous:.3f}, "
