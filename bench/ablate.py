@@ -8,38 +8,66 @@ from the git mirror at run time, never committed), written to one WARC:
 - fineweb: datatrove's FineWeb recipe (URL filter, Trafilatura, English LID, Gopher repetition
   and quality, C4, FineWeb quality, MinHash dedup) in the throwaway bench/.venvs/datatrove;
 - refinery: our defaults end to end: `import warc` (offline), `extract_page` (no browser),
-  `filters.run` (defaults, in process).
+  `filters.run` (defaults, in process), the default pretraining mixture's text buckets
+  (training/mixtures/pretrain.yaml: English web, multilingual split by language).
 
 Each arm becomes a mixture with its own byte-level BPE tokenizer trained on its data (4096
 entries), and `refinery ablate` trains the proxy config (training/configs/proxy.yaml) on each
 with the same token budget and seeds. Evaluation texts: lingua-py's language-testdata sentences
 (disjoint from the pages; checked by the ablation's 13-gram overlap refusal) in en, de, fr, es,
-zh, ja: bits per byte per language, continuation and cloze tasks, 95% t intervals and paired
-differences.
+zh, ja: bits per byte per language, continuation, cloze and word_order tasks, 95% t intervals
+and paired differences.
 
 Usage: .venv/bin/python bench/ablate.py [--pages N] [--tokens T] [--seeds 0 1 2] [--out DIR]
-       [--no-fineweb] [--reuse]
+       [--eval-per-lang N] [--no-fineweb] [--reuse] [--flat-arm] [--quality-cuts CUT ...]
 
-RESULTS (2026-11-28, `bench/ablate.py --tokens 100000`, proxy config, 3 seeds, 884 pages; CPU,
-loaded 2-core machine): documents raw 854 (8.9M chars), fineweb 110 (0.75M chars, English only),
-refinery 665 (3.6M chars: de 485, en 121, es 34, fr 21, ja 2, zh 2). Bits per byte on lingua's
-sentences (mean ± 95% t half-width; paired differences by seed):
+RESULTS (2026-11-28, `bench/ablate.py --tokens 600000 --eval-per-lang 300 --flat-arm
+--quality-cuts 0.3 0.1`, proxy config, seeds 0 1 2, 884 pages; CPU, shared 2-core machine,
+ablation 809 s with raw and fineweb reused from the same settings): documents raw 854 (8.9M
+chars), fineweb 110 (0.75M chars: en 495k, de 235k), refinery 665 (3.6M chars: en 905k, de 2.37M,
+es 159k, fr 111k, ja 8k, zh 3k). Mean ± 95% t half-width over seeds; differences paired by seed,
+* where the interval excludes 0 (bpb: lower is better; acc: chance 0.25):
 
-    metric      raw            fineweb         refinery       refinery-raw     refinery-fineweb
-    bpb (all)   7.383 ± 0.306  9.093 ± 0.412   5.251 ± 0.768  -2.132 ± 0.497   -3.842 ± 0.370
-    bpb de      3.226 ± 0.015  3.650 ± 0.113   3.295 ± 0.129  +0.069 ± 0.129   -0.356 ± 0.229
-    bpb en      3.992 ± 0.024  3.154 ± 0.044   3.562 ± 0.096  -0.430 ± 0.081   +0.407 ± 0.110
-    bpb es      4.563 ± 0.006  4.614 ± 0.026   3.943 ± 0.188  -0.619 ± 0.184   -0.671 ± 0.207
-    bpb fr      4.448 ± 0.019  4.810 ± 0.021   4.292 ± 0.098  -0.155 ± 0.083   -0.518 ± 0.118
-    bpb ja      12.44 ± 0.93   17.87 ± 1.27    7.91 ± 2.12    -4.53 ± 1.33     -9.96 ± 0.85
-    bpb zh      13.67 ± 0.72   17.52 ± 0.98    7.64 ± 2.29    -6.04 ± 1.69     -9.88 ± 1.31
-    cloze acc_norm         0.254 ± 0.017  0.272 ± 0.025  0.266 ± 0.035  (all at chance 0.25)
-    continuation acc_norm  0.258 ± 0.007  0.249 ± 0.032  0.249 ± 0.014  (all at chance 0.25)
+    metric          raw            fineweb        refinery       refinery-raw     refinery-fineweb
+    bpb (all)       4.832 ± 0.530  9.226 ± 0.337  4.203 ± 0.123  -0.629 ± 0.423*  -5.023 ± 0.307*
+    bpb/de          2.893 ± 0.101  3.153 ± 0.099  3.115 ± 0.015  +0.222 ± 0.110*  -0.038 ± 0.103
+    bpb/en          3.422 ± 0.125  2.810 ± 0.071  2.917 ± 0.055  -0.505 ± 0.114*  +0.107 ± 0.125
+    bpb/es          3.706 ± 0.123  4.134 ± 0.057  3.626 ± 0.110  -0.080 ± 0.138   -0.509 ± 0.152*
+    bpb/fr          3.870 ± 0.182  4.291 ± 0.073  3.871 ± 0.064  +0.001 ± 0.188   -0.420 ± 0.090*
+    bpb/ja          9.070 ± 2.683  19.42 ± 1.51   5.086 ± 0.451  -3.984 ± 2.247*  -14.33 ± 1.44*
+    bpb/zh          5.401 ± 0.031  18.81 ± 0.43   6.150 ± 0.375  +0.749 ± 0.400*  -12.66 ± 0.18*
+    continuation    0.243 ± 0.003  0.244 ± 0.013  0.243 ± 0.016  -0.001 ± 0.016   -0.001 ± 0.020
+    cloze           0.253 ± 0.005  0.282 ± 0.076  0.278 ± 0.026  +0.025 ± 0.027   -0.004 ± 0.090
+    word_order      0.366 ± 0.048  0.346 ± 0.018  0.367 ± 0.069  +0.001 ± 0.117   +0.022 ± 0.086
+    word_order/de   0.499 ± 0.007  0.435 ± 0.093  0.404 ± 0.122  -0.095 ± 0.121   -0.030 ± 0.208
+    word_order/en   0.401 ± 0.136  0.566 ± 0.088  0.566 ± 0.045  +0.164 ± 0.159*  +0.000 ± 0.130
+    word_order/es   0.405 ± 0.123  0.328 ± 0.032  0.352 ± 0.132  -0.053 ± 0.215   +0.024 ± 0.120
+    word_order/fr   0.378 ± 0.087  0.245 ± 0.059  0.372 ± 0.070  -0.006 ± 0.135   +0.127 ± 0.053*
+    word_order/ja   0.281 ± 0.145  0.283 ± 0.046  0.258 ± 0.123  -0.022 ± 0.082   -0.025 ± 0.160
+    word_order/zh   0.269 ± 0.046  0.248 ± 0.057  0.285 ± 0.056  +0.016 ± 0.095   +0.037 ± 0.035*
 
-Refinery beats both overall and in es, fr, ja, zh outside the intervals; FineWeb's English-only
-data wins English, raw ties German (its pages are mostly German). At 100k tokens per run no arm
-leaves chance on the zero-shot tasks: they need a larger proxy and budget (bench/gpu.py runs one
-arm at d512 x 8 layers, 2M tokens per seed).
+Refinery's knobs, refinery minus each arm (paired; the arm is the default mixture but for the
+knob: flat = one bucket at the documents' natural shares; q<cut> = its sources cut at
+quality_score >= cut, q0.3 being the default mixture before this run):
+
+    metric       refinery-flat     refinery-q0.3     refinery-q0.1
+    bpb (all)    +0.163 ± 0.114*   -0.624 ± 0.286*   -0.521 ± 0.122*
+    bpb/de       +0.291 ± 0.044*   -0.020 ± 0.059    -0.050 ± 0.055
+    bpb/en       -0.188 ± 0.064*   -0.058 ± 0.061    -0.047 ± 0.074
+    bpb/es       +0.080 ± 0.117    +0.053 ± 0.077    +0.067 ± 0.098
+    bpb/fr       -0.033 ± 0.038    -0.035 ± 0.041    -0.053 ± 0.120
+    bpb/ja       +0.497 ± 0.063*   -0.688 ± 0.650*   -0.644 ± 0.350*
+    bpb/zh       +0.262 ± 0.591    -2.700 ± 1.226*   -2.159 ± 0.746*
+
+Refinery beats both overall and in ja outside the intervals, FineWeb in es, fr, ja, zh, raw in
+en and ja; it ties FineWeb in English (refinery-flat, the arm before: +0.295 en) and loses de and zh
+to raw (whose tokens are 72% German and whose tokenizer saw 20k zh characters). What cost
+English: the mixture (refinery-flat: natural shares, English a quarter of the tokens; the default
+mixture's English bucket is worth -0.19 bpb en) and the absolute quality cut the default mixture
+had (refinery-q0.3: it dropped every zh page; removed, -0.62 bpb all); not extraction or the
+filter (Refinery kept 905k English characters to FineWeb's 495k). Zero-shot: continuation and
+cloze stay at chance for every arm at this budget; word_order leaves chance (0.35-0.37) for all
+three, with no difference between arms outside the intervals overall.
 """
 
 from __future__ import annotations
@@ -293,7 +321,7 @@ def main() -> None:
         type=float,
         nargs="*",
         default=[],
-        help="add refinery-q<cut>: the default mixture with its quality_score cut at <cut> (0: none)",
+        help="add refinery-q<cut>: the default mixture cut at quality_score >= <cut> (0: none)",
     )
     ap.add_argument(
         "--flat-arm",
