@@ -20,12 +20,11 @@ from __future__ import annotations
 import datetime as dt
 import random
 import re
-from collections import Counter
 from urllib.parse import parse_qsl, quote, urlsplit
 
 from aiohttp import web
 
-from .loopback import LoopbackServer
+from .loggedhost import LoggedNewsHost
 from .newsserver import WORDS
 
 TOPICS = ("politics", "economy", "climate", "health", "education", "transport", "culture", "sport")
@@ -38,7 +37,7 @@ def _words(rng: random.Random, n: int) -> str:
     return " ".join(rng.choice(WORDS) for _ in range(n))
 
 
-class FacetNewsServer(LoopbackServer):
+class FacetNewsServer(LoggedNewsHost):
     """Serve the host on `ip`; `article_paths` lists the articles' aliases."""
 
     label = "faceted news server"
@@ -76,46 +75,10 @@ class FacetNewsServer(LoopbackServer):
         self.log: list[tuple[str, str, str | None]] = []
         super().__init__([self.ip])
 
-    def url(self, path: str = "/") -> str:
-        """Absolute URL of a path on the host."""
-        return f"http://{self.ip}:{self.port}{path}"
-
-    @property
-    def articles(self) -> list[str]:
-        """Absolute URLs of every article."""
-        return [self.url(p) for p in self.article_paths]
-
-    @property
-    def hits(self) -> list[str]:
-        """Request paths (with query), in order."""
-        return [raw for raw, _, _ in self.log]
-
     def measure(self) -> dict:
         """Coverage (articles served under any URL) and what the requests went to."""
-        requests = [(r, k, p) for r, k, p in self.log if k != "robots"]
-        kinds = Counter(k for _, k, _ in requests)
-        got = {p for _, k, p in requests if p}
-        n = len(self.article_paths)
-        seen: set[str] = set()
-        at_95 = None  # requests spent when 95% of the articles were in
-        for i, (_, _, p) in enumerate(requests, 1):
-            if p:
-                seen.add(p)
-                if at_95 is None and len(seen) >= 0.95 * n:
-                    at_95 = i
-        return {
-            "articles": n,
-            "requests": len(requests),
-            "coverage": round(len(got) / n, 4),
-            "coverage_clean_url": round(
-                len({p for _, k, p in requests if p and k == "article"}) / n, 4
-            ),
-            "trap_share": round(sum(kinds[k] for k in TRAP_KINDS) / max(1, len(requests)), 4),
-            "dead_share": round(kinds["dead"] / max(1, len(requests)), 4),
-            "requests_at_0.95": at_95,
-            "families": dict(sorted(kinds.items())),
-            "by_kind": {"article": len(got)},
-        }
+        out, got = self.measure_log(not_content=("robots",), trap_kinds=TRAP_KINDS)
+        return {**out, "by_kind": {"article": len(got)}}
 
     async def _handle(self, request: web.Request) -> web.StreamResponse:
         raw = request.raw_path

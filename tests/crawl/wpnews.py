@@ -35,7 +35,7 @@ from urllib.parse import parse_qsl, quote, urlsplit
 
 from aiohttp import web
 
-from .loopback import LoopbackServer
+from .loggedhost import LoggedNewsHost
 from .newsserver import WORDS
 
 CATEGORIES = ("world", "politics", "business", "science", "sport", "culture", "travel", "food")
@@ -51,7 +51,7 @@ def _words(rng: random.Random, n: int) -> str:
     return " ".join(rng.choice(WORDS) for _ in range(n))
 
 
-class WordPressNewsServer(LoopbackServer):
+class WordPressNewsServer(LoggedNewsHost):
     """Serve the blog on `ip`; `url(path)` builds its URLs, `article_paths` lists the posts."""
 
     label = "WordPress-like news server"
@@ -121,46 +121,16 @@ class WordPressNewsServer(LoopbackServer):
         super().__init__([self.ip, self.old_ip])
 
     # --- helpers for tests ------------------------------------------------------------
-    def url(self, path: str = "/") -> str:
-        """Absolute URL of a path on the host."""
-        return f"http://{self.ip}:{self.port}{path}"
-
-    @property
-    def articles(self) -> list[str]:
-        """Absolute URLs of every post."""
-        return [self.url(p) for p in self.article_paths]
-
-    @property
-    def hits(self) -> list[str]:
-        """Request paths (with query), in order."""
-        return [raw for raw, _, _ in self.log]
-
     def measure(self) -> dict:
         """Coverage (posts served under any URL, share) and what the requests went to; robots.txt
         and sitemaps are not content requests."""
-        requests = [(r, k, p) for r, k, p in self.log if k not in ("robots", "sitemap")]
-        kinds = Counter(k for _, k, _ in requests)
-        got = {p for _, k, p in requests if p and k in ("article", "variant")}
-        clean = {p for _, k, p in requests if p and k == "article"}
-        n = len(self.article_paths)
-        seen: set[str] = set()
-        at_95 = None  # requests spent when 95% of the posts were in
-        for i, (_, k, p) in enumerate(requests, 1):
-            if p and k in ("article", "variant"):
-                seen.add(p)
-                if at_95 is None and len(seen) >= 0.95 * n:
-                    at_95 = i
-        return {
-            "articles": n,
-            "requests": len(requests),
-            "coverage": round(len(got) / n, 4),
-            "coverage_clean_url": round(len(clean) / n, 4),
-            "trap_share": round(sum(kinds[k] for k in TRAP_KINDS) / max(1, len(requests)), 4),
-            "dead_share": round(kinds["dead"] / max(1, len(requests)), 4),
-            "requests_at_0.95": at_95,
-            "families": dict(sorted(kinds.items())),
-            "by_kind": dict(sorted(Counter(self.by_path[p]["kind"] for p in got).items())),
-        }
+        out, got = self.measure_log(
+            not_content=("robots", "sitemap"),
+            trap_kinds=TRAP_KINDS,
+            content=("article", "variant"),
+        )
+        by_kind = Counter(self.by_path[p]["kind"] for p in got)
+        return {**out, "by_kind": dict(sorted(by_kind.items()))}
 
     # --- serving ----------------------------------------------------------------------
     def _token(self, n: int = 32) -> str:
