@@ -126,17 +126,16 @@ def _corpus_rows(source: str) -> Iterable[tuple[int, dict | None, str | None]]:
 
 def _decompressed(raw, name: str):
     """A buffered reader of the corpus's text, by its compression suffix (.gz, .zst/.zstd,
-    .bz2, .xz; none: as is)."""
+    .bz2, .xz; none: as is). gzip and zstd are the archive readers' own streams
+    (crawlers.imports.sources): every member or frame, every byte before a cut."""
     import io
 
+    from crawlers.imports.sources import Gunzip, Unzstd
+
     if name.endswith(".gz"):
-        import gzip
-
-        return io.BufferedReader(gzip.open(raw))
+        return io.BufferedReader(Gunzip(raw))
     if name.endswith((".zst", ".zstd")):
-        import zstandard
-
-        return io.BufferedReader(zstandard.ZstdDecompressor().stream_reader(raw))
+        return io.BufferedReader(Unzstd.open(raw))
     if name.endswith(".bz2"):
         import bz2
 

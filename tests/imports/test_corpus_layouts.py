@@ -134,3 +134,19 @@ def test_a_truncated_stream_keeps_the_rows_before_it_and_records_the_damage(tmp_
     details = {r["source_file"].rsplit("/", 1)[1]: r["skip_detail"] for r in skipped}
     assert "unreadable" in details["t.jsonl.gz"] and "unreadable" in details["fake.jsonl.zst"]
     assert s["records"] == s["documents"] + s["skipped"]
+
+
+def test_a_zstd_corpus_of_many_frames_and_a_gzip_of_many_members_read_every_row(tmp_path):
+    """pzstd and concatenated .zst files hold one frame per chunk, and concatenated .gz files
+    one member per part: every frame or member is read, not the first alone."""
+    import zstandard
+
+    rows = [json.dumps({"text": f"{TEXT} {i}", "id": f"r{i}"}) + "\n" for i in range(6)]
+    zc = zstandard.ZstdCompressor()
+    (tmp_path / "m.jsonl.zst").write_bytes(b"".join(zc.compress(r.encode()) for r in rows))
+    (tmp_path / "m.jsonl.gz").write_bytes(b"".join(gzip.compress(r.encode()) for r in rows))
+    for name in ("m.jsonl.zst", "m.jsonl.gz"):
+        s = import_docs(
+            [str(tmp_path / name)], tmp_path / name.replace(".", "-"), license="MIT", offline=True
+        )
+        assert s["documents"] == 6 and s["skipped"] == 0, (name, s)
