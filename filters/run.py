@@ -174,6 +174,7 @@ def run_filter(
     lake_root: str | Path | None = None,
     reference_rows: Callable[[], list[dict]] | None = None,
     decontaminate: Sequence[str | Path] = (),
+    blocklist: str | Path | None = None,
 ) -> FilterResult:
     """Filter DIR2/documents.parquet into DIR3 (annotated, documents, dup_clusters, host_languages, funnel).
 
@@ -182,13 +183,16 @@ def run_filter(
     (`filters.pipeline.rows_for_budget`); the outputs do not change. `lake_root` is where the
     default quality models live (default: the environment's lake); `reference_rows` trains them
     (see `quality_models_for`). `decontaminate`: eval files added to `decontamination.evals`.
+    `blocklist`: a directory of lists in the UT1 layout, in place of `urls.blocklist_dir`.
     """
     from filters import decontam, report, urls
     from filters.linededup import threshold as line_threshold
     from filters.pipeline import output_schema, plan_chunks
 
     executor = executor or InProcess()
-    cfg = decontam.with_evals(load_filter_config(config), decontaminate)
+    cfg = urls.with_blocklist(
+        decontam.with_evals(load_filter_config(config), decontaminate), blocklist
+    )
     # Lists and eval sets are read here first: a bad file is one line before any work starts.
     url_info = urls.describe(cfg.urls)
     index = decontam.load_index(cfg.decontamination) if cfg.decontamination.evals else None

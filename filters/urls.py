@@ -11,8 +11,10 @@ and the generated words (`common.urlblock.DEFAULT_WORDS`).
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from common.urlblock import BannedWords, Blocklist, default_blocklist, load_blocklist
-from filters.config import UrlFilterConfig
+from filters.config import FilterConfig, UrlFilterConfig
 
 REASON_PREFIX = "url_blocked:"
 
@@ -53,6 +55,17 @@ class UrlFilter:
             if hit is not None:
                 return REASON_PREFIX + hit[0], f"{hit[0]} {hit[1]}"
         return None
+
+
+def with_blocklist(cfg: FilterConfig, directory: str | Path | None) -> FilterConfig:
+    """`cfg` with its URL filter reading the lists in `directory` (the UT1 layout) instead of
+    `urls.blocklist_dir` (`refinery filter --blocklist`); the filter is turned on if it was off."""
+    if directory is None or str(directory) == "":
+        return cfg
+    cfg = cfg.model_copy(deep=True)
+    cfg.urls.blocklist_dir = str(directory)
+    cfg.urls.enabled = True
+    return cfg
 
 
 def describe(cfg: UrlFilterConfig) -> dict | None:

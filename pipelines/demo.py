@@ -44,6 +44,7 @@ DEMO_RETRIEVAL_EVAL_DOCS = 64
 DEMO_IMAGE_DELAY_S = 0.05
 DEMO_CLIP_STEPS = 60
 DEMO_CHARTS = 10  # one of each chart type
+DEMO_BLOCKLIST_DIR = "blocklists"  # under the lake: the URL lists the demo's filter reads
 
 
 @dataclass
@@ -149,11 +150,15 @@ def _output_to(log_path: Path | None):
 
 
 def demo_config(
-    seeds: list[str], train_steps: dict[str, int], root: str | Path | None = None
+    seeds: list[str],
+    train_steps: dict[str, int],
+    root: str | Path | None = None,
+    blocklist: str | Path | None = None,
 ) -> dict[str, dict[str, Any]]:
     """Config per asset (by asset name) for the demo; everything else keeps its defaults. With
     the lake `root`, the filter decontaminates against the benchmark that leaked into the sample
-    web (`sampleweb.evals`, written by the sample_web asset before the filter runs)."""
+    web (`sampleweb.evals`, written by the sample_web asset before the filter runs); with a
+    `blocklist` directory, its URL step reads those lists (`sampleweb.blocklist`)."""
     config: dict[str, dict[str, Any]] = {
         "raw_pages": {
             "seeds": seeds,
@@ -178,6 +183,8 @@ def demo_config(
 
         evals = stage_dir("sampleweb", Path(root)) / FILE
         config["filtered_documents"] = {"decontaminate": [str(evals)]}
+    if blocklist is not None:
+        config.setdefault("filtered_documents", {})["blocklist"] = str(blocklist)
     return config
 
 
@@ -347,6 +354,7 @@ def run_demo(
 
 def _run_demo(root, console, train_steps, dagster_home, asset_config, log_path):
     from sampleweb import build_web, serve
+    from sampleweb.blocklist import write_blocklist
 
     steps = dict(DEMO_TRAIN_STEPS)
     if train_steps:
@@ -355,12 +363,16 @@ def _run_demo(root, console, train_steps, dagster_home, asset_config, log_path):
             names.remove("multimodal_model")
         steps.update(zip(names, train_steps, strict=True))
     started = time.perf_counter()
-    with serve(build_web()) as served:
+    web = build_web()
+    with serve(web) as served:
         console.print(
             f"[bold]Refinery demo[/] lake={root}  sample web: {len(served.seeds())} sites on "
             "loopback; materializing the asset graph with Dagster"
         )
-        config = demo_config(served.seeds(), steps, root)
+        # A user's URL blocklist that names the web's spam pages (found after the crawl): the
+        # filter's first step drops them as url_blocked:spam.
+        lists = write_blocklist(web, Path(root) / DEMO_BLOCKLIST_DIR, served.base_url)
+        config = demo_config(served.seeds(), steps, root, lists)
         for name, extra in (asset_config or {}).items():
             config[name] = config.get(name, {}) | extra
         results = materialize_graph(

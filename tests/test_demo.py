@@ -137,6 +137,16 @@ def test_demo_materializes_the_graph_into_the_lake_and_the_instance(tmp_path):
     assert marked and {r["contamination_benchmarks"] for r in marked} == {EVALS_NAME}
     assert {urlsplit(r["url"]).path for r in marked} <= leaked_paths
     assert (root / "filter" / "decontamination.json").exists()
+    # The filter's URL step read the demo's blocklist (the web's spam pages, sampleweb.blocklist):
+    # it dropped the listed pages the crawl reached as url_blocked:spam, and only those.
+    from filters.config import UrlFilterConfig
+    from filters.urls import UrlFilter
+
+    listed = UrlFilter(UrlFilterConfig(blocklist_dir=str(root / "blocklists")))
+    rows = annotated.select(["url", "drop_reason"]).to_pylist()
+    url_dropped = {r["url"] for r in rows if r["drop_reason"] == "url_blocked:spam"}
+    assert url_dropped and url_dropped == {r["url"] for r in rows if listed.check(r["url"])}
+    assert all("/misc/spam-" in u for u in url_dropped)
 
     manifest = json.loads((root / "mixtures" / "tiny-pretrain" / "manifest.json").read_text())
     shard = np.load(

@@ -81,6 +81,12 @@ class FilterParams(Params):
         "sharing 13-grams with it are marked `contaminated` (dropped with decontamination.drop); "
         "report in decontamination.json.",
     )
+    blocklist: Path | None = param(
+        None,
+        help="Directory of URL blocklists in the UT1 layout (<category>/domains, "
+        "<category>/urls), in place of the config's urls.blocklist_dir: listed pages are dropped "
+        "as url_blocked:<category>.",
+    )
     memory_budget_mib: float | None = param(
         None,
         min=1,
@@ -171,6 +177,7 @@ def filter_stage(p: FilterParams, lake: Lake) -> FilterSummary:
         memory_budget_mib=p.memory_budget_mib,
         lake_root=lake.root,
         decontaminate=p.decontaminate,
+        blocklist=p.blocklist,
     )
     lake.log(f"filter: {s['rows_in']} in, {s['rows_kept']} kept")
     from filters.inspect import write_html

@@ -324,3 +324,67 @@ def test_the_filter_refuses_an_unreadable_list_before_any_work(tmp_path, docs_di
     with pytest.raises(BlocklistError, match="adult/urls: cannot read the blocklist file"):
         run_filter(docs_dir, tmp_path / "out", config=cfg, executor=InProcess())
     assert not (tmp_path / "out").exists()
+
+
+def test_the_filter_cli_reads_blocklist_in_place_of_the_configs_lists(tmp_path, docs_dir):
+    """`refinery filter --blocklist DIR` drops what DIR lists, with its category, even where the
+    config names other lists; an unreadable DIR is one line and exit 2."""
+    import json
+
+    from typer.testing import CliRunner
+
+    from pipelines.cli import app
+
+    urls = sorted(r["url"] for r in pq.read_table(docs_dir / "documents.parquet").to_pylist())
+    host, path = urls[0].split("://", 1)[1].split("/", 1)
+    write_lists(tmp_path / "mine", {"spam": {"urls": [f"{host.split(':')[0]}/{path}"]}})
+    write_lists(tmp_path / "theirs", {"adult": {"urls": [urls[1].split("://", 1)[1]]}})
+    cfg = tmp_path / "filter.yaml"
+    cfg.write_text(
+        json.dumps(
+            {
+                "urls": {"blocklist_dir": str(tmp_path / "theirs")},
+                "quality": {"use_default_models": False},
+            }
+        )
+    )
+    base = ["filter", "--docs", str(docs_dir), "--config", str(cfg), "--runner", "InProcess"]
+    ok = CliRunner().invoke(
+        app, [*base, "--out", str(tmp_path / "o"), "--blocklist", str(tmp_path / "mine")]
+    )
+    assert ok.exit_code == 0, ok.output
+    ann = pq.read_table(tmp_path / "o" / "annotated.parquet").to_pylist()
+    blocked = {
+        r["url"]: r["drop_reason"] for r in ann if (r["drop_reason"] or "").startswith("url_")
+    }
+    assert blocked == {urls[0]: "url_blocked:spam"}
+    bad = CliRunner().invoke(
+        app, [*base, "--out", str(tmp_path / "p"), "--blocklist", str(tmp_path / "none")]
+    )
+    assert bad.exit_code == 2, bad.output
+    assert "none: blocklist directory not found" in bad.output
+    assert not (tmp_path / "p" / "annotated.parquet").exists()
+
+
+def test_the_sample_webs_list_names_its_spam_pages_on_the_served_hosts(tmp_path):
+    """The demo's list (sampleweb.blocklist) blocks every spam page wherever the web is served,
+    whatever the port, as url_blocked:spam, and no other page."""
+    from filters.config import FilterConfig
+    from filters.urls import with_blocklist
+    from sampleweb import build_web
+    from sampleweb.blocklist import blocked_urls, write_blocklist
+
+    web = build_web(0)
+
+    def base(site):
+        return f"http://127.0.0.{10 + web.site(site).index}:41234"
+
+    lists = write_blocklist(web, tmp_path / "lists", base)
+    f = UrlFilter(with_blocklist(FilterConfig(), lists).urls)
+    truth = blocked_urls(web, base)
+    pages = web.content_pages()
+    assert len(truth) == 4 * len({p.labels["lang"] for p in pages if p.labels["lang"]})
+    for url in truth:
+        assert f.check(url.replace(":41234", ":80"))[0] == "url_blocked:spam"
+    served = [base(p.site) + p.path for p in pages]
+    assert sorted(u for u in served if f.check(u)) == truth

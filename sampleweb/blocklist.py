@@ -1,0 +1,43 @@
+"""A URL blocklist that names some of the sample web's pages, as a user's list would.
+
+Lists like UT1's are kept by people who find spam and adult sites after a crawl, so a filter run
+meets pages its crawl fetched while they were not yet listed. `write_blocklist` writes one for
+the served sample web in the UT1 layout (`<dir>/<category>/urls`, `<dir>/<category>/domains`):
+- `spam`: the URL of every keyword-spam page (`sampleweb.lowquality`, four per language);
+- `adult`: the generated reserved host names of `common.urlblock.default_entries` (a list's other
+  entries, which never match the web).
+`blocked_urls` is the ground truth: the pages a filter run given the list must drop as
+`url_blocked:spam`, and no others.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from common.urlblock import default_entries, write_lists
+from sampleweb.model import SampleWeb
+
+CATEGORY = "spam"
+
+
+def blocked_urls(web: SampleWeb, base_url_for: Callable[[str], str]) -> list[str]:
+    """The absolute URLs the list names: every spam page, under `base_url_for(site)`."""
+    return sorted(
+        base_url_for(p.site) + p.path
+        for p in web.content_pages()
+        if p.labels["page_type"] == "spam"
+    )
+
+
+def write_blocklist(
+    web: SampleWeb, out_dir: str | Path, base_url_for: Callable[[str], str]
+) -> Path:
+    """Write the list under `out_dir` (the UT1 layout) and return `out_dir`."""
+    # A list names a page without its scheme and port (UT1's `urls` files: host/path).
+    urls = [u.split("://", 1)[1] for u in blocked_urls(web, base_url_for)]
+    urls = [
+        host.split(":", 1)[0] + "/" + path for host, _, path in (u.partition("/") for u in urls)
+    ]
+    adult = default_entries(per_category=5)["adult"]["domains"]
+    return write_lists(out_dir, {CATEGORY: {"urls": urls}, "adult": {"domains": adult}})
