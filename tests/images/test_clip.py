@@ -266,3 +266,23 @@ def test_roc_auc_matches_the_rank_statistic():
     assert roc_auc([1.0, np.nan], [0.0]) == 1.0
     with pytest.raises(ClipError, match="both sides"):
         roc_auc([np.nan], [0.0])
+
+
+def test_cpu_scorer_convolves_channels_last_and_ranks_as_the_plain_layout(quick):
+    """On the CPU the scorer holds its convolution weights channels-last (oneDNN's own layout:
+    the forward ~1.4x cheaper); its scores stay within 1e-6 of the same model in the plain
+    layout and rank the images the same way (the de-duplication keeps a group's best score)."""
+    model_dir, _, test, _ = quick
+    paths = [path for path, _ in test[:24]]
+    captions = [scene.alt() for _, scene in test[:24]]
+    scorer = ClipScorer(str(model_dir), device="cpu", batch_size=8)
+    convs = [m.weight for m in scorer.loaded.model.modules() if isinstance(m, torch.nn.Conv2d)]
+    assert convs and all(w.is_contiguous(memory_format=torch.channels_last) for w in convs)
+    assert any(not w.is_contiguous() for w in convs)  # a 1x1 kernel is both layouts at once
+    ours = scorer.score(paths, captions)
+    scorer.loaded.model.to(memory_format=torch.contiguous_format)
+    plain = scorer.score(paths, captions)
+    np.testing.assert_allclose(ours, plain, rtol=0, atol=1e-6)
+    gaps = np.diff(np.sort(plain))
+    if gaps.min() > 2e-6:  # no near-ties: the order must be the same
+        assert np.argsort(ours).tolist() == np.argsort(plain).tolist()
