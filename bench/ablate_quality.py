@@ -10,13 +10,18 @@ mirror, never committed): per English page (lid.176 on the gold text),
   holds at least `--min-words` words: what a pipeline without main-content extraction keeps.
 
 Printed per English model: ROC AUC on that dev set, the share of good and bad dev documents kept
-at each `quality_score` cut, and the AUC on the synthetic `dev` split of
-tests/filters/heldout_quality.py (where the default recipe was chosen; its `test` split is not
-read). Models: the default set's (`filters.quality.default`) and candidates trained here from the
-sample web's labelled documents: the label sources `reference`, `reference+shuffled` (the default
-recipe) and `grades+shuffled` (the sample web's graded pages: `high` positive, `low` negative).
+at each `quality_score` cut and at the model's own calibrated cut (`threshold` in its metadata,
+what the filter applies), and the AUC on the synthetic `dev` split of
+tests/filters/heldout_quality.py. Models: the default set's (`filters.quality.default`, whatever
+recipe it has now) and candidates trained here from the sample web's labelled documents with the
+label sources `reference`, `reference+shuffled` and `graded+shuffled` (the sample web's graded
+pages: `high` positive, `low` negative; the default for English since recipe version 4).
+
+`--languages de en ...`: per language and candidate, the synthetic held-out AUC (`dev` split,
+where choices are made, and `test`) and the model's own grouped held-out AUC (`metrics.auc`).
 
 Usage: .venv/bin/python bench/ablate_quality.py [--min-words 40] [--candidates NAME ...]
+       .venv/bin/python bench/ablate_quality.py --languages de en es fr ja zh
 """
 
 from __future__ import annotations
@@ -68,56 +73,74 @@ def readability_dev(min_words: int) -> list[dict]:
     return rows
 
 
-def auc_and_cuts(rows: list[dict], scores: list[float]) -> dict:
+def auc_and_cuts(rows: list[dict], scores: list[float], own_cut: float | None = None) -> dict:
     from common.metrics import roc_auc
 
     y = [r["label"] for r in rows]
-    out = {"auc": round(float(roc_auc(y, scores)), 3)}
-    for cut in CUTS:
-        good = [s for s, t in zip(scores, y, strict=True) if t == 1]
-        bad = [s for s, t in zip(scores, y, strict=True) if t == 0]
-        out[f"kept@{cut}"] = (
+    good = [s for s, t in zip(scores, y, strict=True) if t == 1]
+    bad = [s for s, t in zip(scores, y, strict=True) if t == 0]
+
+    def kept(cut: float) -> tuple[float, float]:
+        return (
             round(sum(s >= cut for s in good) / len(good), 3),
             round(sum(s >= cut for s in bad) / len(bad), 3),
         )
+
+    out = {"auc": round(float(roc_auc(y, scores)), 3)}
+    for cut in CUTS:
+        out[f"kept@{cut}"] = kept(cut)
+    if own_cut is not None:
+        out["own cut"] = round(own_cut, 4)
+        out["kept@own"] = kept(own_cut)
     return out
 
 
-def graded(rows: list[dict]) -> list[dict]:
-    """The sample web's graded pages as reference labels: quality `high` positive, `low`
-    negative, `medium` left out (the default recipe takes every non-reference page, `high` ones
-    too, as a negative)."""
-    return [
-        {**r, "is_reference": r.get("quality") == "high"}
-        for r in rows
-        if r.get("quality") in ("high", "low")
-    ]
+# candidates: label sources over the sample web's labelled documents
+CANDIDATES = ("reference", "reference+shuffled", "graded+shuffled")
 
 
-# candidate: (label source, rows transform) over the sample web's labelled documents
-CANDIDATES = {
-    "reference": ("reference", lambda rows: rows),
-    "reference+shuffled": ("reference+shuffled", lambda rows: rows),  # the default recipe
-    "grades+shuffled": ("reference+shuffled", graded),
-}
-
-
-def candidate_model(name: str, rows: list[dict], out: Path):
-    """The English model of a candidate, trained on the sample web's labelled documents."""
+def candidate_model(name: str, rows: list[dict], out: Path, lang: str = "en"):
+    """The model of one language of a candidate, trained on the sample web's labelled documents."""
     from filters.labels import LabelOptions, build_training_set
     from filters.quality import QualityModel, train_model
 
-    source, transform = CANDIDATES[name]
-    ts = build_training_set(transform(rows), "en", source, LabelOptions(seed=0))
-    train_model(ts, out / f"en-{name}.bin", seed=0)
-    return QualityModel(out / f"en-{name}.bin")
+    ts = build_training_set(rows, lang, name, LabelOptions(seed=0))
+    train_model(ts, out / f"{lang}-{name}.bin", seed=0)
+    return QualityModel(out / f"{lang}-{name}.bin")
+
+
+def per_language(langs: list[str], candidates: list[str]) -> None:
+    """Synthetic held-out AUCs (dev, test) and the grouped held-out AUC of each candidate."""
+    from sampleweb.labels import labelled_documents
+    from tests.filters.heldout_quality import auc_by_language, heldout_documents
+
+    labelled = labelled_documents(0)
+    splits = {s: heldout_documents(s) for s in ("dev", "test")}
+    with tempfile.TemporaryDirectory() as tmp:
+        for lang in langs:
+            for name in candidates:
+                m = candidate_model(name, labelled, Path(tmp), lang)
+                row = {"lang": lang, "candidate": name}
+                for split, docs in splits.items():
+                    sub = [d for d in docs if d["lang"] == lang]
+                    auc = auc_by_language(sub, lambda t, lg, m=m: list(m.score(t, lg)))[lang]
+                    row[f"synthetic {split} AUC"] = round(auc, 3)
+                row["grouped held-out AUC"] = round(m.meta["metrics"]["auc"], 3)
+                row["threshold"] = round(m.threshold, 4)
+                print(json.dumps(row))
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--min-words", type=int, default=40)
     ap.add_argument("--candidates", nargs="*", default=list(CANDIDATES), choices=list(CANDIDATES))
+    ap.add_argument(
+        "--languages", nargs="*", default=None, help="per-language synthetic held-out AUCs instead"
+    )
     args = ap.parse_args()
+    if args.languages:
+        per_language(args.languages, args.candidates)
+        return
 
     from filters.quality.default import default_scorer
     from sampleweb.labels import labelled_documents
@@ -130,15 +153,16 @@ def main() -> None:
     print(
         json.dumps({"good": sum(r["label"] for r in dev), "bad": sum(1 - r["label"] for r in dev)})
     )
-    scorers = {"default set": lambda t: default_scorer(labelled).score(t, "en")[0]}
+    default = default_scorer(labelled).model_for("en")[0]
+    models = {f"default set ({default.meta['label_source']})": default}
     with tempfile.TemporaryDirectory() as tmp:
         for name in args.candidates:
-            model = candidate_model(name, labelled, Path(tmp))
-            scorers[name] = lambda t, m=model: list(m.score(t, "en"))
-        for name, score in scorers.items():
-            row = auc_and_cuts(dev, score(texts))
+            models[name] = candidate_model(name, labelled, Path(tmp))
+        for name, model in models.items():
+            row = auc_and_cuts(dev, list(model.score(texts, "en")), model.threshold)
             row["synthetic dev AUC"] = round(
-                auc_by_language(synthetic, lambda t, lang, s=score: s(t))["en"], 3
+                auc_by_language(synthetic, lambda t, lang, m=model: list(m.score(t, lang)))["en"],
+                3,
             )
             print(f"{name}: {json.dumps(row)}")
 

@@ -12,7 +12,7 @@
 2. Selection quality on the labelled sample web (cross-fitted: models trained on one half of
    the documents score the other half): good tokens kept and bad tokens kept by the model-based
    filter vs Gopher rules alone. good = quality high/medium, bad = quality low. The models are
-   the default recipe (`filters.quality.default.RECIPE`), the config the default one: the
+   the default recipes (`filters.quality.default.recipe_for`), the config the default one: the
    quality cut, plus the rescue of relaxed-heuristic drops by confident scores
    (`quality.rescue_score`, chosen on the held-out dev split, not here); "no rescue" shows
    what the rescue adds.
@@ -193,11 +193,12 @@ def throughput(
 def train_default_recipe(docs: list[dict], out: Path, seed: int = 0) -> Path:
     """Per-language models with the default set's recipe (no multilingual fallback: every
     labelled language has a model of its own)."""
-    from filters.quality.default import RECIPE, model_languages
+    from filters.quality.default import model_languages, recipe_for
 
     out.mkdir(parents=True, exist_ok=True)
     for lang in model_languages(docs):
-        train_model(build_training_set(docs, lang, RECIPE), out / f"{lang}.bin", seed=seed)
+        ts = build_training_set(docs, lang, recipe_for(lang))
+        train_model(ts, out / f"{lang}.bin", seed=seed)
     return out
 
 

@@ -115,6 +115,10 @@ class QualityConfig(_Strict):
     # Without --models: the default set (sample-web reference pages, built on first use under
     # <lake>/models/quality/default). False: no default models (rows are unscored, NULL).
     use_default_models: bool = True
+    # The default set's label source per language over its built-in recipe
+    # (`filters.quality.default.RECIPES`: en graded+shuffled, the others reference+shuffled);
+    # `*` names every language not named. A changed table builds its own set (the key hashes it).
+    default_label_sources: dict[str, str] = Field(default_factory=dict)
     # Where `multilingual.bin` is read when the models directory has none; empty: the stage
     # fills in the default set's directory.
     fallback_models_dir: str = ""
@@ -125,6 +129,10 @@ class QualityConfig(_Strict):
 
     @model_validator(mode="after")
     def _known_reasons(self) -> QualityConfig:
+        if self.default_label_sources:
+            from filters.quality.default import recipes
+
+            recipes(self.default_label_sources)  # an unknown label source names its key
         unknown = sorted(set(self.rescue_reasons) - HEURISTIC_REASONS)
         if unknown:
             raise ValueError(

@@ -1,7 +1,11 @@
 """Label sources for quality classifiers, in a small registry, and the labelled tables they read.
 
-- `reference` (default): curated reference documents are positives, a random crawl sample
-  negatives.
+- `reference` (default of `refinery quality train`): curated reference documents are positives,
+  a random crawl sample negatives.
+- `graded`: documents graded `high` (the `quality` column: high, medium or low) are positives,
+  those graded `low` negatives; `medium` ones train nothing.
+- `reference+shuffled`, `graded+shuffled`: the same plus a word-order shuffle of every positive
+  passage as a negative, with layout tokens (the default models' recipes, `filters.quality.default`).
 - `llm`: an LLM grader (OpenAI-compatible endpoint) grades documents; grades are distilled
   into the fastText model (grade >= min_grade is positive).
 - `benchmark`: documents are ranked by cosine similarity to a few target examples with the
@@ -12,6 +16,7 @@ from __future__ import annotations
 
 import os
 import random
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -164,29 +169,121 @@ def shuffled(text: str, lang: str, rng: random.Random, chars: bool = False) -> s
     return "\n".join(x for x in out if x)
 
 
-@register_label_source("reference+shuffled")
-def reference_shuffled_labels(rows: list[dict], lang: str, opts: LabelOptions) -> TrainingSet:
-    """The default models' recipe: `reference` labels, plus one word-order shuffle of every
-    positive passage as an extra negative (kept in its source's group, so a passage and its
-    shuffle share an out-of-fold fold), with layout tokens (`shape_tokens`) on.
+_WORD_CORE = re.compile(r"^(\W*)(.*?)(\W*)$", re.S)
 
-    Reference pages against the crawl teaches "reference-like vs ordinary page" but not that
-    a bag of the right words in no order is not prose: keyword-stuffed and spun pages reuse a
-    topic's vocabulary. The shuffles teach word order through fastText's bigrams.
-    """
-    ts = reference_labels(rows, lang, opts)
+
+def shuffled_in_layout(text: str, lang: str, rng: random.Random) -> str:
+    """The text's words in a seeded random order, each in another word's place: punctuation,
+    line breaks and so every layout token (`shape_tokens`) stay as they were, so only the word
+    order tells it from the text (CJK: its letters and digits among their places)."""
+    if is_char_lang(lang):
+        chars = list(text)
+        spots = [i for i, c in enumerate(chars) if c.isalnum()]
+        letters = [chars[i] for i in spots]
+        rng.shuffle(letters)
+        for i, c in zip(spots, letters, strict=True):
+            chars[i] = c
+        return "\n".join(x for x in "".join(chars).splitlines() if x.strip())
+    lines = [x.split() for x in text.splitlines() if x.strip()]
+    parts = [_WORD_CORE.match(w).groups() for line in lines for w in line]
+    cores = [core for _, core, _ in parts if core]
+    rng.shuffle(cores)
+    picks, k, out = iter(cores), 0, []
+    for line in lines:
+        words = []
+        for _ in line:
+            head, core, tail = parts[k]
+            k += 1
+            words.append(head + (next(picks) if core else "") + tail)
+        out.append(" ".join(words))
+    return "\n".join(out)
+
+
+def with_shuffles(
+    ts: TrainingSet, lang: str, opts: LabelOptions, source: str, in_layout: bool = False
+) -> TrainingSet:
+    """`ts` plus one word-order shuffle of every positive passage as an extra negative (kept in
+    its source's group, so a passage and its shuffle share an out-of-fold fold; ja/zh also one
+    character shuffle), with layout tokens (`shape_tokens`) on; its source named `source`.
+
+    With `in_layout`, also one `shuffled_in_layout` of every positive passage: a plain shuffle
+    breaks the lines' sentence ends too, so a model can tell it by its layout tokens alone and
+    word salad with sentence punctuation (spun text) scores like prose."""
     rng = random.Random(opts.seed + 101)
     pos = [(t, g) for t, y, g in zip(ts.texts, ts.labels, ts.groups or [], strict=True) if y]
     extra = [(shuffled(t, lang, rng), g) for t, g in pos]
     if is_char_lang(lang):
         extra += [(shuffled(t, lang, rng, chars=True), g) for t, g in pos]
+    if in_layout:
+        rng = random.Random(opts.seed + 101)
+        extra += [(shuffled_in_layout(t, lang, rng), g) for t, g in pos]
     extra = [(t, g) for t, g in extra if t]
     ts.texts += [t for t, _ in extra]
     ts.labels += [0] * len(extra)
     ts.groups = (ts.groups or []) + [g for _, g in extra]
-    ts.source = "reference+shuffled"
+    ts.source = source
     ts.shape_features = True
     return ts
+
+
+@register_label_source("reference+shuffled")
+def reference_shuffled_labels(rows: list[dict], lang: str, opts: LabelOptions) -> TrainingSet:
+    """`reference` labels plus the shuffles of `with_shuffles`, with layout tokens on.
+
+    Reference pages against the crawl teaches "reference-like vs ordinary page" but not that
+    a bag of the right words in no order is not prose: keyword-stuffed and spun pages reuse a
+    topic's vocabulary. The shuffles teach word order through fastText's bigrams.
+    """
+    return with_shuffles(reference_labels(rows, lang, opts), lang, opts, "reference+shuffled")
+
+
+GRADES = ("high", "medium", "low")
+
+
+@register_label_source("graded")
+def graded_labels(rows: list[dict], lang: str, opts: LabelOptions) -> TrainingSet:
+    """Positives: passages of documents graded `high`; negatives: a seeded sample of passages of
+    documents graded `low` (the `quality` column); `medium` and ungraded documents train nothing.
+
+    `reference` takes every page that is not a curated reference page as a negative, good crawl
+    pages too; grades say which crawl pages are good. The calibration crawl (what keep-rates
+    count) is every document of the language that is not a reference page, whatever its grade,
+    as for `reference`.
+    """
+    docs = _of_lang(rows, lang)
+    if "quality" not in docs[0]:
+        raise KeyError(
+            "the graded label source needs a `quality` column (high, medium or low) in the labels"
+        )
+    for r in docs:
+        if r.get("quality") is not None and r["quality"] not in GRADES:
+            raise ValueError(
+                f"labels row {r.get('id', '?')}: quality {r['quality']!r} is not one of "
+                f"{', '.join(GRADES)} (or null); fix the row's `quality`"
+            )
+    picked = [
+        {**r, "is_reference": r["quality"] == "high"}
+        for r in docs
+        if r.get("quality") in ("high", "low")
+    ]
+    if not any(r["is_reference"] for r in picked) or all(r["is_reference"] for r in picked):
+        raise ValueError(
+            f"the graded label source needs lang={lang!r} documents graded high and graded low"
+        )
+    ts = reference_labels(picked, lang, opts)
+    ts.calibration = [r["text"] for r in docs if not r.get("is_reference")]
+    ts.source = "graded"
+    return ts
+
+
+@register_label_source("graded+shuffled")
+def graded_shuffled_labels(rows: list[dict], lang: str, opts: LabelOptions) -> TrainingSet:
+    """`graded` labels plus both shuffles of `with_shuffles` (plain and in layout), with layout
+    tokens on. Graded pages teach less layout than reference pages against the crawl (few low
+    pages, no ordinary crawl page as a negative), so the model leans on the plain shuffles'
+    broken sentence ends; the in-layout shuffles teach word order whatever the layout."""
+    ts = graded_labels(rows, lang, opts)
+    return with_shuffles(ts, lang, opts, "graded+shuffled", in_layout=True)
 
 
 @register_label_source("llm")

@@ -151,7 +151,10 @@ def quality_models_for(
         log = logging.getLogger(__name__).warning
         root = Path(lake_root) if lake_root is not None else env_lake_root()
         default = ensure_default_models(
-            default_root(root / STAGE_DIRS["quality_models"]), reference_rows(), log=log
+            default_root(root / STAGE_DIRS["quality_models"]),
+            reference_rows(),
+            log=log,
+            label_sources=cfg.quality.default_label_sources,
         )
         if models_dir is None:
             models_dir = default

@@ -10,11 +10,16 @@ under `root` and renamed into place (atomic on one filesystem), so a reader neve
 set. `<root>` is `$REFINERY_QUALITY_DEFAULTS` if set, else what the caller passes (the stage
 passes `<lake>/models/quality/default`).
 
-The recipe (label source `reference+shuffled`, see `filters.labels`): per language, passages of
-the reference pages against passages of the crawl, plus a word-order shuffle of every reference
-passage as a negative, with layout tokens. The multilingual model pools every language's
-examples, each tokenised as its own language. Choices were made on the `dev` split of
-`tests/filters/heldout_quality.py`, never on its `test` split.
+The recipe: per language a label source (`RECIPES`, else `RECIPE`; see `filters.labels`) and
+the same fastText training. `reference+shuffled`: passages of the reference pages against
+passages of the crawl, plus a word-order shuffle of every reference passage as a negative, with
+layout tokens. `graded+shuffled` (English since recipe version 4): pages graded `high` against
+pages graded `low`, with the same shuffles and layout tokens. The multilingual model pools every
+language's examples, each tokenised as its own language. Choices were made on the `dev` split
+of `tests/filters/heldout_quality.py` (never on its `test` split) and, for English, on real
+pages (`bench/ablate_quality.py`: readability's hand-extracted pages against the rest of their
+text). `quality.default_label_sources` in the filter config names other label sources per
+language (`*`: every language not named); the key hashes them.
 """
 
 from __future__ import annotations
@@ -26,13 +31,20 @@ import os
 import shutil
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from filters.quality import FASTTEXT_PARAMS, QualityModel, TrainingSet, load_models, train_model
 
+# The label source of every language's default model not named in RECIPES.
 RECIPE = "reference+shuffled"
-RECIPE_VERSION = 3
+# Per language: on real English pages (bench/ablate_quality.py) graded labels separate
+# hand-extracted main content from the rest of the page better than reference pages against the
+# crawl, which take good crawl pages as negatives.
+RECIPES: dict[str, str] = {"en": "graded+shuffled"}
+# Label sources a default set may use: those that need nothing but the labelled rows.
+SET_SOURCES = ("reference", "reference+shuffled", "graded", "graded+shuffled")
+RECIPE_VERSION = 4
 FALLBACK_NAME = "multilingual"
 ENV_ROOT = "REFINERY_QUALITY_DEFAULTS"
 COMPLETE = "build.json"
@@ -51,27 +63,73 @@ def default_root(lake_models_dir: str | Path | None = None) -> Path:
     return Path(lake_models_dir) / "default"
 
 
-def model_languages(rows: list[dict]) -> list[str]:
-    """Languages with enough reference and crawl documents for a model of their own."""
-    ref: dict[str, int] = {}
-    crawl: dict[str, int] = {}
+def recipes(label_sources: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The label source per language: `*` (every language not named) and the named ones; the
+    built-in RECIPE and RECIPES with `label_sources` (the filter config's
+    `quality.default_label_sources`) over them."""
+    overrides = dict(label_sources or {})
+    for lang, source in overrides.items():
+        if source not in SET_SOURCES:
+            raise ValueError(
+                f"quality.default_label_sources.{lang}: {source!r} is not a label source of the "
+                f"default set; use one of {', '.join(SET_SOURCES)}"
+            )
+    # `*` replaces the built-in table whole (the per-language entries too)
+    out = {"*": overrides["*"]} if "*" in overrides else {"*": RECIPE, **RECIPES}
+    out.update({lang: source for lang, source in overrides.items() if lang != "*"})
+    return out
+
+
+def recipe_for(lang: str, label_sources: Mapping[str, str] | None = None) -> str:
+    """The label source `lang`'s default model is trained with."""
+    table = recipes(label_sources)
+    return table.get(lang, table["*"])
+
+
+def model_languages(rows: list[dict], label_sources: Mapping[str, str] | None = None) -> list[str]:
+    """Languages with enough labelled documents for a model of their own: >= 3 reference and
+    >= 3 other documents (`reference` recipes), or >= 3 graded high and >= 3 graded low
+    (`graded` recipes)."""
+    counts: dict[str, dict[str, int]] = {}
     for r in rows:
         lang = r.get("lang")
         if lang and (r.get("text") or "").strip():
-            (ref if r.get("is_reference") else crawl)[lang] = (
-                ref if r.get("is_reference") else crawl
-            ).get(lang, 0) + 1
-    return sorted(lang for lang in ref if ref[lang] >= 3 and crawl.get(lang, 0) >= 3)
+            c = counts.setdefault(lang, {})
+            kinds = ["ref" if r.get("is_reference") else "crawl", f"q:{r.get('quality')}"]
+            for kind in kinds:
+                c[kind] = c.get(kind, 0) + 1
+    out = []
+    for lang, c in counts.items():
+        if recipe_for(lang, label_sources).startswith("graded"):
+            enough = c.get("q:high", 0) >= 3 and c.get("q:low", 0) >= 3
+        else:
+            enough = c.get("ref", 0) >= 3 and c.get("crawl", 0) >= 3
+        if enough:
+            out.append(lang)
+    return sorted(out)
 
 
-def training_key(rows: list[dict], seed: int = 0) -> str:
-    """sha256 of what a default set is trained from: recipe, parameters, seed and documents."""
+def training_key(
+    rows: list[dict], seed: int = 0, label_sources: Mapping[str, str] | None = None
+) -> str:
+    """sha256 of what a default set is trained from: recipe, parameters, seed and documents
+    (with the columns the label sources read: reference flag and grade)."""
     h = hashlib.sha256()
-    h.update(json.dumps([RECIPE, RECIPE_VERSION, FASTTEXT_PARAMS, seed], sort_keys=True).encode())
+    h.update(
+        json.dumps(
+            [recipes(label_sources), RECIPE_VERSION, FASTTEXT_PARAMS, seed], sort_keys=True
+        ).encode()
+    )
     for r in sorted(rows, key=lambda r: (str(r.get("id")), r.get("text") or "")):
         h.update(
             json.dumps(
-                [r.get("id"), r.get("lang"), bool(r.get("is_reference")), r.get("text")],
+                [
+                    r.get("id"),
+                    r.get("lang"),
+                    bool(r.get("is_reference")),
+                    r.get("quality"),
+                    r.get("text"),
+                ],
                 ensure_ascii=False,
             ).encode()
         )
@@ -79,8 +137,14 @@ def training_key(rows: list[dict], seed: int = 0) -> str:
     return h.hexdigest()
 
 
-def multilingual_training_set(rows: list[dict], langs: Sequence[str], seed: int = 0) -> TrainingSet:
-    """Every language's default training set pooled; each example keeps its language."""
+def multilingual_training_set(
+    rows: list[dict],
+    langs: Sequence[str],
+    seed: int = 0,
+    label_sources: Mapping[str, str] | None = None,
+) -> TrainingSet:
+    """Every language's default training set pooled (each with its own recipe); each example
+    keeps its language."""
     from filters.labels import LabelOptions, build_training_set
 
     texts: list[str] = []
@@ -90,7 +154,9 @@ def multilingual_training_set(rows: list[dict], langs: Sequence[str], seed: int 
     calib: list[str] = []
     calib_langs: list[str] = []
     for lang in langs:
-        ts = build_training_set(rows, lang, RECIPE, LabelOptions(seed=seed))
+        ts = build_training_set(
+            rows, lang, recipe_for(lang, label_sources), LabelOptions(seed=seed)
+        )
         texts += ts.texts
         labels += ts.labels
         groups += [f"{lang}:{g}" for g in ts.groups or [str(i) for i in range(len(ts.texts))]]
@@ -101,7 +167,7 @@ def multilingual_training_set(rows: list[dict], langs: Sequence[str], seed: int 
         FALLBACK_NAME,
         texts,
         labels,
-        RECIPE,
+        "pooled:" + ",".join(f"{lang}={recipe_for(lang, label_sources)}" for lang in langs),
         calib,
         groups=groups,
         shape_features=True,
@@ -110,16 +176,24 @@ def multilingual_training_set(rows: list[dict], langs: Sequence[str], seed: int 
     )
 
 
-def _build_one(out: Path, rows: list[dict], name: str, langs: list[str], seed: int) -> float:
+def _build_one(
+    out: Path,
+    rows: list[dict],
+    name: str,
+    langs: list[str],
+    seed: int,
+    label_sources: Mapping[str, str] | None = None,
+) -> float:
     """Train one model of the set (a language's, or the fallback) into `out`; its seconds.
     A top-level function: the pool's worker processes run it."""
     from filters.labels import LabelOptions, build_training_set
 
     t = time.perf_counter()
     if name == FALLBACK_NAME:
-        ts = multilingual_training_set(rows, langs, seed)
+        ts = multilingual_training_set(rows, langs, seed, label_sources)
     else:
-        ts = build_training_set(rows, name, RECIPE, LabelOptions(seed=seed))
+        source = recipe_for(name, label_sources)
+        ts = build_training_set(rows, name, source, LabelOptions(seed=seed))
     train_model(ts, out / f"{name}.bin", seed=seed)
     return round(time.perf_counter() - t, 2)
 
@@ -136,17 +210,19 @@ def build_default_models(
     seed: int = 0,
     log: Callable[[str], None] | None = None,
     workers: int | None = None,
+    label_sources: Mapping[str, str] | None = None,
 ) -> dict:
     """Train the per-language models and the multilingual fallback into `out`; return build info.
 
     Each model is trained on one thread with a fixed seed, so the files are the same whether the
     models are built one after another (`workers=1`) or side by side in worker processes."""
     out.mkdir(parents=True, exist_ok=True)
-    langs = model_languages(rows)
+    langs = model_languages(rows, label_sources)
     if not langs:
         raise ValueError(
-            "no language has >= 3 reference and >= 3 other documents to train a default quality "
-            "model from; pass --models DIR (refinery quality train) instead"
+            "no language has >= 3 reference and >= 3 other documents (or, for a graded recipe, "
+            ">= 3 graded high and >= 3 graded low) to train a default quality model from; pass "
+            "--models DIR (refinery quality train) instead"
         )
     names = [FALLBACK_NAME, *langs]  # the fallback's set is the largest: start it first
     workers = min(workers or build_workers(), len(names))
@@ -154,7 +230,7 @@ def build_default_models(
     seconds: dict[str, float] = {}
     if workers == 1:
         for name in names:
-            seconds[name] = _build_one(out, rows, name, langs, seed)
+            seconds[name] = _build_one(out, rows, name, langs, seed, label_sources)
             if log:
                 log(f"default quality model {name}: {seconds[name]:.1f} s")
     else:
@@ -164,7 +240,9 @@ def build_default_models(
         # spawn: the caller may hold threads (servers, Dagster) that fork would copy mid-state
         ctx = multiprocessing.get_context("spawn")
         with ProcessPoolExecutor(workers, mp_context=ctx) as pool:
-            futures = {pool.submit(_build_one, out, rows, n, langs, seed): n for n in names}
+            futures = {
+                pool.submit(_build_one, out, rows, n, langs, seed, label_sources): n for n in names
+            }
             for future in as_completed(futures):
                 name = futures[future]
                 seconds[name] = future.result()
@@ -172,6 +250,7 @@ def build_default_models(
                     log(f"default quality model {name}: {seconds[name]:.1f} s")
     return {
         "recipe": RECIPE,
+        "recipes": {lang: recipe_for(lang, label_sources) for lang in langs},
         "recipe_version": RECIPE_VERSION,
         "languages": langs,
         "fallback": f"{FALLBACK_NAME}.bin",
@@ -188,12 +267,14 @@ def ensure_default_models(
     *,
     seed: int = 0,
     log: Callable[[str], None] | None = None,
+    label_sources: Mapping[str, str] | None = None,
 ) -> Path:
     """The default set's directory under `root`, built first if absent (locked, atomic).
 
-    `rows` are the labelled documents (`text`, `lang`, `is_reference`, `id`), which the caller
-    supplies: the default set is `sampleweb.labels.labelled_documents(0)`. The key hashes them,
-    so they are needed on every call, also when the set is already built.
+    `rows` are the labelled documents (`text`, `lang`, `is_reference`, `quality`, `id`), which
+    the caller supplies: the default set is `sampleweb.labels.labelled_documents(0)`. The key
+    hashes them, so they are needed on every call, also when the set is already built.
+    `label_sources`: per-language label sources over the built-in ones (`recipes`).
     """
     if (
         not isinstance(rows, Sequence)
@@ -204,7 +285,8 @@ def ensure_default_models(
             f"ensure_default_models(root, rows): rows must be a list of dicts (labelled "
             f"documents, e.g. sampleweb.labels.labelled_documents(0)), got {type(rows).__name__}"
         )
-    key = training_key(rows, seed)[:12]
+    table = recipes(label_sources)  # an unknown label source fails before the lock
+    key = training_key(rows, seed, table)[:12]
     root = Path(root)
     target = root / key
     if (target / COMPLETE).exists():
@@ -218,8 +300,8 @@ def ensure_default_models(
             log(f"building the default quality models in {target} (first use)")
         tmp = Path(tempfile.mkdtemp(prefix=f".build-{key}-", dir=root))
         try:
-            info = build_default_models(tmp, rows, seed, log)
-            info.update({"key": key, "training_sha256": training_key(rows, seed)})
+            info = build_default_models(tmp, rows, seed, log, label_sources=table)
+            info.update({"key": key, "training_sha256": training_key(rows, seed, table)})
             (tmp / COMPLETE).write_text(json.dumps(info, indent=2, sort_keys=True))
             if target.exists():  # a half set from a crashed build of an older version
                 shutil.rmtree(target)

@@ -252,3 +252,63 @@ def test_benchmark_targets_rank_similar_documents_first(tmp_path, labelled_docs,
 def test_unknown_label_source_lists_known_ones(labelled_docs):
     with pytest.raises(KeyError, match="reference"):
         build_training_set(labelled_docs, "en", "magic")
+
+
+def test_graded_labels_take_good_crawl_pages_as_positives_and_leave_medium_out(labelled_docs):
+    en = [d for d in labelled_docs if d["lang"] == "en"]
+    graded = build_training_set(labelled_docs, "en", "graded")
+    reference = build_training_set(labelled_docs, "en", "reference")
+
+    def label_of(ts, doc):  # the labels of the document's passages (their group names it)
+        return {y for y, g in zip(ts.labels, ts.groups, strict=True) if g.endswith(f":{doc['id']}")}
+
+    good_crawl = [d for d in en if d["quality"] == "high" and not d["is_reference"]]
+    assert good_crawl and all(label_of(graded, d) == {1} for d in good_crawl)
+    # the reference source takes the same good pages as negatives (where it samples them)
+    assert {0} in [label_of(reference, d) for d in good_crawl]
+    assert all(label_of(graded, d) <= {0} for d in en if d["quality"] == "low")
+    assert all(not label_of(graded, d) for d in en if d["quality"] == "medium")
+    # the calibration crawl is every page that is not a reference page, whatever its grade
+    assert sorted(graded.calibration) == sorted(d["text"] for d in en if not d["is_reference"])
+
+
+def test_graded_labels_need_grades_they_know(labelled_docs):
+    ungraded = [{k: v for k, v in d.items() if k != "quality"} for d in labelled_docs]
+    with pytest.raises(KeyError, match="quality"):
+        build_training_set(ungraded, "en", "graded")
+    odd = [dict(d) for d in labelled_docs]
+    next(d for d in odd if d["lang"] == "en")["quality"] = "excellent"
+    with pytest.raises(ValueError, match="'excellent' is not one of high, medium, low"):
+        build_training_set(odd, "en", "graded+shuffled")
+
+
+@pytest.mark.parametrize("lang", ["en", "ja"])
+def test_an_in_layout_shuffle_differs_from_its_text_only_in_word_order(lang):
+    from filters.heuristics import tokens
+    from filters.labels import shuffled_in_layout
+    from filters.quality import shape_tokens
+    from tests.filters.heldout_quality import GOOD
+
+    text = "\n".join(GOOD[lang][:3])
+    out = shuffled_in_layout(text, lang, random.Random(5))
+    assert shape_tokens(out, lang) == shape_tokens(text, lang)
+    assert sorted(tokens(out, lang)) == sorted(tokens(text, lang))
+    assert tokens(out, lang) != tokens(text, lang)
+    assert [line[-1] for line in out.splitlines()] == [line[-1] for line in text.splitlines()]
+
+
+@pytest.mark.timeout(120)
+def test_graded_labels_rank_an_unseen_good_page_above_an_unseen_low_page(
+    tmp_path, labelled_docs, quick_quantize
+):
+    en = [d for d in labelled_docs if d["lang"] == "en"]
+    good = [d for d in en if d["quality"] == "high" and not d["is_reference"]][:2]
+    low = [d for d in en if d["quality"] == "low"][:2]
+    unseen = {d["id"] for d in good + low}
+    rows = [d for d in labelled_docs if d["id"] not in unseen]
+    ts = build_training_set(rows, "en", "graded+shuffled")
+    train_model(ts, tmp_path / "en.bin", folds=3)
+    model = QualityModel(tmp_path / "en.bin")
+    good_scores = model.score([d["text"] for d in good], "en")
+    low_scores = model.score([d["text"] for d in low], "en")
+    assert min(good_scores) > max(low_scores), (list(good_scores), list(low_scores))

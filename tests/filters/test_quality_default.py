@@ -39,6 +39,7 @@ def _row(i, text, allowed=True):
 def test_default_set_layout_and_metadata(models_dir, languages):
     info = json.loads((models_dir / qdefault.COMPLETE).read_text())
     assert info["languages"] == languages and info["recipe"] == "reference+shuffled"
+    assert info["recipes"] == {lang: qdefault.recipe_for(lang) for lang in languages}
     assert models_dir.name == info["key"] == info["training_sha256"][:12]
     for name in [*languages, qdefault.FALLBACK_NAME]:
         meta = json.loads((models_dir / f"{name}.json").read_text())
@@ -46,7 +47,8 @@ def test_default_set_layout_and_metadata(models_dir, languages):
         # none of its models saw.
         assert meta["metrics"]["scorer"] == f"ensemble:{meta['oof']['folds']}"
         assert meta["metrics"]["n_test"] > 0 and meta["shape_features"] is True
-        assert meta["label_source"] == "reference+shuffled"
+        if name != qdefault.FALLBACK_NAME:
+            assert meta["label_source"] == info["recipes"][name]
     assert not list(models_dir.parent.glob(".build-*"))  # no half-built set left behind
 
 
@@ -60,10 +62,67 @@ def test_second_call_reuses_the_set_and_changed_data_gets_a_new_key(models_dir, 
     assert qdefault.training_key(changed)[:12] != models_dir.name
 
 
+def test_the_default_english_model_learns_from_grades(models_dir, labelled_docs):
+    """English's default label source is the sample web's grades (`high` against `low`): the
+    reference recipe took good crawl pages as negatives, and on real pages (readability's
+    hand-extracted main content against the rest of the page, bench/ablate_quality.py) it
+    separated them worse. The other languages keep `reference+shuffled`."""
+    assert qdefault.recipe_for("en") == "graded+shuffled"
+    assert qdefault.recipe_for("de") == qdefault.recipe_for("xx") == "reference+shuffled"
+    meta = json.loads((models_dir / "en.json").read_text())
+    assert meta["label_source"] == "graded+shuffled"
+    # The set's English model scores every good crawl page (graded high, not a reference page)
+    # above every low page: the labels it trained on (in sample; the old recipe, which trained
+    # on them as negatives, scored one low page 0.417 and three good ones 0.37).
+    scorer = qdefault.QualityScorer(models_dir)
+    en = [d for d in labelled_docs if d["lang"] == "en"]
+    good = [d["text"] for d in en if d["quality"] == "high" and not d["is_reference"]]
+    low = [d["text"] for d in en if d["quality"] == "low"]
+    assert min(scorer.score(good, "en")[0]) > max(scorer.score(low, "en")[0])
+
+
+def test_the_filter_config_names_the_default_label_sources(tmp_path, monkeypatch, labelled_docs):
+    from filters.run import quality_models_for
+
+    table = qdefault.recipes({"de": "graded+shuffled"})
+    assert table == {"*": "reference+shuffled", "en": "graded+shuffled", "de": "graded+shuffled"}
+    assert qdefault.recipes({"*": "reference"}) == {"*": "reference"}
+    assert qdefault.training_key(labelled_docs) != qdefault.training_key(
+        labelled_docs, label_sources={"en": "reference+shuffled"}
+    )
+    # the grade is hashed: regrading a page builds a new set
+    regraded = [dict(d) for d in labelled_docs]
+    next(d for d in regraded if d["quality"] == "medium")["quality"] = "high"
+    assert qdefault.training_key(regraded) != qdefault.training_key(labelled_docs)
+    with pytest.raises(ConfigError, match="default_label_sources.en: 'llm' is not a label source"):
+        config_from_dict({"quality": {"default_label_sources": {"en": "llm"}}})
+    seen = {}
+
+    def fake_ensure(root, rows, **kw):
+        seen.update(kw)
+        return tmp_path
+
+    monkeypatch.setattr(qdefault, "ensure_default_models", fake_ensure)
+    cfg = config_from_dict({"quality": {"default_label_sources": {"en": "reference+shuffled"}}})
+    quality_models_for(None, cfg, tmp_path, lambda: labelled_docs)
+    assert seen["label_sources"] == {"en": "reference+shuffled"}
+
+
+def test_graded_recipes_need_graded_pages_for_a_model():
+    rows = [
+        {"id": f"{g}{i}", "lang": "en", "quality": g, "is_reference": False, "text": "x y"}
+        for g in ("high", "low")
+        for i in range(3)
+    ]
+    assert qdefault.model_languages(rows) == ["en"]  # no reference page: graded recipe
+    assert qdefault.model_languages(rows, {"en": "reference+shuffled"}) == []
+    assert qdefault.model_languages(rows[:5]) == []  # two low pages
+
+
 def test_concurrent_builders_build_once_and_rename_atomically(tmp_path, monkeypatch):
     calls = []
 
-    def fake_build(out, rows, seed=0, log=None):
+    def fake_build(out, rows, seed=0, log=None, **kw):
         calls.append(out)
         time.sleep(0.3)  # long enough for the other builder to wait on the lock
         (out / "en.bin").write_text("model")
@@ -89,7 +148,7 @@ def test_concurrent_builders_build_once_and_rename_atomically(tmp_path, monkeypa
 
 
 def test_failed_build_leaves_nothing_half_built(tmp_path, monkeypatch):
-    def broken(out, rows, seed=0, log=None):
+    def broken(out, rows, seed=0, log=None, **kw):
         (out / "en.bin").write_text("half")
         raise RuntimeError("disk full")
 
