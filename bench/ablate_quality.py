@@ -10,12 +10,14 @@ mirror, never committed): per English page (lid.176 on the gold text),
   holds at least `--min-words` words: what a pipeline without main-content extraction keeps.
 
 Printed per English model: ROC AUC on that dev set, the share of good and bad dev documents kept
-at each `quality_score` cut and at the model's own calibrated cut (`threshold` in its metadata,
-what the filter applies), and the AUC on the synthetic `dev` split of
-tests/filters/heldout_quality.py. Models: the default set's (`filters.quality.default`, whatever
+at each `quality_score` cut, at the model's own calibrated cut (`threshold` in its metadata, what
+the filter applies) and at the cuts that keep 90% and 80% of its calibration crawl, and the AUC
+on the synthetic `dev` split of tests/filters/heldout_quality.py. Models: the default set's (`filters.quality.default`, whatever
 recipe it has now) and candidates trained here from the sample web's labelled documents with the
 label sources `reference`, `reference+shuffled` and `graded+shuffled` (the sample web's graded
-pages: `high` positive, `low` negative; the default for English since recipe version 4).
+pages: `high` positive, `low` negative; the default for English since recipe version 4), and
+`graded+plain-shuffles` (the same without its in-layout shuffles). `--seed` changes the
+candidates' label and training seed.
 
 `--languages de en ...`: per language and candidate, the synthetic held-out AUC (`dev` split,
 where choices are made, and `test`) and the model's own grouped held-out AUC (`metrics.auc`).
@@ -95,21 +97,26 @@ def auc_and_cuts(rows: list[dict], scores: list[float], own_cut: float | None = 
     return out
 
 
-# candidates: label sources over the sample web's labelled documents
-CANDIDATES = ("reference", "reference+shuffled", "graded+shuffled")
+# candidates: label sources over the sample web's labelled documents, and `graded` with the
+# plain shuffles only (graded+shuffled without its in-layout shuffles: the candidate before)
+CANDIDATES = ("reference", "reference+shuffled", "graded+shuffled", "graded+plain-shuffles")
 
 
-def candidate_model(name: str, rows: list[dict], out: Path, lang: str = "en"):
+def candidate_model(name: str, rows: list[dict], out: Path, lang: str = "en", seed: int = 0):
     """The model of one language of a candidate, trained on the sample web's labelled documents."""
-    from filters.labels import LabelOptions, build_training_set
+    from filters.labels import LabelOptions, build_training_set, with_shuffles
     from filters.quality import QualityModel, train_model
 
-    ts = build_training_set(rows, lang, name, LabelOptions(seed=0))
-    train_model(ts, out / f"{lang}-{name}.bin", seed=0)
+    opts = LabelOptions(seed=seed)
+    if name == "graded+plain-shuffles":
+        ts = with_shuffles(build_training_set(rows, lang, "graded", opts), lang, opts, name)
+    else:
+        ts = build_training_set(rows, lang, name, opts)
+    train_model(ts, out / f"{lang}-{name}.bin", seed=seed)
     return QualityModel(out / f"{lang}-{name}.bin")
 
 
-def per_language(langs: list[str], candidates: list[str]) -> None:
+def per_language(langs: list[str], candidates: list[str], seed: int = 0) -> None:
     """Synthetic held-out AUCs (dev, test) and the grouped held-out AUC of each candidate."""
     from sampleweb.labels import labelled_documents
     from tests.filters.heldout_quality import auc_by_language, heldout_documents
@@ -119,7 +126,7 @@ def per_language(langs: list[str], candidates: list[str]) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         for lang in langs:
             for name in candidates:
-                m = candidate_model(name, labelled, Path(tmp), lang)
+                m = candidate_model(name, labelled, Path(tmp), lang, seed)
                 row = {"lang": lang, "candidate": name}
                 for split, docs in splits.items():
                     sub = [d for d in docs if d["lang"] == lang]
@@ -137,9 +144,10 @@ def main() -> None:
     ap.add_argument(
         "--languages", nargs="*", default=None, help="per-language synthetic held-out AUCs instead"
     )
+    ap.add_argument("--seed", type=int, default=0, help="the candidates' label and training seed")
     args = ap.parse_args()
     if args.languages:
-        per_language(args.languages, args.candidates)
+        per_language(args.languages, args.candidates, args.seed)
         return
 
     from filters.quality.default import default_scorer
@@ -157,9 +165,16 @@ def main() -> None:
     models = {f"default set ({default.meta['label_source']})": default}
     with tempfile.TemporaryDirectory() as tmp:
         for name in args.candidates:
-            models[name] = candidate_model(name, labelled, Path(tmp))
+            models[name] = candidate_model(name, labelled, Path(tmp), seed=args.seed)
         for name, model in models.items():
-            row = auc_and_cuts(dev, list(model.score(texts, "en")), model.threshold)
+            scores = list(model.score(texts, "en"))
+            row = auc_and_cuts(dev, scores, model.threshold)
+            for keep in (0.9, 0.8):  # other calibrated cuts: keep this share of the crawl
+                cut = model.score_for_keep_rate(keep)
+                row[f"kept@keep_rate {keep}"] = (
+                    round(cut, 4),
+                    auc_and_cuts(dev, scores, cut)["kept@own"],
+                )
             row["synthetic dev AUC"] = round(
                 auc_by_language(synthetic, lambda t, lang, m=model: list(m.score(t, lang)))["en"],
                 3,

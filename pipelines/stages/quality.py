@@ -17,7 +17,8 @@ class QualityTrainParams(Params):
     out: Path = param(help="Model path (.bin); metadata JSON is written beside it.")
     source: str = param(
         "reference",
-        help="Label source: reference, reference+shuffled (the default models' recipe), llm or "
+        help="Label source: reference, reference+shuffled (the default models' recipe), graded, "
+        "graded+shuffled (English's default recipe; a `quality` column: high/medium/low), llm or "
         "benchmark.",
     )
     seed: int = param(0)
