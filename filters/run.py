@@ -141,6 +141,12 @@ def quality_models_for(
     )
 
     own_fallback = models_dir is not None and (Path(models_dir) / f"{FALLBACK_NAME}.bin").exists()
+    if models_dir is not None and cfg.quality.default_label_sources:
+        logging.getLogger(__name__).warning(
+            "quality.default_label_sources trains the default set; the models of %s keep the "
+            "label sources they were trained with (leave out --models to use the table)",
+            models_dir,
+        )
     if cfg.quality.use_default_models and not (own_fallback or cfg.quality.fallback_models_dir):
         if reference_rows is None:
             raise ValueError(

@@ -81,7 +81,9 @@ def test_the_default_english_model_learns_from_grades(models_dir, labelled_docs)
     assert min(scorer.score(good, "en")[0]) > max(scorer.score(low, "en")[0])
 
 
-def test_the_filter_config_names_the_default_label_sources(tmp_path, monkeypatch, labelled_docs):
+def test_the_filter_config_names_the_default_label_sources(
+    tmp_path, monkeypatch, labelled_docs, caplog
+):
     from filters.run import quality_models_for
 
     table = qdefault.recipes({"de": "graded+shuffled"})
@@ -106,6 +108,10 @@ def test_the_filter_config_names_the_default_label_sources(tmp_path, monkeypatch
     cfg = config_from_dict({"quality": {"default_label_sources": {"en": "reference+shuffled"}}})
     quality_models_for(None, cfg, tmp_path, lambda: labelled_docs)
     assert seen["label_sources"] == {"en": "reference+shuffled"}
+    assert "default_label_sources" not in caplog.text
+    # given models (the Dagster graph passes the quality_models asset's) keep their own sources
+    quality_models_for(tmp_path, cfg, tmp_path, lambda: labelled_docs)
+    assert f"the models of {tmp_path} keep the label sources" in caplog.text
 
 
 def test_graded_recipes_need_graded_pages_for_a_model():
