@@ -258,7 +258,8 @@ def graded_labels(rows: list[dict], lang: str, opts: LabelOptions) -> TrainingSe
     for r in docs:
         if r.get("quality") is not None and r["quality"] not in GRADES:
             raise ValueError(
-                f"labels row {r.get('id', '?')}: quality {r['quality']!r} is not one of "
+                f"labels row {r.get('id') or r.get('url') or repr(r['text'][:40])}: quality "
+                f"{r['quality']!r} is not one of "
                 f"{', '.join(GRADES)} (or null); fix the row's `quality`"
             )
     picked = [
