@@ -734,3 +734,37 @@ if __name__ == "__main__":
 # so x1.2 per core is out of reach while their outputs stay the same: a pHash taken from the
 # face map's 320 px copy (saving ~0.35 ms) moved up to 24 bits on these flat scenes and changed
 # 73 de-duplication decisions of 2,000, and was not kept.
+#
+# CLIP convolutions channels-last on the CPU (5cd303c) and the face map scaled by OpenCV's
+# bilinear between half and full size (dc8e4b3); same command, three runs a side alternating
+# (before: 5d44bcd; load 3.7-5.0):
+#                         N    ours per CPU-s    img2dataset    ratio (each run)
+# before                200    97.2 95.7 85.7     56.9 52.9 53.0 x1.71 x1.81 x1.62
+#                      2000   113.5 108.1 103.4  166.5 167.4 136.1 x0.68 x0.65 x0.76
+# after                 200    92.0 95.9 95.8     53.5 52.5 51.8 x1.72 x1.83 x1.85
+#                      2000   109.8 123.1 106.7  176.2 163.8 144.4 x0.62 x0.75 x0.74
+#
+# Same rows and decisions in every run (2000: kept 1799, ids digest d2b296297e8b, duplicate 201,
+# robots_denied 40; 200: 197 / 3 / 4). Growth 200 -> 2000, CPU: ours x8.3-8.9 -> x7.8-9.0,
+# marginal 8.7-9.5 -> 7.9-9.3 ms an image; img2dataset x3.0-3.9, marginal 4.3-6.2 ms. The
+# end-to-end change (~0.7 ms an image, ~8%) is inside the runs' spread (ours +-8%, img2dataset
+# +-12% at this load); measured alone it is not. Per step, one process, serial over the 2,000
+# images, CPU ms an image, before -> after (two runs each, alternating; /tmp script timing each
+# function of crawlers.images.fetch._store and ClipScorer.score):
+#   decode 0.94 -> 0.93; face map 1.30 -> 0.74; faces in all (map + cascades where a region is
+#   found) 2.66 -> 2.27 (the bilinear map finds regions in 179 scenes, was 160: +0.16 ms of
+#   cascades); pHash 1.08 (unchanged); colour thumbnail 0.33; CLIP resize 0.67; CLIP scores with
+#   2 threads 1.36 -> 1.02 (channels-last; 1 thread 1.3 -> 0.9).
+# What is left, and why x1.2 per core is not reached with the same outputs (ours ~8 ms an image,
+# x1.2 of img2dataset needs ~4.6-5.4): the largest single cost is the Haar cascades run around
+# false regions: 175 of the bench's 1,000 JPEG scenes are searched against 4 of its 1,000 PNGs
+# (scenes from the same generator): JPEG's chroma subsampling and ringing put detail inside
+# skin-toned tree trunks, ~17 ms a searched image (the upright and four turned searches), ~1.5 ms
+# an image on average. Tightening the map loses small faces: bench/faces.py --quick recall 0.986 falls to
+# 0.931 (detail share 0.10) or 0.861 (5x5 -> 7x7 core), all of it at 32 px; a higher detail
+# threshold (8 -> 24) or a 3x3 median filter first keeps 80-83 of 88 searched scenes (of 1,000). A pHash
+# from a reduced image (Pillow's reducing_gap=3) saves ~0.4 ms but changes 887 of 2,000 hashes
+# and 54 de-duplication decisions, so it was not kept. torch's intra-op threads cost nothing
+# here: the training package sets OMP_WAIT_POLICY=PASSIVE before torch loads (with active
+# waiting 2 threads cost 4.2 ms an image against 1.3), and OpenCV with 1 thread or 2 costs the
+# same (fetch 5.66-5.75 vs 5.76-5.89 ms an image).
