@@ -225,3 +225,12 @@ if __name__ == "__main__":
 # 30 deg), false faces 4 and 4, blurred faces found again 0 and 0; CPU ms per face image 222 vs
 # 216, per face-free image 202 vs 110 (noise and photograph backgrounds are detailed, so searched);
 # on 100 of bench/images.py's sample-web scenes 139 vs 4.5 ms (90 with nothing to search).
+#
+# Face map scaled by OpenCV's bilinear between half and full size (dc8e4b3) instead of Pillow's
+# box filter, --quick --configs "default (turns, x1.5, face regions only)", before and after in
+# one session: recall 0.986 / 0.986 (the same miss: drawn, 32 px, 30 deg), false faces 4 / 4 on
+# 3 images, blurred faces found again 0 / 0; CPU ms per face-free image 109.6 / 113.8, per face
+# image 216.6 / 214.4 (the map's share is small next to the cascades here; on bench/images.py's
+# 256-640 px scenes face_regions 1.30 -> 0.74 ms). Tightening the map against the bench's JPEG
+# artefact regions (tree trunks) costs the 32 px faces: detail share 0.05 -> 0.10: recall 0.931,
+# -> 0.15: 0.847; erosion core 5 -> 7 px: 0.861; none kept.
