@@ -147,6 +147,12 @@ class QualityModelsParams(Params):
     out: Path | None = param(
         None, output=True, help="Root of the default sets (default: lake models/quality/default)."
     )
+    config: Path | None = param(
+        None,
+        help="Filter config YAML whose quality.default_label_sources (a label source per "
+        "language, '*' for the rest) trains the set; default: the built-in table (English "
+        "graded+shuffled, the rest reference+shuffled).",
+    )
 
 
 class QualityModelsSummary(Summary):
@@ -171,8 +177,16 @@ def quality_models(p: QualityModelsParams, lake: Lake) -> QualityModelsSummary:
     mine = Path(p.out) if p.out else Path(lake.dir("quality_models")) / "default"
     # Built in (or found in) the shared cache when $REFINERY_QUALITY_DEFAULTS names one, then
     # placed in this lake, where its manifest names this lake's sample web.
+    sources = None
+    if p.config is not None:
+        from filters.run import load_filter_config
+
+        sources = load_filter_config(p.config).quality.default_label_sources or None
     built = ensure_default_models(
-        Path(p.out) if p.out else default_root(mine.parent), rows, log=lake.log
+        Path(p.out) if p.out else default_root(mine.parent),
+        rows,
+        log=lake.log,
+        label_sources=sources,
     )
     target = place_set(built, mine)
     models = sorted(m.stem for m in target.glob("*.bin"))
@@ -209,7 +223,8 @@ QUALITY_MODELS = Stage(
     group="filter",
     output_descriptions={
         "quality_models": "The default quality models: one fastText model per language trained "
-        "from the sample web's reference pages against shuffled text, and a multilingual "
+        "from the sample web's labels (English: its graded pages; the others: its reference "
+        "pages against shuffled text; quality.default_label_sources), and a multilingual "
         "fallback, each with its held-out evaluation (lake models/quality/default/<key>/)."
     },
 )

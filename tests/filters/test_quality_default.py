@@ -114,6 +114,27 @@ def test_the_filter_config_names_the_default_label_sources(
     assert f"the models of {tmp_path} keep the label sources" in caplog.text
 
 
+def test_the_quality_models_stage_trains_with_the_configs_label_sources(tmp_path, monkeypatch):
+    """The Dagster asset / `refinery quality defaults --config F` builds the set with F's table,
+    so a filter given the asset's set keeps what the config asked for."""
+    from pipelines.stage import Lake
+    from pipelines.stages.quality import QualityModelsParams, quality_models
+
+    seen = []
+
+    def fake_ensure(root, rows, **kw):
+        seen.append(kw.get("label_sources"))
+        raise RuntimeError("stop here")
+
+    monkeypatch.setattr(qdefault, "ensure_default_models", fake_ensure)
+    cfg = tmp_path / "filter.yaml"
+    cfg.write_text("quality:\n  default_label_sources: {de: graded+shuffled}\n")
+    for params in (QualityModelsParams(config=cfg), QualityModelsParams()):
+        with pytest.raises(RuntimeError, match="stop here"):
+            quality_models(params, Lake(root=tmp_path / "lake"))
+    assert seen == [{"de": "graded+shuffled"}, None]
+
+
 def test_graded_recipes_need_graded_pages_for_a_model():
     rows = [
         {"id": f"{g}{i}", "lang": "en", "quality": g, "is_reference": False, "text": "x y"}
