@@ -20,6 +20,7 @@ and paired differences.
 
 Usage: .venv/bin/python bench/ablate.py [--pages N] [--tokens T] [--seeds 0 1 2] [--out DIR]
        [--eval-per-lang N] [--no-fineweb] [--reuse] [--flat-arm] [--quality-cuts CUT ...]
+       [--multilingual-shares SHARE ...] [--files-tokenizer]
 
 RESULTS (2026-11-28, `bench/ablate.py --tokens 600000 --eval-per-lang 300 --flat-arm
 --quality-cuts 0.3 0.1`, proxy config, seeds 0 1 2, 884 pages; CPU, shared 2-core machine,
@@ -286,7 +287,8 @@ def refinery_mixture_spec(source: Path, tokens: int, quality_cut: float | None =
     """Refinery's default pretraining mixture (training/mixtures/pretrain.yaml) over the arm's
     documents: the buckets that read the filter's documents keep their weights, language split,
     temperature, epoch cap, quality predicates and repetition; code and math (licensed sources
-    that no arm has) are dropped and the remaining weights renormalised. `quality_cut` replaces
+    that no arm has) are dropped and the remaining weights renormalised; the tokenizer's text is
+    sampled as the default samples it (`tokenizer.train.sample`). `quality_cut` replaces
     the sources' `quality_score >= X` cut (0: none)."""
     default = yaml.safe_load((ROOT / "training" / "mixtures" / "pretrain.yaml").read_text())
     buckets = {
@@ -303,7 +305,12 @@ def refinery_mixture_spec(source: Path, tokens: int, quality_cut: float | None =
                 where = re.sub(r" AND quality_score >= [0-9.]+", "", src["where"])
                 cut = f" AND quality_score >= {quality_cut:g}" if quality_cut > 0 else ""
                 src["where"] = where + cut
-    return {**mixture_spec("refinery", source, tokens), "buckets": buckets}
+    spec = mixture_spec("refinery", source, tokens)
+    # the default's way of sampling the tokenizer's text; the size stays the bench's (4096)
+    sample = (default.get("tokenizer") or {}).get("train", {}).get("sample")
+    if sample:
+        spec["tokenizer"]["train"]["sample"] = sample
+    return {**spec, "buckets": buckets}
 
 
 def main() -> None:
@@ -328,6 +335,20 @@ def main() -> None:
         action="store_true",
         help="add refinery-flat: Refinery's documents in one bucket at their natural shares",
     )
+    ap.add_argument(
+        "--multilingual-shares",
+        type=float,
+        nargs="*",
+        default=[],
+        help="add refinery-ml<share>: the default mixture with the multilingual bucket at <share> "
+        "of the web text (0.176: the weights before, 0.15 against 0.70)",
+    )
+    ap.add_argument(
+        "--files-tokenizer",
+        action="store_true",
+        help="add refinery-tokfiles: the default mixture, its tokenizer sampled from the "
+        "documents as they come (sample: files, the default before)",
+    )
     args = ap.parse_args()
 
     from training.ablate.report import rich_table
@@ -349,6 +370,10 @@ def main() -> None:
         sources["refinery-flat"] = work / "filter"
     for cut in args.quality_cuts:
         sources[f"refinery-q{cut:g}"] = work / "filter"
+    for share in args.multilingual_shares:
+        sources[f"refinery-ml{share:g}"] = work / "filter"
+    if args.files_tokenizer:
+        sources["refinery-tokfiles"] = work / "filter"
     arms = {}
     counts = {}
     for name, d in sources.items():
@@ -356,6 +381,14 @@ def main() -> None:
         if name == "refinery" or name.startswith("refinery-q"):
             cut = float(name[len("refinery-q") :]) if name != "refinery" else None
             spec = refinery_mixture_spec(docs, args.tokens, cut)
+        elif name.startswith("refinery-ml"):
+            share = float(name[len("refinery-ml") :])
+            spec = refinery_mixture_spec(docs, args.tokens)
+            spec["buckets"]["web"]["weight"] = 1 - share
+            spec["buckets"]["multilingual"]["weight"] = share
+        elif name == "refinery-tokfiles":
+            spec = refinery_mixture_spec(docs, args.tokens)
+            spec["tokenizer"]["train"]["sample"] = "files"
         else:
             spec = mixture_spec(name, docs, args.tokens)
         (work / f"{name}.yaml").write_text(yaml.safe_dump(spec, sort_keys=False))

@@ -141,12 +141,14 @@ def sample_texts(
     seed: int = 0,
     text_column: str = "text",
     consent: Sequence[str | Path] = (),
+    where: str | None = None,
 ) -> list[str]:
     """A deterministic sample of about `sample_tokens` tokens of training-allowed text from Parquet files.
 
     Training-allowed is the mixture's rule (training/mixture/sources.py `consent_sql`, the SQL
     form of common.consent): the row's training_allowed is the boolean true, and the consent
     ledger files `consent` (`common.consent.ledger_files(lake)`) have not opted its document out.
+    `where`: a predicate the rows must also meet (a mixture source's, already normalised).
     """
     import duckdb
 
@@ -175,6 +177,8 @@ def sample_texts(
             clean = contamination_sql(unit)  # evaluation text does not shape the vocabulary
             if clean:
                 allowed = f"({allowed}) AND {clean}"
+            if where:
+                allowed = f"({allowed}) AND ({where})"
             ranked.append(
                 f"SELECT {lit} AS filename, file_row_number AS r, length({col}) AS n, "
                 f"hash({lit} || ':' || file_row_number::VARCHAR || ':' || $seed::VARCHAR) AS k "

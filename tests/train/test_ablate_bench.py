@@ -6,8 +6,11 @@ from pathlib import Path
 
 import duckdb
 import pytest
+import yaml
 
 from bench.ablate import refinery_mixture_spec
+
+ROOT = Path(__file__).resolve().parents[2]
 
 ROWS = [
     ("en", 0.05),  # real pages the default quality models score low
@@ -33,7 +36,10 @@ def test_the_refinery_arm_is_the_default_mixture_with_its_weights_split_and_repe
     web, multi = spec["buckets"]["web"], spec["buckets"]["multilingual"]
     assert set(spec["buckets"]) == {"web", "multilingual"}  # code and math: no arm has them
     assert web["weight"] + multi["weight"] == pytest.approx(1.0)
-    assert web["weight"] / multi["weight"] == pytest.approx(0.70 / 0.15)
+    default = yaml.safe_load((ROOT / "training" / "mixtures" / "pretrain.yaml").read_text())
+    want = default["buckets"]["web"]["weight"] / default["buckets"]["multilingual"]["weight"]
+    assert web["weight"] / multi["weight"] == pytest.approx(want)
+    assert spec["tokenizer"]["train"]["sample"] == default["tokenizer"]["train"]["sample"]
     assert multi["split_by"] == "lang" and web["repeat"]
     assert all(s["path"] == "/data/documents.parquet" for b in (web, multi) for s in b["sources"])
     assert spec["total_tokens"] == 1000

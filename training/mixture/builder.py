@@ -48,7 +48,15 @@ from training.mixture.sources import (
     plan_units,
     source_files,
 )
-from training.mixture.spec import MixtureSpec, SpecError, TokenizerTrain, load_spec, resolve_path
+from training.mixture.spec import (
+    MixtureSpec,
+    SpecError,
+    TokenizerTrain,
+    load_spec,
+    normalize_predicate,
+    quote_ident,
+    resolve_path,
+)
 from training.tokenizer import load_tokenizer, sample_texts, special_token_ids, train_tokenizer
 
 MANIFEST_VERSION = 1
@@ -253,6 +261,9 @@ def prepare_tokenizer(
             )
         from common.consent import ledger_files
 
+        if cfg.sample == "mixture":
+            texts = mixture_sample_texts(spec, spec_dir, lake_root)
+            return train_tokenizer(texts, cfg.vocab_size, dest)
         # the shards' consent rule: the row's flag and the lake's consent ledger
         texts = sample_texts(
             [Path(f) for f in files],
@@ -270,6 +281,118 @@ def prepare_tokenizer(
     if src.resolve() != dest.resolve():
         shutil.copyfile(src, dest)
     return dest
+
+
+def tokenizer_sample_plan(
+    spec: MixtureSpec, spec_dir: Path, lake_root: Path | None = None
+) -> list[tuple[list[ReadUnit], str | None, float]]:
+    """The tokenizer sample of `sample: mixture`: (a source's text units, the group's predicate or
+    None, its share of the sample) per bucket, source and group, shares as the build's sampling
+    gives them: the buckets' effective weights (a bucket with no text drops out, the others
+    renormalised); in a split_by bucket, the groups' temperature shares of their available text,
+    capped at max_epochs times it, each group's share split among the sources by their text;
+    else the sources' weights (or their text). Available text is counted in characters
+    (CHARS_PER_TOKEN a token) through the build's own read query: consent, contamination and
+    each source's `where` apply."""
+    import duckdb
+
+    from training.mixture.sources import _select_sql
+    from training.tokenizer import CHARS_PER_TOKEN
+
+    units = [u for u in plan_units(spec, spec_dir, lake_root) if u.kind == "text"]
+    # (bucket, source, group) -> characters available
+    chars: dict[tuple[str, int, str | None], float] = {}
+    con = duckdb.connect(config={"threads": 1})
+    try:
+        for u in units:
+            sql = f"SELECT grp, sum(length(text)) FROM ({_select_sql(u)}) GROUP BY grp"
+            for grp, n in con.execute(sql, [u.file]).fetchall():
+                key = (u.bucket, u.source, grp if u.split_by else None)
+                chars[key] = chars.get(key, 0.0) + float(n or 0)
+    finally:
+        con.close()
+    eff = spec.effective_weights()
+    targets: dict[tuple[str, int, str | None], float] = {}
+    for bname, bs in spec.buckets.items():
+        mine = {k: v for k, v in chars.items() if k[0] == bname and v > 0}
+        if not mine or eff[bname] <= 0:
+            continue
+        want = eff[bname] * spec.total_tokens
+        if bs.split_by:
+            groups: dict[str | None, float] = {}
+            for (_, _, g), v in mine.items():
+                groups[g] = groups.get(g, 0.0) + v / CHARS_PER_TOKEN
+            shares = temperature_shares(groups, bs.temperature)
+            per_group, _ = cap_targets(
+                {g: want * p for g, p in shares.items()}, groups, bs.max_epochs
+            )
+            for (b, i, g), v in mine.items():
+                targets[(b, i, g)] = per_group[g] * v / CHARS_PER_TOKEN / groups[g]
+        else:
+            total = sum(mine.values())
+            avail = {k: v / CHARS_PER_TOKEN for k, v in mine.items()}
+            given = {
+                k: want * (bs.sources[k[1]].weight or 0.0)
+                if bs.sources[k[1]].weight is not None
+                else want * v / total
+                for k, v in mine.items()
+            }
+            capped, _ = cap_targets(given, avail, bs.max_epochs)
+            targets.update(capped)
+    total = sum(targets.values())
+    plan = []
+    for (b, i, g), t in sorted(targets.items(), key=lambda kv: (kv[0][0], kv[0][1], str(kv[0][2]))):
+        if t <= 0:
+            continue
+        src_units = [u for u in units if u.bucket == b and u.source == i]
+        pred = None
+        if src_units[0].split_by:
+            col = quote_ident(src_units[0].split_by)
+            pred = (
+                f"{col} IS NULL"
+                if g is None
+                else f"CAST({col} AS VARCHAR) = '{str(g).replace(chr(39), chr(39) * 2)}'"
+            )
+        plan.append((src_units, pred, t / total))
+    return plan
+
+
+def mixture_sample_texts(
+    spec: MixtureSpec, spec_dir: Path, lake_root: Path | None = None
+) -> list[str]:
+    """About tokenizer.train.sample_tokens tokens of text, each part of `tokenizer_sample_plan` at
+    its share. A part with less text than its share is repeated to it, as the mixture repeats
+    it (its epochs): otherwise the parts with the most text would shape the vocabulary."""
+    from training.tokenizer import CHARS_PER_TOKEN
+
+    cfg = spec.tokenizer.train
+    texts: list[str] = []
+    for src_units, pred, share in tokenizer_sample_plan(spec, spec_dir, lake_root):
+        u = src_units[0]
+        where = " AND ".join(
+            f"({w})" for w in (u.where and normalize_predicate(u.where), pred) if w
+        )
+        tokens = max(1, round(share * cfg.sample_tokens))
+        part = sample_texts(
+            [Path(x.file) for x in src_units],
+            tokens,
+            seed=spec.seed,
+            text_column=u.text_column,
+            consent=u.consent,
+            where=where or None,
+        )
+        have, want = sum(map(len, part)), tokens * CHARS_PER_TOKEN
+        times = want // have if have else 0
+        texts += part * max(1, times)
+        left = want - have * max(1, times)
+        for t in part:  # the rest of the share: the sample's (seeded) order, whole texts
+            if left <= 0:
+                break
+            texts.append(t)
+            left -= len(t)
+    if not texts:
+        raise SpecError("tokenizer.train: the buckets' sources hold no training-allowed text")
+    return texts
 
 
 def _glob(path: Path) -> list[str]:

@@ -218,6 +218,20 @@ class TokenizerTrainSpec(_Strict):
     vocab_size: int = Field(default=150_000, ge=261)
     sample_tokens: int = Field(default=10_000_000, gt=0)
     sources: list[str] | None = None  # default: every source of every bucket
+    # files: the sources' rows as they come (a file's share of the sample is its share of the
+    # text); mixture: each bucket, source and language group at its share of the mixture
+    # (weights, split_by temperature, max_epochs caps), so the vocabulary is learnt from the
+    # language mix the model trains on (docs/ablate.md: a German-heavy sample cost English text).
+    sample: Literal["files", "mixture"] = "files"
+
+    @model_validator(mode="after")
+    def _sample_of_buckets(self) -> TokenizerTrainSpec:
+        if self.sample == "mixture" and self.sources:
+            raise ValueError(
+                "sample: mixture samples the buckets' own sources; drop `sources` or use "
+                "sample: files"
+            )
+        return self
 
 
 class TokenizerTrain(_Strict):
@@ -328,9 +342,11 @@ class MixtureSpec(_Strict):
 
     def sha256(self) -> str:
         """Stable hash of the parsed spec."""
-        return hashlib.sha256(
-            json.dumps(self.model_dump(mode="json"), sort_keys=True).encode()
-        ).hexdigest()
+        data = self.model_dump(mode="json")
+        tok = data.get("tokenizer")
+        if isinstance(tok, dict) and tok["train"].get("sample") == "files":
+            del tok["train"]["sample"]  # a spec without `sample: mixture` keeps its hash
+        return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()
 
 
 def resolve_path(path: str, spec_dir: Path, lake_root: Path | None = None) -> Path:
