@@ -22,53 +22,45 @@ Usage: .venv/bin/python bench/ablate.py [--pages N] [--tokens T] [--seeds 0 1 2]
        [--eval-per-lang N] [--no-fineweb] [--reuse] [--flat-arm] [--quality-cuts CUT ...]
        [--multilingual-shares SHARE ...] [--files-tokenizer]
 
-RESULTS (2026-11-28, `bench/ablate.py --tokens 600000 --eval-per-lang 300 --flat-arm
---quality-cuts 0.3 0.1`, proxy config, seeds 0 1 2, 884 pages; CPU, shared 2-core machine,
-ablation 809 s with raw and fineweb reused from the same settings): documents raw 854 (8.9M
-chars), fineweb 110 (0.75M chars: en 495k, de 235k), refinery 665 (3.6M chars: en 905k, de 2.37M,
-es 159k, fr 111k, ja 8k, zh 3k). Mean ± 95% t half-width over seeds; differences paired by seed,
-* where the interval excludes 0 (bpb: lower is better; acc: chance 0.25):
+RESULTS (2026-11-28, second run, `bench/ablate.py --tokens 600000 --eval-per-lang 300 --reuse
+--multilingual-shares 0.176 --files-tokenizer`, proxy config, seeds 0 1 2, 884 pages; CPU, shared
+2-core machine, ablation 1057 s with raw and fineweb included): documents raw 854 (8.9M chars),
+fineweb 110 (0.75M chars), refinery 664 (3.56M chars: en 903k, de 2.37M, es 159k, fr 111k, ja 8k,
+zh 3k). The refinery arm is the default mixture as changed in this run: web and multilingual in
+equal parts (was 0.70 / 0.15) and its tokenizer sampled at the mixture's shares (was: the files
+as they come). Mean ± 95% t half-width over seeds; differences paired by seed, * where the
+interval excludes 0 (bpb: lower is better; acc: chance 0.25):
 
     metric          raw            fineweb        refinery       refinery-raw     refinery-fineweb
-    bpb (all)       4.832 ± 0.530  9.226 ± 0.337  4.203 ± 0.123  -0.629 ± 0.423*  -5.023 ± 0.307*
-    bpb/de          2.893 ± 0.101  3.153 ± 0.099  3.115 ± 0.015  +0.222 ± 0.110*  -0.038 ± 0.103
-    bpb/en          3.422 ± 0.125  2.810 ± 0.071  2.917 ± 0.055  -0.505 ± 0.114*  +0.107 ± 0.125
-    bpb/es          3.706 ± 0.123  4.134 ± 0.057  3.626 ± 0.110  -0.080 ± 0.138   -0.509 ± 0.152*
-    bpb/fr          3.870 ± 0.182  4.291 ± 0.073  3.871 ± 0.064  +0.001 ± 0.188   -0.420 ± 0.090*
-    bpb/ja          9.070 ± 2.683  19.42 ± 1.51   5.086 ± 0.451  -3.984 ± 2.247*  -14.33 ± 1.44*
-    bpb/zh          5.401 ± 0.031  18.81 ± 0.43   6.150 ± 0.375  +0.749 ± 0.400*  -12.66 ± 0.18*
-    continuation    0.243 ± 0.003  0.244 ± 0.013  0.243 ± 0.016  -0.001 ± 0.016   -0.001 ± 0.020
-    cloze           0.253 ± 0.005  0.282 ± 0.076  0.278 ± 0.026  +0.025 ± 0.027   -0.004 ± 0.090
-    word_order      0.366 ± 0.048  0.346 ± 0.018  0.367 ± 0.069  +0.001 ± 0.117   +0.022 ± 0.086
-    word_order/de   0.499 ± 0.007  0.435 ± 0.093  0.404 ± 0.122  -0.095 ± 0.121   -0.030 ± 0.208
-    word_order/en   0.401 ± 0.136  0.566 ± 0.088  0.566 ± 0.045  +0.164 ± 0.159*  +0.000 ± 0.130
-    word_order/es   0.405 ± 0.123  0.328 ± 0.032  0.352 ± 0.132  -0.053 ± 0.215   +0.024 ± 0.120
-    word_order/fr   0.378 ± 0.087  0.245 ± 0.059  0.372 ± 0.070  -0.006 ± 0.135   +0.127 ± 0.053*
-    word_order/ja   0.281 ± 0.145  0.283 ± 0.046  0.258 ± 0.123  -0.022 ± 0.082   -0.025 ± 0.160
-    word_order/zh   0.269 ± 0.046  0.248 ± 0.057  0.285 ± 0.056  +0.016 ± 0.095   +0.037 ± 0.035*
+    bpb (all)       4.783 ± 0.371  9.226 ± 0.337  3.788 ± 0.117  -0.994 ± 0.266*  -5.438 ± 0.342*
+    bpb/de          2.916 ± 0.121  3.153 ± 0.099  3.037 ± 0.061  +0.121 ± 0.160   -0.116 ± 0.039*
+    bpb/en          3.427 ± 0.218  2.810 ± 0.071  2.885 ± 0.064  -0.543 ± 0.240*  +0.075 ± 0.021*
+    bpb/es          3.702 ± 0.190  4.134 ± 0.057  3.384 ± 0.061  -0.318 ± 0.203*  -0.750 ± 0.094*
+    bpb/fr          3.866 ± 0.203  4.291 ± 0.073  3.607 ± 0.133  -0.259 ± 0.257*  -0.684 ± 0.106*
+    bpb/ja          8.753 ± 2.114  19.42 ± 1.51   4.286 ± 0.116  -4.468 ± 2.023*  -15.13 ± 1.45*
+    bpb/zh          5.421 ± 0.343  18.81 ± 0.43   5.218 ± 0.289  -0.203 ± 0.365   -13.59 ± 0.37*
+    continuation    0.242 ± 0.006  0.244 ± 0.013  0.252 ± 0.003  +0.010 ± 0.008*  +0.008 ± 0.011
+    cloze           0.245 ± 0.009  0.282 ± 0.076  0.279 ± 0.003  +0.034 ± 0.011*  -0.003 ± 0.073
+    word_order      0.360 ± 0.038  0.346 ± 0.018  0.408 ± 0.056  +0.048 ± 0.044*  +0.062 ± 0.059*
 
-Refinery's knobs, refinery minus each arm (paired; the arm is the default mixture but for the
-knob: flat = one bucket at the documents' natural shares; q<cut> = its sources cut at
-quality_score >= cut, q0.3 being the default mixture before this run):
+The knobs, refinery minus each (paired; ml0.176 = the weights before, tokfiles = the tokenizer
+sampled from the files as before):
 
-    metric       refinery-flat     refinery-q0.3     refinery-q0.1
-    bpb (all)    +0.163 ± 0.114*   -0.624 ± 0.286*   -0.521 ± 0.122*
-    bpb/de       +0.291 ± 0.044*   -0.020 ± 0.059    -0.050 ± 0.055
-    bpb/en       -0.188 ± 0.064*   -0.058 ± 0.061    -0.047 ± 0.074
-    bpb/es       +0.080 ± 0.117    +0.053 ± 0.077    +0.067 ± 0.098
-    bpb/fr       -0.033 ± 0.038    -0.035 ± 0.041    -0.053 ± 0.120
-    bpb/ja       +0.497 ± 0.063*   -0.688 ± 0.650*   -0.644 ± 0.350*
-    bpb/zh       +0.262 ± 0.591    -2.700 ± 1.226*   -2.159 ± 0.746*
+    metric       refinery-ml0.176   refinery-tokfiles
+    bpb (all)    -0.518 ± 0.177*    -0.151 ± 0.219
+    bpb/de       -0.396 ± 0.109*    +0.120 ± 0.088*
+    bpb/en       +0.138 ± 0.019*    -0.142 ± 0.117*
+    bpb/es       -0.307 ± 0.126*    -0.107 ± 0.355
+    bpb/fr       -0.321 ± 0.071*    -0.077 ± 0.294
+    bpb/ja       -1.110 ± 0.386*    -0.226 ± 0.241
+    bpb/zh       -0.949 ± 0.734*    -0.419 ± 0.502
 
-Refinery beats both overall and in ja outside the intervals, FineWeb in es, fr, ja, zh, raw in
-en and ja; it ties FineWeb in English (refinery-flat, the arm before: +0.295 en) and loses de and zh
-to raw (whose tokens are 72% German and whose tokenizer saw 20k zh characters). What cost
-English: the mixture (refinery-flat: natural shares, English a quarter of the tokens; the default
-mixture's English bucket is worth -0.19 bpb en) and the absolute quality cut the default mixture
-had (refinery-q0.3: it dropped every zh page; removed, -0.62 bpb all); not extraction or the
-filter (Refinery kept 905k English characters to FineWeb's 495k). Zero-shot: continuation and
-cloze stay at chance for every arm at this budget; word_order leaves chance (0.35-0.37) for all
-three, with no difference between arms outside the intervals overall.
+Refinery beats both overall, in es, fr and ja and on word_order outside the intervals; FineWeb
+also in de and zh (ties raw), raw also in en (FineWeb's English, two thirds of its tokens, wins
+by 0.075). At the weights before English beats FineWeb (-0.063 ± 0.011) and German loses to raw
+(+0.516 ± 0.261): no split of 600k tokens wins both. The Chinese filter cut drops 2 of the 4
+real zh pages (restored: -0.68 zh, one seed; docs/ablate.md). The first run's table (before this
+change, with --flat-arm and --quality-cuts): git show b9be933:bench/ablate.py.
 """
 
 from __future__ import annotations
