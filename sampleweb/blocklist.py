@@ -6,7 +6,7 @@ the served sample web in the UT1 layout (`<dir>/<category>/urls`, `<dir>/<catego
 - `spam`: the URLs of half the keyword-spam pages (`sampleweb.lowquality`: the second and
   fourth of each language's four; a list never names all of them, and the rest are left for the
   classifiers to judge);
-- `adult`: the generated reserved host names of `common.urlblock.default_entries` (a list's other
+- `adult`: a few host names under the reserved `.invalid` top-level domain (a list's other
   entries, which never match the web).
 `blocked_urls` is the ground truth: the pages a filter run given the list must drop as
 `url_blocked:spam`, and no others.
@@ -17,7 +17,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from common.urlblock import default_entries, write_lists
 from sampleweb.model import SampleWeb
 
 CATEGORY = "spam"
@@ -46,5 +45,9 @@ def write_blocklist(
     urls = [
         host.split(":", 1)[0] + "/" + path for host, _, path in (u.partition("/") for u in urls)
     ]
-    adult = default_entries(per_category=5)["adult"]["domains"]
-    return write_lists(out_dir, {CATEGORY: {"urls": urls}, "adult": {"domains": adult}})
+    adult = [f"adult-{i:03d}.listed.invalid" for i in range(5)]
+    root = Path(out_dir)
+    for category, kind, lines in ((CATEGORY, "urls", urls), ("adult", "domains", adult)):
+        (root / category).mkdir(parents=True, exist_ok=True)
+        (root / category / kind).write_text("".join(f"{x}\n" for x in lines))
+    return root
