@@ -238,6 +238,8 @@ class DocumentAnnotator:
         unsafe = self._unsafe(text, lang, *safety)
         if unsafe:
             return unsafe
+        if heuristics.no_sentences(text, lang, self.cfg.heuristics_for(lang)):
+            return "no_sentences"
         if lang in self.thresholds and q is not None and q < self.thresholds[lang]:
             return "low_quality"
         return None

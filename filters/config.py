@@ -33,6 +33,13 @@ class HeuristicsConfig(_Strict):
     # U+FFFD replacement characters; above it the document is dropped as `encoding_errors`.
     max_mojibake_ratio: float = Field(0.01, ge=0, le=1)
     max_boilerplate_line_frac: float = Field(0.6, ge=0, le=1)
+    # A document of at least this many lines (Markdown table rows not counted) none of which ends
+    # a sentence (., !, ?, 。, ！, ？, ।, ؟, ... or a closing quote or bracket after one) is a
+    # keyword list, not text: dropped as `no_sentences` (FineWeb's line-punctuation rule, at its
+    # most lenient). Checked after the safety step. 0: off.
+    min_lines_no_sentences: int = Field(3, ge=0)
+    # Languages whose sentences end without punctuation (Thai, Lao, Khmer): never checked.
+    no_sentences_exempt: list[str] = Field(default_factory=lambda: ["th", "lo", "km"])
     # Per-language line lexicons (`<lang>.txt`, one regex per line, case-insensitive) applied on
     # top of `boilerplate_patterns`; empty = the shipped filters/boilerplate/ directory.
     boilerplate_lexicon: bool = True

@@ -164,6 +164,28 @@ def check(text: str, lang: str, cfg: HeuristicsConfig) -> tuple[str, str | None]
     return clean, None
 
 
+# The end of a sentence: terminal punctuation of the common scripts (Latin and Cyrillic, CJK full
+# width, Devanagari danda, Arabic and Urdu, Armenian, Ethiopic, Burmese, Tibetan, the ellipsis),
+# or a colon or semicolon (a line leading into a list or code), optionally inside closing quotes
+# or brackets.
+_SENTENCE_END = re.compile(
+    r"[.!?;:\u2026\u3002\uff01\uff1f\uff1b\uff1a\u0964\u0965\u061f\u06d4\u0589\u1362\u104b\u0f0d]"
+    r"[\"'\u2019\u201d\u00bb\u300d\u300f\uff09)\]]*\s*$"
+)
+
+
+def no_sentences(text: str, lang: str, cfg: HeuristicsConfig) -> bool:
+    """True when the text has at least `cfg.min_lines_no_sentences` lines (table rows aside) and
+    not one ends a sentence: a keyword list or a page of links, whatever the language."""
+    if cfg.min_lines_no_sentences <= 0 or lang in cfg.no_sentences_exempt:
+        return False
+    lines = [ln.strip() for ln in text.splitlines()]
+    lines = [ln for ln in lines if ln and not (ln.startswith("|") and ln.endswith("|"))]
+    if len(lines) < cfg.min_lines_no_sentences:
+        return False
+    return not any(_SENTENCE_END.search(ln) for ln in lines)
+
+
 def gopher_baseline(text: str, lang: str = "en") -> str | None:
     """Strict Gopher-style rules (Rae et al. 2021): the heuristics-only baseline in bench."""
     if is_char_lang(lang):

@@ -54,7 +54,7 @@ STEPS: tuple[tuple[str, tuple[str, ...]], ...] = (
         ),
     ),
     ("safety", ("toxic", "nsfw", "unsafe_content")),
-    ("quality", ("low_quality",)),
+    ("quality", ("no_sentences", "low_quality")),
 )
 DEDUP_STEP = ("dedup", ("exact_duplicate", "url_duplicate", "near_duplicate"))
 FIGURES = ("docs", "chars", "tokens")

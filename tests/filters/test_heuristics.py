@@ -240,3 +240,76 @@ def test_top_ngram_frac_counts_every_ngram_and_breaks_ties_by_first_occurrence()
         toks = [rng.choice(["la", "mer", "est", "bleue", "x"]) for _ in range(rng.randint(0, 30))]
         for n in (1, 2, 3, 5):
             assert top_ngram_frac(toks, n) == reference(toks, n)
+
+
+# --- no_sentences: keyword lists in any script, prose in any script ---
+
+_KEYWORD_LISTS = {
+    "ru": "купить дешево\nкредит онлайн быстро\nказино бонус\nскачать бесплатно фильмы\nпохудеть",
+    "ja": "激安 通販\n即日発送 送料無料\n最安値 比較\nポイント 還元率\nブランド 格安",
+    "ar": "شراء رخيص\nقرض سريع\nكازينو مكافأة\nتحميل مجاني\nخصم كبير",
+    "de": "Kredit ohne Schufa\nBilligflüge Mallorca\nCasino Bonus ohne Einzahlung\nAbnehmen schnell",
+    "pt": "comprar barato\nempréstimo rápido\nbônus de cassino\nbaixar grátis\nperder peso já",
+}
+_PROSE = {
+    "hi": "यह एक छोटा सा गाँव है।\nयहाँ लोग खेती करते हैं\nबच्चे स्कूल जाते हैं",
+    "ar": "هل زرت المدينة القديمة؟\nالأسواق مزدحمة في المساء\nالناس يشترون الخبز",
+    "hy": "Երևանը Հայաստանի մայրաքաղաքն է։\nՔաղաքը հին է\nԱյն ունի շատ թանգարաններ",
+    "zh": "今天天气很好。\n我们去公园散步\n孩子们在草地上玩",
+    "en": "The council met on Tuesday\nIt approved the budget\n“We are pleased,” the mayor said.",
+    "fr": "Le train part à huit heures\nLes voyageurs attendent sur le quai\nIl pleut (encore).",
+}
+
+
+@pytest.mark.parametrize("lang", sorted(_KEYWORD_LISTS))
+def test_a_keyword_list_has_no_sentences_in_any_script(lang):
+    from filters.heuristics import no_sentences
+
+    assert no_sentences(_KEYWORD_LISTS[lang], lang, HeuristicsConfig())
+
+
+@pytest.mark.parametrize("lang", sorted(_PROSE))
+def test_one_line_ending_a_sentence_keeps_prose_in_its_own_script(lang):
+    from filters.heuristics import no_sentences
+
+    assert not no_sentences(_PROSE[lang], lang, HeuristicsConfig())
+
+
+def test_no_sentences_spares_short_texts_tables_thai_and_can_be_turned_off():
+    from filters.heuristics import no_sentences
+
+    cfg = HeuristicsConfig()
+    assert not no_sentences("Home\nNews", "en", cfg)  # fewer lines than the rule needs
+    table = "| city | people |\n| --- | --- |\n| Lyon | 500000 |\n| Nice | 340000 |"
+    assert not no_sentences(table, "fr", cfg)  # Markdown table rows are not counted
+    assert no_sentences(table + "\nLyon\nNice\nParis", "fr", cfg)
+    assert not no_sentences(table + "\nCities of France by population.", "fr", cfg)
+    thai = "วันนี้อากาศดีมาก\nเราไปเดินเล่นที่สวน\nเด็กๆ เล่นบนสนามหญ้า"
+    assert not no_sentences(thai, "th", cfg)  # Thai ends sentences without punctuation
+    off = HeuristicsConfig(min_lines_no_sentences=0)
+    assert not no_sentences(_KEYWORD_LISTS["ru"], "ru", off)
+
+
+def test_the_filter_drops_a_keyword_list_as_no_sentences_after_the_safety_step():
+    from filters.annotate import DocumentAnnotator
+    from filters.config import FilterConfig
+    from filters.stats import step_of
+
+    cfg = FilterConfig()
+    cfg.quality.use_default_models = False
+    ann = DocumentAnnotator(cfg)
+    import random
+
+    rng = random.Random(7)
+    words = (
+        "préstamo rápido bono casino barato ganar dinero relojes baratos dieta milagro "
+        "seguidores gratis descarga oferta limitada promoción exclusiva sorteo perder peso "
+        "tarjeta crédito viajes hoteles vuelos ofertas apuestas deportivas lotería premios"
+    ).split()
+    spam = "\n".join(" ".join(rng.sample(words, 12)) for _ in range(8))
+    row = {"id": "1", "url": "http://a.example/x", "text": spam, "training_allowed": True}
+    out = ann.annotate(row)
+    assert out["lang"] == "es" and out["drop_reason"] == "no_sentences"
+    prose = spam.replace("\n", ".\n") + "."
+    assert ann.annotate({**row, "text": prose})["drop_reason"] != "no_sentences"
+    assert step_of("no_sentences") == "quality"
