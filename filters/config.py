@@ -114,6 +114,11 @@ HEURISTIC_REASONS = frozenset(
 DEFAULT_RESCUE_SCORE = 0.5
 
 
+# Label sources a default quality set may use (those that need nothing but the labelled rows);
+# `filters.quality.default.SET_SOURCES`.
+DEFAULT_SET_SOURCES = ("reference", "reference+shuffled", "graded", "graded+shuffled")
+
+
 class QualityConfig(_Strict):
     """Quality classifiers: per-language cuts (default: the model's own), the default models
     and the multilingual fallback, and the rescue of heuristic drops by confident scores."""
@@ -136,10 +141,12 @@ class QualityConfig(_Strict):
 
     @model_validator(mode="after")
     def _known_reasons(self) -> QualityConfig:
-        if self.default_label_sources:
-            from filters.quality.default import recipes
-
-            recipes(self.default_label_sources)  # an unknown label source names its key
+        for lang, source in self.default_label_sources.items():
+            if source not in DEFAULT_SET_SOURCES:
+                raise ValueError(
+                    f"quality.default_label_sources.{lang}: {source!r} is not a label source of "
+                    f"the default set; use one of {', '.join(DEFAULT_SET_SOURCES)}"
+                )
         unknown = sorted(set(self.rescue_reasons) - HEURISTIC_REASONS)
         if unknown:
             raise ValueError(

@@ -34,6 +34,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
+from filters.config import DEFAULT_SET_SOURCES
 from filters.quality import FASTTEXT_PARAMS, QualityModel, TrainingSet, load_models, train_model
 
 # The label source of every language's default model not named in RECIPES.
@@ -43,7 +44,7 @@ RECIPE = "reference+shuffled"
 # crawl, which take good crawl pages as negatives.
 RECIPES: dict[str, str] = {"en": "graded+shuffled"}
 # Label sources a default set may use: those that need nothing but the labelled rows.
-SET_SOURCES = ("reference", "reference+shuffled", "graded", "graded+shuffled")
+SET_SOURCES = DEFAULT_SET_SOURCES
 RECIPE_VERSION = 4
 FALLBACK_NAME = "multilingual"
 ENV_ROOT = "REFINERY_QUALITY_DEFAULTS"
