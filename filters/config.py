@@ -114,9 +114,18 @@ HEURISTIC_REASONS = frozenset(
 DEFAULT_RESCUE_SCORE = 0.5
 
 
-# Label sources a default quality set may use (those that need nothing but the labelled rows);
-# `filters.quality.default.SET_SOURCES`.
+# Label sources a default quality set may use (those that need nothing but the labelled rows).
 DEFAULT_SET_SOURCES = ("reference", "reference+shuffled", "graded", "graded+shuffled")
+
+
+def check_default_label_sources(label_sources: dict[str, str]) -> None:
+    """ValueError naming the key of the first label source a default set cannot use."""
+    for lang, source in label_sources.items():
+        if source not in DEFAULT_SET_SOURCES:
+            raise ValueError(
+                f"quality.default_label_sources.{lang}: {source!r} is not a label source of "
+                f"the default set; use one of {', '.join(DEFAULT_SET_SOURCES)}"
+            )
 
 
 class QualityConfig(_Strict):
@@ -141,12 +150,7 @@ class QualityConfig(_Strict):
 
     @model_validator(mode="after")
     def _known_reasons(self) -> QualityConfig:
-        for lang, source in self.default_label_sources.items():
-            if source not in DEFAULT_SET_SOURCES:
-                raise ValueError(
-                    f"quality.default_label_sources.{lang}: {source!r} is not a label source of "
-                    f"the default set; use one of {', '.join(DEFAULT_SET_SOURCES)}"
-                )
+        check_default_label_sources(self.default_label_sources)
         unknown = sorted(set(self.rescue_reasons) - HEURISTIC_REASONS)
         if unknown:
             raise ValueError(

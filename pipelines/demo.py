@@ -353,8 +353,9 @@ def run_demo(
 
 
 def _run_demo(root, console, train_steps, dagster_home, asset_config, log_path):
+    from common.urlblock import write_lists
     from sampleweb import build_web, serve
-    from sampleweb.blocklist import write_blocklist
+    from sampleweb.blocklist import blocklist_entries
 
     steps = dict(DEMO_TRAIN_STEPS)
     if train_steps:
@@ -371,7 +372,9 @@ def _run_demo(root, console, train_steps, dagster_home, asset_config, log_path):
         )
         # A user's URL blocklist that names the web's spam pages (found after the crawl): the
         # filter's first step drops them as url_blocked:spam.
-        lists = write_blocklist(web, Path(root) / DEMO_BLOCKLIST_DIR, served.base_url)
+        lists = write_lists(
+            Path(root) / DEMO_BLOCKLIST_DIR, blocklist_entries(web, served.base_url)
+        )
         config = demo_config(served.seeds(), steps, root, lists)
         for name, extra in (asset_config or {}).items():
             config[name] = config.get(name, {}) | extra

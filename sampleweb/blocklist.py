@@ -1,8 +1,9 @@
 """A URL blocklist that names some of the sample web's pages, as a user's list would.
 
 Lists like UT1's are kept by people who find spam and adult sites after a crawl, so a filter run
-meets pages its crawl fetched while they were not yet listed. `write_blocklist` writes one for
-the served sample web in the UT1 layout (`<dir>/<category>/urls`, `<dir>/<category>/domains`):
+meets pages its crawl fetched while they were not yet listed. `blocklist_entries` gives one for
+the served sample web, as entries `common.urlblock.write_lists` writes in the UT1 layout
+(`<dir>/<category>/urls`, `<dir>/<category>/domains`):
 - `spam`: the URLs of half the keyword-spam pages (`sampleweb.lowquality`: the second and
   fourth of each language's four; a list never names all of them, and the rest are left for the
   classifiers to judge);
@@ -15,7 +16,6 @@ the served sample web in the UT1 layout (`<dir>/<category>/urls`, `<dir>/<catego
 from __future__ import annotations
 
 from collections.abc import Callable
-from pathlib import Path
 
 from sampleweb.model import SampleWeb
 
@@ -36,18 +36,14 @@ def blocked_urls(web: SampleWeb, base_url_for: Callable[[str], str]) -> list[str
     )
 
 
-def write_blocklist(
-    web: SampleWeb, out_dir: str | Path, base_url_for: Callable[[str], str]
-) -> Path:
-    """Write the list under `out_dir` (the UT1 layout) and return `out_dir`."""
-    # A list names a page without its scheme and port (UT1's `urls` files: host/path).
+def blocklist_entries(
+    web: SampleWeb, base_url_for: Callable[[str], str]
+) -> dict[str, dict[str, list[str]]]:
+    """The list as {category: {"urls" | "domains": entries}}, for `common.urlblock.write_lists`
+    (the UT1 layout). A list names a page without its scheme and port (host/path)."""
     urls = [u.split("://", 1)[1] for u in blocked_urls(web, base_url_for)]
     urls = [
         host.split(":", 1)[0] + "/" + path for host, _, path in (u.partition("/") for u in urls)
     ]
     adult = [f"adult-{i:03d}.listed.invalid" for i in range(5)]
-    root = Path(out_dir)
-    for category, kind, lines in ((CATEGORY, "urls", urls), ("adult", "domains", adult)):
-        (root / category).mkdir(parents=True, exist_ok=True)
-        (root / category / kind).write_text("".join(f"{x}\n" for x in lines))
-    return root
+    return {CATEGORY: {"urls": urls}, "adult": {"domains": adult}}

@@ -34,7 +34,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
-from filters.config import DEFAULT_SET_SOURCES
+from filters.config import check_default_label_sources
 from filters.quality import FASTTEXT_PARAMS, QualityModel, TrainingSet, load_models, train_model
 
 # The label source of every language's default model not named in RECIPES.
@@ -43,8 +43,6 @@ RECIPE = "reference+shuffled"
 # hand-extracted main content from the rest of the page better than reference pages against the
 # crawl, which take good crawl pages as negatives.
 RECIPES: dict[str, str] = {"en": "graded+shuffled"}
-# Label sources a default set may use: those that need nothing but the labelled rows.
-SET_SOURCES = DEFAULT_SET_SOURCES
 RECIPE_VERSION = 4
 FALLBACK_NAME = "multilingual"
 ENV_ROOT = "REFINERY_QUALITY_DEFAULTS"
@@ -69,12 +67,7 @@ def recipes(label_sources: Mapping[str, str] | None = None) -> dict[str, str]:
     built-in RECIPE and RECIPES with `label_sources` (the filter config's
     `quality.default_label_sources`) over them."""
     overrides = dict(label_sources or {})
-    for lang, source in overrides.items():
-        if source not in SET_SOURCES:
-            raise ValueError(
-                f"quality.default_label_sources.{lang}: {source!r} is not a label source of the "
-                f"default set; use one of {', '.join(SET_SOURCES)}"
-            )
+    check_default_label_sources(overrides)
     # `*` replaces the built-in table whole (the per-language entries too)
     out = {"*": overrides["*"]} if "*" in overrides else {"*": RECIPE, **RECIPES}
     out.update({lang: source for lang, source in overrides.items() if lang != "*"})

@@ -372,14 +372,14 @@ def test_the_sample_webs_list_names_its_spam_pages_on_the_served_hosts(tmp_path)
     from filters.config import FilterConfig
     from filters.urls import with_blocklist
     from sampleweb import build_web
-    from sampleweb.blocklist import blocked_urls, write_blocklist
+    from sampleweb.blocklist import blocked_urls, blocklist_entries
 
     web = build_web(0)
 
     def base(site):
         return f"http://127.0.0.{10 + web.site(site).index}:41234"
 
-    lists = write_blocklist(web, tmp_path / "lists", base)
+    lists = write_lists(tmp_path / "lists", blocklist_entries(web, base))
     f = UrlFilter(with_blocklist(FilterConfig(), lists).urls)
     truth = blocked_urls(web, base)
     pages = web.content_pages()
