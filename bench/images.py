@@ -153,8 +153,9 @@ OURS = textwrap.dedent(
     refs = json.loads(Path(args["refs"]).read_text())
     out = Path(args["out"])
     # The stage's path (pipelines' images build): the fetch (robots, consent, SSRF guard, decode,
-    # faces, pHash; the scorer takes each image as the fetch decodes it, resized for CLIP in the
-    # fetch's threads), then build_pairs: caption cleaning, CLIP scores, de-duplication (sha256,
+    # faces, pHash; the scorer takes each image as the fetch decodes it, preprocessed in the
+    # fetch's threads and encoded in full batches by the scorer's background thread while the
+    # fetch goes on), then build_pairs: caption cleaning, CLIP scores, de-duplication (sha256,
     # pHash, colour check). All of it is timed.
     summary = fetch_images(refs, out, args["fetch"], on_image=scorer.keep)
     t_fetch = time.perf_counter()

@@ -27,9 +27,10 @@ import json
 import os
 import random
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -464,13 +465,20 @@ class ClipScorer:
             # bench/images.py's 2,000 images.
             self.loaded.model.to(memory_format=torch.channels_last)
         self._pixel_stage, self._tensor_stage = _split_preprocess(self.loaded.preprocess)
-        self._kept: dict[str, Image.Image] = {}  # absolute file path -> resized image (`keep`)
+        # `keep`: images handed over while they are fetched are encoded in batches by one
+        # background thread as they come, and only their embeddings are kept.
+        self._embedded: dict[str, np.ndarray] = {}  # absolute file path -> image embedding
+        self._pending: list[tuple[str, torch.Tensor]] = []  # kept, not yet in a batch
+        self._encoding: list[Future] = []
+        self._encoder: ThreadPoolExecutor | None = None
+        self._keep_lock = threading.Lock()
+        self._kept_count = 0
         self._kept_bytes = 0
 
     @property
     def kept(self) -> int:
         """Images taken by `keep` (their files are not decoded when scored)."""
-        return len(self._kept)
+        return self._kept_count
 
     @property
     def embed_dim(self) -> int:
@@ -478,9 +486,6 @@ class ClipScorer:
         return int(self.loaded.model_cfg["embed_dim"])
 
     def _prepare(self, image: ImageInput) -> torch.Tensor | None:
-        kept = self._kept.get(os.path.abspath(image)) if isinstance(image, str | Path) else None
-        if kept is not None:  # decoded and resized when the image was fetched (`keep`)
-            return self._tensor_stage(kept)
         if isinstance(image, Image.Image):
             decoded = image if image.mode == "RGB" else image.convert("RGB")
         else:
@@ -489,24 +494,86 @@ class ClipScorer:
 
     def keep(self, path: str | os.PathLike[str], image: Image.Image) -> None:
         """Take the decoded image of the file at `path` now (from any thread; the image fetch's
-        `on_image`): its pixel stage of the model's preprocessing (resize, crop) runs here and
-        the small result is kept, so scoring `path` later neither reads nor decodes the file.
-        `image` must be what decoding the file gives; the scores are then the same. Past
-        `keep_bytes` of kept images, later ones are not kept (their files are decoded)."""
+        `on_image`): the model's preprocessing runs here, and the image is encoded with the
+        next full batch by one background thread while the fetch goes on; only its embedding is
+        kept, so scoring `path` later neither reads nor decodes the file. `image` must be what
+        decoding the file gives; the scores are then the same (each batch is a full
+        `batch_size`: an image's embedding does not depend on what it is batched with). Past
+        `keep_bytes` of kept embeddings, later images are not kept (their files are decoded).
+        The background thread runs the model with one intra-op thread on the CPU: it runs next
+        to the fetch's own threads, and one thread a batch costs the least CPU per image
+        (refinery-tiny: 0.97 ms of CPU an image against 1.46 with two)."""
         if self._pixel_stage is None or self._kept_bytes >= self.keep_bytes:
             return
         small = self._pixel_stage(image if image.mode == "RGB" else image.convert("RGB"))
-        self._kept[os.path.abspath(path)] = small
-        self._kept_bytes += small.width * small.height * len(small.getbands())
+        tensor = self._tensor_stage(small)
+        with self._keep_lock:
+            self._pending.append((os.path.abspath(path), tensor))
+            self._kept_count += 1
+            self._kept_bytes += 4 * self.embed_dim
+            if len(self._pending) >= self.batch_size:
+                batch, self._pending = self._pending, []
+                self._encoding.append(self._background().submit(self._encode_kept, batch))
+
+    def _background(self) -> ThreadPoolExecutor:
+        if self._encoder is None:
+            threads = 1 if self.device.type == "cpu" else None
+
+            def init() -> None:  # OpenMP's thread count is per calling thread
+                if threads:
+                    torch.set_num_threads(threads)
+
+            self._encoder = ThreadPoolExecutor(1, "clip-encode", initializer=init)
+        return self._encoder
+
+    @torch.inference_mode()
+    def _encode_kept(self, batch: list[tuple[str, torch.Tensor]]) -> None:
+        tensors = [t for _, t in batch]
+        tensors += [tensors[-1]] * (self.batch_size - len(tensors))  # a full batch, always
+        stacked = torch.stack(tensors).to(self.device, dtype=self.input_dtype)
+        feats = self.loaded.model.encode_image(stacked, normalize=True).float().cpu().numpy()
+        with self._keep_lock:
+            for (path, _), row in zip(batch, feats, strict=False):
+                self._embedded[path] = row
+
+    def _drain(self) -> None:
+        """Encode what `keep` holds and wait for the background batches (their errors raise)."""
+        with self._keep_lock:
+            batch, self._pending = self._pending, []
+            if batch:
+                self._encoding.append(self._background().submit(self._encode_kept, batch))
+            waiting, self._encoding = self._encoding, []
+        for future in waiting:
+            future.result()
+
+    def close(self) -> None:
+        """Stop the background encoder (kept embeddings stay usable)."""
+        self._drain()
+        if self._encoder is not None:
+            self._encoder.shutdown(wait=True)
+            self._encoder = None
 
     @torch.inference_mode()
     def encode_images(self, images: Sequence[ImageInput]) -> tuple[np.ndarray, np.ndarray]:
         """L2-normalised image embeddings (float32, NaN rows for undecodable) and an ok mask."""
         out = np.full((len(images), self.embed_dim), np.nan, dtype=np.float32)
         ok = np.zeros(len(images), dtype=bool)
+        todo = list(range(len(images)))
+        if self._kept_count:
+            self._drain()
+            todo = []
+            for i, image in enumerate(images):
+                got = None
+                if isinstance(image, str | Path):
+                    got = self._embedded.get(os.path.abspath(image))
+                if got is None:
+                    todo.append(i)
+                else:
+                    out[i], ok[i] = got, True
+        rest = [images[i] for i in todo]
         with ThreadPoolExecutor(self.workers) as pool:
-            for start in range(0, len(images), self.batch_size):
-                chunk = list(pool.map(self._prepare, images[start : start + self.batch_size]))
+            for start in range(0, len(rest), self.batch_size):
+                chunk = list(pool.map(self._prepare, rest[start : start + self.batch_size]))
                 keep = [i for i, t in enumerate(chunk) if t is not None]
                 if not keep:
                     continue
@@ -514,7 +581,7 @@ class ClipScorer:
                     self.device, dtype=self.input_dtype, non_blocking=True
                 )
                 feats = self.loaded.model.encode_image(batch, normalize=True)
-                rows = np.asarray(keep) + start
+                rows = np.asarray(todo)[np.asarray(keep) + start]
                 out[rows] = feats.float().cpu().numpy()
                 ok[rows] = True
         return out, ok

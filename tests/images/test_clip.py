@@ -286,3 +286,40 @@ def test_cpu_scorer_convolves_channels_last_and_ranks_as_the_plain_layout(quick)
     gaps = np.diff(np.sort(plain))
     if gaps.min() > 2e-6:  # no near-ties: the order must be the same
         assert np.argsort(ours).tolist() == np.argsort(plain).tolist()
+
+
+def test_kept_images_are_encoded_in_full_batches_by_one_background_thread(quick):
+    """`keep` (the image fetch's on_image) encodes kept images while the fetch goes on: one
+    background thread, one intra-op thread, every batch a full `batch_size`, and only the
+    embeddings are held; scoring a kept path encodes nothing more for it, an image not kept is
+    decoded and encoded as before, and the scores are those of decoding the files."""
+    import threading
+
+    from PIL import Image
+
+    model_dir, _, test, _ = quick
+    paths = [str(path) for path, _ in test[:6]]
+    captions = [scene.alt() for _, scene in test[:6]]
+    scorer = ClipScorer(str(model_dir), device="cpu", batch_size=2)
+    calls = []
+    encode = scorer.loaded.model.encode_image
+
+    def recording(batch, **kw):
+        calls.append((threading.current_thread().name, len(batch), torch.get_num_threads()))
+        return encode(batch, **kw)
+
+    scorer.loaded.model.encode_image = recording
+    for path in paths[:5]:
+        with Image.open(path) as im:
+            scorer.keep(path, im.convert("RGB"))
+    assert scorer.kept == 5
+    assert scorer._kept_bytes == 5 * 4 * scorer.embed_dim  # embeddings, not images
+    ours = scorer.score(paths, captions)
+    background = [c for c in calls if c[0].startswith("clip-encode")]
+    assert [n for _, n, _ in background] == [2, 2, 2]  # the fifth image padded to a batch
+    assert all(threads == 1 for _, _, threads in background)
+    assert [n for name, n, _ in calls if name == threading.current_thread().name] == [1]
+    plain = ClipScorer(str(model_dir), device="cpu", batch_size=2).score(paths, captions)
+    np.testing.assert_allclose(ours, plain, rtol=0, atol=1e-6)
+    scorer.close()
+    assert scorer.score(paths[:1], captions[:1]) == pytest.approx(ours[:1], abs=1e-6)

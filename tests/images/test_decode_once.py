@@ -9,6 +9,7 @@ import random
 from pathlib import Path
 
 import pyarrow.parquet as pq
+import pytest
 from PIL import Image
 
 from crawlers.images import FETCHED, decode_image, fetch_images
@@ -185,5 +186,9 @@ def test_clip_scores_reuse_the_fetchs_decode_and_equal_scores_from_the_files(
     plain = build_pairs(rows, out, score=ClipScorer(model, device="cpu", batch_size=3).score)
     assert len(decoded) == len(rows)  # without a feed, every stored file is decoded
     scores = [p["clip_score"] for p in pairs]
-    assert all(s is not None for s in scores[:7]) and scores == [p["clip_score"] for p in plain]
-    assert pairs == plain
+    assert all(s is not None for s in scores[:7])
+    # The fed images are encoded by the scorer's background thread with one intra-op thread,
+    # the files here with torch's own count: the sums run in another order (~3e-8 apart).
+    assert scores == pytest.approx([p["clip_score"] for p in plain], abs=1e-6)
+    without = [{k: v for k, v in p.items() if k != "clip_score"} for p in pairs]
+    assert without == [{k: v for k, v in p.items() if k != "clip_score"} for p in plain]
