@@ -50,4 +50,5 @@ def colour_thumbnail(image) -> bytes:
     one decode, so the check reads no stored file again."""
     from PIL import Image
 
-    return image.convert("RGB").resize((8, 8), Image.Resampling.BOX).tobytes()
+    rgb = image if image.mode == "RGB" else image.convert("RGB")  # convert() would copy it
+    return rgb.resize((8, 8), Image.Resampling.BOX).tobytes()
