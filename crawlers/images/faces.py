@@ -233,19 +233,24 @@ def face_regions(
         else:
             small = np.asarray(rgb.resize(size, Image.Resampling.BOX))
     ycc = cv2.cvtColor(small, cv2.COLOR_RGB2YCrCb)
-    kernel = np.ones((3, 3), np.uint8)
-    detail = cv2.morphologyEx(ycc[..., 0], cv2.MORPH_GRADIENT, kernel) >= _EDGE
     skin = cv2.inRange(ycc, (_DARK, _CR[0], _CB[0]), (255, _CR[1], _CB[1]))
     lo, hi = 128 - _CHROMA, 128 + _CHROMA
     grey = cv2.inRange(ycc, (_DARK, lo, lo), (255 - _DARK, hi, hi))
     core = np.ones((5, 5), np.uint8)
+    # well inside a skin-toned or mid-grey area (a flat shape's own antialiased border, or a
+    # black outline on white, is not)
+    areas = cv2.bitwise_or(cv2.erode(skin, core), cv2.erode(grey, core))
+    if not cv2.countNonZero(areas):
+        return []  # no such area (most backgrounds and flat scenes): no detail map to draw
+    kernel = np.ones((3, 3), np.uint8)
+    detail = cv2.morphologyEx(ycc[..., 0], cv2.MORPH_GRADIENT, kernel)
+    # detail inside those areas, gathered into regions
+    inner = cv2.bitwise_and(areas, cv2.compare(detail, _EDGE, cv2.CMP_GE))
+    if not cv2.countNonZero(inner):
+        return []  # no detail inside any such area: no region (labelling would cost most)
+    inner = inner > 0
     fx, fy = gw / small.shape[1], gh / small.shape[0]  # map -> grey copy
     reach = max(1, round(min_face / 4 / fx))  # detail this close together is one region
-    # detail well inside a skin-toned or mid-grey area (a flat shape's own antialiased border,
-    # or a black outline on white, is none), gathered into regions
-    inner = ((cv2.erode(skin, core) > 0) | (cv2.erode(grey, core) > 0)) & detail
-    if not inner.any():
-        return []  # no detail inside any such area: no region (labelling would cost most)
     near = cv2.dilate(inner.astype(np.uint8), np.ones((2 * reach + 1, 2 * reach + 1), np.uint8))
     n, labels, stats, _ = cv2.connectedComponentsWithStats(near, connectivity=8)
     dots = np.bincount(labels[inner], minlength=n)
