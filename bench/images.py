@@ -149,6 +149,25 @@ OURS = textwrap.dedent(
     torch.set_num_threads(args["torch_threads"])
     t_import = time.perf_counter()
     scorer = ClipScorer(args["model"], device=args["device"], batch_size=args["batch_size"])
+    # Where the CPU goes: each step's thread CPU time, summed over the threads that run it.
+    import threading
+    import crawlers.images.fetch as fetch_mod
+    split, split_lock = {}, threading.Lock()
+    def timed(name, fn):
+        def wrapped(*a, **kw):
+            t = time.thread_time()
+            try:
+                return fn(*a, **kw)
+            finally:
+                d = time.thread_time() - t
+                with split_lock:
+                    split[name] = split.get(name, 0.0) + d
+        return wrapped
+    for name, attr in (("decode", "decode_image"), ("faces", "redact"), ("phash", "_phash"),
+                       ("colour thumbnail", "colour_thumbnail")):
+        setattr(fetch_mod, attr, timed(name, getattr(fetch_mod, attr)))
+    scorer._encode_kept = timed("CLIP encode", scorer._encode_kept)
+    keep = timed("CLIP preprocess", scorer.keep)
     t_load, c_load = time.perf_counter(), cpu()
     refs = json.loads(Path(args["refs"]).read_text())
     out = Path(args["out"])
@@ -157,7 +176,7 @@ OURS = textwrap.dedent(
     # fetch's threads and encoded in full batches by the scorer's background thread while the
     # fetch goes on), then build_pairs: caption cleaning, CLIP scores, de-duplication (sha256,
     # pHash, colour check). All of it is timed.
-    summary = fetch_images(refs, out, args["fetch"], on_image=scorer.keep)
+    summary = fetch_images(refs, out, args["fetch"], on_image=keep)
     t_fetch = time.perf_counter()
     fetched = pq.read_table(out / "fetched.parquet").to_pylist()
     clip = {"s": 0.0, "paths": [], "captions": []}
@@ -182,6 +201,7 @@ OURS = textwrap.dedent(
         "mean_clip_score": sum(r["clip_score"] for r in kept) / max(1, len(kept)),
         "kept_digest": hashlib.sha256("\\n".join(sorted(r["id"] for r in kept)).encode()).hexdigest()[:12],
         "paths": clip["paths"], "captions": clip["captions"],
+        "cpu_split_s": {**split, "CLIP at scoring (wall)": clip["s"]},
     }, open(args["result"], "w"))
     """
 )
@@ -597,6 +617,17 @@ def report(
             f"{'':6} ours kept {o['build_pairs_kept']} (ids digest {o.get('kept_digest', '-')}), "
             f"dropped {o['build_pairs_drops']}"
         )
+        if o.get("cpu_split_s"):
+            steps = dict(o["cpu_split_s"])
+            wall_clip = steps.pop("CLIP at scoring (wall)", 0.0)
+            rest = o["cpu_s"] - sum(steps.values())
+            parts = [f"{k} {v / o['stored'] * 1000:.2f}" for k, v in steps.items()]
+            print(
+                f"{'':6} ours CPU ms an image stored: {', '.join(parts)}; the rest (HTTP, robots, "
+                f"storage, the rest of CLIP, captions, dedup) {rest / o['stored'] * 1000:.2f}; "
+                f"total {o['cpu_s'] / o['stored'] * 1000:.2f} (img2dataset "
+                f"{p['cpu_s'] / max(1, p['stored']) * 1000:.2f}); CLIP after the fetch {wall_clip:.2f} s wall"
+            )
         fetch_only = o["stored"] / o["fetch_decode_s"]
         print(
             f"{'':6} like for like, ours fetch+decode+store alone: {fetch_only:.1f} images/s "
