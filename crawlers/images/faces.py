@@ -14,8 +14,9 @@ enlarged at most `max_upscale` times); a face is found from about `min_face` pix
 past the cascades' own tolerance (about 15 degrees) are found by also searching copies turned by
 `angles`. Only regions that could hold a face are searched (`face_regions`): a colour map of
 the image at 320 pixels finds skin-toned and grey regions that fill much of their box and have
-detail inside; flat shapes, outlines and backgrounds are not searched, and an image whose
-regions cover half of it is searched whole.
+detail inside, some of it shading within one colour; flat shapes, outlines, backgrounds and a
+JPEG's colour edges are not searched, and an image whose regions cover half of it is searched
+whole.
 """
 
 from __future__ import annotations
@@ -204,6 +205,7 @@ _CHROMA = 10  # a pixel this close to grey (|Cr-128|, |Cb-128|) may be a face in
 _EDGE = 8  # luma range over 3x3 pixels that counts as detail (eyes, brows, mouth, shading)
 _DARK = 30  # luma below this (and, for grey, above 255 minus it) is outline or shadow, not face
 _DETAIL = 0.05  # share of a region's box that is inner detail a face has at least
+_COLOUR_EDGE = 12  # |Cr| or |Cb| range over 3x3 pixels: an edge between two colours, not shading
 _WHOLE_SHARE = 0.5  # regions covering this share of the image: search it whole
 
 
@@ -216,7 +218,10 @@ def face_regions(
     A face is looked for in each region, skin-toned or grey (a black-and-white photograph), at
     least half a smallest face across, that fills much of its box (an outline, a ring or a
     stroke does not) and has detail well inside it (eyes, brows, mouth and shading are not
-    flat: a flat shape, whatever its colour, is not searched). Each region is widened by half its size and half a smallest face (hair, forehead and chin, and room for the
+    flat: a flat shape, whatever its colour, is not searched), some of it where the colour is
+    flat (a face's features are shading within one skin tone; detail only on an edge between
+    two colours is a JPEG's chroma bleeding a skin tone across a shape's edge). Each region is
+    widened by half its size and half a smallest face (hair, forehead and chin, and room for the
     turned searches). [] : no such region, nothing to search."""
     cv2 = _cv2()
     gh, gw = shape
@@ -254,11 +259,22 @@ def face_regions(
     near = cv2.dilate(inner.astype(np.uint8), np.ones((2 * reach + 1, 2 * reach + 1), np.uint8))
     n, labels, stats, _ = cv2.connectedComponentsWithStats(near, connectivity=8)
     dots = np.bincount(labels[inner], minlength=n)
+    # A face's detail is shading within one skin tone: a region needs some where the colour is
+    # flat. Detail only on an edge between two colours is a JPEG's: its chroma, stored at half
+    # resolution, bleeds a skin tone across the edge of a shape (a brown trunk under a yellow
+    # crown), so that edge's luma step lies inside a "skin" area.
+    chroma = cv2.max(
+        cv2.morphologyEx(ycc[..., 1], cv2.MORPH_GRADIENT, kernel),
+        cv2.morphologyEx(ycc[..., 2], cv2.MORPH_GRADIENT, kernel),
+    )
+    shaded = np.bincount(labels[inner & (chroma < _COLOUR_EDGE)], minlength=n)
     out = []
     for i in range(1, n):
         x, y, bw, bh, _area = (int(v) for v in stats[i])
         if bw * fx < min_face / 2 or bh * fy < min_face / 2 or dots[i] < _DETAIL * bw * bh:
             continue
+        if not shaded[i]:
+            continue  # all its detail is on colour edges
         x0, y0, x1, y1 = x * fx, y * fy, (x + bw) * fx, (y + bh) * fy
         m = (max(x1 - x0, y1 - y0) + min_face) / 2
         out.append((x0 - m, y0 - m, x1 + m, y1 + m))
