@@ -234,3 +234,38 @@ if __name__ == "__main__":
 # 256-640 px scenes face_regions 1.30 -> 0.74 ms). Tightening the map against the bench's JPEG
 # artefact regions (tree trunks) costs the 32 px faces: detail share 0.05 -> 0.10: recall 0.931,
 # -> 0.15: 0.847; erosion core 5 -> 7 px: 0.861; none kept.
+#
+# Cheaper face step (05f9502: no detail gradient where no skin-toned or grey area is; aa94d09: a
+# region needs some detail where the colour is flat, so a JPEG's chroma bleeding a skin tone
+# across a shape's edge, the sample web's tree trunks under their crowns, is not searched). Old
+# and new crawlers/images/faces.py in one process, process time, single thread:
+# - bench/images.py's 2,000 scenes (make_images(2000, site, seed=2000), decoded as
+#   decode_image(draft_side=480) does), interleaved per image: detect 2.59 -> 2.09 ms per image
+#   (x0.81), face map 0.74 -> 0.70 ms; images searched 179 -> 133 (JPEGs 175 -> 130); faces 0 / 0.
+# - face-free photographs and textures (china, flower, noise and photo backgrounds at 256 and
+#   640 px): 322 -> 317 ms (x0.98); --quick face images 221 -> 222 ms: the cascades' searches
+#   of detailed images are unchanged (see below for what did not help).
+# - --quick, before / after: recall 0.986 / 0.986 (the same miss), false faces 4 / 4 (3 images),
+#   found again 0 / 0; every image as JPEG q85: 0.931 / 0.931; JPEG q85 at contrast 0.3: 0.708 /
+#   0.708. Full grid: recall 0.863 / 0.863, identical by kind, width and angle; false faces 7 / 7
+#   (6 images), found again 0 / 0; CPU per face-free image 97 -> 82 ms, per face image 235 / 240.
+# - The 720 faces of the full grid as PNG, JPEG q85 and q70 each keep a region (the fewest
+#   flat-colour detail pixels in one: 8, photographic, 32 px, 30 deg; the rule asks for 1); at
+#   contrast 0.5 / 0.3 / 0.2 / 0.15 / 0.1 the faces left without a region are the same before and
+#   after (none down to 0.15).
+# Tried, not kept (--quick recall; base 0.986): a coarser pyramid for the turned copies, step
+# 1.2: 0.931, 1.25: 0.806, 1.3: 0.847 (with 2 neighbours: 0.889, 0.903), for 25-40% less CPU;
+# turned copies searched only where the upright pass has raw windows (minNeighbors 0, grouped
+# as OpenCV does): 0.806 (faces at 30 deg give the upright cascade nothing), +/-30 only after
+# raw windows at 0 or +/-15: 0.958; replicate or reflect borders for the turned copies: no
+# cheaper; cv2.setNumThreads(1), single or four pool threads: CPU within 3%; haarcascade_
+# frontalface_default (21% cheaper per pass): recall 0.764, false faces 14; searching only the
+# regions even when they cover up to all of an image: no cheaper on the photographs. In the map:
+# detail from a Gaussian-smoothed luma searches 295 scenes (more, not fewer); chroma-flat detail
+# only (not as a test on the region): recall 0.958 (smaller regions lose turned faces); asking
+# the flat-colour detail for a luma range >= 16 or 24: 100 / 83 scenes searched, but low-contrast
+# faces (contrast 0.5, 0.3) lose their regions; asking it to lie 3-4 px inside the area: 23 / 5
+# scenes, but 59 / 111 photographic faces lose theirs.
+# Found, left as it was: a dark-skinned drawn face (SKINS[3], 120 px) at contrast 0.5 gets a
+# region that stops above its mouth and is missed (searched whole it is found); at 0.3 the
+# cascade misses it whole too. Light skin at contrast 0.3-0.5 is found, JPEG or not.
