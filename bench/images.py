@@ -800,3 +800,26 @@ if __name__ == "__main__":
 # here: the training package sets OMP_WAIT_POLICY=PASSIVE before torch loads (with active
 # waiting 2 threads cost 4.2 ms an image against 1.3), and OpenCV with 1 thread or 2 costs the
 # same (fetch 5.66-5.75 vs 5.76-5.89 ms an image).
+#
+# CLIP encoded while the fetch goes on (9051210: ClipScorer.keep hands full batches to one
+# background thread, one intra-op thread) and the cheaper face map (05f9502, aa94d09: no detail
+# map without a skin-toned or grey area; a region needs some detail where the colour is flat,
+# so JPEG chroma bleeding across a shape's edge is not searched: 179 -> 133 scenes searched).
+# Same command, before (e94f158) and after (70045e1) alternating in one session, quiet machine
+# otherwise (load 1.5-2.5):
+#                         N    ours per CPU-s    img2dataset    ratio (each run)
+# before                200    80.0 72.1          49.8 47.2     x1.61 x1.53
+#                      2000   114.0 87.5         166.9 130.5    x0.68 x0.67
+# after                 200    90.5 61.3          55.1 39.4     x1.64 x1.56
+#                      2000    93.6 91.6         144.4 142.6    x0.65 x0.64
+# and three more after: 2000 x0.65 x0.77 x0.67 (images/s x0.82 x0.97 x0.87). Ours alone
+# (no img2dataset, the bench's own ours-process), alternating before/after three times: 94.1 /
+# 92.3, 94.2 / 108.1, 108.9 / 111.5 images per CPU-s: +5% on average, inside the spread (the
+# machine's own speed drifted 15% over those minutes). Same rows and decisions in every run. CLIP
+# after the fetch: 2.2-2.6 s wall -> 0.3-0.5 s. Where ours' CPU goes now (the new per-step split,
+# three runs at 2,000, ms an image stored): decode 1.04-1.13, faces 2.00-2.21, pHash 1.22-1.39,
+# colour thumbnail 0.31-0.34, CLIP preprocess 1.19-1.33 (Pillow's antialiased resize of the full
+# image to 64x64: 0.58 alone), CLIP encode 0.82-0.99, the rest 2.5-3.4 (of which the event loop's
+# thread 1.2-1.3: aiohttp, robots, politeness, journal; 0.63 when no other thread runs), total
+# 9.7-10.2 against img2dataset's 6.5-7.5. x1.2 per core is still out of reach with the same
+# outputs: faces, pHash and CLIP alone cost about img2dataset's whole image.
