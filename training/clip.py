@@ -465,10 +465,13 @@ class ClipScorer:
             # bench/images.py's 2,000 images.
             self.loaded.model.to(memory_format=torch.channels_last)
         self._pixel_stage, self._tensor_stage = _split_preprocess(self.loaded.preprocess)
+        self._batch_tensors = _batched_tensor_stage(self._tensor_stage)
         # `keep`: images handed over while they are fetched are encoded in batches by one
         # background thread as they come, and only their embeddings are kept.
         self._embedded: dict[str, np.ndarray] = {}  # absolute file path -> image embedding
-        self._pending: list[tuple[str, torch.Tensor]] = []  # kept, not yet in a batch
+        # kept, not yet in a batch: (path, the pixel stage's output as an HxWx3 uint8 array when
+        # the tensor stage runs batched in the encoder thread, else its tensor)
+        self._pending: list[tuple[str, np.ndarray | torch.Tensor]] = []
         self._encoding: list[Future] = []
         self._encoder: ThreadPoolExecutor | None = None
         self._keep_lock = threading.Lock()
@@ -507,7 +510,10 @@ class ClipScorer:
         if self._pixel_stage is None or self._kept_bytes >= self.keep_bytes:
             return
         small = self._pixel_stage(image if image.mode == "RGB" else image.convert("RGB"))
-        tensor = self._tensor_stage(small)
+        if self._batch_tensors is not None and small.mode == "RGB":
+            tensor = np.asarray(small)  # made a tensor with its batch, in the encoder thread
+        else:
+            tensor = self._tensor_stage(small)
         with self._keep_lock:
             self._pending.append((os.path.abspath(path), tensor))
             self._kept_count += 1
@@ -528,10 +534,17 @@ class ClipScorer:
         return self._encoder
 
     @torch.inference_mode()
-    def _encode_kept(self, batch: list[tuple[str, torch.Tensor]]) -> None:
-        tensors = [t for _, t in batch]
-        tensors += [tensors[-1]] * (self.batch_size - len(tensors))  # a full batch, always
-        stacked = torch.stack(tensors).to(self.device, dtype=self.input_dtype)
+    def _encode_kept(self, batch: list[tuple[str, np.ndarray | torch.Tensor]]) -> None:
+        items = [t for _, t in batch]
+        items += [items[-1]] * (self.batch_size - len(items))  # a full batch, always
+        arrays = all(isinstance(t, np.ndarray) for t in items)
+        if self._batch_tensors is not None and arrays and len({t.shape for t in items}) == 1:
+            stacked = self._batch_tensors(np.stack(items))
+        else:
+            stacked = torch.stack(
+                [self._tensor_stage(t) if isinstance(t, np.ndarray) else t for t in items]
+            )
+        stacked = stacked.to(self.device, dtype=self.input_dtype)
         feats = self.loaded.model.encode_image(stacked, normalize=True).float().cpu().numpy()
         with self._keep_lock:
             for (path, _), row in zip(batch, feats, strict=False):
@@ -637,6 +650,32 @@ def _split_preprocess(preprocess) -> tuple[Callable | None, Callable]:
     if not at:
         return None, preprocess
     return T.Compose(steps[:at]), T.Compose(steps[at:])
+
+
+def _batched_tensor_stage(stage) -> Callable[[np.ndarray], torch.Tensor] | None:
+    """The tensor stage of the model's preprocessing (`_split_preprocess`) run on a whole batch
+    at once: images as one (N, H, W, 3) uint8 array -> the (N, 3, H, W) float tensor that stacking
+    the stage's output for each image gives, bit for bit (the same elementwise operations: to
+    float, /255, then each Normalize's subtract and divide), in one call instead of N (0.19 ->
+    0.02 ms of CPU an image for refinery-tiny's 64x64 inputs). None unless the stage is a
+    ToTensor (or open_clip's MaybeToTensor) followed only by Normalize steps."""
+    from torchvision import transforms as T
+
+    steps = list(getattr(stage, "transforms", None) or [])
+    if not steps or type(steps[0]) not in (T.ToTensor, open_clip.transform.MaybeToTensor):
+        return None
+    if not all(type(t) is T.Normalize for t in steps[1:]):
+        return None
+    norms = steps[1:]
+
+    def run(images: np.ndarray) -> torch.Tensor:
+        out = torch.from_numpy(images).permute(0, 3, 1, 2).contiguous()
+        out = out.to(dtype=torch.get_default_dtype()).div(255)
+        for norm in norms:
+            out = T.functional.normalize(out, norm.mean, norm.std, norm.inplace)
+        return out
+
+    return run
 
 
 def roc_auc(positive: Sequence[float], negative: Sequence[float]) -> float:

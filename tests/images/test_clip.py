@@ -323,3 +323,33 @@ def test_kept_images_are_encoded_in_full_batches_by_one_background_thread(quick)
     np.testing.assert_allclose(ours, plain, rtol=0, atol=1e-6)
     scorer.close()
     assert scorer.score(paths[:1], captions[:1]) == pytest.approx(ours[:1], abs=1e-6)
+
+
+def test_kept_images_become_tensors_a_batch_at_a_time_bit_for_bit(quick):
+    """`keep` holds the pixel stage's 64x64 RGB output as uint8 and the encoder thread makes the
+    whole batch a tensor in one call: the same floats, bit for bit, as the model's own tensor
+    stage run image by image and stacked; a tensor stage of another shape runs image by image."""
+    from PIL import Image
+    from torchvision import transforms as T
+
+    model_dir, _, test, _ = quick
+    paths = [str(path) for path, _ in test[:5]]
+    scorer = ClipScorer(str(model_dir), device="cpu", batch_size=8)
+    assert scorer._batch_tensors is not None
+    smalls = []
+    for path in paths:
+        with Image.open(path) as im:
+            smalls.append(scorer._pixel_stage(im.convert("RGB")))
+    one_by_one = torch.stack([scorer._tensor_stage(s) for s in smalls])
+    batched = scorer._batch_tensors(np.stack([np.asarray(s) for s in smalls]))
+    assert batched.dtype == one_by_one.dtype and torch.equal(batched, one_by_one)
+    # what keep holds until its batch is encoded: the uint8 pixels, not a float tensor
+    with Image.open(paths[0]) as im:
+        scorer.keep(paths[0], im.convert("RGB"))
+    held = scorer._pending[0][1]
+    assert isinstance(held, np.ndarray) and held.dtype == np.uint8 and held.shape == (64, 64, 3)
+    scorer.close()
+    # another tensor stage (a Lambda after the tensor) is not batched
+    odd = T.Compose([T.ToTensor(), T.Lambda(lambda t: t * 2)])
+    assert clip_module._batched_tensor_stage(odd) is None
+    assert clip_module._batched_tensor_stage(scorer._tensor_stage) is not None
