@@ -191,7 +191,8 @@ def test_a_blurred_image_passes_the_mixture_file_check(tmp_path):
 def test_threads_searching_at_once_in_a_fresh_process_all_succeed(tmp_path):
     """OpenCV's loader is not thread-safe: the demo's four fetch threads loading cv2 at once got
     `module 'cv2' has no attribute 'data'` (3 runs in 4 of this script failed before the fix).
-    The detector loads it when it is built, in the building thread, under a lock."""
+    The detector loads it when it is built, in the building thread, under a lock, and turns
+    OpenCV's own thread pool off (the callers' threads search: a pool on top only adds CPU)."""
     import subprocess
     import sys
     import textwrap
@@ -205,6 +206,7 @@ def test_threads_searching_at_once_in_a_fresh_process_all_succeed(tmp_path):
         from crawlers.images.faces import FaceConfig, FaceDetector
         det = FaceDetector(FaceConfig(face_regions=False))  # each thread loads its cascades
         assert "cv2" in sys.modules and hasattr(sys.modules["cv2"], "data"), "cv2 not loaded"
+        assert sys.modules["cv2"].getNumThreads() == 1, "OpenCV's own thread pool is on"
         rng = np.random.default_rng(0)
         errors = []
         def search(seed):
