@@ -823,3 +823,29 @@ if __name__ == "__main__":
 # thread 1.2-1.3: aiohttp, robots, politeness, journal; 0.63 when no other thread runs), total
 # 9.7-10.2 against img2dataset's 6.5-7.5. x1.2 per core is still out of reach with the same
 # outputs: faces, pHash and CLIP alone cost about img2dataset's whole image.
+#
+# OpenCV's own thread pool off in the face search (0d59f51) and the kept images' CLIP tensors made
+# a batch at a time in the encoder thread (316c6df). Same command; before (1213570) and after in
+# one session, the first before and the last after alternating with the others (load 1.2-1.6):
+#                         N    ours CPU ms an image    img2dataset     ratio per CPU-s (each run)
+# before                2000    8.25 7.60               5.49 5.02      x0.67 x0.66
+# after                 2000    7.20 6.72 7.37          4.66 4.76 6.34 x0.65 x0.71 x0.86
+# before                 200   11.20                   17.91          x1.60
+# after                  200    9.87 9.64 10.23        16.51 16.36 16.81 x1.67 x1.70 x1.64
+# Same rows and decisions in every run (2000: kept 1799, ids digest d2b296297e8b, duplicate 201,
+# robots_denied 40; 200: kept 197, 83cacab8a314). Ours alone (/tmp harness of run_ours, two runs a
+# side): 7.91 8.01 -> 6.72 6.80 ms an image (-15%): CLIP preprocess in the fetch threads 1.01-1.04
+# -> 0.65-0.66 (per-image ToTensor+Normalize, 0.19 ms, now one call a batch), and OpenCV's pool
+# threads (which the per-step split does not see: it counts the calling thread) gone from "the
+# rest", 1.84-2.10 -> 1.38-1.68. img2dataset's own cost moved by 35% between runs (4.66-6.34 ms),
+# more than our whole change, so the ratio's movement is not shown beyond noise.
+# Measured and not kept, with outputs no longer exact: a shared reduced copy (the face map's
+# 320 px one, or 128 px from it) for pHash and the colour thumbnail saves ~0.5-1.1 ms, but on
+# 250 sample-web scenes drawn at 256-640 px with five copies each (JPEG 90/75, x0.5, x1.5,
+# x0.7+JPEG 85) copies found within 4 bits fall from 0.976 to 0.935 (distinct scenes merged
+# 0.0047 either way): an original and its copy are reduced by different paths. The same copy
+# for CLIP's 64 px input (or Pillow's reducing_gap=2) moves refinery-tiny's scores by up to
+# 0.076 (mean 0.0035, against a spread of 0.068) and flips 15-51 of 2,000 decisions at the
+# 10-50% quantile thresholds. With decode 0.9, pHash 1.0, CLIP 0.65 + 0.75, colour 0.25, the
+# face map ~0.8 and the event loop ~1.2 ms, ours is ~6.7 ms an image against img2dataset's
+# 4.7-6.3: x1.2 per CPU-second needs ~3.9-5.3.
