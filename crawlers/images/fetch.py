@@ -34,10 +34,11 @@ import hashlib
 import json
 import logging
 import os
+import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
 import pyarrow as pa
@@ -303,12 +304,37 @@ def classify(res: FetchResult) -> tuple[str | None, str | None]:
 OnImage = Callable[[str, Image.Image], None]
 
 
+class SameBytes:
+    """A run's `_store` outcomes by the body's sha256 (~0.5 KB each, up to `limit` bodies), so the
+    same bytes fetched again under another URL are not decoded, searched, hashed or scored
+    again; a thread that meets bytes another thread is still storing waits for its outcome."""
+
+    def __init__(self, limit: int = 200_000):
+        self.limit = limit
+        self._lock = threading.Lock()
+        self._by_sha: dict[str, Future] = {}
+
+    def claim(self, sha: str) -> tuple[Future | None, bool]:
+        """(the outcome's future, True when the caller is to store the body and set it); (None,
+        False) when the run remembers too many bodies already (the caller stores it anyway)."""
+        with self._lock:
+            got = self._by_sha.get(sha)
+            if got is not None:
+                return got, False
+            if len(self._by_sha) >= self.limit:
+                return None, False
+            fut: Future = Future()
+            self._by_sha[sha] = fut
+            return fut, True
+
+
 def _store(
     out_dir: Path,
     data: bytes,
     cfg: ImageFetchConfig,
     faces: FaceDetector,
     on_image: OnImage | None = None,
+    seen: SameBytes | None = None,
 ) -> dict:
     """Hash, decode, blur faces, pHash and (when kept) store one body; runs in a worker thread.
 
@@ -316,8 +342,37 @@ def _store(
     derived form comes from that decode: the face search's grey copy, its skin map, the pHash,
     and, when the file is the body as fetched and the decode is full size (the pixels decoding
     the file gives), the colour thumbnail the de-duplication compares and what `on_image` is
-    handed (the stored file's path and that decoded image)."""
+    handed (the stored file's path and that decoded image).
+
+    `seen` (the run's `SameBytes`): bytes this run already stored under another URL (a
+    cache-busting query, a CDN's other host, http and https) get that outcome again: the same
+    file, hashes, faces and drop reason, with nothing decoded and `on_image` not called again
+    (the file it was handed is the same). Consent is not part of it: the caller decides it for
+    each URL."""
     sha = hashlib.sha256(data).hexdigest()
+    fut, mine = seen.claim(sha) if seen is not None else (None, False)
+    if fut is not None and not mine:
+        return dict(fut.result())  # read only: the caller copies it into the URL's outcome
+    try:
+        out = _store_new(out_dir, data, sha, cfg, faces, on_image)
+    except BaseException as exc:
+        if fut is not None:
+            fut.set_exception(exc)
+        raise
+    if fut is not None:
+        fut.set_result(out)
+    return dict(out)
+
+
+def _store_new(
+    out_dir: Path,
+    data: bytes,
+    sha: str,
+    cfg: ImageFetchConfig,
+    faces: FaceDetector,
+    on_image: OnImage | None,
+) -> dict:
+    """_store's work for a body whose bytes this run has not stored yet."""
     dec = decode_image(
         data,
         max_bytes=cfg.max_bytes,
@@ -405,6 +460,7 @@ class _Run:
         self.requests = 0
         self.pool = ThreadPoolExecutor(max_workers=min(4, os.cpu_count() or 1))
         self.faces = FaceDetector(cfg.faces)
+        self.same_bytes = SameBytes()
         self.downloader: Downloader | None = None
 
     def _row(self, ref: dict, outcome: dict, page_ok: bool) -> dict:
@@ -441,7 +497,14 @@ class _Run:
             loop = asyncio.get_running_loop()
             outcome.update(
                 await loop.run_in_executor(
-                    self.pool, _store, self.out_dir, res.body, self.cfg, self.faces, self.on_image
+                    self.pool,
+                    _store,
+                    self.out_dir,
+                    res.body,
+                    self.cfg,
+                    self.faces,
+                    self.on_image,
+                    self.same_bytes,
                 )
             )
         return outcome

@@ -357,3 +357,56 @@ def test_an_error_storing_one_image_ends_the_run_with_that_error(
     refs = [ref(f"r{i}", server.url(A, f"/{i}.png")) for i in range(12)]
     with pytest.raises(AttributeError, match="cv2"):
         fetch_images(refs, tmp_path, {**FAST, "concurrency": 4})
+
+
+def test_the_same_bytes_under_other_urls_are_stored_once_and_decoded_once(
+    image_server, tmp_path, monkeypatch
+):
+    """Bytes fetched again under another URL (another path, another host) get the first one's
+    outcome: the same stored file, hashes and faces, without being decoded, searched, hashed or
+    handed to `on_image` again. Consent stays per URL: the same bytes sent with a noai header
+    are dropped there and stored under the URL that allows them."""
+    import crawlers.images.fetch as fetch_mod
+
+    real, fresh = fetch_mod._store_new, []
+
+    def counting(out_dir, data, sha, *rest):
+        fresh.append(sha)
+        return real(out_dir, data, sha, *rest)
+
+    monkeypatch.setattr(fetch_mod, "_store_new", counting)
+    same, other = noisy_jpeg(120, 90, seed=3), png(64, 48)
+    server = image_server(
+        {
+            "/a.jpg": Resource(same, content_type="image/jpeg"),
+            "/copy.jpg": Resource(same, content_type="image/jpeg"),
+            "/noai.jpg": Resource(
+                same, content_type="image/jpeg", headers={"X-Robots-Tag": "noai"}
+            ),
+            "/other.png": Resource(other),
+        },
+        ips=[A, B],
+    )
+    refs = [
+        ref("r0", server.url(A, "/a.jpg")),
+        ref("r1", server.url(A, "/copy.jpg")),
+        ref("r2", server.url(B, "/a.jpg")),
+        ref("r3", server.url(B, "/noai.jpg")),
+        ref("r4", server.url(B, "/other.png")),
+    ]
+    handed = []
+    fetch_images(refs, tmp_path, FAST, on_image=lambda path, image: handed.append(path))
+    rows = {r["id"]: r for r in pq.read_table(tmp_path / "fetched.parquet").to_pylist()}
+    assert sorted(fresh) == sorted({hashlib.sha256(b).hexdigest() for b in (same, other)})
+    assert len(handed) == 2 and len(set(handed)) == 2
+    image_cols = (
+        "image_sha256", "image_path", "stored_sha256", "phash", "colour_thumbnail",
+        "width", "height", "face_count", "drop_reason",
+    )  # fmt: skip
+    for rid in ("r1", "r2"):
+        assert {k: rows[rid][k] for k in image_cols} == {k: rows["r0"][k] for k in image_cols}
+        assert rows[rid]["training_allowed"] is True
+    assert rows["r3"]["drop_reason"] == "noai" and rows["r3"]["image_path"] is None
+    assert rows["r3"]["training_allowed"] is False
+    assert rows["r4"]["image_sha256"] == hashlib.sha256(other).hexdigest()
+    assert len(list((tmp_path / "images").rglob("*.*"))) == 2
