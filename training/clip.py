@@ -497,8 +497,9 @@ class ClipScorer:
 
     def keep(self, path: str | os.PathLike[str], image: Image.Image) -> None:
         """Take the decoded image of the file at `path` now (from any thread; the image fetch's
-        `on_image`): the model's preprocessing runs here, and the image is encoded with the
-        next full batch by one background thread while the fetch goes on; only its embedding is
+        `on_image`): the model's pixel steps (resize, crop) run here, and the image is made a
+        tensor (`_batched_tensor_stage`, a whole batch at once) and encoded with the next full
+        batch by one background thread while the fetch goes on; only its embedding is
         kept, so scoring `path` later neither reads nor decodes the file. `image` must be what
         decoding the file gives; the scores are then the same (each batch is a full
         `batch_size`: an image's embedding does not depend on what it is batched with). Past
