@@ -267,15 +267,25 @@ from pipelines.stages.mix import run_mix_build
 spec, lake, out = Path({spec!r}), Path({lake!r}), Path({out!r})
 # The smallest budget is read in the process that then builds: two processes' resident memory
 # differed by 8-16 MiB, more than the ~10 rows this budget leaves. The first attempt loads what
-# the build imports; the second reads the smallest budget over it.
-for _ in range(2):
+# the build imports; the second reads the smallest budget over it. Resident memory can still
+# grow between that read and the build (a clean-clone CI run on a loaded machine): a budget
+# the build then finds too small is read again, at most three times, as _budgeted does.
+def smallest():
+    for _ in range(2):
+        try:
+            run_mix_build(spec, out / "none", lake_root=lake, memory_budget_mib=20)
+        except ValueError as exc:
+            got = int(re.search(r"give at least (\\d+) MiB", str(exc)).group(1))
+    return got
+for attempt in range(3):
+    low = int(smallest() + 9.5 * float(sys.argv[1]))  # about 10 rows at once
     try:
-        run_mix_build(spec, out / "none", lake_root=lake, memory_budget_mib=20)
+        with PeakMemory() as peak:
+            s = run_mix_build(spec, out / "low", lake_root=lake, memory_budget_mib=low)
+        break
     except ValueError as exc:
-        smallest = int(re.search(r"give at least (\\d+) MiB", str(exc)).group(1))
-low = int(smallest + 9.5 * float(sys.argv[1]))  # about 10 rows at once
-with PeakMemory() as peak:
-    s = run_mix_build(spec, out / "low", lake_root=lake, memory_budget_mib=low)
+        if "give at least" not in str(exc) or attempt == 2:
+            raise
 print(json.dumps([low, peak.mib, {{k: s[k] for k in ("read_rows", "memory_budget", "tokens")}}]))
 """
 
@@ -289,9 +299,8 @@ def test_mixture_build_stays_under_its_budget(mix_lake, tmp_path):
     # Measured in a fresh process, as a CLI or Dagster run starts: a long-lived test process's
     # own history (freed arenas, libraries warmed by other tests) is not the stage's memory.
     code = MIX_CHILD.format(spec=str(spec), lake=str(mix_lake), out=str(tmp_path))
-    res = subprocess.run(
-        [sys.executable, "-c", code, str(row_mib)], capture_output=True, text=True, check=True
-    )
+    res = subprocess.run([sys.executable, "-c", code, str(row_mib)], capture_output=True, text=True)
+    assert res.returncode == 0, res.stderr[-3000:]
     low, peak_mib, small = json.loads(res.stdout.strip().splitlines()[-1])
     assert 4 <= small["read_rows"] <= 16, small["memory_budget"]
     assert peak_mib < low, (peak_mib, small["memory_budget"])
