@@ -6,7 +6,8 @@
 One loopback image server process (aiohttp, its own GIL) serves the generated images on
 127.0.0.1..H (one port; H = --hosts), with a robots.txt that disallows /private/. The images
 are sample-web scenes (sampleweb/images.py) drawn at 256-640 px, half PNG and half JPEG
-(quality 85), with their true alt text as caption; 2% of the URLs are under /private/. The
+(quality 85), with their true alt text as caption; 2% of the URLs are under /private/ (--photos:
+crops of three real photographs, JPEG at 400-1200 px, see make_photos). The
 server stops by itself: on SIGTERM, when its parent dies, or after --server-ttl seconds. It
 counts every request, so robots.txt reads and requests for disallowed paths come from its log.
 
@@ -476,10 +477,53 @@ def run_img2dataset(py, server, items, work, a) -> dict:
     return {**json.loads(result.read_text()), "wall_s": wall, "peak_pss_mib": mib}
 
 
+PHOTOS = (
+    ("sklearn", "datasets/images/china.jpg", "a temple among trees"),
+    ("sklearn", "datasets/images/flower.jpg", "a flower"),
+    ("matplotlib", "mpl-data/sample_data/grace_hopper.jpg", "a woman in a uniform"),
+)
+
+
+def make_photos(n: int, site: Path, seed: int = 0) -> list[dict]:
+    """Write n photographs (JPEG, quality 80-92, 400-1200 px on the longer side) under site/img
+    and 2% under site/private; returns [{path, caption}]. Each is a random crop (a third to all
+    of each side) of one of three real photographs that ship in the project's dependencies
+    (scikit-learn's temple and flower, matplotlib's Grace Hopper portrait), scaled: real
+    texture and skin, where the scenes are flat graphics."""
+    from importlib.util import find_spec
+
+    from PIL import Image
+
+    sources = []
+    for package, rel, caption in PHOTOS:
+        root = Path(find_spec(package).submodule_search_locations[0])
+        with Image.open(root / rel) as im:
+            sources.append((im.convert("RGB"), caption))
+    rng = random.Random(seed)
+    n_private = max(2, n // 50)
+    for sub in ("img", "private"):
+        (site / sub).mkdir(parents=True, exist_ok=True)
+    items = []
+    for i in range(n + n_private):
+        im, caption = sources[i % len(sources)]
+        cw, ch = rng.randint(im.width // 3, im.width), rng.randint(im.height // 3, im.height)
+        x, y = rng.randint(0, im.width - cw), rng.randint(0, im.height - ch)
+        k = rng.randint(400, 1200) / max(cw, ch)
+        crop = im.crop((x, y, x + cw, y + ch)).resize(
+            (max(1, round(cw * k)), max(1, round(ch * k))), Image.Resampling.BICUBIC
+        )
+        buf = io.BytesIO()
+        crop.save(buf, "JPEG", quality=rng.randint(80, 92))
+        name = f"{'img' if i < n else 'private'}/p{i:06d}.jpg"
+        (site / name).write_bytes(buf.getvalue())
+        items.append({"path": "/" + name, "caption": caption})
+    return items
+
+
 def one_size(n, py, work, a, model) -> dict:
     """Both tools at size n, each against a fresh server, in alternating order per size."""
     site = work / f"site-{n}"
-    items = make_images(n, site, seed=n)
+    items = (make_photos if a.photos else make_images)(n, site, seed=n)
     row = {
         "n": n,
         "urls": len(items),
@@ -535,6 +579,12 @@ def main() -> None:
         action="store_true",
         help="ours searches every image whole for faces (the face search before skin regions)",
     )
+    ap.add_argument(
+        "--photos",
+        action="store_true",
+        help="crops of three real photographs (make_photos) instead of the sample-web scenes; "
+        "default sizes 100,1000; results in images_photos.json",
+    )
     ap.add_argument("--from-json", default=None, help="re-print a saved result, run nothing")
     a = ap.parse_args()
     if a.from_json:
@@ -544,7 +594,8 @@ def main() -> None:
             saved["rows"], saved["scoring"], args, Path(saved["model"]), False, saved["load_avg"]
         )
         return
-    sizes = [int(x) for x in (a.sizes or ("100,1000" if a.quick else "300,3000")).split(",")]
+    default = "100,1000" if a.quick or a.photos else "300,3000"
+    sizes = [int(x) for x in (a.sizes or default).split(",")]
     py = peer_python("img2dataset", *IMG2DATASET)
     model = Path(a.clip) if a.clip else train_model(a.train_steps)
     rows = []
@@ -587,7 +638,8 @@ def report(
         else {}
     )
     print(
-        f"\nimages benchmark: {a.hosts} loopback hosts, {a.hosts * a.per_host} in flight per tool, "
+        f"\nimages benchmark on {'photographs' if getattr(a, 'photos', False) else 'scenes'}: "
+        f"{a.hosts} loopback hosts, {a.hosts * a.per_host} in flight per tool, "
         f"CLIP {summary.get('model', model.name)} trained here ({summary.get('steps')} steps, "
         f"{summary.get('parameters')} parameters), batch {a.batch_size}; machine: "
         f"{os.cpu_count()} cores, load {load:.1f}"
@@ -674,7 +726,9 @@ def report(
     if not save:
         return
     RESULTS.mkdir(parents=True, exist_ok=True)
-    name = "images_quick.json" if a.quick else "images.json"
+    name = "images_photos.json" if getattr(a, "photos", False) else "images.json"
+    if a.quick:
+        name = name.replace(".json", "_quick.json")
     (RESULTS / name).write_text(
         json.dumps(
             {
