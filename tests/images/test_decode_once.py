@@ -26,12 +26,13 @@ CAPS = dict(max_bytes=8 * 2**20, max_pixels=40_000_000, min_side=16, max_aspect=
 
 
 def _counting(det: FaceDetector) -> list:
-    """Record the shape of every grey copy `det` runs its cascades on."""
+    """Record the (rows, columns) of every copy `det` searches (grey for the cascades, RGB for
+    MTCNN)."""
     calls: list = []
     search = det._search
 
     def counted(grey, upright=True):
-        calls.append(grey.shape)
+        calls.append(grey.shape[:2])
         return search(grey, upright)
 
     det._search = counted

@@ -188,11 +188,13 @@ def test_a_blurred_image_passes_the_mixture_file_check(tmp_path):
     assert ImageCheck()(pair.path, row["image_sha256"]) == "image_sha256_mismatch"
 
 
-def test_threads_searching_at_once_in_a_fresh_process_all_succeed(tmp_path):
+@pytest.mark.parametrize("detector", ["mtcnn", "haar"])
+def test_threads_searching_at_once_in_a_fresh_process_all_succeed(tmp_path, detector):
     """OpenCV's loader is not thread-safe: the demo's four fetch threads loading cv2 at once got
     `module 'cv2' has no attribute 'data'` (3 runs in 4 of this script failed before the fix).
     The detector loads it when it is built, in the building thread, under a lock, and turns
-    OpenCV's own thread pool off (the callers' threads search: a pool on top only adds CPU)."""
+    OpenCV's own thread pool off (the callers' threads search: a pool on top only adds CPU).
+    MTCNN's nets are built once, by the first thread that searches, under a lock."""
     import subprocess
     import sys
     import textwrap
@@ -204,7 +206,7 @@ def test_threads_searching_at_once_in_a_fresh_process_all_succeed(tmp_path):
         import numpy as np
         from PIL import Image
         from crawlers.images.faces import FaceConfig, FaceDetector
-        det = FaceDetector(FaceConfig(face_regions=False))  # each thread loads its cascades
+        det = FaceDetector(FaceConfig(detector=sys.argv[1], face_regions=False))
         assert "cv2" in sys.modules and hasattr(sys.modules["cv2"], "data"), "cv2 not loaded"
         assert sys.modules["cv2"].getNumThreads() == 1, "OpenCV's own thread pool is on"
         rng = np.random.default_rng(0)
@@ -226,7 +228,7 @@ def test_threads_searching_at_once_in_a_fresh_process_all_succeed(tmp_path):
     )
     root = Path(__file__).resolve().parents[2]
     proc = subprocess.run(
-        [sys.executable, "-c", script],
+        [sys.executable, "-c", script, detector],
         capture_output=True,
         text=True,
         timeout=120,

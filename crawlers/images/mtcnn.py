@@ -1,0 +1,245 @@
+"""MTCNN face detection (Zhang et al., 2016: a proposal net over an image pyramid, then two nets
+that refine and score its boxes) in torch, with the trained weights that the `mtcnn` wheel ships.
+
+The `mtcnn` package (PyPI, MIT) carries P-Net, R-Net and O-Net's weights as joblib+lz4 arrays in
+`mtcnn/assets/weights/`; its own code runs them in TensorFlow, so it is never imported here: the
+arrays are read from the installed package's files (`importlib.util.find_spec`, which imports
+nothing) and loaded into the same three networks written in torch, in Keras' layout (NHWC
+kernels, 'same' pooling, the fully connected layers reading a (W, H, C) flattening). The
+pipeline follows the package's: an AREA-resized pyramid from `min_face` down to 12 px by
+`factor`, P-Net boxes over `thresholds[0]` (regressed, NMS 0.5 per scale and 0.7 over all),
+squared, 24x24 bilinear crops scored by R-Net (over `thresholds[1]`, NMS 0.7), squared, 48x48 by
+O-Net (over `thresholds[2]`, NMS 0.7 on the smaller box). Inputs are RGB uint8 arrays.
+
+`Mtcnn.detect` may be called from many threads at once (the nets are read only, built once per
+process under a lock). It leaves torch's thread settings alone: `torch.set_num_threads` also
+writes a process-wide value that threads read when they first use torch, so setting and
+restoring it from the image fetch's pool threads changed other threads' counts at random (the
+main thread's, in tests/images/test_faces.py). Two fetch threads each running MTCNN with torch's
+default two intra-op threads cost 63 ms of CPU a 480 px photograph against 53-56 with one.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import threading
+from importlib.util import find_spec
+
+import numpy as np
+
+_NETS = None
+_NETS_LOCK = threading.Lock()
+
+
+def _arrays(name: str) -> list[np.ndarray]:
+    spec = find_spec("mtcnn")
+    if spec is None or not spec.submodule_search_locations:
+        raise RuntimeError(
+            "the mtcnn package is not installed; its wheel carries the face detector's weights "
+            "(`make bootstrap` installs it from requirements.lock)"
+        )
+    import joblib
+
+    path = os.path.join(spec.submodule_search_locations[0], "assets", "weights", f"{name}.lz4")
+    return [np.asarray(a, dtype=np.float32) for a in joblib.load(path)]
+
+
+def _nets():
+    """P-Net, R-Net and O-Net with the package's weights, built once per process."""
+    global _NETS
+    with _NETS_LOCK:
+        if _NETS is None:
+            _NETS = _build()
+    return _NETS
+
+
+def _build():
+    import torch
+    from torch import nn
+    from torch.nn import functional as fn
+
+    def conv(w, b):
+        c = nn.Conv2d(w.shape[2], w.shape[3], (w.shape[0], w.shape[1]))
+        c.weight.data = torch.from_numpy(w).permute(3, 2, 0, 1).contiguous()
+        c.bias.data = torch.from_numpy(b)
+        return c
+
+    def prelu(a):
+        p = nn.PReLU(a.size)
+        p.weight.data = torch.from_numpy(a.reshape(-1).copy())
+        return p
+
+    def dense(w, b):
+        d = nn.Linear(w.shape[0], w.shape[1])
+        d.weight.data = torch.from_numpy(w).t().contiguous()
+        d.bias.data = torch.from_numpy(b)
+        return d
+
+    class Net(nn.Module):
+        """Conv+PReLU blocks, each followed by its max pooling (kernel, 'same' padding) or none,
+        then a 1x1-conv head (P-Net: fully convolutional) or a PReLU dense layer and dense heads
+        reading Keras' flattening: NHWC, then Permute((2, 1, 3)), so (N, W, H, C)."""
+
+        def __init__(self, w, pools, dense_head):
+            super().__init__()
+            self.pools = pools
+            self.blocks = nn.ModuleList(
+                nn.Sequential(conv(w[3 * i], w[3 * i + 1]), prelu(w[3 * i + 2]))
+                for i in range(len(pools))
+            )
+            k = 3 * len(pools)
+            head = dense if dense_head else conv
+            self.fc = nn.Sequential(dense(w[k], w[k + 1]), prelu(w[k + 2])) if dense_head else None
+            k += 3 if dense_head else 0
+            self.reg, self.cls = (
+                head(w[k], w[k + 1]),
+                head(w[-2], w[-1]),
+            )  # O-Net: landmarks between
+
+        def forward(self, x):
+            for block, pool in zip(self.blocks, self.pools, strict=True):
+                x = block(x)
+                if pool:
+                    kernel, same = pool
+                    x = fn.max_pool2d(x, kernel, 2, ceil_mode=same)
+            if self.fc is not None:
+                x = self.fc(x.permute(0, 3, 2, 1).reshape(x.shape[0], -1))
+            return self.reg(x), fn.softmax(self.cls(x), dim=1)
+
+    nets = (
+        Net(_arrays("pnet"), [(2, True), None, None], False),
+        Net(_arrays("rnet"), [(3, True), (3, False), None], True),
+        Net(_arrays("onet"), [(3, True), (3, False), (2, True), None], True),
+    )
+    for net in nets:
+        net.eval().requires_grad_(False)
+    return nets
+
+
+def _nms(b: np.ndarray, threshold: float, smaller: bool = False) -> np.ndarray:
+    """Boxes (x1, y1, x2, y2, score) kept by non-maximum suppression: overlap over the union, or
+    over the smaller box (`smaller`)."""
+    if len(b) < 2:
+        return b
+    order = np.argsort(-b[:, 4], kind="stable")
+    area = (b[:, 2] - b[:, 0] + 1) * (b[:, 3] - b[:, 1] + 1)
+    keep = []
+    while order.size:
+        i, rest = order[0], order[1:]
+        keep.append(i)
+        iw = np.maximum(0, np.minimum(b[i, 2], b[rest, 2]) - np.maximum(b[i, 0], b[rest, 0]) + 1)
+        ih = np.maximum(0, np.minimum(b[i, 3], b[rest, 3]) - np.maximum(b[i, 1], b[rest, 1]) + 1)
+        inter = iw * ih
+        base = np.minimum(area[i], area[rest]) if smaller else area[i] + area[rest] - inter
+        order = rest[inter / base <= threshold]
+    return b[keep]
+
+
+def _square(b: np.ndarray) -> np.ndarray:
+    b = b.copy()
+    w, h = b[:, 2] - b[:, 0], b[:, 3] - b[:, 1]
+    side = np.maximum(w, h)
+    b[:, 0] += (w - side) / 2
+    b[:, 1] += (h - side) / 2
+    b[:, 2] = b[:, 0] + side
+    b[:, 3] = b[:, 1] + side
+    return b
+
+
+def _regress(b: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+    b = b.copy()
+    w, h = b[:, 2] - b[:, 0] + 1, b[:, 3] - b[:, 1] + 1
+    b[:, :4] += offsets * np.stack([w, h, w, h], 1)
+    return b
+
+
+def _crops(image: np.ndarray, boxes: np.ndarray, size: int):
+    """size x size bilinear crops of `image` (H, W, 3 float) at `boxes`, zero outside it, as an
+    (N, 3, size, size) tensor (TensorFlow's crop_and_resize, which the package uses)."""
+    import cv2
+    import torch
+
+    out = np.zeros((len(boxes), size, size, 3), np.float32)
+    steps = np.arange(size, dtype=np.float32) / (size - 1)
+    for k, (x1, y1, x2, y2) in enumerate(boxes[:, :4]):
+        xs = (x1 + steps * (x2 - x1)).astype(np.float32)
+        ys = (y1 + steps * (y2 - y1)).astype(np.float32)
+        mx, my = np.meshgrid(xs, ys)
+        out[k] = cv2.remap(
+            image, mx, my, cv2.INTER_LINEAR, borderMode=cv2.BORDER_CONSTANT, borderValue=0
+        )
+    return torch.from_numpy(out).permute(0, 3, 1, 2)
+
+
+class Mtcnn:
+    """Faces in RGB arrays, as (x1, y1, x2, y2, score) rows; see the module docstring."""
+
+    def __init__(
+        self,
+        min_face: int = 20,
+        thresholds: tuple[float, float, float] = (0.6, 0.7, 0.8),
+        factor: float = 0.709,
+    ) -> None:
+        if min_face < 12:
+            raise ValueError(f"Mtcnn: min_face={min_face}; P-Net's window is 12 px, use >= 12")
+        self.min_face, self.thresholds, self.factor = min_face, tuple(thresholds), factor
+        self.nets = _nets()
+
+    def detect(self, rgb: np.ndarray) -> np.ndarray:
+        """(n, 5) float32 rows (x1, y1, x2, y2, score) of the faces in `rgb` (H, W, 3 uint8)."""
+        import torch
+
+        with torch.inference_mode():
+            return self._detect(rgb)
+
+    def _detect(self, rgb: np.ndarray) -> np.ndarray:
+        import cv2
+        import torch
+
+        pnet, rnet, onet = self.nets
+        none = np.empty((0, 5), np.float32)
+        height, width = rgb.shape[:2]
+        image = (rgb.astype(np.float32) - 127.5) / 128.0
+        scale, found = 12.0 / self.min_face, []
+        while min(height, width) * scale >= 12:
+            w, h = math.ceil(width * scale), math.ceil(height * scale)
+            level = cv2.resize(image, (w, h), interpolation=cv2.INTER_AREA)
+            reg, prob = pnet(torch.from_numpy(level).permute(2, 0, 1)[None])
+            p, r = prob[0, 1].numpy(), reg[0].numpy()
+            ys, xs = np.nonzero(p > self.thresholds[0])
+            if len(ys):
+                x1, y1 = xs * 2 + 1.0, ys * 2 + 1.0  # P-Net: stride 2, a 12 px cell
+                x2, y2 = xs * 2 + 12.0, ys * 2 + 12.0
+                cw, ch = x2 - x1, y2 - y1
+                b = np.stack(
+                    [
+                        x1 + r[0, ys, xs] * cw,
+                        y1 + r[1, ys, xs] * ch,
+                        x2 + r[2, ys, xs] * cw,
+                        y2 + r[3, ys, xs] * ch,
+                        p[ys, xs],
+                    ],
+                    1,
+                ).astype(np.float32)
+                b[:, :4] /= scale
+                found.append(_nms(b, 0.5))
+            scale *= self.factor
+        if not found:
+            return none
+        b = _square(_nms(np.concatenate(found), 0.7))
+        for net, size, threshold in (
+            (rnet, 24, self.thresholds[1]),
+            (onet, 48, self.thresholds[2]),
+        ):
+            if not len(b):
+                return none
+            reg, prob = net(_crops(image, b, size))
+            b = b.copy()
+            b[:, 4] = prob[:, 1].numpy()
+            b = _regress(b, reg.numpy())
+            b = b[b[:, 4] > threshold]
+            b = _nms(b, 0.7, smaller=net is onet)
+            if net is rnet:
+                b = _square(b)
+        return b

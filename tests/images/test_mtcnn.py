@@ -1,0 +1,59 @@
+"""MTCNN (crawlers/images/mtcnn.py) with the weights the mtcnn wheel ships: a real photograph's
+face is found where OpenCV's cascades find it, real face-free photographs have none, and the
+default detector's turned copies follow it."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from crawlers.images.faces import DEFAULT_ANGLES, FaceConfig, FaceDetector
+from crawlers.images.mtcnn import Mtcnn
+
+from .face_render import _hopper, face_free_photos
+
+
+def _iou(a, b) -> float:
+    ix = max(0, min(a.x + a.w, b.x + b.w) - max(a.x, b.x))
+    iy = max(0, min(a.y + a.h, b.y + b.h) - max(a.y, b.y))
+    inter = ix * iy
+    return inter / (a.w * a.h + b.w * b.h - inter)
+
+
+def test_a_photographed_face_is_found_where_the_cascades_find_it():
+    photo = _hopper()  # matplotlib's Grace Hopper portrait: one face
+    rows = Mtcnn().detect(np.asarray(photo.convert("RGB")))
+    assert len(rows) == 1 and rows[0, 4] > 0.95, rows
+    mtcnn = FaceDetector(FaceConfig(angles=[])).detect(photo)
+    haar = FaceDetector(FaceConfig(detector="haar", angles=[])).detect(photo)
+    assert len(mtcnn) == 1 and len(haar) == 1, (mtcnn, haar)
+    assert _iou(mtcnn[0], haar[0]) > 0.5, (mtcnn, haar)
+
+
+def test_real_face_free_photographs_have_no_face():
+    for photo in face_free_photos():  # scikit-learn's temple and flower
+        assert len(Mtcnn().detect(np.asarray(photo))) == 0
+        assert FaceDetector().detect(photo) == []
+
+
+def test_small_faces_are_refused_and_a_search_needs_no_inference_mode_of_its_callers():
+    with pytest.raises(ValueError, match="min_face=8"):
+        Mtcnn(min_face=8)
+    blank = np.zeros((40, 40, 3), np.uint8)
+    assert Mtcnn()._detect(blank).shape == (0, 5)  # the nets' weights need no gradients
+
+
+def test_turned_copies_default_to_the_detectors_own():
+    assert FaceConfig().detector == "mtcnn"
+    assert FaceConfig().angles == list(DEFAULT_ANGLES["mtcnn"])
+    assert FaceConfig(detector="haar").angles == list(DEFAULT_ANGLES["haar"])
+    assert FaceConfig(detector="haar", angles=[]).angles == []
+    assert FaceConfig.model_validate({"detector": "mtcnn", "angles": [10]}).angles == [10]
+
+
+def test_a_turned_real_face_is_found_upright_and_an_image_without_faces_is_untouched():
+    photo = _hopper().convert("RGB")
+    turned = photo.rotate(40, resample=Image.Resampling.BICUBIC, expand=True, fillcolor=(90,) * 3)
+    assert len(FaceDetector(FaceConfig(angles=[])).detect(turned)) == 1
+    assert FaceDetector(FaceConfig(angles=[])).detect(Image.new("RGB", (300, 200), "white")) == []
