@@ -913,3 +913,23 @@ if __name__ == "__main__":
 # multiple of 128 then integer area 0.952. Bytes fetched again under another URL are now stored
 # and decoded once (9622d14); the bench's 2,000 scenes are distinct bytes, so it does not move
 # these figures.
+#
+# Photographs (--photos, 1993298: crops of scikit-learn's temple and flower and matplotlib's Grace
+# Hopper portrait, JPEG at 400-1200 px) and MTCNN as the face detector (5d73e54). `--photos
+# --sizes 100,1000 --score-images 200 --repeat 1`, load 1.7:
+#                              N    ours per CPU-s   img2dataset   ratio per CPU-s (images/s)
+# Haar cascades (1993298)    100        2.4              27.4        x0.09 (x0.09)
+#                           1000        2.5             145.5        x0.02 (x0.02)
+# MTCNN (5d73e54)            100        4.1              27.2        x0.15 (x0.17)
+#                           1000        4.0              88.7        x0.04 (x0.06)
+# Ours CPU ms a photograph at 1,000: faces 386.6 -> 238.6, everything else ~10 (decode 1.5-1.7,
+# pHash 1.1-1.2, CLIP 0.8-0.9, the rest 6.4-7.9); img2dataset's whole photograph 6.9-11.3. On
+# photographs the face search is our cost: the turned copies (+/-25 degrees) are two thirds of
+# it (upright MTCNN alone: 43-51 ms, but it finds drawn faces at 0.600 and photographed ones at
+# 0.958 on bench/faces.py's grid, against 0.892 and 0.992 with the turns). Faces found on 150 of
+# the photographs (50 from each source, one thread, /tmp script): MTCNN in 43 of the 50 portrait
+# crops, 8 of the temple's and 1 of the flower's (218 ms an image); the cascades in 27, 1 and 18
+# (395 ms). The scenes, same session: 2000: x0.67 per CPU-s (ours 10.04 ms an image at load
+# 1.8, faces 2.97; on the 2,000 scenes decoded as the fetch does, one thread, the two detectors
+# cost the same: 1.79-2.05 ms an image with the cascades, 2.07-2.08 with MTCNN, no face found in
+# any); 200: x1.55. Same decisions at 2000 (kept 1799, d2b296297e8b).
