@@ -41,6 +41,11 @@ class ImagesBuildParams(Params):
     delay: float = param(1.0, min=0, help="Minimum seconds between requests to one server.")
     allow_private_networks: bool = param(False, help="Allow loopback/private image addresses.")
     max_images: int | None = param(None, min=0, help="Image refs fetched, in input order.")
+    face_detector: str = param(
+        "mtcnn",
+        help="Faces blurred before storage are found by mtcnn (MTCNN, the default) or haar "
+        "(OpenCV's cascades); bench/faces.py compares them.",
+    )
     shard: str = param(
         "0/1",
         help="K/N: only the images whose server (IP, or registered domain) hashes to K of N; "
@@ -134,11 +139,17 @@ def images_build(p: ImagesBuildParams, lake: Lake) -> ImagesBuildSummary:
 
     from common.consent import Consent, ledger_files_for
     from crawlers.images import ImageFetchConfig, fetch_images, load_refs
+    from crawlers.images.faces import DEFAULT_ANGLES
     from filters.images import load_image_config
     from filters.images.pairs import build_pairs, pairs_table
 
     if p.min_score is not None and p.top_fraction is not None:
         raise ValueError("--min-score and --top-fraction exclude each other: give one")
+    if p.face_detector not in DEFAULT_ANGLES:
+        raise ValueError(
+            f"--face-detector {p.face_detector!r} is not a detector: give one of "
+            + ", ".join(DEFAULT_ANGLES)
+        )
     docs = Path(p.docs) if p.docs else lake.root / "extract"
     shard = _shard(p, lake)
     k, n = shard.split("/")
@@ -162,6 +173,7 @@ def images_build(p: ImagesBuildParams, lake: Lake) -> ImagesBuildSummary:
         delay=p.delay,
         allow_private_networks=p.allow_private_networks,
         max_images=p.max_images,
+        faces={"detector": p.face_detector},
     )
     score, on_image = _scorer(p.clip, p.runner, p.beam_args)
     started = time.perf_counter()

@@ -191,6 +191,37 @@ def test_min_score_and_top_fraction_exclude_each_other(built, tmp_path):
     assert not (tmp_path / "x").exists()  # refused before anything is fetched
 
 
+def test_face_detector_flag_reaches_the_fetch_and_a_bad_one_is_refused(
+    built, tmp_path, monkeypatch
+):
+    import crawlers.images.fetch as fetch_mod
+
+    extract, pairs, web = built
+    used = []
+
+    class Recording(fetch_mod.FaceDetector):
+        def __init__(self, cfg=None):
+            super().__init__(cfg)
+            used.append((self.cfg.detector, list(self.cfg.angles)))
+
+    monkeypatch.setattr(fetch_mod, "FaceDetector", Recording)
+    base = ["images", "build", "--docs", str(extract), "--allow-private-networks", "--delay", "0"]
+    res = CliRunner().invoke(app, [*base, "--out", str(tmp_path / "bad"), "--face-detector", "x"])
+    assert (
+        res.exit_code == 2 and "--face-detector 'x'" in res.output and "mtcnn, haar" in res.output
+    )
+    assert not (tmp_path / "bad").exists() and used == []  # refused before anything is fetched
+    res = CliRunner().invoke(app, [*base, "--out", str(tmp_path / "h"), "--face-detector", "haar"])
+    assert res.exit_code == 0, res.output
+    assert used == [("haar", [-15.0, 15.0, -30.0, 30.0])]
+    # The sample web's scenes hold no face for either detector: the same rows and files.
+    cols = ["id", "image_sha256", "stored_sha256", "face_count", "drop_reason"]
+    assert (
+        pq.read_table(tmp_path / "h" / "pairs.parquet", columns=cols).to_pylist()
+        == pq.read_table(pairs / "pairs.parquet", columns=cols).to_pylist()
+    )
+
+
 def test_consent_check_passes_then_fails_on_a_stored_opted_out_image(built, tmp_path):
     import shutil
 
