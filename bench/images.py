@@ -322,6 +322,22 @@ def run_measured(cmd: list[str], **kw) -> tuple[float, float]:
     return time.perf_counter() - t, mib
 
 
+def _write_site(n: int, site: Path, seed: int, prefix: str, draw) -> list[dict]:
+    """Write n images under site/img and 2% more under site/private, each from
+    `draw(rng, i) -> (bytes, extension, caption)`; returns [{path, caption}]."""
+    rng = random.Random(seed)
+    n_private = max(2, n // 50)
+    for sub in ("img", "private"):
+        (site / sub).mkdir(parents=True, exist_ok=True)
+    items = []
+    for i in range(n + n_private):
+        data, ext, caption = draw(rng, i)
+        name = f"{'img' if i < n else 'private'}/{prefix}{i:06d}.{ext}"
+        (site / name).write_bytes(data)
+        items.append({"path": "/" + name, "caption": caption})
+    return items
+
+
 def make_images(n: int, site: Path, seed: int = 0) -> list[dict]:
     """Write n scene images (256-640 px, PNG/JPEG alternating) under site/img and 2% under
     site/private; returns [{path, caption}]."""
@@ -330,27 +346,19 @@ def make_images(n: int, site: Path, seed: int = 0) -> list[dict]:
     sys.path.insert(0, str(ROOT))
     from sampleweb.images import Scene, random_scene, render_png
 
-    rng = random.Random(seed)
-    n_private = max(2, n // 50)
-    for sub in ("img", "private"):
-        (site / sub).mkdir(parents=True, exist_ok=True)
-    items = []
-    for i in range(n + n_private):
+    def draw(rng, i):
         s = random_scene(rng)
         w = rng.randrange(256, 641)
         h = max(256, min(640, int(w * rng.uniform(0.6, 1.0))))
         scene = Scene(s.groups, w, h, s.domain)
         data = render_png(scene)
-        ext = "png"
-        if i % 2:
-            buf = io.BytesIO()
-            Image.open(io.BytesIO(data)).convert("RGB").save(buf, "JPEG", quality=85)
-            data, ext = buf.getvalue(), "jpg"
-        sub = "img" if i < n else "private"
-        name = f"{sub}/s{i:06d}.{ext}"
-        (site / name).write_bytes(data)
-        items.append({"path": "/" + name, "caption": scene.alt()})
-    return items
+        if not i % 2:
+            return data, "png", scene.alt()
+        buf = io.BytesIO()
+        Image.open(io.BytesIO(data)).convert("RGB").save(buf, "JPEG", quality=85)
+        return buf.getvalue(), "jpg", scene.alt()
+
+    return _write_site(n, site, seed, "s", draw)
 
 
 class Server:
@@ -499,12 +507,8 @@ def make_photos(n: int, site: Path, seed: int = 0) -> list[dict]:
         root = Path(find_spec(package).submodule_search_locations[0])
         with Image.open(root / rel) as im:
             sources.append((im.convert("RGB"), caption))
-    rng = random.Random(seed)
-    n_private = max(2, n // 50)
-    for sub in ("img", "private"):
-        (site / sub).mkdir(parents=True, exist_ok=True)
-    items = []
-    for i in range(n + n_private):
+
+    def draw(rng, i):
         im, caption = sources[i % len(sources)]
         cw, ch = rng.randint(im.width // 3, im.width), rng.randint(im.height // 3, im.height)
         x, y = rng.randint(0, im.width - cw), rng.randint(0, im.height - ch)
@@ -514,10 +518,9 @@ def make_photos(n: int, site: Path, seed: int = 0) -> list[dict]:
         )
         buf = io.BytesIO()
         crop.save(buf, "JPEG", quality=rng.randint(80, 92))
-        name = f"{'img' if i < n else 'private'}/p{i:06d}.jpg"
-        (site / name).write_bytes(buf.getvalue())
-        items.append({"path": "/" + name, "caption": caption})
-    return items
+        return buf.getvalue(), "jpg", caption
+
+    return _write_site(n, site, seed, "p", draw)
 
 
 def one_size(n, py, work, a, model) -> dict:
