@@ -113,7 +113,9 @@ def _build():
         Net(_arrays("onet"), [(3, True), (3, False), (2, True), None], True),
     )
     for net in nets:
-        net.eval().requires_grad_(False)
+        # channels-last: the inputs already are (NHWC arrays seen as NCHW), and oneDNN's
+        # channels-last convolutions and pooling cost 0.3-0.6x the NCHW ones here
+        net.eval().requires_grad_(False).to(memory_format=torch.channels_last)
     return nets
 
 
@@ -156,20 +158,31 @@ def _regress(b: np.ndarray, offsets: np.ndarray) -> np.ndarray:
 
 def _crops(image: np.ndarray, boxes: np.ndarray, size: int):
     """size x size bilinear crops of `image` (H, W, 3 float) at `boxes`, zero outside it, as an
-    (N, 3, size, size) tensor (TensorFlow's crop_and_resize, which the package uses)."""
+    (N, 3, size, size) tensor (TensorFlow's crop_and_resize, which the package uses). The crops'
+    sampling maps are stacked so that one `cv2.remap` call draws many of them (the same pixels as
+    a call a box, at a fifth of the cost for R-Net's 24 px crops)."""
     import cv2
     import torch
 
-    out = np.zeros((len(boxes), size, size, 3), np.float32)
+    n = len(boxes)
+    out = np.empty((n, size, size, 3), np.float32)
     steps = np.arange(size, dtype=np.float32) / (size - 1)
-    for k, (x1, y1, x2, y2) in enumerate(boxes[:, :4]):
-        xs = (x1 + steps * (x2 - x1)).astype(np.float32)
-        ys = (y1 + steps * (y2 - y1)).astype(np.float32)
-        mx, my = np.meshgrid(xs, ys)
-        out[k] = cv2.remap(
+    x1, y1, x2, y2 = (boxes[:, i : i + 1].astype(np.float32) for i in range(4))
+    xs = (x1 + steps * (x2 - x1)).astype(np.float32)  # (n, size): each crop's sample columns
+    ys = (y1 + steps * (y2 - y1)).astype(np.float32)
+    per = max(1, _REMAP_ROWS // size)  # OpenCV's maps stay under 32,767 rows
+    for a in range(0, n, per):
+        k = min(n, a + per) - a
+        mx = np.broadcast_to(xs[a : a + k, None, :], (k, size, size)).reshape(k * size, size)
+        my = np.broadcast_to(ys[a : a + k, :, None], (k, size, size)).reshape(k * size, size)
+        drawn = cv2.remap(
             image, mx, my, cv2.INTER_LINEAR, borderMode=cv2.BORDER_CONSTANT, borderValue=0
         )
+        out[a : a + k] = drawn.reshape(k, size, size, 3)
     return torch.from_numpy(out).permute(0, 3, 1, 2)
+
+
+_REMAP_ROWS = 32000
 
 
 class Mtcnn:
