@@ -12,7 +12,7 @@ import pytest
 from PIL import Image, ImageEnhance
 
 from common.phash import colour_thumbnail
-from crawlers.images import FETCHED, fetch_images
+from crawlers.images import FETCHED, faces, fetch_images
 from crawlers.images.faces import FaceConfig, FaceDetector, face_regions
 from filters.images.pairs import build_pairs
 from sampleweb.images import Scene, random_scene, reencode_jpeg, render_png, resize_png
@@ -54,7 +54,8 @@ def test_an_image_without_detail_in_skin_or_grey_areas_is_not_labelled(labelled)
     images = _bench_scenes(12)
     results = [face_regions(im, (im.height, im.width), 20) for im in images]
     assert results.count([]) >= 8
-    assert len(labelled) == len(images) - results.count([])
+    # most are settled before the labelling; every image with a region was labelled
+    assert len(images) - results.count([]) <= len(labelled) <= len(images) // 3
 
 
 def test_images_with_faces_are_still_labelled_and_their_faces_found(labelled):
@@ -67,6 +68,30 @@ def test_images_with_faces_are_still_labelled_and_their_faces_found(labelled):
     for im in face_free_photos():
         face_regions(im, (im.height, im.width), 20)
     assert len(labelled) == 2 + len(face_free_photos())
+
+
+@pytest.mark.parametrize(
+    "size, width, angle, bg",
+    [
+        ((640, 480), 30, 30, "gradient"),
+        ((640, 480), 48, -15, "flat"),
+        ((1200, 900), 55, -15, "noise"),
+        ((1200, 900), 65, 0, "gradient"),
+        ((1200, 900), 75, 30, "flat"),
+    ],
+    ids=str,
+)
+def test_a_small_photographed_face_in_a_large_image_keeps_its_region(size, width, angle, bg):
+    # 22-36 px in the 480 px copy searched, ~15-25 px on the face map: its skin is speckled at
+    # that scale (shading, a JPEG's chroma noise), which the map's erosion once wiped out, so a
+    # person in a large photograph went unsearched (each of these; 0.45 of such faces found)
+    img, true = scene(photo_face(width), size, angle=angle, at=(0.3, 0.4), bg=bg, seed=2)
+    img = _jpeg(img)
+    w, h = img.size
+    k = 480 / max(w, h)
+    regions = face_regions(img, (round(h * k), round(w * k)), 20)
+    assert regions != []
+    assert _found(FaceDetector().detect(img), true)
 
 
 def _open_counter(monkeypatch, root) -> list:
@@ -192,7 +217,7 @@ def _jpeg(img: Image.Image, quality: int = 85) -> Image.Image:
     return Image.open(io.BytesIO(buf.getvalue()))
 
 
-def test_detail_only_on_a_jpegs_colour_edges_is_not_searched():
+def test_detail_only_on_a_jpegs_colour_edges_is_not_searched(monkeypatch):
     # a JPEG keeps its colour at half resolution: a skin tone bleeds across a shape's edge (a
     # brown trunk under a yellow crown) and that edge's luma step becomes "detail" inside a
     # skin area; a region whose every detail pixel is on a colour edge is not a face's
@@ -205,7 +230,9 @@ def test_detail_only_on_a_jpegs_colour_edges_is_not_searched():
         png = render_png(Scene(s.groups, w, h, s.domain))
         scenes.append(Image.open(io.BytesIO(reencode_jpeg(png, 85))))
     searched = sum(face_regions(im, (im.height, im.width), 20) != [] for im in scenes)
-    assert searched <= 8  # 11 when colour-edge detail counted
+    assert searched <= 15  # a quarter at most
+    monkeypatch.setattr(faces, "_COLOUR_EDGE", 256)  # colour-edge detail counted: more searched
+    assert sum(face_regions(im, (im.height, im.width), 20) != [] for im in scenes) > searched
 
 
 # The default detector (MTCNN) misses this one, a large drawn face at 30% contrast turned by 15
