@@ -81,8 +81,19 @@ class FaceConfig(BaseModel):
     angles: list[float] = Field(
         default_factory=lambda: [-25.0, 25.0],
         description="extra in-plane turns searched, in degrees (0 is always searched); not given: "
-        "the detector's own, mtcnn -25 25 (it finds real faces well past 25 degrees on its own), "
-        "haar -15 15 -30 30 (the cascades tolerate about 15)",
+        "the detector's own, mtcnn -25 25 (it finds real faces well past 25 degrees on its own; "
+        "its upright proposals are refined turned, and a turned copy is searched for faces from "
+        "1.5 smallest faces up), haar -15 15 -30 30 (the cascades tolerate about 15)",
+    )
+    turned_min_face: float = Field(
+        1.5,
+        ge=1.0,
+        le=4.0,
+        description="mtcnn: a turned copy is searched for faces from this many min_face up (its "
+        "pyramid, most of the turned search's cost, starts this much smaller); smaller turned "
+        "faces are found by refining the upright search's proposals turned. On bench/faces.py, "
+        "1.5 against 1: recall 0.946 against 0.950, small faces in large images 0.906 against "
+        "0.911, false faces 1 against 4, 75 against 91 ms of CPU an image with a face",
     )
     face_regions: bool = Field(
         True,
@@ -184,12 +195,15 @@ class FaceDetector:
             self._local.cascades = got
         return got
 
-    def _mtcnn(self):
-        got = getattr(self, "_mtcnn_nets", None)
+    def _mtcnn(self, upright: bool = True):
+        name = "_mtcnn_upright" if upright else "_mtcnn_turned"
+        got = getattr(self, name, None)
         if got is None:
             from crawlers.images.mtcnn import Mtcnn
 
-            got = self._mtcnn_nets = Mtcnn(self.cfg.min_face, self.cfg.mtcnn_thresholds)
+            smallest = round(self.cfg.min_face * (1 if upright else self.cfg.turned_min_face))
+            got = Mtcnn(smallest, self.cfg.mtcnn_thresholds)
+            setattr(self, name, got)
         return got
 
     def _search(
@@ -198,9 +212,13 @@ class FaceDetector:
         """Faces in `grey` (an RGB array for the mtcnn detector) as (x, y, w, h)."""
         cfg, found = self.cfg, []
         if cfg.detector == "mtcnn":
+            # Upright: P-Net's proposals also refined turned by each angle (Mtcnn.detect); a
+            # turned copy (_turned_search) is searched for faces from cfg.turned_min_face
+            # smallest faces up, the turned faces P-Net does not propose upright.
+            angles = tuple(cfg.angles) if upright else ()
             # MTCNN's box is the inner face (brows to chin); widened about its centre to the
             # face box the cascades give (forehead to chin), which the blur then pads.
-            for x1, y1, x2, y2, _score in self._mtcnn().detect(grey):
+            for x1, y1, x2, y2, _score in self._mtcnn(upright).detect(grey, angles):
                 w, h = (x2 - x1) * _MTCNN_WIDEN, (y2 - y1) * _MTCNN_WIDEN
                 cx, cy = (x1 + x2) / 2, (y1 + y2) / 2
                 found.append((float(cx - w / 2), float(cy - h / 2), float(w), float(h)))

@@ -10,6 +10,9 @@ pipeline follows the package's: an AREA-resized pyramid from `min_face` down to 
 `factor`, P-Net boxes over `thresholds[0]` (regressed, NMS 0.5 per scale and 0.7 over all),
 squared, 24x24 bilinear crops scored by R-Net (over `thresholds[1]`, NMS 0.7), squared, 48x48 by
 O-Net (over `thresholds[2]`, NMS 0.7 on the smaller box). Inputs are RGB uint8 arrays.
+`detect(rgb, angles)` also refines P-Net's upright proposals in crops turned by each angle (a
+turned face that P-Net's weak window proposes upright, for two small crops a proposal), keeping
+what is found turned (over `_TURNED_ONET`) where no upright face is.
 
 `Mtcnn.detect` may be called from many threads at once (the nets are read only, built once per
 process under a lock). It leaves torch's thread settings alone: `torch.set_num_threads` also
@@ -138,6 +141,17 @@ def _nms(b: np.ndarray, threshold: float, smaller: bool = False) -> np.ndarray:
     return b[keep]
 
 
+def _overlap(box: np.ndarray, others: np.ndarray) -> float:
+    """The largest intersection of `box` with one of `others`, over the smaller of the two."""
+    if not len(others):
+        return 0.0
+    iw = np.maximum(0, np.minimum(box[2], others[:, 2]) - np.maximum(box[0], others[:, 0]))
+    ih = np.maximum(0, np.minimum(box[3], others[:, 3]) - np.maximum(box[1], others[:, 1]))
+    area = (box[2] - box[0]) * (box[3] - box[1])
+    areas = (others[:, 2] - others[:, 0]) * (others[:, 3] - others[:, 1])
+    return float(np.max(iw * ih / np.maximum(1e-9, np.minimum(area, areas))))
+
+
 def _square(b: np.ndarray) -> np.ndarray:
     b = b.copy()
     w, h = b[:, 2] - b[:, 0], b[:, 3] - b[:, 1]
@@ -156,11 +170,13 @@ def _regress(b: np.ndarray, offsets: np.ndarray) -> np.ndarray:
     return b
 
 
-def _crops(image: np.ndarray, boxes: np.ndarray, size: int):
+def _crops(image: np.ndarray, boxes: np.ndarray, size: int, angle: float = 0.0):
     """size x size bilinear crops of `image` (H, W, 3 float) at `boxes`, zero outside it, as an
-    (N, 3, size, size) tensor (TensorFlow's crop_and_resize, which the package uses). The crops'
-    sampling maps are stacked so that one `cv2.remap` call draws many of them (the same pixels as
-    a call a box, at a fifth of the cost for R-Net's 24 px crops)."""
+    (N, 3, size, size) tensor (TensorFlow's crop_and_resize, which the package uses). `angle`:
+    the boxes are in the frame of the image turned by that many degrees (counter-clockwise, as
+    OpenCV's getRotationMatrix2D turns) about its origin, and each crop is drawn turned with
+    it. The crops' sampling maps are stacked so that one `cv2.remap` call draws many of them
+    (the same pixels as a call a box, at a fifth of the cost for R-Net's 24 px crops)."""
     import cv2
     import torch
 
@@ -170,11 +186,17 @@ def _crops(image: np.ndarray, boxes: np.ndarray, size: int):
     x1, y1, x2, y2 = (boxes[:, i : i + 1].astype(np.float32) for i in range(4))
     xs = (x1 + steps * (x2 - x1)).astype(np.float32)  # (n, size): each crop's sample columns
     ys = (y1 + steps * (y2 - y1)).astype(np.float32)
+    cos, sin = _turn(angle)
     per = max(1, _REMAP_ROWS // size)  # OpenCV's maps stay under 32,767 rows
     for a in range(0, n, per):
         k = min(n, a + per) - a
-        mx = np.broadcast_to(xs[a : a + k, None, :], (k, size, size)).reshape(k * size, size)
-        my = np.broadcast_to(ys[a : a + k, :, None], (k, size, size)).reshape(k * size, size)
+        if angle:
+            tx, ty = xs[a : a + k, None, :], ys[a : a + k, :, None]
+            mx = (cos * tx - sin * ty).astype(np.float32).reshape(k * size, size)
+            my = (sin * tx + cos * ty).astype(np.float32).reshape(k * size, size)
+        else:
+            mx = np.broadcast_to(xs[a : a + k, None, :], (k, size, size)).reshape(k * size, size)
+            my = np.broadcast_to(ys[a : a + k, :, None], (k, size, size)).reshape(k * size, size)
         drawn = cv2.remap(
             image, mx, my, cv2.INTER_LINEAR, borderMode=cv2.BORDER_CONSTANT, borderValue=0
         )
@@ -182,7 +204,35 @@ def _crops(image: np.ndarray, boxes: np.ndarray, size: int):
     return torch.from_numpy(out).permute(0, 3, 1, 2)
 
 
+def _turn(angle: float) -> tuple[float, float]:
+    r = math.radians(angle)
+    return math.cos(r), math.sin(r)
+
+
+def _into_turned(b: np.ndarray, angle: float) -> np.ndarray:
+    """Square boxes (x1, y1, x2, y2, score) of the upright image as the same squares about the
+    same centres in the turned frame (`_crops`' `angle`)."""
+    cos, sin = _turn(angle)
+    cx, cy = (b[:, 0] + b[:, 2]) / 2, (b[:, 1] + b[:, 3]) / 2
+    tx, ty = cos * cx + sin * cy, cos * cy - sin * cx  # OpenCV's turn: (x, y) -> M (x, y)
+    hw, hh = (b[:, 2] - b[:, 0]) / 2, (b[:, 3] - b[:, 1]) / 2
+    return np.stack([tx - hw, ty - hh, tx + hw, ty + hh, b[:, 4]], 1).astype(np.float32)
+
+
+def _out_of_turned(b: np.ndarray, angle: float) -> np.ndarray:
+    """Boxes of the turned frame as the upright boxes around them."""
+    cos, sin = _turn(angle)
+    xs, ys = b[:, [0, 2, 0, 2]], b[:, [1, 1, 3, 3]]
+    ux, uy = cos * xs - sin * ys, sin * xs + cos * ys
+    return np.stack([ux.min(1), uy.min(1), ux.max(1), uy.max(1), b[:, 4]], 1).astype(np.float32)
+
+
 _REMAP_ROWS = 32000
+# O-Net's score a face refined turned needs at least: each turn is one more try at every
+# proposal, so one more chance for a detailed background to pass (a turned crop of scikit-learn's
+# temple photograph scores 0.84). On bench/faces.py's grid, 0.8 -> 0.85: false faces 2 -> 1,
+# recall 0.950 -> 0.946, small faces in large images 0.917 -> 0.906.
+_TURNED_ONET = 0.85
 
 
 class Mtcnn:
@@ -199,18 +249,24 @@ class Mtcnn:
         self.min_face, self.thresholds, self.factor = min_face, tuple(thresholds), factor
         self.nets = _nets()
 
-    def detect(self, rgb: np.ndarray) -> np.ndarray:
-        """(n, 5) float32 rows (x1, y1, x2, y2, score) of the faces in `rgb` (H, W, 3 uint8)."""
+    def detect(self, rgb: np.ndarray, angles: tuple[float, ...] = ()) -> np.ndarray:
+        """(n, 5) float32 rows (x1, y1, x2, y2, score) of the faces in `rgb` (H, W, 3 uint8).
+
+        `angles`: P-Net's proposals from the upright pyramid are also refined by R-Net and O-Net
+        in crops turned by each of these angles (degrees, as `cv2.getRotationMatrix2D` turns),
+        which finds turned faces that P-Net's weak window proposes upright but the later nets
+        reject there, for two small crops a proposal rather than a turned copy's whole pyramid.
+        A face found turned is given as the upright box around its turned box."""
         import torch
 
         with torch.inference_mode():
-            return self._detect(rgb)
+            return self._detect(rgb, tuple(angles))
 
-    def _detect(self, rgb: np.ndarray) -> np.ndarray:
+    def _detect(self, rgb: np.ndarray, angles: tuple[float, ...] = ()) -> np.ndarray:
         import cv2
         import torch
 
-        pnet, rnet, onet = self.nets
+        pnet = self.nets[0]
         none = np.empty((0, 5), np.float32)
         height, width = rgb.shape[:2]
         image = (rgb.astype(np.float32) - 127.5) / 128.0
@@ -240,17 +296,35 @@ class Mtcnn:
             scale *= self.factor
         if not found:
             return none
-        b = _square(_nms(np.concatenate(found), 0.7))
+        proposals = _square(_nms(np.concatenate(found), 0.7))
+        upright = self._refine(image, proposals, 0.0)
+        out = [upright]
+        for angle in angles:
+            if angle % 360:
+                turned = _out_of_turned(
+                    self._refine(image, _into_turned(proposals, angle), angle), angle
+                )
+                # a face found upright keeps its upright box (the box around a turned one is
+                # wider): what is found turned over half of it is the same face
+                out.append(turned[[_overlap(t, upright) < 0.5 for t in turned]])
+        return np.concatenate(out)
+
+    def _refine(self, image: np.ndarray, b: np.ndarray, angle: float) -> np.ndarray:
+        """R-Net, then O-Net, on square boxes of the frame turned by `angle`; the faces' boxes
+        in that frame."""
+        _pnet, rnet, onet = self.nets
         for net, size, threshold in (
             (rnet, 24, self.thresholds[1]),
             (onet, 48, self.thresholds[2]),
         ):
             if not len(b):
-                return none
-            reg, prob = net(_crops(image, b, size))
+                return np.empty((0, 5), np.float32)
+            reg, prob = net(_crops(image, b, size, angle))
             b = b.copy()
             b[:, 4] = prob[:, 1].numpy()
             b = _regress(b, reg.numpy())
+            if angle and net is onet:
+                threshold = max(threshold, _TURNED_ONET)
             b = b[b[:, 4] > threshold]
             b = _nms(b, 0.7, smaller=net is onet)
             if net is rnet:

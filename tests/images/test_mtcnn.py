@@ -11,7 +11,7 @@ from PIL import Image
 from crawlers.images.faces import DEFAULT_ANGLES, FaceConfig, FaceDetector
 from crawlers.images.mtcnn import Mtcnn
 
-from .face_render import _hopper, face_free_photos
+from .face_render import SKINS, _hopper, drawn_face, face_free_photos, scene
 
 
 def _iou(a, b) -> float:
@@ -57,3 +57,23 @@ def test_a_turned_real_face_is_found_upright_and_an_image_without_faces_is_untou
     turned = photo.rotate(40, resample=Image.Resampling.BICUBIC, expand=True, fillcolor=(90,) * 3)
     assert len(FaceDetector(FaceConfig(angles=[])).detect(turned)) == 1
     assert FaceDetector(FaceConfig(angles=[])).detect(Image.new("RGB", (300, 200), "white")) == []
+
+
+@pytest.mark.parametrize("turn", [40, -40])
+def test_upright_proposals_refined_turned_find_a_turned_face_and_the_turn_has_its_sign(turn):
+    # a drawn face turned 40 degrees: P-Net proposes it upright, R-Net and O-Net reject it there;
+    # refined in crops turned back by 35 degrees (the sign of cv2.getRotationMatrix2D, as the
+    # turned copies use), it is found, inside the face's own box; turned the other way, not
+    img, (x0, y0, x1, y1) = scene(drawn_face(90, SKINS[3]), (300, 300), angle=turn, bg="flat")
+    rgb = np.asarray(img.convert("RGB"))
+    m = Mtcnn(20, (0.5, 0.6, 0.8))
+    back = -35 if turn > 0 else 35
+    assert len(m.detect(rgb)) == 0
+    assert len(m.detect(rgb, (-back,))) == 0
+    rows = m.detect(rgb, (back,))
+    assert len(rows) == 1
+    bx0, by0, bx1, by1, score = rows[0]
+    assert score > 0.8
+    cx, cy = (bx0 + bx1) / 2, (by0 + by1) / 2
+    assert x0 < cx < x1 and y0 < cy < y1
+    assert bx1 - bx0 < 1.5 * (x1 - x0)  # the upright box around the turned face's box
