@@ -324,7 +324,7 @@ def face_regions(
     # black outline on white, is not): 21 of the 5x5 pixels around in it. Not all 25: a
     # photographed face's skin is speckled at the map's scale (shading, pores, a JPEG's chroma
     # noise push single pixels out of the range), and an erosion (all 25) left nothing of faces
-    # under ~40 px of the searched copy: 0.45 of them were found, 0.98 now.
+    # under ~40 px of the searched copy: 0.45 of the photographed ones were found, 0.99 now.
     core = (5, 5)
     need = 255 * _INSIDE // 25
     areas = cv2.bitwise_or(
