@@ -84,6 +84,13 @@ def found(boxes, true) -> bool:
     return False
 
 
+def _face(kind: str, width: int, i: int):
+    """A drawn face (skin tone and shading by i) or the photographed one, `width` px wide."""
+    if kind == "drawn":
+        return drawn_face(width, SKINS[(i + width) % 5], seed=i)
+    return photo_face(width)
+
+
 def face_set(quick: bool):
     widths = (32, 64, 120) if quick else (32, 48, 64, 120, 240)
     angles = (0, 15, 30) if quick else (0, 15, -15, 30, -30, 45)
@@ -93,10 +100,7 @@ def face_set(quick: bool):
         for width in widths:
             for angle in angles:
                 for i, bg in enumerate(bgs):
-                    if kind == "drawn":
-                        face = drawn_face(width, SKINS[(i + width) % 5], seed=i)
-                    else:
-                        face = photo_face(width)
+                    face = _face(kind, width, i)
                     side = max(160, int(width * (1.5 + i * 0.8)))
                     img, true = scene(face, (side, side), angle=angle, bg=bg, seed=i)
                     out.append(((kind, width, abs(angle)), img, true))
@@ -116,10 +120,7 @@ def small_face_set(quick: bool):
             for angle in angles:
                 for i, bg in enumerate(("flat", "gradient", "noise", "photo")):
                     for kind in ("drawn", "photo"):
-                        if kind == "drawn":
-                            face = drawn_face(width, SKINS[(i + width) % 5], seed=i)
-                        else:
-                            face = photo_face(width)
+                        face = _face(kind, width, i)
                         at = (
                             0.2 + 0.15 * ((i * 7 + searched) % 5),
                             0.25 + 0.25 * ((angle + i) % 3),
