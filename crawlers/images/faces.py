@@ -328,15 +328,15 @@ def face_regions(
     core = (5, 5)
     need = 255 * _INSIDE // 25
     areas = cv2.bitwise_or(
-        cv2.compare(cv2.blur(skin, core), need, cv2.CMP_GE),
-        cv2.compare(cv2.blur(grey, core), need, cv2.CMP_GE),
+        _at_least(cv2.blur(skin, core), need),
+        _at_least(cv2.blur(grey, core), need),
     )
     if not cv2.countNonZero(areas):
         return []  # no such area (most backgrounds and flat scenes): no detail map to draw
     kernel = np.ones((3, 3), np.uint8)
     detail = cv2.morphologyEx(ycc[..., 0], cv2.MORPH_GRADIENT, kernel)
     # detail inside those areas, gathered into regions
-    inner = cv2.bitwise_and(areas, cv2.compare(detail, _EDGE, cv2.CMP_GE))
+    inner = cv2.bitwise_and(areas, _at_least(detail, _EDGE))
     if not cv2.countNonZero(inner):
         return []  # no detail inside any such area: no region (labelling would cost most)
     inner = inner > 0
@@ -372,6 +372,12 @@ def face_regions(
     if sum((c - a) * (d - b) for a, b, c, d in boxes) >= _WHOLE_SHARE * gw * gh:
         return None
     return boxes
+
+
+def _at_least(a: np.ndarray, value: int) -> np.ndarray:
+    """255 where the uint8 array `a` is at least `value`, else 0 (cv2.compare with a number
+    fails on a 1x1 array, which it takes for a scalar's vector)."""
+    return _cv2().threshold(a, value - 1, 255, _cv2().THRESH_BINARY)[1]
 
 
 def _union_overlapping(boxes: list) -> list:

@@ -13,7 +13,7 @@ import pytest
 from PIL import Image
 
 from crawlers.images import FETCHED, fetch_images
-from crawlers.images.faces import Box, FaceDetector, redact
+from crawlers.images.faces import Box, FaceConfig, FaceDetector, redact
 from sampleweb.images import random_scene, render_png
 
 from .conftest import FAST, Resource, ref
@@ -236,3 +236,17 @@ def test_threads_searching_at_once_in_a_fresh_process_all_succeed(tmp_path, dete
         env={**__import__("os").environ, "PYTHONPATH": str(root)},
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr[-2000:]
+
+
+@pytest.mark.parametrize("size", [(1, 1), (2, 1), (12, 12), (2000, 13), (13, 2000)], ids=str)
+def test_tiny_and_thin_images_of_every_mode_are_searched_without_error(size):
+    # a fetch's min_side may be 1: a 1x1 skin-toned pixel once made the face map's comparison
+    # fail (OpenCV took the 1x1 array for a scalar)
+    w, h = size
+    rng = np.random.default_rng(w * 7919 + h)
+    noise = rng.integers(150, 230, (h, w, 3), dtype=np.uint8)
+    noise[..., 2] = noise[..., 0] * 3 // 5  # skin-toned: the map has an area to test
+    for mode in ("RGB", "L", "RGBA", "P"):
+        img = Image.fromarray(noise).convert(mode)
+        for det in (DET, FaceDetector(FaceConfig(face_regions=False))):
+            assert det.detect(img) == []
