@@ -19,7 +19,10 @@ Every ref becomes exactly one row (rows in = rows out), in input order. In the o
    `<out>/images/<sha256[:2]>/<sha256>.<ext>` (sha256 of the bytes as fetched): those bytes
    when no face was found, else the image with every found face blurred (the original bytes
    are not kept, only their hash); `face_count` and `face_boxes` say what was blurred, and
-   `stored_sha256` is the stored file's hash (what a reader checks the file against).
+   `stored_sha256` is the stored file's hash (what a reader checks the file against); an image
+   whose face search, hashing or storage raised is not stored: `process_error`, the exception in
+   `error` and its trace in the log, and the run goes on (a resumed run tries it again); eight
+   such images in a row with none stored between end the run with that error.
 
 A URL shared by many refs (a logo on every page) is fetched once. Progress is journaled
 (`crawlers.images.journal`), so a run killed with `kill -9` resumes with `resume=True` without
@@ -75,7 +78,12 @@ DROP_REASONS = (
     "too_small",
     "bad_aspect",
     "undecodable",
+    "process_error",
 )
+# Images in a row whose face search, hashing or storage raised, with none stored between, that
+# end the run with the last one's error: then the fault is the run's (a broken install, a full
+# disk), not an image's.
+FAULTS_IN_A_ROW = 8
 FACE_BOXES = pa.list_(
     pa.struct([("x", pa.int32()), ("y", pa.int32()), ("w", pa.int32()), ("h", pa.int32())])
 )
@@ -422,6 +430,18 @@ def _store_new(
     }
 
 
+def _process_error(src: str, data: bytes, exc: Exception) -> dict:
+    """The outcome of an image whose bytes decoded but whose face search, hashing or storage
+    raised: not stored (an image whose faces were not searched is never stored), the error in
+    the row and the trace in the log."""
+    logging.getLogger(__name__).warning("%s: not stored", src, exc_info=exc)
+    return {
+        "image_sha256": hashlib.sha256(data).hexdigest(),
+        "drop_reason": "process_error",
+        "error": f"{type(exc).__name__}: {exc}"[:500],
+    }
+
+
 def _phash(image) -> str:
     """The pHash the pairs' de-duplication uses (common/phash.py), of a decoded image."""
     from common.phash import phash_hex
@@ -447,8 +467,11 @@ def _one_torch_thread() -> None:
 
 
 def _transient(outcome: dict) -> bool:
-    """True for a fetch_error worth trying again on resume."""
+    """True for a failure worth trying again on resume: a transient fetch_error, or a
+    process_error (a full disk, or a fault fixed since, as much as a bad image)."""
     error = outcome.get("error") or ""
+    if outcome.get("drop_reason") == "process_error":
+        return True
     return outcome.get("drop_reason") == "fetch_error" and error.startswith(
         (*TRANSIENT_ERRORS, "host-gave-up")
     )
@@ -475,6 +498,7 @@ class _Run:
         )
         self.faces = FaceDetector(cfg.faces)
         self.same_bytes = SameBytes()
+        self.faults_in_a_row = 0  # images whose processing raised since one was stored
         self.downloader: Downloader | None = None
 
     def _row(self, ref: dict, outcome: dict, page_ok: bool) -> dict:
@@ -509,8 +533,8 @@ class _Run:
         }
         if reason is None:
             loop = asyncio.get_running_loop()
-            outcome.update(
-                await loop.run_in_executor(
+            try:
+                stored = await loop.run_in_executor(
                     self.pool,
                     _store,
                     self.out_dir,
@@ -520,7 +544,14 @@ class _Run:
                     self.on_image,
                     self.same_bytes,
                 )
-            )
+            except Exception as exc:  # one image's failure is its row's, not the run's ...
+                self.faults_in_a_row += 1
+                if self.faults_in_a_row >= FAULTS_IN_A_ROW:
+                    raise  # ... unless every image fails: the run's fault, to its caller
+                stored = _process_error(src, res.body, exc)
+            else:
+                self.faults_in_a_row = 0
+            outcome.update(stored)
         return outcome
 
     async def _outcome(self, src: str) -> tuple[dict, bool]:

@@ -112,3 +112,42 @@ def test_kill_9_and_resume(image_server, tmp_path):
     assert refetched <= CONCURRENCY + COMMIT_EVERY, refetched
     assert sum(image_hits.values()) > sum(n for (_, p), n in before.items() if p != "/robots.txt")
     assert server.hits("/p/9.png") <= 2  # fetched for the allowed refs only
+
+
+def test_an_image_whose_face_search_raises_is_its_rows_reject_and_tried_again_on_resume(
+    tmp_path, image_server, monkeypatch, caplog
+):
+    # a fault after the decode (here the face search raising on one image's size) ends neither
+    # the run nor any other row; that image is not stored (its faces were not searched), its row
+    # says why, the trace is logged, and a resumed run tries it again
+    from crawlers.images import fetch_images
+    from crawlers.images.faces import FaceDetector
+
+    bodies = {f"/{w}.png": png(w, 48) for w in (48, 61, 64)}
+    server = image_server({p: Resource(b) for p, b in bodies.items()}, ips=("127.0.0.163",))
+    refs = [ref(p[1:-4], server.url("127.0.0.163", p)) for p in bodies]
+    search = FaceDetector.detect
+
+    def faulty(self, image, size=None):
+        if (size or image.size)[0] == 61:
+            raise ValueError("a fault in the face search")
+        return search(self, image, size)
+
+    monkeypatch.setattr(FaceDetector, "detect", faulty)
+    out = tmp_path / "fetch"
+    summary = fetch_images(refs, out, FAST)
+    rows = {r["id"]: r for r in pq.read_table(out / FETCHED).to_pylist()}
+    assert summary["rows"] == 3 and summary["stored"] == 2
+    bad = rows["61"]
+    assert bad["drop_reason"] == "process_error" and bad["image_path"] is None
+    assert bad["error"] == "ValueError: a fault in the face search"
+    assert bad["image_sha256"] == hashlib.sha256(bodies["/61.png"]).hexdigest()
+    assert bad["face_count"] is None
+    assert not any("61" in p.name for p in (out / "images").rglob("*"))
+    assert all(rows[i]["image_path"] and rows[i]["drop_reason"] is None for i in ("48", "64"))
+    assert "a fault in the face search" in caplog.text
+    monkeypatch.setattr(FaceDetector, "detect", search)
+    fetch_images(refs, out, FAST, resume=True)
+    rows = {r["id"]: r for r in pq.read_table(out / FETCHED).to_pylist()}
+    assert rows["61"]["image_path"] and rows["61"]["drop_reason"] is None
+    assert rows["61"]["face_count"] == 0

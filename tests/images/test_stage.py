@@ -46,6 +46,7 @@ DROP_REASONS = {
     "too_small",
     "bad_aspect",
     "undecodable",
+    "process_error",
     "bad_caption",
     "duplicate",
     "repeated_url",
