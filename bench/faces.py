@@ -392,3 +392,26 @@ if __name__ == "__main__":
 # -> 118.5 ms a photograph on 90; on 150 (50 from each source) images given a face: temple 15 -> 13,
 # flower 1 -> 0 (all false), portrait crops 46 -> 44, the two lost being crops without the face,
 # whose only box lay on the uniform.
+#
+# Cheaper MTCNN, tried and not kept (the default config on the full grid, the small-face set and
+# the face-free set, plus 60 of bench/images.py's --photos crops and 600 of its scenes, one
+# thread, every variant in one process, /tmp script):
+#                                   grid recall  drawn  small  false  ms photo  ms scene
+# default                               0.946    0.892  0.906     1     133.4     3.45
+# pyramid levels resized as uint8 (the
+#   mtcnn package's own order), then
+#   normalised                          0.938    0.875  0.906     1     136.1     3.23
+# turned refinement only for proposals
+#   R-Net scores >= 0.05 upright        0.946    0.892  0.906     1     113.4     3.15
+#   >= 0.1                              0.946    0.892  0.906     1     114.8     3.49
+# The uint8 pyramid loses two drawn faces for nothing measurable. The R-Net gate finds the same
+# faces, but on 90 photographs, alternating, it cut R-Net's crops 40,320 -> 29,468 (0.05) and the
+# search's CPU by 3-5% (113.9/110.4 -> 108.0/106.4 ms a photograph): within this machine's noise,
+# and a turned face whose upright crop R-Net scores under the gate would be lost, so not kept. On
+# a photograph the cost is P-Net over three pyramids (upright and the two turned copies, 3.6 s of
+# 12.5 on 90), R-Net on ~450 proposals at each of three angles (3.4 s), the pyramids' area
+# resizing (1.6 s) and NMS (0.9 s). On the scenes, 167 of 1,000 have a region searched, at
+# 13.4 ms each (5.4 without the turned copies), and the map costs 0.92 ms an image. Other
+# detectors that ship their weights in a registry package were looked for again: mediapipe's
+# current wheel (1.2.3) carries no face model (its Tasks API downloads one); OpenCV's YuNet
+# model is not in the opencv-python wheels.
