@@ -124,9 +124,40 @@ def _build():
 
 def _nms(b: np.ndarray, threshold: float, smaller: bool = False) -> np.ndarray:
     """Boxes (x1, y1, x2, y2, score) kept by non-maximum suppression: overlap over the union, or
-    over the smaller box (`smaller`)."""
+    over the smaller box (`smaller`); greedy, highest score first (ties in input order).
+
+    Up to `_NMS_MATRIX` boxes, every pair's overlap is computed at once and the greedy pass only
+    reads rows of it; more boxes go through `_nms_greedy`, one kept box at a time. Both give the
+    same boxes (the same float32 arithmetic): on the 972 calls of 30 photographs' searches the
+    matrix costs 0.27x the greedy loop's CPU; a photograph's whole face search, 90 of them
+    alternating, 128.9 and 141.9 -> 128.0 and 135.8 ms, the same boxes."""
     if len(b) < 2:
         return b
+    if len(b) > _NMS_MATRIX:
+        return _nms_greedy(b, threshold, smaller)
+    order = np.argsort(-b[:, 4], kind="stable")
+    s = b[order]
+    area = (s[:, 2] - s[:, 0] + 1) * (s[:, 3] - s[:, 1] + 1)
+    iw = np.maximum(0, np.minimum(s[:, None, 2], s[:, 2]) - np.maximum(s[:, None, 0], s[:, 0]) + 1)
+    ih = np.maximum(0, np.minimum(s[:, None, 3], s[:, 3]) - np.maximum(s[:, None, 1], s[:, 1]) + 1)
+    inter = iw * ih
+    base = np.minimum(area[:, None], area) if smaller else area[:, None] + area - inter
+    with np.errstate(divide="ignore", invalid="ignore"):
+        clash = ~(inter / base <= threshold)  # NaN (a degenerate box) clashes, as in the loop
+    alive = np.ones(len(s), bool)
+    keep = []
+    for i in range(len(s)):
+        if alive[i]:
+            keep.append(i)
+            alive[i + 1 :] &= ~clash[i, i + 1 :]
+    return b[order[keep]]
+
+
+_NMS_MATRIX = 1024  # boxes: the pairwise matrices stay under ~4 MiB each
+
+
+def _nms_greedy(b: np.ndarray, threshold: float, smaller: bool = False) -> np.ndarray:
+    """_nms one kept box at a time (memory linear in the boxes)."""
     order = np.argsort(-b[:, 4], kind="stable")
     area = (b[:, 2] - b[:, 0] + 1) * (b[:, 3] - b[:, 1] + 1)
     keep = []

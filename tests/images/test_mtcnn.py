@@ -77,3 +77,40 @@ def test_upright_proposals_refined_turned_find_a_turned_face_and_the_turn_has_it
     cx, cy = (bx0 + bx1) / 2, (by0 + by1) / 2
     assert x0 < cx < x1 and y0 < cy < y1
     assert bx1 - bx0 < 1.5 * (x1 - x0)  # the upright box around the turned face's box
+
+
+def _reference_nms(b: np.ndarray, threshold: float, smaller: bool) -> list[int]:
+    """Greedy NMS written out box by box: indices of `b` kept, highest score first."""
+    order = sorted(range(len(b)), key=lambda i: -b[i, 4])  # stable: ties in input order
+    keep: list[int] = []
+    for i in order:
+        for k in keep:
+            iw = max(0, min(b[i, 2], b[k, 2]) - max(b[i, 0], b[k, 0]) + 1)
+            ih = max(0, min(b[i, 3], b[k, 3]) - max(b[i, 1], b[k, 1]) + 1)
+            ai = (b[i, 2] - b[i, 0] + 1) * (b[i, 3] - b[i, 1] + 1)
+            ak = (b[k, 2] - b[k, 0] + 1) * (b[k, 3] - b[k, 1] + 1)
+            base = min(ai, ak) if smaller else ai + ak - iw * ih
+            if iw * ih / base > threshold:
+                break
+        else:
+            keep.append(i)
+    return keep
+
+
+@pytest.mark.parametrize("n", [0, 1, 2, 40, 300, 1100])
+@pytest.mark.parametrize("smaller", [False, True])
+def test_nms_keeps_what_greedy_suppression_keeps_with_or_without_its_pairwise_matrix(n, smaller):
+    from crawlers.images.mtcnn import _NMS_MATRIX, _nms, _nms_greedy
+
+    rng = np.random.default_rng(n + smaller)
+    xy = rng.uniform(0, 200, (n, 2))
+    side = rng.uniform(8, 60, (n, 1))
+    scores = rng.choice([0.5, 0.7, 0.9, 0.95], n)  # ties: kept in input order
+    b = np.hstack([xy, xy + side, scores[:, None]]).astype(np.float32)
+    for threshold in (0.5, 0.7):
+        got = _nms(b, threshold, smaller)
+        assert np.array_equal(got, _nms_greedy(b, threshold, smaller))
+        if n <= 300:  # the box-by-box reference is quadratic in Python
+            want = b[_reference_nms(b, threshold, smaller)] if n > 1 else b
+            assert np.array_equal(got, want)
+    assert (n > _NMS_MATRIX) == (n == 1100)  # both paths are taken
