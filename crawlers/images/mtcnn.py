@@ -59,67 +59,62 @@ def _nets():
 
 def _build():
     import torch
-    from torch import nn
     from torch.nn import functional as fn
 
+    # channels-last: the inputs already are (NHWC arrays seen as NCHW), and oneDNN's
+    # channels-last convolutions and pooling cost 0.3-0.6x the NCHW ones here
     def conv(w, b):
-        c = nn.Conv2d(w.shape[2], w.shape[3], (w.shape[0], w.shape[1]))
-        c.weight.data = torch.from_numpy(w).permute(3, 2, 0, 1).contiguous()
-        c.bias.data = torch.from_numpy(b)
-        return c
-
-    def prelu(a):
-        p = nn.PReLU(a.size)
-        p.weight.data = torch.from_numpy(a.reshape(-1).copy())
-        return p
+        kernel = torch.from_numpy(w).permute(3, 2, 0, 1)
+        return kernel.contiguous(memory_format=torch.channels_last), torch.from_numpy(b)
 
     def dense(w, b):
-        d = nn.Linear(w.shape[0], w.shape[1])
-        d.weight.data = torch.from_numpy(w).t().contiguous()
-        d.bias.data = torch.from_numpy(b)
-        return d
+        return torch.from_numpy(w).t().contiguous(), torch.from_numpy(b)
 
-    class Net(nn.Module):
+    def slopes(a):
+        return torch.from_numpy(a.reshape(-1).copy())
+
+    class Net:
         """Conv+PReLU blocks, each followed by its max pooling (kernel, 'same' padding) or none,
         then a 1x1-conv head (P-Net: fully convolutional) or a PReLU dense layer and dense heads
-        reading Keras' flattening: NHWC, then Permute((2, 1, 3)), so (N, W, H, C)."""
+        reading Keras' flattening: NHWC, then Permute((2, 1, 3)), so (N, W, H, C).
+
+        The layers are torch's functions called on plain tensors, not nn.Modules: the same
+        kernels and so the same outputs, without a module call's Python overhead (about a tenth
+        of a small P-Net level's cost, and P-Net runs on ~25 levels for each region searched)."""
 
         def __init__(self, w, pools, dense_head):
-            super().__init__()
             self.pools = pools
-            self.blocks = nn.ModuleList(
-                nn.Sequential(conv(w[3 * i], w[3 * i + 1]), prelu(w[3 * i + 2]))
-                for i in range(len(pools))
-            )
+            self.blocks = [
+                (*conv(w[3 * i], w[3 * i + 1]), slopes(w[3 * i + 2])) for i in range(len(pools))
+            ]
             k = 3 * len(pools)
-            head = dense if dense_head else conv
-            self.fc = nn.Sequential(dense(w[k], w[k + 1]), prelu(w[k + 2])) if dense_head else None
+            self.fc = (*dense(w[k], w[k + 1]), slopes(w[k + 2])) if dense_head else None
             k += 3 if dense_head else 0
+            self.head = fn.linear if dense_head else fn.conv2d
+            head = dense if dense_head else conv
             self.reg, self.cls = (
                 head(w[k], w[k + 1]),
                 head(w[-2], w[-1]),
             )  # O-Net: landmarks between
 
-        def forward(self, x):
-            for block, pool in zip(self.blocks, self.pools, strict=True):
-                x = block(x)
+        def __call__(self, x):
+            for (weight, bias, a), pool in zip(self.blocks, self.pools, strict=True):
+                x = fn.prelu(fn.conv2d(x, weight, bias), a)
                 if pool:
                     kernel, same = pool
                     x = fn.max_pool2d(x, kernel, 2, ceil_mode=same)
             if self.fc is not None:
-                x = self.fc(x.permute(0, 3, 2, 1).reshape(x.shape[0], -1))
-            return self.reg(x), fn.softmax(self.cls(x), dim=1)
+                weight, bias, a = self.fc
+                x = fn.prelu(
+                    fn.linear(x.permute(0, 3, 2, 1).reshape(x.shape[0], -1), weight, bias), a
+                )
+            return self.head(x, *self.reg), fn.softmax(self.head(x, *self.cls), dim=1)
 
-    nets = (
+    return (
         Net(_arrays("pnet"), [(2, True), None, None], False),
         Net(_arrays("rnet"), [(3, True), (3, False), None], True),
         Net(_arrays("onet"), [(3, True), (3, False), (2, True), None], True),
     )
-    for net in nets:
-        # channels-last: the inputs already are (NHWC arrays seen as NCHW), and oneDNN's
-        # channels-last convolutions and pooling cost 0.3-0.6x the NCHW ones here
-        net.eval().requires_grad_(False).to(memory_format=torch.channels_last)
-    return nets
 
 
 def _nms(b: np.ndarray, threshold: float, smaller: bool = False) -> np.ndarray:
