@@ -1002,8 +1002,9 @@ if __name__ == "__main__":
 # colour thumbnail 0.31, CLIP 1.57, the rest (HTTP, robots, storage, captions, dedup) 2.05;
 # total 10.51 against img2dataset's 5.16. Without the face search ours would still be ~6.2 ms a
 # scene and ~11 a photograph: x1.2 per core would need every other step at about two thirds of
-# its cost as well; the steps left are library code whose outputs are contracts (pHash bit-exact
-# with imagehash, CLIP's preprocess exactly open_clip's, checked by the scoring comparison above).
+# its cost as well; the steps left are library code whose outputs are contracts (pHash is
+# imagehash's algorithm, bit-exact with it at dead zone 0; CLIP's preprocess is exactly
+# open_clip's, checked by the scoring comparison above).
 #
 # With --rounds (three end-to-end runs of both tools a size, alternating), after MTCNN's layers
 # went functional and its NMS pairwise (831b5a9, cd3c150), `--sizes 200,2000 --rounds 3
