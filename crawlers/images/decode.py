@@ -4,8 +4,8 @@
 is None for a usable image (then `image` holds its decoded first frame), or one of `too_large`, `not_image`, `decompression_bomb`,
 `undecodable`, `too_small`, `bad_aspect` with the detail in `error`.
 
-The order is the cheap-and-safe one: the byte cap, then the magic bytes (JPEG, PNG, WebP, GIF;
-anything else, SVG and HTML included, is not_image), then the header's claimed size against the
+The order is the cheap-and-safe one: the byte cap, then the magic bytes (JPEG, PNG, WebP, GIF,
+AVIF; anything else, SVG, HTML, BMP, ICO and HEIC included, is not_image), then the header's claimed size against the
 pixel cap and Pillow's decompression-bomb limit (nothing is decoded yet), then a full decode of
 the first frame (a truncated or corrupt file is undecodable), then minimum side and aspect.
 
@@ -29,11 +29,16 @@ FORMATS = {
     "PNG": "png",
     "WEBP": "webp",
     "GIF": "gif",
+    "AVIF": "avif",
 }
+# AVIF: an ISO-BMFF file whose ftyp box names an AVIF brand, as the major brand or a compatible
+# one (an image sequence is 'avis'); HEIC ('heic', 'mif1' without an AVIF brand) is not AVIF.
+_AVIF_BRANDS = (b"avif", b"avis")
 
 
 def sniff(data: bytes) -> str | None:
-    """The allow-listed format of `data` from its magic bytes ('JPEG', 'PNG', 'WEBP', 'GIF'), or None."""
+    """The allow-listed format of `data` from its magic bytes ('JPEG', 'PNG', 'WEBP', 'GIF',
+    'AVIF'), or None."""
     if data[:3] == b"\xff\xd8\xff":
         return "JPEG"
     if data[:8] == b"\x89PNG\r\n\x1a\n":
@@ -42,7 +47,26 @@ def sniff(data: bytes) -> str | None:
         return "GIF"
     if data[:4] == b"RIFF" and data[8:12] == b"WEBP":
         return "WEBP"
+    if data[4:8] == b"ftyp" and _avif_brand(data):
+        return "AVIF"
     return None
+
+
+def _avif_brand(data: bytes) -> bool:
+    """Whether an ISO-BMFF ftyp box (at offset 0) names an AVIF brand (major or compatible)."""
+    size = min(int.from_bytes(data[:4], "big"), len(data), 256)
+    if data[8:12] in _AVIF_BRANDS:
+        return True
+    return any(data[i : i + 4] in _AVIF_BRANDS for i in range(16, size - 3, 4))
+
+
+def _supported(fmt: str) -> bool:
+    """Whether this Pillow decodes `fmt` (AVIF needs a Pillow built with libavif: wheels >= 11.3)."""
+    if fmt != "AVIF":
+        return True
+    from PIL import features
+
+    return bool(features.check("avif"))
 
 
 @dataclass
@@ -65,7 +89,7 @@ class Decoded:
 
     @property
     def ext(self) -> str | None:
-        """File extension for storage ('jpg', 'png', 'webp', 'gif'), or None."""
+        """File extension for storage ('jpg', 'png', 'webp', 'gif', 'avif'), or None."""
         return FORMATS.get(self.format or "")
 
 
@@ -94,7 +118,13 @@ def decode_image(
     if fmt is None:
         return Decoded(
             drop_reason="not_image",
-            error=f"not an allow-listed image (JPEG, PNG, WebP, GIF): {_what(data)}",
+            error=f"not an allow-listed image (JPEG, PNG, WebP, GIF, AVIF): {_what(data)}",
+        )
+    if not _supported(fmt):
+        return Decoded(
+            format=fmt,
+            drop_reason="undecodable",
+            error=f"{fmt}: this Pillow has no {fmt} decoder; install a Pillow wheel built with it",
         )
     out = Decoded(format=fmt)
     try:
@@ -114,7 +144,7 @@ def decode_image(
                 )
                 return out
             out.frames = getattr(im, "n_frames", 1)
-            im.seek(0)  # GIF/WebP: the first frame only
+            im.seek(0)  # GIF/WebP/AVIF sequence: the first frame only
             if fmt == "JPEG" and draft_side and max(im.size) >= 2 * draft_side:
                 k = draft_side / max(im.size)
                 im.draft(im.mode, (math.ceil(im.size[0] * k), math.ceil(im.size[1] * k)))

@@ -44,6 +44,7 @@ _SAVE = {
     "PNG": {},
     "WEBP": {"quality": 90},
     "GIF": {},
+    "AVIF": {"quality": 90},
 }
 
 

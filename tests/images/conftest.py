@@ -127,13 +127,17 @@ def png(w: int, h: int, colour=(200, 40, 40)) -> bytes:
     return buf.getvalue()
 
 
-def encode(w: int, h: int, fmt: str, colour=(40, 90, 214)) -> bytes:
-    """A w x h image in a Pillow format (JPEG, WEBP, GIF with two frames, BMP)."""
+def encode(w: int, h: int, fmt: str, colour=(40, 90, 214), frames: int = 1) -> bytes:
+    """A w x h image in a Pillow format (JPEG, WEBP, GIF with two frames, BMP, AVIF: `frames`
+    frames, the later ones black)."""
     buf = io.BytesIO()
     im = Image.new("RGB", (w, h), colour)
     if fmt == "GIF":
         second = Image.new("RGB", (w * 2, h * 2), (0, 0, 0))
         im.save(buf, format="GIF", save_all=True, append_images=[second])
+    elif frames > 1:
+        rest = [Image.new("RGB", (w, h), (0, 0, 0)) for _ in range(frames - 1)]
+        im.save(buf, format=fmt, save_all=True, append_images=rest)
     else:
         im.save(buf, format=fmt)
     return buf.getvalue()

@@ -103,6 +103,22 @@ def test_animated_image_is_stored_as_its_checked_first_frame():
     assert red.data != data
 
 
+@pytest.mark.parametrize("fmt", ["WEBP", "AVIF"])
+def test_a_face_in_a_webp_or_avif_is_blurred_and_stored_in_its_format(fmt):
+    from crawlers.images import decode_image, sniff
+
+    img, true = scene(photo_face(120), (300, 300), bg="photo", seed=3)
+    data = _encode(img, fmt, quality=90)
+    dec = decode_image(data, max_bytes=2**22, max_pixels=2**24, min_side=32, max_aspect=4.0)
+    assert dec.drop_reason is None and dec.format == fmt
+    red = redact(data, dec.image, fmt, DET)
+    assert _found(red.boxes, true) and sniff(red.data) == fmt
+    with Image.open(io.BytesIO(red.data)) as out:
+        after = np.asarray(out.convert("L").crop(true), dtype=float)
+    before = np.asarray(img.convert("L").crop(true), dtype=float)
+    assert after.var() < 0.5 * before.var()
+
+
 def test_exif_orientation_is_applied_and_exif_dropped_when_blurred():
     """A face stored sideways with an EXIF orientation: found upright, blurred, and stored upright
     without the EXIF block (whose thumbnail would show the face)."""
@@ -158,24 +174,25 @@ def test_fetch_blurs_faces_records_boxes_and_keeps_no_original_bytes(tmp_path, i
         assert rows[rid]["image_path"] is None and rows[rid]["face_count"] is None
 
 
-def test_a_blurred_image_passes_the_mixture_file_check(tmp_path):
+@pytest.mark.parametrize(("fmt", "ext"), [("JPEG", "jpg"), ("AVIF", "avif")])
+def test_a_blurred_image_passes_the_mixture_file_check(tmp_path, fmt, ext):
     """The mixture checks each image file against the hash its pairs row records: a blurred
     image is checked against stored_sha256 (the stored file), not the fetched bytes' hash."""
     from filters.images.pairs import pairs_table
     from training.mixture.images import ImageCheck, PairIndex
 
     img, _ = scene(photo_face(120), (300, 300), bg="gradient")
-    data = _encode(img, "JPEG", quality=92)
+    data = _encode(img, fmt, quality=92)
     with Image.open(io.BytesIO(data)) as im:
         im.load()
-        red = redact(data, im, "JPEG", DET)
+        red = redact(data, im, fmt, DET)
     assert red.face_count >= 1
     (tmp_path / "images").mkdir()
-    (tmp_path / "images" / "f.jpg").write_bytes(red.data)
+    (tmp_path / "images" / f"f.{ext}").write_bytes(red.data)
     row = {
         "id": "d-0",
         "doc_id": "d",
-        "image_path": "images/f.jpg",
+        "image_path": f"images/f.{ext}",
         "image_sha256": hashlib.sha256(data).hexdigest(),
         "stored_sha256": hashlib.sha256(red.data).hexdigest(),
         "training_allowed": True,
@@ -184,7 +201,7 @@ def test_a_blurred_image_passes_the_mixture_file_check(tmp_path):
     pq.write_table(pairs_table([row]), tmp_path / "pairs.parquet")
     pair = PairIndex((str(tmp_path / "pairs.parquet"),)).get("d-0")
     assert pair.sha256 == row["stored_sha256"]
-    assert isinstance(ImageCheck()(pair.path, pair.sha256), dict)
+    assert ImageCheck()(pair.path, pair.sha256)["ext"] == ext
     assert ImageCheck()(pair.path, row["image_sha256"]) == "image_sha256_mismatch"
 
 

@@ -40,6 +40,7 @@ ROUTES = {
     "/img/ok.jpg": Resource(GOOD_JPEG, "image/jpeg"),
     "/img/ok.webp": Resource(encode(50, 40, "WEBP"), "image/webp"),
     "/img/anim.gif": Resource(encode(40, 30, "GIF"), "image/gif"),
+    "/img/ok.avif": Resource(encode(48, 36, "AVIF"), "image/avif"),
     "/img/octet.png": Resource(png(33, 33), "application/octet-stream"),
     "/img/logo.png": Resource(png(40, 40, (1, 2, 3))),
     "/private/secret.png": Resource(png(40, 40)),
@@ -75,6 +76,7 @@ CASES = [
     ("ok-jpg", "/img/ok.jpg", A, {}, None),
     ("ok-webp", "/img/ok.webp", B, {}, None),
     ("ok-gif", "/img/anim.gif", B, {}, None),
+    ("ok-avif", "/img/ok.avif", B, {}, None),
     ("ok-octet", "/img/octet.png", A, {}, None),
     ("ok-redirect", "/img/redirect-ok", A, {}, None),
     ("ok-otherbot", "/img/otherbot-noai.png", A, {}, None),
@@ -163,6 +165,7 @@ def test_rows_in_equal_rows_out(run):
 def test_formats_and_first_frame(run):
     assert (_row(run, "ok-jpg")["image_path"]).endswith(".jpg")
     assert (_row(run, "ok-webp")["image_path"]).endswith(".webp")
+    assert (_row(run, "ok-avif")["image_path"]).endswith(".avif")
     gif = _row(run, "ok-gif")
     assert gif["image_path"].endswith(".gif")
     assert (gif["width"], gif["height"]) == (40, 30)  # the first frame, not the 80x60 second

@@ -25,6 +25,8 @@ CAPS = dict(max_bytes=2**20, max_pixels=4_000_000, min_side=16, max_aspect=3.0)
         (noisy_jpeg(50, 40), "JPEG", (50, 40)),
         (encode(30, 20, "WEBP"), "WEBP", (30, 20)),
         (encode(40, 30, "GIF"), "GIF", (40, 30)),  # first frame (the second is 80x60)
+        (encode(36, 28, "AVIF"), "AVIF", (36, 28)),
+        (encode(36, 28, "AVIF", frames=2), "AVIF", (36, 28)),  # an 'avis' sequence: frame 1
     ],
 )
 def test_allowed_formats_decode(data, fmt, size):
@@ -40,12 +42,27 @@ def test_allowed_formats_decode(data, fmt, size):
         (b"<!DOCTYPE html><html></html>", "HTML"),
         (encode(40, 40, "BMP"), "magic bytes"),
         (encode(40, 40, "TIFF"), "magic bytes"),
+        (encode(40, 40, "ICO"), "magic bytes"),
+        # HEIC: ISO-BMFF like AVIF, but no AVIF brand in its ftyp box
+        (b"\0\0\0\x18ftypheic\0\0\0\0mif1heic" + b"\0" * 64, "magic bytes"),
+        (b"\0\0\0\x18ftypmif1\0\0\0\0mif1heic" + b"\0" * 64, "magic bytes"),
         (b"", "empty"),
     ],
 )
 def test_everything_else_is_not_image(data, what):
     dec = decode_image(data, **CAPS)
     assert dec.drop_reason == "not_image" and what in dec.error
+
+
+def test_avif_is_known_by_a_compatible_brand_too():
+    """An AVIF file whose ftyp major brand is the container's ('mif1') and whose compatible
+    brands name AVIF is AVIF; a body cut inside its ftyp box is not read past its end."""
+    real = encode(30, 30, "AVIF")
+    size = int.from_bytes(real[:4], "big")
+    assert real[4:8] == b"ftyp"
+    relabelled = real[:8] + b"mif1" + real[12:]  # brands after offset 16 still name avif
+    assert b"avif" in real[16:size] and sniff(relabelled) == "AVIF"
+    assert sniff(real[:10]) is None
 
 
 def test_bomb_is_refused_from_the_header_without_decoding():

@@ -44,7 +44,14 @@ from training.tokenizer import encode_texts
 NO_CONSENT_COLUMN_KINDS = ("charts", "captions")
 # Kinds whose text is QA pairs, and whether only verified answers are kept.
 QA_VERIFIED_ONLY = {"charts": True, "tables": True, "domain_qa": False}
-IMAGE_FORMATS = {"PNG": "png", "JPEG": "jpg", "GIF": "gif", "WEBP": "webp", "BMP": "bmp"}
+IMAGE_FORMATS = {
+    "PNG": "png",
+    "JPEG": "jpg",
+    "GIF": "gif",
+    "WEBP": "webp",
+    "AVIF": "avif",
+    "BMP": "bmp",
+}
 # resolve_image, BadImagePath, MAX_IMAGE_BYTES: the one image path rule (common.inputs)
 
 
