@@ -134,11 +134,24 @@ def command_for(stage: Stage, show: Callable[[Any], None] | None = None) -> Call
     io = ("input", "output", "argument")
     names.sort(key=lambda n: not any(field_role(stage.params, n).get(k) for k in io))
     extra = [n for n in stage.params.model_fields if field_role(stage.params, n).get("extra_args")]
+    # list-valued positional arguments (e.g. `import warc FILE...`)
+    spread = [
+        n
+        for n in names
+        if field_role(stage.params, n).get("argument")
+        and "list" in str(stage.params.model_fields[n].annotation)
+    ]
 
     def command(ctx: typer.Context, **kwargs: Any) -> None:
         values = {k: v for k, v in kwargs.items() if _given(ctx, k)}
         if extra:
-            values[extra[0]] = list(ctx.args)
+            args = list(ctx.args)
+            for name in spread:  # a variadic argument also took the options nobody declares
+                if values.get(name):
+                    moved, values[name] = _beam().split_options(values[name])
+                    args += moved
+            _check_extra(stage, args)
+            values[extra[0]] = args
         params = stage.params(**values)
         summary = stage.run(params, Lake(interactive=True))
         (show or stage.show or (lambda s: typer.echo(s.text())))(summary)
@@ -158,6 +171,49 @@ def command_for(stage: Stage, show: Callable[[Any], None] | None = None) -> Call
     command.__doc__ = stage.description
     command.__name__ = stage.name.replace(" ", "_").replace("-", "_")
     return user_errors(command, stage)
+
+
+def _beam():
+    """`pipelines.beam.fs`, imported quietly (Beam's import warns of Google Cloud clients it
+    lacks, a line above the command's own)."""
+    import logging
+
+    level = logging.root.manager.disable
+    logging.disable(logging.WARNING)
+    try:
+        from pipelines.beam import fs
+    finally:
+        logging.disable(level)
+    return fs
+
+
+def _check_extra(stage: Stage, args: list[str]) -> None:
+    """Options the stage does not declare go to Beam; one Beam does not know either is refused
+    (Beam would drop it with a warning and the job would run without it: a mistyped
+    `--allow-private-networks` or `--max-images`), naming the closest flag of either."""
+    if not args:
+        return
+    import difflib
+
+    unknown, beam = _beam().unknown_options(args)
+    if not unknown:
+        return
+    ours = [flag_of(stage, n) for n in stage.params.model_fields]
+    first = unknown[0]
+    if not first.startswith("-"):
+        raise ValueError(
+            f"unexpected argument {first!r}: `refinery {stage.name}` takes no positional "
+            "arguments here; pass inputs with their flags (see --help)"
+        )
+    name = first.split("=", 1)[0]
+    close = difflib.get_close_matches(name, ours, n=1, cutoff=0.75) or difflib.get_close_matches(
+        name, beam, n=1, cutoff=0.75
+    )
+    hint = f"did you mean {close[0]}? " if close else ""
+    raise ValueError(
+        f"unknown option {name}: neither `refinery {stage.name}` nor Beam's pipeline options "
+        f"take it ({hint}see --help; options the stage does not declare go to Beam)"
+    )
 
 
 def add_stage_commands(app: typer.Typer, stages: list[Stage], groups: dict[str, str]) -> None:

@@ -146,6 +146,56 @@ def runner_args(args: Sequence[str]) -> list[str]:
     return out
 
 
+def _beam_parser():
+    """Beam's own pipeline-options parser, from `PipelineOptions.get_all_options` (every
+    registered options class, the DaskRunner's too)."""
+    from apache_beam.options.pipeline_options import PipelineOptions
+
+    try:  # registers DaskOptions (--dask_client_address, --dask_npartitions, ...)
+        import apache_beam.runners.dask.dask_runner  # noqa: F401
+    except ImportError:
+        pass
+    got: list = []
+    PipelineOptions([]).get_all_options(add_extra_args_fn=got.append)
+    return got[0]
+
+
+def unknown_options(args: Sequence[str]) -> tuple[list[str], list[str]]:
+    """(the arguments in `args` that no Beam pipeline option takes, every option Beam knows).
+
+    Beam parses pipeline args with `parse_known_args` and discards what it does not know with
+    a warning, so a mistyped flag would run the job without it."""
+    parser = _beam_parser()
+    _, unknown = parser.parse_known_args(runner_args(args))
+    known = [opt for action in parser._actions for opt in action.option_strings]
+    return unknown, known
+
+
+def split_options(tokens: Sequence[str]) -> tuple[list[str], list[str]]:
+    """(the option tokens, the others) of a command's positional list into which the command
+    line parser put the options it does not declare (a variadic FILE argument does): an
+    option is a token starting with '-', with the next token when Beam's option of that name
+    takes a value and none is given with '='."""
+    takes_value = {
+        opt: action.nargs != 0
+        for action in _beam_parser()._actions
+        for opt in action.option_strings
+    }
+    options: list[str] = []
+    rest: list[str] = []
+    it = iter(tokens)
+    for token in it:
+        if not token.startswith("-") or token == "-":
+            rest.append(token)
+            continue
+        options.append(token)
+        if "=" not in token and takes_value.get(token):
+            nxt = next(it, None)
+            if nxt is not None:
+                options.append(nxt)
+    return options, rest
+
+
 def is_dask(args: Sequence[str]) -> bool:
     """Whether the args select Beam's DaskRunner."""
     return f"--runner={DASK_RUNNER}" in args

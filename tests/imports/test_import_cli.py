@@ -67,7 +67,11 @@ def test_cli_import_warc_through_beam_then_its_errors(tmp_path, robots):
             ),
         )
     out = tmp_path / "imp"
-    code, output = _cli(["import", "warc", str(tmp_path / "f*.warc.gz"), "--out", str(out), *FLAGS])
+    # Beam options after the files, one with its value apart: Beam's, not more file names
+    beam = ["--direct_num_workers", "1", "--direct_running_mode=in_memory"]
+    code, output = _cli(
+        ["import", "warc", str(tmp_path / "f*.warc.gz"), "--out", str(out), *FLAGS, *beam]
+    )
     assert code == 0, output
     s = json.loads(output[output.index("{") :])
     assert s["files"] == 3 and s["pages"] == 6 and s["training_allowed"] == 3 and s["hosts"] == 2
