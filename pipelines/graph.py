@@ -197,7 +197,11 @@ def stage_asset(stage: Stage, name: str | None = None, defaults: dict[str, Any] 
             source = field_role(stage.params, field_name).get("resource")
             if source:
                 resource_name, attr = source.split(".", 1)
-                value = getattr(getattr(res, resource_name), attr)
+                resource = getattr(res, resource_name)
+                check = getattr(resource, f"check_{attr}", None)
+                if check is not None:  # e.g. the beam resource's options, against Beam's parser
+                    check()
+                value = getattr(resource, attr)
                 values[field_name] = value() if callable(value) else value
         if stage.beam_job and res.beam.launch_via_pipes:
             yield from _run_via_pipes(context, stage, values, lake)

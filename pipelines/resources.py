@@ -52,6 +52,25 @@ class BeamRunnerResource(ConfigurableResource):
     def pipeline_args(self) -> list[str]:
         return [f"--runner={self.runner}", *self.options]
 
+    def check_options(self) -> None:
+        """Refuse an option Beam's pipeline options do not take (Beam would drop it with a
+        warning and the job would run without it), naming the closest one."""
+        if not self.options:
+            return
+        import difflib
+
+        from pipelines.beam.fs import unknown_options
+
+        unknown, known = unknown_options(self.options)
+        if unknown:
+            name = unknown[0].split("=", 1)[0]
+            close = difflib.get_close_matches(name, known, n=1, cutoff=0.75)
+            hint = f"did you mean {close[0]}? " if close else ""
+            raise ValueError(
+                f"beam resource: options: unknown option {name} ({hint}Beam's pipeline options "
+                "do not take it); fix the resource's options or $REFINERY_BEAM_OPTIONS"
+            )
+
 
 class BrowserResource(ConfigurableResource):
     """The headless browser used for rendering: executable (found automatically) and pages in flight."""

@@ -50,3 +50,29 @@ def test_filter_via_pipes_reports_metadata_and_checks(tmp_path, docs_dir, models
 def test_unknown_launch_is_refused():
     with pytest.raises(ValueError, match="launch='remote'"):
         assert BeamRunnerResource(launch="remote").launch_via_pipes
+
+
+def test_beam_resource_options_beam_does_not_know_are_refused():
+    """Beam drops an option it does not know with a warning; the resource refuses it."""
+    with pytest.raises(ValueError, match="did you mean --direct_num_workers"):
+        BeamRunnerResource(options=["--direct_num_wrkers=2"]).check_options()
+    BeamRunnerResource(options=["--direct_num_workers=2", "--dask_npartitions=3"]).check_options()
+
+
+def test_a_stage_given_a_bad_beam_option_in_dagster_fails_before_running(tmp_path):
+    """`imported_pages` (a Beam job, no upstream asset): the step fails naming the option,
+    before anything is written; with the option spelled right it runs (an empty import)."""
+    bad = BeamRunnerResource(options=["--direct_num_wrkers=2"], launch="in_process")
+    res = materialize_selection(
+        ["imported_pages"], tmp_path, resources={"beam": bad}, partition_key="0",
+        raise_on_error=False,
+    )  # fmt: skip
+    assert not res.success
+    failure = res.get_step_failure_events()[0].step_failure_data.error
+    assert "unknown option --direct_num_wrkers" in str(failure)
+    assert not (tmp_path / "crawl").exists()
+    good = BeamRunnerResource(options=["--direct_num_workers=1"], launch="in_process")
+    res = materialize_selection(
+        ["imported_pages"], tmp_path, resources={"beam": good}, partition_key="0"
+    )
+    assert res.success
