@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -255,6 +256,38 @@ def read_rows(path: str | Path, columns: Iterable[str] | None = None, **kw: Any)
     return read_parquet(path, columns, **kw).to_pylist()
 
 
+# A \uD800-\uDFFF escape in a JSON line: json.loads takes a lone one (JSON allows it), but it
+# is no Unicode character and no UTF-8 writer (Parquet, a tokenizer) takes it; a cut through an
+# emoji's UTF-16 pair leaves one. Only lines holding such an escape need `lone_surrogate`.
+LONE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def lone_surrogate(node: object, path: str = "") -> str | None:
+    """Where a value read from JSON holds a lone UTF-16 surrogate (a dotted path to the string),
+    said in one line; None if nowhere."""
+    if isinstance(node, str):
+        m = _SURROGATE.search(node)
+        if m is None:
+            return None
+        where = f"field {path!r}" if path else "a string"
+        return (
+            f"{where} holds a lone UTF-16 surrogate \\u{ord(m.group()):04x} at character "
+            f"{m.start()} (not Unicode text; re-export it as valid UTF-8)"
+        )
+    if isinstance(node, dict):
+        items = node.items()
+    elif isinstance(node, list):
+        items = enumerate(node)
+    else:
+        return None
+    for key, value in items:
+        bad = lone_surrogate(value, f"{path}.{key}" if path else str(key))
+        if bad:
+            return bad
+    return None
+
+
 def read_jsonl(path: str | Path, fix: str = "") -> tuple[list[dict], list[dict]]:
     """(rows, rejects) of a JSON-lines file: each line a JSON object; a line that is not (bad
     JSON, not an object, invalid UTF-8) is a reject {'line', 'reason'}, and the rest is read."""
@@ -279,6 +312,10 @@ def read_jsonl(path: str | Path, fix: str = "") -> tuple[list[dict], list[dict]]
                 rejects.append(
                     {"line": n, "reason": f"a JSON {type(value).__name__}, not an object"}
                 )
+                continue
+            bad = lone_surrogate(value) if LONE_ESCAPE.search(raw) else None
+            if bad:
+                rejects.append({"line": n, "reason": bad})
                 continue
             rows.append(value)
     return rows, rejects

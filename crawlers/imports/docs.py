@@ -22,6 +22,7 @@ from typing import Any
 
 import pyarrow.parquet as pq
 
+from common.inputs import LONE_ESCAPE, lone_surrogate
 from crawlers.imports.run import expand
 from crawlers.imports.warc import open_source
 from crawlers.imports.wet import Spool, _decide_and_write, _doc_host, _doc_id
@@ -121,6 +122,10 @@ def _corpus_rows(source: str) -> Iterable[tuple[int, dict | None, str | None]]:
             if not isinstance(row, dict):
                 yield i, None, f"line {i + 1}: a JSON {type(row).__name__}, not an object"
                 continue
+            bad = lone_surrogate(row) if LONE_ESCAPE.search(line) else None
+            if bad:
+                yield i, None, f"line {i + 1}: {bad}"
+                continue
             yield i, row, None
 
 
@@ -156,7 +161,8 @@ def _json_array(fh, source: str) -> Iterable[tuple[int, dict | None, str | None]
         return
     for i, row in enumerate(items):
         if isinstance(row, dict):
-            yield i, row, None
+            bad = lone_surrogate(row)
+            yield (i, None, f"item {i}: {bad}") if bad else (i, row, None)
         else:
             yield i, None, f"item {i}: a JSON {type(row).__name__}, not an object"
 

@@ -118,6 +118,39 @@ def test_a_json_array_file_is_read_as_rows(tmp_path):
     assert s["documents"] == 2 and s["skipped_by_reason"] == {"malformed_row": 1}
 
 
+def test_a_lone_surrogate_escape_is_a_recorded_row_not_the_end_of_the_import(tmp_path):
+    """JSON allows a lone \\ud800 escape (a cut through an emoji's UTF-16 pair leaves one);
+    it is no Unicode text, and it ended the whole import at the first UTF-8 encode. Pairs
+    that make a character, and the same escape text inside other strings, are fine."""
+    rows = [
+        '{"text": "T cut emoji \\ud83d", "id": "a"}',
+        '{"text": "T whole emoji \\ud83d\\ude00", "id": "b"}',
+        '{"text": "T", "id": "c", "meta": {"title": ["ok", "\\udc00"]}}',
+        '{"text": "T the escape \\\\ud800 written out", "id": "d"}',
+    ]
+    rows = [r.replace('"T', '"' + TEXT) for r in rows]
+    (tmp_path / "c.jsonl").write_text("\n".join(rows))
+    arr = tmp_path / "arr.json"
+    copies = ",".join(rows[:2]).replace('"a"', '"e"').replace('"b"', '"f"')
+    arr.write_text("[" + copies.replace("emoji", "emoji again") + "]")
+    s = import_docs(
+        [str(tmp_path / "c.jsonl"), str(arr)],
+        tmp_path / "out",
+        id_field="id",
+        license="MIT",
+        offline=True,
+    )
+    assert s["documents"] == 3 and s["skipped_by_reason"] == {"malformed_row": 3}, s
+    assert s["records"] == s["documents"] + s["skipped"]
+    docs = _rows(tmp_path / "out")
+    assert docs["b"]["text"].endswith("\U0001f600") and "\\ud800" in docs["d"]["text"]
+    skipped = pq.read_table(tmp_path / "out" / "skipped.parquet").to_pylist()
+    details = sorted(r["skip_detail"] for r in skipped)
+    assert "item 0: field 'text' holds a lone UTF-16 surrogate \\ud83d" in details[0], details
+    assert "line 1: field 'text' holds a lone UTF-16 surrogate \\ud83d" in details[1], details
+    assert "line 3: field 'meta.title.1' holds a lone UTF-16 surrogate \\udc00" in details[2]
+
+
 def test_a_truncated_stream_keeps_the_rows_before_it_and_records_the_damage(tmp_path):
     lines = "\n".join(json.dumps({"text": f"{TEXT} {i}"}) for i in range(200)).encode()
     whole = gzip.compress(lines)

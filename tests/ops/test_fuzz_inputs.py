@@ -424,6 +424,14 @@ def test_synth_tables_and_quality_labels(tmp_path):
     )
     check_outcome(code, output, jsonl, "labels.jsonl bad lines")
     assert code == 2 and "line 2" in output
+    # JSON allows a lone surrogate escape; it is no text (no UTF-8 writer takes it)
+    jsonl.write_bytes(b'{"text": "fine", "lang": "en"}\n{"text": "cut \\ud83d", "lang": "en"}\n')
+    code, output = _run(
+        ["quality", "train", "--lang", "en", "--labels", str(jsonl)]
+        + ["--out", str(tmp_path / "s" / "m.bin")]
+    )
+    check_outcome(code, output, jsonl, "labels.jsonl lone surrogate")
+    assert code == 2 and "line 2" in output and "surrogate" in output, output
 
 
 def test_tokenizer_train_sources(tmp_path):
