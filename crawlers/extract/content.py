@@ -28,6 +28,7 @@ from trafilatura.settings import Extractor
 from trafilatura.utils import is_image_file, load_html
 
 from crawlers.extract.decode import clean_text
+from crawlers.extract.img_sources import resolve_lazy_images
 from crawlers.extract.metadata import page_metadata
 from crawlers.extract.runs import RawTree, main_run, sequence
 
@@ -366,11 +367,13 @@ def parse_html(html: str):
 
 def extract_content(html: str, url: str, *, favor: str = "balanced", tree=None) -> Content | None:
     """Run trafilatura and derive every output from its XML tree; None if it finds no content.
-    `tree`: the page as `parse_html` parsed it, when the caller has it (it is not changed)."""
+    `tree`: the page as `parse_html` parsed it, when the caller has it (its only change: a
+    lazily loaded <img> gets the `data-src` its browser would load, `img_sources`)."""
     if tree is None:
         tree = parse_html(html)
     if tree is None:
         return None
+    resolve_lazy_images(tree)
     raw = RawTree(tree)
     doc = _run_trafilatura(raw, url, favor)
     text = _plain(doc, tree)
