@@ -273,7 +273,8 @@ def _plain(doc, tree=None) -> str:
 def place_images(body, imaged):
     """A copy of `body` (the main content) with the images of `imaged` (the same page extracted
     with images) placed where they are there: a text block holding images replaces its equal in
-    `body` (images inline); an image between blocks goes after the main block just before it, else
+    `body` (images inline); an image between blocks (or alone in a block of its own, as
+    WordPress wraps images in <p>) goes after the main block just before it, else
     (it leads, or follows text that is not main content) before the next main block. Images after
     the last main block are dropped, and so is the caption text trafilatura hangs on images."""
     out = copy.deepcopy(body)
@@ -294,8 +295,16 @@ def place_images(body, imaged):
     sequence: list = []
 
     def visit(el) -> None:
-        if el.tag == "graphic" or el.tag in _TEXT_TAGS:
+        if el.tag == "graphic":
             sequence.append(el)
+            return
+        if el.tag in _TEXT_TAGS:
+            if el.find(".//graphic") is not None and not _block_text(_without_images(el)):
+                # a block of images only (WordPress wraps each image in its own <p>): no text to
+                # find in the main content, so its images stand alone, like ones between blocks
+                sequence.extend(el.iter("graphic"))
+            else:
+                sequence.append(el)
             return
         for child in el:
             visit(child)

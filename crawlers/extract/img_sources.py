@@ -15,9 +15,8 @@ first) to the URL the browser would load:
   `blank.gif`, `placeholder.png`) or no image URL trafilatura reads: a lazy attribute, by the
   libraries that write them: `data-lazy-src` (WP Rocket, Jetpack), `data-original` (jQuery
   lazyload), `data-cfsrc` (Cloudflare Rocket Loader), `data-lazy`, `data-lsrc`;
-- else, where `src` is a placeholder: the largest candidate of the <img>'s `data-lazy-srcset`,
-  `data-srcset` or `srcset`, or of its <picture>'s first <source> (the browser's own fallback
-  order).
+- else the largest candidate of the <img>'s `data-lazy-srcset`, `data-srcset` or `srcset`, or
+  of its <picture>'s first <source> (the browser's own fallback order).
 
 trafilatura reads any attribute starting with `data-src`, `data-srcset` included: it took a
 whole srcset ("a-360.jpg 360w, a-1536.jpg 1536w") as one URL, which no server has. The largest
@@ -115,8 +114,6 @@ def lazy_source(img) -> str | None:
         value = (img.get(attr) or "").strip()
         if value and not value.startswith("data:") and is_image_file(value):
             return value
-    if not _placeholder(src):
-        return None
     for attr in SRCSET_ATTRS:
         url = largest_candidate(img.get(attr) or "")
         if url and is_image_file(url):

@@ -1,5 +1,7 @@
-"""Lazily loaded images read without a browser: the image refs are the URLs a browser loads, not
-placeholders or whole srcsets, and the page's text is what it is with plain <img src>."""
+"""The main content's images on markup real sites write: an image in its own paragraph (how
+WordPress wraps them) is placed where it stands, and a lazily loaded image read without a browser
+is the URL a browser loads, not a placeholder or a whole srcset; the page's text is what it is
+with plain <img src>."""
 
 from __future__ import annotations
 
@@ -110,6 +112,9 @@ def test_a_whole_srcset_is_never_an_image_url():
         'data-srcset="/m/a-360x.jpg 360w, /m/a-1536x.jpg 1536w, /m/a-720x.jpg 720w">'
     )
     assert lazy_source(img) == "/m/a-1536x.jpg"
+    # beside a src that is no image file trafilatura reads (a script's URL), the same
+    img.set("src", "/media/image.php?id=3")
+    assert lazy_source(img) == "/m/a-1536x.jpg"
     content = extract_content(
         _page([lxml_html.tostring(img, encoding="unicode")]), "https://gardens.test/s"
     )
@@ -128,3 +133,23 @@ def test_srcset_parsing_keeps_commas_inside_urls():
     assert largest_candidate("a.jpg,, b.jpg 3x") == "b.jpg"
     assert largest_candidate("data:image/gif;base64,R0lGOD 1w") is None
     assert largest_candidate("  ") is None
+
+
+def test_an_image_in_its_own_paragraph_is_placed_where_it_stands():
+    """WordPress's classic editor wraps each image in a <p> of its own: with no text of its own
+    to find in the main content, it stands alone, between the paragraphs around it. (It was
+    dropped: 0 of 10 images on a real recipe page, 375 images on 83 of 1,031 real pages.)"""
+    html = _page([])
+    figures = "".join(
+        f"<p>{PARA}{i}</p><p><img class='aligncenter size-large wp-image-{i}' "
+        f"src='{UP}/step-{i}-1024x683.jpg' alt='Step {i}' width='1024' height='683'></p>"
+        for i in range(3)
+    )
+    html = html.replace("<p>" + PARA + "end</p>", figures + "<p>" + PARA + "end</p>")
+    content = extract_content(html, "https://gardens.test/spring")
+    kinds = [(b["kind"], b["src"] or b["text"][-3:]) for b in content.blocks]
+    expected = []
+    for i in range(3):
+        expected += [("text", f"{PARA}{i}".strip()[-3:]), ("image", f"{UP}/step-{i}-1024x683.jpg")]
+    assert kinds[1:7] == expected, kinds
+    assert kinds[-1] == ("text", "end")
