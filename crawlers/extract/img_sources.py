@@ -22,9 +22,9 @@ trafilatura reads any attribute starting with `data-src`, `data-srcset` included
 whole srcset ("a-360.jpg 360w, a-1536.jpg 1536w") as one URL, which no server has. The largest
 candidate set as `data-src` is read first instead.
 
-Only URLs with an image extension are set (trafilatura's test), so a page gains images and
-never swaps one for something else; an <img> trafilatura already reads from `data-src` is left
-as it is. The tree is changed in place (only those `data-src` attributes, and the style that
+Only URLs with an image extension are set (trafilatura's test). A `src` that is an image file
+and no placeholder is never replaced, and an <img> trafilatura already reads from `data-src` is
+left as it is. The tree is changed in place (only those `data-src` attributes, and the style that
 hides an <img> until Rocket Loader loads it).
 """
 
