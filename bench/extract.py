@@ -654,3 +654,6 @@ if __name__ == "__main__":
 # images trafilatura keeps beyond those come with the captions, teasers and link lists its image
 # run also keeps (the 0.01 F1 of precision in the module docstring of crawlers/extract/content.py).
 # The plain text of every page is byte-identical before and after both changes.
+# Readability's 130 test pages (--images --readability-pages DIR), before both changes and after:
+# refinery 480 images on 55 pages, 63 unusable (whole srcsets 58, placeholders 5) -> 589 on 68,
+# 5 unusable (placeholders); trafilatura.extract(include_images) 668 on 69, 68 unusable (58, 10).
