@@ -171,6 +171,19 @@ PAIRS_COLUMNS = {"doc_id": "string", "src": "string", "position": "int", "drop_r
 INTERLEAVED_COLUMNS = {"doc_id": "string", "blocks": "list"}
 
 
+def check_interleaved_source(docs: Path) -> None:
+    """The extract output's interleaved.parquet is there, readable and has the columns the
+    filter reads (one line naming the file otherwise): checked before a long image fetch whose
+    run ends by filtering it."""
+    from common.inputs import check_columns, read_schema
+
+    source = Path(docs) / "interleaved.parquet"
+    if not source.exists():
+        raise FileNotFoundError(f"{source}: no interleaved documents (run `refinery extract`)")
+    fix = "re-run `refinery extract` (it writes interleaved.parquet)"
+    check_columns(source, read_schema(source, fix), INTERLEAVED_COLUMNS, fix=fix)
+
+
 def write_interleaved(docs: Path, pair_files: list[Path], out: Path, cfg: Any) -> int:
     """extract's interleaved.parquet, filtered by the pairs: out/interleaved.parquet (with a
     `text` column, `<|image|>` at each kept image) and out/interleaved_report.parquet."""

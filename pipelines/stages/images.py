@@ -11,7 +11,7 @@ from typing import Any
 
 from common import lake as lake_mod
 from common.pairs import kept_pairs, pairs_files
-from filters.images.interleaved import write_interleaved
+from filters.images.interleaved import check_interleaved_source, write_interleaved
 from pipelines.stage import Check, Lake, Params, Stage, Summary, param
 
 IMAGE_SHARDS = 4  # image_pairs partitions: by the image's server (crawlers.images.shards)
@@ -175,6 +175,9 @@ def images_build(p: ImagesBuildParams, lake: Lake) -> ImagesBuildSummary:
         max_images=p.max_images,
         faces={"detector": p.face_detector},
     )
+    writes_interleaved = p.out is not None or n == "1"  # an unsharded run writes it too
+    if writes_interleaved:  # before the fetch: a missing input must not end a finished fetch
+        check_interleaved_source(docs)
     score, on_image = _scorer(p.clip, p.runner, p.beam_args)
     started = time.perf_counter()
     fetched_summary = fetch_images(refs, out, fetch_cfg, resume=p.resume, on_image=on_image)
@@ -197,7 +200,7 @@ def images_build(p: ImagesBuildParams, lake: Lake) -> ImagesBuildSummary:
     )
     seconds = time.perf_counter() - started
     n_docs = None
-    if p.out is not None or n == "1":  # an unsharded run writes interleaved beside the pairs
+    if writes_interleaved:  # beside the pairs
         n_docs = write_interleaved(docs, [out / "pairs.parquet"], out, cfg)
     reasons = Counter(r["drop_reason"] for r in rows if r["drop_reason"])
     kept = sum(1 for r in rows if r["drop_reason"] is None)

@@ -192,6 +192,30 @@ def test_min_score_and_top_fraction_exclude_each_other(built, tmp_path):
     assert not (tmp_path / "x").exists()  # refused before anything is fetched
 
 
+def test_an_extract_output_without_usable_interleaved_documents_is_refused_before_fetching(
+    built, tmp_path
+):
+    """The run ends by filtering extract's interleaved.parquet: a missing or unreadable one was
+    found only after every image had been fetched, leaving a journal that refused a re-run."""
+    import shutil
+
+    import pyarrow as pa
+
+    extract, _, _ = built
+    docs = tmp_path / "extract"
+    docs.mkdir()
+    for name in ("image_refs.parquet", "documents.parquet"):
+        shutil.copy(extract / name, docs / name)
+    base = ["images", "build", "--docs", str(docs), "--allow-private-networks", "--delay", "0"]
+    res = CliRunner().invoke(app, [*base, "--out", str(tmp_path / "a")])
+    assert res.exit_code == 2 and "interleaved.parquet: no interleaved documents" in res.output
+    assert not (tmp_path / "a").exists()
+    pq.write_table(pa.table({"doc_id": ["d"]}), docs / "interleaved.parquet")
+    res = CliRunner().invoke(app, [*base, "--out", str(tmp_path / "b")])
+    assert res.exit_code == 2 and "missing column blocks" in res.output, res.output
+    assert not (tmp_path / "b").exists()
+
+
 def test_face_detector_flag_reaches_the_fetch_and_a_bad_one_is_refused(
     built, tmp_path, monkeypatch
 ):
