@@ -121,6 +121,7 @@ def test_an_existing_output_is_one_line_too(tmp_path):
     extract = tmp_path / "extract"
     extract.mkdir()
     pq.write_table(OUTPUTS["image_refs"].empty_table(), extract / "image_refs.parquet")
+    pq.write_table(OUTPUTS["interleaved"].empty_table(), extract / "interleaved.parquet")
     docs = pa.table(
         {
             "id": pa.array([], pa.string()),
