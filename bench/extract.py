@@ -396,13 +396,13 @@ def _worst(rows: list[dict], pages: list[tuple], kind: str, n: int) -> None:
 def _unusable_src(src: str) -> str | None:
     """Why an image URL cannot be the image: a whole srcset taken as one URL, an inline data:
     URI, or a lazy loader's placeholder (by its file name); None for a plausible image URL."""
-    from crawlers.extract.img_sources import _placeholder
+    from crawlers.extract.img_sources import is_placeholder
 
     if re.search(r"\s\d+(?:\.\d+)?[wx](?:,|\s|$)", src):
         return "srcset as a URL"
     if src.startswith("data:"):
         return "data: URI"
-    return "placeholder" if _placeholder(src) else None
+    return "placeholder" if is_placeholder(src) else None
 
 
 def image_yield(pages: list[tuple]) -> list[dict]:

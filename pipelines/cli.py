@@ -16,7 +16,7 @@ from typing import Annotated, Any
 
 import typer
 
-from pipelines.stage import Lake, Stage, field_role, is_user_error
+from pipelines.stage import Lake, Stage, field_role, is_list_field, is_user_error
 
 app = typer.Typer(
     name="refinery",
@@ -138,8 +138,7 @@ def command_for(stage: Stage, show: Callable[[Any], None] | None = None) -> Call
     spread = [
         n
         for n in names
-        if field_role(stage.params, n).get("argument")
-        and "list" in str(stage.params.model_fields[n].annotation)
+        if field_role(stage.params, n).get("argument") and is_list_field(stage.params, n)
     ]
 
     def command(ctx: typer.Context, **kwargs: Any) -> None:
@@ -193,23 +192,16 @@ def _check_extra(stage: Stage, args: list[str]) -> None:
     `--allow-private-networks` or `--max-images`), naming the closest flag of either."""
     if not args:
         return
-    import difflib
-
-    unknown, beam = _beam().unknown_options(args)
-    if not unknown:
+    bad = _beam().unknown_option(args, [flag_of(stage, n) for n in stage.params.model_fields])
+    if bad is None:
         return
-    ours = [flag_of(stage, n) for n in stage.params.model_fields]
-    first = unknown[0]
-    if not first.startswith("-"):
+    name, close = bad
+    if not name.startswith("-"):
         raise ValueError(
-            f"unexpected argument {first!r}: `refinery {stage.name}` takes no positional "
+            f"unexpected argument {name!r}: `refinery {stage.name}` takes no positional "
             "arguments here; pass inputs with their flags (see --help)"
         )
-    name = first.split("=", 1)[0]
-    close = difflib.get_close_matches(name, ours, n=1, cutoff=0.75) or difflib.get_close_matches(
-        name, beam, n=1, cutoff=0.75
-    )
-    hint = f"did you mean {close[0]}? " if close else ""
+    hint = f"did you mean {close}? " if close else ""
     raise ValueError(
         f"unknown option {name}: neither `refinery {stage.name}` nor Beam's pipeline options "
         f"take it ({hint}see --help; options the stage does not declare go to Beam)"

@@ -36,7 +36,7 @@ from dagster import (
 
 from common.memory import PeakMemory
 from pipelines.resources import HANDLES_DIR, LakeIOManager
-from pipelines.stage import Dataset, Lake, Stage, Summary, field_role
+from pipelines.stage import Dataset, Lake, Stage, Summary, field_role, is_list_field
 
 
 def _config_type(annotation: Any) -> Any:
@@ -188,11 +188,7 @@ def stage_asset(stage: Stage, name: str | None = None, defaults: dict[str, Any] 
         values = config.model_dump()
         for field_name, upstream in bound.items():
             path = inputs[_arg(upstream)].path
-            annotation = stage.params.model_fields[field_name].annotation
-            is_list = get_origin(annotation) is list or list in map(
-                get_origin, get_args(annotation)
-            )
-            values[field_name] = [path] if is_list else path
+            values[field_name] = [path] if is_list_field(stage.params, field_name) else path
         for field_name in stage.params.model_fields:
             source = field_role(stage.params, field_name).get("resource")
             if source:

@@ -57,15 +57,12 @@ class BeamRunnerResource(ConfigurableResource):
         warning and the job would run without it), naming the closest one."""
         if not self.options:
             return
-        import difflib
+        from pipelines.beam.fs import unknown_option
 
-        from pipelines.beam.fs import unknown_options
-
-        unknown, known = unknown_options(self.options)
-        if unknown:
-            name = unknown[0].split("=", 1)[0]
-            close = difflib.get_close_matches(name, known, n=1, cutoff=0.75)
-            hint = f"did you mean {close[0]}? " if close else ""
+        bad = unknown_option(self.options)
+        if bad is not None:
+            name, close = bad
+            hint = f"did you mean {close}? " if close else ""
             raise ValueError(
                 f"beam resource: options: unknown option {name} ({hint}Beam's pipeline options "
                 "do not take it); fix the resource's options or $REFINERY_BEAM_OPTIONS"

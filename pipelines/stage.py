@@ -22,7 +22,7 @@ import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, get_args, get_origin
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -107,6 +107,12 @@ def field_role(model: type[BaseModel], name: str) -> dict[str, Any]:
     """The `param(...)` extras of one field ({} for a plain pydantic field)."""
     extra = model.model_fields[name].json_schema_extra
     return dict(extra) if isinstance(extra, dict) else {"cli": True, "asset": True}
+
+
+def is_list_field(model: type[BaseModel], name: str) -> bool:
+    """Whether a field holds a list (`list[...]`, or a union with one: `list[Path] | None`)."""
+    annotation = model.model_fields[name].annotation
+    return get_origin(annotation) is list or list in map(get_origin, get_args(annotation))
 
 
 class Params(BaseModel):

@@ -46,8 +46,7 @@ _PLACEHOLDER_NAME = re.compile(
 SRCSET_ATTRS = ("data-lazy-srcset", "data-srcset", "srcset")
 # <img> elements that may need it: one XPath over attribute names, no Python per element.
 _CANDIDATES = XPath(
-    "//img[@data-lazy-src or @data-original or @data-cfsrc or @data-lazy or @data-lsrc or "
-    "@data-lazy-srcset or @data-srcset or @srcset or ancestor::picture]"
+    "//img[" + " or ".join(f"@{a}" for a in (*LAZY_ATTRS, *SRCSET_ATTRS)) + " or ancestor::picture]"
 )
 _DESCRIPTOR = re.compile(r"^(\d+(?:\.\d+)?)([wx])$")
 
@@ -93,7 +92,7 @@ def largest_candidate(srcset: str) -> str | None:
     return best
 
 
-def _placeholder(src: str | None) -> bool:
+def is_placeholder(src: str | None) -> bool:
     """No image of its own: empty, a data: URI, or a placeholder by its file name."""
     src = (src or "").strip()
     if not src or src.startswith("data:"):
@@ -108,7 +107,7 @@ def lazy_source(img) -> str | None:
     if is_image_file(img.get("data-src")):
         return None  # trafilatura reads it first already
     src = img.get("src")
-    if not _placeholder(src) and is_image_file(src):
+    if not is_placeholder(src) and is_image_file(src):
         return None  # its src is the image trafilatura reads
     for attr in LAZY_ATTRS:
         value = (img.get(attr) or "").strip()

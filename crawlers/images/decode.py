@@ -5,9 +5,10 @@ is None for a usable image (then `image` holds its decoded first frame), or one 
 `undecodable`, `too_small`, `bad_aspect` with the detail in `error`.
 
 The order is the cheap-and-safe one: the byte cap, then the magic bytes (JPEG, PNG, WebP, GIF,
-AVIF; anything else, SVG, HTML, BMP, ICO and HEIC included, is not_image), then the header's claimed size against the
-pixel cap and Pillow's decompression-bomb limit (nothing is decoded yet), then a full decode of
-the first frame (a truncated or corrupt file is undecodable), then minimum side and aspect.
+AVIF; anything else, SVG, HTML, BMP, ICO and HEIC included, is not_image), then the header's
+claimed size against the pixel cap and Pillow's decompression-bomb limit (nothing is decoded
+yet), then a full decode of the first frame (a truncated or corrupt file is undecodable), then
+minimum side and aspect.
 
 `draft_side`: a JPEG whose longer side is at least twice that is decoded reduced (libjpeg's
 1/2, 1/4 or 1/8 DCT scaling, the largest that keeps the longer side >= draft_side): every byte

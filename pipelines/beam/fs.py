@@ -8,6 +8,7 @@ driver and the workers share a disk.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import shutil
@@ -146,9 +147,11 @@ def runner_args(args: Sequence[str]) -> list[str]:
     return out
 
 
-def _beam_parser():
-    """Beam's own pipeline-options parser, from `PipelineOptions.get_all_options` (every
-    registered options class, the DaskRunner's too)."""
+@functools.cache
+def _beam_options() -> tuple:
+    """(Beam's own pipeline-options parser, {option string: whether it takes a value}), from
+    `PipelineOptions.get_all_options` (every registered options class, the DaskRunner's too);
+    built once per process."""
     from apache_beam.options.pipeline_options import PipelineOptions
 
     try:  # registers DaskOptions (--dask_client_address, --dask_npartitions, ...)
@@ -157,18 +160,31 @@ def _beam_parser():
         pass
     got: list = []
     PipelineOptions([]).get_all_options(add_extra_args_fn=got.append)
-    return got[0]
+    parser = got[0]
+    takes_value = {o: a.nargs != 0 for a in parser._actions for o in a.option_strings}
+    return parser, takes_value
 
 
-def unknown_options(args: Sequence[str]) -> tuple[list[str], list[str]]:
-    """(the arguments in `args` that no Beam pipeline option takes, every option Beam knows).
+def unknown_option(args: Sequence[str], own: Sequence[str] = ()) -> tuple[str, str] | None:
+    """(the first argument in `args` that no Beam pipeline option takes: an option's name, or a
+    bare word; the closest of `own` (the caller's flags) or of Beam's options, "" for none);
+    None when Beam takes them all.
 
     Beam parses pipeline args with `parse_known_args` and discards what it does not know with
     a warning, so a mistyped flag would run the job without it."""
-    parser = _beam_parser()
+    import difflib
+
+    parser, takes_value = _beam_options()
     _, unknown = parser.parse_known_args(runner_args(args))
-    known = [opt for action in parser._actions for opt in action.option_strings]
-    return unknown, known
+    if not unknown:
+        return None
+    first = unknown[0]
+    if not first.startswith("-"):
+        return first, ""
+    name = first.split("=", 1)[0]
+    close = difflib.get_close_matches(name, list(own), n=1, cutoff=0.75)
+    close = close or difflib.get_close_matches(name, list(takes_value), n=1, cutoff=0.75)
+    return name, close[0] if close else ""
 
 
 def split_options(tokens: Sequence[str]) -> tuple[list[str], list[str]]:
@@ -176,11 +192,7 @@ def split_options(tokens: Sequence[str]) -> tuple[list[str], list[str]]:
     line parser put the options it does not declare (a variadic FILE argument does): an
     option is a token starting with '-', with the next token when Beam's option of that name
     takes a value and none is given with '='."""
-    takes_value = {
-        opt: action.nargs != 0
-        for action in _beam_parser()._actions
-        for opt in action.option_strings
-    }
+    takes_value = _beam_options()[1]
     options: list[str] = []
     rest: list[str] = []
     it = iter(tokens)
