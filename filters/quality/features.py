@@ -26,8 +26,10 @@ def fasttext_line(text: str, lang: str, shape: bool = False) -> str:
     return " ".join(toks)
 
 
-# Sentence-final punctuation of the supported scripts (a line of prose ends with one).
-_SENTENCE_END = tuple(".!?。！？…:;」』）)\"'»")
+# Sentence-final punctuation (a line of prose ends with one): Latin and CJK, closing quotes, and
+# the full stops and question marks of Devanagari and Bengali (danda), Arabic and Urdu, Armenian,
+# Ethiopic, Burmese and Tibetan.
+_SENTENCE_END = tuple(".!?。！？…:;」』）)\"'»”’\u0964\u0965\u061f\u06d4\u0589\u1362\u104b\u0f0d")
 
 
 def _bucket(x: float, edges: Sequence[float]) -> int:

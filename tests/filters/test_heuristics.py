@@ -1,5 +1,8 @@
 """Relaxed heuristics: each rule has its own reason; CJK lengths count characters."""
 
+import re
+import unicodedata
+
 import pytest
 
 from filters.config import HeuristicsConfig
@@ -205,15 +208,77 @@ def test_character_classes_agree_with_str_methods_on_every_code_point():
     every = "".join(map(chr, range(0x110000)))
     spaces = {m.start() for m in heuristics._SPACE.finditer(every)}
     assert spaces == {i for i, c in enumerate(every) if c.isspace()}
+
+    def mark(c):  # a combining mark of the Basic Multilingual Plane (filters.heuristics._marks)
+        return c < "\U00010000" and unicodedata.category(c)[0] == "M"
+
     odd = {m.start() for m in heuristics._ODD.finditer(every)}
     ok = heuristics._PUNCT_OK
-    assert odd == {i for i, c in enumerate(every) if not (c.isspace() or c.isalnum() or c in ok)}
+    assert odd == {
+        i for i, c in enumerate(every) if not (c.isspace() or c.isalnum() or mark(c) or c in ok)
+    }
+    word = {m.start() for m in re.finditer(f"[{heuristics.WORD_CLASS}]", every)}
+    assert word == {i for i, c in enumerate(every) if c.isalnum() or c == "_" or mark(c)}
     text = "Caf\u00e9 \u00c3\u00a9t\u00e9 \u2003 a_b \u00bd\u2460 \u0663 \ufffd!!\n\u3000\u6f22\u5b57\u3002"
     chars = [c for c in text if not c.isspace()]
     assert heuristics.non_space_chars(text) == len(chars)
     odd_n = sum(1 for c in chars if not (c.isalnum() or c in ok))
     assert heuristics.symbol_ratio(text) == odd_n / len(chars)
     assert heuristics.tokens(text, "zh") == [c for c in text if c.isalnum()]
+
+
+# Prose in scripts that write vowels, vowel points, tones or diacritics as combining marks, one
+# or two sentences each (Vietnamese decomposed, as text from some systems arrives).
+_MARKED_PROSE = {
+    "hi": "भारत एक विशाल देश है। यहाँ अनेक भाषाएँ बोली जाती हैं और हर राज्य की अपनी संस्कृति है।",
+    "bn": "বাংলা ভাষা দক্ষিণ এশিয়ার একটি প্রধান ভাষা। কোটি কোটি মানুষ এই ভাষায় কথা বলেন।",
+    "ta": "தமிழ் மொழி மிகவும் பழமையான மொழிகளில் ஒன்று. இது இலக்கிய வளம் மிக்கது.",
+    "ar": "ذَهَبَ الوَلَدُ إِلَى المَدْرَسَةِ فِي الصَّبَاحِ، وَقَرَأَ كِتَابًا جَدِيدًا.",
+    "he": "בְּרֵאשִׁית בָּרָא אֱלֹהִים אֵת הַשָּׁמַיִם וְאֵת הָאָרֶץ.",
+    "ur": "اردو پاکستان کی قومی زبان ہے۔ کیا آپ اردو بولتے ہیں؟",
+    "hy": "Երևանը Հայաստանի մայրաքաղաքն է։",
+    "vi": unicodedata.normalize("NFD", "Tiếng Việt là ngôn ngữ chính thức của Việt Nam."),
+    "th": "ภาษาไทยเป็นภาษาราชการของประเทศไทย",
+    "my": "မြန်မာဘာသာစကားသည် မြန်မာနိုင်ငံ၏ ရုံးသုံးဘာသာစကား ဖြစ်သည်။",
+    "bo": "བོད་ཀྱི་སྐད་ཡིག་ནི་གལ་ཆེན་པོ་ཡིན།",
+}
+
+
+@pytest.mark.parametrize("lang", sorted(_MARKED_PROSE))
+def test_combining_marks_belong_to_their_words(lang):
+    """A vowel sign, virama, vowel point or tone mark is part of its word, not a symbol and not a
+    word break: every space-separated word is one token (each letter of a CJK-like language one
+    token, with its marks), and clean prose has no symbols."""
+    from filters import heuristics
+    from filters.dedup import normalise
+
+    text = _MARKED_PROSE[lang]
+    assert heuristics.symbol_ratio(text) == 0.0
+    toks = heuristics.tokens(text, lang)
+    if heuristics.is_char_lang(lang):
+        letters = [c for c in text if not (c.isspace() or c in heuristics._PUNCT_OK)]
+        assert "".join(toks) == "".join(letters)
+        assert not any(unicodedata.category(t[0])[0] == "M" for t in toks)
+        assert any(len(t) > 1 for t in toks)  # marks went with their letters
+    else:
+        words = re.sub(f"[{re.escape(heuristics._PUNCT_OK)}]", " ", text).lower().split()
+        assert toks == words
+        # de-duplication's key keeps the words whole too
+        assert normalise(text).split() == unicodedata.normalize("NFKC", " ".join(words)).split()
+
+
+def test_prose_in_marked_scripts_passes_the_heuristics():
+    """Hindi prose long enough for the word rules passes every rule (it was dropped as
+    symbol_ratio, half its characters being marks)."""
+    sentences = [
+        "भारत एक विशाल देश है।",
+        "यहाँ अनेक भाषाएँ बोली जाती हैं और हर राज्य की अपनी संस्कृति है।",
+        "गंगा नदी उत्तर भारत के मैदानों से होकर बहती है।",
+        "दिल्ली देश की राजधानी है और मुंबई सबसे बड़ा व्यापारिक नगर।",
+        "गाँवों में अधिकतर लोग खेती करते हैं, शहरों में उद्योग और सेवाएँ हैं।",
+    ]
+    text = "\n".join(sentences)
+    assert check(text, "hi", CFG)[1] is None
 
 
 def test_top_ngram_frac_counts_every_ngram_and_breaks_ties_by_first_occurrence():
