@@ -11,6 +11,8 @@ from typing import Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from common import yamlio
+
 # Languages written without spaces between words: lengths and shingles count characters.
 CHAR_LANGS = frozenset({"zh", "ja", "th", "lo", "km", "my", "bo", "wuu", "yue"})
 
@@ -308,7 +310,7 @@ def load_config(path: str | Path | None = None) -> FilterConfig:
     if not path.exists():
         raise ConfigError(f"{path}: filter config not found")
     try:
-        data = yaml.safe_load(path.read_text()) or {}
+        data = yamlio.load(path.read_text()) or {}
     except yaml.YAMLError as exc:
         raise ConfigError(f"{path}: not valid YAML: {exc}") from exc
     return config_from_dict(data, source=str(path))

@@ -311,11 +311,13 @@ def config_defaults(stages: list[Stage]) -> dict[tuple[str, ...], dict[str, Any]
 
     import yaml
 
+    from common import yamlio
+
     path = os.environ.get(CONFIG_DEFAULTS_ENV, "").strip()
     if not path:
         return {}
     try:
-        data = yaml.safe_load(Path(path).read_text()) or {}
+        data = yamlio.load(Path(path).read_text()) or {}
     except (OSError, yaml.YAMLError) as exc:
         raise ValueError(f"{CONFIG_DEFAULTS_ENV}={path}: cannot read it ({exc})") from None
     if not isinstance(data, dict):

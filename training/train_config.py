@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING, Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from common import yamlio
+
 if TYPE_CHECKING:
     # training.model imports torch; `_run_config_class` resolves it on first use, so importing
     # this module (for STAGES, e.g. from pipelines) stays light.
@@ -149,7 +151,7 @@ def load_run_config(path: str | Path) -> tuple[RunConfig, dict[str, Any]]:
     """Load and validate a config file; return the config and the raw mapping (for the run record)."""
     p = resolve_config_path(path)
     try:
-        raw = yaml.safe_load(p.read_text())
+        raw = yamlio.load(p.read_text())
     except yaml.YAMLError as e:
         raise ConfigError(f"{p}: not valid YAML: {e}") from e
     if not isinstance(raw, dict):

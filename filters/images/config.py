@@ -8,6 +8,7 @@ from pathlib import Path
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from common import yamlio
 from filters.config import ConfigError
 
 
@@ -109,7 +110,7 @@ def load_image_config(path: str | Path | None = None) -> ImageFilterConfig:
     if not path.exists():
         raise ConfigError(f"{path}: image filter config not found")
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        data = yamlio.load(path.read_text(encoding="utf-8")) or {}
     except yaml.YAMLError as exc:
         raise ConfigError(f"{path}: not valid YAML: {exc}") from exc
     return image_config_from_dict(data, source=str(path))

@@ -30,6 +30,7 @@ import pyarrow as pa
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from common import yamlio
 from filters.config import ConfigError
 from filters.images.config import DomainSelectConfig
 
@@ -93,7 +94,7 @@ def load_domain_spec(path: str | Path) -> DomainsSpec:
     if not path.exists():
         raise ConfigError(f"{path}: domain spec not found")
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        data = yamlio.load(path.read_text(encoding="utf-8"))
     except yaml.YAMLError as exc:
         raise ConfigError(f"{path}: not valid YAML: {exc}") from exc
     return domain_spec_from_dict(data, str(path))

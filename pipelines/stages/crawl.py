@@ -112,12 +112,14 @@ def read_seeds(path: Path) -> list[str]:
 def _yaml(path: Path | None) -> dict[str, Any]:
     import yaml
 
+    from common import yamlio
+
     if path is None:
         return {}
     if not path.exists():
         raise FileNotFoundError(f"--config {path}: file does not exist")
     try:
-        loaded = yaml.safe_load(path.read_text())
+        loaded = yamlio.load(path.read_text())
     except yaml.YAMLError as exc:
         raise ValueError(f"--config {path}: not valid YAML ({exc})") from exc
     if loaded is not None and not isinstance(loaded, dict):

@@ -54,3 +54,33 @@ def test_missing_and_malformed_files_are_clear_errors(tmp_path):
     bad.write_text("languages: [en\n")
     with pytest.raises(ConfigError, match="not valid YAML"):
         load_config(bad)
+
+
+def test_norwegian_is_a_language_code_not_false(tmp_path):
+    """YAML 1.1 reads a bare `no` as false: the configs are read with YAML 1.2's booleans
+    (common.yamlio), so Norwegian can be listed, weighted and overridden unquoted, while a
+    boolean field still takes true, false, yes or off."""
+    path = tmp_path / "f.yaml"
+    path.write_text(
+        "languages: [en, no, nn]\n"
+        "heuristics: {boilerplate_lexicon: off}\n"
+        "heuristics_by_lang:\n  no: {min_words: 5, boilerplate_lexicon: yes}\n"
+        "quality:\n  thresholds:\n    no: {keep_rate: 0.5}\n"
+    )
+    cfg = load_config(path)
+    assert cfg.languages == ["en", "no", "nn"]
+    assert cfg.heuristics_for("no").min_words == 5
+    assert cfg.heuristics_for("no").boilerplate_lexicon is True
+    assert cfg.heuristics.boilerplate_lexicon is False
+    assert cfg.quality.thresholds["no"].keep_rate == 0.5
+
+
+def test_yaml_booleans_are_only_true_and_false():
+    from common import yamlio
+
+    assert yamlio.load("[true, True, TRUE, false, False, FALSE]") == [True] * 3 + [False] * 3
+    assert yamlio.load("[no, No, NO, yes, on, off, y, n]") == [
+        "no", "No", "NO", "yes", "on", "off", "y", "n"
+    ]  # fmt: skip
+    assert yamlio.load("{a: 1, b: 1.5, c: ~, d: '2'}") == {"a": 1, "b": 1.5, "c": None, "d": "2"}
+    assert yamlio.load("") is None

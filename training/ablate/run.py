@@ -24,6 +24,7 @@ from typing import Any
 
 import yaml
 
+from common import yamlio
 from training.ablate.spec import (
     AblationError,
     AblationSpec,
@@ -59,7 +60,7 @@ def proxy_config(spec: AblationSpec, seed: int, steps: int) -> dict[str, Any]:
     from training.train_config import load_run_config, resolve_config_path
 
     load_run_config(spec.config)  # validates, with the config's own error
-    raw = yaml.safe_load(resolve_config_path(spec.config).read_text())
+    raw = yamlio.load(resolve_config_path(spec.config).read_text())
     stage = raw["stages"][spec.stage]
     stage["steps"] = steps
     if stage.get("warmup_steps", 0) >= steps:
@@ -93,7 +94,7 @@ def arm_mixture_spec(
     from training.mixture.spec import load_spec as load_mixture_spec
 
     load_mixture_spec(spec_path)  # the mixture spec's own errors first
-    data = yaml.safe_load(spec_path.read_text(encoding="utf-8"))
+    data = yamlio.load(spec_path.read_text(encoding="utf-8"))
     base = spec_path.resolve().parent
 
     def place(path: str, field: str) -> str:
@@ -164,7 +165,7 @@ def _inputs_digest(spec_path: Path, lake_root: Path | None) -> dict[str, str | N
     inputs (the arm's `input` and `filter`) the fingerprint holds already."""
     import glob
 
-    data = yaml.safe_load(spec_path.read_text(encoding="utf-8")) or {}
+    data = yamlio.load(spec_path.read_text(encoding="utf-8")) or {}
     base = spec_path.resolve().parent
     paths: list[str] = []
     if isinstance(data.get("tokenizer"), str):

@@ -26,6 +26,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from common import yamlio
 from training.mixture.spec import resolve_path
 
 
@@ -133,7 +134,7 @@ def load_spec(path: str | Path) -> AblationSpec:
             f"{path}: ablation spec not found; pass a YAML file (see docs/ablate.md)"
         )
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        data = yamlio.load(path.read_text(encoding="utf-8"))
     except yaml.YAMLError as exc:
         raise AblationError(f"{path}: not valid YAML: {exc}") from None
     return parse_spec(data, str(path))

@@ -16,6 +16,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from common import yamlio
 from common.lake import lake_root as common_lake_root
 
 # text_rich: text-rich images with their OCR text (`refinery images ocr`'s pairs.parquet, a `pairs`
@@ -381,7 +382,7 @@ def load_spec(path: str | Path) -> MixtureSpec:
     if not path.exists():
         raise SpecError(f"{path}: spec file does not exist")
     try:
-        data = yaml.safe_load(path.read_text())
+        data = yamlio.load(path.read_text())
     except yaml.YAMLError as exc:
         raise SpecError(f"{path}: not valid YAML: {exc}") from None
     return parse_spec(data, str(path))
