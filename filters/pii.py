@@ -203,6 +203,10 @@ _IBAN = re.compile(
 _CARD = re.compile(r"(?<![A-Za-z0-9_-])(?:\d[ -]?){12,18}\d(?![A-Za-z0-9_-])")
 # A final '.' ends the sentence; '.<digit>' would make it a longer dotted number (a version).
 _IPV4 = re.compile(r"(?<![A-Za-z0-9_.])(?:\d{1,3}\.){3}\d{1,3}(?![A-Za-z0-9_]|\.\d)")
+# Four one-digit parts are a section, clause or version number ("3.2.2.6", "1.2.3.4" in a
+# standard); the addresses written so (1.1.1.1, 8.8.8.8, 9.9.9.9) are public resolvers, not
+# anyone's machine.
+_SECTION = re.compile(r"\d\.\d\.\d\.\d")
 _IPV6 = re.compile(r"(?<![A-Za-z0-9_:])(?:[0-9A-Fa-f]{0,4}:){2,7}[0-9A-Fa-f]{0,4}(?![A-Za-z0-9_:])")
 _IBAN_HEAD = re.compile(r"(?<![A-Za-z0-9])[A-Z]{2}\d{2} ?$")
 # A preceding "version"/"v"/"ISBN"/"build" word (in many languages) means the digits are not PII.
@@ -221,8 +225,12 @@ _UUID = re.compile(
 _ISBN = re.compile(
     r"(?<![0-9A-Za-z-])(?:97[89][- ]?)?\d{1,5}[- ]\d{1,7}[- ]\d{1,7}[- ][\dX](?![0-9A-Za-z-])"
 )
+# Dates: ISO and numeric day-month-year; with dots, a space may follow each one, as German,
+# Czech, Slovak, Polish or Armenian write them ("06.08. 2013", "6. 8. 2013"), and Hungarian
+# writes the year first ("2013. 08. 06.").
 _DATE = re.compile(
     r"(?<![\d.-])(?:\d{4}[-/.]\d{1,2}[-/.]\d{1,2}|\d{1,2}[-/.]\d{1,2}[-/.]\d{4}|\d{1,2}[./]\d{1,2}[./]\d{2}"
+    r"|\d{1,2}\. ?\d{1,2}\. ?\d{4}|\d{4}\. ?\d{1,2}\. ?\d{1,2}\.?"
     r"|(?:1[5-9]|20)\d{2} ?[-\u2013/] ?(?:1[5-9]|20)\d{2})"  # year ranges: 1990-1995
     r"(?:[T ]\d{1,2}:\d{2}(?::\d{2})?)?(?!\d|[.-]\d)"
 )
@@ -373,12 +381,18 @@ def find_pii(text: str, lang: str = "en", *, regions: Sequence[str] | None = Non
             ipaddress.IPv4Address(m.group())
         except ValueError:
             continue
+        if _SECTION.fullmatch(m.group()):
+            continue
         add("ip", m.start(), m.end())
     if "::" in view or view.count(":") >= 7:
         for m in _IPV6.finditer(view):
             try:
-                ipaddress.IPv6Address(m.group())
+                address = ipaddress.IPv6Address(m.group())
             except ValueError:
+                continue
+            # "::" and "::1" name no machine of anyone's ("::1." was a score in a Macedonian
+            # sports report); every other address is kept as an address.
+            if address.is_unspecified or address.is_loopback:
                 continue
             if not _overlaps(m.start(), m.end(), shield):
                 add("ip", m.start(), m.end())

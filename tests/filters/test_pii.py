@@ -64,6 +64,13 @@ DECOYS = [
     ("The 2023-2024 season cost 12 345 ₽ per seat.", "ru"),
     ("Chrome 120.0.6099.109 and Windows 10.0.19045.2965.", "en"),
     ("Visit www.example.com or https://example.org/docs.", "en"),
+    # From lingua-py's sentences (real web text): dates with spaced dots, clause numbers, a score
+    ("Die Sitzung des Gemeinderats am 06.08. 2013 in Berlin.", "de"),
+    ("Schůze proběhla 6. 8. 2013 v Praze.", "cs"),
+    ("Az ülés 2013. 08. 06. napján volt.", "hu"),
+    ("Համայնքի ավագանու 06.08. 2013թ. նիստը", "hy"),
+    ("Yönetmeliğin 3.2.2.6 maddesi uyarınca, see section 1.2.3.4 of the standard.", "tr"),
+    ("Сиркуито Монтањес ::1. Драгана Јашевиќ", "mk"),
 ]
 
 
