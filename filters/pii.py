@@ -234,6 +234,10 @@ _DATE = re.compile(
     r"|(?:1[5-9]|20)\d{2} ?[-\u2013/] ?(?:1[5-9]|20)\d{2})"  # year ranges: 1990-1995
     r"(?:[T ]\d{1,2}:\d{2}(?::\d{2})?)?(?!\d|[.-]\d)"
 )
+# Ranges of decimals or clock times: "0.932 – 0.998", "09.00 - 12.00", "9:30-17:00".
+_RANGE = re.compile(
+    r"(?<![\d.,:])\d{1,4}[.,:]\d{1,4} ?[-\u2013] ?\d{1,4}[.,:]\d{1,4}(?![\d]|[.,:]\d)"
+)
 # A national-format number: trunk prefix 0 (or Russia's 8), a bracketed area code, or a Chinese
 # mobile (1[3-9]x), then digit groups with single separators.
 _NATIONAL = re.compile(
@@ -329,11 +333,12 @@ def _card_ok(raw: str) -> bool:
 
 
 def _shielded(view: str, has_digit: bool = True) -> list[tuple[int, int]]:
-    """Spans of UUIDs, valid ISBNs and dates: digits inside them are never PII."""
+    """Spans of UUIDs, valid ISBNs, dates and ranges: digits inside them are never PII."""
     out = [(m.start(), m.end()) for m in _UUID.finditer(view)] if "-" in view else []
     if has_digit:
         out += [(m.start(), m.end()) for m in _ISBN.finditer(view) if isbn_ok(m.group())]
         out += [(m.start(), m.end()) for m in _DATE.finditer(view)]
+        out += [(m.start(), m.end()) for m in _RANGE.finditer(view)]
     return out
 
 
@@ -418,6 +423,7 @@ def _metadata(region: str):
 
 
 _GROUP_BEFORE = re.compile(r"\d[ .-]?$")
+_GLUED = re.compile(r"[A-Za-z0-9_]")  # a number glued to a word ("70924_0.54804700.jpg")
 _GROUP_AFTER = re.compile(r"[ .-]?\d")
 _DATE_LIKE = re.compile(r"\d{4}-\d{2}-\d{2}|\d{1,2}[./-]\d{1,2}[./-]\d{2,4}")
 _NANP_SHAPE = re.compile(r"(?:\+?1[\s.-]?)?(?:\(\d{3}\)\s?|\d{3}[\s.-])\d{3}[\s.-]\d{4}")
@@ -517,6 +523,8 @@ def _phone_ok(view: str, start: int, raw: str, number, region: str, primary: boo
     if _overlaps(start, end, blocked) or _context_blocks(view, start):
         return False
     if _DATE_LIKE.fullmatch(raw.strip()):
+        return False
+    if (start and _GLUED.match(view, start - 1)) or _GLUED.match(view, end):
         return False
     # Digit groups of a longer grouped number (an IBAN body, an account number) are no phone.
     if _GROUP_BEFORE.search(view, max(0, start - 2), start) or _GROUP_AFTER.match(view, end):
