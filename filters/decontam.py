@@ -10,9 +10,9 @@ shares at least `min_ngrams` of them with an eval set is `contaminated`, with th
 mixture leaves them out (its manifest counts them per source as `contaminated_excluded`) unless
 a source says `contaminated: include` (training/mixture/sources.py `contamination_sql`).
 
-Tokens: the text is NFKC-normalised and case-folded; a token is a run of letters and digits, and
-each character of a script written without spaces (Han, kana, Thai, Lao, Khmer, Myanmar) is a
-token of its own (Hangul is written with spaces: words). N-grams: `ngram` tokens (13, as
+Tokens: the text is NFKC-normalised and case-folded; a token is a run of letters and digits (with
+their combining marks), and each character of a script written without spaces (Han, kana, Thai,
+Lao, Khmer, Myanmar) is a token of its own (Hangul is written with spaces: words). N-grams: `ngram` tokens (13, as
 datatrove and the GPT-3 paper use) for a text mostly of words; a text whose tokens are mostly
 such characters uses `ngram_chars` (default 13 characters too, about 6-9 words). Eval items are
 indexed at both sizes, so a document is matched at its own size whatever the eval's script.
@@ -34,11 +34,15 @@ from pathlib import Path
 
 import numpy as np
 
+from common.words import MARKS
 from filters.config import DecontamConfig, EvalSet, FilterConfig
 
 # Scripts written without spaces between words: every character is a token.
 _CHARS = "\u3040-\u30ff\u31f0-\u31ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\u0e00-\u0eff\u1000-\u109f\u1780-\u17ff"
-_TOKEN = re.compile(rf"[{_CHARS}]|[^\W_{_CHARS}]+")
+# A word: a letter or digit, then letters, digits and the combining marks that Indic, Arabic and
+# Hebrew write vowels with (common.words.MARKS); without them "हिन्दी" was five tokens and
+# 13 tokens of Hindi about five words.
+_TOKEN = re.compile(rf"[{_CHARS}]|[^\W_{_CHARS}](?:[^\W_{_CHARS}]|[{MARKS}])*")
 _IS_CHAR = re.compile(rf"[{_CHARS}]")
 _P = np.uint64(0x9E3779B97F4A7C15)  # odd multiplier of the polynomial window hash
 _TOKEN_CACHE: dict[str, int] = {}

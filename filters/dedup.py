@@ -25,11 +25,12 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 import numpy as np
 from datasketch import MinHash
 
+from common.words import WORD_CLASS
 from filters.config import DedupConfig
-from filters.heuristics import WORD_CLASS, is_char_lang
+from filters.heuristics import is_char_lang
 
 _WS = re.compile(r"\s+")
-# Neither space nor a word character; a combining mark is part of its word (filters.heuristics).
+# Neither space nor a word character; a combining mark is part of its word (common.words).
 _PUNCT = re.compile(f"[^\\s{WORD_CLASS}]")
 # Query parameters that track visits rather than select content.
 _TRACKING = re.compile(r"^(utm_\w+|fbclid|gclid|mc_cid|mc_eid|ref|sessionid|sid|phpsessid)$", re.I)

@@ -7,41 +7,14 @@ text first; a document that is mostly boilerplate is dropped with reason `boiler
 from __future__ import annotations
 
 import re
-import unicodedata
 from collections import Counter
 from functools import lru_cache
 from pathlib import Path
 
+from common.words import MARKS, WORD, WORD_CLASS
 from filters.config import CHAR_LANGS, HeuristicsConfig
 
-
-def _marks() -> str:
-    """The combining marks (Unicode categories Mn, Mc, Me) of the Basic Multilingual Plane as the
-    body of a regex class.
-
-    Python's `\\w` is str.isalnum plus "_", and a mark is not alphanumeric: the vowel signs and
-    viramas of Devanagari, Bengali, Tamil and the other Indic scripts, Arabic's and Hebrew's
-    vowel points, Thai's and Burmese's vowels and tones. Without them "हिन्दी" is five words of
-    one letter each and a page of Hindi prose is half symbols. The marks beyond U+FFFF (historic
-    Brahmic scripts, Adlam, the variation selectors supplement) are left out: with them `re`
-    cannot make the class a bitmap and every word search costs three times as much. The scan
-    costs ~15 ms once per process."""
-    out, start = [], None
-    for cp in range(0x10001):
-        mark = cp < 0x10000 and unicodedata.category(chr(cp))[0] == "M"
-        if mark and start is None:
-            start = cp
-        elif not mark and start is not None:
-            out.append(f"\\u{start:04x}-\\u{cp - 1:04x}")
-            start = None
-    return "".join(out)
-
-
-MARKS = _marks()
-# A word character: a letter, digit or number (str.isalnum), "_", or a combining mark (of the
-# Basic Multilingual Plane).
-WORD_CLASS = "\\w" + MARKS
-_WORD = re.compile(f"[{WORD_CLASS}]+")
+# Word characters (letters, digits, "_" and combining marks): common/words.py.
 # A character token of a CJK-like language: a letter or digit with the marks that follow it
 # (a Thai consonant and its vowel and tone marks).
 _CHAR_TOKEN = re.compile(f"[^\\W_][{MARKS}]*")
@@ -57,7 +30,7 @@ def tokens(text: str, lang: str) -> list[str]:
     letter or digit with its marks."""
     if is_char_lang(lang):
         return _CHAR_TOKEN.findall(text)
-    return _WORD.findall(text.lower())
+    return WORD.findall(text.lower())
 
 
 DEFAULT_LEXICON_DIR = Path(__file__).with_name("boilerplate")
@@ -238,7 +211,7 @@ def gopher_baseline(text: str, lang: str = "en") -> str | None:
         if dup_line_frac(text) > 0.2:
             return "gopher_dup_lines"
         return "gopher_top_ngram" if top_ngram_frac(chars, 4) > 0.2 else None
-    words = _WORD.findall(text)
+    words = WORD.findall(text)
     n = len(words)
     if n < 50 or n > 100_000:
         return "gopher_length"

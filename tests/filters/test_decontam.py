@@ -52,6 +52,9 @@ def _cfg(evals, **kw) -> DecontamConfig:
 def test_tokens_are_words_and_characters_of_unspaced_scripts():
     assert tokens("Ｈello, WORLD! naïve_x 42") == ["hello", "world", "naïve", "x", "42"]
     assert tokens("abc中文テスト한국어 ok") == ["abc", "中", "文", "テ", "ス", "ト", "한국어", "ok"]
+    # a vowel sign or virama stays in its word; vocalised Arabic too
+    assert tokens("हिन्दी भाषा") == ["हिन्दी", "भाषा"]
+    assert tokens("ذَهَبَ الوَلَدُ") == ["ذَهَبَ", "الوَلَدُ"]
 
 
 def test_a_copied_question_is_found_whatever_its_case_spacing_and_punctuation(evals):

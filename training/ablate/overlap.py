@@ -10,16 +10,14 @@ small check the ablation needs, not the curation stage's decontamination.)
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 from pathlib import Path
 
 import numpy as np
 
+from common.words import WORD
 from training.ablate.spec import AblationError
 from training.ablate.texts import spaced
-
-WORD = re.compile(r"\w+")
 
 
 def units(text: str) -> list[str]:
