@@ -29,20 +29,34 @@ SPECIAL_TOKENS: dict[str, str] = {
 }
 CHARS_PER_TOKEN = 4  # rough sizing of a text sample before any tokenizer exists
 MIN_VOCAB = 256 + len(SPECIAL_TOKENS)
+# Pre-tokenization: GPT-2's pattern (what ByteLevel splits by) with the combining marks (\p{M})
+# inside letter runs, as o200k's pattern has them. GPT-2's puts each vowel sign, virama or vowel
+# point in a piece of its own, so no merge joins it to its letter: on lingua-py's sentences
+# (16k vocab trained on 75 languages, 300 held-out sentences each) Tamil takes 0.58x the tokens,
+# Hindi 0.71x, Bengali 0.68x, Thai 0.87x; text without marks splits exactly as before (the
+# other languages' counts move by 0-2% as the merges are shared differently); 0.96x overall.
+PRE_TOKENIZE = (
+    r"'s|'t|'re|'ve|'m|'ll|'d| ?[\p{L}\p{M}]+| ?\p{N}+| ?[^\s\p{L}\p{M}\p{N}]+|\s+(?!\S)|\s+"
+)
 
 
 def train_tokenizer(
     texts: Iterable[str], vocab_size: int, out: str | Path, *, min_frequency: int = 2
 ) -> Path:
     """Train a byte-level BPE tokenizer on texts and save it as tokenizer.json at `out`."""
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers, trainers
 
     if vocab_size < MIN_VOCAB:
         raise ValueError(
             f"vocab_size {vocab_size} is too small: byte-level BPE needs at least {MIN_VOCAB}"
         )
     tok = Tokenizer(models.BPE())
-    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.pre_tokenizer = pre_tokenizers.Sequence(
+        [
+            pre_tokenizers.Split(Regex(PRE_TOKENIZE), behavior="isolated"),
+            pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False),
+        ]
+    )
     tok.decoder = decoders.ByteLevel()
     trainer = trainers.BpeTrainer(
         vocab_size=vocab_size,

@@ -172,3 +172,26 @@ def test_quality_repeat_rule_repeats_high_quality_documents(lake, write_spec, tm
     spec["buckets"]["web"]["sources"][0]["where"] = "lang = 'en'"
     m = build_mixture(write_spec(spec), tmp_path / "r")
     assert all(c["ok"] for c in m["checks"]) and m["buckets"]["web"]["tokens"] == 12_000
+
+
+def test_tokenizer_keeps_combining_marks_with_their_letters(tmp_path):
+    """The pre-tokenizer keeps a vowel sign, virama or vowel point in its word, so BPE can merge
+    it with its letter (GPT-2's pattern isolates each one); text without marks splits exactly as
+    GPT-2's ByteLevel splits it; every text decodes to itself."""
+    from tokenizers import pre_tokenizers
+
+    from training.tokenizer import train_tokenizer
+
+    hindi = "भारत एक विशाल देश है। यहाँ अनेक भाषाएँ बोली जाती हैं।"
+    tamil = "தமிழ் மொழி மிகவும் பழமையான மொழிகளில் ஒன்று."
+    english = "It's the 2nd time we've met -- isn't it?  Numbers 12345 and emoji 🎉 stay.\n"
+    texts = [hindi, tamil, english] * 40
+    tok = Tokenizer.from_file(str(train_tokenizer(texts, 600, tmp_path / "tokenizer.json")))
+    pieces = [p for p, _ in tok.pre_tokenizer.pre_tokenize_str(hindi)]
+    assert len(pieces) == len(hindi.replace("।", " ।").split())  # a piece a word (and each danda)
+    gpt2 = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    assert tok.pre_tokenizer.pre_tokenize_str(english) == gpt2.pre_tokenize_str(english)
+    for text in (hindi, tamil, english):
+        assert tok.decode(tok.encode(text).ids) == text
+    # trained on them, a Hindi word is a few tokens, not a token per letter and per mark
+    assert len(tok.encode("विशाल").ids) < len("विशाल")
