@@ -57,6 +57,10 @@ class LanguageIdentifier:
         self.max_chars = max_chars
         self._model = _load(self.model_path)
 
+    def labels(self) -> frozenset[str]:
+        """Every language code the model can give (lid.176: 176)."""
+        return frozenset(lab.removeprefix("__label__") for lab in self._model.get_labels())
+
     def predict(self, text: str) -> tuple[str, float]:
         """Return (lang, score) of the most likely language; ("und", 0.0) for empty text."""
         return self.predict_batch([text])[0]

@@ -22,7 +22,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from common.manifest import write_manifest, write_parquet
-from filters.config import FilterConfig, config_from_dict, load_config
+from filters.config import ConfigError, FilterConfig, config_from_dict, load_config
 
 REQUIRED_COLUMNS = {"id": "string", "url": "string", "text": "string", "training_allowed": "any"}
 FIX = "documents.parquet comes from `refinery extract` (re-run it, or write these columns)"
@@ -172,6 +172,55 @@ def quality_models_for(
     return models_dir, cfg, models, fallback
 
 
+# Codes other tools use for a language lid.176 names otherwise (ISO 639-1 Bokmal, the deprecated
+# ISO codes, ISO 639-2/3, region and script tags).
+LANGUAGE_ALIASES = {
+    "nb": "no",
+    "nob": "no",
+    "nno": "nn",
+    "iw": "he",
+    "in": "id",
+    "ji": "yi",
+    "jw": "jv",
+    "fil": "tl",
+    "tgl": "tl",
+    "zh-cn": "zh",
+    "zh-tw": "zh",
+    "zh-hans": "zh",
+    "zh-hant": "zh",
+    "cmn": "zh",
+    "pt-br": "pt",
+    "en-us": "en",
+    "en-gb": "en",
+    "sr-latn": "sr",
+}
+
+
+def check_languages(
+    cfg: FilterConfig, labels: frozenset[str] | None = None, source: str = "filter config"
+) -> None:
+    """Every configured language must be one the language identifier can give: a document is
+    kept only in its identified language, so any other code keeps nothing, silently (every
+    Norwegian page dropped as unsupported_language under `nb`, which lid.176 calls `no`)."""
+    if labels is None:
+        from common.langid import LanguageIdentifier
+
+        labels = LanguageIdentifier().labels()
+    for i, lang in enumerate(cfg.languages):
+        if lang in labels:
+            continue
+        alias = LANGUAGE_ALIASES.get(lang.lower())
+        fix = (
+            f"it names that language '{alias}'"
+            if alias in labels
+            else f"use one of its {len(labels)} codes (common.langid.LanguageIdentifier().labels())"
+        )
+        raise ConfigError(
+            f"{source}: languages.{i}: {lang!r} is not a language the language identifier can give, so no "
+            f"document would be kept in it; {fix}"
+        )
+
+
 def run_filter(
     docs_dir: str | Path,
     out_dir: str | Path,
@@ -202,6 +251,7 @@ def run_filter(
     cfg = urls.with_blocklist(
         decontam.with_evals(load_filter_config(config), decontaminate), blocklist
     )
+    check_languages(cfg, source=str(config) if isinstance(config, str | Path) else "filter config")
     # Lists and eval sets are read here first: a bad file is one line before any work starts.
     url_info = urls.describe(cfg.urls)
     index = decontam.load_index(cfg.decontamination) if cfg.decontamination.evals else None

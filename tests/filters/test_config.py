@@ -84,3 +84,18 @@ def test_yaml_booleans_are_only_true_and_false():
     ]  # fmt: skip
     assert yamlio.load("{a: 1, b: 1.5, c: ~, d: '2'}") == {"a": 1, "b": 1.5, "c": None, "d": "2"}
     assert yamlio.load("") is None
+
+
+def test_a_language_the_identifier_cannot_give_is_refused_before_any_work(tmp_path):
+    """A document is kept only in its identified language: `nb` (lid.176 says `no`) or a code
+    it does not know would keep nothing, silently; the filter refuses it naming file, field and
+    fix, before reading any document."""
+    from filters.run import run_filter
+
+    path = tmp_path / "f.yaml"
+    path.write_text("languages: [en, nb]\n")
+    with pytest.raises(ConfigError, match=r"f\.yaml: languages\.1: 'nb' .* names that language 'no'"):
+        run_filter(tmp_path / "no-such-docs", tmp_path / "out", config=str(path))
+    with pytest.raises(ConfigError, match=r"languages\.0: 'xx' .* one of its 176 codes"):
+        run_filter(tmp_path / "no-such-docs", tmp_path / "out", config={"languages": ["xx"]})
+    assert not (tmp_path / "out").exists()
