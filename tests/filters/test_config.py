@@ -66,8 +66,10 @@ def test_norwegian_is_a_language_code_not_false(tmp_path):
         "heuristics: {boilerplate_lexicon: off}\n"
         "heuristics_by_lang:\n  no: {min_words: 5, boilerplate_lexicon: yes}\n"
         "quality:\n  thresholds:\n    no: {keep_rate: 0.5}\n"
+        "safety: {wordlists: off}\n"
     )
     cfg = load_config(path)
+    assert cfg.safety.wordlists == "off"  # YAML 1.1 made it false, which the choice refused
     assert cfg.languages == ["en", "no", "nn"]
     assert cfg.heuristics_for("no").min_words == 5
     assert cfg.heuristics_for("no").boilerplate_lexicon is True
