@@ -330,15 +330,35 @@ def config_defaults(stages: list[Stage]) -> dict[tuple[str, ...], dict[str, Any]
             raise ValueError(
                 f"{path}: {name!r} is not an asset; use one of {', '.join(sorted(by_name))}"
             )
-        settable = set(config_class(stage, name).model_fields)
+        model_fields = config_class(stage, name).model_fields
+        settable = set(model_fields)
         if not isinstance(fields, dict) or set(fields) - settable:
             bad = sorted(set(fields) - settable) if isinstance(fields, dict) else fields
             raise ValueError(
                 f"{path}: {name}: {bad!r} are not config fields; use some of "
                 f"{', '.join(sorted(settable))}"
             )
-        out.setdefault(stage.outputs, {}).update(fields)
+        out.setdefault(stage.outputs, {}).update(
+            {
+                k: _field_value(path, name, k, model_fields[k].annotation, v)
+                for k, v in fields.items()
+            }
+        )
     return out
+
+
+def _field_value(path: str, asset_name: str, key: str, annotation: Any, value: Any) -> Any:
+    """A config default as its field's type: the file is read with YAML 1.2's booleans (only
+    true and false), so `resume: yes` arrives as "yes", which Dagster's Bool would refuse; a
+    value of the wrong type is one line naming the file, the field and what it takes."""
+    import pydantic
+
+    try:
+        return pydantic.TypeAdapter(annotation).validate_python(value)
+    except pydantic.ValidationError as exc:
+        raise ValueError(
+            f"{path}: {asset_name}.{key}: {exc.errors()[0]['msg']} (got {value!r})"
+        ) from None
 
 
 def asset(name: str):

@@ -29,10 +29,25 @@ def test_file_sets_defaults_of_named_assets_only(tmp_path, monkeypatch):
     assert _default(after, "pretrained_model") == _default(before, "pretrained_model")
 
 
+def test_values_take_their_fields_types(tmp_path, monkeypatch):
+    """The file reads only true/false as booleans (YAML 1.2: `no` can be Norwegian elsewhere);
+    a bool field given yes/off still gets a boolean, as Dagster's config requires."""
+    cfg = tmp_path / "ui.yaml"
+    cfg.write_text(
+        "raw_pages: {resume: yes, allow_private_networks: off}\ncpt_model: {steps: '6'}\n"
+    )
+    monkeypatch.setenv(CONFIG_DEFAULTS_ENV, str(cfg))
+    defs = build_definitions("local", root=tmp_path)
+    assert _default(defs, "raw_pages")["resume"] is True
+    assert _default(defs, "raw_pages")["allow_private_networks"] is False
+    assert _default(defs, "cpt_model")["steps"] == 6
+
+
 @pytest.mark.parametrize(
     ("text", "message"),
     [
         ("bogus: {steps: 1}\n", r"'bogus' is not an asset; use one of .*cpt_model"),
+        ("cpt_model: {steps: many}\n", r"cpt_model\.steps: .*integer.*\(got 'many'\)"),
         ("cpt_model: {stepz: 1}\n", r"cpt_model: \['stepz'\] are not config fields; use .*steps"),
         ("- a\n", "expected a mapping of asset name to config fields"),
     ],
