@@ -96,7 +96,9 @@ def test_a_language_the_identifier_cannot_give_is_refused_before_any_work(tmp_pa
 
     path = tmp_path / "f.yaml"
     path.write_text("languages: [en, nb]\n")
-    with pytest.raises(ConfigError, match=r"f\.yaml: languages\.1: 'nb' .* names that language 'no'"):
+    with pytest.raises(
+        ConfigError, match=r"f\.yaml: languages\.1: 'nb' .* names that language 'no'"
+    ):
         run_filter(tmp_path / "no-such-docs", tmp_path / "out", config=str(path))
     with pytest.raises(ConfigError, match=r"languages\.0: 'xx' .* one of its 176 codes"):
         run_filter(tmp_path / "no-such-docs", tmp_path / "out", config={"languages": ["xx"]})
