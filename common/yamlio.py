@@ -31,8 +31,6 @@ Loader.add_implicit_resolver(
     _BOOL, re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"), list("tTfF")
 )
 
-YAMLError = yaml.YAMLError
-
 
 def load(text: str) -> Any:
     """One YAML document (`None` when it is empty)."""

@@ -12,10 +12,11 @@ a source says `contaminated: include` (training/mixture/sources.py `contaminatio
 
 Tokens: the text is NFKC-normalised and case-folded; a token is a run of letters and digits (with
 their combining marks), and each character of a script written without spaces (Han, kana, Thai,
-Lao, Khmer, Myanmar) is a token of its own (Hangul is written with spaces: words). N-grams: `ngram` tokens (13, as
-datatrove and the GPT-3 paper use) for a text mostly of words; a text whose tokens are mostly
-such characters uses `ngram_chars` (default 13 characters too, about 6-9 words). Eval items are
-indexed at both sizes, so a document is matched at its own size whatever the eval's script.
+Lao, Khmer, Myanmar) is a token of its own (Hangul is written with spaces: words). N-grams:
+`ngram` tokens (13, as datatrove and the GPT-3 paper use) for a text mostly of words; a text
+whose tokens are mostly such characters uses `ngram_chars` (default 13 characters too, about 6-9
+words). Eval items are indexed at both sizes, so a document is matched at its own size whatever
+the eval's script.
 
 Index: 64-bit n-gram hashes (a stable hash per token, a polynomial over the window), sorted,
 each with its eval set's number; a document's windows are looked up with one vectorised

@@ -14,8 +14,8 @@ from pathlib import Path
 from common.words import MARKS, WORD, WORD_CLASS
 from filters.config import CHAR_LANGS, HeuristicsConfig
 
-# Word characters (letters, digits, "_" and combining marks): common/words.py.
-# A character token of a CJK-like language: a letter or digit with the marks that follow it
+# Words are runs of common.words' word characters (letters, digits, "_", combining marks). A
+# character token of a CJK-like language: a letter or digit with the marks that follow it
 # (a Thai consonant and its vowel and tone marks).
 _CHAR_TOKEN = re.compile(f"[^\\W_][{MARKS}]*")
 

@@ -423,8 +423,8 @@ def _metadata(region: str):
 
 
 _GROUP_BEFORE = re.compile(r"\d[ .-]?$")
-_GLUED = re.compile(r"[A-Za-z0-9_]")  # a number glued to a word ("70924_0.54804700.jpg")
 _GROUP_AFTER = re.compile(r"[ .-]?\d")
+_GLUED = re.compile(r"[A-Za-z0-9_]")  # a number glued to a word ("70924_0.54804700.jpg")
 _DATE_LIKE = re.compile(r"\d{4}-\d{2}-\d{2}|\d{1,2}[./-]\d{1,2}[./-]\d{2,4}")
 _NANP_SHAPE = re.compile(r"(?:\+?1[\s.-]?)?(?:\(\d{3}\)\s?|\d{3}[\s.-])\d{3}[\s.-]\d{4}")
 

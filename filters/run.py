@@ -172,39 +172,15 @@ def quality_models_for(
     return models_dir, cfg, models, fallback
 
 
-# Codes other tools use for a language lid.176 names otherwise (ISO 639-1 Bokmal, the deprecated
-# ISO codes, ISO 639-2/3, region and script tags).
-LANGUAGE_ALIASES = {
-    "nb": "no",
-    "nob": "no",
-    "nno": "nn",
-    "iw": "he",
-    "in": "id",
-    "ji": "yi",
-    "jw": "jv",
-    "fil": "tl",
-    "tgl": "tl",
-    "zh-cn": "zh",
-    "zh-tw": "zh",
-    "zh-hans": "zh",
-    "zh-hant": "zh",
-    "cmn": "zh",
-    "pt-br": "pt",
-    "en-us": "en",
-    "en-gb": "en",
-    "sr-latn": "sr",
-}
-
-
 def check_languages(
     cfg: FilterConfig, labels: frozenset[str] | None = None, source: str = "filter config"
 ) -> None:
     """Every configured language must be one the language identifier can give: a document is
     kept only in its identified language, so any other code keeps nothing, silently (every
     Norwegian page dropped as unsupported_language under `nb`, which lid.176 calls `no`)."""
-    if labels is None:
-        from common.langid import LanguageIdentifier
+    from common.langid import LANGUAGE_ALIASES, LanguageIdentifier
 
+    if labels is None:
         labels = LanguageIdentifier().labels()
     for i, lang in enumerate(cfg.languages):
         if lang in labels:
@@ -216,8 +192,8 @@ def check_languages(
             else f"use one of its {len(labels)} codes (common.langid.LanguageIdentifier().labels())"
         )
         raise ConfigError(
-            f"{source}: languages.{i}: {lang!r} is not a language the language identifier can give, so no "
-            f"document would be kept in it; {fix}"
+            f"{source}: languages.{i}: {lang!r} is not a language the language identifier can "
+            f"give, so no document would be kept in it; {fix}"
         )
 
 
