@@ -4,7 +4,9 @@
 than the cheeks, the sides of the head in shadow): the light-and-dark layout a face detector
 looks for, with no photograph behind it. `photo_face` crops the face of the Grace Hopper portrait
 that ships in matplotlib's sample data (a real photograph, as a check that the rendered faces are
-not the only kind found). `scene` pastes a face, scaled and turned, on a background (flat, a
+not the only kind found). `cartoon_face` draws flat-coloured faces another way (ImageDraw) and
+`toned_photo_face` recolours the photograph to a skin tone: the skin-tone probe's faces
+(bench/faces.py --tones). `scene` pastes a face, scaled and turned, on a background (flat, a
 gradient, noise, or a face-free photograph) and returns the image and the face's box.
 """
 
@@ -45,6 +47,80 @@ def drawn_face(width: int, skin=SKINS[0], seed: int = 0) -> Image.Image:
     rgba[hair, :3] = (45, 35, 25)
     rgba[..., 3] = np.where(inside, 255, 0)
     return Image.fromarray(np.clip(rgba, 0, 255).astype(np.uint8), "RGBA")
+
+
+# Skin tones from light to dark (the Fitzpatrick range as flat colours) for the skin-tone probe.
+TONES = [
+    (255, 219, 172),
+    (241, 194, 125),
+    (224, 172, 105),
+    (198, 134, 66),
+    (141, 85, 36),
+    (92, 56, 32),
+]
+
+
+def cartoon_face(width: int, skin=TONES[0], seed: int = 0) -> Image.Image:
+    """A face drawn another way, as a test writer with PIL's ImageDraw would: flat colours, an
+    outline, ears, white eyes with iris and pupil, brows, a nose stroke, a mouth arc and a cap of
+    hair (dark on dark skin), drawn at 4x and reduced (RGBA, transparent outside the head)."""
+    from PIL import ImageDraw
+
+    s, h = 4, round(width * 1.35)
+    W, H = width * s, h * s
+    img = Image.new("RGBA", (W, H), (0, 0, 0, 0))
+    d = ImageDraw.Draw(img)
+    line = tuple(int(c * 0.6) for c in skin)
+    # dark hair and brows on dark skin, as people have; brown or black on light skin
+    hairs = (
+        [(20, 15, 10), (35, 25, 20), (10, 10, 10)]
+        if sum(skin) < 400
+        else [(30, 20, 10), (90, 60, 30)]
+    )
+    hair = hairs[seed % len(hairs)]
+    d.ellipse([0, H * 0.38, W * 0.14, H * 0.6], fill=skin, outline=line, width=2 * s)
+    d.ellipse([W * 0.86, H * 0.38, W, H * 0.6], fill=skin, outline=line, width=2 * s)
+    d.ellipse([W * 0.08, H * 0.08, W * 0.92, H * 0.98], fill=skin, outline=line, width=2 * s)
+    d.chord([W * 0.06, H * 0.02, W * 0.94, H * 0.62], 180, 360, fill=hair)
+    iris = [(60, 40, 20), (40, 90, 160), (50, 120, 60)][seed % 3]
+    for ex in (0.33, 0.67):
+        cx, cy, rx, ry = W * ex, H * 0.5, W * 0.09, H * 0.04
+        d.ellipse(
+            [cx - rx, cy - ry, cx + rx, cy + ry],
+            fill=(250, 250, 250),
+            outline=(40, 40, 40),
+            width=s,
+        )
+        d.ellipse([cx - W * 0.04, cy - W * 0.04, cx + W * 0.04, cy + W * 0.04], fill=iris)
+        d.ellipse([cx - W * 0.018, cy - W * 0.018, cx + W * 0.018, cy + W * 0.018], fill=(0, 0, 0))
+        d.line(
+            [cx - rx, cy - H * 0.07, cx + rx, cy - H * 0.075],
+            fill=hair,
+            width=int(s * max(2, width / 40)),
+        )
+    d.line(
+        [W * 0.5, H * 0.54, W * 0.46, H * 0.66, W * 0.52, H * 0.67],
+        fill=line,
+        width=int(s * max(1.5, width / 60)),
+    )
+    d.arc(
+        [W * 0.36, H * 0.66, W * 0.64, H * 0.82],
+        20,
+        160,
+        fill=(150, 40, 40),
+        width=int(s * max(2, width / 35)),
+    )
+    return img.resize((width, h), Image.Resampling.LANCZOS)
+
+
+def toned_photo_face(width: int, skin=TONES[0]) -> Image.Image:
+    """The photographed face (`photo_face`) with its colours scaled so its median skin takes the
+    tone `skin`: a darker or lighter face with a photograph's shading."""
+    face = np.asarray(photo_face(width)).astype(float)
+    h, w = face.shape[:2]
+    middle = face[h // 4 : h // 2, w // 3 : 2 * w // 3, :3].reshape(-1, 3)
+    face[..., :3] *= np.asarray(skin, dtype=float) / np.maximum(np.median(middle, axis=0), 1)
+    return Image.fromarray(np.clip(face, 0, 255).astype(np.uint8), "RGBA")
 
 
 @cache

@@ -17,7 +17,17 @@ from crawlers.images.faces import Box, FaceConfig, FaceDetector, redact
 from sampleweb.images import random_scene, render_png
 
 from .conftest import FAST, Resource, ref
-from .face_render import SKINS, background, drawn_face, face_free_photos, photo_face, scene
+from .face_render import (
+    SKINS,
+    TONES,
+    background,
+    cartoon_face,
+    drawn_face,
+    face_free_photos,
+    photo_face,
+    scene,
+    toned_photo_face,
+)
 
 DET = FaceDetector()
 
@@ -45,12 +55,21 @@ FACES = [
     ("drawn", 120, 30, "gradient"),
     ("photo", 80, 0, "noise"),
     ("photo", 160, -30, "photo"),
+    # drawn by another hand (flat ImageDraw shapes), and a photographed face of the darkest tone
+    ("cartoon", 80, 0, "gradient"),
+    ("cartoon", 160, 20, "noise"),
+    ("dark photo", 120, 20, "flat"),
 ]
 
 
 @pytest.mark.parametrize(("kind", "width", "angle", "bg"), FACES, ids=lambda v: str(v))
 def test_rendered_face_is_found_and_blurred_beyond_recognition(kind, width, angle, bg):
-    face = drawn_face(width, SKINS[width % 5]) if kind == "drawn" else photo_face(width)
+    face = {
+        "drawn": lambda: drawn_face(width, SKINS[width % 5]),
+        "photo": lambda: photo_face(width),
+        "cartoon": lambda: cartoon_face(width, TONES[width % 3], seed=width),
+        "dark photo": lambda: toned_photo_face(width, TONES[-1]),
+    }[kind]()
     side = int(width * 2.5)
     img, true = scene(face, (side, side), angle=angle, bg=bg, seed=1)
     assert _found(DET.detect(img), true)
