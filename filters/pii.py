@@ -200,7 +200,15 @@ _EMAIL = re.compile(
 _IBAN = re.compile(
     r"(?<![A-Za-z0-9])[A-Z]{2}\d{2}(?: ?[A-Z0-9]{4}){2,7}(?: ?[A-Z0-9]{1,4})?(?![A-Za-z0-9])"
 )
-_CARD = re.compile(r"(?<![A-Za-z0-9_-])(?:\d[ -]?){12,18}\d(?![A-Za-z0-9_-])")
+# Not right after or before "/", "=", "#" or "&": digits in an address (a post's id in
+# facebook.com/.../posts/2395361813834269) are no one's card.
+_CARD = re.compile(r"(?<![A-Za-z0-9_/=#&-])(?:\d[ -]?){12,18}\d(?![A-Za-z0-9_/=#&-])")
+# How cards are printed when their digits are grouped: fours (the last group 1-4 digits:
+# 13-19-digit cards), or Amex's and Diners' 4-6-5 and 4-6-4. Groups of 3 ("608-616 406-410",
+# a table's page ranges) or two kinds of separator in one number are not a card.
+_CARD_GROUPS = re.compile(
+    r"\d{4}(?:([ -])\d{4}(?:\1\d{4}(?:\1\d{1,4})?(?:\1\d{1,3})?)?|([ -])\d{6}\2\d{4,5})"
+)
 # A final '.' ends the sentence; '.<digit>' would make it a longer dotted number (a version).
 _IPV4 = re.compile(r"(?<![A-Za-z0-9_.])(?:\d{1,3}\.){3}\d{1,3}(?![A-Za-z0-9_]|\.\d)")
 # Four one-digit parts are a section, clause or version number ("3.2.2.6", "1.2.3.4" in a
@@ -323,6 +331,8 @@ def _context_blocks(text: str, start: int) -> bool:
 
 def _card_ok(raw: str) -> bool:
     digits = re.sub(r"\D", "", raw)
+    if len(digits) != len(raw) and not _CARD_GROUPS.fullmatch(raw):
+        return False
     # Issuer prefixes (Visa, Mastercard, Amex, Discover/UnionPay, JCB, Diners) keep the
     # Luhn check from matching arbitrary long numbers, 1 in 10 of which pass it.
     if not 13 <= len(digits) <= 19 or not re.match(r"4|5[1-5]|2[2-7]|3[47]|6|35|30|36|38", digits):
@@ -340,6 +350,25 @@ def _shielded(view: str, has_digit: bool = True) -> list[tuple[int, int]]:
         out += [(m.start(), m.end()) for m in _DATE.finditer(view)]
         out += [(m.start(), m.end()) for m in _RANGE.finditer(view)]
     return out
+
+
+# The start of a web address: a scheme, www., or a host with a top-level domain and a slash.
+# Digits in an address are an article's or a post's id (ert.at/content/0021115-Umfragen-...,
+# facebook.com/.../posts/2395361813834269), not a phone or a card; an IP address in one stays
+# an IP address.
+_ADDRESS_HEAD = re.compile(
+    r"[a-z][a-z0-9+.-]*://|www\.|[a-z0-9-]+(?:\.[a-z0-9-]+)*\.[a-z]{2,}/", re.I
+)
+_SPACE = re.compile(r"\s")
+
+
+def _in_address(view: str, start: int) -> bool:
+    """Whether `start` is inside a web address: the text from the last space before it (at most
+    200 characters back) holds an address's start."""
+    left = max(0, start - 200)
+    spaces = [m.end() for m in _SPACE.finditer(view, left, start)]
+    token = view[spaces[-1] if spaces else left : start]
+    return "/" in token and _ADDRESS_HEAD.search(token) is not None
 
 
 def _overlaps(start: int, end: int, spans: Iterable[tuple[int, int]]) -> bool:
@@ -377,6 +406,7 @@ def find_pii(text: str, lang: str = "en", *, regions: Sequence[str] | None = Non
             and not iban_tail
             and not _context_blocks(text, m.start())
             and not _overlaps(m.start(), m.end(), shield)
+            and not _in_address(view, m.start())
         ):
             add("card", m.start(), m.end())
     for m in _IPV4.finditer(view) if has_digit else ():
@@ -521,6 +551,8 @@ def _candidate_regions(raw: str, order: list[str], primary: set[str]) -> Sequenc
 def _phone_ok(view: str, start: int, raw: str, number, region: str, primary: bool, blocked) -> bool:
     end = start + len(raw)
     if _overlaps(start, end, blocked) or _context_blocks(view, start):
+        return False
+    if _in_address(view, start):
         return False
     if _DATE_LIKE.fullmatch(raw.strip()):
         return False

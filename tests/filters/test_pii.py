@@ -17,6 +17,9 @@ POSITIVES = [
     ("Use 2001:db8::8a2e:370:7334 for v6", "en", "ip"),
     ("Card 4111 1111 1111 1111 was charged", "en", "card"),
     ("Karte 5555-5555-5555-4444 belastet", "de", "card"),
+    ("Amex 3782 822463 10005 expires", "en", "card"),
+    ("Card 4111 2222 3333 4444 007 on file", "en", "card"),
+    ("Tel. 030/226 343-0, www.example.de/kontakt", "de", "phone"),
     ("IBAN DE89 3704 0044 0532 0130 00", "de", "iban"),
     ("IBAN: GB82WEST12345698765432", "en", "iban"),
     ("账号GB82WEST12345698765432已冻结", "zh", "iban"),
@@ -75,6 +78,11 @@ DECOYS = [
     ("วันที่ 26 กันยายน 2550 เวลา 09.00 - 11.00 น. กระบวนวิชา", "th"),
     ("Öffnungszeiten 09.00–12.00 und 13:30-17:00 Uhr.", "de"),
     ("news/image/200707/03/70924_0.54804700.jpg", "ko"),
+    # From real web pages (trafilatura's evaluation set), as written there: page numbers in a
+    # table that pass Luhn (grouped in threes, no card is), ids in addresses
+    ("Beleuchtung 612-318 456-072 145-330 X X Schaltpläne", "de"),
+    ("https://www.facebook.com/example/posts/2395123456789014 Die Ergebnisse", "de"),
+    ("Quelle: news.example.at/content/0021115-Umfragen-geben-Stimmung-wieder", "de"),
 ]
 
 
