@@ -189,16 +189,35 @@ _SENTENCE_END = re.compile(
 )
 
 
+# A sentence ending inside a line: terminal punctuation (optionally in closing quotes or brackets)
+# then a space and more text, or a full-width one of CJK then more text.
+_INNER_END = re.compile(
+    r"[.!?\u2026\u0964\u061f\u06d4\u0589][\"'\u2019\u201d\u00bb)\]]*\s+(?=\S)|[\u3002\uff01\uff1f](?=\S)"
+)
+_PROSE_LINE = 100  # width of a line whose inner sentence ends make it prose (CJK counts twice)
+_WIDE = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]")
+
+
+def _has_sentences(line: str) -> bool:
+    """A line ends a sentence, or is a paragraph with two sentence ends inside it (a film's
+    synopsis that ends on its cast list is prose, not keywords)."""
+    if _SENTENCE_END.search(line):
+        return True
+    wide = len(line) + len(_WIDE.findall(line)) if len(line) < _PROSE_LINE else len(line)
+    return wide >= _PROSE_LINE and len(_INNER_END.findall(line)) >= 2
+
+
 def no_sentences(text: str, lang: str, cfg: HeuristicsConfig) -> bool:
     """True when the text has at least `cfg.min_lines_no_sentences` lines (table rows aside) and
-    not one ends a sentence: a keyword list or a page of links, whatever the language."""
+    not one holds a sentence (`_has_sentences`): a keyword list or a page of links, whatever the
+    language."""
     if cfg.min_lines_no_sentences <= 0 or lang in cfg.no_sentences_exempt:
         return False
     lines = [ln.strip() for ln in text.splitlines()]
     lines = [ln for ln in lines if ln and not (ln.startswith("|") and ln.endswith("|"))]
     if len(lines) < cfg.min_lines_no_sentences:
         return False
-    return not any(_SENTENCE_END.search(ln) for ln in lines)
+    return not any(_has_sentences(ln) for ln in lines)
 
 
 def gopher_baseline(text: str, lang: str = "en") -> str | None:

@@ -340,6 +340,28 @@ def test_one_line_ending_a_sentence_keeps_prose_in_its_own_script(lang):
     assert not no_sentences(_PROSE[lang], lang, HeuristicsConfig())
 
 
+def test_a_paragraph_of_sentences_that_ends_on_a_list_is_prose():
+    """A film blog's post (seen on trafilatura's evaluation pages): a title line, a synopsis
+    whose last sentence is its cast list (no full stop), a row of decorative symbols."""
+    from filters.heuristics import no_sentences
+
+    cfg = HeuristicsConfig()
+    post = (
+        "- The Orchard · A. Director (1987)\n"
+        "- Two stories run side by side and hardly a word is spoken. A mother carries her child "
+        "through a crowd of photographers. Two brothers open a bakery and lose it. Director: "
+        "A. Director · Cast: B. Actor, C. Actor and D. Actor\n"
+        "\u2665\u2014\u2665\u2014\u2665"
+    )
+    assert not no_sentences(post, "en", cfg)
+    zh = "他们走进公园。孩子们在草地上玩。老人在树下下棋，一直到傍晚" * 3
+    assert not no_sentences(f"标题\n{zh}\n分享", "zh", cfg)
+    # short keyword lines with full stops inside stay a keyword list
+    assert no_sentences(
+        "Kredit. Casino. Bonus\nBilligflüge. Mallorca\nAbnehmen. Schnell", "de", cfg
+    )
+
+
 def test_no_sentences_spares_short_texts_tables_thai_and_can_be_turned_off():
     from filters.heuristics import no_sentences
 
