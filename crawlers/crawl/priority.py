@@ -256,6 +256,9 @@ _BAD_SEGMENTS = frozenset(
     pagina página paginas autores carrito imprimir comentarios
     autore ricerca cerca carrello stampa commenti busca pesquisa carrinho
     zoeken winkelwagen reacties
+    kategoria tagi szukaj wyszukiwanie strona autorzy koszyk komentarze
+    категория категории рубрика теги тег метки поиск страница автор авторы корзина комментарии
+    标签 分类 搜索 作者 归档 タグ カテゴリー カテゴリ 検索 著者 アーカイブ
     """.split()
 )
 _BAD_PARAMS = frozenset(

@@ -62,6 +62,10 @@ def test_title_slugs_in_any_script_and_id_scheme_are_articles(url):
         (f"{H}/suche/?q=wahl", "suche"),
         (f"{H}/blog/seite/4", "seite"),
         (f"{H}/zoeken?term=fiets", "zoeken"),
+        (f"{H}/kategoria/polityka/", "kategoria"),
+        (f"{H}/{quote('рубрика')}/{quote('политика')}/", "рубрика"),
+        (f"{H}/{quote('标签')}/{quote('经济')}", "标签"),
+        (f"{H}/{quote('タグ')}/{quote('政治')}/", "タグ"),
     ],
 )
 def test_listings_named_in_other_languages_are_listings(url, segment):
