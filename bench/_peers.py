@@ -1,4 +1,5 @@
-"""Throwaway venvs for the peer tools benchmarks compare against (never project dependencies)."""
+"""What benchmarks compare against: throwaway venvs for the peer tools (never project dependencies),
+and a module of this repository as it was at an older revision."""
 
 from __future__ import annotations
 
@@ -17,6 +18,21 @@ DATATROVE = (
 SCRAPY = (["scrapy"], "import scrapy")
 # bench/images.py: the image downloader compared against (download + resize).
 IMG2DATASET = (["img2dataset"], "import img2dataset")
+
+
+def module_at(rev: str, path: str, name: str):
+    """The module at `path` (relative to the repository root) as it was at git revision `rev`,
+    imported as `name`."""
+    import types
+
+    root = Path(__file__).resolve().parents[1]
+    source = subprocess.run(
+        ["git", "show", f"{rev}:{path}"], cwd=root, capture_output=True, text=True, check=True
+    ).stdout
+    module = types.ModuleType(name)
+    sys.modules[name] = module  # dataclasses look their module up
+    exec(compile(source, f"{rev}:{path}", "exec"), module.__dict__)
+    return module
 
 
 def peer_python(name: str, packages: list[str], probe: str) -> Path:

@@ -124,12 +124,21 @@ def git_show(gd: Path, paths: list[str]) -> list[bytes]:
     return out
 
 
-def trafilatura_pages(limit: int) -> list[tuple[str, bytes]]:
-    """(url, html) of trafilatura's evaluation pages (evaldata.json names each page's URL)."""
-    gd = git_dir("adbar+trafilatura")
+def trafilatura_pages(
+    limit: int | None = None, *, cached: bool = False, gd: Path | None = None
+) -> list[tuple[str, bytes]]:
+    """(url, html) of trafilatura's evaluation pages (evaldata.json names each page's URL): those
+    in tests/eval, and with `cached` also those in tests/cache. `gd`: the mirror's git directory
+    (default: the `fetch` tool's)."""
+    gd = gd or git_dir("adbar+trafilatura")
     evaldata = json.loads(git_show(gd, ["tests/evaldata.json"])[0])
     items = sorted((v["file"], url) for url, v in evaldata.items() if v.get("file"))[:limit]
     bodies = git_show(gd, [f"tests/eval/{f}" for f, _ in items])
+    if cached:
+        missing = [i for i, body in enumerate(bodies) if not body]
+        found = git_show(gd, [f"tests/cache/{items[i][0]}" for i in missing])
+        for i, body in zip(missing, found, strict=True):
+            bodies[i] = body
     return [(url, body) for (_, url), body in zip(items, bodies, strict=True) if body]
 
 

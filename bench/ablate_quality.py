@@ -83,35 +83,14 @@ def readability_dev(min_words: int) -> list[dict]:
 def trafilatura_dev(lang: str, min_words: int) -> list[dict]:
     """{text, label, page} rows of trafilatura's evaluation pages in `lang` (1: the page's main
     content as trafilatura.extract gives it; 0: the page's other text)."""
-    import subprocess
-
     import trafilatura
 
+    from bench.ablate import trafilatura_pages
     from common.langid import LanguageIdentifier
 
-    gd = git_dir("adbar+trafilatura")
-    index = json.loads(git_show(gd, ["tests/evaldata.json"])[0])
-    listing = subprocess.run(
-        [
-            "git",
-            f"--git-dir={gd}",
-            "ls-tree",
-            "-r",
-            "--name-only",
-            "HEAD",
-            "tests/eval",
-            "tests/cache",
-        ],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout.split("\n")
-    where = {Path(n).name: n for n in listing if n}
-    pages = [(url, where[m["file"]]) for url, m in index.items() if m.get("file") in where]
-    blobs = git_show(gd, [path for _, path in pages])
     lid = LanguageIdentifier()
     rows = []
-    for (url, _), body in zip(pages, blobs, strict=True):
+    for url, body in trafilatura_pages(cached=True):
         gold = trafilatura.extract(body) or ""
         if len(gold.split()) < min_words or lid.predict(gold[:2000])[0] != lang:
             continue

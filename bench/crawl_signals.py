@@ -24,12 +24,8 @@ Printed, for the old and the new module:
 from __future__ import annotations
 
 import argparse
-import importlib.util
-import json
 import random
-import subprocess
 import sys
-import tempfile
 import time
 from collections import Counter, defaultdict
 from pathlib import Path
@@ -40,42 +36,12 @@ sys.path.insert(0, str(ROOT))
 
 import lxml.html  # noqa: E402
 
+from bench._peers import module_at  # noqa: E402
+from bench.ablate import trafilatura_pages  # noqa: E402
 from common.langid import LanguageIdentifier  # noqa: E402
 from crawlers.crawl import priority as new  # noqa: E402
 from crawlers.crawl.fetcher import type_by_extension  # noqa: E402
 from crawlers.crawl.html import parse_html  # noqa: E402
-
-
-def _git(git_dir: str | None, *args: str) -> bytes:
-    cmd = ["git", f"--git-dir={git_dir}"] if git_dir else ["git", "-C", str(ROOT)]
-    return subprocess.run([*cmd, *args], capture_output=True, check=True).stdout
-
-
-def load_old(rev: str):
-    """crawlers/crawl/priority.py as it was at `rev`, imported under another name."""
-    src = _git(None, "show", f"{rev}:crawlers/crawl/priority.py")
-    path = Path(tempfile.mkdtemp()) / "priority_old.py"
-    path.write_bytes(src)
-    spec = importlib.util.spec_from_file_location("priority_old", path)
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules["priority_old"] = mod
-    spec.loader.exec_module(mod)
-    return mod
-
-
-def read_pages(git_dir: str) -> list[tuple[str, bytes]]:
-    """(URL, saved HTML) of every evaluation page whose file is in tests/eval or tests/cache."""
-    index = json.loads(_git(git_dir, "show", "HEAD:tests/evaldata.json"))
-    listing = _git(
-        git_dir, "ls-tree", "-r", "-z", "--name-only", "HEAD", "tests/eval", "tests/cache"
-    )
-    where = {Path(n).name: n for n in listing.decode().split("\0") if n}
-    pages = []
-    for url, meta in index.items():
-        name = where.get(meta.get("file", ""))
-        if name:
-            pages.append((url, _git(git_dir, "show", f"HEAD:{name}")))
-    return pages
 
 
 def same_host_links(url: str, html: bytes) -> list[str]:
@@ -120,8 +86,8 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=0)
     a = ap.parse_args()
 
-    old = load_old(a.rev)
-    pages = read_pages(a.real_pages)
+    old = module_at(a.rev, "crawlers/crawl/priority.py", "priority_old")
+    pages = trafilatura_pages(cached=True, gd=Path(a.real_pages))
     urls = [u for u, _ in pages]
     print(f"{len(pages)} real pages (adbar/trafilatura tests/evaldata.json); old = {a.rev}")
     print("\n1. The pages' own URLs (content pages), path signal:")

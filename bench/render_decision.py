@@ -41,7 +41,6 @@ import subprocess
 import sys
 import threading
 import time
-import types
 from collections import Counter
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -49,6 +48,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from bench._peers import module_at  # noqa: E402
 from crawlers.extract import extract_page  # noqa: E402
 from crawlers.extract.evaluate import contains_passage  # noqa: E402
 from crawlers.render import RenderConfig, RenderJob, needs_render, render_pages  # noqa: E402
@@ -82,13 +82,7 @@ def old_decision(rev: str | None):
         text=True,
         check=True,
     ).stdout.strip()
-    source = subprocess.run(
-        ["git", "show", f"{rev}:{DECIDE}"], cwd=ROOT, capture_output=True, text=True, check=True
-    ).stdout
-    module = types.ModuleType("old_decide")
-    sys.modules["old_decide"] = module  # dataclasses look their module up
-    exec(compile(source, f"{rev}:{DECIDE}", "exec"), module.__dict__)
-    return module.needs_render, rev
+    return module_at(rev, DECIDE, "old_decide").needs_render, rev
 
 
 class Server:

@@ -35,3 +35,6 @@ MARKS = _marks()
 WORD_CLASS = "\\w" + MARKS
 # A word: a run of word characters.
 WORD = re.compile(f"[{WORD_CLASS}]+")
+# Scripts written without spaces between words, as a regex class body: kana, the CJK ideographs
+# (the unified block and extension A) and hangul syllables.
+CJK_CLASS = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af"

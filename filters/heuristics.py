@@ -11,7 +11,7 @@ from collections import Counter
 from functools import lru_cache
 from pathlib import Path
 
-from common.words import MARKS, WORD, WORD_CLASS
+from common.words import CJK_CLASS, MARKS, WORD, WORD_CLASS
 from filters.config import CHAR_LANGS, HeuristicsConfig
 
 # Words are runs of common.words' word characters (letters, digits, "_", combining marks). A
@@ -195,7 +195,7 @@ _INNER_END = re.compile(
     r"[.!?\u2026\u0964\u061f\u06d4\u0589][\"'\u2019\u201d\u00bb)\]]*\s+(?=\S)|[\u3002\uff01\uff1f](?=\S)"
 )
 _PROSE_LINE = 100  # width of a line whose inner sentence ends make it prose (CJK counts twice)
-_WIDE = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]")
+_WIDE = re.compile(f"[{CJK_CLASS}]")
 
 
 def _has_sentences(line: str) -> bool:
@@ -203,8 +203,9 @@ def _has_sentences(line: str) -> bool:
     synopsis that ends on its cast list is prose, not keywords)."""
     if _SENTENCE_END.search(line):
         return True
-    wide = len(line) + len(_WIDE.findall(line)) if len(line) < _PROSE_LINE else len(line)
-    return wide >= _PROSE_LINE and len(_INNER_END.findall(line)) >= 2
+    if len(line) + len(_WIDE.findall(line)) < _PROSE_LINE:
+        return False
+    return len(_INNER_END.findall(line)) >= 2
 
 
 def no_sentences(text: str, lang: str, cfg: HeuristicsConfig) -> bool:

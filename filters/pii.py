@@ -365,9 +365,7 @@ _SPACE = re.compile(r"\s")
 def _in_address(view: str, start: int) -> bool:
     """Whether `start` is inside a web address: the text from the last space before it (at most
     200 characters back) holds an address's start."""
-    left = max(0, start - 200)
-    spaces = [m.end() for m in _SPACE.finditer(view, left, start)]
-    token = view[spaces[-1] if spaces else left : start]
+    token = _SPACE.split(view[max(0, start - 200) : start])[-1]
     return "/" in token and _ADDRESS_HEAD.search(token) is not None
 
 

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl, unquote, urlsplit
 
+from common.words import CJK_CLASS
 from crawlers.crawl.canon import host_of
 from crawlers.crawl.traps import TrapDetector, calendar_family
 
@@ -77,7 +78,7 @@ TOPICS: dict[str, tuple[str, ...]] = {
         "school education student teacher university course lesson learn exam tutorial class homework".split()
     ),
 }
-_CJK_RANGE = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]")
+_CJK_RANGE = re.compile(f"[{CJK_CLASS}]")
 _OTHER_LANGUAGES: dict[str, str] = {
     "science": """
         wissenschaft forschung physik chemie biologie studie molekül astronomie klima
@@ -277,7 +278,7 @@ _PAGE_EXT = re.compile(r"\.(s?html?|php\d?|aspx?|jspx?|cfm|cgi)$")
 _SLUG_SEP = re.compile(r"[-_+,]+")
 _LETTER = re.compile(r"[^\W\d_]")
 # A title in a script written without spaces: 8+ ideographs, kana or hangul in one segment.
-_CJK_TITLE = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]{8,}")
+_CJK_TITLE = re.compile(f"[{CJK_CLASS}]{{8,}}")
 # The last segment of an article whose title is the segment before: an id (taz's /!5655255/) or
 # an index file (/entwicklung-der-waldorfschule/index.html).
 _AFTER_TITLE = re.compile(r"!?\d+|(index|default|main|start)")
