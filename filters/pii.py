@@ -454,6 +454,10 @@ _GROUP_BEFORE = re.compile(r"\d[ .-]?$")
 _GROUP_AFTER = re.compile(r"[ .-]?\d")
 _GLUED = re.compile(r"[A-Za-z0-9_]")  # a number glued to a word ("70924_0.54804700.jpg")
 _DATE_LIKE = re.compile(r"\d{4}-\d{2}-\d{2}|\d{1,2}[./-]\d{1,2}[./-]\d{2,4}")
+# A calendar date anywhere in a candidate (a page's timestamps run together as "10:00:002022-
+# 10-27 08:15", and "002022-10-27 08" reads as an international number).
+_ISO_DATE_IN = re.compile(r"(?:19|20)\d{2}-(?:0[1-9]|1[0-2])-(?:0[1-9]|[12]\d|3[01])")
+_AFTER_CLOCK = re.compile(r"\d:$")  # right after a clock time's digits and colon ("10:00:00...")
 _NANP_SHAPE = re.compile(r"(?:\+?1[\s.-]?)?(?:\(\d{3}\)\s?|\d{3}[\s.-])\d{3}[\s.-]\d{4}")
 
 
@@ -552,7 +556,9 @@ def _phone_ok(view: str, start: int, raw: str, number, region: str, primary: boo
         return False
     if _in_address(view, start):
         return False
-    if _DATE_LIKE.fullmatch(raw.strip()):
+    if _DATE_LIKE.fullmatch(raw.strip()) or _ISO_DATE_IN.search(raw):
+        return False
+    if start >= 2 and _AFTER_CLOCK.search(view, start - 2, start):
         return False
     if (start and _GLUED.match(view, start - 1)) or _GLUED.match(view, end):
         return False

@@ -83,6 +83,9 @@ DECOYS = [
     ("Beleuchtung 612-318 456-072 145-330 X X Schaltpläne", "de"),
     ("https://www.facebook.com/example/posts/2395123456789014 Die Ergebnisse", "de"),
     ("Quelle: news.example.at/content/0021115-Umfragen-geben-Stimmung-wieder", "de"),
+    # a timestamp run together with the next one, as a page's spans are read without spaces
+    ("Aktualisiert 10:00:002022-10-27 08:15 von der Redaktion", "de"),
+    ("Posted 10:00:00 2022-10-27 0815 by admin", "en"),
 ]
 
 
