@@ -325,4 +325,6 @@ def config_from_dict(data: dict, source: str = "<config>") -> FilterConfig:
     except ValidationError as exc:
         from common.errors import validation_problems
 
-        raise ConfigError(f"{source}: invalid filter config: {validation_problems(exc)}") from exc
+        raise ConfigError(
+            f"{source}: invalid filter config: {validation_problems(exc, model=FilterConfig)}"
+        ) from exc

@@ -45,7 +45,7 @@ def error_line(exc: BaseException, stage: Stage | None = None) -> str:
             name = loc[0] if loc else ""
             return flag_of(stage, name) if name in stage.params.model_fields else ".".join(loc)
 
-        return validation_problems(exc, where)
+        return validation_problems(exc, where, model=stage.params)
     if isinstance(exc, KeyError) and exc.args:
         key = str(exc.args[0])
         if key.isidentifier():  # a bare dict/column lookup that missed: say what is missing

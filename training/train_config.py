@@ -157,11 +157,13 @@ def load_run_config(path: str | Path) -> tuple[RunConfig, dict[str, Any]]:
     if not isinstance(raw, dict):
         raise ConfigError(f"{p}: expected a mapping with model/train/stages sections")
     try:
-        cfg = _run_config_class().model_validate(raw)
+        cfg_class = _run_config_class()
+        cfg = cfg_class.model_validate(raw)
     except ValidationError as e:
         from common.errors import validation_problems
 
-        raise ConfigError(f"{p}: invalid training config: {validation_problems(e)}") from e
+        problems = validation_problems(e, model=cfg_class)
+        raise ConfigError(f"{p}: invalid training config: {problems}") from e
     raw_vocab = (raw.get("model") or {}).get("vocab_size")
     if raw_vocab is None:
         cfg.model.vocab_size = 0  # 0 = take it from the mixture

@@ -98,7 +98,7 @@ def image_config_from_dict(data: object, source: str = "<config>") -> ImageFilte
         from common.errors import validation_problems
 
         raise ConfigError(
-            f"{source}: invalid image filter config: {validation_problems(exc)}"
+            f"{source}: invalid image filter config: {validation_problems(exc, model=ImageFilterConfig)}"
         ) from exc
 
 

@@ -109,7 +109,9 @@ def domain_spec_from_dict(data: object, source: str = "<domains>") -> DomainsSpe
     except ValidationError as exc:
         from common.errors import validation_problems
 
-        raise ConfigError(f"{source}: invalid domain spec: {validation_problems(exc)}") from exc
+        raise ConfigError(
+            f"{source}: invalid domain spec: {validation_problems(exc, model=DomainsSpec)}"
+        ) from exc
 
 
 def _keyword_pattern(keyword: str) -> re.Pattern[str]:

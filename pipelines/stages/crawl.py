@@ -159,7 +159,7 @@ def _validated(config: dict[str, Any], p: CrawlParams):
         where = f"--config {p.config} / flags" if p.config else "flags"
         from common.errors import validation_problems
 
-        raise ValueError(f"{where}: {validation_problems(exc)}") from None
+        raise ValueError(f"{where}: {validation_problems(exc, model=CrawlConfig)}") from None
 
 
 def run(p: CrawlParams, lake: Lake) -> CrawlSummary:

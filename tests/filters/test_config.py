@@ -47,6 +47,30 @@ def test_invalid_config_names_the_field(data, field):
     assert field in str(err.value) and "f.yaml" in str(err.value)
 
 
+@pytest.mark.parametrize(
+    ("data", "said"),
+    [
+        (
+            {"heuristcs": {}},
+            "heuristcs: Extra inputs are not permitted (did you mean 'heuristics'?)",
+        ),
+        (
+            {"quality": {"thresholds": {"de": {"scor": 0.1}}}},
+            "quality.thresholds.de.scor: Extra inputs are not permitted (did you mean 'score'?)",
+        ),
+        (
+            {"dedup": {"num_perms": 64}},
+            "dedup.num_perms: Extra inputs are not permitted (did you mean 'num_perm'?)",
+        ),
+        ({"colour": 1}, "colour: Extra inputs are not permitted"),  # nothing close: no guess
+    ],
+)
+def test_an_unknown_key_names_the_closest_field_of_its_level(data, said):
+    with pytest.raises(ConfigError) as err:
+        config_from_dict(data, source="f.yaml")
+    assert str(err.value) == f"f.yaml: invalid filter config: {said}"
+
+
 def test_missing_and_malformed_files_are_clear_errors(tmp_path):
     with pytest.raises(ConfigError, match="not found"):
         load_config(tmp_path / "nope.yaml")

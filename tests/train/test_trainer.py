@@ -149,7 +149,10 @@ def test_config_errors_name_the_field(tmp_path):
         load_run_config(bad)
     assert "stages.pretrain.steps" in str(err.value) and "n_kv_head" in str(err.value)
     bad.write_text("model: {}\ntrain: {batch_sise: 3}\nstages: {}\n")
-    with pytest.raises(ConfigError, match="train.batch_sise"):
+    with pytest.raises(ConfigError, match=r"train.batch_sise: .* \(did you mean 'batch_size'\?\)"):
+        load_run_config(bad)
+    bad.write_text("model: {vocab_sise: 3}\nstages: {}\n")  # the model section is a dataclass
+    with pytest.raises(ConfigError, match=r"model.vocab_sise: .* \(did you mean 'vocab_size'\?\)"):
         load_run_config(bad)
     cfg, _ = load_run_config("tiny")
     with pytest.raises(ConfigError, match="unknown stage"):

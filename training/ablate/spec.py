@@ -122,7 +122,7 @@ def parse_spec(data: Any, source: str = "<spec>") -> AblationSpec:
         from common.errors import validation_problems
 
         raise AblationError(
-            f"{source}: invalid ablation spec: {validation_problems(exc)}"
+            f"{source}: invalid ablation spec: {validation_problems(exc, model=AblationSpec)}"
         ) from None
 
 

@@ -361,7 +361,7 @@ def resolve_path(path: str, spec_dir: Path, lake_root: Path | None = None) -> Pa
 def _format_errors(source: str, exc: ValidationError) -> str:
     from common.errors import validation_problems
 
-    return f"{source}: invalid mixture spec: {validation_problems(exc)}"
+    return f"{source}: invalid mixture spec: {validation_problems(exc, model=MixtureSpec)}"
 
 
 def parse_spec(data: Any, source: str = "<spec>") -> MixtureSpec:
