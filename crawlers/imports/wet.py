@@ -42,6 +42,19 @@ SKIPS_SCHEMA = pa.schema(
 MAX_TEXT_BYTES = 8_000_000
 
 
+def base_language(declared: str | None) -> str | None:
+    """The base code `lang_hint` holds (ISO 639-1 where one exists, as for crawled pages) of a
+    WET record's WARC-Identified-Content-Language: Common Crawl's CLD2 guesses as ISO 639-3,
+    most likely first ("spa,eng" -> "es"; "arg" -> "an"; "fil" stays; "und" is None). CLDR's language aliases
+    (Babel) map the codes; a code they do not name is kept in lower case."""
+    first = (declared or "").split(",")[0].strip().lower()
+    if not first or first == "und":  # undetermined
+        return None
+    from babel.core import get_global
+
+    return get_global("language_aliases").get(first, first).replace("_", "-").split("-")[0]
+
+
 def documents_schema() -> pa.Schema:
     from common.schemas import DOCUMENTS
 
@@ -97,7 +110,7 @@ def iter_wet(source: str) -> Iterator[tuple[str, dict]]:
                     "id": _doc_id(row["url"]),
                     "host": _doc_host(row["url"]),
                     "text": text,
-                    "lang_hint": h.get_header("WARC-Identified-Content-Language"),
+                    "lang_hint": base_language(h.get_header("WARC-Identified-Content-Language")),
                     "extraction_method": "cc-wet",
                     "source": "import:wet",
                     "status": 200,

@@ -39,17 +39,20 @@ def _cli(args: list[str]) -> tuple[int, str]:
     return res.exit_code, res.output
 
 
-def _wet(path: Path, records: list[tuple[str | None, str]]) -> Path:
+def _wet(path: Path, records: list[tuple]) -> Path:
+    """A WET file of (url, text[, WARC-Identified-Content-Language]) conversion records."""
     with open(path, "wb") as fh:
         w = WARCWriter(fh, gzip=True)
         w.write_record(w.create_warcinfo_record(path.name, {"software": "test"}))
-        for url, text in records:
+        for url, text, *lang in records:
             rec = w.create_warc_record(
                 url or "http://x/",
                 "conversion",
                 payload=io.BytesIO(text.encode()),
                 warc_content_type="text/plain",
             )
+            if lang:  # as Common Crawl writes it: CLD2's ISO 639-3 codes, most likely first
+                rec.rec_headers.add_header("WARC-Identified-Content-Language", lang[0])
             if url is None:
                 rec.rec_headers.remove_header("WARC-Target-URI")
             w.write_record(rec)
@@ -101,15 +104,16 @@ def test_import_wet_and_docs(tmp_path, robots):
     a, d = base(ALLOW, robots.port), base(DENY_TRAINING, robots.port)
     wet = _wet(
         tmp_path / "x.warc.wet.gz",
-        [(f"{a}/w1", "first text " * 20), (f"{d}/w2", "second text " * 20), (None, "no url"),
-         (f"{a}/w3", "first text " * 20), (f"{a}/w4", "")],
+        [(f"{a}/w1", "first text " * 20, "spa,eng"), (f"{d}/w2", "second text " * 20, "arg"),
+         (None, "no url"), (f"{a}/w3", "first text " * 20), (f"{a}/w4", ""),
+         (f"{a}/w5", "fifth text " * 20)],
     )  # fmt: skip
     code, output = _cli(["import", "wet", str(wet), "--out", str(tmp_path / "wet"), *FLAGS])
     assert code == 0, output
     s = json.loads(output[output.index("{") :])
     docs = pq.read_table(tmp_path / "wet" / "documents.parquet").to_pylist()
     skipped = pq.read_table(tmp_path / "wet" / "skipped.parquet").to_pylist()
-    assert s["records"] == len(docs) + len(skipped) == 6
+    assert s["records"] == len(docs) + len(skipped) == 7
     assert {r["skip_reason"] for r in skipped} == {
         "warcinfo", "missing_target_uri", "duplicate_payload", "empty_text",
     }  # fmt: skip
@@ -117,6 +121,8 @@ def test_import_wet_and_docs(tmp_path, robots):
     assert by_url["w1"]["training_allowed"] is True and by_url["w2"]["training_allowed"] is False
     assert by_url["w1"]["source"] == "import:wet" and by_url["w1"]["extraction_method"] == "cc-wet"
     assert by_url["w1"]["warc_record_id"] and by_url["w1"]["capture_time"]
+    # lang_hint is a base code, as for crawled pages: Common Crawl's first guess, ISO 639-1
+    assert [by_url[k]["lang_hint"] for k in ("w1", "w2", "w5")] == ["es", "an", None]
     assert "robots.txt at import: allowed" in by_url["w1"]["consent_source"]
     # a corpus: fields mapped; no URL -> the licence consents; a URL -> robots.txt decides
     corpus = tmp_path / "c.jsonl"
