@@ -26,11 +26,13 @@ FLAG = "--memory-budget-mib"
 
 def resident_mib() -> float:
     """Resident memory of this process and its children now, in MiB (as PeakMemory adds them)."""
-    proc = psutil.Process()
+    from common.memory import child_bytes, own_cmdline
+
+    proc, cmdline = psutil.Process(), own_cmdline()
     total = proc.memory_info().rss
     for child in proc.children(recursive=True):
         try:
-            total += child.memory_info().rss
+            total += child_bytes(child, cmdline)
         except psutil.Error:
             pass
     return total / 2**20

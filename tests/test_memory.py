@@ -49,13 +49,43 @@ def scenario() -> dict:
         older.wait()
 
 
-def test_counts_its_own_peak_and_the_children_it_starts_not_older_ones():
-    code = "import json; from tests.test_memory import scenario; print(json.dumps(scenario()))"
+def scenario_fork() -> dict:
+    """Holding 300 MiB, fork a child that only sleeps, then one that writes 100 MiB of its own."""
+    import os
+
+    held = bytearray(300 << 20)
+    held[::4096] = b"h" * len(held[::4096])
+    out = {}
+    for name, mib in (("idle", 0), ("writes", 100)):
+        with PeakMemory(interval_s=0.02) as peak:
+            pid = os.fork()
+            if pid == 0:  # the child: still this program, sharing the 300 MiB until written
+                own = bytearray(mib << 20)
+                own[::4096] = b"c" * len(own[::4096])
+                time.sleep(0.4)
+                os._exit(0)
+            os.waitpid(pid, 0)
+        out[name] = peak.children_mib
+    return out
+
+
+def _in_fresh_interpreter(name: str) -> dict:
+    code = f"import json; from tests.test_memory import {name}; print(json.dumps({name}()))"
     out = subprocess.run(
         [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120
     )
     assert out.returncode == 0, out.stderr
-    peak = json.loads(out.stdout.strip().splitlines()[-1])
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def test_a_forked_child_counts_its_own_pages_not_its_parents():
+    forked = _in_fresh_interpreter("scenario_fork")
+    assert forked["idle"] < 50  # was ~300: its resident set held the parent's pages
+    assert 90 <= forked["writes"] < 150
+
+
+def test_counts_its_own_peak_and_the_children_it_starts_not_older_ones():
+    peak = _in_fresh_interpreter("scenario")
     assert peak["self"] - peak["base_self"] >= 100  # the freed block still counts: a peak
     assert 90 <= peak["children"] < 150 + 90  # the new child; never the older one on top
     assert peak["mib"] == round(peak["self"] + peak["children"], 1)
