@@ -26,16 +26,10 @@ FLAG = "--memory-budget-mib"
 
 def resident_mib() -> float:
     """Resident memory of this process and its children now, in MiB (as PeakMemory adds them)."""
-    from common.memory import child_bytes, own_cmdline
+    from common.memory import children_bytes, own_cmdline
 
-    proc, cmdline = psutil.Process(), own_cmdline()
-    total = proc.memory_info().rss
-    for child in proc.children(recursive=True):
-        try:
-            total += child_bytes(child, cmdline)
-        except psutil.Error:
-            pass
-    return total / 2**20
+    proc = psutil.Process()
+    return (proc.memory_info().rss + children_bytes(proc, own_cmdline())) / 2**20
 
 
 @dataclass(frozen=True)

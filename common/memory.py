@@ -6,7 +6,7 @@
 already running when it started (a server or a worker pool of earlier work) are not counted. A
 child that is still this program (a fork that has not yet exec'd, or a fork-mode worker) counts
 its private memory only: its resident set holds the pages it shares with this process, which the
-high-water mark already counts (a pytest worker holding 1.8 GiB once showed a child of 1.9 GiB
+high-water mark already counts (a pytest worker holding ~1.8 GiB once showed a child of 1,887 MiB
 in a 0.05 s sample). At the end its peak is this
 process's high-water mark since the start plus the largest sampled total of the children. Where
 the kernel does not allow the reset, the high-water mark is sampled too and `exact` is False.
@@ -15,6 +15,7 @@ the kernel does not allow the reset, the high-water mark is sampled too and `exa
 from __future__ import annotations
 
 import threading
+from collections.abc import Container
 from pathlib import Path
 
 import psutil
@@ -48,6 +49,24 @@ def child_bytes(child: psutil.Process, own_cmdline: list[str]) -> int:
         return private
     except (OSError, ValueError, IndexError):
         return child.memory_full_info().uss
+
+
+def children_bytes(proc: psutil.Process, own_cmdline: list[str], skip: Container[int] = ()) -> int:
+    """What the child processes of `proc` (all generations) add now (child_bytes each), those in
+    `skip` left out; a child that ends while it is read counts nothing."""
+    try:
+        children = proc.children(recursive=True)
+    except psutil.Error:
+        return 0
+    total = 0
+    for child in children:
+        if child.pid in skip:
+            continue
+        try:
+            total += child_bytes(child, own_cmdline)
+        except psutil.Error:
+            pass
+    return total
 
 
 def own_cmdline() -> list[str]:
@@ -95,18 +114,7 @@ class PeakMemory:
 
     def _sample(self) -> None:
         while not self._stop.is_set():
-            total = 0
-            try:
-                children = self._proc.children(recursive=True)
-            except psutil.Error:
-                children = []
-            for child in children:
-                if child.pid in self._before:
-                    continue
-                try:
-                    total += child_bytes(child, self._cmdline)
-                except psutil.Error:
-                    pass
+            total = children_bytes(self._proc, self._cmdline, skip=self._before)
             self.children_mib = max(self.children_mib, total / 2**20)
             rss = _status_kib("VmRSS") or 0
             self._sampled_self_kib = max(self._sampled_self_kib, rss)

@@ -45,8 +45,8 @@ MAX_TEXT_BYTES = 8_000_000
 def base_language(declared: str | None) -> str | None:
     """The base code `lang_hint` holds (ISO 639-1 where one exists, as for crawled pages) of a
     WET record's WARC-Identified-Content-Language: Common Crawl's CLD2 guesses as ISO 639-3,
-    most likely first ("spa,eng" -> "es"; "arg" -> "an"; "fil" stays; "und" is None). CLDR's language aliases
-    (Babel) map the codes; a code they do not name is kept in lower case."""
+    most likely first ("spa,eng" -> "es"; "arg" -> "an"; "fil" stays; "und" is None). CLDR's
+    language aliases (Babel) map the codes; a code they do not name is kept in lower case."""
     first = (declared or "").split(",")[0].strip().lower()
     if not first or first == "und":  # undetermined
         return None
