@@ -191,3 +191,74 @@ def scene(
     img.paste(turned, (left, top), turned)
     x0, y0, x1, y1 = turned.getchannel("A").getbbox()
     return img, (left + x0, top + y0, left + x1, top + y1)
+
+
+# Background colours of generated text: white, pale tints (parchment, lavender, mint) and skin
+# tones (a page printed on a skin-toned or beige ground is searched for faces like skin).
+_PAPERS = [(255, 255, 255), (245, 235, 215), (225, 215, 235), (220, 240, 225), (255, 225, 215)]
+
+
+def face_free_graphics(n: int, seed: int = 0) -> list[tuple[str, Image.Image]]:
+    """`n` face-free graphics as (kind, RGB image), kinds in turn: 'chart' (matplotlib: a line,
+    bars in skin tones, a pie, a scatter, a heatmap in a skin-like colour map), 'text' (lines of
+    text, 14-40 px, dark ink on white, pale tints and skin tones) and 'shapes' (flat discs and
+    squares, some skin-toned, some with dark dots inside): what a crawl's text-rich and chart
+    images look like to the face search, which should change none of them."""
+    import io
+    import random
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from PIL import ImageDraw, ImageFont
+
+    rng, nrng = random.Random(seed), np.random.default_rng(seed)
+    out: list[tuple[str, Image.Image]] = []
+    for i in range(n):
+        kind = ("chart", "text", "shapes")[i % 3]
+        if kind == "chart":
+            fig, ax = plt.subplots(figsize=(rng.uniform(4, 8), rng.uniform(3, 6)), dpi=80)
+            style, x = (i // 3) % 5, np.arange(20)
+            if style == 0:
+                ax.plot(x, nrng.normal(size=20).cumsum())
+            elif style == 1:
+                ax.bar(
+                    x[:8], nrng.uniform(1, 10, 8), color=tuple(v / 255 for v in SKINS[(i // 3) % 4])
+                )
+            elif style == 2:
+                ax.pie(nrng.uniform(1, 5, 5), labels=list("ABCDE"))
+            elif style == 3:
+                ax.scatter(nrng.normal(size=200), nrng.normal(size=200), c=nrng.uniform(size=200))
+            else:
+                cmap = ("viridis", "copper", "pink", "bone")[(i // 15) % 4]
+                ax.imshow(nrng.normal(size=(30, 30)), cmap=cmap)
+            ax.set_title(f"Figure {i}")
+            buf = io.BytesIO()
+            fig.savefig(buf, format="png")
+            plt.close(fig)
+            with Image.open(buf) as im:
+                img = im.convert("RGB")
+        elif kind == "text":
+            w, h = rng.randint(300, 900), rng.randint(200, 600)
+            img = Image.new("RGB", (w, h), _PAPERS[(i // 3) % len(_PAPERS)])
+            draw = ImageDraw.Draw(img)
+            font = ImageFont.load_default(size=rng.randint(14, 40))
+            ink = (rng.randint(0, 80),) * 3
+            words = rng.choice(["The quick brown fox 0123 ", "Invoice No. 4471, total due "])
+            for y in range(10, h - 20, 40):
+                draw.text((10, y), words * 3, fill=ink, font=font)
+        else:
+            w, h = rng.randint(300, 700), rng.randint(300, 700)
+            img = Image.new("RGB", (w, h), tuple(rng.randint(0, 255) for _ in range(3)))
+            draw = ImageDraw.Draw(img)
+            for _ in range(rng.randint(3, 12)):
+                x, y, r = rng.randint(0, w), rng.randint(0, h), rng.randint(10, 120)
+                fill = rng.choice([*SKINS, tuple(rng.randint(0, 255) for _ in range(3))])
+                shape = draw.ellipse if rng.random() < 0.5 else draw.rectangle
+                shape((x - r, y - r, x + r, y + r), fill=fill)
+                for _ in range(rng.randint(1, 6)) if rng.random() < 0.3 else ():
+                    dx, dy = rng.randint(-r // 2, r // 2), rng.randint(-r // 2, r // 2)
+                    draw.ellipse((x + dx - 3, y + dy - 3, x + dx + 3, y + dy + 3), fill=(0, 0, 0))
+        out.append((kind, img))
+    return out

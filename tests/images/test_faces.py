@@ -23,6 +23,7 @@ from .face_render import (
     background,
     cartoon_face,
     drawn_face,
+    face_free_graphics,
     face_free_photos,
     photo_face,
     scene,
@@ -104,6 +105,22 @@ def test_face_free_images_are_stored_byte_for_byte():
             im.load()
             red = redact(data, im, im.format, DET)
         assert red.boxes == [] and red.data is data
+
+
+def test_charts_and_pages_of_text_on_white_are_stored_byte_for_byte():
+    """Line charts and pages of text on white (face_render.face_free_graphics: seeds 0, 1, 15,
+    16), as JPEG and PNG: no face is found in a chart's lines or a page's glyphs. (Text on a tinted
+    or skin-toned ground is another matter: see bench/faces.py --graphics.)"""
+    graphics = face_free_graphics(17)
+    for i in (0, 1, 15, 16):
+        kind, img = graphics[i]
+        assert kind in ("chart", "text")
+        for fmt, kw in (("PNG", {}), ("JPEG", {"quality": 85})):
+            data = _encode(img, fmt, **kw)
+            with Image.open(io.BytesIO(data)) as im:
+                im.load()
+                red = redact(data, im, fmt, DET)
+            assert red.boxes == [] and red.data is data, (i, kind, fmt, red.boxes)
 
 
 def test_animated_image_is_stored_as_its_checked_first_frame():
