@@ -303,3 +303,109 @@ def test_tiny_and_thin_images_of_every_mode_are_searched_without_error(size):
         img = Image.fromarray(noise).convert(mode)
         for det in (DET, FaceDetector(FaceConfig(face_regions=False))):
             assert det.detect(img) == []
+
+
+@pytest.fixture(scope="module")
+def graphics():
+    return face_free_graphics(119)
+
+
+@pytest.fixture(scope="module")
+def tinted_pages(graphics):
+    """Two pages of text on tinted grounds (face_render.face_free_graphics 28: parchment, 58:
+    lavender) in which MTCNN takes glyphs ("0123") for faces."""
+    return [graphics[28][1], graphics[58][1]]
+
+
+def test_a_page_decoded_reduced_is_read_in_its_own_pixels(graphics):
+    """The fetch searches a JPEG's reduced (draft) decode and gives boxes in the full image's
+    pixels; the veto reads the reduced decode at those boxes scaled back (page 118: three
+    false faces at half size, none with the veto)."""
+    page = graphics[118][1]
+    data = _encode(page, "JPEG", quality=90)
+    with Image.open(io.BytesIO(data)) as im:
+        im.draft("RGB", (page.width // 2, page.height // 2))
+        im.load()
+        assert im.size[0] < page.width
+        assert FaceDetector(FaceConfig(text_veto=False)).detect(im, page.size)
+        assert DET.detect(im, page.size) == []
+
+
+def test_a_page_of_text_on_a_tinted_ground_is_stored_byte_for_byte(tinted_pages):
+    without_veto = FaceDetector(FaceConfig(text_veto=False))
+    for page in tinted_pages:
+        assert without_veto.detect(page), "the page no longer fools MTCNN: pick another"
+        data = _encode(page, "PNG")
+        with Image.open(io.BytesIO(data)) as im:
+            im.load()
+            red = redact(data, im, "PNG", DET)
+        assert red.boxes == [] and red.data is data
+
+
+def test_without_tesseract_every_box_is_blurred(tinted_pages, monkeypatch):
+    """No Tesseract: no veto, the glyphs' boxes are blurred like faces (the safe side)."""
+    import crawlers.images.faces as faces
+
+    monkeypatch.setattr(faces, "_OCR", [None])
+    assert FaceDetector().detect(tinted_pages[0])
+
+
+def test_a_face_under_a_caption_is_still_blurred(monkeypatch):
+    """A one-line caption across a flat cartoon face on a flat ground: the box is read (most of
+    it is one flat level) and its words cover a fifth of it, the rest of the box nearly the
+    ground's colour; a caption is one line, a page two or more, so the face is kept."""
+    from PIL import ImageDraw, ImageFont
+
+    from crawlers.images import ocr
+
+    reads = []
+    real_read = ocr.OcrEngine.read
+    monkeypatch.setattr(
+        ocr.OcrEngine, "read", lambda self, im: reads.append(im.size) or real_read(self, im)
+    )
+    img, true = scene(cartoon_face(100, TONES[0], seed=0), (360, 360), bg="flat", seed=0)
+    x0, y0, x1, y1 = true
+    ImageDraw.Draw(img).text(
+        (x0 - 20, y0 + (y1 - y0) * 0.75),
+        "WHEN THE CODE RUNS",
+        fill=(255, 255, 255),
+        font=ImageFont.load_default(size=30),
+        stroke_width=2,
+        stroke_fill=(0, 0, 0),
+    )
+    assert _found(FaceDetector().detect(img), true)
+    assert reads, "the box was not read: the test no longer reaches the veto"
+
+
+@pytest.mark.parametrize("kind", ["drawn", "cartoon"])
+def test_words_read_over_a_face_do_not_make_it_text(kind, monkeypatch):
+    """Tesseract stubbed to read two lines of confident words across a face's box (widened to
+    half again its size, as MTCNN's boxes are, so most of it is the flat ground): the face is
+    kept, since a third of its box is neither words nor ground; the same box on a blank page
+    of that ground is text."""
+    import crawlers.images.faces as faces
+    from crawlers.images.ocr import Word
+
+    face = drawn_face(120, SKINS[1], seed=1) if kind == "drawn" else cartoon_face(120, seed=1)
+    img, (x0, y0, x1, y1) = scene(face, (400, 400), bg="flat", seed=1)
+    cx, cy, w, h = (x0 + x1) / 2, (y0 + y1) / 2, (x1 - x0) * 1.5, (y1 - y0) * 1.5
+    box = Box(int(cx - w / 2), int(cy - h / 2), int(w), int(h))
+    left, top = max(0, box.x - 2 * box.w), max(0, box.y - box.h // 2)  # the band read
+
+    class TwoLines:
+        def read(self, image):
+            rows = (box.y + box.h * 0.35, box.y + box.h * 0.6)
+            words = [
+                Word(
+                    "TEXT",
+                    0.9,
+                    (box.x - left, int(y - top), box.x + box.w - left, int(y - top + box.h * 0.15)),
+                )
+                for y in rows
+            ]
+            return type("Read", (), {"words": words})()
+
+    monkeypatch.setattr(faces, "_OCR", [TwoLines()])
+    page = Image.new("RGB", img.size, img.getpixel((2, 2)))
+    assert faces.not_text(page, [box], page.size, FaceConfig()) == []
+    assert faces.not_text(img, [box], img.size, FaceConfig()) == [box]
