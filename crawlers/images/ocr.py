@@ -21,6 +21,7 @@ engine refuses with one line (`OcrUnavailable`), never an empty text.
 from __future__ import annotations
 
 import contextlib
+import functools
 import math
 import os
 import re
@@ -138,7 +139,40 @@ def _tesserocr():
         import tesserocr
     except ImportError as exc:  # the binding, or the libtesseract it links
         raise OcrUnavailable(f"tesserocr cannot be imported ({exc}): {INSTALL_FIX}") from None
+    _quiet_leptonica(tesserocr)
     return tesserocr
+
+
+_LEPTONICA_SEVERITY_NONE = 6  # leptonica's environ.h: L_SEVERITY_NONE
+
+
+@functools.cache
+def _leptonica(tesserocr):
+    """The Leptonica library tesserocr runs on (the copy its wheel bundles in tesserocr.libs,
+    else the system's), as a ctypes handle, or None."""
+    import ctypes
+    import ctypes.util
+    import glob
+
+    bundled = os.path.join(os.path.dirname(os.path.dirname(tesserocr.__file__)), "tesserocr.libs")
+    paths = sorted(glob.glob(os.path.join(bundled, "libleptonica*.so*")))
+    paths += [p for p in (ctypes.util.find_library(n) for n in ("leptonica", "lept")) if p]
+    for path in paths:
+        try:
+            return ctypes.CDLL(path)
+        except OSError:
+            continue
+    return None
+
+
+def _quiet_leptonica(tesserocr) -> None:
+    """Leptonica's messages off: it prints lines such as "Error in boxClipToRectangle: box
+    outside rectangle" straight to the process's stderr while Tesseract lays out an ordinary
+    page (a band of a text page of bench/faces.py --graphics), which Tesseract then reads
+    anyway; they say nothing a caller could act on and break the CLI's one-line output."""
+    lib = _leptonica(tesserocr)
+    if lib is not None and hasattr(lib, "setMsgSeverity"):
+        lib.setMsgSeverity(_LEPTONICA_SEVERITY_NONE)
 
 
 def clean_text(text: str) -> str:

@@ -38,6 +38,18 @@ def engine():
     return OcrEngine()
 
 
+def test_leptonica_prints_nothing_to_stderr(engine):
+    """The engine turns Leptonica's messages off (they went straight to stderr on ordinary
+    pages): the library's severity is already 'none' when asked again."""
+    import tesserocr
+
+    from crawlers.images import ocr
+
+    lib = ocr._leptonica(tesserocr)
+    assert lib is not None, "tesserocr's Leptonica was not found"
+    assert lib.setMsgSeverity(ocr._LEPTONICA_SEVERITY_NONE) == ocr._LEPTONICA_SEVERITY_NONE
+
+
 @pytest.mark.parametrize(
     "script, variant, lang",
     [
