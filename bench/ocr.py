@@ -259,3 +259,13 @@ if __name__ == "__main__":
 #   (--psm 6 or 11 reads it). A sparse-text second pass where the layout finds nothing was
 #   tried and not kept: it reads the word, but on 30 of bench/images.py's photographs it made
 #   26 "with text" against 2 (347 garbage characters) at 5x the CPU (435 against 87 ms).
+#
+# Session 22: text the engine misread where plain Tesseract did not (a /tmp probe of other fonts,
+# sizes, colours, turns and JPEG, and the rendered set at 12-18 px): 14 px Chinese (OSD named it
+# Arabic with script confidence 0.0: CER 1.000 -> 0.026), 14 px DejaVu Serif Latin (OSD sure it
+# was upside down: 0.857 -> 0.000), 18 px Amiri Arabic (enlarged x1.5: 0.493 -> 0.030) and 14 px
+# Amiri Bold (0.400 -> 0.080). Fixed by reading unsure readings again (other languages, other
+# turns, unenlarged). `--seeds 3 --real DIR` before and after, in one sitting: every CER above
+# unchanged (rendered set and real scans); CPU ms per image 143 -> 168 on the rendered set (the
+# extra readings), and on 30 photographs and 30 sample-web scenes 143 -> 147 and 31 -> 33 ms with
+# the same readings. Left: 12 px Amiri Arabic (0.388; plain Tesseract 0.149, its first line lost).

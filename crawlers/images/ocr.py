@@ -8,11 +8,15 @@ Plain Tesseract reads upright, horizontal text well and little else. Around it, 
 3. turns the page upright by Tesseract's orientation and script detection (OSD: 0/90/180/270);
    where OSD is unsure or finds nothing (Arabic, short text), the upright page, OSD's guess and,
    when the ink's columns are more peaked than its rows, the page on either side are read, and
-   the reading with the most confident characters kept; an unsure one is also read upside down;
+   the reading with the most confident characters kept; an unsure reading (below `sure_conf`),
+   OSD sure or not, is also read as it is and each other way up (OSD is sometimes sure of a
+   wrong turn on small text), one of those kept when clearly more confident;
 4. enlarges small text (up to `max_upscale` times) to a line height of `line_px` pixels; text
-   already that large is left as it is (Tesseract's Arabic model reads enlarged text worse);
+   already that large is left as it is, and an unsure reading of enlarged text is compared with
+   the page as it is (Tesseract's Arabic model reads enlarged text worse);
 5. recognises with the language of the script OSD found (Latin: eng, Han: chi_sim, Arabic:
-   ara); without one, each language is tried and the most confident characters kept.
+   ara), and where that reading is unsure, with the others too (OSD misnames the script of small
+   text); without one, each language is tried; the most confident characters are kept.
 Boxes are mapped back to the original image's pixels. Tesseract's language data comes from
 Debian's tesseract-ocr packages (scripts/bootstrap.sh); without it, or without tesserocr, the
 engine refuses with one line (`OcrUnavailable`), never an empty text.
@@ -382,10 +386,17 @@ class OcrEngine:
             turns += [t for t in (90, 270) if t not in turns]
         reads = [self._read_turned(gray, t, lang) for t in turns]
         best, turned_steps, grow = max(reads, key=lambda r: _weight(r[0]))
-        if not sure and 180 not in turns and best[2] and best[3] < cfg.sure_conf:
-            upside = self._read_turned(gray, 180, lang)  # an unsure reading may be upside down
-            if _weight(upside[0]) > 1.2 * _weight(best):
-                best, turned_steps, grow = upside
+        if best[2] and best[3] < cfg.sure_conf:
+            # an unsure reading may be upside down, or OSD sure of a wrong turn (14 px serif
+            # Latin: sure of 180, read upside down, every word wrong): the page as it is and
+            # each other way up are read too, and one kept only when clearly more confident
+            for other in dict.fromkeys((180, 0, (turn + 180) % 360)):
+                if other in turns:
+                    continue
+                turns.append(other)
+                got = self._read_turned(gray, other, lang)
+                if _weight(got[0]) > 1.2 * _weight(best):
+                    best, turned_steps, grow = got
         lang, text, words, conf = best
         steps += turned_steps
         return self._result(text, words, conf, lang, size, skew, steps, shrink, grow, start)
@@ -401,19 +412,39 @@ class OcrEngine:
             gray = turned
         height = line_height(gray)
         grow = min(cfg.max_upscale, cfg.line_px / height) if height else 1.0
-        if grow > 1.05:  # small text enlarged to the line height Tesseract reads best
-            size = (round(gray.size[0] * grow), round(gray.size[1] * grow))
-            gray = gray.resize(size, Image.LANCZOS)
-        else:
-            grow = 1.0
-        best = (lang, *self._recognise(gray, lang)) if lang else self._best_language(gray)
+        if grow <= 1.05:
+            return self._read(gray, lang), steps, 1.0
+        # small text enlarged to the line height Tesseract reads best
+        size = (round(gray.size[0] * grow), round(gray.size[1] * grow))
+        best = self._read(gray.resize(size, Image.LANCZOS), lang)
+        if best[3] < cfg.sure_conf:
+            # an unsure reading of enlarged text: the page as it is too (Tesseract's Arabic
+            # model reads enlarged text worse: 18 px Amiri lost half its characters enlarged
+            # x1.5, 0.03 of them as it is), the more confident characters kept
+            plain = self._read(gray, best[0] if lang else None)
+            if _weight(plain) > _weight(best):
+                return plain, steps, 1.0
         return best, steps, grow
 
-    def _best_language(self, gray: Image.Image) -> tuple[str, str, list[Word], float]:
-        """Each language in turn, the first sure one kept, else the most confident characters;
-        when the first finds no word at all, the page has no text line to read."""
+    def _read(self, gray: Image.Image, lang: str | None):
+        """(lang, text, words, conf) in `lang`, else (None, or an unsure reading in it: OSD's
+        script may be wrong, as on 14 px Chinese it named Arabic with script confidence 0.0
+        and every character came out an Arabic digit) the best language."""
+        if lang is None:
+            return self._best_language(gray)
+        best = (lang, *self._recognise(gray, lang))
+        if best[3] < self.config.sure_conf:
+            other = self._best_language(gray, skip=lang)
+            if other is not None and _weight(other) > _weight(best):
+                best = other
+        return best
+
+    def _best_language(self, gray: Image.Image, skip: str | None = None):
+        """(lang, text, words, conf): each language (but `skip`) in turn, the first sure one
+        kept, else the most confident characters; when the first finds no word at all, the
+        page has no text line to read. None when no language is left to try."""
         best = None
-        for lang in self.config.languages:
+        for lang in (x for x in self.config.languages if x != skip):
             got = (lang, *self._recognise(gray, lang))
             if best is None or _weight(got) > _weight(best):
                 best = got

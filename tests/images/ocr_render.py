@@ -67,10 +67,12 @@ def render(
     bg=(250, 250, 250),
     noise: int = 0,
     seed: int = 0,
+    font: str | None = None,
 ) -> Image.Image:
     """The lines drawn left-aligned (Arabic right-aligned) with margins, then turned by `angle`
-    degrees counter-clockwise; `noise`: a blotchy background of that amplitude."""
-    font = ImageFont.truetype(FONTS[script], size)
+    degrees counter-clockwise; `noise`: a blotchy background of that amplitude; `font`: a font
+    file other than the script's (FONTS)."""
+    font = ImageFont.truetype(font or FONTS[script], size)
     widths = [int(font.getlength(line)) for line in lines]
     step = int(size * 1.8)
     w, h = max(widths) + 2 * size, len(lines) * step + size

@@ -24,7 +24,7 @@ from crawlers.images.ocr import OcrConfig, OcrEngine, OcrUnavailable, clean_text
 from sampleweb.images import random_scene, render_png
 from synth import text_rich
 from synth.text_rich import Selection, caption_flag, found_in, make_text_rich, verify_qa
-from tests.images.ocr_render import char_error_rate, missing_fonts, render, sample
+from tests.images.ocr_render import TEXTS, char_error_rate, missing_fonts, render, sample
 from tests.synth import fake_teacher
 from tests.synth.fake_teacher import request_images, request_text
 
@@ -36,6 +36,30 @@ pytestmark = pytest.mark.timeout(120)
 def engine():
     assert not missing_fonts(), f"fonts missing: {missing_fonts()}; run `make bootstrap`"
     return OcrEngine()
+
+
+_SERIF = "/usr/share/fonts/truetype/dejavu/DejaVuSerif.ttf"
+_NOTICE = [
+    "Tickets must be validated before boarding",
+    "Invoice total: 1,284.50 EUR due 30 June",
+    "The museum closes early on public holidays",
+]
+
+
+@pytest.mark.parametrize(
+    "script, size, font, lines",
+    [
+        # OSD named the script Arabic (script confidence 0.0): read as Arabic, CER 1.0
+        ("cjk", 14, None, TEXTS["cjk"]),
+        # OSD sure the page was upside down: read turned, CER 0.86
+        ("latin", 14, _SERIF, _NOTICE),
+        # enlarged x1.5 to the engine's line height, Tesseract's Arabic model lost half of it
+        ("arabic", 18, None, TEXTS["arabic"]),
+    ],
+)
+def test_small_text_is_read_when_osd_or_enlarging_misleads(engine, script, size, font, lines):
+    got = engine.read(render(lines, script, size=size, font=font))
+    assert char_error_rate("\n".join(lines), got.text) <= 0.08, got.text
 
 
 def test_leptonica_prints_nothing_to_stderr(engine):
