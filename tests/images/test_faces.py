@@ -409,3 +409,49 @@ def test_words_read_over_a_face_do_not_make_it_text(kind, monkeypatch):
     page = Image.new("RGB", img.size, img.getpixel((2, 2)))
     assert faces.not_text(page, [box], page.size, FaceConfig()) == []
     assert faces.not_text(img, [box], img.size, FaceConfig()) == [box]
+
+
+def test_threads_reading_pages_at_once_in_a_fresh_process_all_succeed(tmp_path):
+    """Six threads searching tinted pages at once in a fresh process: the first reads race to
+    make the one OCR engine (built once, under a lock) and read through it together; every page
+    comes out with no face and no thread fails."""
+    import os
+    import subprocess
+    import sys
+    import textwrap
+    from pathlib import Path
+
+    script = textwrap.dedent(
+        """
+        import sys, threading
+        from crawlers.images.faces import FaceDetector
+        from tests.images.face_render import face_free_graphics
+        graphics = face_free_graphics(59)
+        pages = [graphics[28][1], graphics[58][1]] * 3
+        det = FaceDetector()
+        found, errors = [], []
+        def search(page):
+            try:
+                found.append(len(det.detect(page)))
+            except BaseException as exc:
+                errors.append(repr(exc))
+        threads = [threading.Thread(target=search, args=(p,)) for p in pages]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        import crawlers.images.faces as faces
+        print("FOUND", found, "ERRORS", errors, "ENGINES", len(faces._OCR))
+        sys.exit(1 if errors or any(found) or len(found) != 6 or len(faces._OCR) != 1 else 0)
+        """
+    )
+    root = Path(__file__).resolve().parents[2]
+    proc = subprocess.run(
+        [sys.executable, "-c", script],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": str(root)},
+    )
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
