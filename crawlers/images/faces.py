@@ -399,10 +399,10 @@ def not_text(
             continue
         if rgb is None:
             rgb = image.convert("RGB")
-        levels = np.asarray(band_grey, dtype=np.int16).ravel()
-        level, _share = _ground(levels.astype(np.uint8))
+        levels = np.asarray(band_grey).ravel()
+        level, _share = _ground(levels)
         colours = np.asarray(rgb.crop(band), dtype=np.int16).reshape(-1, 3)
-        page = np.median(colours[np.abs(levels - level) <= _GROUND_BAND], axis=0)
+        page = np.median(colours[np.abs(levels.astype(np.int16) - level) <= _GROUND_BAND], axis=0)
         pixels = np.asarray(rgb.crop((x0, y0, x1, y1)), dtype=np.int16)
         stray = ~covered & ~(np.abs(pixels - page) <= _GROUND_BAND).all(axis=2)
         if stray.mean() > _STRAY:
