@@ -90,6 +90,34 @@ def test_rendered_face_is_found_and_blurred_beyond_recognition(kind, width, angl
         assert after < 0.2 * before, (box, before, after)
 
 
+# Faces past the default search's reach (each missed by FaceDetector()): on their side, turned
+# 90 and 105 degrees either way; found when the turns are searched too (FaceConfig.angles).
+SIDEWAYS = [
+    ("photo", 80, 105, "flat"),
+    ("photo", 64, 90, "noise"),
+    ("drawn", 80, 90, "flat"),
+    ("drawn", 120, -90, "gradient"),
+]
+
+
+@pytest.mark.parametrize(("kind", "width", "angle", "bg"), SIDEWAYS, ids=lambda v: str(v))
+def test_faces_on_their_side_are_found_when_those_turns_are_searched(kind, width, angle, bg):
+    face = drawn_face(width, SKINS[width % 5]) if kind == "drawn" else photo_face(width)
+    img, true = scene(face, (int(width * 2.5),) * 2, angle=angle, bg=bg, seed=1)
+    det = FaceDetector(FaceConfig(angles=[-25, 25, 90, -90, 180]))
+    data = _encode(img, "PNG")
+    red = redact(data, img, "PNG", det)
+    assert _found(red.boxes, true) and red.data != data
+    with Image.open(io.BytesIO(red.data)) as out:
+        assert not _found(det.detect(out.convert("RGB")), true), "the blurred face is still found"
+
+
+def test_an_angle_that_is_not_a_number_is_refused():
+    for bad in (float("nan"), float("inf")):
+        with pytest.raises(ValueError, match="is not a turn; give finite degrees"):
+            FaceConfig(angles=[25.0, bad])
+
+
 def _face_free_images():
     rng = random.Random(3)
     out = [render_png(random_scene(rng)) for _ in range(6)]  # what the sample web serves

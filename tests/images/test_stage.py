@@ -239,6 +239,13 @@ def test_face_detector_flag_reaches_the_fetch_and_a_bad_one_is_refused(
     res = CliRunner().invoke(app, [*base, "--out", str(tmp_path / "h"), "--face-detector", "haar"])
     assert res.exit_code == 0, res.output
     assert used == [("haar", [-15.0, 15.0, -30.0, 30.0])]
+    turns = ["--face-angles", "-25", "--face-angles", "25", "--face-angles", "90"]
+    res = CliRunner().invoke(app, [*base, "--out", str(tmp_path / "t"), *turns])
+    assert res.exit_code == 0, res.output
+    assert used[-1] == ("mtcnn", [-25.0, 25.0, 90.0])
+    res = CliRunner().invoke(app, [*base, "--out", str(tmp_path / "n"), "--face-angles", "nan"])
+    assert res.exit_code == 2 and "is not a turn" in res.output, res.output
+    assert not (tmp_path / "n").exists() and len(used) == 2
     # The sample web's scenes hold no face for either detector: the same rows and files.
     cols = ["id", "image_sha256", "stored_sha256", "face_count", "drop_reason"]
     assert (
