@@ -2,9 +2,11 @@
 its language and script, word boxes with confidences, and the share of the image that is text.
 
 Plain Tesseract reads upright, horizontal text well and little else. Around it, `OcrEngine.read`:
-1. works on a grey copy, its contrast stretched (low-contrast text);
-2. straightens a small skew (up to `max_skew` degrees) found by the projection-profile method
-   (the angle whose row sums of ink are the most peaked);
+1. works on a grey copy, its contrast stretched (low-contrast text), dark text on light (a
+   mostly dark image is inverted);
+2. straightens a skew (up to `max_skew` degrees, 45: text at any angle) found by the
+   projection-profile method (the angle whose row sums of ink are the most peaked, or its
+   column sums where the lines run down the page), turned with bicubic resampling;
 3. turns the page upright by Tesseract's orientation and script detection (OSD: 0/90/180/270);
    where OSD is unsure or finds nothing (Arabic, short text), the upright page, OSD's guess and,
    when the ink's columns are more peaked than its rows, the page on either side are read, and
@@ -82,7 +84,13 @@ class OcrConfig(BaseModel):
     line_px: float = Field(36.0, ge=10, description="small text is enlarged to this line height")
     max_upscale: float = Field(3.0, ge=1.0, le=4.0, description="most small text is enlarged")
     max_side: int = Field(2400, ge=200, description="a larger image is reduced to this")
-    max_skew: float = Field(15.0, ge=0.0, le=45.0, description="largest skew straightened (deg)")
+    max_skew: float = Field(
+        45.0,
+        ge=0.0,
+        le=45.0,
+        description="largest skew straightened (degrees); 45: text at any angle (a turn past "
+        "45 leaves the lines running down the page, which OSD turns upright)",
+    )
     osd_min_conf: float = Field(
         1.0, ge=0.0, description="OSD orientation confidence trusted (Tesseract's own scale)"
     )
@@ -225,8 +233,9 @@ def text_share(boxes: list[tuple[int, int, int, int]], size: tuple[int, int]) ->
 
 
 def skew_angle(gray: Image.Image, max_skew: float) -> float:
-    """The small skew (degrees, counter-clockwise positive as PIL turns) that makes the ink's
-    rows most peaked; 0 when no turn is clearly better than none."""
+    """The skew (degrees, counter-clockwise positive as PIL turns, up to `max_skew` either way)
+    that makes the ink's rows most peaked, or its columns where the lines then run down the page
+    (OSD turns those the last quarter); 0 when no turn is clearly better than none."""
     if max_skew <= 0:
         return 0.0
     small = gray.copy()
@@ -238,22 +247,38 @@ def skew_angle(gray: Image.Image, max_skew: float) -> float:
     if np.asarray(ink).mean() < 0.5:  # no ink at all
         return 0.0
 
-    def score(angle: float) -> float:
-        rows = np.asarray(ink.rotate(angle, expand=True), dtype=np.float32).sum(axis=1)
-        return float(np.square(np.diff(rows)).sum())
+    def profiles(img: Image.Image, angle: float) -> tuple[float, float]:
+        """How peaked the ink's row sums and its column sums are, turned by `angle`."""
+        a = np.asarray(img.rotate(angle, expand=True), dtype=np.float32)
+        return float(np.square(np.diff(a.sum(axis=1))).sum()), float(
+            np.square(np.diff(a.sum(axis=0))).sum()
+        )
 
-    best, best_score = 0.0, score(0.0)
-    base = best_score
-    for step, span in ((1.0, max_skew), (0.2, 1.0)):
+    # Lines of text make the row sums far more peaked than a letter's strokes make the column
+    # sums (x6-10 on three lines of Latin, Chinese or Arabic, italic too); so the lines run across
+    # (rows) or down the page (columns, text turned 45-135 degrees, which OSD turns the last
+    # quarter) as the more peaked of the two says, and the turn is the one that peaks that one.
+    # Rows alone found the turn of text lying down only roughly, or found its letters' slant
+    # (at 60 degrees: 34-41 for 30; at 90, italic: 12-13 for 0). Every whole degree is tried on
+    # a copy half as large (a quarter of the cost), then the turn refined on the full copy.
+    coarse_ink = ink.resize((max(1, ink.width // 2), max(1, ink.height // 2)), Image.BOX)
+    coarse = np.arange(-math.floor(max_skew), math.floor(max_skew) + 1e-6, 1.0)
+    scores = np.array([profiles(coarse_ink, float(a)) for a in coarse])
+    axis = int(scores[:, 1].max() > scores[:, 0].max())
+    best = float(coarse[int(np.argmax(scores[:, axis]))])
+    at_zero = peak = profiles(ink, 0.0)[axis]
+    if best:
+        peak = profiles(ink, best)[axis]
+    for step, span in ((1.0, 2.0), (0.2, 0.8)):
         centre = best
         for angle in np.arange(centre - span, centre + span + 1e-6, step):
             angle = round(float(angle), 2)
             if abs(angle) > max_skew or angle == centre:
                 continue
-            s = score(angle)
-            if s > best_score:
-                best, best_score = angle, s
-    return best if best_score > base * 1.05 and abs(best) >= 0.4 else 0.0
+            got = profiles(ink, angle)[axis]
+            if got > peak:
+                best, peak = angle, got
+    return best if peak > at_zero * 1.05 and abs(best) >= 0.4 else 0.0
 
 
 def line_height(gray: Image.Image) -> float | None:
@@ -372,10 +397,15 @@ class OcrEngine:
         shrink = gray.size[0] / size[0]
         if np.asarray(gray).std() < 2:  # one flat colour: nothing to read
             return self._result("", [], 0.0, "", size, 0.0, [], 1.0, 1.0, start)
+        if np.asarray(gray).mean() < _INVERT_BELOW:
+            # light text on a dark ground (text is the minority): dark on light, as Tesseract's
+            # models and OSD read best (36 rendered pages each on dark grounds, 20 and 28 px:
+            # Chinese CER 0.056 -> 0.050, Arabic 0.103 -> 0.055, Latin 0 either way)
+            gray = ImageOps.invert(gray)
         steps: list = []  # (degrees turned, size before, size after), before enlarging
         skew = skew_angle(gray, cfg.max_skew)  # first: OSD misjudges skewed lines
         if skew:
-            turned = gray.rotate(skew, expand=True, fillcolor=_background(gray))
+            turned = gray.rotate(skew, Image.BICUBIC, expand=True, fillcolor=_background(gray))
             steps.append((skew, gray.size, turned.size))
             gray = turned
         turn, sure, script = self._osd(gray)
@@ -488,6 +518,9 @@ def _lines_run_across(gray: Image.Image) -> bool:
 def _weight(got) -> float:
     """Confident characters: the sum over words of confidence x length."""
     return sum(w.conf * len(w.text) for w in got[2])
+
+
+_INVERT_BELOW = 128  # mean grey level under which the page is light text on a dark ground
 
 
 def _background(gray: Image.Image) -> int:

@@ -49,6 +49,9 @@ VARIANTS = {
     "rot180": {"angle": 180},
     "low_contrast": {"fg": (140, 140, 140), "bg": (178, 178, 178)},
     "noisy": {"noise": 40},
+    "skew30": {"angle": 30},
+    "rot120": {"angle": 120},
+    "light_on_dark": {"fg": (235, 235, 235), "bg": (25, 25, 35)},
 }
 
 

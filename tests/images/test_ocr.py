@@ -109,6 +109,38 @@ def test_plain_tesseract_fails_where_the_engine_turns_the_page(engine):
     assert char_error_rate(truth, engine.read(image).text) < 0.05
 
 
+@pytest.mark.parametrize(
+    "script, angle",
+    [
+        # past the old 15-degree skew limit: nothing was read (CER 1.0)
+        ("latin", 30),
+        ("cjk", -45),
+        ("cjk", 60),
+        ("latin", 120),
+        # straightened without resampling, Amiri's thin strokes broke up: CER 0.72 and 0.78
+        ("arabic", 22),
+        ("arabic", -12),
+    ],
+)
+def test_text_at_any_angle_is_read(engine, script, angle):
+    lines = TEXTS[script]
+    got = engine.read(render(lines, script, angle=angle))
+    assert char_error_rate("\n".join(lines), got.text) <= 0.08, got.text
+
+
+def test_the_turn_of_lines_running_down_the_page_is_found_by_its_columns():
+    """Rows alone found the turn of text lying down only roughly, or the letters' slant."""
+    import matplotlib
+
+    from crawlers.images.ocr import skew_angle
+
+    oblique = f"{matplotlib.get_data_path()}/fonts/ttf/DejaVuSans-Oblique.ttf"
+    for font in (None, oblique):
+        for angle, want in ((0, 0), (5, -5), (60, 30), (80, 10), (90, 0), (100, -10), (120, -30)):
+            gray = render(TEXTS["latin"], "latin", angle=angle, font=font).convert("L")
+            assert skew_angle(gray, 45) == pytest.approx(want, abs=0.5), (font, angle)
+
+
 def test_boxes_are_in_the_original_images_pixels(engine):
     upright = render(["Station timetable", "Platform 3 to Geneva"], "latin")
     turned = upright.rotate(90, expand=True)  # text now runs bottom to top
