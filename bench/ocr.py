@@ -277,22 +277,32 @@ if __name__ == "__main__":
 # 0.72). Now: skews up to 45 degrees either way (so text at any angle ends up upright or on its
 # side, which OSD turns), found by the row sums or, where the lines run down the page, the column
 # sums (rows alone found text at 60 degrees at 34-41 for 30, italic text at 90 at 12-13 for 0);
-# every whole degree tried on a half-size copy, refined on the full one; turned bicubic; light
-# text on a dark ground inverted. The variants skew30, rot120 and light_on_dark were added.
-# `--seeds 3 --real DIR`, the old engine (a worktree at bb8e0a1 with the new variants) and the
-# new one in one sitting:
+# every whole degree tried on a half-size copy, refined on the full one; turned bicubic. The
+# variants skew30, rot120 and light_on_dark were added. Then, the same session: light text on a
+# dark ground inverted; a faint page (1st-99th grey
+# percentiles within 24 levels) read smoothed too (Gaussian 1.2), the more confident kept; an
+# enlarged reading that leaves a fifth or more of the lines of ink unread is compared with the
+# page as it is (light Chinese on dark, enlarged x1.38, was read sure, 0.78, without a line).
+# `--seeds 3 --real DIR`, the old engine (a worktree at bb8e0a1, with the new variants) and the
+# new one:
 #   CER          tesseract  before   now
 #   latin            0.504   0.222  0.000
-#   cjk              0.529   0.268  0.038
+#   cjk              0.529   0.268  0.021
 #   arabic           0.431   0.241  0.016
-#   all              0.488   0.244  0.018
+#   all              0.488   0.244  0.012
 #   by variant, before / now: skew7 cjk 0.067/0.000, arabic 0.089/0.005; skew30 1.000/0.000,
 #   1.000/0.000, 1.000/0.019; rot120 1.000/0.000, 1.000/0.000, 0.975/0.000; light_on_dark
-#   0.000/0.000, 0.191/0.183, 0.005/0.019 (plain Tesseract 0.000 on all three); the rest equal.
+#   0.000/0.000, 0.191/0.033, 0.005/0.019 (plain Tesseract 0.000 on all three); the rest equal.
 #   real scans: mean 0.023 -> 0.018 (eurotext 0.052 -> 0.023, 8071_093.3B 0.049 -> 0.038).
-# CPU, both engines in one process alternating on the same pages: the first six variants 164 ->
-# 168 ms an image; skewed 30 87 -> 142 ms and turned 120 93 -> 378 ms (now read); light on dark
-# 126 -> 104 ms; 22 real photographs 116 -> 137 ms (the wider skew search), 30 sample-web scenes
-# 30 -> 32 ms. Left: light Chinese on dark (0.18 where plain Tesseract reads it all: the reading
-# enlarged x1.38 is sure, 0.78, and loses a line; the plain reading is right), large Arabic (64 px
-# Amiri 0.67, plain 0.40; chaotic with scale: 0.02-0.75 at 0.35-1x, confidence does not follow).
+# Faint text saved as JPEG (quality 75; 14, 20 and 28 px; ink 10-20 levels from the ground at
+# 128, 140 and 235; upright and turned 25; 36 pages a script, a /tmp probe), without / with the
+# smoothed reading: Latin 0.092 / 0.014, Chinese 0.306 / 0.209, Arabic 0.437 / 0.223; the same
+# pages saved as PNG 0.000 / 0.000, 0.010 / 0.006, 0.035 / 0.019 (smoothing alone, without the
+# comparison, made the PNGs worse: 0.107 and 0.111).
+# CPU, both engines in one process alternating on the same pages: the first six variants 162 ->
+# 167 ms an image; skewed 30 84 -> 146 ms and turned 120 89 -> 381 ms (now read); light on dark
+# 124 -> 107 ms; 22 real photographs 116 -> 136 ms (the wider skew search), 30 sample-web scenes
+# 30 -> 37 ms (the lines check reads some again). Left: large Arabic (64 px Amiri 0.67, plain
+# 0.40; chaotic with scale: 0.02-0.75 at 0.35-1x, and confidence does not follow it); a lower
+# line height for Chinese (26 px for 36) was tried: 0.075 -> 0.035 over 12-40 px on one probe,
+# 0.19 at 27 px on another, not kept.
