@@ -13,13 +13,16 @@ minimum side and aspect.
 `draft_side`: a JPEG whose longer side is at least twice that is decoded reduced (libjpeg's
 1/2, 1/4 or 1/8 DCT scaling, the largest that keeps the longer side >= draft_side): every byte
 is still decoded, so a truncated or corrupt file is still undecodable, and `width`/`height`
-stay the header's size; `image.size` is then smaller (`reduced` says so).
+stay the header's size; `image.size` is then smaller (`reduced` says so). `draft_side` may
+also be a function of the header's (width, height) giving that side (the face search's copy is
+larger for a large image: `FaceConfig.search_side`).
 """
 
 from __future__ import annotations
 
 import io
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from PIL import Image, UnidentifiedImageError
@@ -110,7 +113,7 @@ def decode_image(
     max_pixels: int,
     min_side: int,
     max_aspect: float,
-    draft_side: int | None = None,
+    draft_side: int | Callable[[int, int], int] | None = None,
 ) -> Decoded:
     """Check and decode the first frame of `data`; see the module docstring for the order."""
     if len(data) > max_bytes:
@@ -146,8 +149,9 @@ def decode_image(
                 return out
             out.frames = getattr(im, "n_frames", 1)
             im.seek(0)  # GIF/WebP/AVIF sequence: the first frame only
-            if fmt == "JPEG" and draft_side and max(im.size) >= 2 * draft_side:
-                k = draft_side / max(im.size)
+            side = draft_side(*im.size) if callable(draft_side) else draft_side
+            if fmt == "JPEG" and side and max(im.size) >= 2 * side:
+                k = side / max(im.size)
                 im.draft(im.mode, (math.ceil(im.size[0] * k), math.ceil(im.size[1] * k)))
             im.load()
             out.image = im

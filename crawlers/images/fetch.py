@@ -387,7 +387,7 @@ def _store_new(
         max_pixels=cfg.max_pixels,
         min_side=cfg.min_side,
         max_aspect=cfg.max_aspect,
-        draft_side=cfg.faces.detect_side,
+        draft_side=cfg.faces.search_side,
     )
     path, width, height, boxes, stored_sha, phash = None, dec.width, dec.height, None, None, None
     colour = None

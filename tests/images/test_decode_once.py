@@ -65,6 +65,24 @@ def test_a_face_found_in_a_reduced_decode_is_blurred_in_the_full_image():
         assert not _found(DET.detect(out.convert("RGB")), true)
 
 
+def test_a_small_face_in_a_large_photograph_is_found_and_blurred_at_full_size():
+    """A 96 px face in a 4000x3000 photograph: searched at 480 px it was 12 px wide, under the
+    smallest face searched, and stored unblurred. The copy searched is now large enough for a
+    face of FaceConfig.large_face pixels, and the JPEG is decoded reduced only that far."""
+    cfg = FaceConfig()
+    assert cfg.search_side(640, 480) == 480 and cfg.search_side(1500, 1000) == 480
+    assert cfg.search_side(4000, 3000) == 1250 and cfg.search_side(9000, 3000) == 1280
+    img, true = scene(photo_face(96), (4000, 3000), at=(0.3, 0.4), bg="photo", seed=0)
+    data = _encode(img, "JPEG", quality=85)
+    dec = decode_image(data, **CAPS, draft_side=cfg.search_side)
+    assert dec.reduced and dec.image.size == (2000, 1500)  # 1/2: the longer side stays >= 1250
+    det = FaceDetector(cfg)
+    red = redact(data, dec.image, "JPEG", det, size=(dec.width, dec.height))
+    assert _found(red.boxes, true) and (red.width, red.height) == (4000, 3000)
+    with Image.open(io.BytesIO(red.data)) as out:
+        assert not _found(det.detect(out.convert("RGB")), true), "the blurred face is still found"
+
+
 def test_flat_shapes_and_backgrounds_are_not_searched():
     """A sample-web scene (flat shapes on a flat background, skin-toned brown among them) and a
     flat colour: no region could hold a face, so the cascades never run."""
