@@ -304,8 +304,8 @@ class FaceDetector:
         target = (max(1, round(w * scale)), max(1, round(h * scale)))
         regions = None
         if self.cfg.face_regions:
-            # the map drawn at the copy's resolution, two thirds of it (320 px for 480)
-            map_side = max(_MAP_SIDE, round(max(target) * _MAP_SIDE / 480))
+            # the map drawn at the searched copy's resolution (a large image's copy is larger)
+            map_side = max(_MAP_SIDE, round(max(target) * _MAP_SHARE))
             regions = face_regions(
                 image, (target[1], target[0]), self.cfg.min_face, map_side=map_side
             )
@@ -446,7 +446,8 @@ def not_text(
 
 # Skin tones in YCrCb (Chai & Ngan 1999), widened a little for shaded and dark skin.
 _CR, _CB = (130, 175), (75, 130)
-_MAP_SIDE = 320  # longer side of the colour copy the candidate map is drawn on
+_MAP_SIDE = 320  # longer side of the colour copy the candidate map is drawn on (at least)
+_MAP_SHARE = 2 / 3  # the map's side per side of the copy searched (320 for the default 480)
 _CHROMA = 10  # a pixel this close to grey (|Cr-128|, |Cb-128|) may be a face in a grey photo
 _EDGE = 8  # luma range over 3x3 pixels that counts as detail (eyes, brows, mouth, shading)
 _DARK = 30  # luma below this (and, for grey, above 255 minus it) is outline or shadow, not face
@@ -458,7 +459,7 @@ _MTCNN_WIDEN = 1.4  # MTCNN's inner-face box to a cascade-like face box (see Fac
 
 
 def face_regions(
-    image: Image.Image, shape: tuple[int, int], min_face: int, map_side: int = 320
+    image: Image.Image, shape: tuple[int, int], min_face: int, map_side: int = _MAP_SIDE
 ) -> list[tuple[int, int, int, int]] | None:
     """Where to search `image` for faces, as (x0, y0, x1, y1) boxes in the pixels of its grey
     copy of `shape` (rows, columns); None: search it whole (the regions cover most of it).

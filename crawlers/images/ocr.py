@@ -17,8 +17,9 @@ Plain Tesseract reads upright, horizontal text well and little else. Around it, 
    already that large is left as it is, and an unsure reading of enlarged text is compared with
    the page as it is (Tesseract's Arabic model reads enlarged text worse);
 5. recognises with the language of the script OSD found (Latin: Tesseract's Latin-script
-   model, every Latin-script language's letters; Han: chi_sim; Arabic: ara), and where that reading is unsure, with the others too (OSD misnames the script of small
-   text); without one, each language is tried; the most confident characters are kept.
+   model, every Latin-script language's letters; Han: chi_sim; Arabic: ara), and where that
+   reading is unsure, with the others too (OSD misnames the script of small text); without
+   one, each language is tried; the most confident characters are kept.
 Boxes are mapped back to the original image's pixels. Tesseract's language data comes from
 Debian's tesseract-ocr packages (scripts/bootstrap.sh); without it, or without tesserocr, the
 engine refuses with one line (`OcrUnavailable`), never an empty text.
@@ -289,13 +290,6 @@ def skew_angle(gray: Image.Image, max_skew: float) -> float:
     return best if peak > at_zero * 1.05 and abs(best) >= 0.4 else 0.0
 
 
-def line_height(gray: Image.Image) -> float | None:
-    """The median height in pixels of the runs of inked rows (lines of text, once upright);
-    None without ink."""
-    runs = ink_lines(gray)
-    return float(np.median([b - a for a, b in runs])) if runs else None
-
-
 def ink_lines(gray: Image.Image) -> list[tuple[int, int]]:
     """The runs of inked rows, 3 pixels high or more, as (first row, row after the last)."""
     a = np.asarray(gray, dtype=np.float32)
@@ -306,11 +300,11 @@ def ink_lines(gray: Image.Image) -> list[tuple[int, int]]:
     return [(int(a), int(b)) for a, b in zip(edges[::2], edges[1::2], strict=True) if b - a >= 3]
 
 
-def misses_a_line(gray: Image.Image, words: list, grow: float) -> bool:
-    """Whether a fifth or more of the lines of ink in `gray` (runs of inked rows at least half
-    the median's height) have no word read across half of them (`words`' boxes in `gray`
-    enlarged by `grow`): a line lost, not a rule or a figure on a page of many lines."""
-    runs = ink_lines(gray)
+def misses_a_line(runs: list[tuple[int, int]], words: list, grow: float) -> bool:
+    """Whether a fifth or more of the lines of ink (`runs`, from `ink_lines`; those at least half
+    the median's height) have no word read across half of them (`words`' boxes in the page the
+    runs were found in, enlarged by `grow`): a line lost, not a rule or a figure on a page of
+    many lines."""
     if not runs or not words:
         return False
     tall = 0.5 * float(np.median([b - a for a, b in runs]))
@@ -484,14 +478,15 @@ class OcrEngine:
             turned = gray.rotate(turn, expand=True)
             steps.append((turn, gray.size, turned.size))
             gray = turned
-        height = line_height(gray)
+        runs = ink_lines(gray)
+        height = float(np.median([b - a for a, b in runs])) if runs else None
         grow = min(cfg.max_upscale, cfg.line_px / height) if height else 1.0
         if grow <= 1.05:
             return self._read(gray, lang), steps, 1.0
         # small text enlarged to the line height Tesseract reads best
         size = (round(gray.size[0] * grow), round(gray.size[1] * grow))
         best = self._read(gray.resize(size, Image.LANCZOS), lang)
-        if best[3] < cfg.sure_conf or misses_a_line(gray, best[2], grow):
+        if best[3] < cfg.sure_conf or misses_a_line(runs, best[2], grow):
             # an unsure reading of enlarged text, or one that left a line of ink unread: the
             # page as it is too (Tesseract's Arabic model reads enlarged text worse: 18 px Amiri
             # lost half its characters enlarged x1.5, 0.03 of them as it is; 28 px Chinese, light
