@@ -17,9 +17,13 @@ Plain Tesseract reads upright, horizontal text well and little else. Around it, 
    already that large is left as it is, and an unsure reading of enlarged text is compared with
    the page as it is (Tesseract's Arabic model reads enlarged text worse);
 5. recognises with the language of the script OSD found (Latin: Tesseract's Latin-script
-   model, every Latin-script language's letters; Han: chi_sim; Arabic: ara), and where that
-   reading is unsure, with the others too (OSD misnames the script of small text); without
-   one, each language is tried; the most confident characters are kept.
+   model, every Latin-script language's letters; Han: chi_sim; Japanese: jpn; Korean: kor;
+   Cyrillic and Greek: Tesseract's models of those scripts; Arabic: ara), also in the rival
+   scripts OSD takes it for (`_RIVALS`: Japanese, Korean and Han; Cyrillic, Greek and Latin),
+   and where that reading is unsure, with the others too (OSD misnames the script of small
+   text); without one, each language is tried; the most confident characters are kept;
+6. where OSD was sure of the script and Tesseract's page layout left lines of ink unread or
+   shattered them, the page is also read as one column of lines (PSM 4).
 Boxes are mapped back to the original image's pixels. Tesseract's language data comes from
 Debian's tesseract-ocr packages (scripts/bootstrap.sh); without it, or without tesserocr, the
 engine refuses with one line (`OcrUnavailable`), never an empty text.
@@ -54,18 +58,53 @@ OSD_SCRIPT = {
     "Han": "Han",
     "HanS": "Han",
     "HanT": "Han",
-    "Japanese": "Han",  # OSD's name for Han text it cannot tell from Japanese
+    "Japanese": "Japanese",  # Han with kana
+    "Korean": "Korean",
+    "Hangul": "Korean",
+    "Cyrillic": "Cyrillic",
+    "Greek": "Greek",
     "Arabic": "Arabic",
 }
-# `Latin` is Tesseract's model of the Latin script (Debian's tesseract-ocr-script-latn): every
-# Latin-script language's letters. `eng` reads English alone well: on 15 languages of
-# lingua-py's test sentences its CER was 0.083 against 0.021 (Czech 0.13, Turkish 0.16, Icelandic
-# 0.21 against 0.00-0.03; English 0 both), at 143 against 188 ms a page.
-LANG_SCRIPT = {"Latin": "Latin", "eng": "Latin", "chi_sim": "Han", "ara": "Arabic"}
-ISO = {"Latin": "en", "eng": "en", "chi_sim": "zh", "ara": "ar"}
+# `Latin`, `Cyrillic` and `Greek` are Tesseract's models of a whole script (Debian's
+# tesseract-ocr-script-latn, -cyrl, -grek): every language's letters in it. `eng` reads English
+# alone well: on 15 languages of lingua-py's test sentences its CER was 0.083 against 0.021
+# (Czech 0.13, Turkish 0.16, Icelandic 0.21 against 0.00-0.03; English 0 both), at 143 against
+# 188 ms a page.
+LANG_SCRIPT = {
+    "Latin": "Latin",
+    "eng": "Latin",
+    "chi_sim": "Han",
+    "jpn": "Japanese",
+    "kor": "Korean",
+    "Cyrillic": "Cyrillic",
+    "rus": "Cyrillic",
+    "Greek": "Greek",
+    "ara": "Arabic",
+}
+# OSD's script for a page is often a wrong one of these (on rendered pages of lingua-py's test
+# sentences: Chinese named Korean or Japanese, English Cyrillic, Greek Latin): a page named one
+# is also read in its rivals, the most confident characters kept (OcrEngine._read).
+_RIVALS = {
+    "Japanese": ("Han", "Korean"),
+    "Korean": ("Han", "Japanese"),
+    "Cyrillic": ("Latin", "Greek"),
+    "Greek": ("Latin", "Cyrillic"),
+}
+ISO = {
+    "Latin": "en",
+    "eng": "en",
+    "chi_sim": "zh",
+    "jpn": "ja",
+    "kor": "ko",
+    "Cyrillic": "ru",
+    "rus": "ru",
+    "Greek": "el",
+    "ara": "ar",
+}
 INSTALL_FIX = (
     "install Tesseract's data and binding: `make bootstrap` (apt-get install tesseract-ocr "
-    "tesseract-ocr-script-latn tesseract-ocr-chi-sim tesseract-ocr-ara; pip install "
+    "tesseract-ocr-script-latn tesseract-ocr-chi-sim tesseract-ocr-jpn tesseract-ocr-kor "
+    "tesseract-ocr-script-cyrl tesseract-ocr-script-grek tesseract-ocr-ara; pip install "
     "tesserocr), or set TESSDATA_PREFIX"
 )
 _BIDI_MARKS = re.compile("[\u200e\u200f\u202a-\u202e\u2066-\u2069]")
@@ -85,9 +124,9 @@ class OcrConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     languages: tuple[str, ...] = Field(
-        ("Latin", "chi_sim", "ara"),
+        ("Latin", "chi_sim", "ara", "jpn", "kor", "Cyrillic", "Greek"),
         description="Tesseract languages (traineddata names); a page is read in the first of "
-        "its script's (OSD's), else in each",
+        "its script's (OSD's), else in each, in this order, until one is sure",
     )
     tessdata: str | None = Field(None, description="Tesseract data directory (default: found)")
     line_px: float = Field(36.0, ge=10, description="small text is enlarged to this line height")
@@ -372,10 +411,19 @@ class OcrEngine:
         turn = int(r["orient_deg"]) % 360
         return turn, r["orient_conf"] >= self.config.osd_min_conf, r.get("script_name")
 
-    def _recognise(self, gray: Image.Image, lang: str) -> tuple[str, list[Word], float]:
-        """(text, words in the worked copy's pixels, character-weighted confidence)."""
+    def _recognise(
+        self, gray: Image.Image, lang: str, column: bool = False
+    ) -> tuple[str, list[Word], float]:
+        """(text, words in the worked copy's pixels, character-weighted confidence); `column`:
+        the page read as one column of lines (Tesseract's PSM 4), not laid out by Tesseract."""
         with self._api(lang) as api:
-            return self._recognise_with(api, gray)
+            if not column:
+                return self._recognise_with(api, gray)
+            api.SetPageSegMode(self._tess.PSM.SINGLE_COLUMN)
+            try:
+                return self._recognise_with(api, gray)
+            finally:
+                api.SetPageSegMode(self._tess.PSM.AUTO)
 
     def _recognise_with(self, api, gray: Image.Image) -> tuple[str, list[Word], float]:
         t = self._tess
@@ -481,20 +529,33 @@ class OcrEngine:
         runs = ink_lines(gray)
         height = float(np.median([b - a for a, b in runs])) if runs else None
         grow = min(cfg.max_upscale, cfg.line_px / height) if height else 1.0
+        page = gray
         if grow <= 1.05:
-            return self._read(gray, lang), steps, 1.0
-        # small text enlarged to the line height Tesseract reads best
-        size = (round(gray.size[0] * grow), round(gray.size[1] * grow))
-        best = self._read(gray.resize(size, Image.LANCZOS), lang)
-        if best[3] < cfg.sure_conf or misses_a_line(runs, best[2], grow):
-            # an unsure reading of enlarged text, or one that left a line of ink unread: the
-            # page as it is too (Tesseract's Arabic model reads enlarged text worse: 18 px Amiri
-            # lost half its characters enlarged x1.5, 0.03 of them as it is; 28 px Chinese, light
-            # on dark, enlarged x1.38, was read sure and without its third line), the more
-            # confident characters kept
-            plain = self._read(gray, best[0] if lang else None)
-            if _weight(plain) > _weight(best):
-                return plain, steps, 1.0
+            best, grow = self._read(gray, lang), 1.0
+        else:
+            # small text enlarged to the line height Tesseract reads best
+            size = (round(gray.size[0] * grow), round(gray.size[1] * grow))
+            page = gray.resize(size, Image.LANCZOS)
+            best = self._read(page, lang)
+            if best[3] < cfg.sure_conf or misses_a_line(runs, best[2], grow):
+                # an unsure reading of enlarged text, or one that left a line of ink unread: the
+                # page as it is too (Tesseract's Arabic model reads enlarged text worse: 18 px
+                # Amiri lost half its characters enlarged x1.5, 0.03 of them as it is; 28 px
+                # Chinese, light on dark, enlarged x1.38, was read sure and without its third
+                # line), the more confident characters kept
+                plain = self._read(gray, best[0] if lang else None)
+                if _weight(plain) > _weight(best):
+                    best, page, grow = plain, gray, 1.0
+        lost = not best[2] or misses_a_line(runs, best[2], grow)
+        if lang and runs and (lost or _text_lines(best[1]) > 2 * len(runs)):
+            # OSD sure of the script, and lines of ink left unread (or none read), or read as
+            # more than twice as many lines: Tesseract's page layout can lose or shatter whole
+            # lines (clean 20-30 px Korean: nothing found on a page of three lines, or its last
+            # line and the others' glyphs one by one on 16 lines), which reading the page as one
+            # column of lines does not; kept when clearly more confident
+            column = (best[0] or lang, *self._recognise(page, best[0] or lang, column=True))
+            if _weight(column) > _COLUMN_GAIN * _weight(best):
+                best = column
         return best, steps, grow
 
     def _read(self, gray: Image.Image, lang: str | None):
@@ -504,6 +565,15 @@ class OcrEngine:
         if lang is None:
             return self._best_language(gray)
         best = (lang, *self._recognise(gray, lang))
+        for script in _RIVALS.get(LANG_SCRIPT.get(lang, ""), ()):
+            # OSD names these scripts for one another's pages (Chinese pages Japanese or
+            # Korean, English pages Cyrillic): the rival script's reading too, the more
+            # confident characters kept
+            rival = next((x for x in self.config.languages if LANG_SCRIPT.get(x) == script), None)
+            if rival is not None:
+                got = (rival, *self._recognise(gray, rival))
+                if _weight(got) > _weight(best):
+                    best = got
         if best[3] < self.config.sure_conf:
             other = self._best_language(gray, skip=lang)
             if other is not None and _weight(other) > _weight(best):
@@ -556,6 +626,10 @@ def _lines_run_across(gray: Image.Image) -> bool:
     return bool(cols > 1.5 * rows)
 
 
+def _text_lines(text: str) -> int:
+    return sum(1 for line in text.splitlines() if line.strip())
+
+
 def _weight(got) -> float:
     """Confident characters: the sum over words of confidence x length."""
     return sum(w.conf * len(w.text) for w in got[2])
@@ -567,6 +641,7 @@ def _weight(got) -> float:
 # without JPEG 0.000, 0.010, 0.035 -> 0.000, 0.006, 0.019).
 _FAINT_RANGE = 24
 _FAINT_BLUR = 1.2
+_COLUMN_GAIN = 1.2  # a page read as one column is kept over Tesseract's layout this confident
 _INVERT_BELOW = 128  # mean grey level under which the page is light text on a dark ground
 
 
