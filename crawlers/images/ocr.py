@@ -9,8 +9,10 @@ Plain Tesseract reads upright, horizontal text well and little else. Around it, 
    column sums where the lines run down the page), turned with bicubic resampling;
 3. turns the page upright by Tesseract's orientation and script detection (OSD: 0/90/180/270);
    where OSD is unsure or finds nothing (Arabic, short text), the upright page, OSD's guess and,
-   when the ink's columns are more peaked than its rows, the page on either side are read, and
-   the reading with the most confident characters kept; an unsure reading (below `sure_conf`),
+   when the ink's columns are more peaked than its rows, the page on either side are read (in
+   OSD's script first, every language only when none of those readings is sure; without a
+   script, each language on every way up until one is sure), and the reading with the most
+   confident characters kept; an unsure reading (below `sure_conf`),
    OSD sure or not, is also read as it is and each other way up (OSD is sometimes sure of a
    wrong turn on small text), one of those kept when clearly more confident;
 4. enlarges small text (up to `max_upscale` times) to a line height of `line_px` pixels; text
@@ -22,8 +24,8 @@ Plain Tesseract reads upright, horizontal text well and little else. Around it, 
    scripts OSD takes it for (`_RIVALS`: Japanese, Korean and Han; Cyrillic, Greek and Latin),
    and where that reading is unsure, with the others too (OSD misnames the script of small
    text); without one, each language is tried; the most confident characters are kept;
-6. where OSD was sure of the script and Tesseract's page layout left lines of ink unread or
-   shattered them, the page is also read as one column of lines (PSM 4).
+6. where Tesseract's page layout shattered the lines of ink (or, OSD sure of the script, left
+   some unread), the page is also read as one column of lines (PSM 4).
 Boxes are mapped back to the original image's pixels. Tesseract's language data comes from
 Debian's tesseract-ocr packages (scripts/bootstrap.sh); without it, or without tesserocr, the
 engine refuses with one line (`OcrUnavailable`), never an empty text.
@@ -329,14 +331,43 @@ def skew_angle(gray: Image.Image, max_skew: float) -> float:
     return best if peak > at_zero * 1.05 and abs(best) >= 0.4 else 0.0
 
 
-def ink_lines(gray: Image.Image) -> list[tuple[int, int]]:
-    """The runs of inked rows, 3 pixels high or more, as (first row, row after the last)."""
+def _ink(gray: Image.Image) -> np.ndarray:
+    """The page's ink: the pixels on the far side of Otsu's threshold from its ground."""
     a = np.asarray(gray, dtype=np.float32)
     t = _otsu(a)
-    ink = (a < t) if a.mean() > 127 else (a > t)
-    rows = ink.mean(axis=1) > 0.002
+    return (a < t) if a.mean() > 127 else (a > t)
+
+
+def ink_lines(gray: Image.Image) -> list[tuple[int, int]]:
+    """The runs of inked rows, 3 pixels high or more, as (first row, row after the last)."""
+    rows = _ink(gray).mean(axis=1) > 0.002
     edges = np.flatnonzero(np.diff(np.concatenate([[0], rows.astype(np.int8), [0]])))
     return [(int(a), int(b)) for a, b in zip(edges[::2], edges[1::2], strict=True) if b - a >= 3]
+
+
+def half_read_lines(
+    gray: Image.Image, runs: list[tuple[int, int]], words: list, grow: float
+) -> bool:
+    """Whether a fifth or more of the lines of ink (`runs` of `gray`, those between half and
+    twice the median's height: text, not rules or figures; two or more) have less than half their ink
+    under words' boxes (found in `gray` enlarged by `grow`): lines read in part, a few glyphs
+    each (20 px Korean: a third of each line read, every line touched)."""
+    if not runs:
+        return False
+    median = float(np.median([b - a for a, b in runs]))
+    lines = [(a, b) for a, b in runs if 0.5 * median <= b - a <= 2 * median]
+    if len(lines) < 2:
+        return False  # one run: a line, or a page whose rows all have ink (a scan's edge)
+    ink = _ink(gray)
+    covered = np.zeros(ink.shape, bool)
+    for w in words:
+        x0, y0, x1, y1 = (round(v / grow) for v in w.box)
+        covered[max(0, y0) : max(0, y1), max(0, x0) : max(0, x1)] = True
+    half = 0
+    for a, b in lines:
+        total = int(ink[a:b].sum())
+        half += total > 0 and int((ink[a:b] & covered[a:b]).sum()) < 0.5 * total
+    return half >= 0.2 * len(lines)
 
 
 def misses_a_line(runs: list[tuple[int, int]], words: list, grow: float) -> bool:
@@ -502,8 +533,25 @@ class OcrEngine:
         turns = [turn] if sure else [0, turn] if turn else [0]
         if not sure and _lines_run_across(gray):  # text on its side that OSD could not place
             turns += [t for t in (90, 270) if t not in turns]
-        reads = [self._read_turned(gray, t, lang) for t in turns]
-        best, turned_steps, grow = max(reads, key=lambda r: _weight(r[0]))
+        # Several ways up, OSD naming the script: each read in its language (and rivals) first;
+        # every language is tried on each only when none of those readings is sure (a script
+        # OSD got wrong), not on each wrong way up whatever (turned Chinese: 1.8 s against 0.4)
+        if len(turns) == 1:
+            reads = [self._read_turned(gray, turns[0], lang)]
+        elif lang is not None:
+            reads = [self._read_turned(gray, t, lang, tries="rivals") for t in turns]
+            if all(r[0][3] < cfg.sure_conf for r in reads):
+                reads = [self._read_turned(gray, t, lang) for t in turns]
+        else:
+            # no script from OSD: each language on every way up, in order, until one is sure
+            # (not every language on each wrong way up: turned Arabic, 0.9 s against 0.3)
+            reads = []
+            for each in cfg.languages:
+                got = [self._read_turned(gray, t, each, tries="one") for t in turns]
+                reads += got
+                if any(r[0][3] >= cfg.sure_conf and len(r[0][2]) >= 2 for r in got):
+                    break
+        best, turned_steps, grow, again = max(reads, key=lambda r: _weight(r[0]))
         if best[2] and best[3] < cfg.sure_conf:
             # an unsure reading may be upside down, or OSD sure of a wrong turn (14 px serif
             # Latin: sure of 180, read upside down, every word wrong): the page as it is and
@@ -514,12 +562,16 @@ class OcrEngine:
                 turns.append(other)
                 got = self._read_turned(gray, other, lang)
                 if _weight(got[0]) > 1.2 * _weight(best):
-                    best, turned_steps, grow = got
+                    best, turned_steps, grow, again = got
+        if again is not None:  # the way up kept: its lines read as one column, if need be
+            best = again()
         return best, skew, steps + turned_steps, grow
 
-    def _read_turned(self, gray: Image.Image, turn: int, lang: str | None):
+    def _read_turned(self, gray: Image.Image, turn: int, lang: str | None, tries: str = "all"):
         """Turn, enlarge small text, recognise (in `lang`, else the best language):
-        ((lang, text, words, conf), steps, grow)."""
+        ((lang, text, words, conf), steps, grow, again): `again`, when not None, reads the
+        page as one column of lines and gives the better reading (called only for the way up
+        kept: a wrong way up's lines are all lost); `tries`: see `_read`."""
         cfg = self.config
         steps: list = []
         if turn:
@@ -531,62 +583,72 @@ class OcrEngine:
         grow = min(cfg.max_upscale, cfg.line_px / height) if height else 1.0
         page = gray
         if grow <= 1.05:
-            best, grow = self._read(gray, lang), 1.0
+            best, grow = self._read(gray, lang, tries=tries), 1.0
         else:
             # small text enlarged to the line height Tesseract reads best
             size = (round(gray.size[0] * grow), round(gray.size[1] * grow))
             page = gray.resize(size, Image.LANCZOS)
-            best = self._read(page, lang)
+            best = self._read(page, lang, tries=tries)
             if best[3] < cfg.sure_conf or misses_a_line(runs, best[2], grow):
                 # an unsure reading of enlarged text, or one that left a line of ink unread: the
                 # page as it is too (Tesseract's Arabic model reads enlarged text worse: 18 px
                 # Amiri lost half its characters enlarged x1.5, 0.03 of them as it is; 28 px
                 # Chinese, light on dark, enlarged x1.38, was read sure and without its third
                 # line), the more confident characters kept
-                plain = self._read(gray, best[0] if lang else None)
+                plain = self._read(gray, best[0] if lang else None, tries=tries)
                 if _weight(plain) > _weight(best):
                     best, page, grow = plain, gray, 1.0
-        lost = not best[2] or misses_a_line(runs, best[2], grow)
-        if lang and runs and (lost or _text_lines(best[1]) > 2 * len(runs)):
-            # OSD sure of the script, and lines of ink left unread (or none read), or read as
-            # more than twice as many lines: Tesseract's page layout can lose or shatter whole
-            # lines (clean 20-30 px Korean: nothing found on a page of three lines, or its last
-            # line and the others' glyphs one by one on 16 lines), which reading the page as one
-            # column of lines does not; kept when clearly more confident
-            column = (best[0] or lang, *self._recognise(page, best[0] or lang, column=True))
-            if _weight(column) > _COLUMN_GAIN * _weight(best):
-                best = column
-        return best, steps, grow
+        lines = [x for x in ("".join(line.split()) for line in best[1].splitlines()) if x]
+        lost = bool(lang) and (not best[2] or half_read_lines(gray, runs, best[2], grow))
+        shattered = _shattered(lines, runs)
+        if not runs or not (shattered or lost):
+            return best, steps, grow, None
 
-    def _read(self, gray: Image.Image, lang: str | None):
+        def again():
+            # Tesseract's page layout can shatter lines of ink into pieces on lines of their own
+            # (clean 20-32 px Korean: a line and the others' glyphs one by one on 16 lines, the
+            # same characters out of order) or lose them (nothing found on a page of three
+            # lines, in every language), which reading the page as one column of lines does
+            # not: read so, in OSD's language and its rivals (else the reading's, then each
+            # while unsure); kept over a reading shattered into pieces when about as confident,
+            # over one that lost lines (OSD sure of the script) when clearly more
+            column = self._read(page, lang or best[0], column=True)
+            gain = _SHATTERED_GAIN if shattered else _COLUMN_GAIN
+            return column if _weight(column) > gain * _weight(best) else best
+
+        return best, steps, grow, again
+
+    def _read(self, gray: Image.Image, lang: str | None, column: bool = False, tries: str = "all"):
         """(lang, text, words, conf) in `lang`, else (None, or an unsure reading in it: OSD's
         script may be wrong, as on 14 px Chinese it named Arabic with script confidence 0.0
-        and every character came out an Arabic digit) the best language."""
+        and every character came out an Arabic digit) the best language; `column`: read as
+        one column of lines (`_recognise`). `tries`: "all" as said; "rivals": `lang` and its
+        rival scripts' only; "one": `lang` only."""
         if lang is None:
-            return self._best_language(gray)
-        best = (lang, *self._recognise(gray, lang))
-        for script in _RIVALS.get(LANG_SCRIPT.get(lang, ""), ()):
+            return self._best_language(gray, column=column)
+        best = (lang, *self._recognise(gray, lang, column))
+        for script in _RIVALS.get(LANG_SCRIPT.get(lang, ""), ()) if tries != "one" else ():
             # OSD names these scripts for one another's pages (Chinese pages Japanese or
             # Korean, English pages Cyrillic): the rival script's reading too, the more
             # confident characters kept
             rival = next((x for x in self.config.languages if LANG_SCRIPT.get(x) == script), None)
             if rival is not None:
-                got = (rival, *self._recognise(gray, rival))
+                got = (rival, *self._recognise(gray, rival, column))
                 if _weight(got) > _weight(best):
                     best = got
-        if best[3] < self.config.sure_conf:
-            other = self._best_language(gray, skip=lang)
+        if tries == "all" and best[3] < self.config.sure_conf:
+            other = self._best_language(gray, skip=lang, column=column)
             if other is not None and _weight(other) > _weight(best):
                 best = other
         return best
 
-    def _best_language(self, gray: Image.Image, skip: str | None = None):
+    def _best_language(self, gray: Image.Image, skip: str | None = None, column: bool = False):
         """(lang, text, words, conf): each language (but `skip`) in turn, the first sure one
         kept, else the most confident characters; when the first finds no word at all, the
         page has no text line to read. None when no language is left to try."""
         best = None
         for lang in (x for x in self.config.languages if x != skip):
-            got = (lang, *self._recognise(gray, lang))
+            got = (lang, *self._recognise(gray, lang, column))
             if best is None or _weight(got) > _weight(best):
                 best = got
             if best is got and not got[2] or got[3] >= self.config.sure_conf and len(got[2]) >= 2:
@@ -626,8 +688,12 @@ def _lines_run_across(gray: Image.Image) -> bool:
     return bool(cols > 1.5 * rows)
 
 
-def _text_lines(text: str) -> int:
-    return sum(1 for line in text.splitlines() if line.strip())
+def _shattered(lines: list[str], runs: list[tuple[int, int]]) -> bool:
+    """Whether a reading's `lines` (white space left out) are shattered glyphs: more than 1.5
+    a line of ink (`runs`), the median `_SHATTERED_CHARS` characters or fewer."""
+    if not runs or len(lines) <= 1.5 * len(runs):
+        return False
+    return float(np.median([len(line) for line in lines])) <= _SHATTERED_CHARS
 
 
 def _weight(got) -> float:
@@ -641,7 +707,12 @@ def _weight(got) -> float:
 # without JPEG 0.000, 0.010, 0.035 -> 0.000, 0.006, 0.019).
 _FAINT_RANGE = 24
 _FAINT_BLUR = 1.2
-_COLUMN_GAIN = 1.2  # a page read as one column is kept over Tesseract's layout this confident
+# A page read as one column is kept over Tesseract's layout when this confident: over a
+# reading that lost lines, clearly more; over a shattered one (the same glyphs out of order),
+# about as confident. A shattered reading's median line has at most _SHATTERED_CHARS characters.
+_COLUMN_GAIN = 1.2
+_SHATTERED_GAIN = 0.9
+_SHATTERED_CHARS = 6
 _INVERT_BELOW = 128  # mean grey level under which the page is light text on a dark ground
 
 

@@ -20,7 +20,15 @@ from typer.testing import CliRunner
 
 from common.consent import Consent
 from common.teacher import TeacherClient, TeacherError
-from crawlers.images.ocr import OcrConfig, OcrEngine, OcrUnavailable, clean_text
+from crawlers.images.ocr import (
+    OcrConfig,
+    OcrEngine,
+    OcrUnavailable,
+    Word,
+    clean_text,
+    half_read_lines,
+    ink_lines,
+)
 from sampleweb.images import random_scene, render_png
 from synth import text_rich
 from synth.text_rich import Selection, caption_flag, found_in, make_text_rich, verify_qa
@@ -231,6 +239,39 @@ def test_a_page_osd_names_a_rival_script_is_read_in_its_own(
     got = engine.read(image)
     assert char_error_rate(truth, got.text) <= 0.03, got.text
     assert got.tesseract_lang == model
+
+
+def test_lines_read_in_part_are_found():
+    """20 px Korean (lingua-py's test sentences) was read a few glyphs a line, every line
+    touched: a fifth of the lines with less than half their ink under words is text lost."""
+    image = render(["Platform 3 for trains", "to Lyon and Geneva", "closed on Sundays"], "latin")
+    gray = image.convert("L")
+    runs = ink_lines(gray)
+    assert len(runs) == 3
+    w = gray.width
+
+    def words(share):
+        return [Word("x", 0.9, (0, a, round(w * share), b)) for a, b in runs]
+
+    assert half_read_lines(gray, runs, words(0.25), 1.0)
+    assert not half_read_lines(gray, runs, words(1.0), 1.0)
+    # boxes found in the page enlarged twice are mapped back
+    big = [Word("x", 0.9, tuple(2 * v for v in wd.box)) for wd in words(1.0)]
+    assert not half_read_lines(gray, runs, big, 2.0)
+    assert half_read_lines(gray, runs, words(1.0)[:1], 1.0)  # two lines of three unread
+    assert not half_read_lines(gray, runs[:1], [], 1.0)  # one run: a line, or a scan's edge
+
+
+def test_wrong_ways_up_are_not_read_in_every_language(engine, monkeypatch):
+    """OSD unsure of the turn of Chinese text on its side: each way up is read in the script's
+    language first, every language only where none is sure (5 recognitions, not 38)."""
+    calls = []
+    real = engine._recognise
+    monkeypatch.setattr(engine, "_recognise", lambda *a, **kw: calls.append(a[1]) or real(*a, **kw))
+    image, truth = sample("cjk", "rot90", seed=1)
+    got = engine.read(image)
+    assert char_error_rate(truth, got.text) <= 0.05, got.text
+    assert len(calls) <= 8, calls
 
 
 def test_a_config_naming_eng_reads_latin_pages_in_it():
