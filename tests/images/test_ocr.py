@@ -274,6 +274,32 @@ def test_wrong_ways_up_are_not_read_in_every_language(engine, monkeypatch):
     assert len(calls) <= 8, calls
 
 
+def test_a_model_sure_of_another_scripts_text_does_not_end_the_search(monkeypatch):
+    """16 px Russian light on dark (lingua-py's test sentences), OSD naming no script: jpn was
+    sure of it as Latin look-alikes ("3a6oTbTeCb O CBOeM", 0.87) and the search stopped there,
+    before the Cyrillic model. A sure reading counts only in its own model's script."""
+    engine = OcrEngine(OcrConfig(languages=("Latin", "jpn", "Cyrillic", "Greek")))
+    readings = {
+        "Latin": ("3a6oTbTecb O", 0.58),
+        "jpn": ("3a6oTbTeCb O CBOeM", 0.87),
+        "Cyrillic": ("Заботьтесь о своей", 0.86),
+        "Greek": ("Ζαβοτ", 0.4),
+    }
+    asked = []
+
+    def recognise(gray, lang, column=False):
+        asked.append(lang)
+        text, conf = readings[lang]
+        return text, [Word(w, conf, (0, 0, 10, 10)) for w in text.split()], conf
+
+    monkeypatch.setattr(engine, "_recognise", recognise)
+    from PIL import Image
+
+    got = engine._best_language(Image.new("L", (40, 20), 255))
+    assert got[0] == "Cyrillic" and got[1] == "Заботьтесь о своей"
+    assert asked == ["Latin", "jpn", "Cyrillic"]  # a sure reading in its own script ends it
+
+
 def test_a_config_naming_eng_reads_latin_pages_in_it():
     got = OcrEngine(OcrConfig(languages=("eng", "chi_sim", "ara"))).read(
         sample("latin", "upright")[0]
