@@ -1,16 +1,18 @@
 """Text-rich images of the sample web: notices, posters, an infographic, a screenshot of a table
-and a photographed sign, in English, French, Spanish, German and Chinese, placed in articles and
-a forum thread as sites place them (after the lead paragraph, with alt text and a caption; in the
-first post of the thread, as its poster attached it), each about its page's story.
+and a photographed sign, in English, French, Spanish, German, Chinese and Japanese, placed in
+articles and a forum thread as sites place them (after the lead paragraph, with alt text and a
+caption; in the first post of the thread, as its poster attached it), each about its page's
+story.
 
-They feed the OCR step (`refinery images ocr`): five sit on pages a crawler may train on, two on
+They feed the OCR step (`refinery images ocr`): six sit on pages a crawler may train on, two on
 pages that opt out (magazin-de's robots.txt closes the site to the training token; a journal-fr
 page says `<meta name="robots" content="noai">`), so their images never reach the OCR.
 
 Each image is drawn with PIL from its text (`TextImage.lines`, the ground truth an OCR reading is
 scored against) in WenQuanYi Micro Hei, the font scripts/bootstrap.sh installs
-(fonts-wqy-microhei; it covers Latin and Han). Nothing here draws from the web's seeded RNG, so
-adding them leaves every other page and image as it was; the same font gives the same bytes.
+(fonts-wqy-microhei; it covers Latin, Han and kana). Nothing here draws from the web's seeded
+RNG, so adding them leaves every other page and image as it was; the same font gives the same
+bytes.
 """
 
 from __future__ import annotations
@@ -146,6 +148,23 @@ TEXT_IMAGES: tuple[TextImage, ...] = (
         ),
         "充电测试记录表的截图",
         None,
+    ),
+    TextImage(
+        "blog-ja",
+        "first",
+        "article",
+        "/img/text/drone-koshukai.png",
+        "notice",
+        "ja",
+        (
+            "ドローン講習会のお知らせ",
+            "農協の会員の方へ",
+            "四月十二日の午前十時から",
+            "場所は公民館です",
+            "機体の貸し出しもあります",
+        ),
+        "農協のドローン講習会のお知らせ",
+        "公民館の掲示板に貼られたお知らせ。",
     ),
     TextImage(
         "magazin-de",
