@@ -1,8 +1,9 @@
 """Rendered text with its ground truth, for the OCR's tests and bench/ocr.py.
 
-`render` draws lines of text in a font of the machine (DejaVu for Latin, WenQuanYi Micro Hei
-for Chinese, Amiri for Arabic: Debian's fonts-dejavu-core, fonts-wqy-microhei and
-fonts-hosny-amiri, installed by scripts/bootstrap.sh), with Pillow's complex-text layout
+`render` draws lines of text in a font of the machine (DejaVu for Latin, Cyrillic and Greek,
+WenQuanYi Micro Hei for Chinese, Japanese and Korean, Amiri for Arabic: Debian's
+fonts-dejavu-core, fonts-wqy-microhei and fonts-hosny-amiri, installed by scripts/bootstrap.sh),
+with Pillow's complex-text layout
 (libraqm: Arabic letters joined, right to left). Variants turn it (a page on its side, upside
 down, a small skew), fade it (grey on grey) or set it on a photograph-like noisy background.
 `char_error_rate` is the edit distance between the truth and the reading, white space ignored
@@ -21,6 +22,10 @@ FONTS = {
     "latin": "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf",
     "cjk": "/usr/share/fonts/truetype/wqy/wqy-microhei.ttc",
     "arabic": "/usr/share/fonts/opentype/fonts-hosny-amiri/Amiri-Regular.ttf",
+    "japanese": "/usr/share/fonts/truetype/wqy/wqy-microhei.ttc",
+    "korean": "/usr/share/fonts/truetype/wqy/wqy-microhei.ttc",
+    "cyrillic": "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf",
+    "greek": "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf",
 }
 TEXTS = {
     "latin": [
@@ -38,10 +43,39 @@ TEXTS = {
         "يفتح المتحف أبوابه كل يوم",
         "تقرير المبيعات للربع الأول",
     ],
+    "japanese": [
+        "東京の天気は明日から雨になるでしょう",
+        "駅の近くに新しい図書館ができました",
+        "会議は午後三時から始まります",
+    ],
+    "korean": [
+        "서울의 날씨는 내일부터 비가 옵니다",
+        "역 근처에 새로운 도서관이 생겼습니다",
+        "오늘 회의는 오후 세 시에 시작합니다",
+    ],
+    "cyrillic": [
+        "Поезд отправляется с третьей платформы",
+        "Библиотека открыта до шести вечера",
+        "Отчёт о продажах за первый квартал",
+    ],
+    "greek": [
+        "Το τρένο φεύγει από την τρίτη αποβάθρα",
+        "Η βιβλιοθήκη είναι ανοιχτή ως τις έξι",
+        "Έκθεση πωλήσεων του πρώτου τριμήνου",
+    ],
 }
 # Tesseract's language for each script: plain Tesseract is told it (an oracle the engine is not).
-TESSERACT_LANG = {"latin": "eng", "cjk": "chi_sim", "arabic": "ara"}
-ISO = {"latin": "en", "cjk": "zh", "arabic": "ar"}
+TESSERACT_LANG = {
+    "latin": "eng",
+    "cjk": "chi_sim",
+    "arabic": "ara",
+    "japanese": "jpn",
+    "korean": "kor",
+    "cyrillic": "Cyrillic",
+    "greek": "Greek",
+}
+ISO = {"latin": "en", "cjk": "zh", "arabic": "ar", "japanese": "ja", "korean": "ko"}
+ISO |= {"cyrillic": "ru", "greek": "el"}
 VARIANTS = {
     "upright": {},
     "skew7": {"angle": 7},
