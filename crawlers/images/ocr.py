@@ -25,7 +25,10 @@ Plain Tesseract reads upright, horizontal text well and little else. Around it, 
    and where that reading is unsure, with the others too (OSD misnames the script of small
    text); without one, each language is tried; the most confident characters are kept;
 6. where Tesseract's page layout shattered the lines of ink (or, OSD sure of the script, left
-   some unread), the page is also read as one column of lines (PSM 4).
+   some unread), the page is also read as one column of lines (PSM 4);
+7. where no reading is sure and the ink stands in narrow columns of glyphs (or its columns are
+   far more peaked than its rows), the page is read as it stands by the vertical models
+   (`vertical_languages`: Japanese and Chinese written top to bottom).
 Boxes are mapped back to the original image's pixels. Tesseract's language data comes from
 Debian's tesseract-ocr packages (scripts/bootstrap.sh); without it, or without tesserocr, the
 engine refuses with one line (`OcrUnavailable`), never an empty text.
@@ -82,6 +85,8 @@ LANG_SCRIPT = {
     "rus": "Cyrillic",
     "Greek": "Greek",
     "ara": "Arabic",
+    "jpn_vert": "Japanese",
+    "chi_sim_vert": "Han",
 }
 # OSD's script for a page is often a wrong one of these (on rendered pages of lingua-py's test
 # sentences: Chinese named Korean or Japanese, English Cyrillic, Greek Latin): a page named one
@@ -102,11 +107,14 @@ ISO = {
     "rus": "ru",
     "Greek": "el",
     "ara": "ar",
+    "jpn_vert": "ja",
+    "chi_sim_vert": "zh",
 }
 INSTALL_FIX = (
     "install Tesseract's data and binding: `make bootstrap` (apt-get install tesseract-ocr "
     "tesseract-ocr-script-latn tesseract-ocr-chi-sim tesseract-ocr-jpn tesseract-ocr-kor "
-    "tesseract-ocr-script-cyrl tesseract-ocr-script-grek tesseract-ocr-ara; pip install "
+    "tesseract-ocr-script-cyrl tesseract-ocr-script-grek tesseract-ocr-ara "
+    "tesseract-ocr-jpn-vert tesseract-ocr-chi-sim-vert; pip install "
     "tesserocr), or set TESSDATA_PREFIX"
 )
 _BIDI_MARKS = re.compile("[\u200e\u200f\u202a-\u202e\u2066-\u2069]")
@@ -149,6 +157,13 @@ class OcrConfig(BaseModel):
     )
     min_word_conf: float = Field(
         0.3, ge=0.0, le=1.0, description="words below this confidence are left out"
+    )
+    vertical_languages: tuple[str, ...] = Field(
+        ("jpn_vert", "chi_sim_vert"),
+        description="models of text written in columns, top to bottom (Japanese and Chinese "
+        "posters, signs, covers), read as the page stands when its ink's columns are far more "
+        "peaked than its rows, or they stand in narrow columns of glyphs, and no horizontal "
+        "reading is sure; kept when sure, or more confident. (): never",
     )
 
 
@@ -406,7 +421,9 @@ class OcrEngine:
     def __init__(self, config: OcrConfig | None = None):
         self.config = config or OcrConfig()
         self._tess = _tesserocr()
-        self.tessdata = find_tessdata(self.config.languages, self.config.tessdata)
+        self.tessdata = find_tessdata(
+            (*self.config.languages, *self.config.vertical_languages), self.config.tessdata
+        )
         self._free: dict[str, list] = {}
         self._lock = threading.Lock()
         self.version = self._tess.tesseract_version().split()[1]
@@ -565,7 +582,35 @@ class OcrEngine:
                     best, turned_steps, grow, again = got
         if again is not None:  # the way up kept: its lines read as one column, if need be
             best = again()
+        columns = best[3] < cfg.sure_conf and cfg.vertical_languages
+        if columns and (_written_in_columns(gray) or _lines_run_across(gray)):
+            # text written in columns (Japanese, Chinese), which no horizontal reading was sure
+            # of: read as it stands by the vertical models (horizontal models read a vertical
+            # Japanese poster as Arabic: CER 1.4-2.0)
+            vertical, vertical_grow = self._read_vertical(gray)
+            sure = vertical[3] >= cfg.sure_conf > best[3]  # sure, where the rows' reading is not
+            if sure or _weight(vertical) > _weight(best):
+                best, turned_steps, grow = vertical, [], vertical_grow
         return best, skew, steps + turned_steps, grow
+
+    def _read_vertical(self, gray: Image.Image):
+        """((lang, text, words, conf), grow): the page read by each vertical model, narrow
+        columns enlarged to `line_px`, the most confident characters kept."""
+        cfg = self.config
+        columns = ink_lines(gray.transpose(Image.Transpose.ROTATE_90))
+        width = float(np.median([b - a for a, b in columns])) if columns else None
+        grow = min(cfg.max_upscale, cfg.line_px / width) if width else 1.0
+        page = gray
+        if grow > 1.05:
+            page = gray.resize((round(gray.width * grow), round(gray.height * grow)), Image.LANCZOS)
+        else:
+            grow = 1.0
+        best = None
+        for lang in cfg.vertical_languages:
+            got = (lang, *self._recognise(page, lang))
+            if best is None or _weight(got) > _weight(best):
+                best = got
+        return best, grow
 
     def _read_turned(self, gray: Image.Image, turn: int, lang: str | None, tries: str = "all"):
         """Turn, enlarge small text, recognise (in `lang`, else the best language):
@@ -680,6 +725,21 @@ class OcrEngine:
             skew=skew,
             seconds=time.perf_counter() - start,
         )
+
+
+def _written_in_columns(gray: Image.Image) -> bool:
+    """Whether the ink stands in narrow columns of glyphs: runs of inked columns a third as wide
+    as the runs of inked rows are tall, or three or more runs of rows (a glyph's height each)
+    for each run of columns, the columns no wider than two glyphs (vertical CJK; a paragraph's
+    rows make one wide run of columns, a line's glyphs many narrow ones as tall as the line)."""
+    rows, cols = ink_lines(gray), ink_lines(gray.transpose(Image.Transpose.ROTATE_90))
+    if not rows or not cols:
+        return False
+    height = float(np.median([b - a for a, b in rows]))
+    width = float(np.median([b - a for a, b in cols]))
+    if 3 * width <= height:
+        return True  # glyphs set close: each column's rows run together, far taller than wide
+    return len(rows) >= 3 * len(cols) and width <= 2 * height
 
 
 def _lines_run_across(gray: Image.Image) -> bool:

@@ -128,6 +128,22 @@ def render(
     return im
 
 
+def render_vertical(lines: list[str], script: str = "cjk", size: int = 28) -> Image.Image:
+    """The lines written in columns, top to bottom, the first column on the right (Japanese and
+    Chinese posters, signs and covers), a glyph every 1.1 sizes."""
+    font = ImageFont.truetype(FONTS[script], size)
+    step, column = int(size * 1.1), int(size * 1.8)
+    w = len(lines) * column + 2 * size
+    h = max(len(line) for line in lines) * step + 2 * size
+    im = Image.new("RGB", (w, h), (250, 250, 250))
+    draw = ImageDraw.Draw(im)
+    for i, line in enumerate(lines):
+        x = w - size - (i + 1) * column + (column - size) // 2
+        for j, glyph in enumerate(line):
+            draw.text((x, size + j * step), glyph, font=font, fill=(20, 20, 20))
+    return im
+
+
 def sample(script: str, variant: str, seed: int = 0) -> tuple[Image.Image, str]:
     """(image, its true text with lines joined by newlines) of one script and variant; seeds
     other than 0 draw two of the script's lines in a random order."""

@@ -33,7 +33,14 @@ from sampleweb.images import random_scene, render_png
 from synth import text_rich
 from synth.text_rich import Selection, caption_flag, found_in, make_text_rich, verify_qa
 from tests.images.ocr_render import FONTS as TEXT_FONTS
-from tests.images.ocr_render import TEXTS, char_error_rate, missing_fonts, render, sample
+from tests.images.ocr_render import (
+    TEXTS,
+    char_error_rate,
+    missing_fonts,
+    render,
+    render_vertical,
+    sample,
+)
 from tests.synth import fake_teacher
 from tests.synth.fake_teacher import request_images, request_text
 
@@ -298,6 +305,29 @@ def test_a_model_sure_of_another_scripts_text_does_not_end_the_search(monkeypatc
     got = engine._best_language(Image.new("L", (40, 20), 255))
     assert got[0] == "Cyrillic" and got[1] == "Заботьтесь о своей"
     assert asked == ["Latin", "jpn", "Cyrillic"]  # a sure reading in its own script ends it
+
+
+@pytest.mark.parametrize(
+    "lines, size, model, most",
+    [
+        (["東京の天気は明日から雨", "駅の近くに図書館ができた"], 24, "jpn_vert", 0.0),
+        (["東京の天気は明日から雨", "駅の近くに図書館ができた"], 32, "jpn_vert", 0.0),
+        (["北京市今天天气晴朗", "请在入口处出示门票"], 24, "chi_sim_vert", 0.2),
+        (["北京市今天天气晴朗", "请在入口处出示门票"], 32, "chi_sim_vert", 0.2),
+    ],
+)
+def test_text_written_in_columns_is_read_by_the_vertical_models(engine, lines, size, model, most):
+    """Horizontal models read these as Arabic (CER 1.4-2.0); Debian's chi_sim_vert misreads
+    two glyphs of 18 (晴 and 票) at any size."""
+    got = engine.read(render_vertical(lines, size=size))
+    assert char_error_rate("\n".join(lines), got.text) <= most, got.text
+    assert got.tesseract_lang == model and got.language == {"jpn_vert": "ja"}.get(model, "zh")
+
+
+def test_without_vertical_models_columns_are_not_read():
+    lines = ["東京の天気は明日から雨", "駅の近くに図書館ができた"]
+    got = OcrEngine(OcrConfig(vertical_languages=())).read(render_vertical(lines))
+    assert char_error_rate("\n".join(lines), got.text) > 0.5
 
 
 def test_a_config_naming_eng_reads_latin_pages_in_it():
