@@ -28,7 +28,10 @@ Plain Tesseract reads upright, horizontal text well and little else. Around it, 
    some unread), the page is also read as one column of lines (PSM 4);
 7. where no reading is sure and the ink stands in narrow columns of glyphs (or its columns are
    far more peaked than its rows), the page is read as it stands by the vertical models
-   (`vertical_languages`: Japanese and Chinese written top to bottom).
+   (`vertical_languages`: Japanese and Chinese written top to bottom);
+8. a reading lid.176 names a language with a model of its own (`refine`: Vietnamese, whose
+   stacked diacritics the Latin-script model loses) is read again in it, the more confident
+   kept.
 Boxes are mapped back to the original image's pixels. Tesseract's language data comes from
 Debian's tesseract-ocr packages (scripts/bootstrap.sh); without it, or without tesserocr, the
 engine refuses with one line (`OcrUnavailable`), never an empty text.
@@ -87,6 +90,7 @@ LANG_SCRIPT = {
     "ara": "Arabic",
     "jpn_vert": "Japanese",
     "chi_sim_vert": "Han",
+    "vie": "Latin",
 }
 # OSD's script for a page is often a wrong one of these (on rendered pages of lingua-py's test
 # sentences: Chinese named Korean or Japanese, English Cyrillic, Greek Latin): a page named one
@@ -109,12 +113,13 @@ ISO = {
     "ara": "ar",
     "jpn_vert": "ja",
     "chi_sim_vert": "zh",
+    "vie": "vi",
 }
 INSTALL_FIX = (
     "install Tesseract's data and binding: `make bootstrap` (apt-get install tesseract-ocr "
     "tesseract-ocr-script-latn tesseract-ocr-chi-sim tesseract-ocr-jpn tesseract-ocr-kor "
     "tesseract-ocr-script-cyrl tesseract-ocr-script-grek tesseract-ocr-ara "
-    "tesseract-ocr-jpn-vert tesseract-ocr-chi-sim-vert; pip install "
+    "tesseract-ocr-jpn-vert tesseract-ocr-chi-sim-vert tesseract-ocr-vie; pip install "
     "tesserocr), or set TESSDATA_PREFIX"
 )
 _BIDI_MARKS = re.compile("[\u200e\u200f\u202a-\u202e\u2066-\u2069]")
@@ -157,6 +162,14 @@ class OcrConfig(BaseModel):
     )
     min_word_conf: float = Field(
         0.3, ge=0.0, le=1.0, description="words below this confidence are left out"
+    )
+    refine: dict[str, str] = Field(
+        default_factory=lambda: {"vi": "vie"},
+        description="a reading in a script model that lid.176 names one of these languages (ISO "
+        "639-1, 10 letters or more) is read again in that language's own model, the more "
+        "confident kept: Vietnamese stacks diacritics that Tesseract's Latin-script model "
+        "loses (lingua-py's Vietnamese sentences, 24 rendered lines: CER 0.196 with Latin, "
+        "0.002 with vie). {}: never",
     )
     vertical_languages: tuple[str, ...] = Field(
         ("jpn_vert", "chi_sim_vert"),
@@ -421,9 +434,10 @@ class OcrEngine:
     def __init__(self, config: OcrConfig | None = None):
         self.config = config or OcrConfig()
         self._tess = _tesserocr()
-        self.tessdata = find_tessdata(
-            (*self.config.languages, *self.config.vertical_languages), self.config.tessdata
-        )
+        cfg = self.config
+        wanted = (*cfg.languages, *cfg.vertical_languages, *cfg.refine.values())
+        self.tessdata = find_tessdata(tuple(dict.fromkeys(wanted)), cfg.tessdata)
+        self._lid = None  # lid.176, loaded when a reading first asks for it (`refine`)
         self._free: dict[str, list] = {}
         self._lock = threading.Lock()
         self.version = self._tess.tesseract_version().split()[1]
@@ -670,7 +684,7 @@ class OcrEngine:
         one column of lines (`_recognise`). `tries`: "all" as said; "rivals": `lang` and its
         rival scripts' only; "one": `lang` only."""
         if lang is None:
-            return self._best_language(gray, column=column)
+            return self._refined(gray, self._best_language(gray, column=column), column)
         best = (lang, *self._recognise(gray, lang, column))
         for script in _RIVALS.get(LANG_SCRIPT.get(lang, ""), ()) if tries != "one" else ():
             # OSD names these scripts for one another's pages (Chinese pages Japanese or
@@ -685,7 +699,25 @@ class OcrEngine:
             other = self._best_language(gray, skip=lang, column=column)
             if other is not None and _weight(other) > _weight(best):
                 best = other
-        return best
+        return self._refined(gray, best, column)
+
+    def _refined(self, gray: Image.Image, got, column: bool = False):
+        """`got`, or the page read again in the model of the language lid.176 names its text
+        (`OcrConfig.refine`), when that reading is more confident."""
+        refine = self.config.refine
+        if got is None or not refine or got[0] in refine.values():
+            return got
+        if sum(c.isalpha() for c in got[1]) < _REFINE_LETTERS:
+            return got
+        if self._lid is None:
+            from common.langid import LanguageIdentifier
+
+            self._lid = LanguageIdentifier()
+        model = refine.get(self._lid.predict(got[1])[0])
+        if model is None:
+            return got
+        again = (model, *self._recognise(gray, model, column))
+        return again if _weight(again) > _weight(got) else got
 
     def _best_language(self, gray: Image.Image, skip: str | None = None, column: bool = False):
         """(lang, text, words, conf): each language (but `skip`) in turn, the first sure one
@@ -797,6 +829,7 @@ _FAINT_BLUR = 1.2
 # reading that lost lines, clearly more; over a shattered one (the same glyphs out of order),
 # about as confident. A shattered reading's median line has at most _SHATTERED_CHARS characters.
 _COLUMN_GAIN = 1.2
+_REFINE_LETTERS = 10  # letters a reading needs before lid.176 names its language (`refine`)
 _SHATTERED_GAIN = 0.9
 _SHATTERED_CHARS = 6
 _INVERT_BELOW = 128  # mean grey level under which the page is light text on a dark ground
