@@ -26,8 +26,8 @@ Plain Tesseract reads upright, horizontal text well and little else. Around it, 
    text); without one, each language is tried; the most confident characters are kept;
 6. where Tesseract's page layout shattered the lines of ink (or, OSD sure of the script, left
    some unread), the page is also read as one column of lines (PSM 4);
-7. where no reading is sure and the ink stands in narrow columns of glyphs (or its columns are
-   far more peaked than its rows), the page is read as it stands by the vertical models
+7. where no reading is sure and the ink stands in narrow columns of glyphs, the page is read as
+   it stands by the vertical models
    (`vertical_languages`: Japanese and Chinese written top to bottom);
 8. a reading lid.176 names a language with a model of its own (`refine`: Vietnamese, whose
    stacked diacritics the Latin-script model loses) is read again in it, the more confident
@@ -174,9 +174,9 @@ class OcrConfig(BaseModel):
     vertical_languages: tuple[str, ...] = Field(
         ("jpn_vert", "chi_sim_vert"),
         description="models of text written in columns, top to bottom (Japanese and Chinese "
-        "posters, signs, covers), read as the page stands when its ink's columns are far more "
-        "peaked than its rows, or they stand in narrow columns of glyphs, and no horizontal "
-        "reading is sure; kept when sure, or more confident. (): never",
+        "posters, signs, covers), read as the page stands when its ink stands in narrow columns "
+        "of glyphs and no horizontal reading is sure; kept when sure, or more confident. (): "
+        "never",
     )
 
 
@@ -597,7 +597,7 @@ class OcrEngine:
         if again is not None:  # the way up kept: its lines read as one column, if need be
             best = again()
         columns = best[3] < cfg.sure_conf and cfg.vertical_languages
-        if columns and (_written_in_columns(gray) or _lines_run_across(gray)):
+        if columns and _written_in_columns(gray):
             # text written in columns (Japanese, Chinese), which no horizontal reading was sure
             # of: read as it stands by the vertical models (horizontal models read a vertical
             # Japanese poster as Arabic: CER 1.4-2.0)
