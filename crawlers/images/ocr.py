@@ -580,6 +580,8 @@ class OcrEngine:
             for each in cfg.languages:
                 got = [self._read_turned(gray, t, each, tries="one") for t in turns]
                 reads += got
+                if not any(r[0][2] for r in reads):
+                    break  # the first language finds no word on any way up: no line of text
                 if any(r[0][3] >= cfg.sure_conf and len(r[0][2]) >= 2 for r in got):
                     break
         best, turned_steps, grow, again = max(reads, key=lambda r: _weight(r[0]))
