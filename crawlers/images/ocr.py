@@ -78,20 +78,23 @@ OSD_SCRIPT = {
 # alone well: on 15 languages of lingua-py's test sentences its CER was 0.083 against 0.021
 # (Czech 0.13, Turkish 0.16, Icelandic 0.21 against 0.00-0.03; English 0 both), at 143 against
 # 188 ms a page.
-LANG_SCRIPT = {
-    "Latin": "Latin",
-    "eng": "Latin",
-    "chi_sim": "Han",
-    "jpn": "Japanese",
-    "kor": "Korean",
-    "Cyrillic": "Cyrillic",
-    "rus": "Cyrillic",
-    "Greek": "Greek",
-    "ara": "Arabic",
-    "jpn_vert": "Japanese",
-    "chi_sim_vert": "Han",
-    "vie": "Latin",
+# Each Tesseract language: its script and the ISO 639-1 code of a reading in it.
+_MODELS = {
+    "Latin": ("Latin", "en"),
+    "eng": ("Latin", "en"),
+    "chi_sim": ("Han", "zh"),
+    "jpn": ("Japanese", "ja"),
+    "kor": ("Korean", "ko"),
+    "Cyrillic": ("Cyrillic", "ru"),
+    "rus": ("Cyrillic", "ru"),
+    "Greek": ("Greek", "el"),
+    "ara": ("Arabic", "ar"),
+    "jpn_vert": ("Japanese", "ja"),
+    "chi_sim_vert": ("Han", "zh"),
+    "vie": ("Latin", "vi"),
 }
+LANG_SCRIPT = {lang: script for lang, (script, _iso) in _MODELS.items()}
+ISO = {lang: iso for lang, (_script, iso) in _MODELS.items()}
 # OSD's script for a page is often a wrong one of these (on rendered pages of lingua-py's test
 # sentences: Chinese named Korean or Japanese, English Cyrillic, Greek Latin): a page named one
 # is also read in its rivals, the most confident characters kept (OcrEngine._read).
@@ -100,20 +103,6 @@ _RIVALS = {
     "Korean": ("Han", "Japanese"),
     "Cyrillic": ("Latin", "Greek"),
     "Greek": ("Latin", "Cyrillic"),
-}
-ISO = {
-    "Latin": "en",
-    "eng": "en",
-    "chi_sim": "zh",
-    "jpn": "ja",
-    "kor": "ko",
-    "Cyrillic": "ru",
-    "rus": "ru",
-    "Greek": "el",
-    "ara": "ar",
-    "jpn_vert": "ja",
-    "chi_sim_vert": "zh",
-    "vie": "vi",
 }
 INSTALL_FIX = (
     "install Tesseract's data and binding: `make bootstrap` (apt-get install tesseract-ocr "
@@ -377,9 +366,9 @@ def half_read_lines(
     gray: Image.Image, runs: list[tuple[int, int]], words: list, grow: float
 ) -> bool:
     """Whether a fifth or more of the lines of ink (`runs` of `gray`, those between half and
-    twice the median's height: text, not rules or figures; two or more) have less than half their ink
-    under words' boxes (found in `gray` enlarged by `grow`): lines read in part, a few glyphs
-    each (20 px Korean: a third of each line read, every line touched)."""
+    twice the median's height: text, not rules or figures; two or more) have less than half
+    their ink under words' boxes (found in `gray` enlarged by `grow`): lines read in part, a few
+    glyphs each (20 px Korean: a third of each line read, every line touched)."""
     if not runs:
         return False
     median = float(np.median([b - a for a, b in runs]))
@@ -609,20 +598,25 @@ class OcrEngine:
                 best, turned_steps, grow = vertical, [], vertical_grow
         return best, skew, steps + turned_steps, grow
 
+    def _enlarged(self, gray: Image.Image, runs: list[tuple[int, int]]):
+        """(page, grow): small text (the median of `runs`, its lines or columns of ink) enlarged
+        to the `line_px` Tesseract reads best, at most `max_upscale` times; text about that
+        large or larger, or no runs: the page as it is, grow 1.0."""
+        cfg = self.config
+        size = float(np.median([b - a for a, b in runs])) if runs else None
+        grow = min(cfg.max_upscale, cfg.line_px / size) if size else 1.0
+        if grow <= 1.05:
+            return gray, 1.0
+        return gray.resize(
+            (round(gray.width * grow), round(gray.height * grow)), Image.LANCZOS
+        ), grow
+
     def _read_vertical(self, gray: Image.Image):
         """((lang, text, words, conf), grow): the page read by each vertical model, narrow
         columns enlarged to `line_px`, the most confident characters kept."""
-        cfg = self.config
-        columns = ink_lines(gray.transpose(Image.Transpose.ROTATE_90))
-        width = float(np.median([b - a for a, b in columns])) if columns else None
-        grow = min(cfg.max_upscale, cfg.line_px / width) if width else 1.0
-        page = gray
-        if grow > 1.05:
-            page = gray.resize((round(gray.width * grow), round(gray.height * grow)), Image.LANCZOS)
-        else:
-            grow = 1.0
+        page, grow = self._enlarged(gray, ink_lines(gray.transpose(Image.Transpose.ROTATE_90)))
         best = None
-        for lang in cfg.vertical_languages:
+        for lang in self.config.vertical_languages:
             got = (lang, *self._recognise(page, lang))
             if best is None or _weight(got) > _weight(best):
                 best = got
@@ -640,25 +634,17 @@ class OcrEngine:
             steps.append((turn, gray.size, turned.size))
             gray = turned
         runs = ink_lines(gray)
-        height = float(np.median([b - a for a, b in runs])) if runs else None
-        grow = min(cfg.max_upscale, cfg.line_px / height) if height else 1.0
-        page = gray
-        if grow <= 1.05:
-            best, grow = self._read(gray, lang, tries=tries), 1.0
-        else:
-            # small text enlarged to the line height Tesseract reads best
-            size = (round(gray.size[0] * grow), round(gray.size[1] * grow))
-            page = gray.resize(size, Image.LANCZOS)
-            best = self._read(page, lang, tries=tries)
-            if best[3] < cfg.sure_conf or misses_a_line(runs, best[2], grow):
-                # an unsure reading of enlarged text, or one that left a line of ink unread: the
-                # page as it is too (Tesseract's Arabic model reads enlarged text worse: 18 px
-                # Amiri lost half its characters enlarged x1.5, 0.03 of them as it is; 28 px
-                # Chinese, light on dark, enlarged x1.38, was read sure and without its third
-                # line), the more confident characters kept
-                plain = self._read(gray, best[0] if lang else None, tries=tries)
-                if _weight(plain) > _weight(best):
-                    best, page, grow = plain, gray, 1.0
+        page, grow = self._enlarged(gray, runs)  # small text, to the line height read best
+        best = self._read(page, lang, tries=tries)
+        if grow != 1.0 and (best[3] < cfg.sure_conf or misses_a_line(runs, best[2], grow)):
+            # an unsure reading of enlarged text, or one that left a line of ink unread: the
+            # page as it is too (Tesseract's Arabic model reads enlarged text worse: 18 px Amiri
+            # lost half its characters enlarged x1.5, 0.03 of them as it is; 28 px Chinese,
+            # light on dark, enlarged x1.38, was read sure and without its third line), the more
+            # confident characters kept
+            plain = self._read(gray, best[0] if lang else None, tries=tries)
+            if _weight(plain) > _weight(best):
+                best, page, grow = plain, gray, 1.0
         lines = [x for x in ("".join(line.split()) for line in best[1].splitlines()) if x]
         lost = bool(lang) and (not best[2] or half_read_lines(gray, runs, best[2], grow))
         shattered = _shattered(lines, runs)
@@ -780,9 +766,7 @@ def _lines_run_across(gray: Image.Image) -> bool:
     """Whether the ink's columns are far more peaked than its rows: lines of text on their side."""
     small = gray.copy()
     small.thumbnail((400, 400))
-    a = np.asarray(small, dtype=np.float32)
-    t = _otsu(a)
-    ink = (a < t) if a.mean() > 127 else (a > t)
+    ink = _ink(small)
     rows = np.square(np.diff(ink.sum(axis=1).astype(np.float32))).sum()
     cols = np.square(np.diff(ink.sum(axis=0).astype(np.float32))).sum()
     return bool(cols > 1.5 * rows)
