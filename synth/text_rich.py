@@ -485,15 +485,26 @@ def make_text_rich(
     for t in transcriptions:
         t["language"] = language[t["pair_id"]]
     config = {"selection": sel.model_dump(), "questions": questions, "engine": engine_name}
+    extra = None
+    models = getattr(getattr(engine, "config", None), "languages", None)
+    if models is not None:  # the models it read with, and those of text written in columns
+        config["languages"] = list(models)
+        config["vertical_languages"] = list(engine.config.vertical_languages)
+        extra = {"ocr_models": {k: config[k] for k in ("languages", "vertical_languages")}}
     inputs = list(inputs)
     write_parquet(
-        pa.Table.from_pylist(rows, schema=OCR_SCHEMA), out / OCR_FILE, inputs=inputs, config=config
+        pa.Table.from_pylist(rows, schema=OCR_SCHEMA),
+        out / OCR_FILE,
+        inputs=inputs,
+        config=config,
+        extra=extra,
     )
     write_parquet(
         pa.Table.from_pylist(transcriptions, schema=PAIRS_SCHEMA),
         out / PAIRS_FILE,
         inputs=inputs,
         config=config,
+        extra=extra,
     )
     qa_rows, rejects = _qa(kept, rows, teacher, questions, out)
     write_parquet(pa.Table.from_pylist(qa_rows, schema=QA_SCHEMA), out / QA_FILE, inputs=inputs)

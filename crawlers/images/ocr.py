@@ -72,6 +72,10 @@ OSD_SCRIPT = {
     "Cyrillic": "Cyrillic",
     "Greek": "Greek",
     "Arabic": "Arabic",
+    # read in a model of theirs only when the caller names one (hin, heb, tha)
+    "Devanagari": "Devanagari",
+    "Hebrew": "Hebrew",
+    "Thai": "Thai",
 }
 # `Latin`, `Cyrillic` and `Greek` are Tesseract's models of a whole script (Debian's
 # tesseract-ocr-script-latn, -cyrl, -grek): every language's letters in it. `eng` reads English
@@ -92,6 +96,22 @@ _MODELS = {
     "jpn_vert": ("Japanese", "ja"),
     "chi_sim_vert": ("Han", "zh"),
     "vie": ("Latin", "vi"),
+    # models a caller may name (`OcrConfig.languages`, `refinery images ocr --languages`)
+    "chi_tra": ("Han", "zh"),
+    "chi_tra_vert": ("Han", "zh"),
+    "deu": ("Latin", "de"),
+    "fra": ("Latin", "fr"),
+    "spa": ("Latin", "es"),
+    "ita": ("Latin", "it"),
+    "por": ("Latin", "pt"),
+    "nld": ("Latin", "nl"),
+    "pol": ("Latin", "pl"),
+    "tur": ("Latin", "tr"),
+    "ukr": ("Cyrillic", "uk"),
+    "ell": ("Greek", "el"),
+    "heb": ("Hebrew", "he"),
+    "hin": ("Devanagari", "hi"),
+    "tha": ("Thai", "th"),
 }
 LANG_SCRIPT = {lang: script for lang, (script, _iso) in _MODELS.items()}
 ISO = {lang: iso for lang, (_script, iso) in _MODELS.items()}
@@ -198,18 +218,63 @@ class OcrResult:
         return sum(len(w.text) for w in self.words)
 
 
+# Tesseract's script models by the ISO 15924 code Debian's package names carry
+# (tesseract-ocr-script-latn holds Latin.traineddata).
+_SCRIPT_CODES = {
+    "Arabic": "arab",
+    "Cyrillic": "cyrl",
+    "Devanagari": "deva",
+    "Greek": "grek",
+    "HanS": "hans",
+    "HanS_vert": "hans-vert",
+    "HanT": "hant",
+    "HanT_vert": "hant-vert",
+    "Hangul": "hang",
+    "Hangul_vert": "hang-vert",
+    "Hebrew": "hebr",
+    "Japanese": "jpan",
+    "Japanese_vert": "jpan-vert",
+    "Latin": "latn",
+    "Thai": "thai",
+}
+
+
+def debian_package(lang: str) -> str:
+    """The Debian package that ships Tesseract's `lang` model: tesseract-ocr-chi-tra for
+    chi_tra, tesseract-ocr-script-latn for the Latin script's model."""
+    if lang in _SCRIPT_CODES:
+        return f"tesseract-ocr-script-{_SCRIPT_CODES[lang]}"
+    if lang[:1].isupper():  # another script model: Debian names it by its ISO 15924 code
+        return f"tesseract-ocr-script-{lang.lower()[:4]}"
+    return "tesseract-ocr-" + lang.lower().replace("_", "-")
+
+
 def find_tessdata(languages: tuple[str, ...] = ("eng",), tessdata: str | None = None) -> str:
     """The Tesseract data directory holding every language asked and `osd` (OcrUnavailable else):
-    `tessdata`, else $TESSDATA_PREFIX alone when set (as Tesseract reads it), else Debian's."""
+    `tessdata`, else $TESSDATA_PREFIX alone when set (as Tesseract reads it), else Debian's.
+    The error names the models missing from every directory and the Debian packages that ship
+    them (a model nobody installs, such as one this project never asked for, among them)."""
     prefix = os.environ.get("TESSDATA_PREFIX")
-    dirs = [tessdata] if tessdata else [prefix] if prefix else list(TESSDATA_DIRS)
+    dirs = [d for d in ([tessdata] if tessdata else [prefix] if prefix else TESSDATA_DIRS) if d]
     need = [*languages, "osd"]
-    for d in filter(None, dirs):
+    for d in dirs:
         if all((Path(d) / f"{lang}.traineddata").is_file() for lang in need):
             return str(d)
-    where = ", ".join(filter(None, dirs))
+    where = ", ".join(dirs)
+    present = {lang for d in dirs for lang in need if (Path(d) / f"{lang}.traineddata").is_file()}
+    missing = [lang for lang in need if lang not in present]
+    if missing and missing != need and not tessdata and not prefix:
+        # some models are there: only those missing are to install (not the whole set)
+        packages = " ".join(debian_package(lang) for lang in missing)
+        raise OcrUnavailable(
+            f"Tesseract language data {', '.join(missing)} not found in {where}: "
+            f"apt-get install {packages} (or set TESSDATA_PREFIX to a directory holding "
+            f"{', '.join(f'{x}.traineddata' for x in missing)})"
+        )
     raise OcrUnavailable(
-        f"Tesseract language data {', '.join(need)} not found in {where}: {INSTALL_FIX}"
+        f"Tesseract language data {', '.join(missing or need)} not found in {where}: "
+        f"{INSTALL_FIX}"
+        + (f" ({', '.join(debian_package(x) for x in missing)})" if missing else "")
     )
 
 

@@ -34,6 +34,20 @@ class OcrParams(TeacherOptions):
     min_confidence: float = param(
         0.7, help="Text-rich: at least this character-weighted OCR confidence (0..1)."
     )
+    languages: list[str] = param(
+        [],
+        help="A Tesseract model to read with (repeatable; in order: a page is read in the "
+        "first of its script's, else in each until one is sure): any installed traineddata, "
+        "such as Latin, eng, deu, chi_sim, chi_tra, jpn, kor, ara, Cyrillic, Greek, hin; "
+        "default: Latin chi_sim ara jpn kor Cyrillic Greek. Fewer read images without text "
+        "faster; a missing model is named with the Debian package that ships it.",
+    )
+    vertical: bool = param(
+        True,
+        flag="--vertical/--no-vertical",
+        help="Also read text written in columns (Japanese and Chinese posters, signs, covers: "
+        "jpn_vert, chi_sim_vert) where no horizontal reading is sure.",
+    )
     questions: int = param(3, min=1, help="QA pairs asked of the teacher per text-rich image.")
     workers: int = param(2, min=1, help="Images read at once (one Tesseract per thread).")
 
@@ -51,6 +65,8 @@ class OcrSummary(TeacherFigures):
     captions_checked: int | None = None
     captions_flagged: dict[str, int] | None = None
     ocr_ms_per_image: float
+    models: list[str] = []  # the Tesseract models read with (--languages)
+    vertical_models: list[str] = []  # and those of text written in columns (--vertical)
     seconds: float
 
 
@@ -58,10 +74,9 @@ def ocr(p: OcrParams, lake: Lake) -> OcrSummary:
     """OCR the kept image pairs; select text-rich images; transcription and QA pairs; flag
     synthetic captions that disagree with the images' text."""
     from common.pairs import pairs_files
-    from crawlers.images.ocr import OcrEngine
     from synth.text_rich import Selection, make_text_rich
 
-    engine = OcrEngine()  # refuses at once, in one line, without Tesseract's data
+    engine = ocr_engine(p)  # refuses at once, in one line, without Tesseract's data
     pairs = [Path(x) for x in p.pairs] or [lake.root / "images" / "pairs"]
     files = pairs_files(pairs)
     out = Path(p.out) if p.out else lake.root / "images" / "ocr"
@@ -93,11 +108,30 @@ def ocr(p: OcrParams, lake: Lake) -> OcrSummary:
     )
     figures = {k: v for k, v in s.items() if k in OcrSummary.model_fields}
     figures.update(teacher_figures(teacher))
+    figures["models"] = list(engine.config.languages)
+    figures["vertical_models"] = list(engine.config.vertical_languages)
     lake.log(
         f"ocr {out}: {s['text_rich']} text-rich of {s['pairs']} pairs, "
         f"{s['ocr_ms_per_image']} ms per image"
     )
     return OcrSummary(**figures)
+
+
+def ocr_engine(p: OcrParams):
+    """The engine of `--languages` and `--vertical` (OcrConfig's defaults where not given); a
+    model that is not installed is refused in one line naming the flag and the package."""
+    from crawlers.images.ocr import OcrConfig, OcrEngine, OcrUnavailable
+
+    config = OcrConfig(
+        **({"languages": tuple(dict.fromkeys(p.languages))} if p.languages else {}),
+        **({} if p.vertical else {"vertical_languages": ()}),
+    )
+    try:
+        return OcrEngine(config)
+    except OcrUnavailable as exc:
+        if not p.languages:
+            raise
+        raise OcrUnavailable(f"--languages {' '.join(p.languages)}: {exc}") from None
 
 
 def _rows(summary: OcrSummary, name: str) -> list[dict]:

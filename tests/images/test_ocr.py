@@ -11,6 +11,7 @@ import hashlib
 import io
 import json
 import random
+from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
@@ -26,6 +27,7 @@ from crawlers.images.ocr import (
     OcrUnavailable,
     Word,
     clean_text,
+    debian_package,
     half_read_lines,
     ink_lines,
 )
@@ -416,6 +418,84 @@ def test_a_missing_engine_refuses_in_one_line(tmp_path, monkeypatch):
     assert result.exit_code == 2, result.output
     lines = [ln for ln in result.output.splitlines() if ln.strip()]
     assert len(lines) == 1 and "Tesseract language data" in lines[0], result.output
+
+
+def test_cli_reads_with_the_models_it_is_given(tmp_path, monkeypatch):
+    """`--languages` names the models read with (a Chinese page read with the Latin model alone
+    is no Chinese), `--no-vertical` drops the vertical ones; both are in the manifest; a model
+    not installed is refused in one line with its flag and Debian package; Dagster takes the
+    same config."""
+    from common.manifest import read_manifest
+    from pipelines.cli import app
+    from pipelines.graph import materialize_selection
+    from pipelines.stage import Dataset
+
+    lake = tmp_path / "lake"
+    pairs = _pairs_dir(lake / "images" / "pairs" / "shard=0", ["latin", "cjk"])
+    monkeypatch.setenv("REFINERY_HOME", str(lake))
+    monkeypatch.delenv("REFINERY_TEACHER_URL", raising=False)
+
+    def run(out, *flags):
+        out = str(tmp_path / out)
+        res = CliRunner().invoke(app, ["images", "ocr", "--workers", "1", "--out", out, *flags])
+        assert res.exit_code == 0, res.output
+        table = Path(out) / "ocr.parquet"
+        rows = {r["pair_id"]: r["ocr"] for r in pq.read_table(table).to_pylist()}
+        return rows, read_manifest(table)["ocr_models"], res.output
+
+    rows, config, output = run("all")
+    assert rows["cjk"]["script"] == "Han" and rows["latin"]["script"] == "Latin"
+    assert " vertical_models=jpn_vert,chi_sim_vert " in output, output
+    assert config["languages"] == list(OcrConfig().languages)
+    assert config["vertical_languages"] == list(OcrConfig().vertical_languages)
+    rows, config, output = run(
+        "latin", "--languages", "Latin", "--languages", "eng", "--no-vertical"
+    )
+    assert " models=Latin,eng " in output and " vertical_models= " in output, output
+    assert rows["latin"]["script"] == "Latin" and "Quarterly" in rows["latin"]["text"]
+    assert rows["cjk"]["script"] in ("Latin", "") and "北京" not in rows["cjk"]["text"]
+    assert config["languages"] == ["Latin", "eng"] and config["vertical_languages"] == []
+
+    res = CliRunner().invoke(app, ["images", "ocr", "--languages", "Latin", "--languages", "xx_y"])
+    assert res.exit_code == 2, res.output
+    lines = [ln for ln in res.output.splitlines() if ln.strip()]
+    assert len(lines) == 1 and "--languages Latin xx_y" in lines[0], res.output
+    assert "xx_y" in lines[0] and "tesseract-ocr-xx-y" in lines[0], res.output
+
+    handles = lake / "_handles"
+    (handles / "image_pairs").mkdir(parents=True)
+    (handles / "image_pairs" / "0.json").write_text(
+        Dataset("image_pairs", str(pairs), "0").to_json()
+    )
+    captions = _captions_file(
+        lake / "synth" / "captions" / "captions.parquet",
+        [{"pair_id": "latin", "level": "brief", "caption": "A notice about opening hours"}],
+    )
+    (handles / "synthetic_captions.json").write_text(
+        Dataset("synthetic_captions", str(captions)).to_json()
+    )
+    conf = {"workers": 1, "languages": ["Latin"], "vertical": False}
+    run_ = materialize_selection(
+        ["text_rich_images"], lake, run_config={"ops": {"text_rich_images": {"config": conf}}}
+    )
+    assert run_.success
+    (event,) = run_.get_asset_materialization_events()
+    assert event.materialization.metadata["models"].value == ["Latin"]
+    config = read_manifest(lake / "images" / "ocr" / "ocr.parquet")["ocr_models"]
+    assert config["languages"] == ["Latin"] and config["vertical_languages"] == []
+
+
+def test_a_missing_model_names_its_debian_package():
+    assert debian_package("chi_tra") == "tesseract-ocr-chi-tra"
+    assert debian_package("chi_sim_vert") == "tesseract-ocr-chi-sim-vert"
+    assert debian_package("Latin") == "tesseract-ocr-script-latn"
+    assert debian_package("HanT") == "tesseract-ocr-script-hant"
+    assert debian_package("osd") == "tesseract-ocr-osd"
+    with pytest.raises(OcrUnavailable) as err:
+        OcrEngine(OcrConfig(languages=("Latin", "xx_y")))
+    message = str(err.value)
+    assert "\n" not in message and "apt-get install tesseract-ocr-xx-y" in message
+    assert "tesseract-ocr-script-latn" not in message  # only what is missing is to install
 
 
 def test_a_long_reading_is_named_by_the_language_identifier():
