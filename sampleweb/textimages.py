@@ -1,10 +1,10 @@
 """Text-rich images of the sample web: notices, posters, an infographic, a screenshot of a table
-and a photographed sign, in English, French, Spanish, German, Chinese and Japanese, placed in
-articles and a forum thread as sites place them (after the lead paragraph, with alt text and a
-caption; in the first post of the thread, as its poster attached it), each about its page's
-story.
+and a photographed sign, in English, French, Spanish, German, Chinese (Simplified, and a poster in
+Traditional characters) and Japanese, placed in articles and a forum thread as sites place them
+(after the lead paragraph, with alt text and a caption; in the first post of the thread, as its
+poster attached it), each about its page's story.
 
-They feed the OCR step (`refinery images ocr`): six sit on pages a crawler may train on, two on
+They feed the OCR step (`refinery images ocr`): seven sit on pages a crawler may train on, two on
 pages that opt out (magazin-de's robots.txt closes the site to the training token; a journal-fr
 page says `<meta name="robots" content="noai">`), so their images never reach the OCR.
 
@@ -131,6 +131,23 @@ TEXT_IMAGES: tuple[TextImage, ...] = (
         ("比赛通知", "社区篮球联赛决赛", "本周六晚上七点", "地点 露天球场", "欢迎居民观看"),
         "社区篮球联赛决赛的比赛通知",
         "贴在球场入口的比赛通知。",
+    ),
+    TextImage(
+        "news-zh",
+        "first",
+        "article",
+        "/img/text/liuxingyu-guance.png",
+        "poster",
+        "zh",
+        (
+            "英仙座流星雨觀測活動",
+            "市天文協會主辦",
+            "八月十二日晚上十時集合",
+            "地點 郊外山頂觀星臺",
+            "請自備保暖衣物",
+        ),
+        "天文协会的流星雨观测活动海报",
+        "天文协会张贴的观测活动海报，用的是繁体字。",
     ),
     TextImage(
         "forum-zh",

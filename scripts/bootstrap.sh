@@ -91,18 +91,18 @@ if ! { [ -f "$TESSDATA/chi_sim.traineddata" ] && [ -f "$TESSDATA/ara.traineddata
     && [ -f "$TESSDATA/kor.traineddata" ] && [ -f "$TESSDATA/Cyrillic.traineddata" ] \
     && [ -f "$TESSDATA/Greek.traineddata" ] && [ -f "$TESSDATA/jpn_vert.traineddata" ] \
     && [ -f "$TESSDATA/chi_sim_vert.traineddata" ] && [ -f "$TESSDATA/vie.traineddata" ] \
-    && [ -f "$TESSDATA/osd.traineddata" ] && command -v tesseract >/dev/null 2>&1 \
+    && [ -f "$TESSDATA/chi_tra.traineddata" ] && [ -f "$TESSDATA/osd.traineddata" ] && command -v tesseract >/dev/null 2>&1 \
     && [ -f /usr/share/fonts/truetype/wqy/wqy-microhei.ttc ] \
     && [ -f /usr/share/fonts/opentype/fonts-hosny-amiri/Amiri-Regular.ttf ]; }; then
   if [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then
-    echo "[bootstrap] installing Debian's tesseract-ocr with eng, Latin, chi_sim, ara, jpn, kor, Cyrillic, Greek, vertical jpn and chi_sim, vie and osd data (OCR)"
+    echo "[bootstrap] installing Debian's tesseract-ocr with eng, Latin, chi_sim, ara, jpn, kor, Cyrillic, Greek, vertical jpn and chi_sim, vie, chi_tra and osd data (OCR)"
     pkgs="tesseract-ocr tesseract-ocr-eng tesseract-ocr-osd tesseract-ocr-chi-sim tesseract-ocr-ara"
     pkgs="$pkgs tesseract-ocr-script-latn tesseract-ocr-jpn tesseract-ocr-kor"
     pkgs="$pkgs tesseract-ocr-script-cyrl tesseract-ocr-script-grek"
-    pkgs="$pkgs tesseract-ocr-jpn-vert tesseract-ocr-chi-sim-vert tesseract-ocr-vie"
+    pkgs="$pkgs tesseract-ocr-jpn-vert tesseract-ocr-chi-sim-vert tesseract-ocr-vie tesseract-ocr-chi-tra"
     pkgs="$pkgs fonts-wqy-microhei fonts-hosny-amiri"
     (apt-get install -y -q $pkgs >/dev/null 2>&1 || { apt-get update -q >/dev/null && apt-get install -y -q $pkgs >/dev/null; })
   else
-    echo "[bootstrap] no Tesseract language data: install your distribution's tesseract-ocr, tesseract-ocr-script-latn, tesseract-ocr-chi-sim, tesseract-ocr-ara, tesseract-ocr-jpn, tesseract-ocr-kor, tesseract-ocr-script-cyrl, tesseract-ocr-script-grek, tesseract-ocr-jpn-vert, tesseract-ocr-chi-sim-vert, tesseract-ocr-vie (and fonts-wqy-microhei, which the sample web needs, and fonts-hosny-amiri for the tests); until then 'refinery images ocr' refuses to run" >&2
+    echo "[bootstrap] no Tesseract language data: install your distribution's tesseract-ocr, tesseract-ocr-script-latn, tesseract-ocr-chi-sim, tesseract-ocr-ara, tesseract-ocr-jpn, tesseract-ocr-kor, tesseract-ocr-script-cyrl, tesseract-ocr-script-grek, tesseract-ocr-jpn-vert, tesseract-ocr-chi-sim-vert, tesseract-ocr-vie, tesseract-ocr-chi-tra (and fonts-wqy-microhei, which the sample web needs, and fonts-hosny-amiri for the tests); until then 'refinery images ocr' refuses to run" >&2
   fi
 fi

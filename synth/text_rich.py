@@ -490,7 +490,9 @@ def make_text_rich(
     if models is not None:  # the models it read with, and those of text written in columns
         config["languages"] = list(models)
         config["vertical_languages"] = list(engine.config.vertical_languages)
-        extra = {"ocr_models": {k: config[k] for k in ("languages", "vertical_languages")}}
+        config["traditional"] = getattr(engine.config, "traditional", None)
+        keys = ("languages", "vertical_languages", "traditional")
+        extra = {"ocr_models": {k: config[k] for k in keys}}
     inputs = list(inputs)
     write_parquet(
         pa.Table.from_pylist(rows, schema=OCR_SCHEMA),

@@ -26,6 +26,7 @@ FONTS = {
     "korean": "/usr/share/fonts/truetype/wqy/wqy-microhei.ttc",
     "cyrillic": "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf",
     "greek": "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf",
+    "traditional": "/usr/share/fonts/truetype/wqy/wqy-microhei.ttc",
 }
 TEXTS = {
     "latin": [
@@ -63,6 +64,11 @@ TEXTS = {
         "Η βιβλιοθήκη είναι ανοιχτή ως τις έξι",
         "Έκθεση πωλήσεων του πρώτου τριμήνου",
     ],
+    "traditional": [  # Traditional Chinese (Taiwan, Hong Kong)
+        "臺北市今天天氣晴朗氣溫二十度",
+        "請在入口處出示您的門票",
+        "數據處理流程包括抓取和過濾",
+    ],
 }
 # Tesseract's language for each script: plain Tesseract is told it (an oracle the engine is not).
 TESSERACT_LANG = {
@@ -73,9 +79,10 @@ TESSERACT_LANG = {
     "korean": "kor",
     "cyrillic": "Cyrillic",
     "greek": "Greek",
+    "traditional": "chi_tra",
 }
 ISO = {"latin": "en", "cjk": "zh", "arabic": "ar", "japanese": "ja", "korean": "ko"}
-ISO |= {"cyrillic": "ru", "greek": "el"}
+ISO |= {"cyrillic": "ru", "greek": "el", "traditional": "zh"}
 VARIANTS = {
     "upright": {},
     "skew7": {"angle": 7},

@@ -30,6 +30,8 @@ from crawlers.images.ocr import (
     debian_package,
     half_read_lines,
     ink_lines,
+    traditional_margins,
+    variant_forms,
 )
 from sampleweb.images import random_scene, render_png
 from synth import text_rich
@@ -219,6 +221,56 @@ def test_japanese_korean_cyrillic_and_greek_pages_are_read_in_their_scripts(engi
     assert char_error_rate("\n".join(lines), got.text) <= 0.05, got.text
     assert got.tesseract_lang == model
     assert got.language == {"uk": "ru"}.get(lang, lang)  # the model's; text_rich runs lid.176
+
+
+# Traditional Chinese lines (Taiwan, Hong Kong) beside the Simplified ones chi_sim reads them as.
+_TRADITIONAL = [
+    (["臺灣的鐵路網絡連接各大城市", "圖書館週末開放到晚上九點"], 24),
+    (["香港的電車已經運行一百多年", "請勿在車廂內飲食或吸煙"], 28),
+    (["這項研究顯示運動對健康有益", "學生們參觀了博物館的展覽"], 20),
+]
+
+
+@pytest.mark.parametrize("lines, size", _TRADITIONAL)
+def test_traditional_chinese_is_read_in_its_own_characters(engine, lines, size):
+    """chi_sim reads a Traditional page as its Simplified characters (臺灣的鐵路 -> 台湾的铁路,
+    CER 0.3-0.4 against the page) and its confidence is no lower; the characters the two models
+    read in different forms are more confident in chi_tra."""
+    image = render(lines, "traditional", size=size)
+    got = engine.read(image)
+    assert got.tesseract_lang == "chi_tra" and got.language == "zh" and got.script == "Han"
+    assert char_error_rate("\n".join(lines), got.text) <= 0.05, got.text
+    simplified = OcrEngine(OcrConfig(traditional=None)).read(image)
+    assert simplified.tesseract_lang == "chi_sim"
+    assert char_error_rate("\n".join(lines), simplified.text) >= 0.2, simplified.text
+
+
+@pytest.mark.parametrize("variant", ["upright", "skew7", "noisy", "low_contrast", "light_on_dark"])
+def test_simplified_chinese_stays_simplified(engine, variant):
+    for seed in (0, 1, 2):
+        image, truth = sample("cjk", variant, seed)
+        got = engine.read(image)
+        assert got.tesseract_lang == "chi_sim", (variant, seed, got.text)
+
+
+def test_simplified_and_traditional_forms():
+    assert variant_forms("发", "發") and variant_forms("发", "髮") and variant_forms("台", "臺")
+    assert not variant_forms("天", "天") and not variant_forms("日", "月")
+    assert not variant_forms("発", "發")  # Japanese shinjitai is not Simplified Chinese
+    tra = [Word("臺灣", 0.9, (0, 0, 1, 1), (0.95, 0.96)), Word("的", 0.9, (0, 0, 1, 1), (0.9,))]
+    sim = [Word("台湾", 0.9, (0, 0, 1, 1), (0.91, 0.93)), Word("的", 0.9, (0, 0, 1, 1), (0.92,))]
+    assert [round(m, 3) for m in traditional_margins(sim, tra)] == [0.04, 0.03]
+    assert traditional_margins(sim, [Word("臺灣", 0.9, (0, 0, 1, 1))]) == []  # no confidences
+
+
+def test_han_readings_carry_their_characters_confidences(engine):
+    image = render(TEXTS["cjk"], "cjk", size=28).convert("L")
+    for lang in ("chi_sim", "chi_tra"):
+        _text, words, _conf = engine._recognise(image, lang)
+        assert words and all(len(w.chars) == len(w.text) for w in words), lang
+        assert all(0 <= c <= 1 for w in words for c in w.chars)
+    _text, words, _conf = engine._recognise(image, "Latin")
+    assert all(w.chars == () for w in words)
 
 
 def test_korean_lines_tesseracts_layout_loses_are_read_as_one_column(engine):
@@ -448,13 +500,14 @@ def test_cli_reads_with_the_models_it_is_given(tmp_path, monkeypatch):
     assert " vertical_models=jpn_vert,chi_sim_vert " in output, output
     assert config["languages"] == list(OcrConfig().languages)
     assert config["vertical_languages"] == list(OcrConfig().vertical_languages)
-    rows, config, output = run(
-        "latin", "--languages", "Latin", "--languages", "eng", "--no-vertical"
-    )
+    assert config["traditional"] == "chi_tra"
+    flags = ["--languages", "Latin", "--languages", "eng", "--no-vertical", "--no-traditional"]
+    rows, config, output = run("latin", *flags)
     assert " models=Latin,eng " in output and " vertical_models= " in output, output
     assert rows["latin"]["script"] == "Latin" and "Quarterly" in rows["latin"]["text"]
     assert rows["cjk"]["script"] in ("Latin", "") and "北京" not in rows["cjk"]["text"]
     assert config["languages"] == ["Latin", "eng"] and config["vertical_languages"] == []
+    assert config["traditional"] is None
 
     res = CliRunner().invoke(app, ["images", "ocr", "--languages", "Latin", "--languages", "xx_y"])
     assert res.exit_code == 2, res.output
