@@ -188,9 +188,11 @@ class OcrConfig(BaseModel):
         description="Traditional Chinese: a sure chi_sim reading of 6 Han characters or more "
         "is read again in this model, and that reading kept where the characters the two give "
         "in different forms (a Simplified character against its Traditional one, by OpenCC's "
-        "tables) are more confident in it: by 0.005 on average, and at more than twice as many "
-        "of them as less (chi_sim reads a Traditional page as the Simplified equivalents, and "
-        "the two models' page confidences do not tell which the page is). None: never",
+        "tables) are more confident in it: three such characters or more, by 0.005 on "
+        "average, its gains outweighing its losses four times (chi_sim reads a Traditional page "
+        "as the Simplified equivalents, and the two models' page confidences do not tell which "
+        "the page is). On 120 rendered pages in five fonts: Traditional CER 0.401 -> 0.163, "
+        "Simplified pages read as before, at 1.5x the CPU of a Chinese page. None: never",
     )
     vertical_languages: tuple[str, ...] = Field(
         ("jpn_vert", "chi_sim_vert"),
