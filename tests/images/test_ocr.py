@@ -335,6 +335,27 @@ def test_wrong_ways_up_are_not_read_in_every_language(engine, monkeypatch):
     assert len(calls) <= 8, calls
 
 
+def test_one_read_recognises_the_same_pixels_in_a_model_once(engine, monkeypatch):
+    """Blurred 20 px Japanese: OSD unsure, each way up read in its script and rivals, then in
+    every language, which read 4 of 25 of those pages again in the same model."""
+    import hashlib
+
+    from PIL import ImageFilter
+
+    keys = []
+    real = engine._recognise_page
+
+    def recognise(gray, lang, column=False):
+        keys.append((hashlib.sha256(gray.tobytes()).hexdigest(), gray.size, lang, column))
+        return real(gray, lang, column)
+
+    monkeypatch.setattr(engine, "_recognise_page", recognise)
+    image = render(TEXTS["japanese"], "japanese", size=20).filter(ImageFilter.GaussianBlur(1.0))
+    engine.read(image)
+    assert len(keys) >= 10  # the slow path, where readings repeated
+    assert len(set(keys)) == len(keys)
+
+
 def test_a_model_sure_of_another_scripts_text_does_not_end_the_search(monkeypatch):
     """16 px Russian light on dark (lingua-py's test sentences), OSD naming no script: jpn was
     sure of it as Latin look-alikes ("3a6oTbTeCb O CBOeM", 0.87) and the search stopped there,
