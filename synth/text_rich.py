@@ -485,14 +485,10 @@ def make_text_rich(
     for t in transcriptions:
         t["language"] = language[t["pair_id"]]
     config = {"selection": sel.model_dump(), "questions": questions, "engine": engine_name}
-    extra = None
-    models = getattr(getattr(engine, "config", None), "languages", None)
-    if models is not None:  # the models it read with, and those of text written in columns
-        config["languages"] = list(models)
-        config["vertical_languages"] = list(engine.config.vertical_languages)
-        config["traditional"] = getattr(engine.config, "traditional", None)
-        keys = ("languages", "vertical_languages", "traditional")
-        extra = {"ocr_models": {k: config[k] for k in keys}}
+    # the Tesseract models it read with (an engine without a config, as tests pass: none)
+    models = engine.config.models() if hasattr(getattr(engine, "config", None), "models") else {}
+    config.update(models)
+    extra = {"ocr_models": models} if models else None
     inputs = list(inputs)
     write_parquet(
         pa.Table.from_pylist(rows, schema=OCR_SCHEMA),
@@ -549,6 +545,9 @@ def make_text_rich(
         "qa_status": dict(status),
         **{k: dict(v) if isinstance(v, Counter) else v for k, v in flags_summary.items()},
         "ocr_ms_per_image": round(1000 * sum(secs) / len(secs), 1) if secs else 0.0,
+        "models": models.get("languages", []),
+        "vertical_models": models.get("vertical_languages", []),
+        "traditional_model": models.get("traditional"),
         "seconds": round(time.perf_counter() - started, 3),
         "outputs": outputs,
     }

@@ -203,6 +203,15 @@ class OcrConfig(BaseModel):
         "never",
     )
 
+    def models(self) -> dict:
+        """The Tesseract models a reading may use, as the stage's figures and the OCR outputs'
+        manifests record them: `languages`, `vertical_languages`, `traditional`."""
+        return {
+            "languages": list(self.languages),
+            "vertical_languages": list(self.vertical_languages),
+            "traditional": self.traditional,
+        }
+
 
 @dataclass
 class Word:
@@ -290,9 +299,7 @@ def find_tessdata(languages: tuple[str, ...] = ("eng",), tessdata: str | None = 
             f"{', '.join(f'{x}.traineddata' for x in missing)})"
         )
     raise OcrUnavailable(
-        f"Tesseract language data {', '.join(missing or need)} not found in {where}: "
-        f"{INSTALL_FIX}"
-        + (f" ({', '.join(debian_package(x) for x in missing)})" if missing else "")
+        f"Tesseract language data {', '.join(missing or need)} not found in {where}: {INSTALL_FIX}"
     )
 
 
@@ -574,7 +581,7 @@ class OcrEngine:
     ) -> tuple[str, list[Word], float]:
         """`_recognise`'s recognition itself."""
         with self._api(lang) as api:
-            chars = lang == "chi_sim" or lang == self.config.traditional
+            chars = lang in (_SIMPLIFIED, self.config.traditional)
             if not column:
                 return self._recognise_with(api, gray, chars)
             api.SetPageSegMode(self._tess.PSM.SINGLE_COLUMN)
@@ -860,7 +867,7 @@ class OcrEngine:
         the page's reading in `OcrConfig.traditional` when the characters the two readings give
         in different forms (`traditional_margins`) are more confident in that one."""
         model = self.config.traditional
-        if not model or got is None or got[0] != "chi_sim" or got[3] < self.config.sure_conf:
+        if not model or got is None or got[0] != _SIMPLIFIED or got[3] < self.config.sure_conf:
             return got
         if len(_SCRIPT_LETTERS["Han"].findall(got[1])) < _TRADITIONAL_CHARS:
             return got
@@ -963,18 +970,12 @@ _SCRIPT_LETTERS = {
 }
 
 
-_OPENCC: list = []
-_OPENCC_LOCK = threading.Lock()
-
-
+@functools.cache
 def _opencc():
     """OpenCC's Simplified -> Traditional and Traditional -> Simplified converters, made once."""
-    with _OPENCC_LOCK:
-        if not _OPENCC:
-            import opencc
+    import opencc
 
-            _OPENCC.extend((opencc.OpenCC("s2t.json"), opencc.OpenCC("t2s.json")))
-    return _OPENCC
+    return opencc.OpenCC("s2t.json"), opencc.OpenCC("t2s.json")
 
 
 def variant_forms(simplified: str, traditional: str) -> bool:
@@ -1042,6 +1043,7 @@ _INVERT_BELOW = 128  # mean grey level under which the page is light text on a d
 # characters, Simplified and, through OpenCC's tables, Traditional; WenQuanYi Micro Hei, Noto
 # Sans and Serif CJK, AR PL UMing and UKai; 20-32 px; plain and JPEG q40; a /tmp probe), 369 of
 # 400 Traditional pages went to chi_tra and none of the 400 Simplified ones.
+_SIMPLIFIED = "chi_sim"  # the model whose sure readings are checked for Traditional pages
 _TRADITIONAL_CHARS = 6
 _TRADITIONAL_PAIRS = 3
 _TRADITIONAL_MARGIN = 0.005

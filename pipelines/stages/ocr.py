@@ -116,9 +116,6 @@ def ocr(p: OcrParams, lake: Lake) -> OcrSummary:
     )
     figures = {k: v for k, v in s.items() if k in OcrSummary.model_fields}
     figures.update(teacher_figures(teacher))
-    figures["models"] = list(engine.config.languages)
-    figures["vertical_models"] = list(engine.config.vertical_languages)
-    figures["traditional_model"] = engine.config.traditional
     lake.log(
         f"ocr {out}: {s['text_rich']} text-rich of {s['pairs']} pairs, "
         f"{s['ocr_ms_per_image']} ms per image"
