@@ -517,6 +517,15 @@ class OcrEngine:
         wanted = (*cfg.languages, *cfg.vertical_languages, *cfg.refine.values())
         wanted += (cfg.traditional,) if cfg.traditional else ()
         self.tessdata = find_tessdata(tuple(dict.fromkeys(wanted)), cfg.tessdata)
+        if cfg.traditional:
+            try:  # refused here, in one line, not image by image
+                _opencc()
+            except ImportError as exc:
+                raise OcrUnavailable(
+                    f"OpenCC cannot be imported ({exc}), which telling Traditional Chinese "
+                    "pages from Simplified ones needs: `make bootstrap` (pip install opencc), or "
+                    "OcrConfig(traditional=None) / `refinery images ocr --no-traditional`"
+                ) from None
         self._lid = None  # lid.176, loaded when a reading first asks for it (`refine`)
         self._free: dict[str, list] = {}
         self._lock = threading.Lock()

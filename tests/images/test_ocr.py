@@ -559,6 +559,22 @@ def test_cli_reads_with_the_models_it_is_given(tmp_path, monkeypatch):
     assert config["languages"] == ["Latin"] and config["vertical_languages"] == []
 
 
+def test_without_opencc_the_traditional_step_refuses_at_once(monkeypatch):
+    import sys
+
+    from crawlers.images import ocr
+
+    ocr._opencc.cache_clear()
+    monkeypatch.setitem(sys.modules, "opencc", None)  # import opencc raises ImportError
+    try:
+        with pytest.raises(OcrUnavailable, match="--no-traditional") as err:
+            OcrEngine()
+        assert "\n" not in str(err.value)
+        assert OcrEngine(OcrConfig(traditional=None)).config.traditional is None
+    finally:
+        ocr._opencc.cache_clear()
+
+
 def test_a_missing_model_names_its_debian_package():
     assert debian_package("chi_tra") == "tesseract-ocr-chi-tra"
     assert debian_package("chi_sim_vert") == "tesseract-ocr-chi-sim-vert"
