@@ -5,7 +5,8 @@ WenQuanYi Micro Hei for Chinese, Japanese and Korean, Amiri for Arabic: Debian's
 fonts-dejavu-core, fonts-wqy-microhei and fonts-hosny-amiri, installed by scripts/bootstrap.sh),
 with Pillow's complex-text layout
 (libraqm: Arabic letters joined, right to left). Variants turn it (a page on its side, upside
-down, a small skew), fade it (grey on grey) or set it on a photograph-like noisy background.
+down, a small skew), fade it (grey on grey), set it on a photograph-like noisy background, blur
+it or speckle it (salt and pepper).
 `char_error_rate` is the edit distance between the truth and the reading, white space ignored
 (Chinese is written without it), over the truth's length.
 """
@@ -16,7 +17,7 @@ import random
 from pathlib import Path
 
 import numpy as np
-from PIL import Image, ImageDraw, ImageFont
+from PIL import Image, ImageDraw, ImageFilter, ImageFont
 
 FONTS = {
     "latin": "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf",
@@ -93,6 +94,8 @@ VARIANTS = {
     "skew30": {"angle": 30},
     "rot120": {"angle": 120},
     "light_on_dark": {"fg": (235, 235, 235), "bg": (25, 25, 35)},
+    "blurred": {"blur": 1.5},
+    "speckled": {"speckle": 0.04},
 }
 
 
@@ -112,10 +115,14 @@ def render(
     noise: int = 0,
     seed: int = 0,
     font: str | None = None,
+    blur: float = 0,
+    speckle: float = 0,
 ) -> Image.Image:
     """The lines drawn left-aligned (Arabic right-aligned) with margins, then turned by `angle`
     degrees counter-clockwise; `noise`: a blotchy background of that amplitude; `font`: a font
-    file other than the script's (FONTS)."""
+    file other than the script's (FONTS); `blur`: a Gaussian blur of that radius (an image
+    scaled up from a small one); `speckle`: that share of the pixels set black or white, half
+    each (salt and pepper: a fax, a dusty scan)."""
     font = ImageFont.truetype(font or FONTS[script], size)
     widths = [int(font.getlength(line)) for line in lines]
     step = int(size * 1.8)
@@ -132,6 +139,14 @@ def render(
         draw.text((x, size // 2 + i * step), line, font=font, fill=fg)
     if angle:
         im = im.rotate(angle, expand=True, fillcolor=bg, resample=Image.BICUBIC)
+    if blur:
+        im = im.filter(ImageFilter.GaussianBlur(blur))
+    if speckle:
+        a = np.array(im)
+        r = np.random.default_rng(seed).random(a.shape[:2])
+        a[r < speckle / 2] = 0
+        a[r > 1 - speckle / 2] = 255
+        im = Image.fromarray(a)
     return im
 
 

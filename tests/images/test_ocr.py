@@ -174,6 +174,55 @@ def test_faint_text_in_a_jpeg_is_read(engine, script, size, ink, ground, angle):
     assert char_error_rate("\n".join(lines), got.text) <= 0.08, got.text
 
 
+_NOTICE_ZH = ["明天上午十点在礼堂举行开幕式", "本店所有商品八折优惠"]
+
+
+@pytest.mark.parametrize(
+    "script, lines, size, share",
+    [
+        # before despeckle: CER 0.95, 0.29, 0.27, 0.75 (speckles read as ink)
+        ("latin", _NOTICE[:2], 28, 0.04),
+        ("cjk", _NOTICE_ZH, 28, 0.04),
+        ("latin", _NOTICE[:2], 18, 0.02),
+        ("cjk", _NOTICE_ZH, 28, 0.08),
+    ],
+)
+def test_text_in_salt_and_pepper_noise_is_read(engine, script, lines, size, share):
+    got = engine.read(render(lines, script, size=size, speckle=share))
+    assert char_error_rate("\n".join(lines), got.text) <= 0.05, got.text
+
+
+def test_despeckle_removes_lone_pixels_and_keeps_strokes():
+    from PIL import Image, ImageDraw
+
+    from crawlers.images.ocr import despeckle
+
+    clean = render(_NOTICE[:2], "latin", size=14).convert("L")
+    assert despeckle(clean) is clean  # no impulse noise: the page as it is
+    page = Image.new("L", (120, 80), 250)
+    draw = ImageDraw.Draw(page)
+    draw.line((10, 10, 110, 10), fill=0)  # strokes one pixel wide, across and down
+    draw.line((60, 20, 60, 70), fill=0)
+    noisy = np.array(page)
+    rng = np.random.default_rng(1)
+    spots = [(int(y), int(x)) for y, x in rng.integers((25, 0), (75, 50), size=(60, 2))]
+    for y, x in spots + [(0, 0), (79, 119), (40, 0)]:  # the corners and an edge too
+        noisy[y, x] = 0
+    out = np.asarray(despeckle(Image.fromarray(noisy)))
+    assert all(out[y, x] > 200 for y, x in spots + [(0, 0), (79, 119), (40, 0)])
+    # a one-pixel stroke is kept; only its two last pixels at each end go (an end is one dark
+    # pixel beside another, as two speckles side by side are)
+    assert (out[10, 12:109] == 0).all() and (out[22:69, 60] == 0).all()
+
+
+def test_blurred_chinese_is_read_where_the_latin_model_finds_no_word(engine):
+    """OSD names no script on blurred Chinese and the Latin-script model, read first, finds no
+    word in it: that once ended the search with no text (CER 1.0; chi_sim reads it whole)."""
+    got = engine.read(render(_NOTICE_ZH, "cjk", blur=1.5))
+    assert char_error_rate("\n".join(_NOTICE_ZH), got.text) <= 0.05, got.text
+    assert got.script == "Han"
+
+
 _LATIN_SCRIPT = {
     "cs": ["Příliš žluťoučký kůň úpěl ďábelské ódy", "Večer jsme šli do divadla na operu"],
     "tr": ["Pijamalı hasta yağız şoföre çabucak güvendi", "Öğrenciler sınavdan önce çalıştı"],
