@@ -130,6 +130,21 @@ _RIVALS = {
     "Cyrillic": ("Latin", "Greek"),
     "Greek": ("Latin", "Cyrillic"),
 }
+# Scripts whose look-alikes their model reads fairly sure on a blurred page (Greek read by the
+# Latin-script model at 0.75, where clean Latin pages read at 0.88 or more): below _RIVAL_CONF
+# such a reading is compared with the rivals' too. (chi_sim reads blurred Japanese at 0.76 too,
+# but Traditional pages and wrong ways up also read under 0.85 in it: not Han's.)
+_WEAK_RIVALS = {"Latin": ("Cyrillic", "Greek")}
+_RIVAL_CONF = 0.85
+
+
+def _rivals(got) -> tuple[str, ...]:
+    """The rival scripts a reading `got` (lang, text, words, conf) is compared with."""
+    script = LANG_SCRIPT.get(got[0], "")
+    weak = _WEAK_RIVALS.get(script, ()) if got[3] < _RIVAL_CONF else ()
+    return _RIVALS.get(script, ()) + weak
+
+
 INSTALL_FIX = (
     "install Tesseract's data and binding: `make bootstrap` (apt-get install tesseract-ocr "
     "tesseract-ocr-script-latn tesseract-ocr-chi-sim tesseract-ocr-jpn tesseract-ocr-kor "
@@ -840,7 +855,7 @@ class OcrEngine:
         if lang is None:
             return self._refined(gray, self._best_language(gray, column=column), column)
         best = (lang, *self._recognise(gray, lang, column))
-        for script in _RIVALS.get(LANG_SCRIPT.get(lang, ""), ()) if tries != "one" else ():
+        for script in _rivals(best) if tries != "one" else ():
             # OSD names these scripts for one another's pages (Chinese pages Japanese or
             # Korean, English pages Cyrillic): the rival script's reading too, the more
             # confident characters kept
@@ -919,7 +934,8 @@ class OcrEngine:
             if best is None or (own, _weight(got)) > (_in_own_script(best), _weight(best)):
                 best = got
             if own and got[3] >= self.config.sure_conf and len(got[2]) >= 2:
-                break
+                if got[3] >= _RIVAL_CONF or not _WEAK_RIVALS.get(LANG_SCRIPT.get(lang, "")):
+                    break
         return best
 
     def _result(self, text, words, conf, lang, size, skew, steps, shrink, grow, start):
