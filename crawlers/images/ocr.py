@@ -935,8 +935,21 @@ class OcrEngine:
                 best = got
             if own and got[3] >= self.config.sure_conf and len(got[2]) >= 2:
                 if got[3] >= _RIVAL_CONF or not _WEAK_RIVALS.get(LANG_SCRIPT.get(lang, "")):
+                    if lang == _SIMPLIFIED and got[3] < _RIVAL_CONF and best is got:
+                        best = self._japanese(gray, got, column)
                     break
         return best
+
+    def _japanese(self, gray: Image.Image, got, column: bool = False):
+        """`got`, a chi_sim reading under `_RIVAL_CONF`, or the page's jpn reading where that
+        has more confident characters: chi_sim reads blurred Japanese at 0.76 (the kana as Han
+        look-alikes, CER 1.14), and jpn then reads it at 0.95 with twice the weight; on Chinese
+        pages, Simplified or Traditional, jpn's weight stays under chi_sim's (0.57-0.83 of it
+        on 40 rendered pages, five variants)."""
+        if "jpn" not in self.config.languages:
+            return got
+        other = ("jpn", *self._recognise(gray, "jpn", column))
+        return other if _in_own_script(other) and _weight(other) > _weight(got) else got
 
     def _result(self, text, words, conf, lang, size, skew, steps, shrink, grow, start):
         """Boxes of the enlarged, turned copy mapped back to the original image's pixels."""
