@@ -130,6 +130,10 @@ _RIVALS = {
     "Cyrillic": ("Latin", "Greek"),
     "Greek": ("Latin", "Cyrillic"),
 }
+# Kana (hiragana and katakana, not the prolonged-sound mark alone): a jpn reading with fewer than
+# _KANA_SHARE of its letters in kana is not taken over chi_sim's (Japanese prose runs 30-60%).
+_KANA = re.compile("[\u3041-\u3096\u30a1-\u30fa]")
+_KANA_SHARE = 0.15
 # Scripts whose look-alikes their model reads fairly sure on a blurred page (Greek read by the
 # Latin-script model at 0.75, where clean Latin pages read at 0.88 or more): below _RIVAL_CONF
 # such a reading is compared with the rivals' too. (chi_sim reads blurred Japanese at 0.76 too,
@@ -945,11 +949,16 @@ class OcrEngine:
         has more confident characters: chi_sim reads blurred Japanese at 0.76 (the kana as Han
         look-alikes, CER 1.14), and jpn then reads it at 0.95 with twice the weight; on Chinese
         pages, Simplified or Traditional, jpn's weight stays under chi_sim's (0.57-0.83 of it
-        on 40 rendered pages, five variants)."""
+        on 40 rendered pages, five variants), but not on every one (a Traditional page of
+        香港的電車), so a jpn reading must also be Japanese: a share of its letters kana."""
         if "jpn" not in self.config.languages:
             return got
         other = ("jpn", *self._recognise(gray, "jpn", column))
-        return other if _in_own_script(other) and _weight(other) > _weight(got) else got
+        letters = sum(c.isalpha() for c in other[1])
+        kana = len(_KANA.findall(other[1]))
+        if kana < _KANA_SHARE * letters or not _in_own_script(other):
+            return got  # no Japanese without kana: jpn reads a Traditional page's Han as its own
+        return other if _weight(other) > _weight(got) else got
 
     def _result(self, text, words, conf, lang, size, skew, steps, shrink, grow, start):
         """Boxes of the enlarged, turned copy mapped back to the original image's pixels."""
