@@ -142,6 +142,12 @@ _WEAK_RIVALS = {"Latin": ("Cyrillic", "Greek")}
 _RIVAL_CONF = 0.85
 
 
+def _kana_enough(got) -> bool:
+    """Whether `_KANA_SHARE` of a reading's letters are kana."""
+    letters = sum(c.isalpha() for c in got[1])
+    return bool(letters) and len(_KANA.findall(got[1])) >= _KANA_SHARE * letters
+
+
 def _rivals(got) -> tuple[str, ...]:
     """The rival scripts a reading `got` (lang, text, words, conf) is compared with."""
     script = LANG_SCRIPT.get(got[0], "")
@@ -485,18 +491,59 @@ def half_read_lines(
         return False
     median = float(np.median([b - a for a, b in runs]))
     lines = [(a, b) for a, b in runs if 0.5 * median <= b - a <= 2 * median]
+    return len(lines) >= 2 and len(unread_lines(gray, runs, words, grow)) >= 0.2 * len(lines)
+
+
+def unread_lines(
+    gray: Image.Image, runs: list[tuple[int, int]], words: list, grow: float, sure: float = 0.0
+) -> list[tuple[int, int]]:
+    """The lines of ink (`runs` of `gray` between half and twice the median's height, on a
+    page of two or more) that have less than half their ink under the boxes of words read with
+    confidence `sure` or more (found in `gray` enlarged by `grow`)."""
+    if not runs:
+        return []
+    median = float(np.median([b - a for a, b in runs]))
+    lines = [(a, b) for a, b in runs if 0.5 * median <= b - a <= 2 * median]
     if len(lines) < 2:
-        return False  # one run: a line, or a page whose rows all have ink (a scan's edge)
+        return []  # one run: a line, or a page whose rows all have ink (a scan's edge)
     ink = _ink(gray)
     covered = np.zeros(ink.shape, bool)
     for w in words:
+        if w.conf < sure:
+            continue
         x0, y0, x1, y1 = (round(v / grow) for v in w.box)
         covered[max(0, y0) : max(0, y1), max(0, x0) : max(0, x1)] = True
-    half = 0
+    out = []
     for a, b in lines:
         total = int(ink[a:b].sum())
-        half += total > 0 and int((ink[a:b] & covered[a:b]).sum()) < 0.5 * total
-    return half >= 0.2 * len(lines)
+        if total > 0 and int((ink[a:b] & covered[a:b]).sum()) < 0.5 * total:
+            out.append((a, b))
+    return out
+
+
+def _text_with_line(text: str, words: list, gone: list, line: str, y: float) -> str:
+    """`text` (its lines made of `words` in order) without the words `gone`, and with `line`
+    put before the first of its lines that lies below `y`."""
+    rows: list[tuple[list, float]] = []  # (words of each text line, its top)
+    i = 0
+    for row in text.splitlines():
+        want, got, mine = len("".join(row.split())), 0, []
+        while i < len(words) and got < want:
+            got += len("".join(words[i].text.split()))
+            mine.append(words[i])
+            i += 1
+        rows.append((mine, min((w.box[1] for w in mine), default=0)))
+    out, placed = [], False
+    for mine, top in rows:
+        if not placed and top > y:
+            out.append(line)
+            placed = True
+        kept = [w.text for w in mine if w not in gone]
+        if kept:
+            out.append(" ".join(kept))
+    if not placed:
+        out.append(line)
+    return clean_text("\n".join(out))
 
 
 def misses_a_line(runs: list[tuple[int, int]], words: list, grow: float) -> bool:
@@ -586,10 +633,11 @@ class OcrEngine:
         return turn, r["orient_conf"] >= self.config.osd_min_conf, r.get("script_name")
 
     def _recognise(
-        self, gray: Image.Image, lang: str, column: bool = False
+        self, gray: Image.Image, lang: str, column: bool = False, line: bool = False
     ) -> tuple[str, list[Word], float]:
         """(text, words in the worked copy's pixels, character-weighted confidence); `column`:
-        the page read as one column of lines (Tesseract's PSM 4), not laid out by Tesseract.
+        the page read as one column of lines (Tesseract's PSM 4), not laid out by Tesseract;
+        `line`: read as one line of text (PSM 7: a line cut out of a page).
 
         Within one `read`, the same pixels in the same model and mode are recognised once: where
         OSD names a wrong script unsure, each way up is read in its script and rivals, then in
@@ -599,23 +647,24 @@ class OcrEngine:
         key = None
         if seen is not None:
             digest = hashlib.blake2b(gray.tobytes(), digest_size=16).digest()
-            key = (digest, gray.size, gray.mode, lang, column)
+            key = (digest, gray.size, gray.mode, lang, column, line)
             if key in seen:
                 return seen[key]
-        got = self._recognise_page(gray, lang, column)
+        got = self._recognise_page(gray, lang, column, line)
         if key is not None:
             seen[key] = got
         return got
 
     def _recognise_page(
-        self, gray: Image.Image, lang: str, column: bool = False
+        self, gray: Image.Image, lang: str, column: bool = False, line: bool = False
     ) -> tuple[str, list[Word], float]:
         """`_recognise`'s recognition itself."""
         with self._api(lang) as api:
             chars = lang in (_SIMPLIFIED, self.config.traditional)
-            if not column:
+            if not column and not line:
                 return self._recognise_with(api, gray, chars)
-            api.SetPageSegMode(self._tess.PSM.SINGLE_COLUMN)
+            psm = self._tess.PSM
+            api.SetPageSegMode(psm.SINGLE_LINE if line else psm.SINGLE_COLUMN)
             try:
                 return self._recognise_with(api, gray, chars)
             finally:
@@ -833,7 +882,8 @@ class OcrEngine:
         lines = [x for x in ("".join(line.split()) for line in best[1].splitlines()) if x]
         lost = bool(lang) and (not best[2] or half_read_lines(gray, runs, best[2], grow))
         shattered = _shattered(lines, runs)
-        if not runs or not (shattered or lost):
+        unread = bool(best[2]) and bool(unread_lines(gray, runs, best[2], grow, _LINE_READ))
+        if not runs or not (shattered or lost or unread):
             return best, steps, grow, None
 
         def again():
@@ -844,11 +894,60 @@ class OcrEngine:
             # not: read so, in OSD's language and its rivals (else the reading's, then each
             # while unsure); kept over a reading shattered into pieces when about as confident,
             # over one that lost lines (OSD sure of the script) when clearly more
-            column = self._read(page, lang or best[0], column=True)
-            gain = _SHATTERED_GAIN if shattered else _COLUMN_GAIN
-            return column if _weight(column) > gain * _weight(best) else best
+            got = best
+            if shattered or lost:
+                column = self._read(page, lang or best[0], column=True)
+                gain = _SHATTERED_GAIN if shattered else _COLUMN_GAIN
+                got = column if _weight(column) > gain * _weight(best) else best
+            return self._other_scripts(gray, page, runs, grow, got)
 
         return best, steps, grow, again
+
+    def _other_scripts(self, gray: Image.Image, page: Image.Image, runs, grow: float, got):
+        """`got` with each line of ink it left unread (`unread_lines`, words under `_LINE_READ`
+        not counted: a line in another script, which the page's model drops or reads as a few
+        unsure look-alikes: an English sign's Chinese line, a Chinese page's English one) cut
+        out and read as one line in each other language (the first sure one ends the search,
+        chi_sim only when sure enough not to be Japanese, see `_japanese`), the most confident
+        reading taking the line's place where it holds letters of its language's script and
+        more confident characters than `got`'s words there. `got`'s language stays the
+        page's."""
+        if not got[2]:
+            return got
+        words, text = list(got[2]), got[1]
+        others = [x for x in self.config.languages if x != got[0]]
+        for a, b in unread_lines(gray, runs, got[2], grow, _LINE_READ)[:_OTHER_SCRIPT_LINES]:
+            pad = max(2, round(_LINE_PAD * (b - a)))
+            top = round(max(0, a - pad) * grow)
+            crop = page.crop((0, top, page.width, round(min(gray.height, b + pad) * grow)))
+            lo, hi = a * grow, b * grow
+            there = [w for w in words if lo <= (w.box[1] + w.box[3]) / 2 <= hi]
+            line = None
+            for lang in others:
+                cand = (lang, *self._recognise(crop, lang, line=True))
+                if not _script_letters(cand) or not _in_own_script(cand):
+                    continue
+                if lang == "jpn" and not _kana_enough(cand):
+                    continue
+                if _weight(cand) > max(_weight(line) if line else 0.0, _weight((0, 0, there))):
+                    line = cand
+                if cand[3] >= self.config.sure_conf and (
+                    lang != _SIMPLIFIED or cand[3] >= _RIVAL_CONF
+                ):
+                    break
+            if line is None:
+                continue
+            moved = [
+                Word(w.text, w.conf, (w.box[0], w.box[1] + top, w.box[2], w.box[3] + top), w.chars)
+                for w in line[2]
+            ]
+            text = _text_with_line(text, words, there, line[1], lo)
+            words = [w for w in words if w not in there] + moved
+        if text == got[1] and len(words) == len(got[2]):
+            return got
+        n = sum(len(w.text) for w in words)
+        conf = sum(w.conf * len(w.text) for w in words) / n if n else 0.0
+        return got[0], text, words, conf
 
     def _read(self, gray: Image.Image, lang: str | None, column: bool = False, tries: str = "all"):
         """(lang, text, words, conf) in `lang`, else (None, or an unsure reading in it: OSD's
@@ -954,9 +1053,7 @@ class OcrEngine:
         if "jpn" not in self.config.languages:
             return got
         other = ("jpn", *self._recognise(gray, "jpn", column))
-        letters = sum(c.isalpha() for c in other[1])
-        kana = len(_KANA.findall(other[1]))
-        if kana < _KANA_SHARE * letters or not _in_own_script(other):
+        if not _kana_enough(other) or not _in_own_script(other):
             return got  # no Japanese without kana: jpn reads a Traditional page's Han as its own
         return other if _weight(other) > _weight(got) else got
 
@@ -1168,6 +1265,11 @@ _COLUMN_GAIN = 1.2
 _REFINE_LETTERS = 10  # letters a reading needs before lid.176 names its language (`refine`)
 _SHATTERED_GAIN = 0.9
 _SHATTERED_CHARS = 6
+# Lines of ink a reading left unread that are read on their own in every language, at most
+# (`_other_scripts`: a line in another script).
+_OTHER_SCRIPT_LINES = 6
+_LINE_READ = 0.6  # a line covered only by words less confident than this is unread there
+_LINE_PAD = 0.35  # a line read on its own is cut out with this many of its heights above and below
 _INVERT_BELOW = 128  # mean grey level under which the page is light text on a dark ground
 # Traditional Chinese (OcrConfig.traditional): a sure chi_sim reading of _TRADITIONAL_CHARS Han
 # characters or more is read again in the Traditional model (both keep their characters'

@@ -150,6 +150,21 @@ def render(
     return im
 
 
+def render_mixed(lines: list[tuple[str, str]], size: int = 28) -> Image.Image:
+    """Lines each in its own script (`(text, script)`, each in its script's font; Arabic
+    right-aligned): a bilingual sign, a Chinese poster's English line."""
+    fonts = [ImageFont.truetype(FONTS[script], size) for _, script in lines]
+    widths = [int(font.getlength(text)) for (text, _), font in zip(lines, fonts, strict=True)]
+    step = int(size * 1.8)
+    w, h = max(widths) + 2 * size, len(lines) * step + size
+    im = Image.new("RGB", (w, h), (250, 250, 250))
+    draw = ImageDraw.Draw(im)
+    for i, ((text, script), font, lw) in enumerate(zip(lines, fonts, widths, strict=True)):
+        x = w - size - lw if script == "arabic" else size
+        draw.text((x, size // 2 + i * step), text, font=font, fill=(20, 20, 20))
+    return im
+
+
 def render_vertical(lines: list[str], script: str = "cjk", size: int = 28) -> Image.Image:
     """The lines written in columns, top to bottom, the first column on the right (Japanese and
     Chinese posters, signs and covers), a glyph every 1.1 sizes."""
