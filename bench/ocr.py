@@ -6,8 +6,8 @@ character error rate per script and variant, and the cost per image.
 Images (tests/images/ocr_render.py): Latin, Chinese, Arabic, Japanese, Korean, Cyrillic
 (Russian) and Greek lines rendered upright, skewed
 7 and 30 degrees, on their side (90), upside down (180), turned 120, grey on grey, on a blotchy
-background, light on a dark ground, blurred (Gaussian, radius 1.5) and speckled (salt and
-pepper, 4% of the pixels);
+background, light on a dark ground, blurred (Gaussian, radius 1.5), speckled (salt and
+pepper, 4% of the pixels) and on a gradient (the ground darkened by up to 55% towards the left);
 seed 0 draws the script's three lines, other seeds two of them in a random order.
 
 --real DIR adds real scans nobody here rendered, read at run time and never committed: the

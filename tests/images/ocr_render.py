@@ -6,7 +6,7 @@ fonts-dejavu-core, fonts-wqy-microhei and fonts-hosny-amiri, installed by script
 with Pillow's complex-text layout
 (libraqm: Arabic letters joined, right to left). Variants turn it (a page on its side, upside
 down, a small skew), fade it (grey on grey), set it on a photograph-like noisy background, blur
-it or speckle it (salt and pepper).
+it, speckle it (salt and pepper) or darken its ground unevenly (a gradient).
 `char_error_rate` is the edit distance between the truth and the reading, white space ignored
 (Chinese is written without it), over the truth's length.
 """
@@ -96,6 +96,7 @@ VARIANTS = {
     "light_on_dark": {"fg": (235, 235, 235), "bg": (25, 25, 35)},
     "blurred": {"blur": 1.5},
     "speckled": {"speckle": 0.04},
+    "gradient": {"shade": 0.55},
 }
 
 
@@ -117,12 +118,14 @@ def render(
     font: str | None = None,
     blur: float = 0,
     speckle: float = 0,
+    shade: float = 0,
 ) -> Image.Image:
     """The lines drawn left-aligned (Arabic right-aligned) with margins, then turned by `angle`
     degrees counter-clockwise; `noise`: a blotchy background of that amplitude; `font`: a font
     file other than the script's (FONTS); `blur`: a Gaussian blur of that radius (an image
     scaled up from a small one); `speckle`: that share of the pixels set black or white, half
-    each (salt and pepper: a fax, a dusty scan)."""
+    each (salt and pepper: a fax, a dusty scan); `shade`: the ground darkened from the right
+    edge to the left by that share (a banner's gradient; the ink is left as it is)."""
     font = ImageFont.truetype(font or FONTS[script], size)
     widths = [int(font.getlength(line)) for line in lines]
     step = int(size * 1.8)
@@ -137,6 +140,11 @@ def render(
     for i, (line, lw) in enumerate(zip(lines, widths, strict=True)):
         x = w - size - lw if script == "arabic" else size
         draw.text((x, size // 2 + i * step), line, font=font, fill=fg)
+    if shade:
+        a = np.asarray(im).astype(np.float32)
+        ground = np.abs(a - np.asarray(bg, np.float32)).max(axis=2, keepdims=True) < 40
+        ramp = np.linspace(1 - shade, 1.0, a.shape[1], dtype=np.float32)[None, :, None]
+        im = Image.fromarray(np.where(ground, a * ramp, a).clip(0, 255).astype(np.uint8))
     if angle:
         im = im.rotate(angle, expand=True, fillcolor=bg, resample=Image.BICUBIC)
     if blur:
