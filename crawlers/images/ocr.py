@@ -775,6 +775,14 @@ class OcrEngine:
                 other = self._read_page(flat)
                 if _weight(other[0]) > _weight(best):
                     best, skew, steps, grow = other
+            bright = bright_text(image, gray.size) if best[3] < cfg.sure_conf else None
+            if bright is not None:
+                # white lettering outlined in black over a photograph (a meme, a video's
+                # caption): grey, its fill is as light as the sky around it and its outline one
+                # more dark shape; the near-white pixels alone, as ink, are read too
+                other = self._read_page(bright)
+                if _weight(other[0]) > _weight(best):
+                    best, skew, steps, grow = other
         finally:
             self._read_memo.seen = None
         lang, text, words, conf = best
@@ -1114,6 +1122,43 @@ def _script_letters(got) -> bool:
     return len(letters.findall(got[1])) >= 2
 
 
+def bright_text(image: Image.Image, size: tuple[int, int]) -> Image.Image | None:
+    """Lettering in white outlined in dark (a meme's, a video caption's), as dark ink on white
+    at `size`: the image's near-white pixels (every channel `_BRIGHT` or more) in connected
+    shapes each no larger than `_GLYPH_AREA` of the image and mostly bordered by dark pixels
+    (`_OUTLINE_SHARE` of the pixels just around each darker than `_OUTLINE_DARK`; a white
+    sky or page is bordered by its own greys), `_BRIGHT_SHARE` of the image in all, standing
+    in lines of ink (`_lined`); None where there are none, or where half the image is white
+    (a page: its letters' counters are white shapes bordered by dark). Read only when the
+    page's own reading is unsure."""
+    import cv2
+
+    image = image.convert("RGB")
+    if max(image.size) > _BRIGHT_SIDE:  # looked at reduced (lettering survives it)
+        image = image.copy()
+        image.thumbnail((_BRIGHT_SIDE, _BRIGHT_SIDE), Image.BILINEAR)
+    rgb = np.asarray(image)
+    light = (rgb.min(axis=2) >= _BRIGHT).astype(np.uint8)
+    if not _BRIGHT_SHARE[0] <= float(light.mean()) <= 0.5:
+        return None  # none, or a white page (its letters' counters are white shapes in dark)
+    count, labels, stats, _ = cv2.connectedComponentsWithStats(light, connectivity=8)
+    grey = np.asarray(image.convert("L"))
+    near = cv2.dilate(labels.astype(np.float32), np.ones((5, 5), np.uint8)).astype(np.int32)
+    ring = (light == 0) & (near > 0)  # just outside a shape, by the highest label around
+    dark = np.bincount(near[ring], weights=(grey[ring] < _OUTLINE_DARK), minlength=count)
+    around = np.bincount(near[ring], minlength=count)
+    small = stats[:, cv2.CC_STAT_AREA] <= _GLYPH_AREA * light.size
+    keep = (around > 0) & (dark >= _OUTLINE_SHARE * np.maximum(around, 1)) & small
+    keep[0] = False
+    glyphs = keep[labels]
+    if not _BRIGHT_SHARE[0] <= float(glyphs.mean()) <= _BRIGHT_SHARE[1]:
+        return None
+    mask = Image.fromarray(np.where(glyphs, 0, 255).astype(np.uint8))
+    if mask.size != size:
+        mask = mask.resize(size, Image.BILINEAR)
+    return mask if _lined(mask) else None
+
+
 def flatten_ground(gray: Image.Image) -> Image.Image | None:
     """A grey page (dark text on light) with an uneven ground divided by it, the ground
     estimated as the page's light level around each point (grey dilation at an eighth of the
@@ -1308,6 +1353,15 @@ _IMPULSE_SHARE = 0.002
 # times less than before (text on a gradient: 0.43 -> 0.06; 122 photographs and scenes with an
 # uneven ground: none under 0.099, or by more than 3.3 times, among those under 0.2).
 _UNEVEN_SPREAD = 48
+# Lettering in white (bright_text): every channel this light, in shapes no larger than
+# _GLYPH_AREA of the image, each with _OUTLINE_SHARE of the pixels just around it darker than
+# _OUTLINE_DARK (its outline), on _BRIGHT_SHARE of the image in all.
+_BRIGHT = 235
+_BRIGHT_SHARE = (0.003, 0.2)
+_GLYPH_AREA = 0.01
+_BRIGHT_SIDE = 1000  # a larger image is looked at reduced to this
+_OUTLINE_DARK = 80
+_OUTLINE_SHARE = 0.5
 _FLAT_INK = 0.1
 _INK_DROP = 4.0
 _FAINT_BLUR = 1.2

@@ -286,6 +286,48 @@ def test_a_photographs_uneven_light_is_not_a_ground_to_divide_out():
     assert flatten_ground(ImageOps.autocontrast(page.convert("L"), cutoff=1)) is not None
 
 
+def _meme(text: str, font: str, size: int = 40):
+    """White lettering outlined in black across the top of a real photograph (scikit-learn's
+    china.jpg: a temple under a white sky)."""
+    from importlib.util import find_spec
+
+    from PIL import Image, ImageDraw, ImageFont
+
+    root = Path(find_spec("sklearn").submodule_search_locations[0]) / "datasets" / "images"
+    image = Image.open(root / "china.jpg").convert("RGB")
+    draw = ImageDraw.Draw(image)
+    face = ImageFont.truetype(font, size)
+    x = (image.width - draw.textlength(text, font=face)) / 2
+    draw.text((x, 20), text, font=face, fill="white", stroke_width=3, stroke_fill="black")
+    return image
+
+
+@pytest.mark.parametrize(
+    "text, font",
+    [
+        # before: CER 1.0 ("507040)", read as Cyrillic), plain Tesseract "BUILD"
+        ("WHEN THE BUILD PASSES", "/usr/share/fonts/truetype/dejavu/DejaVuSans-Bold.ttf"),
+        ("当代码终于通过测试", TEXT_FONTS["cjk"]),
+    ],
+)
+def test_white_lettering_outlined_on_a_photograph_is_read(engine, text, font):
+    got = engine.read(_meme(text, font))
+    assert char_error_rate(text, got.text) <= 0.1, got.text
+
+
+def test_a_white_pages_letters_are_not_read_as_white_lettering():
+    """A page of dark text on white: its letters' counters are white shapes bordered by dark,
+    which are not lettering (reading them cost every page a second reading)."""
+    from crawlers.images.ocr import bright_text
+
+    page = render(_NOTICE, "latin")
+    assert bright_text(page, page.size) is None
+    assert bright_text(_meme("WHEN THE BUILD PASSES", TEXT_FONTS["latin"]), (320, 214)).size == (
+        320,
+        214,
+    )
+
+
 _LATIN_SCRIPT = {
     "cs": ["Příliš žluťoučký kůň úpěl ďábelské ódy", "Večer jsme šli do divadla na operu"],
     "tr": ["Pijamalı hasta yağız şoföre çabucak güvendi", "Öğrenciler sınavdan önce çalıştı"],
