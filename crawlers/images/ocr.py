@@ -488,11 +488,16 @@ def half_read_lines(
     twice the median's height: text, not rules or figures; two or more) have less than half
     their ink under words' boxes (found in `gray` enlarged by `grow`): lines read in part, a few
     glyphs each (20 px Korean: a third of each line read, every line touched)."""
-    if not runs:
-        return False
-    median = float(np.median([b - a for a, b in runs]))
-    lines = [(a, b) for a, b in runs if 0.5 * median <= b - a <= 2 * median]
+    lines = _text_lines(runs)
     return len(lines) >= 2 and len(unread_lines(gray, runs, words, grow)) >= 0.2 * len(lines)
+
+
+def _text_lines(runs: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """The runs between half and twice the median's height: text, not rules or figures."""
+    if not runs:
+        return []
+    median = float(np.median([b - a for a, b in runs]))
+    return [(a, b) for a, b in runs if 0.5 * median <= b - a <= 2 * median]
 
 
 def unread_lines(
@@ -501,10 +506,7 @@ def unread_lines(
     """The lines of ink (`runs` of `gray` between half and twice the median's height, on a
     page of two or more) that have less than half their ink under the boxes of words read with
     confidence `sure` or more (found in `gray` enlarged by `grow`)."""
-    if not runs:
-        return []
-    median = float(np.median([b - a for a, b in runs]))
-    lines = [(a, b) for a, b in runs if 0.5 * median <= b - a <= 2 * median]
+    lines = _text_lines(runs)
     if len(lines) < 2:
         return []  # one run: a line, or a page whose rows all have ink (a scan's edge)
     ink = _ink(gray)
@@ -707,9 +709,7 @@ class OcrEngine:
             lines = [[x[::-1] if x in flip else x for x in line] for line in lines]
         # reading order: Tesseract's blocks, lines and words (right to left for Arabic)
         text = clean_text("\n".join(" ".join(line) for line in lines if line))
-        n = sum(len(w.text) for w in words)
-        conf = sum(w.conf * len(w.text) for w in words) / n if n else 0.0
-        return text, words, conf
+        return text, words, _char_conf(words)
 
     def _with_chars(self, api, raws: list, words: list[Word]) -> list[Word]:
         """`words` with their characters' confidences: the page's symbols, in reading order,
@@ -757,36 +757,34 @@ class OcrEngine:
             gray = ImageOps.invert(gray)
         self._read_memo.seen = {}
         try:
-            best, skew, steps, grow = self._read_page(gray)
+            reading = self._read_page(gray)
             if high - low <= _FAINT_RANGE:
                 # Faint text (its ink within a few grey levels of the ground), stretched: a
                 # JPEG's noise around the strokes is stretched with it and breaks them. The page
                 # smoothed is read too, the more confident characters kept (smoothing a clean
                 # page loses detail instead, so it is not the only reading).
-                smooth = self._read_page(gray.filter(ImageFilter.GaussianBlur(_FAINT_BLUR)))
-                if _weight(smooth[0]) > _weight(best):
-                    best, skew, steps, grow = smooth
-            flat = flatten_ground(gray)
-            if flat is not None:
-                # text on an uneven ground (a banner's gradient, a shadowed photograph of a
-                # page): one threshold takes the ground's dark side for ink and loses the text
-                # there; the page with its ground divided out is read too, the more confident
-                # characters kept
-                other = self._read_page(flat)
-                if _weight(other[0]) > _weight(best):
-                    best, skew, steps, grow = other
-            bright = bright_text(image, gray.size) if best[3] < cfg.sure_conf else None
-            if bright is not None:
+                reading = self._also(reading, gray.filter(ImageFilter.GaussianBlur(_FAINT_BLUR)))
+            # text on an uneven ground (a banner's gradient, a shadowed photograph of a page):
+            # one threshold takes the ground's dark side for ink and loses the text there; the
+            # page with its ground divided out is read too
+            reading = self._also(reading, flatten_ground(gray))
+            if reading[0][3] < cfg.sure_conf:
                 # white lettering outlined in black over a photograph (a meme, a video's
                 # caption): grey, its fill is as light as the sky around it and its outline one
                 # more dark shape; the near-white pixels alone, as ink, are read too
-                other = self._read_page(bright)
-                if _weight(other[0]) > _weight(best):
-                    best, skew, steps, grow = other
+                reading = self._also(reading, bright_text(image, gray.size))
         finally:
             self._read_memo.seen = None
-        lang, text, words, conf = best
+        (lang, text, words, conf), skew, steps, grow = reading
         return self._result(text, words, conf, lang, size, skew, steps, shrink, grow, start)
+
+    def _also(self, reading, page: Image.Image | None):
+        """`reading` (a `_read_page` result), or `page`'s where that has the more confident
+        characters; `reading` when `page` is None."""
+        if page is None:
+            return reading
+        other = self._read_page(page)
+        return other if _weight(other[0]) > _weight(reading[0]) else reading
 
     def _read_page(self, gray: Image.Image):
         """Straighten, turn upright, enlarge and recognise a grey page, dark text on light:
@@ -947,7 +945,7 @@ class OcrEngine:
                     continue
                 if lang == "jpn" and not _kana_enough(cand):
                     continue
-                if _weight(cand) > max(_weight(line) if line else 0.0, _weight((0, 0, there))):
+                if _weight(cand) > max(_weight(line) if line else 0.0, _words_weight(there)):
                     line = cand
                 if cand[3] >= self.config.sure_conf and (
                     lang != _SIMPLIFIED or cand[3] >= _RIVAL_CONF
@@ -963,9 +961,7 @@ class OcrEngine:
             words = [w for w in words if w not in there] + moved
         if text == got[1] and len(words) == len(got[2]):
             return got
-        n = sum(len(w.text) for w in words)
-        conf = sum(w.conf * len(w.text) for w in words) / n if n else 0.0
-        return got[0], text, words, conf
+        return got[0], text, words, _char_conf(words)
 
     def _read(self, gray: Image.Image, lang: str | None, column: bool = False, tries: str = "all"):
         """(lang, text, words, conf) in `lang`, else (None, or an unsure reading in it: OSD's
@@ -1337,8 +1333,19 @@ def _in_own_script(got) -> bool:
 
 
 def _weight(got) -> float:
+    """Confident characters of a reading (lang, text, words, conf): see `_words_weight`."""
+    return _words_weight(got[2])
+
+
+def _words_weight(words) -> float:
     """Confident characters: the sum over words of confidence x length."""
-    return sum(w.conf * len(w.text) for w in got[2])
+    return sum(w.conf * len(w.text) for w in words)
+
+
+def _char_conf(words) -> float:
+    """The words' confidence, weighted by their characters (0 without any)."""
+    n = sum(len(w.text) for w in words)
+    return _words_weight(words) / n if n else 0.0
 
 
 # A page whose 1st to 99th grey percentiles lie this close is faint: it is read smoothed too,
