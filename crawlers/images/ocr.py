@@ -680,26 +680,34 @@ class OcrEngine:
         t = self._tess
         api.SetImage(gray)
         api.Recognize()
-        words: list[Word] = []
-        lines: list[list[str]] = []
         level = t.RIL.WORD
         it = api.GetIterator()
-        raws: list[tuple[str, int | None]] = []  # every word as read, and its index in `words`
+        read: list[tuple[str, str, float, tuple, int]] = []  # (raw, text, conf, box, line)
+        line_no = -1
         for w in t.iterate_level(it, level) if it is not None else ():
             try:
                 raw = w.GetUTF8Text(level) or ""
             except RuntimeError:  # an empty block: no text there
                 continue
-            text = clean_text(raw)
+            if w.IsAtBeginningOf(t.RIL.TEXTLINE) or line_no < 0:
+                line_no += 1
             conf = max(0.0, w.Confidence(level)) / 100
-            if not text or conf < self.config.min_word_conf:
+            read.append((raw, clean_text(raw), conf, w.BoundingBox(level), line_no))
+        kept = self._kept_words(read)
+        words: list[Word] = []
+        lines: list[list[str]] = []
+        raws: list[tuple[str, int | None]] = []  # every word as read, and its index in `words`
+        last_line = None
+        for (raw, text, conf, box, line), keep in zip(read, kept, strict=True):
+            if not keep:
                 raws.append((raw, None))
                 continue
-            if w.IsAtBeginningOf(t.RIL.TEXTLINE) or not lines:
+            if line != last_line:
                 lines.append([])
+                last_line = line
             lines[-1].append(text)
             raws.append((raw, len(words)))
-            words.append(Word(text, conf, w.BoundingBox(level)))
+            words.append(Word(text, conf, box))
         if chars and words:
             words = self._with_chars(api, raws, words)
         if any(_RTL.search(w.text) for w in words):  # the iterator gives RTL words backwards
@@ -709,7 +717,33 @@ class OcrEngine:
             lines = [[x[::-1] if x in flip else x for x in line] for line in lines]
         # reading order: Tesseract's blocks, lines and words (right to left for Arabic)
         text = clean_text("\n".join(" ".join(line) for line in lines if line))
-        return text, words, _char_conf(words)
+        # the page's confidence, which decides what else is tried, is its sure words' as before:
+        # the unsure words kept by their lines (`_kept_words`) add characters, not doubt
+        floor = self.config.min_word_conf
+        return text, words, _char_conf([w for w in words if w.conf >= floor])
+
+    def _kept_words(self, read: list[tuple[str, str, float, tuple, int]]) -> list[bool]:
+        """Which words of a recognition (raw, text, conf, box, line) are kept: those of
+        `min_word_conf` or more, and, under it, a word with a letter or digit on a line of
+        `_CONTEXT_WORDS` or more sure words (`sure_conf`), most of its words sure. Tesseract's
+        word confidence is its least sure character's, and one word of a clean line can read
+        right at 0.19 ("histoire." on a 22 px serif page enlarged x1.8455; 0.96 at x1.84 and
+        x1.85); stray marks and false text in a photograph stand on unsure lines."""
+        floor, sure = self.config.min_word_conf, self.config.sure_conf
+        on_line: dict[int, list[float]] = {}
+        for _raw, text, conf, _box, line in read:
+            if text:
+                on_line.setdefault(line, []).append(conf)
+        kept = []
+        for _raw, text, conf, _box, line in read:
+            if not text:
+                kept.append(False)
+                continue
+            confs = on_line[line]
+            n_sure = sum(c >= sure for c in confs)
+            context = n_sure >= _CONTEXT_WORDS and 2 * n_sure > len(confs)
+            kept.append(conf >= floor or (context and any(c.isalnum() for c in text)))
+        return kept
 
     def _with_chars(self, api, raws: list, words: list[Word]) -> list[Word]:
         """`words` with their characters' confidences: the page's symbols, in reading order,
@@ -886,7 +920,10 @@ class OcrEngine:
         runs = ink_lines(gray)
         page, grow = self._enlarged(gray, runs)  # small text, to the line height read best
         best = self._read(page, lang, tries=tries)
-        if grow != 1.0 and (best[3] < cfg.sure_conf or misses_a_line(runs, best[2], grow)):
+        # lines of ink read are those under words of min_word_conf or more: an unsure word
+        # kept by its line (`_kept_words`) may be a misreading over a lost line's ink
+        sure_words = [w for w in best[2] if w.conf >= cfg.min_word_conf]
+        if grow != 1.0 and (best[3] < cfg.sure_conf or misses_a_line(runs, sure_words, grow)):
             # an unsure reading of enlarged text, or one that left a line of ink unread: the
             # page as it is too (Tesseract's Arabic model reads enlarged text worse: 18 px Amiri
             # lost half its characters enlarged x1.5, 0.03 of them as it is; 28 px Chinese,
@@ -896,7 +933,8 @@ class OcrEngine:
             if _weight(plain) > _weight(best):
                 best, page, grow = plain, gray, 1.0
         lines = [x for x in ("".join(line.split()) for line in best[1].splitlines()) if x]
-        lost = bool(lang) and (not best[2] or half_read_lines(gray, runs, best[2], grow))
+        sure_words = [w for w in best[2] if w.conf >= cfg.min_word_conf]
+        lost = bool(lang) and (not best[2] or half_read_lines(gray, runs, sure_words, grow))
         shattered = _shattered(lines, runs)
         unread = bool(best[2]) and bool(unread_lines(gray, runs, best[2], grow, _LINE_READ))
         if not runs or not (shattered or lost or unread):
@@ -1097,6 +1135,8 @@ class OcrEngine:
 # A page where the first language finds no word is read by the second (chi_sim): kept as text
 # only when that reading is this confident (a flat scene's shapes read as 早早 at 0.40).
 _SECOND_LOOK_CONF = 0.6
+# A word under min_word_conf is kept on a line of this many sure words or more (_kept_words).
+_CONTEXT_WORDS = 2
 
 
 def _lined(gray: Image.Image) -> bool:

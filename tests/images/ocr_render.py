@@ -119,16 +119,18 @@ def render(
     blur: float = 0,
     speckle: float = 0,
     shade: float = 0,
+    leading: float = 1.8,
 ) -> Image.Image:
     """The lines drawn left-aligned (Arabic right-aligned) with margins, then turned by `angle`
     degrees counter-clockwise; `noise`: a blotchy background of that amplitude; `font`: a font
     file other than the script's (FONTS); `blur`: a Gaussian blur of that radius (an image
     scaled up from a small one); `speckle`: that share of the pixels set black or white, half
     each (salt and pepper: a fax, a dusty scan); `shade`: the ground darkened from the right
-    edge to the left by that share (a banner's gradient; the ink is left as it is)."""
+    edge to the left by that share (a banner's gradient; the ink is left as it is); `leading`:
+    the distance between lines, in font sizes."""
     font = ImageFont.truetype(font or FONTS[script], size)
     widths = [int(font.getlength(line)) for line in lines]
-    step = int(size * 1.8)
+    step = int(size * leading)
     w, h = max(widths) + 2 * size, len(lines) * step + size
     im = Image.new("RGB", (w, h), bg)
     if noise:

@@ -485,6 +485,61 @@ def test_lines_read_in_part_are_found():
     assert not half_read_lines(gray, runs[:1], [], 1.0)  # one run: a line, or a scan's edge
 
 
+SERIF = "/usr/share/fonts/truetype/liberation/LiberationSerif-Regular.ttf"  # Chromium's fonts
+
+
+def test_a_sure_lines_unsure_word_is_kept(engine):
+    """Tesseract's word confidence is its least sure character's: on this 22 px serif page
+    (lingua-py's French sentences), enlarged x1.8455, "histoire." is read right at 0.18 and the
+    rest of its line at 0.95; it was left out under min_word_conf, and plain Tesseract keeps it."""
+    lines = [
+        "Le fondement d'une nation, c'est aussi une histoire.",
+        "Pour 52 numéros, les prix sont les suivants :",
+    ]
+    got = engine.read(render(lines, "latin", size=22, font=SERIF))
+    assert got.text == "\n".join(lines)
+    assert any(w.text == "histoire." and w.conf < engine.config.min_word_conf for w in got.words)
+
+
+def test_unsure_words_are_kept_only_on_sure_lines(engine):
+    """A word under min_word_conf stays when its line has two sure words or more, most of its
+    words sure, and it has a letter or digit; stray marks and unsure lines stay out."""
+    box = (0, 0, 1, 1)
+
+    def kept(line_words):
+        read = [(t, t, c, box, line) for line, words in enumerate(line_words) for t, c in words]
+        return [t for (t, _, _, _, _), k in zip(read, engine._kept_words(read), strict=True) if k]
+
+    sure, low = 0.95, 0.18
+    assert kept([[("une", sure), ("histoire.", low), ("nation", sure)]]) == [
+        "une",
+        "histoire.",
+        "nation",
+    ]
+    assert kept([[("une", sure), ("|", low), ("nation", sure)]]) == ["une", "nation"]
+    assert kept([[("une", sure), ("histoire", low)]]) == ["une"]  # one sure word: no line
+    assert kept([[("a", sure), ("b", sure), ("c", 0.5), ("d", 0.5), ("e", low)]]) == list("abcd")
+    # a sure line does not vouch for the next line's unsure words
+    assert kept([[("une", sure), ("nation", sure)], [("xq", low), ("zz", low)]]) == [
+        "une",
+        "nation",
+    ]
+    assert kept([[("xq", low), ("zz", 0.4)]]) == ["zz"]
+
+
+def test_unsure_words_kept_by_their_line_do_not_hide_a_lost_line(engine):
+    """40 px Japanese (lingua-py's sentences): Tesseract's layout loses most of the first line
+    and reads a misreading, unsure, over the second's end; lines of ink count as read only
+    under words of min_word_conf or more, so the page is still read as one column (kept by its
+    line, the misreading hid the lost line: CER 0.93)."""
+    lines = [
+        "自分の浅はかなこだわりが、逆に自分を不自由に",
+        "なお、2016年度において反競争的行為に該当",
+    ]
+    got = engine.read(render(lines, "japanese", size=40, leading=1.6))
+    assert char_error_rate("\n".join(lines), got.text) <= 0.05, got.text
+
+
 def test_wrong_ways_up_are_not_read_in_every_language(engine, monkeypatch):
     """OSD unsure of the turn of Chinese text on its side: each way up is read in the script's
     language first, every language only where none is sure (5 recognitions, not 38)."""
