@@ -26,6 +26,7 @@ from crawlers.images.ocr import (
     OcrEngine,
     OcrUnavailable,
     Word,
+    _names_its_script,
     clean_text,
     debian_package,
     half_read_lines,
@@ -538,6 +539,28 @@ def test_unsure_words_kept_by_their_line_do_not_hide_a_lost_line(engine):
     ]
     got = engine.read(render(lines, "japanese", size=40, leading=1.6))
     assert char_error_rate("\n".join(lines), got.text) <= 0.05, got.text
+
+
+def test_a_sure_reading_of_digits_does_not_name_the_page_script(engine):
+    """80 px Korean (lingua-py's sentences), no script from OSD: the Arabic model read the
+    first line as "3-022 - 2 8 0|" at 0.78, one letter in it, and that ended the search before
+    Korean was tried; a reading names the page's script only with its letters."""
+    lines = ["이범호는 3-0으로", "이는 제3지대에서 "]  # the second line's width as drawn
+    got = engine.read(render(lines, "korean", size=80, leading=1.6))
+    assert got.language == "ko"
+    assert char_error_rate("\n".join(lines), got.text) == 0.0, got.text
+
+
+def test_a_reading_names_its_script_with_a_third_of_its_characters():
+    def got(lang, text):
+        return (lang, text, [Word(t, 0.9, (0, 0, 1, 1)) for t in text.split()], 0.9)
+
+    assert not _names_its_script(got("ara", "3-022 - 2 8 0|\nح 0|"))
+    assert _names_its_script(got("ara", "مرحبا بكم 2024"))
+    assert _names_its_script(got("kor", "이는 제 3 지 대 에 서"))
+    assert not _names_its_script(got("Latin", "Platform"))  # one word
+    assert not _names_its_script(got("Latin", "$19.99 -50% 2x"))
+    assert _names_its_script(got("Latin", "Open 9-17"))
 
 
 def test_wrong_ways_up_are_not_read_in_every_language(engine, monkeypatch):
