@@ -563,6 +563,19 @@ def test_a_reading_names_its_script_with_a_third_of_its_characters():
     assert _names_its_script(got("Latin", "Open 9-17"))
 
 
+def test_large_cjk_glyphs_tesseracts_layout_misses_are_read_as_one_block(engine):
+    """44 px Japanese (lingua-py's sentences): Tesseract's page layout took the glyphs for
+    something else (0.64, a few of them read), and the page upside down in Arabic outweighed
+    it (CER 1.27); read as one block of lines it is read at 0.89."""
+    lines = [
+        "自分の浅はかなこだわりが、逆に自分を不自由に",
+        "なお、2016年度において反競争的行為に該当",
+    ]
+    got = engine.read(render(lines, "japanese", size=44, leading=1.6))
+    assert got.language == "ja"
+    assert char_error_rate("\n".join(lines), got.text) <= 0.05, got.text
+
+
 def test_wrong_ways_up_are_not_read_in_every_language(engine, monkeypatch):
     """OSD unsure of the turn of Chinese text on its side: each way up is read in the script's
     language first, every language only where none is sure (5 recognitions, not 38)."""
