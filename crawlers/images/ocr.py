@@ -859,7 +859,9 @@ class OcrEngine:
                 reads += got
                 if any(r[0][3] >= cfg.sure_conf and _names_its_script(r[0]) for r in got):
                     break
-        best, turned_steps, grow, again = max(reads, key=lambda r: _weight(r[0]))
+        # the most confident characters, a reading that names its script (`_names_its_script`)
+        # first: a wrong way up read as digits outweighed 14 px Vietnamese read upright
+        best, turned_steps, grow, again = max(reads, key=lambda r: _rank(r[0]))
         if best[2] and best[3] < cfg.sure_conf:
             # an unsure reading may be upside down, or OSD sure of a wrong turn (14 px serif
             # Latin: sure of 180, read upside down, every word wrong): the page as it is and
@@ -869,7 +871,9 @@ class OcrEngine:
                     continue
                 turns.append(other)
                 got = self._read_turned(gray, other, lang)
-                if _weight(got[0]) > 1.2 * _weight(best):
+                if _names_its_script(got[0]) >= _names_its_script(best) and _weight(
+                    got[0]
+                ) > 1.2 * _weight(best):
                     best, turned_steps, grow, again = got
         if again is not None:  # the way up kept: its lines read as one column, if need be
             best = again()
@@ -1109,7 +1113,7 @@ class OcrEngine:
             if i == 1 and not best[2] and not _script_letters(got):
                 break
             own = _in_own_script(got)
-            if best is None or (own, _weight(got)) > (_in_own_script(best), _weight(best)):
+            if best is None or (own, *_rank(got)) > (_in_own_script(best), *_rank(best)):
                 best = got
             if own and got[3] >= self.config.sure_conf and _names_its_script(got):
                 if got[3] >= _RIVAL_CONF or not _WEAK_RIVALS.get(LANG_SCRIPT.get(lang, "")):
@@ -1174,6 +1178,12 @@ def _lined(gray: Image.Image) -> bool:
         if runs and sum(b - a for a, b in runs) <= 0.8 * page.height:
             return True
     return False
+
+
+def _rank(got) -> tuple[bool, float]:
+    """A reading's rank among readings of one page: whether it names its script, then its
+    confident characters (`_weight`)."""
+    return _names_its_script(got), _weight(got)
 
 
 def _names_its_script(got) -> bool:

@@ -576,6 +576,20 @@ def test_large_cjk_glyphs_tesseracts_layout_misses_are_read_as_one_block(engine)
     assert char_error_rate("\n".join(lines), got.text) <= 0.05, got.text
 
 
+def test_a_wrong_way_up_read_as_digits_does_not_outweigh_letters(engine):
+    """14 px Vietnamese in a serif (lingua-py's sentences), OSD unsure of the turn: upside down,
+    the Korean model read it as "3080 6042 0470 ..." at 0.65, more characters than the Latin
+    reading upright at 0.81, and was kept (CER 0.99); a reading that names its script ranks
+    first."""
+    lines = [
+        "Mặn hơn muối tập 22 ngày 3/12 Nỗi oan được nghe thấu - Emdep.",
+        "Bánh được ăn kèm với tương ớt, nước dấm chua ngọt.",
+    ]
+    got = engine.read(render(lines, "latin", size=14, font=SERIF, leading=1.6))
+    assert got.script == "Latin" and got.rotation == 0
+    assert char_error_rate("\n".join(lines), got.text) <= 0.4, got.text  # plain Tesseract: 0.23
+
+
 def test_wrong_ways_up_are_not_read_in_every_language(engine, monkeypatch):
     """OSD unsure of the turn of Chinese text on its side: each way up is read in the script's
     language first, every language only where none is sure (5 recognitions, not 38)."""
