@@ -845,7 +845,7 @@ class OcrEngine:
             reads = [self._read_turned(gray, turns[0], lang)]
         elif lang is not None:
             reads = [self._read_turned(gray, t, lang, tries="rivals") for t in turns]
-            if all(r[0][3] < cfg.sure_conf for r in reads):
+            if not any(self._sure_in_script(r[0]) for r in reads):
                 reads = [self._read_turned(gray, t, lang) for t in turns]
         else:
             # no script from OSD: each language on every way up, in order, until one is sure
@@ -1044,11 +1044,18 @@ class OcrEngine:
                 got = (rival, *self._recognise(gray, rival, column))
                 if _weight(got) > _weight(best):
                     best = got
-        if tries == "all" and best[3] < self.config.sure_conf:
+        if tries == "all" and not self._sure_in_script(best):
+            # unsure, or sure of another script's letters (chi_sim reads Latin letters: 14 px
+            # Turkish, which OSD named Han, at 0.80): each other language too
             other = self._best_language(gray, skip=lang, column=column)
-            if other is not None and _weight(other) > _weight(best):
+            own = (_in_own_script(other), _weight(other)) if other is not None else None
+            if own is not None and own > (_in_own_script(best), _weight(best)):
                 best = other
         return self._refined(gray, best, column)
+
+    def _sure_in_script(self, got) -> bool:
+        """Whether a reading is sure (`sure_conf`) and its letters are of its model's script."""
+        return got[3] >= self.config.sure_conf and _in_own_script(got)
 
     def _refined(self, gray: Image.Image, got, column: bool = False):
         """`got`, or the page read again in the model of the language lid.176 names its text

@@ -590,6 +590,19 @@ def test_a_wrong_way_up_read_as_digits_does_not_outweigh_letters(engine):
     assert char_error_rate("\n".join(lines), got.text) <= 0.4, got.text  # plain Tesseract: 0.23
 
 
+def test_a_model_sure_of_another_scripts_letters_is_not_kept(engine):
+    """14 px Turkish (lingua-py's sentences), which OSD named Han: chi_sim read its Latin
+    letters at 0.80 (its charset holds them), without the Turkish ones, and no other language
+    was tried (CER 0.14, language zh); a sure reading counts only in its model's script."""
+    lines = [
+        "İkisi de cevaplayamadıkları sorularla baş başa kalırlar.",
+        "Diyarbakýr, binlerce yýllýk bir tarihi ve onlarca medeniyeti bünyesinde barýndýrýyor.",
+    ]
+    got = engine.read(render(lines, "latin", size=14, leading=1.6))
+    assert got.script == "Latin"
+    assert char_error_rate("\n".join(lines), got.text) <= 0.03, got.text
+
+
 def test_wrong_ways_up_are_not_read_in_every_language(engine, monkeypatch):
     """OSD unsure of the turn of Chinese text on its side: each way up is read in the script's
     language first, every language only where none is sure (5 recognitions, not 38)."""
