@@ -857,7 +857,13 @@ class OcrEngine:
                     if not _lined(gray) or not any(_script_letters(r[0]) for r in got):
                         break  # see _best_language: no line of text
                 reads += got
-                if any(r[0][3] >= cfg.sure_conf and _names_its_script(r[0]) for r in got):
+                sure = [
+                    (t, r)
+                    for t, r in zip(turns, got, strict=True)
+                    if r[0][3] >= cfg.sure_conf and _names_its_script(r[0])
+                ]
+                if sure:
+                    reads += self._japanese_turned(gray, sure)
                     break
         # the most confident characters, a reading that names its script (`_names_its_script`)
         # first: a wrong way up read as digits outweighed 14 px Vietnamese read upright
@@ -887,6 +893,21 @@ class OcrEngine:
             if sure or _weight(vertical) > _weight(best):
                 best, turned_steps, grow = vertical, [], vertical_grow
         return best, skew, steps + turned_steps, grow
+
+    def _japanese_turned(self, gray: Image.Image, sure: list) -> list:
+        """For each (turn, reading) of `sure` that is chi_sim's under `_RIVAL_CONF`, the page
+        read at that turn by jpn, where that reading is Japanese (`_kana_enough`, in its own
+        script): chi_sim reads a 14 px Japanese page whose first line is mostly kanji at 0.76,
+        its kana as Han look-alikes (see `_japanese`)."""
+        if "jpn" not in self.config.languages:
+            return []
+        out = []
+        for turn, got in sure:
+            if got[0][0] == _SIMPLIFIED and got[0][3] < _RIVAL_CONF:
+                other = self._read_turned(gray, turn, "jpn", tries="one")
+                if _kana_enough(other[0]) and _in_own_script(other[0]):
+                    out.append(other)
+        return out
 
     def _enlarged(self, gray: Image.Image, runs: list[tuple[int, int]]):
         """(page, grow): small text (the median of `runs`, its lines or columns of ink) enlarged

@@ -603,6 +603,19 @@ def test_a_model_sure_of_another_scripts_letters_is_not_kept(engine):
     assert char_error_rate("\n".join(lines), got.text) <= 0.03, got.text
 
 
+def test_japanese_whose_first_line_is_kanji_is_not_kept_in_chinese(engine):
+    """14 px Japanese (lingua-py's sentences), no script from OSD: chi_sim read it at 0.76, the
+    first line's kana as Han look-alikes, which ended the search (CER 0.25, language zh); a
+    chi_sim reading so unsure is compared with jpn's, as in `_best_language`."""
+    lines = [
+        "中国における砂漠化防止活動の成功は、世界の関",
+        "もとより、ネットの世界の怖さについてを親世代",
+    ]
+    got = engine.read(render(lines, "japanese", size=14, leading=1.6))
+    assert got.language == "ja"
+    assert char_error_rate("\n".join(lines), got.text) <= 0.05, got.text
+
+
 def test_wrong_ways_up_are_not_read_in_every_language(engine, monkeypatch):
     """OSD unsure of the turn of Chinese text on its side: each way up is read in the script's
     language first, every language only where none is sure (5 recognitions, not 38)."""
