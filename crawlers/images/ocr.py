@@ -565,6 +565,32 @@ def misses_a_line(runs: list[tuple[int, int]], words: list, grow: float) -> bool
     return unread >= 0.2 * len(lines)
 
 
+def misses_words(gray: Image.Image, runs: list[tuple[int, int]], words: list, grow: float) -> bool:
+    """Whether a line of ink (`runs` of `gray`, those between half and twice the median's
+    height) has ink left unread along it, as wide as `_MISSED_WIDTH` line heights or wider, no
+    word's box over it (boxes found in `gray` enlarged by `grow`): words at a line's start or
+    end that the page layout lost (20 px Korean enlarged x1.8: each line's first two words)."""
+    lines = _text_lines(runs)
+    if not lines or not words:
+        return False
+    ink = _ink(gray)
+    for a, b in lines:
+        height = b - a
+        covered = np.zeros(ink.shape[1], bool)
+        for w in words:
+            x0, y0, x1, y1 = (v / grow for v in w.box)
+            if min(b, y1) - max(a, y0) >= 0.5 * min(height, y1 - y0):
+                covered[max(0, round(x0)) : max(0, round(x1))] = True
+        inked = ink[a:b].any(axis=0)
+        # each stretch of columns under no box: its ink from the first inked column to the last
+        edges = np.flatnonzero(np.diff(np.concatenate([[1], covered.astype(np.int8), [1]])))
+        for start, end in zip(edges[::2], edges[1::2], strict=True):
+            cols = np.flatnonzero(inked[start:end])
+            if cols.size and cols[-1] - cols[0] + 1 >= _MISSED_WIDTH * height:
+                return True
+    return False
+
+
 def _otsu(a: np.ndarray) -> float:
     hist, edges = np.histogram(a, bins=64, range=(0, 256))
     p = hist / max(1, hist.sum())
@@ -950,7 +976,8 @@ class OcrEngine:
         # lines of ink read are those under words of min_word_conf or more: an unsure word
         # kept by its line (`_kept_words`) may be a misreading over a lost line's ink
         sure_words = [w for w in best[2] if w.conf >= cfg.min_word_conf]
-        if grow != 1.0 and (best[3] < cfg.sure_conf or misses_a_line(runs, sure_words, grow)):
+        missed = misses_a_line(runs, sure_words, grow) or misses_words(gray, runs, best[2], grow)
+        if grow != 1.0 and (best[3] < cfg.sure_conf or missed):
             # an unsure reading of enlarged text, or one that left a line of ink unread: the
             # page as it is too (Tesseract's Arabic model reads enlarged text worse: 18 px Amiri
             # lost half its characters enlarged x1.5, 0.03 of them as it is; 28 px Chinese,
@@ -1194,6 +1221,8 @@ _BLOCK = "block"
 # glyphs); smaller text is not (turned 14-22 px pages: 40% more CPU for no better reading).
 _BLOCK_GROW = 1.25
 _GLYPH_SCRIPTS = ("Han", "Japanese", "Korean")
+# Ink along a line this many line heights wide, under no word, is words the reading missed.
+_MISSED_WIDTH = 2.0
 # A word under min_word_conf is kept on a line of this many sure words or more (_kept_words).
 _CONTEXT_WORDS = 2
 
