@@ -747,8 +747,7 @@ class OcrEngine:
         text = clean_text("\n".join(" ".join(line) for line in lines if line))
         # the page's confidence, which decides what else is tried, is its sure words' as before:
         # the unsure words kept by their lines (`_kept_words`) add characters, not doubt
-        floor = self.config.min_word_conf
-        return text, words, _char_conf([w for w in words if w.conf >= floor])
+        return text, words, _char_conf(self._counted(words))
 
     def _kept_words(self, read: list[tuple[str, str, float, tuple, int]]) -> list[bool]:
         """Which words of a recognition (raw, text, conf, box, line) are kept: those of
@@ -975,7 +974,7 @@ class OcrEngine:
         best = self._read(page, lang, tries=tries)
         # lines of ink read are those under words of min_word_conf or more: an unsure word
         # kept by its line (`_kept_words`) may be a misreading over a lost line's ink
-        sure_words = [w for w in best[2] if w.conf >= cfg.min_word_conf]
+        sure_words = self._counted(best[2])
         missed = misses_a_line(runs, sure_words, grow) or misses_words(gray, runs, best[2], grow)
         if grow != 1.0 and (best[3] < cfg.sure_conf or missed):
             # an unsure reading of enlarged text, or one that left a line of ink unread: the
@@ -998,7 +997,7 @@ class OcrEngine:
             if block[3] >= cfg.sure_conf and _weight(block) > _weight(best):
                 best = block
         lines = [x for x in ("".join(line.split()) for line in best[1].splitlines()) if x]
-        sure_words = [w for w in best[2] if w.conf >= cfg.min_word_conf]
+        sure_words = self._counted(best[2])
         lost = bool(lang) and (not best[2] or half_read_lines(gray, runs, sure_words, grow))
         shattered = _shattered(lines, runs)
         unread = bool(best[2]) and bool(unread_lines(gray, runs, best[2], grow, _LINE_READ))
@@ -1022,10 +1021,16 @@ class OcrEngine:
 
         return best, steps, grow, again
 
+    def _counted(self, words: list[Word]) -> list[Word]:
+        """The words of `min_word_conf` or more: those a page's confidence and its read lines
+        count (an unsure word kept by its line, `_kept_words`, may be a misreading over a lost
+        line's ink)."""
+        return [w for w in words if w.conf >= self.config.min_word_conf]
+
     def _leaves_ink(self, gray: Image.Image, runs, words, grow: float) -> bool:
         """Whether words of min_word_conf or more leave a line of ink (`unread_lines`), or
         any ink, unread."""
-        sure = [w for w in words if w.conf >= self.config.min_word_conf]
+        sure = self._counted(words)
         return not sure or bool(unread_lines(gray, runs, sure, grow))
 
     def _other_scripts(self, gray: Image.Image, page: Image.Image, runs, grow: float, got):
