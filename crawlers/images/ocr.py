@@ -48,7 +48,6 @@ from __future__ import annotations
 import contextlib
 import functools
 import hashlib
-import math
 import os
 import re
 import threading
@@ -60,100 +59,50 @@ import numpy as np
 from PIL import Image, ImageFilter, ImageOps
 from pydantic import BaseModel, ConfigDict, Field
 
+from crawlers.images.ocr_page import (
+    _background,
+    _lined,
+    _lines_run_across,
+    _map_box,
+    _shattered,
+    _written_in_columns,
+    bright_text,
+    despeckle,
+    flatten_ground,
+    half_read_lines,
+    ink_lines,
+    misses_a_line,
+    misses_words,
+    skew_angle,
+    text_share,
+    unread_lines,
+)
+from crawlers.images.ocr_scripts import (
+    _RIVAL_CONF,
+    _SCRIPT_LETTERS,
+    _WEAK_RIVALS,
+    ISO,
+    LANG_SCRIPT,
+    OSD_SCRIPT,
+    _char_conf,
+    _in_own_script,
+    _kana_enough,
+    _names_its_script,
+    _opencc,
+    _rank,
+    _rivals,
+    _script_letters,
+    _weight,
+    _words_weight,
+    traditional_margins,
+)
+
 TESSDATA_DIRS = (
     "/usr/share/tesseract-ocr/5/tessdata",
     "/usr/share/tesseract-ocr/4.00/tessdata",
     "/usr/share/tessdata",
     "/usr/local/share/tessdata",
 )
-# The script of each OSD script name, the script and the ISO 639-1 code (a short reading's
-# language: lid.176 names a longer one) of each Tesseract language.
-OSD_SCRIPT = {
-    "Latin": "Latin",
-    "Han": "Han",
-    "HanS": "Han",
-    "HanT": "Han",
-    "Japanese": "Japanese",  # Han with kana
-    "Korean": "Korean",
-    "Hangul": "Korean",
-    "Cyrillic": "Cyrillic",
-    "Greek": "Greek",
-    "Arabic": "Arabic",
-    # read in a model of theirs only when the caller names one (hin, heb, tha)
-    "Devanagari": "Devanagari",
-    "Hebrew": "Hebrew",
-    "Thai": "Thai",
-}
-# `Latin`, `Cyrillic` and `Greek` are Tesseract's models of a whole script (Debian's
-# tesseract-ocr-script-latn, -cyrl, -grek): every language's letters in it. `eng` reads English
-# alone well: on 15 languages of lingua-py's test sentences its CER was 0.083 against 0.021
-# (Czech 0.13, Turkish 0.16, Icelandic 0.21 against 0.00-0.03; English 0 both), at 143 against
-# 188 ms a page.
-# Each Tesseract language: its script and the ISO 639-1 code of a reading in it.
-_MODELS = {
-    "Latin": ("Latin", "en"),
-    "eng": ("Latin", "en"),
-    "chi_sim": ("Han", "zh"),
-    "jpn": ("Japanese", "ja"),
-    "kor": ("Korean", "ko"),
-    "Cyrillic": ("Cyrillic", "ru"),
-    "rus": ("Cyrillic", "ru"),
-    "Greek": ("Greek", "el"),
-    "ara": ("Arabic", "ar"),
-    "jpn_vert": ("Japanese", "ja"),
-    "chi_sim_vert": ("Han", "zh"),
-    "vie": ("Latin", "vi"),
-    # models a caller may name (`OcrConfig.languages`, `refinery images ocr --languages`)
-    "chi_tra": ("Han", "zh"),
-    "chi_tra_vert": ("Han", "zh"),
-    "deu": ("Latin", "de"),
-    "fra": ("Latin", "fr"),
-    "spa": ("Latin", "es"),
-    "ita": ("Latin", "it"),
-    "por": ("Latin", "pt"),
-    "nld": ("Latin", "nl"),
-    "pol": ("Latin", "pl"),
-    "tur": ("Latin", "tr"),
-    "ukr": ("Cyrillic", "uk"),
-    "ell": ("Greek", "el"),
-    "heb": ("Hebrew", "he"),
-    "hin": ("Devanagari", "hi"),
-    "tha": ("Thai", "th"),
-}
-LANG_SCRIPT = {lang: script for lang, (script, _iso) in _MODELS.items()}
-ISO = {lang: iso for lang, (_script, iso) in _MODELS.items()}
-# OSD's script for a page is often a wrong one of these (on rendered pages of lingua-py's test
-# sentences: Chinese named Korean or Japanese, English Cyrillic, Greek Latin): a page named one
-# is also read in its rivals, the most confident characters kept (OcrEngine._read).
-_RIVALS = {
-    "Japanese": ("Han", "Korean"),
-    "Korean": ("Han", "Japanese"),
-    "Cyrillic": ("Latin", "Greek"),
-    "Greek": ("Latin", "Cyrillic"),
-}
-# Kana (hiragana and katakana, not the prolonged-sound mark alone): a jpn reading with fewer than
-# _KANA_SHARE of its letters in kana is not taken over chi_sim's (Japanese prose runs 30-60%).
-_KANA = re.compile("[\u3041-\u3096\u30a1-\u30fa]")
-_KANA_SHARE = 0.15
-# Scripts whose look-alikes their model reads fairly sure on a blurred page (Greek read by the
-# Latin-script model at 0.75, where clean Latin pages read at 0.88 or more): below _RIVAL_CONF
-# such a reading is compared with the rivals' too. (chi_sim reads blurred Japanese at 0.76 too,
-# but Traditional pages and wrong ways up also read under 0.85 in it: not Han's.)
-_WEAK_RIVALS = {"Latin": ("Cyrillic", "Greek")}
-_RIVAL_CONF = 0.85
-
-
-def _kana_enough(got) -> bool:
-    """Whether `_KANA_SHARE` of a reading's letters are kana."""
-    letters = sum(c.isalpha() for c in got[1])
-    return bool(letters) and len(_KANA.findall(got[1])) >= _KANA_SHARE * letters
-
-
-def _rivals(got) -> tuple[str, ...]:
-    """The rival scripts a reading `got` (lang, text, words, conf) is compared with."""
-    script = LANG_SCRIPT.get(got[0], "")
-    weak = _WEAK_RIVALS.get(script, ()) if got[3] < _RIVAL_CONF else ()
-    return _RIVALS.get(script, ()) + weak
 
 
 INSTALL_FIX = (
@@ -381,149 +330,6 @@ def clean_text(text: str) -> str:
     return "\n".join(line for line in lines if line)
 
 
-# ----------------------------------------------------------------------------- geometry
-
-
-def _rotate_back(x: float, y: float, angle: float, size: tuple, turned: tuple) -> tuple:
-    """A point of `image.rotate(angle, expand=True)` (size `turned`) back in the image (`size`)."""
-    a = math.radians(angle)
-    dx, dy = x - turned[0] / 2, y - turned[1] / 2
-    return (
-        math.cos(a) * dx - math.sin(a) * dy + size[0] / 2,
-        math.sin(a) * dx + math.cos(a) * dy + size[1] / 2,
-    )
-
-
-def _map_box(box, steps, scale: float, size) -> tuple[int, int, int, int]:
-    """A box of the turned copy back in the original image: undo the turns, then the scale."""
-    pts = [(box[0], box[1]), (box[2], box[1]), (box[0], box[3]), (box[2], box[3])]
-    for angle, before, after in reversed(steps):
-        pts = [_rotate_back(x, y, angle, before, after) for x, y in pts]
-    xs = [p[0] / scale for p in pts]
-    ys = [p[1] / scale for p in pts]
-    x0, x1 = max(0, int(min(xs))), min(size[0], math.ceil(max(xs)))
-    y0, y1 = max(0, int(min(ys))), min(size[1], math.ceil(max(ys)))
-    return x0, y0, x1, y1
-
-
-def text_share(boxes: list[tuple[int, int, int, int]], size: tuple[int, int]) -> float:
-    """The share of the image's area under the union of the boxes."""
-    w, h = size
-    if not boxes or w <= 0 or h <= 0:
-        return 0.0
-    k = max(1.0, max(w, h) / 512)  # a mask of at most 512 px a side
-    mask = np.zeros((max(1, round(h / k)), max(1, round(w / k))), dtype=bool)
-    for x0, y0, x1, y1 in boxes:
-        mask[int(y0 / k) : int(math.ceil(y1 / k)), int(x0 / k) : int(math.ceil(x1 / k))] = True
-    return float(mask.mean())
-
-
-def skew_angle(gray: Image.Image, max_skew: float) -> float:
-    """The skew (degrees, counter-clockwise positive as PIL turns, up to `max_skew` either way)
-    that makes the ink's rows most peaked, or its columns where the lines then run down the page
-    (OSD turns those the last quarter); 0 when no turn is clearly better than none."""
-    if max_skew <= 0:
-        return 0.0
-    small = gray.copy()
-    small.thumbnail((400, 400))
-    a = np.asarray(small, dtype=np.float32)
-    ink_dark = a.mean() > 127  # text is the minority: dark on light, or light on dark
-    t = _otsu(a)
-    ink = Image.fromarray(((a < t) if ink_dark else (a > t)).astype(np.uint8) * 255)
-    if np.asarray(ink).mean() < 0.5:  # no ink at all
-        return 0.0
-
-    def profiles(img: Image.Image, angle: float) -> tuple[float, float]:
-        """How peaked the ink's row sums and its column sums are, turned by `angle`."""
-        a = np.asarray(img.rotate(angle, expand=True), dtype=np.float32)
-        return float(np.square(np.diff(a.sum(axis=1))).sum()), float(
-            np.square(np.diff(a.sum(axis=0))).sum()
-        )
-
-    # Lines of text make the row sums far more peaked than a letter's strokes make the column
-    # sums (x6-10 on three lines of Latin, Chinese or Arabic, italic too); so the lines run across
-    # (rows) or down the page (columns, text turned 45-135 degrees, which OSD turns the last
-    # quarter) as the more peaked of the two says, and the turn is the one that peaks that one.
-    # Rows alone found the turn of text lying down only roughly, or found its letters' slant
-    # (at 60 degrees: 34-41 for 30; at 90, italic: 12-13 for 0). Every whole degree is tried on
-    # a copy half as large (a quarter of the cost), then the turn refined on the full copy.
-    coarse_ink = ink.resize((max(1, ink.width // 2), max(1, ink.height // 2)), Image.BOX)
-    coarse = np.arange(-math.floor(max_skew), math.floor(max_skew) + 1e-6, 1.0)
-    scores = np.array([profiles(coarse_ink, float(a)) for a in coarse])
-    axis = int(scores[:, 1].max() > scores[:, 0].max())
-    best = float(coarse[int(np.argmax(scores[:, axis]))])
-    at_zero = peak = profiles(ink, 0.0)[axis]
-    if best:
-        peak = profiles(ink, best)[axis]
-    for step, span in ((1.0, 2.0), (0.2, 0.8)):
-        centre = best
-        for angle in np.arange(centre - span, centre + span + 1e-6, step):
-            angle = round(float(angle), 2)
-            if abs(angle) > max_skew or angle == centre:
-                continue
-            got = profiles(ink, angle)[axis]
-            if got > peak:
-                best, peak = angle, got
-    return best if peak > at_zero * 1.05 and abs(best) >= 0.4 else 0.0
-
-
-def _ink(gray: Image.Image) -> np.ndarray:
-    """The page's ink: the pixels on the far side of Otsu's threshold from its ground."""
-    a = np.asarray(gray, dtype=np.float32)
-    t = _otsu(a)
-    return (a < t) if a.mean() > 127 else (a > t)
-
-
-def ink_lines(gray: Image.Image) -> list[tuple[int, int]]:
-    """The runs of inked rows, 3 pixels high or more, as (first row, row after the last)."""
-    rows = _ink(gray).mean(axis=1) > 0.002
-    edges = np.flatnonzero(np.diff(np.concatenate([[0], rows.astype(np.int8), [0]])))
-    return [(int(a), int(b)) for a, b in zip(edges[::2], edges[1::2], strict=True) if b - a >= 3]
-
-
-def half_read_lines(
-    gray: Image.Image, runs: list[tuple[int, int]], words: list, grow: float
-) -> bool:
-    """Whether a fifth or more of the lines of ink (`runs` of `gray`, those between half and
-    twice the median's height: text, not rules or figures; two or more) have less than half
-    their ink under words' boxes (found in `gray` enlarged by `grow`): lines read in part, a few
-    glyphs each (20 px Korean: a third of each line read, every line touched)."""
-    lines = _text_lines(runs)
-    return len(lines) >= 2 and len(unread_lines(gray, runs, words, grow)) >= 0.2 * len(lines)
-
-
-def _text_lines(runs: list[tuple[int, int]]) -> list[tuple[int, int]]:
-    """The runs between half and twice the median's height: text, not rules or figures."""
-    if not runs:
-        return []
-    median = float(np.median([b - a for a, b in runs]))
-    return [(a, b) for a, b in runs if 0.5 * median <= b - a <= 2 * median]
-
-
-def unread_lines(
-    gray: Image.Image, runs: list[tuple[int, int]], words: list, grow: float, sure: float = 0.0
-) -> list[tuple[int, int]]:
-    """The lines of ink (`runs` of `gray` between half and twice the median's height, on a
-    page of two or more) that have less than half their ink under the boxes of words read with
-    confidence `sure` or more (found in `gray` enlarged by `grow`)."""
-    lines = _text_lines(runs)
-    if len(lines) < 2:
-        return []  # one run: a line, or a page whose rows all have ink (a scan's edge)
-    ink = _ink(gray)
-    covered = np.zeros(ink.shape, bool)
-    for w in words:
-        if w.conf < sure:
-            continue
-        x0, y0, x1, y1 = (round(v / grow) for v in w.box)
-        covered[max(0, y0) : max(0, y1), max(0, x0) : max(0, x1)] = True
-    out = []
-    for a, b in lines:
-        total = int(ink[a:b].sum())
-        if total > 0 and int((ink[a:b] & covered[a:b]).sum()) < 0.5 * total:
-            out.append((a, b))
-    return out
-
-
 def _text_with_line(text: str, words: list, gone: list, line: str, y: float) -> str:
     """`text` (its lines made of `words` in order) without the words `gone`, and with `line`
     put before the first of its lines that lies below `y`."""
@@ -547,57 +353,6 @@ def _text_with_line(text: str, words: list, gone: list, line: str, y: float) -> 
     if not placed:
         out.append(line)
     return clean_text("\n".join(out))
-
-
-def misses_a_line(runs: list[tuple[int, int]], words: list, grow: float) -> bool:
-    """Whether a fifth or more of the lines of ink (`runs`, from `ink_lines`; those at least half
-    the median's height) have no word read across half of them (`words`' boxes in the page the
-    runs were found in, enlarged by `grow`): a line lost, not a rule or a figure on a page of
-    many lines."""
-    if not runs or not words:
-        return False
-    tall = 0.5 * float(np.median([b - a for a, b in runs]))
-    spans = [(w.box[1] / grow, w.box[3] / grow) for w in words]
-    lines = [(a, b) for a, b in runs if b - a >= tall]
-    unread = sum(
-        not any(min(b, y1) - max(a, y0) >= 0.5 * (b - a) for y0, y1 in spans) for a, b in lines
-    )
-    return unread >= 0.2 * len(lines)
-
-
-def misses_words(gray: Image.Image, runs: list[tuple[int, int]], words: list, grow: float) -> bool:
-    """Whether a line of ink (`runs` of `gray`, those between half and twice the median's
-    height) has ink left unread along it, as wide as `_MISSED_WIDTH` line heights or wider, no
-    word's box over it (boxes found in `gray` enlarged by `grow`): words at a line's start or
-    end that the page layout lost (20 px Korean enlarged x1.8: each line's first two words)."""
-    lines = _text_lines(runs)
-    if not lines or not words:
-        return False
-    ink = _ink(gray)
-    for a, b in lines:
-        height = b - a
-        covered = np.zeros(ink.shape[1], bool)
-        for w in words:
-            x0, y0, x1, y1 = (v / grow for v in w.box)
-            if min(b, y1) - max(a, y0) >= 0.5 * min(height, y1 - y0):
-                covered[max(0, round(x0)) : max(0, round(x1))] = True
-        inked = ink[a:b].any(axis=0)
-        # each stretch of columns under no box: its ink from the first inked column to the last
-        edges = np.flatnonzero(np.diff(np.concatenate([[1], covered.astype(np.int8), [1]])))
-        for start, end in zip(edges[::2], edges[1::2], strict=True):
-            cols = np.flatnonzero(inked[start:end])
-            if cols.size and cols[-1] - cols[0] + 1 >= _MISSED_WIDTH * height:
-                return True
-    return False
-
-
-def _otsu(a: np.ndarray) -> float:
-    hist, edges = np.histogram(a, bins=64, range=(0, 256))
-    p = hist / max(1, hist.sum())
-    omega = np.cumsum(p)
-    mu = np.cumsum(p * (edges[:-1] + 2))
-    between = (mu[-1] * omega - mu) ** 2 / np.maximum(omega * (1 - omega), 1e-9)
-    return float(edges[int(np.argmax(between)) + 1])
 
 
 # ----------------------------------------------------------------------------- engine
@@ -1217,290 +972,14 @@ class OcrEngine:
         )
 
 
-# A page where the first language finds no word is read by the second (chi_sim): kept as text
-# only when that reading is this confident (a flat scene's shapes read as 早早 at 0.40).
-_SECOND_LOOK_CONF = 0.6
 # `column` of _recognise and _read: the page read as one block of lines (Tesseract's PSM 6).
 _BLOCK = "block"
 # Text enlarged at most this much is read as one block where its reading is unsure (large
 # glyphs); smaller text is not (turned 14-22 px pages: 40% more CPU for no better reading).
 _BLOCK_GROW = 1.25
 _GLYPH_SCRIPTS = ("Han", "Japanese", "Korean")
-# Ink along a line this many line heights wide, under no word, is words the reading missed.
-_MISSED_WIDTH = 2.0
 # A word under min_word_conf is kept on a line of this many sure words or more (_kept_words).
 _CONTEXT_WORDS = 2
-
-
-def _lined(gray: Image.Image) -> bool:
-    """Whether the page's ink stands in lines (`ink_lines`, across the page or down it) that
-    leave a fifth of its rows (columns) blank, as text does; a photograph's ink fills them."""
-    for page in (gray, gray.transpose(Image.Transpose.ROTATE_90)):  # lines across, or down
-        runs = ink_lines(page)
-        if runs and sum(b - a for a, b in runs) <= 0.8 * page.height:
-            return True
-    return False
-
-
-def _rank(got) -> tuple[bool, float]:
-    """A reading's rank among readings of one page: whether it names its script, then its
-    confident characters (`_weight`)."""
-    return _names_its_script(got), _weight(got)
-
-
-def _names_its_script(got) -> bool:
-    """Whether a reading of two words or more is letters of its model's script for a third or
-    more of its characters (white space aside), two at least: a sure reading of digits and
-    marks does not tell the page's script (the Arabic model read 80 px Korean's first line as
-    "3-022 - 2 8 0|" at 0.78, with one letter, and Korean was never tried)."""
-    if len(got[2]) < 2:
-        return False
-    letters = _SCRIPT_LETTERS.get(LANG_SCRIPT.get(got[0], ""))
-    chars = "".join(got[1].split())
-    if letters is None:
-        own = sum(c.isalpha() for c in chars)
-    else:
-        own = len(letters.findall(chars))
-    return own >= 2 and 3 * own >= len(chars)
-
-
-def _script_letters(got) -> bool:
-    """Whether a reading holds two letters or more of its model's script (any letters, for a
-    language of no known script), read with confidence `_SECOND_LOOK_CONF` or more."""
-    if got[3] < _SECOND_LOOK_CONF:
-        return False
-    letters = _SCRIPT_LETTERS.get(LANG_SCRIPT.get(got[0], ""))
-    if letters is None:
-        return sum(c.isalpha() for c in got[1]) >= 2
-    return len(letters.findall(got[1])) >= 2
-
-
-def bright_text(image: Image.Image, size: tuple[int, int]) -> Image.Image | None:
-    """Lettering in white outlined in dark (a meme's, a video caption's), as dark ink on white
-    at `size`: the image's near-white pixels (every channel `_BRIGHT` or more) in connected
-    shapes each no larger than `_GLYPH_AREA` of the image and mostly bordered by dark pixels
-    (`_OUTLINE_SHARE` of the pixels just around each darker than `_OUTLINE_DARK`; a white
-    sky or page is bordered by its own greys), `_BRIGHT_SHARE` of the image in all, standing
-    in lines of ink (`_lined`); None where there are none, or where half the image is white
-    (a page: its letters' counters are white shapes bordered by dark). Read only when the
-    page's own reading is unsure."""
-    import cv2
-
-    image = image.convert("RGB")
-    if max(image.size) > _BRIGHT_SIDE:  # looked at reduced (lettering survives it)
-        image = image.copy()
-        image.thumbnail((_BRIGHT_SIDE, _BRIGHT_SIDE), Image.BILINEAR)
-    rgb = np.asarray(image)
-    light = (rgb.min(axis=2) >= _BRIGHT).astype(np.uint8)
-    if not _BRIGHT_SHARE[0] <= float(light.mean()) <= 0.5:
-        return None  # none, or a white page (its letters' counters are white shapes in dark)
-    count, labels, stats, _ = cv2.connectedComponentsWithStats(light, connectivity=8)
-    grey = np.asarray(image.convert("L"))
-    near = cv2.dilate(labels.astype(np.float32), np.ones((5, 5), np.uint8)).astype(np.int32)
-    ring = (light == 0) & (near > 0)  # just outside a shape, by the highest label around
-    dark = np.bincount(near[ring], weights=(grey[ring] < _OUTLINE_DARK), minlength=count)
-    around = np.bincount(near[ring], minlength=count)
-    small = stats[:, cv2.CC_STAT_AREA] <= _GLYPH_AREA * light.size
-    keep = (around > 0) & (dark >= _OUTLINE_SHARE * np.maximum(around, 1)) & small
-    keep[0] = False
-    glyphs = keep[labels]
-    if not _BRIGHT_SHARE[0] <= float(glyphs.mean()) <= _BRIGHT_SHARE[1]:
-        return None
-    mask = Image.fromarray(np.where(glyphs, 0, 255).astype(np.uint8))
-    if mask.size != size:
-        mask = mask.resize(size, Image.BILINEAR)
-    return mask if _lined(mask) else None
-
-
-def flatten_ground(gray: Image.Image) -> Image.Image | None:
-    """A grey page (dark text on light) with an uneven ground divided by it, the ground
-    estimated as the page's light level around each point (grey dilation at an eighth of the
-    size, a window of about 40 px, smoothed); None when the ground is even (its 5th to 95th
-    percentiles within `_UNEVEN_SPREAD` levels), or when dividing it out does not leave sparse
-    ink where Otsu's threshold found much (under `_FLAT_INK` of the pixels, a `_INK_DROP`th of
-    what it was): a photograph's ink stays dense, text on a gradient's does not."""
-    import cv2
-
-    a = np.asarray(gray)
-    h, w = a.shape
-    if min(h, w) < 16:
-        return None
-    small = cv2.resize(a, (max(2, w // 8), max(2, h // 8)), interpolation=cv2.INTER_AREA)
-    ground = cv2.blur(
-        cv2.dilate(small, cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (5, 5))), (3, 3)
-    )
-    low, high = np.percentile(ground, (5, 95))
-    if high - low < _UNEVEN_SPREAD:
-        return None
-    ground = cv2.resize(ground, (w, h), interpolation=cv2.INTER_LINEAR).astype(np.float32)
-    flat = np.clip(a.astype(np.float32) * 255 / np.maximum(ground, 1), 0, 255).astype(np.uint8)
-    before, after = _otsu_ink(a), _otsu_ink(flat)
-    if after >= _FLAT_INK or before < _INK_DROP * after:
-        return None
-    return Image.fromarray(flat)
-
-
-def _otsu_ink(a: np.ndarray) -> float:
-    """The share of pixels darker than Otsu's threshold."""
-    import cv2
-
-    t, _ = cv2.threshold(a, 0, 255, cv2.THRESH_BINARY + cv2.THRESH_OTSU)
-    return float((a <= t).mean())
-
-
-def despeckle(gray: Image.Image) -> Image.Image:
-    """A grey page with impulse noise (salt and pepper: `_IMPULSE_SHARE` or more of its pixels
-    lone, `_IMPULSE_STEP` levels darker or lighter than every one of their 8 neighbours) with its
-    speckles, and only those, replaced by the median of the 3x3 around them (a switching median:
-    strokes a pixel wide are kept, which a plain median filter erodes); any other page as it is.
-    A speckle is a pixel that at least 7 of its 8 neighbours are that much lighter, or darker,
-    than (two speckles side by side are each one), found twice (after the first are gone): a
-    stroke a pixel wide keeps all but its two last pixels at each end.
-    Tesseract reads speckled text as ink: 4% of a 28 px Latin page's pixels speckled, CER 0.95
-    through the engine's contrast stretch."""
-    import cv2
-
-    a = np.asarray(gray)
-    if min(a.shape) < 3:
-        return gray
-    ring = np.ones((3, 3), np.uint8)
-    ring[1, 1] = 0
-    wide = a.astype(np.int16)
-    lone = (wide > cv2.dilate(a, ring).astype(np.int16) + _IMPULSE_STEP) | (
-        wide < cv2.erode(a, ring).astype(np.int16) - _IMPULSE_STEP
-    )
-    if lone.mean() < _IMPULSE_SHARE:
-        return gray
-    for _ in range(2):
-        a = np.where(_speckles(a), cv2.medianBlur(a, 3), a)
-    return Image.fromarray(np.ascontiguousarray(a, dtype=np.uint8))
-
-
-def _speckles(a: np.ndarray) -> np.ndarray:
-    """Pixels that 7 or more of their 8 neighbours are `_IMPULSE_STEP` levels lighter than, or
-    darker than (the border's, against the page mirrored: speckles left on the edge read as
-    glyphs and cost the lines' first characters)."""
-    import cv2
-
-    wide = cv2.copyMakeBorder(a, 1, 1, 1, 1, cv2.BORDER_REFLECT_101).astype(np.int16)
-    core = wide[1:-1, 1:-1]
-    h, w = core.shape
-    lighter = np.zeros(core.shape, np.int8)
-    darker = np.zeros(core.shape, np.int8)
-    for dy in (0, 1, 2):
-        for dx in (0, 1, 2):
-            if dy == dx == 1:
-                continue
-            near = wide[dy : dy + h, dx : dx + w]
-            lighter += near > core + _IMPULSE_STEP
-            darker += near < core - _IMPULSE_STEP
-    return (lighter >= 7) | (darker >= 7)
-
-
-def _written_in_columns(gray: Image.Image) -> bool:
-    """Whether the ink stands in narrow columns of glyphs: runs of inked columns a third as wide
-    as the runs of inked rows are tall, or three or more runs of rows (a glyph's height each)
-    for each run of columns, the columns no wider than two glyphs (vertical CJK; a paragraph's
-    rows make one wide run of columns, a line's glyphs many narrow ones as tall as the line)."""
-    rows, cols = ink_lines(gray), ink_lines(gray.transpose(Image.Transpose.ROTATE_90))
-    if not rows or not cols:
-        return False
-    height = float(np.median([b - a for a, b in rows]))
-    width = float(np.median([b - a for a, b in cols]))
-    if 3 * width <= height:
-        return True  # glyphs set close: each column's rows run together, far taller than wide
-    return len(rows) >= 3 * len(cols) and width <= 2 * height
-
-
-def _lines_run_across(gray: Image.Image) -> bool:
-    """Whether the ink's columns are far more peaked than its rows: lines of text on their side."""
-    small = gray.copy()
-    small.thumbnail((400, 400))
-    ink = _ink(small)
-    rows = np.square(np.diff(ink.sum(axis=1).astype(np.float32))).sum()
-    cols = np.square(np.diff(ink.sum(axis=0).astype(np.float32))).sum()
-    return bool(cols > 1.5 * rows)
-
-
-def _shattered(lines: list[str], runs: list[tuple[int, int]]) -> bool:
-    """Whether a reading's `lines` (white space left out) are shattered glyphs: more than 1.5
-    a line of ink (`runs`), the median `_SHATTERED_CHARS` characters or fewer."""
-    if not runs or len(lines) <= 1.5 * len(runs):
-        return False
-    return float(np.median([len(line) for line in lines])) <= _SHATTERED_CHARS
-
-
-# The letters of each script a reading's model may be trusted in (see _in_own_script).
-_SCRIPT_LETTERS = {
-    "Latin": re.compile("[A-Za-z\u00c0-\u024f\u1e00-\u1eff]"),
-    "Han": re.compile("[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]"),
-    "Japanese": re.compile("[\u3041-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]"),
-    "Korean": re.compile("[\u1100-\u11ff\u3130-\u318f\uac00-\ud7a3\u4e00-\u9fff]"),
-    "Cyrillic": re.compile("[\u0400-\u052f]"),
-    "Greek": re.compile("[\u0370-\u03ff\u1f00-\u1fff]"),
-    "Arabic": re.compile("[\u0600-\u06ff\u0750-\u077f\ufb50-\ufdff\ufe70-\ufeff]"),
-}
-
-
-@functools.cache
-def _opencc():
-    """OpenCC's Simplified -> Traditional and Traditional -> Simplified converters, made once."""
-    import opencc
-
-    return opencc.OpenCC("s2t.json"), opencc.OpenCC("t2s.json")
-
-
-def variant_forms(simplified: str, traditional: str) -> bool:
-    """Whether two characters are one character's Simplified and Traditional forms (OpenCC's
-    character tables either way: 发 -> 發, and 髮 -> 发)."""
-    if simplified == traditional:
-        return False
-    s2t, t2s = _opencc()
-    return t2s.convert(traditional) == simplified or s2t.convert(simplified) == traditional
-
-
-def traditional_margins(simplified: list[Word], traditional: list[Word]) -> list[float]:
-    """The two readings' characters aligned (difflib, over their words' characters that have
-    confidences); for each place where one reads a Simplified character and the other its
-    Traditional form, the Traditional model's confidence less the Simplified model's."""
-    import difflib
-
-    def flat(words: list[Word]) -> tuple[str, list[float]]:
-        kept = [w for w in words if w.chars]
-        return "".join(w.text for w in kept), [c for w in kept for c in w.chars]
-
-    (a, ca), (b, cb) = flat(simplified), flat(traditional)
-    margins = []
-    for op, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
-        if op == "replace" and i2 - i1 == j2 - j1:
-            for i, j in zip(range(i1, i2), range(j1, j2), strict=True):
-                if variant_forms(a[i], b[j]):
-                    margins.append(cb[j] - ca[i])
-    return margins
-
-
-def _in_own_script(got) -> bool:
-    """Whether half or more of a reading's letters are of its model's script (True for a
-    language of no known script, or a reading without letters)."""
-    letters = _SCRIPT_LETTERS.get(LANG_SCRIPT.get(got[0], ""))
-    total = sum(c.isalpha() for c in got[1])
-    return letters is None or not total or len(letters.findall(got[1])) >= 0.5 * total
-
-
-def _weight(got) -> float:
-    """Confident characters of a reading (lang, text, words, conf): see `_words_weight`."""
-    return _words_weight(got[2])
-
-
-def _words_weight(words) -> float:
-    """Confident characters: the sum over words of confidence x length."""
-    return sum(w.conf * len(w.text) for w in words)
-
-
-def _char_conf(words) -> float:
-    """The words' confidence, weighted by their characters (0 without any)."""
-    n = sum(len(w.text) for w in words)
-    return _words_weight(words) / n if n else 0.0
 
 
 # A page whose 1st to 99th grey percentiles lie this close is faint: it is read smoothed too,
@@ -1508,34 +987,13 @@ def _char_conf(words) -> float:
 # CER Latin 0.092 -> 0.014, Chinese 0.306 -> 0.209, Arabic 0.437 -> 0.223; the same pages
 # without JPEG 0.000, 0.010, 0.035 -> 0.000, 0.006, 0.019).
 _FAINT_RANGE = 24
-# Impulse noise (despeckle): lone pixels this many grey levels past all their neighbours, on this
-# share of the page or more (clean rendered pages 0-0.001; speckled 0.5% of pixels, 0.002).
-_IMPULSE_STEP = 64
-_IMPULSE_SHARE = 0.002
-# An uneven ground (flatten_ground): its light level spread over this many grey levels, and the
-# page's ink, once the ground is divided out, under this share of its pixels and this many
-# times less than before (text on a 55% gradient: 0.39-0.45 -> 0.05-0.10, 3.9x or more; of 122
-# photographs and scenes, two, iptc.jpg's photograph and its copy, 0.27 -> 0.07).
-_UNEVEN_SPREAD = 48
-_FLAT_INK = 0.15
-_INK_DROP = 3.5
-# Lettering in white (bright_text): every channel this light, in shapes no larger than
-# _GLYPH_AREA of the image, each with _OUTLINE_SHARE of the pixels just around it darker than
-# _OUTLINE_DARK (its outline), on _BRIGHT_SHARE of the image in all.
-_BRIGHT = 235
-_BRIGHT_SHARE = (0.003, 0.2)
-_GLYPH_AREA = 0.01
-_BRIGHT_SIDE = 1000  # a larger image is looked at reduced to this
-_OUTLINE_DARK = 80
-_OUTLINE_SHARE = 0.5
 _FAINT_BLUR = 1.2
 # A page read as one column is kept over Tesseract's layout when this confident: over a
 # reading that lost lines, clearly more; over a shattered one (the same glyphs out of order),
-# about as confident. A shattered reading's median line has at most _SHATTERED_CHARS characters.
+# about as confident.
 _COLUMN_GAIN = 1.2
 _REFINE_LETTERS = 10  # letters a reading needs before lid.176 names its language (`refine`)
 _SHATTERED_GAIN = 0.9
-_SHATTERED_CHARS = 6
 # Lines of ink a reading left unread that are read on their own in every language, at most
 # (`_other_scripts`: a line in another script).
 _OTHER_SCRIPT_LINES = 6
@@ -1562,8 +1020,3 @@ _TRADITIONAL_GAIN = 0.06
 _TRADITIONAL_MARGIN = 0.005
 _TRADITIONAL_RATIO = 4.0
 _TRADITIONAL_CLIP = 0.03
-
-
-def _background(gray: Image.Image) -> int:
-    a = np.asarray(gray)
-    return int(np.median(np.concatenate([a[0], a[-1], a[:, 0], a[:, -1]])))

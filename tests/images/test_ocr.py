@@ -26,15 +26,11 @@ from crawlers.images.ocr import (
     OcrEngine,
     OcrUnavailable,
     Word,
-    _names_its_script,
     clean_text,
     debian_package,
-    half_read_lines,
-    ink_lines,
-    misses_words,
-    traditional_margins,
-    variant_forms,
 )
+from crawlers.images.ocr_page import half_read_lines, ink_lines, misses_words
+from crawlers.images.ocr_scripts import _names_its_script, traditional_margins, variant_forms
 from sampleweb.images import random_scene, render_png
 from synth import text_rich
 from synth.text_rich import Selection, caption_flag, found_in, make_text_rich, verify_qa
@@ -198,7 +194,7 @@ def test_text_in_salt_and_pepper_noise_is_read(engine, script, lines, size, shar
 def test_despeckle_removes_lone_pixels_and_keeps_strokes():
     from PIL import Image, ImageDraw
 
-    from crawlers.images.ocr import despeckle
+    from crawlers.images.ocr_page import despeckle
 
     clean = render(_NOTICE[:2], "latin", size=14).convert("L")
     assert despeckle(clean) is clean  # no impulse noise: the page as it is
@@ -278,7 +274,7 @@ def test_a_photographs_uneven_light_is_not_a_ground_to_divide_out():
 
     from PIL import Image, ImageOps
 
-    from crawlers.images.ocr import flatten_ground
+    from crawlers.images.ocr_page import flatten_ground
 
     root = Path(find_spec("sklearn").submodule_search_locations[0]) / "datasets" / "images"
     for name in ("china.jpg", "flower.jpg"):
@@ -320,7 +316,7 @@ def test_white_lettering_outlined_on_a_photograph_is_read(engine, text, font):
 def test_a_white_pages_letters_are_not_read_as_white_lettering():
     """A page of dark text on white: its letters' counters are white shapes bordered by dark,
     which are not lettering (reading them cost every page a second reading)."""
-    from crawlers.images.ocr import bright_text
+    from crawlers.images.ocr_page import bright_text
 
     page = render(_NOTICE, "latin")
     assert bright_text(page, page.size) is None
@@ -757,7 +753,7 @@ def test_the_turn_of_lines_running_down_the_page_is_found_by_its_columns():
     """Rows alone found the turn of text lying down only roughly, or the letters' slant."""
     import matplotlib
 
-    from crawlers.images.ocr import skew_angle
+    from crawlers.images.ocr_page import skew_angle
 
     oblique = f"{matplotlib.get_data_path()}/fonts/ttf/DejaVuSans-Oblique.ttf"
     for font in (None, oblique):
@@ -892,9 +888,9 @@ def test_cli_reads_with_the_models_it_is_given(tmp_path, monkeypatch):
 def test_without_opencc_the_traditional_step_refuses_at_once(monkeypatch):
     import sys
 
-    from crawlers.images import ocr
+    from crawlers.images import ocr_scripts
 
-    ocr._opencc.cache_clear()
+    ocr_scripts._opencc.cache_clear()
     monkeypatch.setitem(sys.modules, "opencc", None)  # import opencc raises ImportError
     try:
         with pytest.raises(OcrUnavailable, match="--no-traditional") as err:
@@ -902,7 +898,7 @@ def test_without_opencc_the_traditional_step_refuses_at_once(monkeypatch):
         assert "\n" not in str(err.value)
         assert OcrEngine(OcrConfig(traditional=None)).config.traditional is None
     finally:
-        ocr._opencc.cache_clear()
+        ocr_scripts._opencc.cache_clear()
 
 
 def test_a_missing_model_names_its_debian_package():
