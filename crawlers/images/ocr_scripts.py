@@ -10,10 +10,16 @@ from __future__ import annotations
 
 import functools
 import re
-from typing import TYPE_CHECKING
+from typing import Protocol
 
-if TYPE_CHECKING:
-    from crawlers.images.ocr import Word
+
+class _Read(Protocol):
+    """A recognised word as these functions read it (`crawlers.images.ocr.Word`)."""
+
+    text: str
+    conf: float
+    chars: tuple[float, ...]
+
 
 # The script of each OSD script name, the script and the ISO 639-1 code (a short reading's
 # language: lid.176 names a longer one) of each Tesseract language.
@@ -172,13 +178,13 @@ def variant_forms(simplified: str, traditional: str) -> bool:
     return t2s.convert(traditional) == simplified or s2t.convert(simplified) == traditional
 
 
-def traditional_margins(simplified: list[Word], traditional: list[Word]) -> list[float]:
+def traditional_margins(simplified: list[_Read], traditional: list[_Read]) -> list[float]:
     """The two readings' characters aligned (difflib, over their words' characters that have
     confidences); for each place where one reads a Simplified character and the other its
     Traditional form, the Traditional model's confidence less the Simplified model's."""
     import difflib
 
-    def flat(words: list[Word]) -> tuple[str, list[float]]:
+    def flat(words: list[_Read]) -> tuple[str, list[float]]:
         kept = [w for w in words if w.chars]
         return "".join(w.text for w in kept), [c for w in kept for c in w.chars]
 
