@@ -25,7 +25,9 @@ Ukrainian, Greek, Arabic, Persian, Chinese, Japanese, Korean), two sentences a p
 DejaVu Sans or Serif, Liberation Serif or Mono, Amiri or WenQuanYi at 14, 22 and 40 px with
 1.6 sizes between lines, upright, on its side, skewed 12 degrees and faint (grey on grey);
 --lingua-seeds N draws N such sets (348 pages each). Plain Tesseract is told eng, Latin, vie,
-Cyrillic, Greek, ara, chi_sim, jpn or kor.
+Cyrillic, Greek, ara, chi_sim, jpn or kor. --lingua-large adds 80 pages of large text (banners,
+headlines): two lines of English, German, Russian, Greek, Arabic, Chinese, Japanese or Korean
+sentences, upright, at 36, 44, 56, 64 and 80 px.
 
 Plain Tesseract is the `tesseract` program of Debian's tesseract-ocr with its defaults (page
 segmentation 3), told the script's language (`-l eng|chi_sim|ara|jpn|kor|Cyrillic|Greek`: an
@@ -186,19 +188,21 @@ LINGUA_VARIANTS = {
 }
 
 
-def lingua_pages(engine: OcrEngine, folder: Path, tmp: Path, seeds: int) -> dict:
-    """CER and CPU of both on lingua-py's sentences (see the module docstring), by language,
-    variant and size."""
+def _lingua_sentences(folder: Path, lang: str) -> list[str]:
+    text = (folder / f"{lang}.txt").read_text(encoding="utf-8")
+    return [x for x in text.splitlines() if 20 < len(x) < 90]
+
+
+def _lingua_items(folder: Path, seeds: int):
+    """(lang, variant, size, plain Tesseract's language, image, truth) of --lingua's pages."""
     import random
 
     from tests.images.ocr_render import render
 
-    rows = []
     for seed in range(seeds):
         rng = random.Random(seed)
         for lang, (plain_lang, fonts) in LINGUA.items():
-            text = (folder / f"{lang}.txt").read_text(encoding="utf-8")
-            sentences = [x for x in text.splitlines() if 20 < len(x) < 90]
+            sentences = _lingua_sentences(folder, lang)
             for font in fonts:
                 for size in (14, 22, 40):
                     for variant, how in LINGUA_VARIANTS.items():
@@ -211,22 +215,61 @@ def lingua_pages(engine: OcrEngine, folder: Path, tmp: Path, seeds: int) -> dict
                         image = render(
                             lines, script, size=size, font=LINGUA_FONTS[font], leading=1.6, **how
                         )
-                        truth = "\n".join(lines)
-                        p_text, p_cpu = plain_tesseract(image, plain_lang, tmp)
-                        o_text, o_cpu = ours(engine, image)
-                        rows.append(
-                            {
-                                "lang": lang,
-                                "variant": variant,
-                                "size": size,
-                                "tesseract": char_error_rate(truth, p_text),
-                                "refinery": char_error_rate(truth, o_text),
-                                "tesseract_ms": 1000 * p_cpu,
-                                "refinery_ms": 1000 * o_cpu,
-                            }
-                        )
+                        yield lang, variant, size, plain_lang, image, "\n".join(lines)
+
+
+# --lingua-large: large text (banners, headlines), upright, in these languages
+LINGUA_LARGE = ("en", "de", "ru", "el", "ar", "zh", "ja", "ko")
+LINGUA_LARGE_SIZES = (36, 44, 56, 64, 80)
+
+
+def _lingua_large_items(folder: Path):
+    """--lingua-large's pages: two lines of 12 (Chinese, Japanese, Korean) or 24 characters,
+    each language in two of its fonts where it has two, at each of LINGUA_LARGE_SIZES, twice."""
+    import random
+
+    from tests.images.ocr_render import render
+
+    rng = random.Random(7)
+    for lang in LINGUA_LARGE:
+        plain_lang, fonts = LINGUA[lang]
+        sentences = _lingua_sentences(folder, lang)
+        script = "arabic" if lang in ("ar", "fa") else "latin"
+        for size in LINGUA_LARGE_SIZES:
+            for k in range(2):
+                n = 12 if lang in ("zh", "ja", "ko") else 24
+                lines = [x[:n] for x in rng.sample(sentences, 2)]
+                font = LINGUA_FONTS[fonts[k % len(fonts)]]
+                image = render(lines, script, size=size, font=font, leading=1.6)
+                yield lang, "large", size, plain_lang, image, "\n".join(lines)
+
+
+def lingua_pages(
+    engine: OcrEngine, folder: Path, tmp: Path, seeds: int, large: bool = False
+) -> dict:
+    """CER and CPU of both on lingua-py's sentences (see the module docstring), by language,
+    variant and size; `large`: --lingua-large's pages instead."""
+    items = _lingua_large_items(folder) if large else _lingua_items(folder, seeds)
+    rows = []
+    for lang, variant, size, plain_lang, image, truth in items:
+        p_text, p_cpu = plain_tesseract(image, plain_lang, tmp)
+        o_text, o_cpu = ours(engine, image)
+        rows.append(
+            {
+                "lang": lang,
+                "variant": variant,
+                "size": size,
+                "tesseract": char_error_rate(truth, p_text),
+                "refinery": char_error_rate(truth, o_text),
+                "tesseract_ms": 1000 * p_cpu,
+                "refinery_ms": 1000 * o_cpu,
+            }
+        )
     out: dict = {"pages": len(rows)}
-    print(f"\nlingua-py sentences ({folder}), {len(rows)} pages: CER tesseract / refinery")
+    if not rows:
+        return out
+    what = "large text, " if large else ""
+    print(f"\nlingua-py sentences ({what}{folder}), {len(rows)} pages: CER tesseract / refinery")
     for key in ("lang", "variant", "size"):
         groups: dict = defaultdict(list)
         for row in rows:
@@ -261,6 +304,11 @@ def main() -> None:
         "--lingua", type=Path, default=None, help="lingua-py's language-testdata/sentences folder"
     )
     ap.add_argument("--lingua-seeds", type=int, default=1, help="sets of 348 lingua-py pages")
+    ap.add_argument(
+        "--lingua-large",
+        action="store_true",
+        help="with --lingua: 80 pages of large text (36-80 px, 8 languages) too",
+    )
     args = ap.parse_args()
     os.environ.setdefault("OMP_THREAD_LIMIT", "1")  # one core each, engine and program alike
     engine = OcrEngine()
@@ -289,6 +337,11 @@ def main() -> None:
         real = real_pages(engine, args.real, Path(tmp)) if args.real else None
         lingua = (
             lingua_pages(engine, args.lingua, Path(tmp), args.lingua_seeds) if args.lingua else None
+        )
+        lingua_large = (
+            lingua_pages(engine, args.lingua, Path(tmp), 0, large=True)
+            if args.lingua and args.lingua_large
+            else None
         )
 
     def mean(xs):
@@ -326,6 +379,7 @@ def main() -> None:
         "tesseract_version": engine.version,
         **({"real": real} if real else {}),
         **({"lingua": lingua} if lingua else {}),
+        **({"lingua_large": lingua_large} if lingua_large else {}),
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(result, indent=1) + "\n")
