@@ -570,3 +570,24 @@ if __name__ == "__main__":
 #   so 96): 44 px Japanese read right, but Korean pages worse (0.119 -> 0.19), all 0.050 -> 0.052.
 #   Left: Tesseract's layout splitting a faint 22 px Chinese line into two blocks (reading order,
 #   CER 0.27; plain 0.02); Arabic at 80 px; Persian.
+#
+# 2026-11-30: large text read shrunk (`OcrEngine._shrunk`). `--seeds 1 --lingua DIR
+# --lingua-seeds 0 --lingua-large`, the engine before (eb387c3) and after side by side, each one
+# core:
+#   large text, 80 pages     tesseract  refinery (before -> after)
+#   all                         0.109     0.090 -> 0.056   (3 pages better, none worse)
+#   80 px                       0.109     0.131 -> 0.015
+#   56 px                       0.099     0.113 -> 0.057
+#   Arabic                      0.129     0.386 -> 0.205   (64 px Amiri still reads empty)
+#   Korean                      0.563     0.213 -> 0.118
+#   CPU ms a page: tesseract 125-127, refinery 137 -> 140.
+#   56-80 px Amiri Arabic and 80 px Korean read empty: Tesseract's page layout found no word in
+#   them in any language (OSD named no script). Their text lines (the median of `_text_lines`,
+#   a line's diacritics on rows of their own left out) are over twice line_px; read unsure,
+#   such a page is now read shrunk too, its shortest line to line_px (by the lines' median
+#   instead, the shorter line of a 56 px Amiri page was lost: 0.063 on these pages), the more
+#   confident characters kept. Shrunk first rather than as a fallback, the sample web's sign
+#   photograph (panels of 141 and 57 px around 30-40 px text) read "PABELLÓN MUNICIPAL |":
+#   so only an unsure reading is compared. The 96 rendered pages (0.011), 1,044 --lingua pages
+#   (0.046) and the real scans (0.014) read exactly as before; of the demo's 239 images, one
+#   text-free scene's garbage reading changed (">\nパパ" -> ">14 4"), 4% more Tesseract calls.

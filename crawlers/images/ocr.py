@@ -21,7 +21,9 @@ Plain Tesseract reads upright, horizontal text well and little else. Around it, 
    wrong turn on small text), one of those kept when clearly more confident;
 4. enlarges small text (up to `max_upscale` times) to a line height of `line_px` pixels; text
    already that large is left as it is, and an unsure reading of enlarged text is compared with
-   the page as it is (Tesseract's Arabic model reads enlarged text worse);
+   the page as it is (Tesseract's Arabic model reads enlarged text worse); an unsure reading of
+   text lines over twice `line_px` tall is compared with the page shrunk (Tesseract's layout
+   finds no word in large glyphs);
 5. recognises with the language of the script OSD found (Latin: Tesseract's Latin-script
    model, every Latin-script language's letters; Han: chi_sim; Japanese: jpn; Korean: kor;
    Cyrillic and Greek: Tesseract's models of those scripts; Arabic: ara), also in the rival
@@ -65,6 +67,7 @@ from crawlers.images.ocr_page import (
     _lines_run_across,
     _map_box,
     _shattered,
+    _text_lines,
     _written_in_columns,
     bright_text,
     despeckle,
@@ -135,7 +138,12 @@ class OcrConfig(BaseModel):
         "its script's (OSD's), else in each, in this order, until one is sure",
     )
     tessdata: str | None = Field(None, description="Tesseract data directory (default: found)")
-    line_px: float = Field(36.0, ge=10, description="small text is enlarged to this line height")
+    line_px: float = Field(
+        36.0,
+        ge=10,
+        description="small text is enlarged to this line height; large text read unsure is "
+        "read shrunk to it too",
+    )
     max_upscale: float = Field(3.0, ge=1.0, le=4.0, description="most small text is enlarged")
     max_side: int = Field(2400, ge=200, description="a larger image is reduced to this")
     max_skew: float = Field(
@@ -702,6 +710,21 @@ class OcrEngine:
             (round(gray.width * grow), round(gray.height * grow)), Image.LANCZOS
         ), grow
 
+    def _shrunk(self, gray: Image.Image, runs: list[tuple[int, int]]):
+        """(page, grow) of large text, shrunk until its shortest line is `line_px` (no line
+        shrunk under it: a line's descenders make it a third taller than the next, and 56 px
+        Amiri's lines shrunk by their median lost the shorter one); None unless its text lines'
+        median (`_text_lines`: a line's diacritics on rows of their own left out) is over
+        `_SHRINK_OVER` times `line_px`, and shrinking makes it 5% smaller or more."""
+        heights = [b - a for a, b in _text_lines(runs)]
+        if not heights or float(np.median(heights)) <= _SHRINK_OVER * self.config.line_px:
+            return None
+        grow = self.config.line_px / min(heights)
+        if grow >= 0.95:
+            return None
+        size = (max(1, round(gray.width * grow)), max(1, round(gray.height * grow)))
+        return gray.resize(size, Image.LANCZOS), grow
+
     def _read_vertical(self, gray: Image.Image):
         """((lang, text, words, conf), grow): the page read by each vertical model, narrow
         columns enlarged to `line_px`, the most confident characters kept."""
@@ -740,6 +763,18 @@ class OcrEngine:
             plain = self._read(gray, best[0] if lang else None, tries=tries)
             if _weight(plain) > _weight(best):
                 best, page, grow = plain, gray, 1.0
+        elif best[3] < cfg.sure_conf:
+            shrunk = self._shrunk(gray, runs)
+            if shrunk is not None:
+                # large text read unsure (Tesseract's page layout takes large glyphs for
+                # something else: no word at all in 56-80 px Amiri Arabic or 80 px Korean, in
+                # any language): the page shrunk too, the more confident characters kept. Not
+                # before, nor for ink left unread: a sign's panels are tall runs of ink as well,
+                # their edges ink under no word, and shrunk they read as "|" after its lines.
+                small, factor = shrunk
+                got = self._read(small, best[0] if lang else None, tries=tries)
+                if _weight(got) > _weight(best):
+                    best, page, grow = got, small, factor
         unsure = LANG_SCRIPT.get(lang or "") in _GLYPH_SCRIPTS and best[3] < cfg.sure_conf
         large = grow <= _BLOCK_GROW and _lined(gray)
         if unsure and large and self._leaves_ink(gray, runs, best[2], grow):
@@ -980,6 +1015,11 @@ _BLOCK_GROW = 1.25
 _GLYPH_SCRIPTS = ("Han", "Japanese", "Korean")
 # A word under min_word_conf is kept on a line of this many sure words or more (_kept_words).
 _CONTEXT_WORDS = 2
+# Text whose lines' median is taller than this many `line_px`, read unsure, is read shrunk too,
+# its shortest line to `line_px` (`_shrunk`, `_read_turned`): Tesseract's page layout takes such
+# glyphs for something else and returns no word at all (56-80 px Amiri Arabic and 80 px
+# Korean, in every language), which it reads shrunk.
+_SHRINK_OVER = 2.0
 
 
 # A page whose 1st to 99th grey percentiles lie this close is faint: it is read smoothed too,

@@ -567,6 +567,62 @@ def test_a_reading_names_its_script_with_a_third_of_its_characters():
     assert _names_its_script(got("Latin", "Open 9-17"))
 
 
+@pytest.mark.parametrize(
+    "lines, script, size",
+    [
+        (["تعطي لنفسك الحرية المطلق", "تشرب ولا تأكل ولا تتكلم "], "arabic", 56),
+        (["والحمدلله مافيه اي مشكلة", "أوّلا أن تتعدّى حياة الج"], "arabic", 80),
+    ],
+)
+def test_large_text_tesseract_finds_no_word_in_is_read_shrunk(engine, lines, script, size):
+    """Lines of 56-80 px Amiri (lingua-py's Arabic sentences), no script from OSD: Tesseract's
+    layout found no word in them in any language and the page read empty; the page is now read
+    shrunk, its shortest line to line_px."""
+    got, cer = _read_lines(engine, lines, script, size=size)
+    assert got.language == "ar", got.text
+    assert cer <= 0.15, got.text
+    # boxes mapped back to the page's own pixels: each line's words lie on that line
+    page = render(lines, script, leading=1.6, size=size)
+    assert all(0 <= w.box[0] < w.box[2] <= page.width for w in got.words)
+    assert all(0 <= w.box[1] < w.box[3] <= page.height for w in got.words)
+    runs = [r for r in ink_lines(page.convert("L")) if r[1] - r[0] >= size / 2]  # the 2 lines
+    assert len(runs) == 2
+    for a, b in runs:
+        assert any(a <= (w.box[1] + w.box[3]) / 2 <= b for w in got.words), (a, b, got.words)
+
+
+def test_only_large_text_is_shrunk_and_no_line_below_line_px(engine):
+    from PIL import Image
+
+    gray = Image.new("L", (900, 400), 255)
+    page, grow = engine._shrunk(gray, [(10, 70), (90, 190)])  # median 80 > 2 x 36
+    assert grow == pytest.approx(36 / 60)  # the shorter line to line_px
+    assert page.size == (round(900 * 36 / 60), round(400 * 36 / 60))
+    assert engine._shrunk(gray, [(10, 70), (90, 150)]) is None  # 60 px lines: as they are
+    assert engine._shrunk(gray, [(10, 28), (40, 58)]) is None  # small text
+    assert engine._shrunk(gray, []) is None
+    # a line's diacritics on rows of their own do not make the text look small
+    assert engine._shrunk(gray, [(0, 12), (15, 100), (104, 116), (120, 205)]) is not None
+
+
+def test_a_signs_text_read_sure_as_it_is_is_kept(engine):
+    """The sample web's sign photograph: its panels are tall runs of ink (141 and 57 px) around
+    30-40 px text, their edges ink under no word. Read sure as it is, that reading is kept
+    (read shrunk, the panels' edges read as "|" after two of its lines, and the shrunk reading
+    had the more confident characters)."""
+    import io
+
+    from PIL import Image
+
+    from sampleweb.textimages import render as render_text_image
+    from sampleweb.textimages import text_image
+
+    spec = text_image("/img/text/pabellon-rotulo.jpg")
+    image = Image.open(io.BytesIO(render_text_image(spec)[0]))
+    got = engine.read(image)
+    assert "|" not in got.text and char_error_rate(spec.text, got.text) <= 0.05, got.text
+
+
 def test_large_cjk_glyphs_tesseracts_layout_misses_are_read_as_one_block(engine):
     """44 px Japanese (lingua-py's sentences): Tesseract's page layout took the glyphs for
     something else (0.64, a few of them read), and the page upside down in Arabic outweighed
