@@ -621,6 +621,7 @@ class OcrEngine:
             steps.append((skew, gray.size, turned.size))
             gray = turned
         turn, sure, script = self._osd(gray)
+        placed = sure or bool(script)  # OSD sure of the way up, or naming the script
         found = OSD_SCRIPT.get(script or "")
         lang = next((x for x in cfg.languages if found and LANG_SCRIPT.get(x) == found), None)
         turns = [turn] if sure else [0, turn] if turn else [0]
@@ -656,7 +657,10 @@ class OcrEngine:
         # the most confident characters, a reading that names its script (`_names_its_script`)
         # first: a wrong way up read as digits outweighed 14 px Vietnamese read upright
         best, turned_steps, grow, again = max(reads, key=lambda r: _rank(r[0]))
-        if best[2] and best[3] < cfg.sure_conf:
+        # upside down, Latin letters read as Latin look-alikes ("smoy Suruado" for "Opening
+        # hours") at 0.75-0.8: where OSD placed nothing, a reading under _RIVAL_CONF is checked
+        unsure = cfg.sure_conf if placed else max(cfg.sure_conf, _RIVAL_CONF)
+        if best[2] and best[3] < unsure:
             # an unsure reading may be upside down, or OSD sure of a wrong turn (14 px serif
             # Latin: sure of 180, read upside down, every word wrong): the page as it is and
             # each other way up are read too, and one kept only when clearly more confident

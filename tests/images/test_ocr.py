@@ -623,6 +623,24 @@ def test_a_signs_text_read_sure_as_it_is_is_kept(engine):
     assert "|" not in got.text and char_error_rate(spec.text, got.text) <= 0.05, got.text
 
 
+def test_upside_down_latin_read_fairly_sure_where_osd_placed_nothing(engine):
+    """18 px serif turned 135 degrees as Pillow turns by default (nearest neighbour): once the
+    45 degrees are straightened the page is upside down, OSD places nothing, and the
+    Latin-script model read it upside down at 0.75 ("smoy Suruado" for "Opening hours"), sure
+    enough that no other way up was tried; it now is, under 0.85 where OSD placed nothing."""
+    from PIL import Image, ImageDraw, ImageFont
+
+    lines = ["Opening hours 9 to 17", "Closed on public holidays"]
+    font = ImageFont.truetype(_SERIF, 18)
+    page = Image.new("RGB", (288, 72), (255, 255, 255))
+    draw = ImageDraw.Draw(page)
+    for i, line in enumerate(lines):
+        draw.text((9, 9 + 27 * i), line, font=font, fill=(0, 0, 0))
+    got = engine.read(page.rotate(135, expand=True, fillcolor=(255, 255, 255)))
+    assert got.text == "\n".join(lines)
+    assert got.rotation == 180
+
+
 def test_large_cjk_glyphs_tesseracts_layout_misses_are_read_as_one_block(engine):
     """44 px Japanese (lingua-py's sentences): Tesseract's page layout took the glyphs for
     something else (0.64, a few of them read), and the page upside down in Arabic outweighed
