@@ -16,9 +16,10 @@ Plain Tesseract reads upright, horizontal text well and little else. Around it, 
    script, each language on every way up until one is sure; a page where the first finds no
    word has no text, unless its ink stands in lines and the second, chi_sim, reads its own
    letters there: blurred Chinese), and the reading with the most
-   confident characters kept; an unsure reading (below `sure_conf`),
-   OSD sure or not, is also read as it is and each other way up (OSD is sometimes sure of a
-   wrong turn on small text), one of those kept when clearly more confident;
+   confident characters kept; an unsure reading (below `sure_conf`; below 0.85 where OSD
+   placed nothing: upside-down Latin reads as Latin look-alikes at 0.75-0.8), OSD sure or not,
+   is also read as it is and each other way up (OSD is sometimes sure of a wrong turn on small
+   text), one of those kept when clearly more confident;
 4. enlarges small text (up to `max_upscale` times) to a line height of `line_px` pixels; text
    already that large is left as it is, and an unsure reading of enlarged text is compared with
    the page as it is (Tesseract's Arabic model reads enlarged text worse); an unsure reading of
