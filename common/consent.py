@@ -5,21 +5,32 @@ A row may be used for training only when
 1. its own flag says so: `training_allowed` is the boolean `true` (Python `True`, NumPy's
    `True`, Arrow's `true`). Anything else is no: `None`/NULL, a missing column, the string
    `"true"` or `"false"`, `1`, NaN. Data made by other tools must carry a real boolean; and
-2. the consent ledger (append-only, `<lake>/consent/ledger/`) does not hold a later opt-out for
-   it: its latest ledger row, by URL or by document id, is not `training_allowed = false`.
+2. no consent ledger that applies (`<lake>/consent/ledger/`) holds an opt-out for it: by
+   document id (`LEDGER_ID_KEYS`: the row's `doc_id`, `id` or `pair_id` among an opted-out row's
+   `doc_ids`) or by URL (`LEDGER_URL_KEYS`: the row's page URL `url`/`doc_url`/`page_url`, or
+   its image URL `src`/`image_url`, equal to an opted-out row's `url`).
 
 `Consent.load(lake_root)` reads the ledger once; `consent.allows(row)` and `consent.why_not(row)`
 answer for one row (a mapping or an object); `consent.keep(rows)` splits a batch.
 `flag_true(value)` is the flag rule alone. The mixture builder applies the same rule in SQL
-(`training_allowed IS TRUE` and the ledger's latest rows), from the same ledger files.
+(`training_allowed IS TRUE` and the ledgers' latest rows), from the same ledger files.
 
 The ledger itself (written by `crawlers.consent.recheck`, read by every consumer):
 
 - Append-only: files are `ledger-<seq>.parquet` (seq = 1 + the highest present), created with an
   exclusive link so a concurrent recheck never overwrites one; nothing is ever rewritten.
-- Latest row wins, per URL, in file order: an opt-out is `training_allowed = false`; a host that
-  allows the token again gets a `true` row. The ledger can only take documents out: a row whose
-  own flag is not true stays out whatever the ledger says.
+- One row per URL whose training permission changed: a document's page URL, or a stored image's
+  URL (`src`), whose `doc_ids` then hold the ids of the image rows (pair ids).
+- Within ONE lake's ledger the latest row per URL wins: files by seq (`ledger-<seq>`), then row
+  order within a file. An opt-out is `training_allowed = false`; a host that allows the token
+  again gets a `true` row.
+- ACROSS lakes (a run over inputs of other lakes reads each input's own ledger too,
+  `ledger_files_for`), a URL is opted out when ANY lake's latest row for it is
+  `training_allowed = false` (and so are the `doc_ids` of every lake's latest row for it): one
+  lake's later re-allow never lifts another lake's opt-out, and neither the order the files are
+  given in nor their paths decide. A file's lake is its directory (`<lake>/consent/ledger/`).
+- The ledger can only take rows out: a row whose own flag is not true stays out whatever the
+  ledger says.
 
 A ledger version is the sha256 of its sorted file names with each file's sha256
 (`ledger_version`); a mixture manifest records the version it honoured.
@@ -30,6 +41,7 @@ from __future__ import annotations
 import hashlib
 import math
 import os
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -39,6 +51,11 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 FLAG = "training_allowed"
+# The columns a row names its document by (its ids; a pair's id names the image row) and its
+# URLs by (the page's, and the image's own URL), matched against the ledger's `doc_ids` and
+# `url`. training/mixture/sources.py applies the same keys in SQL.
+LEDGER_ID_KEYS = ("doc_id", "id", "pair_id")
+LEDGER_URL_KEYS = ("url", "doc_url", "page_url", "src", "image_url")
 
 
 def flag_true(value: Any) -> bool:
@@ -119,7 +136,8 @@ def lake_of(path: str | Path | None) -> Path | None:
 def ledger_files_for(lake_root: str | Path | None, *inputs: str | Path | None) -> list[Path]:
     """The ledger files that apply to a run over `inputs`: the run's lake's, then those of each
     input's own lake (`lake_of`) when that is another one, each file once. An input taken from
-    another lake brings that lake's opt-outs with it."""
+    another lake brings that lake's opt-outs with it; the order decides nothing (`latest_rows`:
+    latest row per lake, an opt-out in any lake wins)."""
     out: list[Path] = []
     seen: set[Path] = set()
     for root in (lake_root, *(lake_of(i) for i in inputs)):
@@ -138,13 +156,44 @@ def _sha256_file(path: Path) -> str:
     return h.hexdigest()
 
 
-def latest_rows(files: Iterable[str | Path]) -> dict[str, dict[str, Any]]:
-    """The latest ledger row per URL (files in append order; the last row for a URL wins)."""
-    latest: dict[str, dict[str, Any]] = {}
+_SEQ = re.compile(r"ledger-(\d+)\.parquet")
+
+
+def _seq(path: Path) -> tuple[int, str]:
+    """A ledger file's place in its lake's append order: `ledger-<seq>.parquet` by seq (another
+    name: -1, so such files come first, by name; training/mixture/sources.py sorts alike)."""
+    m = _SEQ.fullmatch(path.name)
+    return (int(m.group(1)) if m else -1, path.name)
+
+
+def latest_by_lake(files: Iterable[str | Path]) -> dict[Path, dict[str, dict[str, Any]]]:
+    """{ledger directory (one lake): {URL: its latest row there}}: within one lake, files by seq
+    (`ledger-<seq>`), then row order; the last row for a URL wins."""
+    by_lake: dict[Path, list[Path]] = {}
     for f in files:
-        for row in pq.read_table(f, schema=LEDGER_SCHEMA).to_pylist():
-            latest[row["url"]] = row
-    return latest
+        p = Path(f)
+        by_lake.setdefault(p.resolve().parent, []).append(p)
+    out: dict[Path, dict[str, dict[str, Any]]] = {}
+    for lake, paths in by_lake.items():
+        latest: dict[str, dict[str, Any]] = {}
+        for f in sorted(paths, key=_seq):
+            for row in pq.read_table(f, schema=LEDGER_SCHEMA).to_pylist():
+                latest[row["url"]] = row
+        out[lake] = latest
+    return out
+
+
+def latest_rows(files: Iterable[str | Path]) -> dict[str, dict[str, Any]]:
+    """The row that decides each URL: its latest row in each lake (`latest_by_lake`); when any
+    lake's latest row is an opt-out (`training_allowed` not true), that opt-out (the first lake
+    with one, in the order given), else the first lake's latest row."""
+    decided: dict[str, dict[str, Any]] = {}
+    for latest in latest_by_lake(files).values():
+        for url, row in latest.items():
+            prev = decided.get(url)
+            if prev is None or (prev["training_allowed"] and not row["training_allowed"]):
+                decided[url] = row
+    return decided
 
 
 def ledger_version(files: Iterable[str | Path]) -> dict[str, Any]:
@@ -183,13 +232,17 @@ def honoured_files(lake_root: str | Path | None, version: dict[str, Any] | None)
 
 
 def opted_out(files: Iterable[str | Path]) -> tuple[set[str], set[str]]:
-    """(URLs, document ids) whose latest ledger row says training_allowed = false."""
-    urls: set[str] = set()
+    """(URLs, document ids) opted out: the URLs whose latest ledger row in any lake says
+    training_allowed = false, and the `doc_ids` of every lake's latest row for those URLs (lakes
+    may know a URL's documents by other ids; a re-allow in one lake frees none of them)."""
+    by_lake = latest_by_lake(files)
+    urls = {
+        u for latest in by_lake.values() for u, r in latest.items() if not r["training_allowed"]
+    }
     ids: set[str] = set()
-    for row in latest_rows(files).values():
-        if not row["training_allowed"]:
-            urls.add(row["url"])
-            ids.update(row["doc_ids"] or ())
+    for latest in by_lake.values():
+        for url in urls & latest.keys():
+            ids.update(latest[url]["doc_ids"] or ())
     return urls, ids
 
 
@@ -225,14 +278,15 @@ def append_ledger(lake_root: str | Path, rows: list[dict[str, Any]]) -> Path | N
 class Consent:
     """The consent rule over one snapshot of the ledger: a row's own flag, then the ledger.
 
-    `urls` and `ids` are the URLs and document ids whose latest ledger row is an opt-out;
+    `urls` and `ids` are the URLs (pages' and images') and document ids whose latest ledger row
+    in some lake is an opt-out (`opted_out`);
     `files` the ledger files read (the snapshot a manifest can record)."""
 
     urls: frozenset[str] = frozenset()
     ids: frozenset[str] = frozenset()
     files: tuple[str, ...] = ()
-    id_keys: tuple[str, ...] = ("doc_id", "id")
-    url_keys: tuple[str, ...] = ("url", "doc_url", "page_url")
+    id_keys: tuple[str, ...] = LEDGER_ID_KEYS
+    url_keys: tuple[str, ...] = LEDGER_URL_KEYS
     _version: dict[str, Any] | None = field(default=None, repr=False)
 
     @classmethod

@@ -2,11 +2,21 @@
 
 A publisher who disallows the training token after we crawled must be out of every future
 mixture. `recheck(lake_root)` re-fetches robots.txt for every host that holds documents in the
-lake (`extract/documents.parquet`, `filter/documents.parquet`) with the crawler's `Downloader`
-(its SSRF guard, politeness slot, redirect limit and RFC 9309 status mapping), evaluates the
-training token for every document URL of that host, and appends one Parquet file to
-`<lake>/consent/ledger/` holding a row for each document URL whose training permission changed
-since the last word on it (the latest ledger row, else the crawl's own robots decision).
+lake (`extract/documents.parquet`, `filter/documents.parquet`) or stored images
+(`images/pairs/**/fetched.parquet` and `pairs.parquet`: an image's `src`, asked of the image's
+own host) with the crawler's `Downloader` (its SSRF guard, politeness slot, redirect limit and
+RFC 9309 status mapping), evaluates the training token for every document and image URL of that
+host, and appends one Parquet file to `<lake>/consent/ledger/` holding a row for each URL whose
+training permission changed since the last word on it (the latest ledger row, else the crawl's
+own robots decision; for an image, whether any of its rows was training-allowed). An image's
+row is keyed by its URL, and its `doc_ids` are the image rows' ids (pair ids), so
+`common.consent` refuses the image by `src` and by pair id, and its page stays in.
+
+robots.txt rules are matched against the URL as the crawler asks them: its canonical form
+(`crawlers.crawl.canon.canonicalize`: percent-encoding normalised, non-ASCII UTF-8-escaped, dot
+segments resolved), so `/%70rivate/`, `/public/../private/` and a raw `/café` meet
+`Disallow: /private` and `Disallow: /café` as the crawl would have. The ledger keeps the URL as
+the lake spells it (the key every consumer matches rows by).
 
 Rules (stated, and tested in tests/ops/test_consent.py):
 
@@ -41,6 +51,9 @@ from typing import Any
 from common.consent import append_ledger, flag_true, latest_rows, ledger_files, ledger_version
 
 DOCUMENT_SOURCES = ("extract/documents.parquet", "filter/documents.parquet")
+# The images stage's outputs in the lake (lake dataset image_pairs, one directory per shard):
+# every stored or refused image row with its `src` (crawlers/images/fetch.py, filters/images/).
+IMAGE_SOURCES = ("images/pairs/**/fetched.parquet", "images/pairs/**/pairs.parquet")
 
 
 @dataclass
@@ -53,10 +66,19 @@ class LakeDocument:
     allowed_at_crawl: bool = True
 
 
-def lake_documents(lake_root: str | Path) -> dict[str, LakeDocument]:
-    """Every http(s) document URL in the lake's extract/filter outputs, with its document ids."""
+def _web_host(url: Any) -> tuple[bool, str]:
+    """(whether `url` is an http(s) URL with a host, its lower-case netloc)."""
     from urllib.parse import urlsplit
 
+    try:
+        parts = urlsplit(url or "")
+        return parts.scheme in ("http", "https") and bool(parts.hostname), parts.netloc.lower()
+    except (ValueError, TypeError):  # 'http://[::1': the recheck reports it, goes on
+        return str(url).lower().startswith(("http:", "https:")), ""
+
+
+def lake_documents(lake_root: str | Path) -> dict[str, LakeDocument]:
+    """Every http(s) document URL in the lake's extract/filter outputs, with its document ids."""
     from common.inputs import read_parquet, read_schema
 
     docs: dict[str, LakeDocument] = {}
@@ -71,12 +93,7 @@ def lake_documents(lake_root: str | Path) -> dict[str, LakeDocument]:
         cols = [c for c in ("id", "url", "robots_training", "training_allowed") if c in names]
         for row in read_parquet(path, cols, required={"url": "string"}, fix=fix).to_pylist():
             url = row.get("url")
-            try:
-                parts = urlsplit(url or "")
-                web = parts.scheme in ("http", "https") and bool(parts.hostname)
-                host = parts.netloc.lower()
-            except (ValueError, TypeError):  # 'http://[::1': the recheck reports it, goes on
-                web, host = str(url).lower().startswith(("http:", "https:")), ""
+            web, host = _web_host(url)
             if not web:
                 continue  # synthetic:// and other non-web documents have no robots.txt
             doc = docs.get(url)
@@ -89,6 +106,62 @@ def lake_documents(lake_root: str | Path) -> dict[str, LakeDocument]:
             if row.get("id"):
                 doc.ids.add(str(row["id"]))
     return docs
+
+
+def lake_images(lake_root: str | Path) -> dict[str, LakeDocument]:
+    """Every http(s) image URL (`src`) of the lake's images stage outputs (`IMAGE_SOURCES`) with
+    the ids of its rows (pair ids) and whether any of them is training-allowed (the image's
+    state before any ledger row: the fetch asked the image host's robots.txt then)."""
+    from common.inputs import read_parquet, read_schema
+
+    images: dict[str, LakeDocument] = {}
+    root = Path(lake_root)
+    for pattern in IMAGE_SOURCES:
+        for path in sorted(root.glob(pattern)):
+            fix = "the consent recheck needs image URLs: re-run `refinery images build`"
+            names = read_schema(path, fix).names
+            if "src" not in names:
+                raise ValueError(
+                    f"{path}: no src column; the consent recheck needs each image's URL: "
+                    "re-run `refinery images build`"
+                )
+            cols = [c for c in ("id", "src", "training_allowed") if c in names]
+            for row in read_parquet(path, cols, required={"src": "string"}, fix=fix).to_pylist():
+                src = row.get("src")
+                web, host = _web_host(src)
+                if not web:
+                    continue
+                img = images.get(src)
+                if img is None:
+                    img = images[src] = LakeDocument(src, host, allowed_at_crawl=False)
+                img.allowed_at_crawl |= flag_true(row.get("training_allowed"))
+                if row.get("id"):
+                    img.ids.add(str(row["id"]))
+    return images
+
+
+def merge_urls(
+    docs: dict[str, LakeDocument], images: dict[str, LakeDocument]
+) -> dict[str, LakeDocument]:
+    """Every URL the recheck asks about: the documents', then the images' (a URL that is both
+    keeps the document's state before, with the ids of both)."""
+    urls = dict(docs)
+    for src, img in images.items():
+        doc = urls.get(src)
+        if doc is None:
+            urls[src] = img
+        else:
+            doc.ids |= img.ids
+    return urls
+
+
+def robots_target(url: str) -> str:
+    """The URL as robots.txt rules are matched against it: the crawler's canonical form (the
+    crawl asks robots.txt for its frontier URLs, which are canonical). UrlError when the URL is
+    unusable (no robots.txt governs it: `_robots_origin` reports those)."""
+    from crawlers.crawl.canon import canonicalize
+
+    return canonicalize(url)
 
 
 def matched_rule(robots, agent: str, url: str) -> tuple[str | None, str | None]:
@@ -121,7 +194,10 @@ class RecheckResult:
     """What one recheck did."""
 
     hosts: int = 0
-    documents: int = 0
+    documents: int = 0  # document URLs asked about
+    # image URLs asked about (one that is also a document's is counted there); not in as_dict,
+    # whose keys pipelines/stages/ops.py's RecheckSummary fixes
+    images: int = 0
     changed: int = 0
     opted_out: int = 0  # rows appended with training_allowed = false
     re_allowed: int = 0  # rows appended with training_allowed = true
@@ -182,12 +258,13 @@ def _changes(
     sha = hashlib.sha256(record.body or b"").hexdigest()
     rows = []
     for doc in sorted(docs, key=lambda x: x.url):
-        now = robots.allows(agent, doc.url)
+        target = robots_target(doc.url)  # matched as the crawler matches; the row keeps doc.url
+        now = robots.allows(agent, target)
         prev_row = latest.get(doc.url)
         before = doc.allowed_at_crawl if prev_row is None else prev_row["training_allowed"]
         if now == before:
             continue
-        group, rule = matched_rule(robots, agent, doc.url)
+        group, rule = matched_rule(robots, agent, target)
         rows.append(
             {
                 "host": doc.host,
@@ -214,7 +291,9 @@ async def recheck_async(lake_root: str | Path, config: Any = None) -> RecheckRes
     from crawlers.robots import RobotsCache
 
     lake_root = Path(lake_root)
-    docs = lake_documents(lake_root)
+    documents = lake_documents(lake_root)
+    images = lake_images(lake_root)
+    docs = merge_urls(documents, images)
     files = ledger_files(lake_root)
     latest = latest_rows(files)
     by_origin: dict[str, list[LakeDocument]] = {}
@@ -226,7 +305,11 @@ async def recheck_async(lake_root: str | Path, config: Any = None) -> RecheckRes
             continue
         by_origin.setdefault(origin, []).append(doc)
     records: dict[str, Any] = {}
-    result = RecheckResult(hosts=len(by_origin) + len(unreachable), documents=len(docs))
+    result = RecheckResult(
+        hosts=len(by_origin) + len(unreachable),
+        documents=len(documents),
+        images=len(docs) - len(documents),
+    )
     changes: dict[str, list[dict[str, Any]]] = {}
     async with Downloader(config, on_robots_fetch=lambda r: records.__setitem__(r.origin, r)) as d:
         agent = d.cfg.training_agent
@@ -264,7 +347,8 @@ async def recheck_async(lake_root: str | Path, config: Any = None) -> RecheckRes
 
 
 def recheck(lake_root: str | Path, config: Any = None) -> RecheckResult:
-    """Re-fetch robots.txt for every host with documents in the lake and append the changes.
+    """Re-fetch robots.txt for every host with documents or stored images in the lake and append
+    the changes.
 
     `config` is a `CrawlConfig` (or dict of its fields) for the downloader: the training token,
     the SSRF policy (`allow_private_networks`), politeness (`delay`) and timeouts.

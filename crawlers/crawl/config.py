@@ -3,11 +3,16 @@
 from __future__ import annotations
 
 import hashlib
+import re
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+# A product token a robots.txt group can name: a `User-agent:` line is read as its leading run of
+# letters, '-' and '_' (RFC 9309 2.2.1; crawlers.robots_match.robots_line_token), so a token with
+# a digit, a dot or a space is never matched by its own group, only by '*'.
+PRODUCT_TOKEN = re.compile(r"[A-Za-z_-]+")
 DEFAULT_TARGET_LANGUAGES = ["en", "de", "fr", "es", "ja", "zh", "it", "pt", "nl", "pl", "ru", "ko"]
 
 
@@ -112,6 +117,17 @@ class CrawlConfig(BaseModel):
     checkpoint_every: int = Field(
         1000, ge=1, description="append a checkpoint part (checkpoints/) every N pages"
     )
+
+    @field_validator("agent", "training_agent")
+    @classmethod
+    def _product_token(cls, value: str, info: Any) -> str:
+        if not PRODUCT_TOKEN.fullmatch(value):
+            raise ValueError(
+                f"{value!r} is not a product token a robots.txt group can name (only letters, "
+                "'-' and '_', RFC 9309): publishers could never address it; use e.g. "
+                f"{cls.model_fields[info.field_name].default!r}"
+            )
+        return value
 
     @model_validator(mode="after")
     def _check(self) -> CrawlConfig:

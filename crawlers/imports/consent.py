@@ -5,8 +5,12 @@ For every origin in an import, robots.txt is fetched now through the crawler's `
 `consent recheck` does (`crawlers.crawl.recrawl.per_server`). A row's `training_allowed` is the
 boolean true only when
 
-- today's robots.txt was fetched and allows the training token for the URL, and
-- the archived response carried no `noai` (X-Robots-Tag header or meta robots).
+- today's robots.txt was fetched and allows the training token for the URL (matched against
+  the URL's canonical form, as the crawler matches: `robots_outcome`), and
+- the archived response carried no `noai` (X-Robots-Tag header or meta robots), and
+- the row did not come already not allowed (`training_allowed` false before the check: the
+  source's own opt-out, e.g. a corpus row's `training_allowed`/`noai` in `import docs`, whose
+  `consent_source` is kept as the first evidence).
 
 An origin whose robots.txt cannot be fetched (network error, timeout, 5xx, 429, a refused
 address) gives no consent: its rows are not allowed, `robots_training = 'unreachable'`. With
@@ -159,14 +163,22 @@ Outcome = tuple[bool, bool, str]  # robots.txt today for one URL: crawl ok, trai
 
 def robots_outcome(robots: Any, url: str, agent: str, training_agent: str) -> Outcome:
     """What today's parsed robots.txt says of `url` for both tokens, and the training group's
-    matching rule when it disallows (for `consent_source`)."""
-    crawl_ok = bool(robots.allows(agent, url))
-    train_ok = bool(robots.allows(training_agent, url))
+    matching rule when it disallows (for `consent_source`). The rules are matched against the
+    URL's canonical form, as the crawler asks them (`crawlers.consent.robots_target`): an
+    archive's `/%70rivate/`, `/a/../private/` or raw `/café` meets `Disallow: /private` or
+    `Disallow: /café`. A URL with no canonical form is allowed for neither token."""
+    from crawlers.consent import matched_rule, robots_target
+    from crawlers.crawl.canon import UrlError
+
+    try:
+        target = robots_target(url)
+    except (UrlError, ValueError, TypeError) as exc:
+        return False, False, f" (no canonical URL: {exc})"
+    crawl_ok = bool(robots.allows(agent, target))
+    train_ok = bool(robots.allows(training_agent, target))
     rule = ""
     if not train_ok:
-        from crawlers.consent import matched_rule
-
-        group, line = matched_rule(robots, training_agent, url)
+        group, line = matched_rule(robots, training_agent, target)
         rule = f" by group {group!r} rule {line!r}" if line else f" by group {group!r}"
     return crawl_ok, train_ok, rule
 
@@ -187,6 +199,13 @@ def decide(
     url = row["url"]
     evidence: list[str] = []
     denied = False
+    # A row that comes already not allowed (its source's own opt-out: a corpus row's
+    # training_allowed or noai, `crawlers.imports.docs`) stays so: robots.txt only takes out.
+    # Its consent_source, the evidence for that, comes first.
+    if row.get("training_allowed") is False:
+        denied = True
+    if row.get("consent_source"):
+        evidence.append(row["consent_source"])
     if row.get("archived_header_optout"):
         evidence.append(f"archived headers: X-Robots-Tag {row['archived_header_optout']}")
         denied |= "noai" in row["archived_header_optout"].split(",")

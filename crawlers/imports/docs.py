@@ -4,9 +4,15 @@ The corpus maps its own fields: `text_field`, `id_field`, `url_field`, each a ke
 into nested objects (Dolma's `metadata.url`, RedPajama's `meta.url`). Without `url_field` the URL
 is looked for where the common corpus layouts keep it (`URL_FIELDS`: FineWeb's and C4's `url`,
 Dolma's `metadata.url`, ...), so a document that names its page is never consented by the
-licence alone. A document without a URL carries the licence given and is consented by it
-(`consent_source: licence: <x>`); one without a URL and without a licence is not consented. A document with a URL goes through the same consent
-check as an imported page (today's robots.txt for both tokens, `crawlers.imports.consent`).
+licence alone; with `url_field`, a row that lacks it (or has it empty) is looked for there too,
+for the same reason. A document without a URL carries the licence given and is consented by it
+(`consent_source: licence: <x>`); one without a URL and without a licence is not consented. A
+document with a URL goes through the same consent check as an imported page (today's
+robots.txt for both tokens, `crawlers.imports.consent`).
+A row's own consent is kept and can only say no (`source_consent`): when the row has
+`training_allowed`, it must be the boolean true (`common.consent.flag_true`), and a `noai` that
+is on takes the document out (`noai`/`noimageai` are carried to it); `consent_source` names it
+(`licence: cc-by-4.0; source row: training_allowed is false`).
 Every row read is a document or a recorded skip (`malformed_row`, `empty_text`,
 `duplicate_payload`, `duplicate_id`).
 """
@@ -41,6 +47,7 @@ URL_FIELDS = (
     "WARC-Target-URI",
 )
 _MISSING = object()
+FLAG = "training_allowed"
 
 
 def field_value(row: dict, path: str) -> object:
@@ -62,15 +69,57 @@ def field_value(row: dict, path: str) -> object:
 
 
 def _url_of(row: dict, url_field: str | None) -> tuple[str | None, bool]:
-    """(the row's URL or None, whether the field was there). Without `url_field` the first of
-    URL_FIELDS the row has."""
-    for path in (url_field,) if url_field else URL_FIELDS:
+    """(the row's URL or None, whether `url_field` was there). The first non-empty value of
+    `url_field`, then of URL_FIELDS: a row that lacks the named field, or has it empty, but
+    names its page where corpora usually do (`url`, `metadata.url`, ...) is a page, decided by
+    robots.txt, never consented by the licence alone. Without `url_field`, the first of
+    URL_FIELDS the row has a value in (an empty `url` does not hide `metadata.url`)."""
+    named = False
+    paths = (url_field, *(f for f in URL_FIELDS if f != url_field)) if url_field else URL_FIELDS
+    for path in paths:
         value = field_value(row, path)
         if value is _MISSING:
             continue
+        named |= path == url_field
         text = str(value).strip() if value not in (None, "") else ""
-        return (text or None), True
-    return None, False
+        if text:
+            return text, named
+    return None, named
+
+
+def _directive_on(value: object) -> bool:
+    """A source row's noai/noimageai: on unless null or the boolean false (an opt-out that is
+    not clearly off, e.g. the string "false" or 0, counts: only the boolean false is no)."""
+    if value is None or value is False:
+        return False
+    t = type(value)
+    return not (t.__module__ == "numpy" and t.__name__ in ("bool", "bool_") and not value)
+
+
+def source_consent(row: dict) -> tuple[bool, dict[str, bool], list[str]]:
+    """(whether the corpus row's own consent permits training, its noai/noimageai, the evidence)
+    from its top-level `training_allowed`, `noai` and `noimageai` (absent ones say nothing).
+    Permits: `training_allowed`, when there, is the boolean true (`common.consent.flag_true`),
+    and `noai` is not on; `noimageai` keeps the text in and is carried to the document."""
+    from common.consent import describe_flag, flag_true
+
+    ok = True
+    evidence: list[str] = []
+    if FLAG in row:
+        if flag_true(row[FLAG]):
+            evidence.append("source row: training_allowed true")
+        else:
+            ok = False
+            evidence.append(f"source row: {describe_flag(row[FLAG])}")
+    flags = {}
+    for name in ("noai", "noimageai"):
+        value = row.get(name)
+        flags[name] = _directive_on(value)
+        if flags[name]:
+            how = "" if flag_true(value) else f" ({value!r}, not the boolean false: read as {name})"
+            evidence.append(f"source row: {name}{how}")
+            ok &= name != "noai"
+    return ok, flags, evidence
 
 
 def _corpus_rows(source: str) -> Iterable[tuple[int, dict | None, str | None]]:
@@ -224,14 +273,20 @@ def import_docs(
                 "content_sha256": hashlib.sha256(text.encode("utf-8")).hexdigest(),
                 "rendered": False,
             }
+            # The row's own consent (training_allowed, noai) is kept: the licence or today's
+            # robots.txt can only add a no to it, never lift one.
+            source_ok, flags, evidence = source_consent(row)
+            doc.update(flags)
             if url is None:
                 if license:
-                    doc.update(training_allowed=True, consent_source=f"licence: {license}")
+                    why, allowed = f"licence: {license}", source_ok
                 else:
-                    doc.update(
-                        training_allowed=False,
-                        consent_source="no URL and no licence (--license): no consent",
-                    )
+                    why, allowed = "no URL and no licence (--license): no consent", False
+                doc.update(training_allowed=allowed, consent_source="; ".join([why, *evidence]))
+            else:  # decided by robots.txt (crawlers.imports.consent.decide), which keeps these
+                doc["consent_source"] = "; ".join(evidence) or None
+                if not source_ok:
+                    doc["training_allowed"] = False
             spool.add("doc", doc)
         if objects and not found_text and spool.counts["doc"] == 0:
             spool.discard()

@@ -200,3 +200,43 @@ def test_raw_pages_asset_defaults_to_the_cli_delay_for_real_seeds():
     # None: CrawlConfig's polite default applies
     assert config_class(CRAWL, "raw_pages")().delay is None
     assert CrawlConfig().delay == 1.0 and SAMPLE_WEB_DELAY_S < 1.0
+
+
+def test_only_product_tokens_a_robots_group_can_name_are_accepted():
+    """robots.txt groups name tokens of letters, '-' and '_' only: any other token is matched by
+    no group of its own (a publisher's `User-agent: Refinery2-Extended` is read as `Refinery`),
+    so the config refuses it, in one line naming the field and the fix; the defaults and the
+    tokens the tests configure pass, and their groups name them."""
+    from pydantic import ValidationError
+
+    from common.errors import validation_problems
+    from crawlers.crawl import CrawlConfig
+    from crawlers.robots import RobotsTxt
+
+    for field in ("agent", "training_agent"):
+        for token in ("Refinery2-Extended", "RefineryBot.Extended", "Refinery Bot", "Bot/1.0"):
+            with pytest.raises(ValidationError) as err:
+                CrawlConfig(**{field: token})
+            line = validation_problems(err.value, model=CrawlConfig)
+            assert line.startswith(f"{field}: {token!r} is not a product token"), line
+            assert "letters, '-' and '_'" in line and "\n" not in line
+    for agent, training in [
+        ("RefineryBot", "RefineryBot-Extended"),
+        ("ArchiveBot", "ArchiveBot-Train"),
+        ("RefineryBot", "X"),
+        ("refinery_bot", "refinery-ai"),
+    ]:
+        cfg = CrawlConfig(agent=agent, training_agent=training)
+        body = f"User-agent: *\nAllow: /\n\nUser-agent: {training}\nDisallow: /\n"
+        assert RobotsTxt.parse(body.encode()).matched_group(cfg.training_agent) == training.lower()
+
+
+def test_cli_names_the_config_file_and_field_of_a_bad_training_token(tmp_path):
+    seeds = tmp_path / "seeds.txt"
+    seeds.write_text("http://127.0.0.91:9/\n")  # never asked: the config is refused first
+    conf = tmp_path / "crawl.yaml"
+    conf.write_text("training_agent: Refinery2-Extended\n")
+    args = ["crawl", "--seeds", str(seeds), "--out", str(tmp_path / "o"), "--config", str(conf)]
+    bad = CliRunner().invoke(_app(), args)
+    assert bad.exit_code != 0
+    assert str(conf) in bad.output and "training_agent: 'Refinery2-Extended'" in bad.output

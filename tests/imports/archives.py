@@ -104,3 +104,27 @@ def whole_file_gzip(src: Path, dst: Path) -> Path:
     plain = gzip.decompress(raw) if raw[:2] == b"\x1f\x8b" else raw
     dst.write_bytes(gzip.compress(plain))
     return dst
+
+
+class RobotsBodies(LoopbackServer):
+    """robots.txt bodies by address (`{ip: body}`; others 404), every request logged as (ip,
+    path). Stops with its `with` block, and by itself after `ttl` seconds."""
+
+    label = "robots bodies server"
+
+    def __init__(self, bodies: dict[str, str], ttl: float = 60.0):
+        super().__init__(list(bodies))
+        self.bodies, self.ttl = dict(bodies), ttl
+        self.log: list[tuple[str, str]] = []
+
+    def __enter__(self):
+        super().__enter__()
+        self._loop.call_soon_threadsafe(self._loop.call_later, self.ttl, self._loop.stop)
+        return self
+
+    async def _handle(self, request: web.Request) -> web.StreamResponse:
+        ip = request.transport.get_extra_info("sockname")[0]
+        self.log.append((ip, request.path))
+        if request.path == "/robots.txt" and ip in self.bodies:
+            return web.Response(text=self.bodies[ip])
+        return web.Response(status=404, text="not found")

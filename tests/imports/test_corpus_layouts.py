@@ -183,3 +183,111 @@ def test_a_zstd_corpus_of_many_frames_and_a_gzip_of_many_members_read_every_row(
             [str(tmp_path / name)], tmp_path / name.replace(".", "-"), license="MIT", offline=True
         )
         assert s["documents"] == 6 and s["skipped"] == 0, (name, s)
+
+
+def test_robots_rules_meet_the_canonical_url_of_an_imported_row(tmp_path):
+    """An escape, dot segments or raw UTF-8 in a corpus URL cannot walk past a Disallow: the
+    rules meet the URL the crawler would have asked about (its canonical form); the document
+    keeps the URL as the corpus spells it."""
+    from tests.imports.archives import TEST_CONFIG, RobotsBodies
+
+    ip = "127.0.0.184"
+    robots = "User-agent: RefineryBot-Extended\nDisallow: /private\nDisallow: /caf\u00e9\n"
+    with RobotsBodies({ip: robots}) as server:
+        b = f"http://{ip}:{server.port}"
+        out = [f"{b}/private/a", f"{b}/%70rivate/b", f"{b}/public/../private/c", f"{b}/caf\u00e9"]
+        urls = [*out, f"{b}/public/d"]
+        rows = [{"text": f"{TEXT} {i}", "id": f"r{i}", "url": u} for i, u in enumerate(urls)]
+        (tmp_path / "c.jsonl").write_text("\n".join(map(json.dumps, rows)) + "\n")
+        import_docs(
+            [str(tmp_path / "c.jsonl")], tmp_path / "out", id_field="id", config=TEST_CONFIG
+        )
+    docs = {d["url"]: d for d in _rows(tmp_path / "out").values()}
+    assert set(docs) == set(urls)
+    for u in out:
+        assert (docs[u]["training_allowed"], docs[u]["robots_training"]) == (False, "disallowed")
+        assert "Disallow: /" in docs[u]["consent_source"], docs[u]["consent_source"]
+    assert docs[urls[-1]]["training_allowed"] is True
+
+
+def test_a_corpus_rows_own_opt_out_is_kept_and_named(tmp_path):
+    """A row's own training_allowed (only the boolean true) and noai are kept: the licence, or
+    today's robots.txt for a row with a URL, can only add a no."""
+    from tests.imports.archives import ALLOW, TEST_CONFIG, RobotsServer
+
+    with RobotsServer() as server:
+        page = f"http://{ALLOW}:{server.port}"
+        rows = [
+            {"id": "string", "training_allowed": "true"},
+            {"id": "null", "training_allowed": None},
+            {"id": "noimageai", "training_allowed": True, "noimageai": True},
+            {"id": "true", "training_allowed": True, "noai": False},
+            {"id": "url-false", "training_allowed": False, "url": f"{page}/a"},
+            {"id": "url-noai", "training_allowed": True, "noai": True, "url": f"{page}/b"},
+            {"id": "url-true", "training_allowed": True, "url": f"{page}/c"},
+        ]
+        lines = [json.dumps({**r, "text": f"{TEXT} {r['id']}"}) for r in rows]
+        (tmp_path / "c.jsonl").write_text("\n".join(lines) + "\n")
+        typed = {"id": ["false", "noai"], "training_allowed": [False, True], "noai": [False, True]}
+        typed["text"] = [f"{TEXT} parquet {i}" for i in range(2)]
+        pq.write_table(pa.table(typed), tmp_path / "c.parquet")
+        import_docs(
+            [str(tmp_path / "c.jsonl"), str(tmp_path / "c.parquet")],
+            tmp_path / "out",
+            id_field="id",
+            license="cc-by-4.0",
+            config=TEST_CONFIG,
+        )
+    docs = _rows(tmp_path / "out")
+    allowed = {k for k, d in docs.items() if d["training_allowed"] is True}
+    assert allowed == {"noimageai", "true", "url-true"}
+    assert docs["false"]["consent_source"] == (
+        "licence: cc-by-4.0; source row: training_allowed is false"
+    )
+    assert "source row: training_allowed is 'true' (str)" in docs["string"]["consent_source"]
+    assert "source row: training_allowed is missing or null" in docs["null"]["consent_source"]
+    assert docs["noai"]["noai"] is True and "source row: noai" in docs["noai"]["consent_source"]
+    assert docs["noimageai"]["noimageai"] is True and docs["noimageai"]["noai"] is False
+    for key in ("url-false", "url-noai"):  # robots.txt allows them; the row's own no stands
+        source = docs[key]["consent_source"]
+        assert source.startswith("source row: training_allowed"), source
+        assert (
+            "robots.txt at import: allowed" in source and docs[key]["robots_training"] == "allowed"
+        )
+    assert "source row: noai" in docs["url-noai"]["consent_source"]
+
+
+def test_a_row_without_the_named_url_field_is_looked_for_in_the_usual_places(tmp_path):
+    """--url-field names a field some rows lack (or leave empty): a row that names its page in
+    `url` goes through the robots check, never consented by the licence alone; so does a row
+    whose `url` is empty but whose `metadata.url` is not."""
+    rows = [
+        {"text": TEXT + " a", "id": "a", "meta": {"link": "http://127.0.0.9/a"}},
+        {"text": TEXT + " b", "id": "b", "url": "http://127.0.0.9/b"},
+        {"text": TEXT + " c", "id": "c", "meta": {"link": None}, "url": "http://127.0.0.9/c"},
+        {"text": TEXT + " d", "id": "d"},
+    ]
+    (tmp_path / "c.jsonl").write_text("\n".join(map(json.dumps, rows)) + "\n")
+    import_docs(
+        [str(tmp_path / "c.jsonl")],
+        tmp_path / "out",
+        id_field="id",
+        url_field="meta.link",
+        license="cc-by-4.0",
+        offline=True,
+    )
+    docs = _rows(tmp_path / "out")
+    assert {k: d["url"] for k, d in docs.items()} == {
+        "a": "http://127.0.0.9/a",
+        "b": "http://127.0.0.9/b",
+        "c": "http://127.0.0.9/c",
+        "d": None,
+    }
+    assert {k for k, d in docs.items() if d["training_allowed"]} == {"d"}  # licence: no URL only
+    other = [{"text": TEXT, "id": "e", "url": "", "metadata": {"url": "http://127.0.0.9/e"}}]
+    (tmp_path / "e.jsonl").write_text(json.dumps(other[0]) + "\n")
+    import_docs(
+        [str(tmp_path / "e.jsonl")], tmp_path / "out2", id_field="id", license="x", offline=True
+    )
+    (e,) = _rows(tmp_path / "out2").values()
+    assert (e["url"], e["training_allowed"]) == ("http://127.0.0.9/e", False)

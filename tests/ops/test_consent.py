@@ -275,3 +275,119 @@ def test_matched_rule_names_the_group_and_line(body, url, expected):
     assert matched_rule(robots, TRAINING, url) == expected
     allowed = robots.allows(TRAINING, url)
     assert allowed == (expected[1] is None or expected[1].startswith("Allow"))
+
+
+PRIVATE_ROBOTS = "User-agent: RefineryBot-Extended\nDisallow: /private\nDisallow: /caf\u00e9\n"
+FAST = {**LOOPBACK, "connect_timeout": 2.0}
+
+
+def test_recheck_matches_robots_against_the_canonical_url_and_keys_the_raw_one(tmp_path):
+    """A URL the lake spells with an escape, dot segments or raw UTF-8 meets the rule the crawler
+    would have matched (its canonical form); the ledger row keeps the lake's spelling."""
+    import pyarrow as pa
+
+    from common.consent import Consent
+    from tests.imports.archives import RobotsBodies
+
+    ip = "127.0.0.181"
+    lake = tmp_path / "lake"
+    (lake / "extract").mkdir(parents=True)
+    with RobotsBodies({ip: PRIVATE_ROBOTS}) as server:
+        base = f"http://{ip}:{server.port}"
+        out = [f"{base}/private/a", f"{base}/%70rivate/b", f"{base}/public/../private/c"]
+        out.append(f"{base}/caf\u00e9")
+        kept = f"{base}/public/d"
+        urls = [*out, kept]
+        pq.write_table(
+            pa.table(
+                {
+                    "id": [f"d{i}" for i in range(len(urls))],
+                    "url": urls,
+                    "training_allowed": [True] * len(urls),
+                    "robots_training": ["allowed"] * len(urls),
+                }
+            ),
+            lake / "extract" / "documents.parquet",
+        )
+        result = recheck(lake, FAST)
+    assert (result.opted_out, result.re_allowed, result.unreachable) == (4, 0, {})
+    rows = {r["url"]: r for r in latest_rows(ledger_files(lake)).values()}
+    assert set(rows) == set(out)  # keyed by the URL as the lake has it
+    assert rows[out[1]]["rule"] == rows[out[2]]["rule"] == "Disallow: /private"
+    assert rows[out[3]]["rule"].startswith("Disallow: /caf")
+    consent = Consent.load(lake)
+    for i, u in enumerate(urls):
+        assert consent.allows({"id": f"d{i}", "url": u, "training_allowed": True}) == (u == kept)
+
+
+def test_recheck_asks_the_image_host_and_the_ledger_refuses_the_image_not_its_page(tmp_path):
+    """An image host that disallows the training token after the images were stored: the
+    recheck asks its robots.txt, appends a row keyed by the image URL (doc_ids: the pair ids),
+    and the one rule refuses the image by `src` (or `image_url`) and by pair id; the page's
+    own document stays allowed."""
+    import pyarrow as pa
+
+    from common.consent import Consent
+    from tests.imports.archives import RobotsBodies
+
+    page_ip, image_ip = "127.0.0.182", "127.0.0.183"
+    bodies = {page_ip: "User-agent: *\nAllow: /\n", image_ip: OPT_OUT_ROBOTS.decode()}
+    lake = tmp_path / "lake"
+    (lake / "extract").mkdir(parents=True)
+    shard = lake / "images" / "pairs" / "shard=0"
+    shard.mkdir(parents=True)
+    with RobotsBodies(bodies) as server:
+        page = f"http://{page_ip}:{server.port}/article"
+        img = f"http://{image_ip}:{server.port}/photo.png"
+        doc = {"id": "d1", "url": page, "training_allowed": True, "robots_training": "allowed"}
+        pq.write_table(pa.Table.from_pylist([doc]), lake / "extract" / "documents.parquet")
+        pair = {"id": "d1-0", "doc_id": "d1", "src": img, "url": page, "training_allowed": True}
+        pq.write_table(pa.Table.from_pylist([pair]), shard / "pairs.parquet")
+        pq.write_table(pa.Table.from_pylist([pair]), shard / "fetched.parquet")
+        result = recheck(lake, FAST)
+        assert (image_ip, "/robots.txt") in server.log
+    assert (result.documents, result.images, result.opted_out) == (1, 1, 1)
+    (row,) = latest_rows(ledger_files(lake)).values()
+    assert (row["url"], row["doc_ids"], row["training_allowed"]) == (img, ["d1-0"], False)
+    assert row["host"] == f"{image_ip}:{server.port}" and row["rule"] == "Disallow: /"
+    consent = Consent.load(lake)
+    assert not consent.allows(pair)
+    assert not consent.allows({"src": img, "training_allowed": True})  # by the image URL alone
+    assert not consent.allows({"image_url": img, "training_allowed": True})
+    assert not consent.allows({"pair_id": "d1-0", "training_allowed": True})
+    assert consent.allows(doc)  # the page's text is not the image
+
+
+def _ledger_row(url: str, allowed: bool, ids: list[str]) -> dict:
+    return {
+        "checked_at": "2026-01-01T00:00:00Z",
+        "url": url,
+        "doc_ids": ids,
+        "training_allowed": allowed,
+        "previous": not allowed,
+    }
+
+
+def test_across_lakes_an_opt_out_in_any_lake_wins_whatever_the_file_order(tmp_path):
+    """Within one lake the latest row wins; across lakes a URL is out when any lake's latest row
+    is an opt-out: an older re-allow in another lake never lifts it, in either file order."""
+    from common.consent import Consent, opted_out
+
+    run, other = tmp_path / "a-run", tmp_path / "b-input"
+    u, v, w = "http://127.0.0.9/page", "http://127.0.0.9/back", "http://127.0.0.9/other"
+    # the input's lake: u out then re-allowed; v out then re-allowed (latest wins there)
+    append_ledger(other, [_ledger_row(u, False, ["d1"]), _ledger_row(v, False, ["d2"])])
+    append_ledger(other, [_ledger_row(u, True, ["d1"]), _ledger_row(v, True, ["d2"])])
+    # the run's lake: u out again (under another id there); w out
+    append_ledger(run, [_ledger_row(u, False, ["r1"]), _ledger_row(w, False, ["d3"])])
+    files = ledger_files(run) + ledger_files(other)
+    for order in (files, files[::-1]):
+        consent = Consent.load(None, files=order)
+        assert opted_out(order) == ({u, w}, {"d1", "r1", "d3"})
+        assert not consent.allows({"url": u, "training_allowed": True})
+        assert not consent.allows({"id": "d1", "training_allowed": True})
+        assert consent.allows({"url": v, "id": "d2", "training_allowed": True})
+        assert latest_rows(order)[u]["training_allowed"] is False
+        assert ledger_version(order)["opted_out"] == 2
+    # one lake alone: its latest row wins
+    assert Consent.load(other).allows({"url": u, "id": "d1", "training_allowed": True})

@@ -43,10 +43,12 @@ from training.mixture.sources import (
     READ_BATCH_ROWS,
     DocBatch,
     ReadUnit,
+    consent_ledgers,
     consent_version,
     contaminated_excluded,
     plan_units,
     source_files,
+    spec_ledger_files,
 )
 from training.mixture.spec import (
     MixtureSpec,
@@ -259,17 +261,16 @@ def prepare_tokenizer(
             raise SpecError(
                 "tokenizer.train.sources: no source file exists to train the tokenizer on"
             )
-        from common.consent import ledger_files
-
         if cfg.sample == "mixture":
             texts = mixture_sample_texts(spec, spec_dir, lake_root)
             return train_tokenizer(texts, cfg.vocab_size, dest)
-        # the shards' consent rule: the row's flag and the lake's consent ledger
+        # the shards' consent rule: the row's flag and the consent ledgers the shards honour (the
+        # run's lake's and that of every lake a source or a tokenizer source lies in)
         texts = sample_texts(
             [Path(f) for f in files],
             cfg.sample_tokens,
             seed=spec.seed,
-            consent=ledger_files(lake_root),
+            consent=spec_ledger_files(spec, spec_dir, lake_root),
         )
         return train_tokenizer(texts, cfg.vocab_size, dest)
     src = resolve_path(spec.tokenizer, spec_dir, lake_root)
@@ -480,6 +481,7 @@ def build_mixture(
             out_dir,
             lake_root,
             consent=consent,
+            consent_lakes=consent_ledgers(units, lake_root),
             contaminated=contaminated_excluded(units),
         )
     finally:
@@ -575,6 +577,7 @@ def assemble(
             out_dir,
             lake_root,
             consent=consent,
+            consent_lakes=consent_ledgers(units, lake_root),
             contaminated=contaminated_excluded(units),
         )
     finally:
@@ -590,12 +593,15 @@ def assemble_corpus(
     *,
     plan_only: bool = False,
     consent: dict[str, Any] | None = None,
+    consent_lakes: list[dict[str, Any]] | None = None,
     contaminated: dict[str, int] | None = None,
 ) -> dict[str, Any]:
     """`assemble` on an already-built corpus; with plan_only, stop after sampling (nothing written)
     and return the planned buckets, sources and shortfalls (a disallowed shortfall still raises).
-    `consent` is the consent ledger version the units honoured (`consent_version`); the manifest
-    records it as `consent_ledger` when the ledger has files. `contaminated`: rows left out per
+    `consent` is the consent ledger version the units honoured (`consent_version`, over every
+    lake's files); the manifest records it as `consent_ledger` when the ledger has files.
+    `consent_lakes` (`consent_ledgers`): the same per lake, recorded as `consent_ledgers` (a
+    list, [] when no lake has a ledger) whenever given, so a check finds every lake's files. `contaminated`: rows left out per
     source as contaminated (`contaminated_excluded`); each source's entry records its count as
     `contaminated_excluded` when its files carry the column."""
     from training.mixture.report import accounting_checks
@@ -772,6 +778,8 @@ def assemble_corpus(
     }
     if consent and consent.get("files"):  # the consent ledger honoured (none: key absent)
         manifest["consent_ledger"] = consent
+    if consent_lakes is not None:  # per lake (checks.mixture_no_opted_out_rows reads them)
+        manifest["consent_ledgers"] = consent_lakes
     if spec.image_tokens:
         from training.mixture.store import write_image_outputs
 

@@ -270,6 +270,53 @@ def flag_mask(flag: pa.Array | pa.ChunkedArray) -> np.ndarray:
     return np.asarray(pc.fill_null(flag, False).to_numpy(zero_copy_only=False), dtype=bool)
 
 
+def _honoured_ledgers(
+    manifest: dict[str, Any], mix_dir: Path, lake_root: Path, files
+) -> list[list[Path]]:
+    """The consent ledger files the mixture honoured, per lake (each lake's in append order).
+
+    A manifest with `consent_ledgers` names every lake it honoured: each entry's files are found
+    again in that lake (`lake` RUN_LAKE: `lake_root`) and checked against the recorded count and
+    hash (`common.consent.honoured_files`). A `consent_ledger` that is not their combined version
+    is read as older manifests meant it, the run's lake's ledger (checked the same way), and
+    honoured too. An older manifest names the run's lake's ledger only (`consent_ledger`); the
+    lakes its sources were taken from then count with their ledgers as they are now, since its
+    build did not read them. Every reading only adds files: the check never judges by less.
+    """
+    from common.consent import honoured_files, lake_of, ledger_files, ledger_version
+    from training.mixture.sources import RUN_LAKE
+    from training.mixture.spec import resolve_path
+
+    entries = manifest.get("consent_ledgers")
+    combined = manifest.get("consent_ledger")
+    if entries is not None:
+        lakes = []
+        for i, e in enumerate(entries):
+            if not isinstance(e, dict) or not e.get("lake"):
+                raise ValueError(
+                    f"{mix_dir / 'manifest.json'}: consent_ledgers[{i}] names no lake; rebuild "
+                    "the mixture with `refinery mix build`"
+                )
+            root = lake_root if e["lake"] == RUN_LAKE else resolve_path(e["lake"], mix_dir)
+            lakes.append(honoured_files(root, e))
+        every = [f for fs in lakes for f in fs]
+        if combined and combined.get("sha256") != (
+            ledger_version(every)["sha256"] if every else None
+        ):
+            run = honoured_files(lake_root, combined)  # raises when it is not that either
+            known = {f.resolve() for f in every}
+            lakes.append([f for f in run if f.resolve() not in known])
+        return lakes
+    lakes = [honoured_files(lake_root, combined)]
+    seen = {Path(lake_root).resolve()}
+    for f, _, _ in files:
+        lake = lake_of(Path(f).parent)
+        if lake is not None and lake not in seen:
+            seen.add(lake)
+            lakes.append(ledger_files(lake))
+    return lakes
+
+
 def _source_docs(
     files: list[tuple[str, str]], tok, *, allowed: bool, ledger: tuple = ((), set(), set())
 ) -> Iterator[tuple[list[str], np.ndarray, np.ndarray]]:
@@ -360,10 +407,17 @@ def mixture_no_opted_out_rows(mix_dir: Path, lake_root: Path) -> CheckOutcome:
     boundary = int(manifest["special_tokens"]["boundary"])
     tok = load_tokenizer(mix_dir / "tokenizer.json")
     files = _source_files(manifest, mix_dir, Path(lake_root))
-    from common.consent import honoured_files, opted_out
+    from common.consent import opted_out
 
-    honoured = honoured_files(lake_root, manifest.get("consent_ledger"))
-    ledger = (honoured, *opted_out(honoured))
+    lakes = _honoured_ledgers(manifest, mix_dir, Path(lake_root), files)
+    # each lake's latest rows, then any lake's opt-out (one lake's re-allow never lifts another's)
+    out_urls: set[str] = set()
+    out_ids: set[str] = set()
+    for lake_files in lakes:
+        urls, ids = opted_out(lake_files)
+        out_urls |= urls
+        out_ids |= ids
+    ledger = ([f for fs in lakes for f in fs], out_urls, out_ids)
     refs: list[str] = []
     key_parts: list[np.ndarray] = []
     empty = 0

@@ -308,8 +308,8 @@ def read_image_unit_batches(
     import duckdb
     import pyarrow.parquet as pq
 
-    names = pq.read_schema(unit.file).names
-    consent_column = "training_allowed" in names
+    # a near miss (`Training_Allowed`) counts as the column: flag_sql refuses it by name
+    consent_column = src_mod.has_flag_column(pq.read_schema(unit.file))
     if not consent_column and unit.kind not in NO_CONSENT_COLUMN_KINDS:
         raise src_mod.SpecError(
             f"buckets.{unit.bucket}.sources[{unit.source}]: {unit.file} has no boolean "

@@ -15,8 +15,11 @@ from training.mixture.sources import (
     READ_BATCH_ROWS,
     DocBatch,
     ReadUnit,
+    _schema,
     _select_sql,
     _where_error,
+    flag_sql,
+    has_flag_column,
     plan_units,
     read_unit_batches,
 )
@@ -47,6 +50,9 @@ def check_unit_file(unit: ReadUnit) -> None:
         f"kind {unit.kind!r})"
     )
     try:
+        schema = _schema(unit.file)
+        if has_flag_column(schema):  # a misspelt or second flag column, named before the rest
+            flag_sql(schema, unit.file)
         if unit.kind == "text":
             check_file(unit.file, {unit.text_column: "string"}, fix=fix)
         else:
@@ -65,9 +71,7 @@ def check_unit(unit: ReadUnit) -> int:
     check_unit_file(unit)
     sql = _select_sql(unit)
     if unit.kind != "text":
-        from training.mixture.sources import _schema
-
-        sql = image_sql(unit, "training_allowed" in _schema(unit.file).names)
+        sql = image_sql(unit, has_flag_column(_schema(unit.file)))
     con = duckdb.connect()
     try:
         return int(con.execute(f"SELECT count(*) FROM ({sql})", [unit.file]).fetchone()[0])

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from common.consent import LEDGER_ID_KEYS, LEDGER_URL_KEYS
 from training.mixture.spec import (
     MixtureSpec,
     SpecError,
@@ -153,34 +154,75 @@ def source_files(
 def plan_units(spec: MixtureSpec, spec_dir: Path, lake_root: Path | None = None) -> list[ReadUnit]:
     """Every read unit of the spec, in bucket / source / file order.
 
-    Each unit carries the same snapshot of the lake's consent ledger (its files at planning time),
-    so a recheck appending meanwhile changes neither what is read nor the version recorded.
+    Each unit carries the same snapshot of the consent ledgers (`spec_ledger_files`: the run's
+    lake's and that of every lake a source reads from, their files at planning time), so a recheck
+    appending meanwhile changes neither what is read nor the version recorded.
     """
-    from common.consent import ledger_files
-
-    consent = tuple(str(f) for f in ledger_files(lake_root))
+    planned = [
+        (name, i, src, source_files(spec, name, i, spec_dir, lake_root))
+        for name, bucket in spec.buckets.items()
+        for i, src in enumerate(bucket.sources)
+    ]
+    consent = tuple(
+        str(f)
+        for f in spec_ledger_files(
+            spec, spec_dir, lake_root, [f for *_, files in planned for f in files]
+        )
+    )
     units = []
-    for name, bucket in spec.buckets.items():
-        for i, src in enumerate(bucket.sources):
-            for f in source_files(spec, name, i, spec_dir, lake_root):
-                rep = tuple((r.where, r.times) for r in bucket.repeat)
-                units.append(
-                    ReadUnit(
-                        name,
-                        i,
-                        f,
-                        src.where,
-                        src.text_column,
-                        bucket.split_by,
-                        rep,
-                        consent,
-                        kind=src.kind,
-                        pairs=_pairs_files(src.pairs, spec_dir, lake_root),
-                        image_tokens=spec.image_tokens,
-                        contaminated=src.contaminated,
-                    )
+    for name, i, src, files in planned:
+        bucket = spec.buckets[name]
+        for f in files:
+            rep = tuple((r.where, r.times) for r in bucket.repeat)
+            units.append(
+                ReadUnit(
+                    name,
+                    i,
+                    f,
+                    src.where,
+                    src.text_column,
+                    bucket.split_by,
+                    rep,
+                    consent,
+                    kind=src.kind,
+                    pairs=_pairs_files(src.pairs, spec_dir, lake_root),
+                    image_tokens=spec.image_tokens,
+                    contaminated=src.contaminated,
                 )
+            )
     return units
+
+
+def spec_ledger_files(
+    spec: MixtureSpec,
+    spec_dir: Path,
+    lake_root: Path | None = None,
+    files: Sequence[str] | None = None,
+) -> list[Path]:
+    """The consent ledger files a build of the spec honours (common.consent.ledger_files_for):
+    the run's lake's, then those of the lake of every file it reads (the sources' files, or
+    `files` when given, their `pairs` files and the tokenizer's own `train.sources`), each once.
+    A source taken from another lake brings that lake's opt-outs with it, into the shards, the
+    tokenizer sample and the manifest alike."""
+    from common.consent import ledger_files_for
+    from training.mixture.spec import TokenizerTrain
+
+    inputs: list[str] = []
+    if files is None:
+        files = [
+            f
+            for name, bucket in spec.buckets.items()
+            for i in range(len(bucket.sources))
+            for f in source_files(spec, name, i, spec_dir, lake_root)
+        ]
+    inputs += files
+    for bucket in spec.buckets.values():
+        for src in bucket.sources:
+            inputs += _pairs_files(src.pairs, spec_dir, lake_root)
+    if isinstance(spec.tokenizer, TokenizerTrain) and spec.tokenizer.train.sources:
+        for p in spec.tokenizer.train.sources:
+            inputs += sorted(glob.glob(str(resolve_path(p, spec_dir, lake_root))))
+    return ledger_files_for(lake_root, *inputs)
 
 
 CONTAMINATED_COLUMN = "contaminated"  # filters/decontam.py: shares n-grams with an eval set
@@ -247,21 +289,57 @@ def contaminated_excluded(units: Sequence[ReadUnit]) -> dict[str, int]:
 
 
 def consent_version(units: Sequence[ReadUnit], lake_root: Path | None = None) -> dict:
-    """The consent ledger version the units honour (for the manifest; the lake's when no units)."""
+    """The consent ledger version the units honour (for the manifest's `consent_ledger`; the
+    lake's when no units): over every ledger file they honour, of every lake, in order. With
+    one lake it is that lake's `common.consent.ledger_version`, as before several were read."""
     from common.consent import ledger_files, ledger_version
 
     return ledger_version(units[0].consent if units else ledger_files(lake_root))
 
 
-ALLOWED_ROWS_SQL = (
-    "SELECT * FROM read_parquet(?, file_row_number=true) WHERE training_allowed IS TRUE"
-)
-# Columns matched to the consent ledger (common.consent: the row's document id or URL). A file
+RUN_LAKE = "lake"  # a `consent_ledgers` entry's `lake` for the run's own lake (as spec paths say)
+
+
+def consent_ledgers(units: Sequence[ReadUnit], lake_root: Path | None = None) -> list[dict]:
+    """Per lake whose ledger the units honour (the manifest's `consent_ledgers`): `lake` (RUN_LAKE
+    for the run's lake, else the lake's absolute path) and that lake's `ledger_version`, so a
+    check can find each lake's honoured files again (`common.consent.honoured_files`)."""
+    from common.consent import ledger_files, ledger_version
+
+    files = units[0].consent if units else ledger_files(lake_root)
+    run = Path(lake_root).resolve() if lake_root is not None else None
+    return [
+        {"lake": RUN_LAKE if lake == run else str(lake), **ledger_version(fs)}
+        for lake, fs in ledger_lakes(files)
+    ]
+
+
+def _ledger_seq(path: str | Path) -> tuple[int, str]:
+    """A ledger file's place in its lake's append order: `ledger-<seq>.parquet` by seq."""
+    import re
+
+    m = re.fullmatch(r"ledger-(\d+)\.parquet", Path(path).name)
+    return (int(m[1]) if m else -1, Path(path).name)
+
+
+def ledger_lakes(files: Sequence[str | Path]) -> list[tuple[Path, list[str]]]:
+    """Ledger files grouped by the lake they belong to (`<lake>/consent/ledger/`): lakes in the
+    order first met, each lake's files in append order (seq), as given (str)."""
+    from common.consent import LEDGER_DIR
+
+    lakes: dict[Path, list[str]] = {}
+    for f in files:
+        ledger = Path(f).resolve().parent
+        lake = ledger.parents[len(LEDGER_DIR.parts) - 1]
+        lakes.setdefault(lake, []).append(str(f))
+    return [(lake, sorted(fs, key=_ledger_seq)) for lake, fs in lakes.items()]
+
+
+# Columns matched to the consent ledger: common.consent's LEDGER_ID_KEYS (the row's document id,
+# among an opted-out row's doc_ids) and LEDGER_URL_KEYS (its URL, an opted-out row's url). A file
 # without `doc_id` may name its document only through a derived id: a pair id is
 # '<doc_id>-<position>' (crawlers.images.fetch.ref_id), a table pair '<doc_id>#t<index>', a
 # domain QA row '<pair_id>#<domain>'; those id columns are matched with the suffixes stripped too.
-LEDGER_ID_KEYS = ("doc_id", "id", "pair_id")
-LEDGER_URL_KEYS = ("url", "doc_url", "page_url")
 
 
 def _schema(file: str):
@@ -272,38 +350,99 @@ def _schema(file: str):
     return read_schema(file, "fix or rebuild the source file the mixture spec names")
 
 
-def flag_sql(schema) -> str:
+FLAG_COLUMN = "training_allowed"  # common.consent.FLAG
+
+
+def _case_twins(schema, name: str) -> list[str]:
+    """The schema's column names equal to `name` but for case (`name` itself included): DuckDB
+    binds an identifier case-insensitively, quoted or not, and renames later twins `<name>_1`,
+    so with two of them `"name"` may read the other column."""
+    return [n for n in schema.names if n.casefold() == name.casefold()]
+
+
+def has_flag_column(schema) -> bool:
+    """Whether the file has a consent flag column at all, however spelled (for kinds that may
+    come without one: a near miss such as `Training_Allowed` is not their absence)."""
+    return bool(_case_twins(schema, FLAG_COLUMN))
+
+
+def flag_sql(schema, file: str | None = None) -> str:
     """The row's own consent in SQL, as common.consent.flag_true reads it: only a BOOLEAN true.
 
-    DuckDB's `IS TRUE` casts a string 'true'/'t' or an integer 1 to true: a training_allowed
-    column that is not boolean gives no consent at all (a missing one is left to the binder,
-    whose error names the column)."""
+    The flag is exactly one column named exactly `training_allowed`. DuckDB's `IS TRUE` casts a
+    string 'true'/'t' or an integer 1 to true: a training_allowed column that is not boolean
+    gives no consent at all. A missing one is left to the binder, whose error names the column;
+    a near miss (`Training_Allowed`, `TRAINING_ALLOWED`) or a second column of that name, which
+    DuckDB would bind instead (it matches names case-insensitively), is one line naming the file
+    and the fix (SpecError)."""
     import pyarrow as pa
 
-    idx = schema.get_field_index("training_allowed")
-    if idx >= 0 and not pa.types.is_boolean(schema.field(idx).type):
+    twins = _case_twins(schema, FLAG_COLUMN)
+    if twins and twins != [FLAG_COLUMN]:
+        raise SpecError(
+            f"{file or 'a source file'}: the consent flag must be exactly one boolean column "
+            f"named `{FLAG_COLUMN}`, found {', '.join(map(repr, twins))}; rename the column to "
+            f"`{FLAG_COLUMN}` (boolean) and drop any other spelling or duplicate"
+        )
+    if twins and not pa.types.is_boolean(schema.field(FLAG_COLUMN).type):
         return "false"
-    return "training_allowed IS TRUE"
+    return f"{quote_ident(FLAG_COLUMN)} IS TRUE"
 
 
-def _ledger_sql(files: Sequence[str], schema) -> str:
-    """' AND <the row's ids and URLs are not opted out>' against the latest ledger row per URL
-    ('' without a ledger or without any id or URL column)."""
+def _sql_str(value: str) -> str:
+    return "'" + value.replace("'", "''") + "'"
+
+
+def _ledger_sql(files: Sequence[str], schema, file: str | None = None) -> str:
+    """' AND <the row's ids and URLs are not opted out>' against the consent ledgers ('' without
+    a ledger).
+
+    Within one lake the latest row per URL wins, in append order (`ledger-<seq>.parquet` by seq,
+    then row order); across lakes a URL is opted out when ANY lake's latest row for it says
+    training_allowed = false (one lake's re-allow never overrides another's opt-out). A file
+    with none of the key columns (LEDGER_ID_KEYS, LEDGER_URL_KEYS), or with a key column and
+    another spelling of it that DuckDB could bind instead, is one line naming the file and the
+    fix (SpecError): the ledger is never skipped silently."""
     if not files:
         return ""
     names = set(schema.names)
     ids = [k for k in LEDGER_ID_KEYS if k in names]
     urls = [k for k in LEDGER_URL_KEYS if k in names]
+    where = file or "a source file"
     if not ids and not urls:
-        return ""
-    quoted = ", ".join("'" + f.replace("'", "''") + "'" for f in files)
-    latest = (
-        "SELECT url, doc_ids, training_allowed, row_number() OVER "
-        f"(PARTITION BY url ORDER BY filename DESC) AS rn FROM read_parquet([{quoted}], filename=true)"
+        near = [n for n in schema.names if n.casefold() in (*LEDGER_ID_KEYS, *LEDGER_URL_KEYS)]
+        seen = f" (found {', '.join(map(repr, near))}, not spelt so)" if near else ""
+        raise SpecError(
+            f"{where}: no column the consent ledger can match{seen}: the honoured ledger "
+            f"({len(files)} file(s)) opts documents out by "
+            f"{', '.join(LEDGER_ID_KEYS + LEDGER_URL_KEYS)}; add (or rename one to) a `url` "
+            "or `doc_id` column holding each row's document URL or lake document id"
+        )
+    for k in ids + urls:
+        twins = _case_twins(schema, k)
+        if len(twins) > 1:
+            raise SpecError(
+                f"{where}: columns {', '.join(map(repr, twins))} differ only in case, and the "
+                f"consent ledger matches `{k}`; rename or drop all but one"
+            )
+    lakes = ledger_lakes(files)
+    order = ", ".join(
+        f"({_sql_str(f)}, {n}, {seq})"
+        for n, (_, fs) in enumerate(lakes)
+        for seq, f in enumerate(fs)
     )
-    out = f"FROM ({latest}) WHERE rn = 1 AND training_allowed IS FALSE"
-    out_ids = f"SELECT unnest(doc_ids) {out}"
-    out_urls = f"SELECT url {out}"
+    quoted = ", ".join(_sql_str(f) for _, fs in lakes for f in fs)
+    latest = (
+        "SELECT l.url, l.doc_ids, l.training_allowed, row_number() OVER (PARTITION BY o.lake, "
+        "l.url ORDER BY o.seq DESC, l.file_row_number DESC) AS rn "
+        f"FROM read_parquet([{quoted}], filename=true, file_row_number=true) AS l "
+        f"JOIN (VALUES {order}) AS o(file, lake, seq) ON l.filename = o.file"
+    )
+    # as common.consent.opted_out: the URLs any lake's latest row does not allow (false, or a
+    # hand-written NULL), and the doc_ids of EVERY lake's latest row for those URLs (another lake
+    # may know the page's documents by other ids; its re-allow frees none of them)
+    out_urls = f"SELECT url FROM ({latest}) WHERE rn = 1 AND training_allowed IS NOT TRUE"
+    out_ids = f"SELECT unnest(doc_ids) FROM ({latest}) WHERE rn = 1 AND url IN ({out_urls})"
     hits = []
     for k in ids:
         col = f"CAST({quote_ident(k)} AS VARCHAR)"
@@ -321,7 +460,7 @@ def _consent_sql(unit: ReadUnit) -> str:
     """' AND <not opted out by the consent ledger>' for a unit's file ('' without a ledger)."""
     if not unit.consent:
         return ""
-    return _ledger_sql(unit.consent, _schema(unit.file))
+    return _ledger_sql(unit.consent, _schema(unit.file), unit.file)
 
 
 def consent_sql(unit: ReadUnit, own_flag: bool = True) -> str:
@@ -330,8 +469,8 @@ def consent_sql(unit: ReadUnit, own_flag: bool = True) -> str:
     or URL, whatever of those the file has). `own_flag=False`: a kind whose rows carry no flag
     of their own (training/mixture/images.py), the ledger only."""
     schema = _schema(unit.file)
-    flag = flag_sql(schema) if own_flag else "true"
-    return flag + (_ledger_sql(unit.consent, schema) if unit.consent else "")
+    flag = flag_sql(schema, unit.file) if own_flag else "true"
+    return flag + (_ledger_sql(unit.consent, schema, unit.file) if unit.consent else "")
 
 
 def allowed_rows_sql(unit: ReadUnit, own_flag: bool = True) -> str:
@@ -350,8 +489,8 @@ def allowed_rows_sql(unit: ReadUnit, own_flag: bool = True) -> str:
             for c in floats
         )
         replace = f" REPLACE ({cols})"
-    where = (flag_sql(schema) if own_flag else "true") + (
-        _ledger_sql(unit.consent, schema) if unit.consent else ""
+    where = (flag_sql(schema, unit.file) if own_flag else "true") + (
+        _ledger_sql(unit.consent, schema, unit.file) if unit.consent else ""
     )
     extra = "" if own_flag else ", NULL::BOOLEAN AS training_allowed"
     return f"SELECT *{replace}{extra} FROM read_parquet(?, file_row_number=true) WHERE {where}"
