@@ -17,6 +17,11 @@ Around it:
 
 The key comes from `REFINERY_TEACHER_API_KEY` unless given; openai's own environment (OPENAI_API_KEY,
 OPENAI_BASE_URL, OPENAI_ORG_ID, OPENAI_PROJECT_ID) is never used or sent.
+
+Requests (which hold document text) go to the configured endpoint only: a redirect is not
+followed (it is a TeacherError naming the endpoint), and no proxy, .netrc or other setting is
+read from the environment (HTTP(S)_PROXY, ALL_PROXY); a proxy is used only when configured
+(`proxy=`, else `REFINERY_TEACHER_PROXY`).
 """
 
 from __future__ import annotations
@@ -37,6 +42,7 @@ import openai
 from pydantic import BaseModel, ValidationError
 
 API_KEY_ENV = "REFINERY_TEACHER_API_KEY"
+PROXY_ENV = "REFINERY_TEACHER_PROXY"  # the one proxy setting read (HTTP(S)_PROXY never are)
 _OPENAI_INITIAL_RETRY_DELAY = 0.5  # openai's first backoff step; `backoff_s` rescales the schedule
 _SCHEMA_REJECTED = (
     400,
@@ -295,6 +301,7 @@ class TeacherClient:
         price_per_1k_completion_tokens: float | None = None,
         json_schema: bool | None = None,
         consent: Any = None,
+        proxy: str | None = None,
     ):
         if not base_url or not base_url.startswith(("http://", "https://")):
             raise ValueError(
@@ -332,6 +339,9 @@ class TeacherClient:
             "total_tokens": 0,
             "cached_total_tokens": 0,
         }
+        # Only a configured proxy: trust_env=False keeps HTTP(S)_PROXY/ALL_PROXY (and .netrc)
+        # from sending the requests, document text included, anywhere else.
+        self.proxy = proxy if proxy is not None else os.environ.get(PROXY_ENV) or None
         # The key is passed explicitly so openai never falls back to OPENAI_API_KEY; with no key,
         # no Authorization header is sent at all (local servers need none).
         self._client = _OpenAI(
@@ -339,6 +349,11 @@ class TeacherClient:
             base_url=self.base_url,
             timeout=timeout,
             max_retries=max_retries,
+            # openai's own client follows redirects: a 307/308 would send the POST (the prompt)
+            # again to whatever host the endpoint names. Not followed: see _describe.
+            http_client=openai.DefaultHttpxClient(
+                timeout=timeout, follow_redirects=False, trust_env=False, proxy=self.proxy
+            ),
         )
         self._client.backoff_s = backoff_s
         # openai reads OPENAI_ORG_ID / OPENAI_PROJECT_ID into headers it would send to any
@@ -377,6 +392,14 @@ class TeacherClient:
 
     def _describe(self, exc: openai.OpenAIError) -> str:
         where = f"{self.base_url}/chat/completions"
+        if isinstance(exc, openai.APIStatusError) and 300 <= exc.status_code < 400:
+            # Not followed (the request holds document text); no body is quoted.
+            target = exc.response.headers.get("location", "")[:200] or "no Location"
+            return (
+                f"HTTP {exc.status_code} redirect from {where} to {target}: redirects are not "
+                "followed (the request carries document text); set the teacher URL to the "
+                "endpoint that answers itself (--teacher-url, --llm-url)"
+            )
         if isinstance(exc, openai.APIStatusError):
             body = exc.response.text[:300]
             retried = exc.status_code in (408, 409, 429) or exc.status_code >= 500

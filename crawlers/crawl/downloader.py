@@ -103,9 +103,11 @@ class SsrfLayer(Layer):
 
     One exception keeps rendering a crawl of loopback/private sites possible without opening
     the whole private network: a request may carry `trusted_origin`, the origin of the page it
-    belongs to, when that page's host is a private IP literal the crawl already fetched. Only
-    that exact origin (scheme, literal address and port) is let through; every other private
-    target stays refused. Names are never trusted this way (a name can be rebound).
+    belongs to, when that page's host is a private IP literal and the caller vouches for it
+    (the render: a page that a crawl told to allow private networks fetched, never an imported
+    record or any URL read from data alone; `RenderJob.trust_own_origin`). Only that exact
+    origin (scheme, literal address and port) is let through; every other private target stays
+    refused. Names are never trusted this way (a name can be rebound).
     """
 
     name = "ssrf"

@@ -36,7 +36,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from crawlers.imports import wacz
-from crawlers.imports.sources import is_remote, local_path, remote_info
+from crawlers.imports.sources import is_remote, list_remote, local_path, remote_info
 from crawlers.imports.warc import ScanOptions, scan_file, splittable
 
 PROVENANCE = [
@@ -110,18 +110,16 @@ def skipped_schema() -> pa.Schema:
     return pa.schema([*SKIPPED_SCHEMA, *[pa.field(n, t) for n, t in extra]])
 
 
-def expand(patterns: Iterable[str]) -> list[str]:
+def expand(patterns: Iterable[str], allow_private: bool = False) -> list[str]:
     """Files named by paths, globs or fsspec URLs (globs too), in the order given, each once.
-    A pattern that matches nothing is one error line naming it."""
+    A pattern that matches nothing is one error line naming it. A URL is listed through
+    `list_remote`: a scheme an import does not read is refused (`check_scheme`) and every
+    request of an http(s) glob goes through the SSRF guard (`allow_private` lifts it)."""
     out: list[str] = []
     for pattern in patterns:
         pattern = str(pattern)
         if is_remote(pattern):
-            import fsspec
-
-            fs, _, paths = fsspec.get_fs_token_paths(pattern)
-            proto = pattern.split("://", 1)[0]
-            found = [p if "://" in p else f"{proto}://{p}" for p in sorted(paths)]
+            found = list_remote(pattern, allow_private)
         elif glob.has_magic(local_path(pattern)):
             found = sorted(p for p in glob.glob(local_path(pattern)) if os.path.isfile(p))
         else:
@@ -434,7 +432,7 @@ def import_warc(
     cfg = CrawlConfig.from_any(config)
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    files = expand(patterns)
+    files = expand(patterns, cfg.allow_private_networks)
     k, n = shard
     if n > 1:
         files = [f for f in files if shard_of(f, n) == k]

@@ -1,6 +1,7 @@
 """Where an archive's bytes come from: a local path (a `.wacz` member: a window onto the zip),
-an fsspec URL (http(s) through the crawler's SSRF guard, every hop), and the streams that
-decompress a whole file as it is read (one gzip stream, zstd with or without a dictionary)."""
+an fsspec URL (`remote_fs`: only the schemes of `STORE_SCHEMES`, http(s) through the crawler's
+SSRF guard, every hop), and the streams that decompress a whole file as it is read (one gzip
+stream, zstd with or without a dictionary)."""
 
 from __future__ import annotations
 
@@ -29,21 +30,67 @@ def local_path(path: str) -> str:
 
 class RemoteRefused(ValueError):
     """An http(s) archive whose host is (or resolves to, on any redirect hop) an address the
-    SSRF guard refuses."""
+    SSRF guard refuses, or a URL whose scheme the guard cannot watch (`check_scheme`)."""
+
+
+HTTP_SCHEMES = ("http", "https")
+# Object stores, reached through their own SDKs at the endpoints the operator configured (the
+# URL names a bucket or repository, never a host), and fsspec's in-process memory filesystem.
+STORE_SCHEMES = ("s3", "s3a", "gs", "gcs", "az", "abfs", "abfss", "hf", "memory")
+
+
+def check_scheme(url: str, allow_private: bool = False) -> str:
+    """The URL's scheme, lowercase, when an import may read it; else RemoteRefused (one line
+    naming the input, the scheme and the fix).
+
+    Read: http(s) (every connection and redirect hop through the SSRF guard) and the object
+    stores of `STORE_SCHEMES`. Any other fsspec scheme (ftp, sftp, smb, webhdfs, ...) and any
+    chained URL (`simplecache::...`, `zip://...::...`) opens connections of its own, with its
+    own name resolution, redirects (webhdfs's data nodes) and side channels (FTP's PASV), that
+    no check before connecting can bound: refused unless private networks are allowed (with
+    --allow-private-networks the guard lets every address through anyway)."""
+    scheme = url.split("://", 1)[0].strip().lower()
+    if allow_private or scheme in HTTP_SCHEMES:  # http(s): read whole, never un-chained
+        return scheme
+    if "::" in url:
+        reason = "a chained fsspec URL ('::') opens its inner URL past the address guard"
+    elif scheme in STORE_SCHEMES:
+        return scheme
+    else:
+        reason = f"scheme {scheme!r} connects past the address guard"
+    stores = ", ".join(f"{s}://" for s in STORE_SCHEMES if s != "memory")
+    raise RemoteRefused(
+        f"{url[:300]}: {reason}; give a local path, an http(s):// URL or an object store URL "
+        f"({stores}), copying the file there first, or pass --allow-private-networks to read "
+        "it unguarded"
+    )
 
 
 def remote_fs(url: str, allow_private: bool = False) -> tuple[Any, str]:
-    """(fsspec filesystem, path) of a URL. http(s) goes through a session whose every
-    connection, each redirect hop included, is checked by the crawler's SSRF guard."""
-    import fsspec
+    """(fsspec filesystem, path) of a URL whose scheme an import reads (`check_scheme`). http(s)
+    goes through a session whose every connection, each redirect hop included, is checked by
+    the crawler's SSRF guard. A glob is not expanded here (`list_remote` does that)."""
+    from fsspec.core import url_to_fs
 
-    if url.split("://", 1)[0].lower() in ("http", "https"):
+    if check_scheme(url, allow_private) in HTTP_SCHEMES:
         from fsspec.implementations.http import HTTPFileSystem
 
         client = functools.partial(_guarded_client, allow_private)
         return HTTPFileSystem(get_client=client, skip_instance_cache=True), url
-    fs, _, (path,) = fsspec.get_fs_token_paths(url)
+    fs, path = url_to_fs(url)
     return fs, path
+
+
+def list_remote(pattern: str, allow_private: bool = False) -> list[str]:
+    """The files an fsspec URL names, as URLs: itself, or a glob's matches (a `*` in it) that
+    are not directories. Every listing request goes through `remote_fs` (http(s): the guard)."""
+    fs, path = remote_fs(pattern, allow_private)
+    found = [path]
+    if "*" in path:  # fsspec's own rule: `?` and `[` are common in URLs
+        with _unmasked(pattern):
+            found = [p for p in sorted(fs.glob(path)) if not fs.isdir(p)]
+    proto = pattern.split("://", 1)[0]
+    return [p if "://" in p else f"{proto}://{p}" for p in found]
 
 
 async def _guarded_client(allow_private: bool, **kwargs: Any):

@@ -68,11 +68,12 @@ def _doc_id(url: str) -> str:
     return doc_id(url)
 
 
-def iter_wet(source: str) -> Iterator[tuple[str, dict]]:
-    """("doc", row) or ("skip", row) for every record of one WET file, as it is read."""
+def iter_wet(source: str, allow_private: bool = False) -> Iterator[tuple[str, dict]]:
+    """("doc", row) or ("skip", row) for every record of one WET file, as it is read (an
+    http(s) file through the SSRF guard; `allow_private` lifts it)."""
     from warcio.archiveiterator import ArchiveIterator
 
-    fh = open_source(source)
+    fh = open_source(source, allow_private)
     it = ArchiveIterator(fh)
     offset = 0
     try:
@@ -307,10 +308,13 @@ def import_wet(
     log: Callable[[str], None] = lambda msg: None,
 ) -> dict[str, Any]:
     """Common Crawl WET files -> `out_dir/documents.parquet` (+ skipped, hosts)."""
-    files = expand(patterns)
+    from crawlers.crawl.config import CrawlConfig
+
+    allow_private = CrawlConfig.from_any(config).allow_private_networks
+    files = expand(patterns, allow_private)
     spool = Spool(Path(out_dir))
     for source in files:
-        for kind, row in iter_wet(source):
+        for kind, row in iter_wet(source, allow_private):
             spool.add(kind, row)
     log(f"import wet: {len(files)} files, {sum(spool.counts.values())} records")
     return _decide_and_write(

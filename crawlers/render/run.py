@@ -46,25 +46,13 @@ def _rendered_schema():
 
 
 def _crawl_settings(crawl_dir: str | Path) -> dict[str, Any]:
-    """The crawl's configuration (its frontier's `config`), read-only; {} when there is none."""
-    import json
-    import sqlite3
-
+    """The crawl's configuration (its first shard's frontier `config`), read-only; {} when
+    there is none."""
     from crawlers.extract.warc import find_pages_files
+    from crawlers.render.crawl import frontier_config
 
     for pages in find_pages_files(crawl_dir)[:1]:
-        db = pages.parent / "frontier.sqlite"
-        if not db.exists():
-            return {}
-        try:
-            con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
-            try:
-                row = con.execute("SELECT value FROM meta WHERE key = 'config'").fetchone()
-            finally:
-                con.close()
-            return dict(json.loads(row[0])) if row else {}
-        except (sqlite3.Error, ValueError, TypeError):
-            return {}  # not a crawl this version wrote: the defaults apply
+        return frontier_config(pages)
     return {}
 
 
@@ -93,6 +81,9 @@ def run_render(
     out_dir/render-*.warc.gz and located by the warc_* columns. Tokens, User-Agent and delay
     left as None are the crawl's own (from its frontier.sqlite), else the crawl defaults.
     Private networks are never inherited: pass `allow_private_networks` to lift the guard.
+    Without it, a page on a private IP literal reaches its own origin (nothing else private)
+    only when the crawl that fetched it ran with allow_private_networks; an imported page never
+    (`crawlers.render.crawl.plan_renders`).
     With `memory_budget_mib`, at most `pages_in_flight` pages are in flight, as many as fit in
     the budget (`crawlers.render.budget`).
     """

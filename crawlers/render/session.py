@@ -130,6 +130,13 @@ class RenderJob:
     # (the page is opted out already: nothing of it is for training), text from sub-requests
     # whose robots.txt disallows the training token is not loaded.
     training_allowed: bool | None = None
+    # The caller's word that this page's own origin may be reached although its host is a
+    # private IP literal (that exact origin only; names never; see `trusted_origin`). Set it
+    # only for a page a crawl told to allow private networks fetched (`plan_renders` reads the
+    # crawl's own allow_private_networks), never for an imported record or any URL read from
+    # data alone. Without it (or RenderConfig.allow_private_networks), a private page origin is
+    # refused like every other private target.
+    trust_own_origin: bool = False
 
 
 @dataclass
@@ -159,7 +166,8 @@ async def _refuse(route) -> None:
 
 
 def trusted_origin(page_url: str) -> str | None:
-    """The page's own origin when its host is a private IP literal (the crawl already fetched it)."""
+    """The page's own origin when its host is a private IP literal; only asked for a job whose
+    caller vouches for that origin (`RenderJob.trust_own_origin`), never for a URL alone."""
     try:
         origin, host = origin_of(page_url), urlsplit(page_url).hostname or ""
     except ValueError:
@@ -361,7 +369,10 @@ class Renderer:
         for ev in ("requestfinished", "requestfailed"):
             page.on(ev, lambda r: inflight.__setitem__("n", max(0, inflight["n"] - 1)))
         served = {"main": False}
-        trusted = None if self.config.allow_private_networks else trusted_origin(job.url)
+        # Trust is the caller's (a crawl explicitly allowed private networks), never the URL's.
+        trusted = None
+        if job.trust_own_origin and not self.config.allow_private_networks:
+            trusted = trusted_origin(job.url)
 
         async def route(route, request):
             try:

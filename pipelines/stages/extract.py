@@ -59,8 +59,9 @@ class RenderOptions(Params):
     )
     allow_private_networks: bool = param(
         False,
-        help="Let pages' sub-requests reach loopback/private addresses (a page on a private "
-        "IP literal may always reach its own origin).",
+        help="Let pages' sub-requests reach loopback/private addresses (without it, a page on "
+        "a private IP literal reaches its own origin only when the crawl that fetched it ran "
+        "with --allow-private-networks; an imported page never).",
     )
     delay: float | None = param(
         None, min=0, help="Minimum seconds between requests to one server (default: the crawl's)."

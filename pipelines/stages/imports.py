@@ -35,7 +35,9 @@ class ImportOptions(Params):
     )
     delay: float = param(1.0, min=0, help="Seconds between robots.txt requests to one server.")
     allow_private_networks: bool = param(
-        False, help="Allow robots.txt fetches from loopback/private addresses."
+        False,
+        help="Allow loopback/private addresses: robots.txt fetches, http(s) archives and globs, "
+        "and fsspec schemes the guard cannot check (ftp://, sftp://, chained URLs).",
     )
     offline: bool = param(
         False,

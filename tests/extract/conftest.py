@@ -18,8 +18,15 @@ from warcio.warcwriter import WARCWriter
 from common.procs import browser_descendants
 
 
-def write_crawl(out_dir: Path, pages: list[dict], warc_name: str = "warc/crawl-0.warc.gz") -> Path:
-    """Write pages (url, status, body, content_type, crawl_allowed, training_allowed) as a crawl."""
+def write_crawl(
+    out_dir: Path,
+    pages: list[dict],
+    warc_name: str = "warc/crawl-0.warc.gz",
+    crawl_config: dict | None = None,
+) -> Path:
+    """Write pages (url, status, body, content_type, crawl_allowed, training_allowed) as a crawl;
+    with `crawl_config`, the configuration the crawl ran with (its frontier.sqlite's `config`,
+    e.g. {"allow_private_networks": True} for a crawl of loopback sites)."""
     from crawlers.crawl.output import PAGES_SCHEMA
 
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -56,6 +63,13 @@ def write_crawl(out_dir: Path, pages: list[dict], warc_name: str = "warc/crawl-0
             rows.append(row)
     table = pa.Table.from_pylist(rows, schema=PAGES_SCHEMA)
     pq.write_table(table, out_dir / "pages.parquet")
+    if crawl_config is not None:
+        from crawlers.crawl.frontier import Frontier
+
+        frontier = Frontier(out_dir / "frontier.sqlite")
+        with frontier:
+            frontier.set_meta("config", crawl_config)
+        frontier.close()
     return out_dir
 
 

@@ -342,7 +342,8 @@ def test_probe_settles_ambiguous_held_out_pages_with_short_real_renders(no_brows
     with _Served(js + static) as srv:
         decisions = decide_pages(
             [(srv.base + p.path, p.html) for p in js + static],
-            config=RenderConfig(pages_in_flight=2, delay=0.0),
+            # every page is on one loopback server: its address is explicitly allowed
+            config=RenderConfig(pages_in_flight=2, delay=0.0, allow_private_networks=True),
             # The default 5 s ran out on a loaded 2-core machine (load average 7-10: "probe
             # failed (timeout after 5s)"); what is judged is what the scripts add, not how fast.
             budget_s=20.0,

@@ -202,7 +202,7 @@ def test_chromium_dismisses_consent_and_keeps_feeds_loading_to_their_end(no_brow
     assert not wanted, wanted
     config = RenderConfig(pages_in_flight=3, delay=0.0, idle_ms=150, settle_max_ms=2000)
     with _Server(chosen) as srv:
-        jobs = [RenderJob(srv.base + p.path, p.html) for p in chosen]
+        jobs = [RenderJob(srv.base + p.path, p.html, trust_own_origin=True) for p in chosen]
         outcomes = render_pages(jobs, config)
     for p, out in zip(chosen, outcomes, strict=True):
         assert out.error is None, (p.kind, out.error)

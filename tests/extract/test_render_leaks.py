@@ -27,8 +27,9 @@ def hanging_page(base: str) -> str:
 
 def test_page_over_budget_times_out_and_leaves_no_browser(subresources, no_browser_leak):
     cfg = RenderConfig(pages_in_flight=1, page_timeout_s=1.5, settle_max_ms=6000)
+    page = hanging_page(subresources.base)  # its loopback origin (and only it) may be reached
     (out,) = render_pages(
-        [RenderJob(f"{subresources.base}/slow", hanging_page(subresources.base))], cfg
+        [RenderJob(f"{subresources.base}/slow", page, trust_own_origin=True)], cfg
     )
     assert out.error == "timeout after 1.5s"
     assert out.html is not None and "Waiting" in out.html  # the partial DOM is kept

@@ -137,8 +137,8 @@ new Worker(URL.createObjectURL(new Blob(["fetch('{secret}?worker').catch(() => 0
 </script><img src="{internal.base}/pixel.gif"></body></html>"""
         navigate = f"<html><body><p>Leaving.</p><script>setTimeout(() => location.href = '{secret}?nav', 50)</script></body></html>"
         refresh = f'<html><head><meta http-equiv="refresh" content="0;url={secret}?meta"></head><body>x</body></html>'
-        jobs = [
-            RenderJob(f"{site.base}/{name}", page)
+        jobs = [  # the caller vouches for the page's own loopback origin, and only that one
+            RenderJob(f"{site.base}/{name}", page, trust_own_origin=True)
             for name, page in (("fetches", fetches), ("navigate", navigate), ("refresh", refresh))
         ]
         outs = render_pages(jobs, RenderConfig(pages_in_flight=3, **FAST))
@@ -167,6 +167,64 @@ def test_allowing_private_networks_lets_the_same_page_through(internal, no_brows
     )
     assert "INTERNAL-ONLY" in text_of(out.html)
     assert [p for p, _, _ in internal.log[before:]] == ["/robots.txt", "/secret"]
+
+
+def test_an_imported_page_never_makes_its_private_origin_trusted(tmp_path, no_browser_leak):
+    """The render trusted any page on a private IP literal ('the crawl already fetched it'), so
+    an imported archive's record for http://127.0.0.N/ had the render fetch that host's
+    robots.txt and scripts with private networks off. Only a page that a crawl told to allow
+    private networks fetched may reach its own origin; a page of a crawl not told so, or an
+    imported one, never (even in a directory whose crawl was told so)."""
+    from crawlers.imports.run import import_warc
+    from crawlers.render.crawl import plan_renders
+    from crawlers.render.run import run_render
+    from tests.imports.archives import response, write_warc
+
+    def own_js(site):
+        return js(f"document.body.insertAdjacentHTML('beforeend', '<p>OWN-{site.base}</p>')")
+
+    page = '<html><body><div id=app></div><script src="/own.js"></script></body></html>'
+    crawl = tmp_path / "lake" / "crawl"
+    with (
+        Site("127.0.0.91", {"/own.js": own_js}) as crawled,
+        Site("127.0.0.92", {"/own.js": own_js}) as imported,
+        Site("127.0.0.93", {"/own.js": own_js}) as beside,
+        Site("127.0.0.94", {"/own.js": own_js}) as untold,
+    ):
+        told = {"allow_private_networks": True, "delay": 0.0}
+        row = {"url": f"{crawled.base}/app", "status": 200, "body": page.encode()}
+        write_crawl(crawl / "shard=0", [{**row, "content_type": "text/html"}], crawl_config=told)
+        row = {**row, "url": f"{untold.base}/app"}  # a crawl that ran with the guard on
+        write_crawl(crawl / "shard=1", [row], crawl_config={"delay": 0.0})
+        for site, shard in ((imported, "shard=import"), (beside, "shard=import-1")):
+            warc = write_warc(
+                tmp_path / f"{shard}.warc.gz",
+                lambda w, s=site: response(w, f"{s.base}/app", page.encode()),
+            )
+            import_warc([str(warc)], crawl / shard, offline=True)
+        # an import written where a crawl told to allow private networks left its frontier
+        (crawl / "shard=import-1" / "frontier.sqlite").write_bytes(
+            (crawl / "shard=0" / "frontier.sqlite").read_bytes()
+        )
+        _, jobs = plan_renders(crawl, "always")
+        assert {j.url: j.trust_own_origin for j in jobs} == {
+            f"{crawled.base}/app": True,
+            f"{imported.base}/app": False,
+            f"{beside.base}/app": False,
+            f"{untold.base}/app": False,
+        }
+        run_render(crawl, tmp_path / "out", "always", delay=0.0, page_timeout_s=20, archive=False)
+    rows = {r["url"]: r for r in pq.read_table(tmp_path / "out" / "rendered.parquet").to_pylist()}
+    # the control: the crawled page reached its own origin (robots.txt, then its script)
+    assert f"OWN-{crawled.base}" in rows[f"{crawled.base}/app"]["html"]
+    assert crawled.paths() == ["/robots.txt", "/own.js"]
+    for site in (imported, beside, untold):
+        assert site.connections == 0 and site.log == []  # not even robots.txt
+        row = rows[f"{site.base}/app"]
+        assert f"OWN-{site.base}" not in row["html"] and row["subresources"] == []
+        (blocked,) = row["blocked_requests"]
+        assert blocked["url"] == f"{site.base}/own.js"
+        assert blocked["reason"].startswith("ssrf-blocked: refused 127.0.0.9"), blocked
 
 
 def test_agent_token_is_sent_and_obeyed_and_training_token_recorded(tmp_path, no_browser_leak):
@@ -198,6 +256,7 @@ for (const u of ['/api/data', '/nope/data']) fetch(u).then(r => r.json()).then(d
                     "content_type": "text/html",
                 }
             ],
+            crawl_config={"allow_private_networks": True},  # a crawl of a loopback site
         )
         out = tmp_path / "render"
         result = CliRunner().invoke(
@@ -247,9 +306,9 @@ Promise.all([0, 1, 2].map(i => fetch('/api/' + i).then(r => r.json()))).then(ds 
 </script></body></html>"""
         other = '<html><head><script src="/static/shared.js"></script></head><body>x</body></html>'
         cfg = RenderConfig(pages_in_flight=2, **{**FAST, "delay": 0.4})
-        out, out2 = render_pages(
-            [RenderJob(f"{site.base}/p", page), RenderJob(f"{site.base}/q", other)], cfg
-        )
+        pages = (("p", page), ("q", other))
+        jobs = [RenderJob(f"{site.base}/{n}", h, trust_own_origin=True) for n, h in pages]
+        out, out2 = render_pages(jobs, cfg)
         times = [t for p, _, t in site.log if p.startswith("/api/")]
         paths = site.paths()
     assert out.error is None and text_of(out.html).endswith("Item 0.Item 1.Item 2.")
@@ -298,7 +357,12 @@ def test_subresources_are_archived_and_a_replay_renders_the_same_text(tmp_path, 
         with frontier:
             frontier.set_meta(
                 "config",
-                {"agent": "ArchiveBot", "training_agent": "ArchiveBot-Train", "delay": 0.0},
+                {
+                    "agent": "ArchiveBot",
+                    "training_agent": "ArchiveBot-Train",
+                    "delay": 0.0,
+                    "allow_private_networks": True,  # its pages may reach their own origin
+                },
             )
         frontier.close()
         out = tmp_path / "render"

@@ -56,6 +56,7 @@ def extracted(tmp_path_factory, subresources):
             },
             {"url": f"{base}/empty", "status": 200, "body": b"   "},
         ],
+        crawl_config={"allow_private_networks": True},  # a crawl of a loopback site
     )
     out = tmp_path_factory.mktemp("extract")
     summary = run_extract(crawl, out, "auto", pages_in_flight=2, page_timeout_s=20)

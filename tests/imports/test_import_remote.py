@@ -121,3 +121,153 @@ def test_a_server_without_byte_ranges_gives_the_file_whole(tmp_path, mode):
     assert (s["ranges"], s["records"], s["pages"], s["skipped"]) == (1, 12, 12, 0)
     for p in _rows(tmp_path / "out")[0]:
         assert read_response(tmp_path / "out" / p["warc_file"], p["warc_offset"]).status == 200
+
+
+class IndexServer(ArchiveServer):
+    """ArchiveServer that answers a directory with an HTML index of its files (what fsspec's
+    HTTP glob lists) and records every request path."""
+
+    def __init__(self, root: Path):
+        super().__init__(root)
+        self.requests: list[str] = []
+
+    async def _handle(self, request: web.Request) -> web.StreamResponse:
+        self.requests.append(request.path)
+        path = self.root / request.path.strip("/")
+        if path.is_dir():
+            links = "".join(f'<a href="{p.name}">{p.name}</a>' for p in sorted(path.iterdir()))
+            return web.Response(text=f"<html><body>{links}</body></html>", content_type="text/html")
+        return await super()._handle(request)
+
+
+def test_an_http_glob_is_listed_through_the_guard(tmp_path):
+    """fsspec's own HTTP client listed a glob (GET /glob/, its isdir checks) before the guard
+    was ever asked: a private server got requests with --allow-private-networks off."""
+    from crawlers.imports.run import expand
+    from crawlers.imports.sources import RemoteRefused
+
+    (tmp_path / "glob").mkdir()
+    for name in ("b", "a"):
+        _warc(tmp_path / "glob" / f"{name}.warc.gz", 1)
+    with IndexServer(tmp_path) as server:
+        pattern = f"http://{HOST}:{server.port}/glob/*.warc.gz"
+        with pytest.raises(RemoteRefused, match=r"refused 127\.0\.0\.7 .*loopback"):
+            expand([pattern])
+        with pytest.raises(RemoteRefused, match="loopback"):
+            import_warc([pattern], tmp_path / "out", offline=True)
+        assert server.requests == []  # nothing reached the server, not even the listing
+        # allowed: the same glob is listed, through the guarded client
+        assert expand([pattern], allow_private=True) == [
+            f"http://{HOST}:{server.port}/glob/a.warc.gz",
+            f"http://{HOST}:{server.port}/glob/b.warc.gz",
+        ]
+        s = import_warc([pattern], tmp_path / "out", config=ALLOWED, offline=True)
+    assert (s["files"], s["records"]) == (2, 2)
+
+
+ALLOWED = {"allow_private_networks": True}
+
+
+class TcpListener:
+    """A raw TCP listener on 127.0.0.7 that counts the connections it accepts (any protocol:
+    FTP, WebHDFS, ...); it stops by itself after `seconds`, or when the block ends."""
+
+    def __init__(self, seconds: float = 30.0):
+        import socket
+        import threading
+
+        self.sock = socket.socket()
+        self.sock.bind((HOST, 0))
+        self.sock.listen(8)
+        self.sock.settimeout(0.2)
+        self.port = self.sock.getsockname()[1]
+        self.connections = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._accept, args=(seconds,), daemon=True)
+
+    def _accept(self, seconds: float) -> None:
+        import time
+
+        end = time.monotonic() + seconds
+        while not self._stop.is_set() and time.monotonic() < end:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                continue
+            self.connections += 1
+            conn.close()
+
+    def __enter__(self) -> TcpListener:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join(5)
+        self.sock.close()
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "ftp://{host}:{port}/x.warc.gz",
+        "FTP://{host}:{port}/x.warc.gz",
+        "webhdfs://{host}:{port}/x.warc.gz",
+        "simplecache::http://{host}:{port}/x.warc.gz",
+        "zip://x.warc::ftp://{host}:{port}/x.zip",
+    ],
+)
+def test_a_scheme_past_the_guard_is_refused_before_any_connection(tmp_path, url):
+    """fsspec schemes other than http(s) were opened unchecked: ftp://127.0.0.2:PORT connected
+    with --allow-private-networks off."""
+    from crawlers.imports.run import expand
+    from crawlers.imports.sources import RemoteRefused
+
+    with TcpListener() as listener:
+        source = url.format(host=HOST, port=listener.port)
+        with pytest.raises(RemoteRefused) as err:
+            import_warc([source], tmp_path / "out", offline=True)
+        with pytest.raises(RemoteRefused):
+            expand([source.replace("x.warc.gz", "*.warc.gz")])
+        assert listener.connections == 0
+    message = str(err.value)
+    assert "\n" not in message and message.startswith(source)
+    assert "--allow-private-networks" in message and "http(s)://" in message
+    scheme = source.split("://", 1)[0]
+    assert (f"scheme {scheme.lower()!r}" if "::" not in source else "chained") in message
+
+
+def test_a_scheme_past_the_guard_is_read_when_private_networks_are_allowed(tmp_path):
+    # The control for the test above: the listener does see a connection once allowed.
+    with TcpListener() as listener:
+        with pytest.raises(Exception) as err:  # the listener speaks no FTP
+            import_warc([f"ftp://{HOST}:{listener.port}/x.warc.gz"], tmp_path / "o", config=ALLOWED)
+        assert listener.connections >= 1, err.value
+
+
+def test_files_from_lines_meet_the_scheme_check(tmp_path):
+    from typer.testing import CliRunner
+
+    from pipelines.cli import app
+
+    with TcpListener() as listener:
+        line = f"ftp://{HOST}:{listener.port}/crawl/x.warc.gz"
+        (tmp_path / "list.txt").write_text(f"{line}\n")
+        args = ["import", "warc", "--files-from", str(tmp_path / "list.txt"), "--offline"]
+        res = CliRunner().invoke(app, [*args, "--out", str(tmp_path / "o")])
+        assert listener.connections == 0
+    errors = [ln for ln in res.output.splitlines() if ln.startswith("error: ")]
+    assert res.exit_code == 2 and len(errors) == 1, res.output
+    assert line in errors[0] and "'ftp'" in errors[0] and "--allow-private-networks" in errors[0]
+
+
+def test_object_store_and_local_urls_pass_the_scheme_check():
+    from crawlers.imports.sources import RemoteRefused, check_scheme
+
+    for url in ("s3://b/k", "gs://b/k", "gcs://b/k", "az://c/k", "abfs://c/k", "hf://datasets/x"):
+        assert check_scheme(url) == url.split("://")[0]
+    assert check_scheme("HTTPS://127.0.0.7/x") == "https"  # refused later, by the guard
+    for url in ("ftp://h/x", "sftp://h/x", "smb://h/x", "webhdfs://h/x", "s3://b/k::ftp://h/y"):
+        with pytest.raises(RemoteRefused):
+            check_scheme(url)
+        assert check_scheme(url, allow_private=True)

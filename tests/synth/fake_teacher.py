@@ -67,8 +67,9 @@ def server():
     """A fake endpoint. `script` is a list of steps answered in turn; once it is empty,
     `responder(body)` (if set) gives the step, else `default`. A step is an int status (error
     body, `retry-after-ms: 1` on 429), ("ok", content), ("raw", body bytes sent as
-    application/json), ("sleep", s) (answer `default` after s seconds), or ("reject_format",
-    status) (refuse a request that carries a response_format, otherwise answer `default`).
+    application/json), ("sleep", s) (answer `default` after s seconds), ("reject_format",
+    status) (refuse a request that carries a response_format, otherwise answer `default`), or
+    ("redirect", (status, location)) (a 3xx to `location`, with a small JSON body).
     Every request is recorded in `requests`. Stops by itself after 60 s if the test does not."""
     state = {"script": [], "requests": [], "default": ("ok", "hello"), "responder": None}
     lock = threading.Lock()
@@ -108,6 +109,10 @@ def server():
                 self._send(step, {"error": {"message": f"scripted {step}"}}, headers)
                 return
             kind, arg = step
+            if kind == "redirect":
+                status, location = arg
+                self._send(status, {"error": {"message": "moved-body"}}, {"Location": location})
+                return
             if kind == "raw":
                 self.send_response(200)
                 self.send_header("Content-Type", "application/json")

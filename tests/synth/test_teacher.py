@@ -164,6 +164,87 @@ def test_broken_response_body_is_a_typed_error(server, tmp_path, body, error):
     assert len(server["requests"]) == 2
 
 
+@pytest.fixture
+def elsewhere():
+    """Another loopback server (127.0.0.64) nobody configured as the teacher: records every
+    request (GET/POST, the path as sent: absolute when it is asked as a proxy) and answers a
+    completion saying "from elsewhere". Stops by itself after 60 s if the test does not."""
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    hits: list[tuple[str, str, bytes]] = []
+
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, *args):
+            pass
+
+        def do_POST(self):
+            body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            hits.append((self.command, self.path, body))
+            data = json.dumps(fake_teacher.completion("from elsewhere")).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        do_GET = do_POST
+
+    httpd = ThreadingHTTPServer(("127.0.0.64", 0), Handler)
+    threading.Thread(target=httpd.serve_forever, args=(0.05,), daemon=True).start()
+    watchdog = threading.Timer(60, httpd.shutdown)
+    watchdog.daemon = True
+    watchdog.start()
+    yield {"base": f"http://127.0.0.64:{httpd.server_address[1]}", "hits": hits}
+    watchdog.cancel()
+    httpd.shutdown()
+    httpd.server_close()
+
+
+@pytest.mark.parametrize("status", [301, 302, 303, 307, 308])
+def test_a_redirect_is_never_followed(server, elsewhere, status):
+    """openai's httpx client followed redirects: a 307/308 from the endpoint sent the POST (the
+    document text) again to whatever host it named, a 301-303 a GET."""
+    target = f"{elsewhere['base']}/internal/admin"
+    server["script"] = [("redirect", (status, target))]
+    client = _client(server, max_retries=2)
+    with pytest.raises(TeacherError) as info:
+        client.chat([{"role": "user", "content": "document text"}])
+    assert elsewhere["hits"] == []
+    assert len(server["requests"]) == 1  # refused, not retried
+    message = str(info.value)
+    assert info.value.status_code == status and "\n" not in message
+    assert f"{server['base_url']}/chat/completions" in message and target in message
+    assert "not followed" in message and "--teacher-url" in message
+    assert "moved-body" not in message  # no body is quoted
+    assert client.usage()["failures"] == 1
+
+
+def test_proxies_in_the_environment_are_not_used(server, elsewhere, monkeypatch):
+    """httpx's trust_env read HTTP(S)_PROXY/ALL_PROXY: the requests went to whatever proxy the
+    environment named."""
+    for name in ("NO_PROXY", "no_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    for name in ("HTTP_PROXY", "http_proxy", "HTTPS_PROXY", "https_proxy", "ALL_PROXY"):
+        monkeypatch.setenv(name, elsewhere["base"])
+    monkeypatch.delenv("REFINERY_TEACHER_PROXY", raising=False)
+    assert _client(server).chat(HI) == "hello"
+    assert elsewhere["hits"] == [] and len(server["requests"]) == 1
+
+
+@pytest.mark.parametrize("how", ["argument", "environment"])
+def test_a_configured_proxy_is_used(server, elsewhere, monkeypatch, how):
+    monkeypatch.delenv("REFINERY_TEACHER_PROXY", raising=False)
+    if how == "environment":
+        monkeypatch.setenv("REFINERY_TEACHER_PROXY", elsewhere["base"])
+        client = _client(server)
+    else:
+        client = _client(server, proxy=elsewhere["base"])
+    assert client.chat(HI) == "from elsewhere"
+    ((method, path, _),) = elsewhere["hits"]
+    assert (method, path) == ("POST", f"{server['base_url']}/chat/completions")
+    assert server["requests"] == []
+
+
 def test_unreachable_endpoint_is_a_typed_error():
     client = TeacherClient("http://127.0.0.63:9/v1", "tiny", timeout=1, max_retries=1, backoff_s=0)
     with pytest.raises(TeacherError, match="cannot reach"):
