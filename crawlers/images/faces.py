@@ -7,9 +7,14 @@ cascades, which ship inside the opencv-python-headless wheel (frontal faces, and
 either way), when `FaceConfig.detector="haar"`; `blur_boxes` hides each found face under a
 coarse mosaic smoothed by a strong Gaussian blur, over the box widened by `pad`;
 `redact(data, image, fmt)` is what the image fetch stores: the original bytes unchanged when no
-face is found (a single-frame image), else the blurred image re-encoded in its own format, with
-EXIF (and its thumbnail of the unblurred image) dropped. The caller keeps only the sha256 of the
-bytes as fetched.
+face is found in a single-frame image without orientation metadata whose bytes are just the
+image; the bytes stripped of the rest (an EXIF thumbnail, bytes after its end, chunks outside
+`decode.strip_extras`' safe set) when they carry more; else the image (faces blurred, turned
+upright by its orientation, its first frame) re-encoded in its own format without metadata
+(EXIF, and its thumbnail of the unblurred image, dropped). The caller keeps only the sha256 of
+the bytes as fetched. The search looks at each of `search_views`: a 16-bit grey image scaled to
+8 bits, an image with transparency composited onto white (as readers of pairs see it) and its
+colour with the alpha ignored.
 
 Detection runs on a copy (RGB for MTCNN, grey for the cascades) scaled to `detect_side` pixels
 on its longer side (a small image enlarged at most `max_upscale` times); a face is found from
@@ -28,12 +33,16 @@ import io
 import logging
 import math
 import threading
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
-from PIL import ExifTags, Image, ImageFilter, ImageOps
+from PIL import ExifTags, Image, ImageFilter
 from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from common.pairs import eight_bit, has_alpha
+from crawlers.images.decode import holds_image, strip_extras
 
 CASCADES = {
     "frontal": "haarcascade_frontalface_alt2.xml",
@@ -191,6 +200,13 @@ class Redacted:
     width: int
     height: int
     boxes: list[Box]
+    # why `data` is not the bytes as fetched (None: it is): 'faces blurred', 'turned upright
+    # (orientation 6)', 'first frame of 3', 'stripped (EXIF thumbnail, 20078 bytes after EOI)',
+    # 're-encoded without (EXIF)', comma-joined
+    change: str | None = None
+    # whether `data` decodes to the pixels of the decode searched (as fetched, or stripped
+    # losslessly); False for a re-encode
+    same_pixels: bool = True
 
     @property
     def face_count(self) -> int:
@@ -294,10 +310,21 @@ class FaceDetector:
         return found
 
     def detect(self, image: Image.Image, size: tuple[int, int] | None = None) -> list[Box]:
-        """Faces in `image` (boxes in its pixels, widened by nothing), largest first.
+        """Faces in `image` (boxes in its pixels, widened by nothing), largest first: in each of
+        its `search_views` (a 16-bit grey image scaled to 8 bits; an image with transparency on
+        white, and its colour with the alpha ignored).
 
         `size`: the image's full size when `image` is a reduced decode of it (a JPEG draft);
         the boxes are then in the full image's pixels."""
+        views = search_views(image)
+        found = self._detect(views[0], size)
+        for view in views[1:]:
+            more = self._detect(view, size)
+            found += [b for b in more if all(_overlap(_xywh(b), _xywh(f)) < 0.5 for f in found)]
+        return sorted(found, key=lambda b: -b.w * b.h)
+
+    def _detect(self, image: Image.Image, size: tuple[int, int] | None = None) -> list[Box]:
+        """Faces in one view (an RGB or L image, or any mode Pillow converts to them)."""
         w, h = size or image.size
         side = self.cfg.search_side(w, h)
         scale = min(self.cfg.max_upscale, side / max(w, h))
@@ -593,6 +620,10 @@ def _turned_search(det: FaceDetector, g: np.ndarray, angle: float):
     return out
 
 
+def _xywh(box: Box) -> tuple[int, int, int, int]:
+    return (box.x, box.y, box.w, box.h)
+
+
 def _overlap(a, b) -> float:
     """Intersection over the smaller box."""
     ix = max(0.0, min(a[0] + a[2], b[0] + b[2]) - max(a[0], b[0]))
@@ -650,19 +681,96 @@ def blur_boxes(image: Image.Image, boxes: list[Box], cfg: FaceConfig | None = No
 
 
 def _workable(image: Image.Image) -> Image.Image:
-    """The image in a mode the blur handles (L, LA, RGB, RGBA)."""
+    """The image in a mode the blur handles (L, LA, RGB, RGBA): a 16-bit grey one scaled to 8
+    bits (`common.pairs.eight_bit`), one with a palette or tRNS transparency with its alpha."""
+    image = eight_bit(image)
     if image.mode in ("L", "LA", "RGB", "RGBA"):
         return image
-    alpha = image.mode in ("PA", "RGBa", "La") or "transparency" in image.info
-    return image.convert("RGBA" if alpha else "RGB")
+    return image.convert("RGBA" if has_alpha(image) else "RGB")
+
+
+# What of a decoded image's info a re-encode may write (Pillow's savers take some from
+# `image.info`: a JPEG's comment, a PNG's and an AVIF's ICC profile): the transparent colour and
+# the ICC profile; nothing else of the fetched file (comments, XMP, EXIF) is written.
+_KEPT_INFO = ("transparency", "icc_profile")
 
 
 def _encode(image: Image.Image, fmt: str) -> bytes:
+    """`image` (a copy of the caller's own, its info pared) saved as `fmt`."""
     buf = io.BytesIO()
     if fmt == "JPEG" and image.mode not in ("L", "RGB"):
         image = image.convert("RGB")
+    info = {k: v for k, v in image.info.items() if k in _KEPT_INFO}
+    if isinstance(info.get("icc_profile"), bytes) and holds_image(info["icc_profile"]):
+        del info["icc_profile"]
+    image.info = info
     image.save(buf, format=fmt, **_SAVE.get(fmt, {}))
     return buf.getvalue()
+
+
+# The turn each EXIF orientation asks for (Pillow's ImageOps.exif_transpose's table).
+_TURNS = {
+    2: Image.Transpose.FLIP_LEFT_RIGHT,
+    3: Image.Transpose.ROTATE_180,
+    4: Image.Transpose.FLIP_TOP_BOTTOM,
+    5: Image.Transpose.TRANSPOSE,
+    6: Image.Transpose.ROTATE_270,
+    7: Image.Transpose.TRANSVERSE,
+    8: Image.Transpose.ROTATE_90,
+}
+
+
+def orientation(image: Image.Image) -> int | None:
+    """The orientation Pillow's exif_transpose would apply to `image` (EXIF, a PNG's "Raw
+    profile type exif" text or XMP tiff:Orientation): 2-8, or 1 for none; None when it cannot
+    be read (metadata Pillow cannot parse, a value not 1-8): then it is dropped from the stored
+    file, and every viewer sees the pixels as they are, the ones searched."""
+    try:
+        value = image.getexif().get(ExifTags.Base.Orientation, 1)
+    except MemoryError:
+        raise
+    except Exception:
+        return None
+    if isinstance(value, tuple) and len(value) == 1:
+        value = value[0]
+    if type(value) is not int or not 1 <= value <= 8:
+        return None
+    return value
+
+
+def search_views(image: Image.Image) -> list[Image.Image]:
+    """The views of a decoded image the face search looks at: the image as every reader of pairs
+    sees it (`common.pairs.on_white`: a 16-bit grey image scaled to 8 bits, anything transparent
+    composited onto white), and for an image with transparent pixels, also its colour with the
+    alpha ignored (what convert("RGB") gives: a face under transparent pixels)."""
+    image = eight_bit(image)
+    if not has_alpha(image):
+        return [image]
+    rgba = image.convert("RGBA")
+    bare = rgba.convert("RGB")
+    if rgba.getextrema()[3][0] == 255:
+        return [bare]
+    white = Image.new("RGBA", rgba.size, (255, 255, 255, 255))
+    white.alpha_composite(rgba)
+    return [white.convert("RGB"), bare]
+
+
+class ImageFault(Exception):
+    """The image's own bytes or metadata could not be turned, decoded in full, blurred or
+    re-encoded: its row is a reject (`undecodable`, the step and the error in `error`), not a
+    fault of the run."""
+
+
+@contextmanager
+def image_step(what: str):
+    """A step on the image's own bytes or pixels: any error in it (but MemoryError) is the
+    image's, an ImageFault naming the step."""
+    try:
+        yield
+    except MemoryError:
+        raise
+    except Exception as exc:
+        raise ImageFault(f"{what}: {type(exc).__name__}: {exc}") from exc
 
 
 def redact(
@@ -675,22 +783,67 @@ def redact(
     size: tuple[int, int] | None = None,
 ) -> Redacted:
     """What to store for a decoded image (`image`: its first frame, `data`: the bytes as
-    fetched, `frames`: its frame count, `size`: its full size when `image` is a reduced
-    decode): the bytes themselves when no face is found in a single-frame image; otherwise the
-    image (faces blurred; the first frame only, the one that was checked; turned upright by its
-    EXIF orientation) re-encoded as `fmt` without EXIF, at full size (a reduced decode is
-    decoded again in full, only then)."""
+    fetched, `frames`: its frame count, `size`: its full size when `image` is a reduced decode).
+
+    The bytes themselves when no face is found in a single-frame image without orientation
+    metadata whose bytes carry nothing beyond the image; such a file that carries more (an
+    EXIF thumbnail, bytes after its end, chunks or segments outside decode.strip_extras' safe
+    set) is stored stripped of it, losslessly (the same pixels; an AVIF, or a file whose
+    structure could not be followed, re-encoded). Otherwise the image is re-encoded as `fmt`
+    without metadata, at full size (a reduced decode is decoded again in full, only then):
+    faces blurred, the first frame only (the one searched), and turned upright by any
+    orientation metadata (EXIF, a PNG's text, XMP) other than 1, so that every view of the
+    stored file (Pillow, which turns by it, browsers, which ignore some of it, and readers of
+    pairs, which ignore all of it) is the one searched. Metadata whose orientation cannot be
+    read is dropped and the pixels searched and stored as they are.
+
+    Raises ImageFault when a step on the image's own bytes fails (not the face search)."""
     width, height = size or image.size
-    orientation = image.getexif().get(ExifTags.Base.Orientation, 1)
-    upright = ImageOps.exif_transpose(image) if orientation in range(2, 9) else image
-    turned = orientation in (5, 6, 7, 8)
-    boxes = detector.detect(upright, (height, width) if turned else (width, height))
-    if not boxes and frames <= 1:
-        return Redacted(data, width, height, [])
+    image = eight_bit(image)
+    turn = orientation(image)
+    upright = image
+    if turn is not None and turn != 1:
+        with image_step(f"turning by orientation {turn}"):
+            upright = image.transpose(_TURNS[turn])
+    sideways = turn in (5, 6, 7, 8)
+    boxes = detector.detect(upright, (height, width) if sideways else (width, height))
+    changes = []
+    if boxes:
+        changes.append("faces blurred")
+    if turn is not None and turn != 1:
+        changes.append(f"turned upright (orientation {turn})")
+    if frames > 1:
+        changes.append(f"first frame of {frames}")
+    if not changes:
+        extras = strip_extras(data, fmt, drop_exif=turn is None)
+        if not extras.dropped:
+            return Redacted(data, width, height, [])
+        if extras.data is not None:
+            return Redacted(extras.data, width, height, [], f"stripped ({extras.why})")
+        changes.append(f"re-encoded without ({extras.why})")
+    elif turn is None:
+        changes.append("orientation unreadable, not applied")
     if (width, height) != image.size:
-        with Image.open(io.BytesIO(data), formats=[fmt]) as full:
+        with image_step("decoding in full"), Image.open(io.BytesIO(data), formats=[fmt]) as full:
             full.seek(0)
             full.load()
-            upright = ImageOps.exif_transpose(full)
-    blurred = blur_boxes(_workable(upright), boxes, detector.cfg)
-    return Redacted(_encode(blurred, fmt), blurred.width, blurred.height, boxes)
+            upright = eight_bit(full)
+            if turn is not None and turn != 1:
+                upright = upright.transpose(_TURNS[turn])
+    with image_step(f"re-encoding as {fmt}"):
+        blurred = blur_boxes(_workable(upright), boxes, detector.cfg)
+        encoded = _encode(blurred, fmt)
+    if not boxes:
+        # Nothing found, yet the file is re-encoded (turned, a first frame, an AVIF's metadata):
+        # its own pixels are searched too. The search is not exact under re-encoding: a face
+        # turned on its side by orientation 8 was found in the stored JPEG only.
+        with image_step(f"decoding the re-encoded {fmt}"), Image.open(io.BytesIO(encoded)) as im:
+            im.load()
+            boxes = detector.detect(im)
+        if boxes:
+            changes.insert(0, "faces blurred")
+            with image_step(f"re-encoding as {fmt}"):
+                blurred = blur_boxes(_workable(upright), boxes, detector.cfg)
+                encoded = _encode(blurred, fmt)
+    change = ", ".join(changes)
+    return Redacted(encoded, blurred.width, blurred.height, boxes, change, same_pixels=False)

@@ -17,12 +17,18 @@ Every ref becomes exactly one row (rows in = rows out), in input order. In the o
    `too_small`, `bad_aspect`;
 4. faces are blurred (`crawlers.images.faces`): a kept image is stored content-addressed at
    `<out>/images/<sha256[:2]>/<sha256>.<ext>` (sha256 of the bytes as fetched): those bytes
-   when no face was found, else the image with every found face blurred (the original bytes
-   are not kept, only their hash); `face_count` and `face_boxes` say what was blurred, and
-   `stored_sha256` is the stored file's hash (what a reader checks the file against); an image
-   whose face search, hashing or storage raised is not stored: `process_error`, the exception in
+   when no face was found and they carry nothing but the image, else (`stored_change` says
+   why) the image with every found face blurred, turned upright by its orientation metadata,
+   its first frame, or stripped of what its bytes carry beyond the image (an EXIF thumbnail,
+   bytes after its end, chunks outside a safe set); the original bytes are then not kept, only
+   their hash. `face_count` and `face_boxes` say what was blurred, and `stored_sha256` is the
+   stored file's hash (what a reader checks the file against). A step on the image's own bytes
+   that fails (turning it, decoding it in full, re-encoding it: `faces.ImageFault`) makes the
+   row `undecodable`, the step in `error`: the image's, not the run's. An image whose face
+   search, hashing or storage raised otherwise is not stored: `process_error`, the exception in
    `error` and its trace in the log, and the run goes on (a resumed run tries it again); eight
-   such images in a row with none stored between end the run with that error.
+   such images in a row with none stored between end the run with that error (a broken
+   install, a full disk).
 
 A URL shared by many refs (a logo on every page) is fetched once. Progress is journaled
 (`crawlers.images.journal`), so a run killed with `kill -9` resumes with `resume=True` without
@@ -49,6 +55,7 @@ import pyarrow.parquet as pq
 from PIL import Image
 
 from common.consent import FLAG, NO_LEDGER, Consent, describe_flag, flag_true
+from common.pairs import rgb_view
 from common.phash import colour_thumbnail
 from crawlers.crawl.downloader import TRANSIENT_ERRORS, Downloader, RobotsLayer
 from crawlers.crawl.fetcher import FetchResult, mime_of
@@ -61,7 +68,7 @@ from crawlers.images.consent import (
     TrainingConsentLayer,
 )
 from crawlers.images.decode import decode_image
-from crawlers.images.faces import FaceDetector, redact
+from crawlers.images.faces import FaceDetector, ImageFault, image_step, redact
 from crawlers.images.journal import open_journal
 
 FETCHED = "fetched.parquet"
@@ -114,6 +121,11 @@ FETCHED_SCHEMA = pa.schema(
         # colour check; null where the file decodes to other pixels than the fetch's decode
         # (blurred, or a reduced JPEG draft): the check reads that file
         ("colour_thumbnail", pa.string()),
+        # why the stored file is not the bytes as fetched (null: it is, or nothing stored):
+        # 'faces blurred', 'turned upright (orientation 6)', 'first frame of 3', 'stripped (EXIF
+        # thumbnail, 20078 bytes after EOI)', 're-encoded without (EXIF)' (crawlers.images.faces
+        # .redact), comma-joined
+        ("stored_change", pa.string()),
     ]
 )
 # The image_refs.parquet columns `load_refs` reads, by kind (common.inputs).
@@ -143,6 +155,7 @@ _OUTCOME_KEYS = (
     "stored_sha256",
     "phash",
     "colour_thumbnail",
+    "stored_change",
 )
 # Config fields that change an outcome: a resumed run must use the same ones.
 _OUTCOME_CONFIG = (
@@ -390,18 +403,25 @@ def _store_new(
         draft_side=cfg.faces.search_side,
     )
     path, width, height, boxes, stored_sha, phash = None, dec.width, dec.height, None, None, None
-    colour = None
+    colour, change, stored = None, None, None
     if dec.drop_reason is None:
         size = (dec.width, dec.height)
-        stored = redact(data, dec.image, dec.format, faces, frames=dec.frames, size=size)
-        width, height = stored.width, stored.height
+        try:
+            stored = redact(data, dec.image, dec.format, faces, frames=dec.frames, size=size)
+            if not stored.same_pixels:  # re-encoded: the hash of the file as stored
+                with image_step("hashing the stored file"):
+                    phash = _phash_bytes(stored.data)
+        except ImageFault as exc:
+            # the image's own bytes or metadata, not the run: a reject, never tried again
+            dec.drop_reason, dec.error = "undecodable", f"{dec.format}: {exc}"[:500]
+            dec.image, stored = None, None
+    if stored is not None:
+        width, height, change = stored.width, stored.height, stored.change
         boxes = [b.as_dict() for b in stored.boxes]
-        unchanged = stored.data is data
+        unchanged = stored.same_pixels  # the bytes as fetched, or stripped: the same pixels
+        stored_sha = sha if stored.data is data else hashlib.sha256(stored.data).hexdigest()
         if unchanged:
-            stored_sha, phash = sha, _phash(dec.image)
-        else:  # blurred: the hashes of the file as stored
-            stored_sha = hashlib.sha256(stored.data).hexdigest()
-            phash = _phash_bytes(stored.data)
+            phash = _phash(dec.image)
         rel = f"{IMAGES}/{sha[:2]}/{sha}.{dec.ext}"
         target = out_dir / rel
         if not target.exists():
@@ -412,7 +432,7 @@ def _store_new(
         if unchanged and not dec.reduced:  # the file decodes to exactly dec.image
             colour = colour_thumbnail(dec.image).hex()
             if on_image is not None:
-                on_image(str(target), dec.image)
+                on_image(str(target), rgb_view(dec.image))  # what open_image gives of the file
         dec.image = None
         path = rel
     return {
@@ -427,6 +447,7 @@ def _store_new(
         "stored_sha256": stored_sha,
         "phash": phash,
         "colour_thumbnail": colour,
+        "stored_change": change,
     }
 
 
