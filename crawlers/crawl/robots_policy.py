@@ -43,11 +43,28 @@ class RobotsFetch:
 
 
 def decision(robots: RobotsTxt, agent: str, url: str) -> str:
-    """'allowed', 'disallowed', or 'unreachable' for one agent and URL."""
-    if robots.allows(agent, url):
+    """'allowed', 'disallowed', or 'unreachable' for one agent and URL: allowed only when
+    robots.txt allows the URL both as requested and in the crawler's canonical form
+    (`crawlers.crawl.canon.canonicalize`, the form frontier URLs and consent recheck are
+    matched in): an image's or a redirect's `/%70rivate/x` or `/a/../private/x` meets
+    `Disallow: /private`, and a rule on what canonicalizing drops (`Disallow: /*?sid=`) still
+    holds for the URL as requested."""
+    if robots.allows(agent, url) and all(robots.allows(agent, u) for u in _other_forms(url)):
         return ALLOWED
     unreachable = robots.kind.startswith("unreachable") or robots.kind == "network-error"
     return UNREACHABLE if unreachable else DISALLOWED
+
+
+def _other_forms(url: str) -> list[str]:
+    """The URL's canonical form when it differs from the URL ([] when it does not, or when the
+    URL has none: it is matched as it is)."""
+    from crawlers.crawl.canon import canonicalize
+
+    try:
+        canonical = canonicalize(url)
+    except ValueError:  # UrlError
+        return []
+    return [canonical] if canonical != url else []
 
 
 def transient(status: int | None, error: str | None) -> bool:

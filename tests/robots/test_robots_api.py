@@ -319,3 +319,25 @@ def test_crawler_canonical_urls_match_non_ascii_rules() -> None:
         assert not robots.allows(BOT, url), url
     assert robots.allows(BOT, canonicalize("http://h/cafe"))
     assert robots.allows(BOT, "http://h/ツ/page")  # a raw URL is compared as given
+
+
+def test_a_decision_meets_the_rules_in_the_url_as_requested_and_in_its_canonical_form():
+    """The downloader's decision (crawl, images, render, redirects): an image src or a redirect
+    target spelt /%70rivate or /a/../private meets Disallow: /private, as the frontier's
+    canonical URLs do; and a rule on what canonicalizing drops (?sid=) still holds."""
+    from crawlers.crawl.robots_policy import ALLOWED, DISALLOWED, decision
+    from crawlers.robots import RobotsTxt
+
+    robots = RobotsTxt.parse(
+        b"User-agent: RefineryBot-Extended\nDisallow: /private\nDisallow: /*?sid=\n"
+        b"User-agent: *\nAllow: /\n"
+    )
+    agent = "RefineryBot-Extended"
+    for url in (
+        "http://127.0.0.9/%70rivate/a.png",
+        "http://127.0.0.9/public/../private/b.png",
+        "http://127.0.0.9/img.png?sid=42",
+    ):
+        assert decision(robots, agent, url) == DISALLOWED, url
+        assert decision(robots, "RefineryBot", url) == ALLOWED, url
+    assert decision(robots, agent, "http://127.0.0.9/public/c.png") == ALLOWED
