@@ -122,11 +122,13 @@ def source_consent(row: dict) -> tuple[bool, dict[str, bool], list[str]]:
     return ok, flags, evidence
 
 
-def _corpus_rows(source: str) -> Iterable[tuple[int, dict | None, str | None]]:
+def _corpus_rows(
+    source: str, allow_private: bool = False
+) -> Iterable[tuple[int, dict | None, str | None]]:
     """(row number, row or None, why it is unreadable) of a JSONL or Parquet corpus."""
     name = source.lower()
     if name.endswith(".parquet"):
-        with open_source(source) as fh:
+        with open_source(source, allow_private) as fh:
             try:
                 pf = pq.ParquetFile(fh)
             except Exception as exc:  # pyarrow raises several kinds for a damaged file
@@ -138,7 +140,7 @@ def _corpus_rows(source: str) -> Iterable[tuple[int, dict | None, str | None]]:
                     yield i, row, None
                     i += 1
         return
-    with open_source(source) as raw:
+    with open_source(source, allow_private) as raw:
         fh = _decompressed(raw, name)
         try:
             head = fh.peek(64)[:64].removeprefix(b"\xef\xbb\xbf").lstrip()
@@ -229,12 +231,15 @@ def import_docs(
     log: Callable[[str], None] = lambda msg: None,
 ) -> dict[str, Any]:
     """A JSONL/Parquet corpus -> `out_dir/documents.parquet`, fields mapped by the flags."""
-    files = expand(patterns)
+    from crawlers.crawl.config import CrawlConfig
+
+    allow_private = CrawlConfig.from_any(config).allow_private_networks
+    files = expand(patterns, allow_private)
     spool = Spool(Path(out_dir))
     for source in files:
         found_text = found_url = False
         objects = 0  # rows of this file read as objects
-        for i, row, bad in _corpus_rows(source):
+        for i, row, bad in _corpus_rows(source, allow_private):
             base = {"source_file": source, "record_offset": i, "record_type": "corpus_row"}
             base["import_mode"] = "text"
             if row is None:

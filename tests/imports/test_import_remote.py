@@ -271,3 +271,19 @@ def test_object_store_and_local_urls_pass_the_scheme_check():
         with pytest.raises(RemoteRefused):
             check_scheme(url)
         assert check_scheme(url, allow_private=True)
+
+
+def test_an_http_corpus_is_read_through_the_guard_and_only_when_allowed(tmp_path):
+    """`import docs` of a JSONL corpus on a loopback server: refused with nothing sent unless
+    private networks are allowed, then read (through the guarded client)."""
+    from crawlers.imports.docs import import_docs
+    from crawlers.imports.sources import RemoteRefused
+
+    (tmp_path / "corpus.jsonl").write_text('{"text": "a corpus row read over http"}\n')
+    with IndexServer(tmp_path) as server:
+        url = f"http://{HOST}:{server.port}/corpus.jsonl"
+        with pytest.raises(RemoteRefused, match="loopback"):
+            import_docs([url], tmp_path / "refused", license="cc-by-4.0", offline=True)
+        assert server.requests == []
+        s = import_docs([url], tmp_path / "out", license="cc-by-4.0", config=ALLOWED, offline=True)
+    assert s["documents"] == 1, s
