@@ -29,6 +29,13 @@ Cyrillic, Greek, ara, chi_sim, jpn or kor. --lingua-large adds 80 pages of large
 headlines): two lines of English, German, Russian, Greek, Arabic, Chinese, Japanese or Korean
 sentences, upright, at 36, 44, 56, 64 and 80 px.
 
+--short adds 240 pages of short phrases, one line each, as a test writer draws them (black on
+white with a margin of the font size): "Hello World", a pangram, 你好，世界, 欢迎光临本店,
+欢迎来到公共图书馆, مرحبا بالعالم (DejaVu Sans) and السلام عليكم (Amiri), こんにちは世界,
+안녕하세요 세계 and Привет мир, at 24, 32, 48 and 64 px, plain, turned 15, 90 and 180 degrees
+(Pillow's bicubic rotate), faint (grey on grey) and light on dark. OSD places little on one
+short line, and Tesseract's page layout finds no text block in some of them at all.
+
 Plain Tesseract is the `tesseract` program of Debian's tesseract-ocr with its defaults (page
 segmentation 3), told the script's language (`-l eng|chi_sim|ara|jpn|kor|Cyrillic|Greek`: an
 oracle the engine is not given: it finds the script itself). Refinery's engine is `OcrEngine().read(image)`: contrast,
@@ -244,12 +251,68 @@ def _lingua_large_items(folder: Path):
                 yield lang, "large", size, plain_lang, image, "\n".join(lines)
 
 
+# --short: phrases a test writer renders, one line each, in the fonts this machine has
+_D = "/usr/share/fonts/truetype/"
+SHORT = [
+    ("en", "Hello World", "latin", "eng"),
+    ("en", "The quick brown fox jumps over the lazy dog", "latin", "eng"),
+    ("zh", "你好，世界", "cjk", "chi_sim"),
+    ("zh", "欢迎光临本店", "cjk", "chi_sim"),
+    ("zh", "欢迎来到公共图书馆", "cjk", "chi_sim"),
+    ("ar", "مرحبا بالعالم", "latin", "ara"),  # DejaVu Sans, which has Arabic
+    ("ar", "السلام عليكم", "arabic", "ara"),  # Amiri
+    ("ja", "こんにちは世界", "japanese", "jpn"),
+    ("ko", "안녕하세요 세계", "korean", "kor"),
+    ("ru", "Привет мир", "latin", "Cyrillic"),
+]
+SHORT_SIZES = (24, 32, 48, 64)
+SHORT_VARIANTS = {
+    "plain": {},
+    "rot15": {"angle": 15},
+    "rot90": {"angle": 90},
+    "rot180": {"angle": 180},
+    "faint": {"fg": (150, 150, 150), "bg": (190, 190, 190)},
+    "dark": {"fg": (240, 240, 240), "bg": (30, 30, 60)},
+}
+
+
+def _short_items():
+    """--short's pages: each phrase of SHORT drawn as one line (a margin of its size, black on
+    white unless the variant says), at each size, in each variant (turned by Pillow's bicubic
+    rotate): 240 pages."""
+    from PIL import Image, ImageDraw, ImageFont
+
+    from tests.images.ocr_render import FONTS
+
+    for lang, text, font, plain_lang in SHORT:
+        for size in SHORT_SIZES:
+            face = ImageFont.truetype(FONTS[font], size)
+            width = int(face.getlength(text)) + 2 * size
+            for variant, how in SHORT_VARIANTS.items():
+                bg, fg = how.get("bg", (255, 255, 255)), how.get("fg", (0, 0, 0))
+                image = Image.new("RGB", (width, 3 * size), bg)
+                ImageDraw.Draw(image).text((size, size), text, font=face, fill=fg)
+                if "angle" in how:
+                    image = image.rotate(
+                        how["angle"], Image.Resampling.BICUBIC, expand=True, fillcolor=bg
+                    )
+                yield lang, variant, size, plain_lang, image, text
+
+
 def lingua_pages(
-    engine: OcrEngine, folder: Path, tmp: Path, seeds: int, large: bool = False
+    engine: OcrEngine,
+    folder: Path | None,
+    tmp: Path,
+    seeds: int,
+    large: bool = False,
+    short: bool = False,
 ) -> dict:
     """CER and CPU of both on lingua-py's sentences (see the module docstring), by language,
-    variant and size; `large`: --lingua-large's pages instead."""
-    items = _lingua_large_items(folder) if large else _lingua_items(folder, seeds)
+    variant and size; `large`: --lingua-large's pages instead; `short`: --short's phrases."""
+    if short:
+        items = _short_items()
+    else:
+        items = _lingua_large_items(folder) if large else _lingua_items(folder, seeds)
     rows = []
     for lang, variant, size, plain_lang, image, truth in items:
         p_text, p_cpu = plain_tesseract(image, plain_lang, tmp)
@@ -268,8 +331,12 @@ def lingua_pages(
     out: dict = {"pages": len(rows)}
     if not rows:
         return out
-    what = "large text, " if large else ""
-    print(f"\nlingua-py sentences ({what}{folder}), {len(rows)} pages: CER tesseract / refinery")
+    what = (
+        "short phrases, one line"
+        if short
+        else f"lingua-py sentences ({'large text, ' * large}{folder})"
+    )
+    print(f"\n{what}, {len(rows)} pages: CER tesseract / refinery")
     for key in ("lang", "variant", "size"):
         groups: dict = defaultdict(list)
         for row in rows:
@@ -309,6 +376,12 @@ def main() -> None:
         action="store_true",
         help="with --lingua: 80 pages of large text (36-80 px, 8 languages) too",
     )
+    ap.add_argument(
+        "--short",
+        action="store_true",
+        help="240 pages of short phrases, one line each (10 phrases in 7 languages, 4 sizes, "
+        "6 variants)",
+    )
     args = ap.parse_args()
     os.environ.setdefault("OMP_THREAD_LIMIT", "1")  # one core each, engine and program alike
     engine = OcrEngine()
@@ -343,9 +416,10 @@ def main() -> None:
             if args.lingua and args.lingua_large
             else None
         )
+        short = lingua_pages(engine, None, Path(tmp), 0, short=True) if args.short else None
 
     def mean(xs):
-        return sum(xs) / len(xs)
+        return sum(xs) / len(xs) if xs else 0.0  # --seeds 0: no rendered pages
 
     tools = ["tesseract", "refinery", *(["rapidocr"] if rapid else [])]
     print(f"{'script':8} {'variant':13} " + " ".join(f"{t:>9}" for t in tools))
@@ -367,7 +441,7 @@ def main() -> None:
     print(
         "\nCPU ms per image: "
         + "  ".join(f"{t} {v:.0f}" for t, v in ms.items())
-        + f"  ratio refinery/tesseract {ms['refinery'] / ms['tesseract']:.2f}"
+        + f"  ratio refinery/tesseract {ms['refinery'] / (ms['tesseract'] or 1):.2f}"
     )
     result = {
         "images": len(cpu["refinery"]),
@@ -380,6 +454,7 @@ def main() -> None:
         **({"real": real} if real else {}),
         **({"lingua": lingua} if lingua else {}),
         **({"lingua_large": lingua_large} if lingua_large else {}),
+        **({"short": short} if short else {}),
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(result, indent=1) + "\n")
@@ -603,3 +678,17 @@ if __name__ == "__main__":
 # 0.0109, 3 pages better (0.80-0.97 -> 0), none worse. The 1,220 --lingua, --lingua-large and
 # rendered pages read with the same CER (one page's text changed); Tesseract calls +12% on them,
 # +6.5% on the demo's 239 images (three text-free scenes' garbage readings changed).
+#
+# --short (2026-11-30, load 6-10; CPU time a page): 240 short one-line phrases, before (e63f4b6)
+# and after the wordless-line rescue and the sure reading's rank, `--seeds 0 --short`:
+#   CER            tesseract  before   after
+#   all                0.469   0.331   0.206
+#   plain              0.096   0.307   0.090
+#   rot15              0.742   0.268   0.087
+#   rot90              0.840   0.304   0.279
+#   rot180             0.960   0.672   0.603
+#   faint              0.079   0.236   0.090
+#   dark               0.097   0.197   0.087
+#   by language: en 0.452/0.000/0.000, zh 0.576/0.331/0.230, ar 0.318/0.402/0.282,
+#   ja 0.500/0.333/0.125, ko 0.571/1.179/0.679, ru 0.352/0.000/0.000
+#   CPU ms a page: tesseract 91-93, refinery 149 -> 168

@@ -73,6 +73,7 @@ from crawlers.images.ocr_page import (
     bright_text,
     despeckle,
     flatten_ground,
+    glyph_line,
     half_read_lines,
     ink_lines,
     misses_a_line,
@@ -96,6 +97,7 @@ from crawlers.images.ocr_scripts import (
     _rank,
     _rivals,
     _script_letters,
+    _spells_its_script,
     _weight,
     _words_weight,
     traditional_margins,
@@ -657,7 +659,9 @@ class OcrEngine:
                     break
         # the most confident characters, a reading that names its script (`_names_its_script`)
         # first: a wrong way up read as digits outweighed 14 px Vietnamese read upright
-        best, turned_steps, grow, again = max(reads, key=lambda r: _rank(r[0]))
+        best, turned_steps, grow, again = max(
+            reads, key=lambda r: (r[0][3] >= cfg.sure_conf and _names_its_script(r[0]), _rank(r[0]))
+        )
         # upside down, Latin letters read as Latin look-alikes ("smoy Suruado" for "Opening
         # hours") at 0.75-0.8: where OSD placed nothing, a reading under _RIVAL_CONF is checked
         unsure = cfg.sure_conf if placed else max(cfg.sure_conf, _RIVAL_CONF)
@@ -780,6 +784,8 @@ class OcrEngine:
                 got = self._read(small, best[0] if lang else None, tries=tries)
                 if _weight(got) > _weight(best):
                     best, page, grow = got, small, factor
+        if not best[2] and runs and _lined(gray) and glyph_line(gray, runs):
+            best, page, grow = self._wordless(gray, page, grow, runs, lang, tries, best)
         unsure = LANG_SCRIPT.get(lang or "") in _GLYPH_SCRIPTS and best[3] < cfg.sure_conf
         large = grow <= _BLOCK_GROW and _lined(gray)
         if unsure and large and self._leaves_ink(gray, runs, best[2], grow):
@@ -815,6 +821,37 @@ class OcrEngine:
             return self._other_scripts(gray, page, runs, grow, got)
 
         return best, steps, grow, again
+
+    def _wordless(self, gray: Image.Image, page: Image.Image, grow: float, runs, lang, tries, best):
+        """(reading, page, grow) of a page whose ink stands in a line of glyphs (`glyph_line`)
+        but where no word at all was read: Tesseract's page layout found no text block in it.
+        Seen on single lines: 28-72 px Chinese in WenQuanYi, 40-72 px Korean (widely spaced
+        glyphs), and Arabic and Persian in DejaVu Sans at 28 and 56 px and in Amiri at 56 px,
+        which Tesseract 5.5's ara model reads at no scale from 0.9x to 1.5x, in no page mode,
+        but whole at 0.5x and 0.75x. The page is read as one block of lines (enlarged, and as
+        it is), then shrunk (`_WORDLESS_SHRINK`, no line under `_WORDLESS_LINE` px), each in
+        `lang` (else every language), until one reading is sure and spells its model's script
+        (`_spelled`); else `best` as it was. Not the most confident of unsure readings: one of
+        the page read upside down outweighed the right way up's (two lines of 22 px Korean)."""
+        tries_of = [(page, grow, _BLOCK)] + ([(gray, 1.0, _BLOCK)] if grow != 1.0 else [])
+        shortest = min(b - a for a, b in _text_lines(runs)) if runs else 0
+        for factor in _WORDLESS_SHRINK:
+            if shortest * factor >= _WORDLESS_LINE:
+                size = (max(1, round(gray.width * factor)), max(1, round(gray.height * factor)))
+                tries_of.append((gray.resize(size, Image.LANCZOS), factor, False))
+        # every language when none is given (not _best_language's early end: the first finding
+        # nothing and the second no letters of its script is what these pages do)
+        langs = [lang] if lang else list(self.config.languages)
+        for candidate, factor, column in tries_of:
+            for each in langs:
+                got = self._read(candidate, each, column=column, tries=tries if lang else "one")
+                if got[2] and _in_own_script(got) and self._spelled(got):
+                    return got, candidate, factor  # not a letter or two ("ざ 0|" at 0.82)
+        return best, page, grow
+
+    def _spelled(self, got) -> bool:
+        """Whether a reading is sure and spells its model's script (`_spells_its_script`)."""
+        return got[3] >= self.config.sure_conf and _spells_its_script(got)
 
     def _counted(self, words: list[Word]) -> list[Word]:
         """The words of `min_word_conf` or more: those a page's confidence and its read lines
@@ -1017,6 +1054,9 @@ _BLOCK = "block"
 # Text enlarged at most this much is read as one block where its reading is unsure (large
 # glyphs); smaller text is not (turned 14-22 px pages: 40% more CPU for no better reading).
 _BLOCK_GROW = 1.25
+# A page where no word was read (`OcrEngine._wordless`): shrunk by these, lines kept this tall
+_WORDLESS_SHRINK = (0.75, 0.5)
+_WORDLESS_LINE = 12
 _GLYPH_SCRIPTS = ("Han", "Japanese", "Korean")
 # A word under min_word_conf is kept on a line of this many sure words or more (_kept_words).
 _CONTEXT_WORDS = 2

@@ -138,6 +138,16 @@ def _names_its_script(got) -> bool:
     return own >= 2 and 3 * own >= len(chars)
 
 
+def _spells_its_script(got) -> bool:
+    """Whether two or more of a reading's characters, and a third of them (white space aside),
+    are letters of its model's script, however few its words (`_names_its_script` wants two:
+    a short Chinese line, 你好，世界, is one word)."""
+    letters = _SCRIPT_LETTERS.get(LANG_SCRIPT.get(got[0], ""))
+    chars = "".join(got[1].split())
+    own = sum(c.isalpha() for c in chars) if letters is None else len(letters.findall(chars))
+    return own >= 2 and 3 * own >= len(chars)
+
+
 def _script_letters(got) -> bool:
     """Whether a reading holds two letters or more of its model's script (any letters, for a
     language of no known script), read with confidence `_SECOND_LOOK_CONF` or more."""
