@@ -30,6 +30,7 @@ import base64
 import functools
 import hashlib
 import json
+import math
 import os
 import re
 import threading
@@ -277,6 +278,17 @@ def _schema_json(schema: type[BaseModel]) -> str:
     return json.dumps(schema.model_json_schema())
 
 
+def _token_count(value: Any) -> int:
+    """A usage figure as a count: a non-negative integer (or integral float) below 2**53, else 0.
+
+    Usage is accounting, not the answer: an endpoint's "lots", -5 or 1e30 must not end a run."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return 0
+    if isinstance(value, float) and not (math.isfinite(value) and value.is_integer()):
+        return 0
+    return int(value) if 0 <= value < 2**53 else 0
+
+
 def _strip_fences(text: str) -> str:
     text = text.strip()
     m = re.fullmatch(r"```[\w-]*\s*\n?(.*?)\n?```", text, re.S)
@@ -423,8 +435,9 @@ class TeacherClient:
         key = request_key(self.model, messages, response_format, params)
         if self.cache is not None:
             hit = self.cache.get(key)
-            if hit is not None:
-                tokens = (hit.get("usage") or {}).get("total_tokens") or 0
+            if hit is not None and isinstance(hit.get("content"), str):  # else asked again
+                usage = hit.get("usage")
+                tokens = _token_count(usage.get("total_tokens") if isinstance(usage, dict) else 0)
                 self._count(cache_hits=1, cached_total_tokens=tokens)
                 return hit
         if self.limiter is not None:
@@ -463,16 +476,23 @@ class TeacherClient:
             self._count(failures=1)
             raise TeacherError(
                 f"{self.base_url}/chat/completions answered choices[0].message.content=null "
-                f"(finish_reason={choice.finish_reason!r})"
+                f"(finish_reason={getattr(choice, 'finish_reason', None)!r})"
+            )
+        if not isinstance(content, str):
+            self._count(failures=1)
+            raise TeacherError(
+                f"{self.base_url}/chat/completions answered choices[0].message.content of type "
+                f"{type(content).__name__} ({str(content)[:100]!r}), not a string; point the "
+                "teacher URL at an OpenAI-compatible endpoint that answers text"
             )
         u = completion.usage
-        usage = {
-            "prompt_tokens": int(getattr(u, "prompt_tokens", 0) or 0),
-            "completion_tokens": int(getattr(u, "completion_tokens", 0) or 0),
-            "total_tokens": int(getattr(u, "total_tokens", 0) or 0),
+        usage = {  # accounting only: a value that is not a count is read as 0, never an error
+            name: _token_count(getattr(u, name, 0))
+            for name in ("prompt_tokens", "completion_tokens", "total_tokens")
         }
         self._count(requests=1, **usage)
-        entry = {"content": content, "usage": usage, "model": completion.model or self.model}
+        model = completion.model if isinstance(completion.model, str) else None
+        entry = {"content": content, "usage": usage, "model": model or self.model}
         if self.cache is not None:
             self.cache.put(key, entry)
         return entry

@@ -19,6 +19,7 @@ the params model. Neither import of Typer nor Dagster happens here.
 from __future__ import annotations
 
 import json
+import unicodedata
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -161,6 +162,8 @@ class Summary(BaseModel):
 
 
 def format_figures(figures: Mapping[str, Any]) -> str:
+    """`key=value` pairs on one line; control characters (ESC, \\r, \\n: anything a stage's data
+    put in a figure, such as sandbox stderr in a status) are escaped, never sent to the terminal."""
     parts = []
     for key, value in figures.items():
         if value is None or (isinstance(value, str) and "\n" in value):
@@ -173,8 +176,15 @@ def format_figures(figures: Mapping[str, Any]) -> str:
             value = ",".join(
                 f"{k}:{v:.3g}" if isinstance(v, float) else f"{k}:{v}" for k, v in value.items()
             )
-        parts.append(f"{key}={value}")
+        parts.append(_escape_controls(f"{key}={value}"))
     return "  ".join(parts)
+
+
+def _escape_controls(text: str) -> str:
+    """Control characters (Unicode Cc, tab kept) written as escapes: \\x1b, \\r, \\n."""
+    return "".join(
+        c if c == "\t" or unicodedata.category(c) != "Cc" else repr(c)[1:-1] for c in text
+    )
 
 
 @dataclass

@@ -16,7 +16,11 @@ in the bubblewrap sandbox -> `chart.png` -> QA.
   with `verified=True` where it agrees, dropped with its reason where it does not (the reasons are in
   the summary's `dropped_qa`); a kind that cannot be recomputed is kept with `verified=False`.
 - Code that is blocked or fails in the sandbox gives the chart `status` = the reason, no image and
-  no QA.
+  no QA. The image is decoded here (Pillow, on the host) before it is kept: a chart.png that is
+  not a PNG, does not decode, or is over `MAX_CHART_PIXELS` is the chart's status; a good one is
+  stored re-encoded. Teacher values must be finite and within +-`MAX_TEACHER_VALUE` (else the
+  teacher answer fails validation and the chart's status says why). Any failure of one chart
+  is that chart's `status` (or a dropped QA item's reason), never the end of the run.
 
 Output: `out_dir/charts.parquet` (columns `COLUMNS`) and the PNGs under `out_dir/images/`.
 Deterministic for a seed: the same rows, data and code (PNG bytes may differ).
@@ -24,20 +28,23 @@ Deterministic for a seed: the same rows, data and code (PNG bytes may differ).
 
 from __future__ import annotations
 
+import io
 import json
 import math
 import os
 import random
 import statistics
 import time
+import unicodedata
 from collections import Counter
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+from PIL import Image
 from pydantic import BaseModel, Field
 
 from synth.sandbox import run_python
@@ -72,6 +79,12 @@ PROGRAMMATIC = "programmatic"
 RENDER_TIMEOUT_S = 30.0
 FILE_NAME = "charts.parquet"
 IMAGES = "images"
+# The image stage's pixel cap (crawlers.images.config.ImageFetchConfig.max_pixels, default; not
+# imported: crawlers.images loads its fetcher). A chart at dpi 300 is ~4 Mpx.
+MAX_CHART_PIXELS = 40_000_000
+# The largest |value| a teacher data set may hold: sums and differences stay exact to 2 places
+# and finite (1e308 + 1e308 is inf, and fmt(inf) raises).
+MAX_TEACHER_VALUE = 1e12
 
 QA_TYPE = pa.list_(
     pa.struct(
@@ -868,7 +881,9 @@ def make_qa(chart_type: str, data: dict, rng: random.Random) -> list[dict]:
 
 class TeacherSeries(BaseModel):
     name: str
-    values: list[float]
+    values: list[
+        Annotated[float, Field(allow_inf_nan=False, ge=-MAX_TEACHER_VALUE, le=MAX_TEACHER_VALUE)]
+    ]
 
 
 class TeacherData(BaseModel):
@@ -946,6 +961,17 @@ def _check_teacher_qa(
     for it in items:
         try:
             expected = recompute(data, it.kind, it.series, it.categories, it.op)
+        except (ArithmeticError, TypeError) as exc:  # e.g. inf: dropped, not the end of the run
+            dropped.append(
+                {
+                    "id": chart_id,
+                    "question": it.question,
+                    "answer": it.answer,
+                    "reject": "not computable",
+                    "reason": f"not computable: {type(exc).__name__}: {str(exc)[:200]}",
+                }
+            )
+            continue
         except Unrecomputable as exc:
             if it.kind in QA_KINDS and it.kind != UNANSWERABLE:
                 reason = f"does not fit the data: {exc}"
@@ -982,18 +1008,43 @@ def _check_teacher_qa(
 # --------------------------------------------------------------------------- driver
 
 
+def _printable(text: str) -> str:
+    """`text` without control characters (Unicode Cc, tab kept): sandbox stderr goes into the
+    status column and onto the terminal, where ESC, OSC and \r sequences would act."""
+    return "".join(c for c in text if c == "\t" or unicodedata.category(c) != "Cc")
+
+
 def _render_status(r) -> str:
     if not r.ok:
-        why = r.error or "failed"
+        why = _printable(r.error or "failed")
         last = (getattr(r, "stderr", "") or "").strip().splitlines()
         if why.startswith("exit code") and last:
-            why += f": {last[-1][:200]}"
+            why += f": {_printable(last[-1])[:200]}"
         return why
     if "chart.png" not in r.outputs:
         return "no chart.png written"
     if not r.outputs["chart.png"].startswith(b"\x89PNG"):
         return "chart.png is not a PNG"
     return "ok"
+
+
+def _decoded_png(data: bytes) -> tuple[bytes | None, str]:
+    """(the PNG re-encoded, "ok") or (None, why): the sandbox's output decoded on the host with a
+    pixel cap read from the header before any pixel is, then written anew (nothing but pixels)."""
+    try:
+        with Image.open(io.BytesIO(data), formats=["PNG"]) as im:
+            width, height = im.size
+            if width * height > MAX_CHART_PIXELS:
+                return None, (
+                    f"chart.png is {width}x{height} = {width * height} pixels, over "
+                    f"MAX_CHART_PIXELS={MAX_CHART_PIXELS}"
+                )
+            im.load()
+            buf = io.BytesIO()
+            im.save(buf, format="PNG")
+    except Exception as exc:  # noqa: BLE001 - Pillow raises many kinds on a bad file
+        return None, f"chart.png does not decode: {type(exc).__name__}: {str(exc)[:200]}"
+    return buf.getvalue(), "ok"
 
 
 def _one_chart(
@@ -1021,14 +1072,39 @@ def _one_chart(
     except Exception as exc:  # teacher errors and bad teacher data: the row keeps the reason
         row["status"] = f"teacher: {type(exc).__name__}: {str(exc)[:300]}"
         return row, dropped
+    try:
+        _render_and_ask(row, data, code, topic, chart_type, rng, out, teacher, run, dropped)
+    except Exception as exc:  # noqa: BLE001 - one chart's failure is that chart's status
+        row.update(image_path=None, qa=[])
+        row["status"] = _printable(f"error: {type(exc).__name__}: {str(exc)[:300]}")
+    return row, dropped
+
+
+def _render_and_ask(
+    row: dict,
+    data: dict,
+    code: str,
+    topic: str,
+    chart_type: str,
+    rng: random.Random,
+    out: Path,
+    teacher,
+    run: Callable,
+    dropped: list[dict],
+) -> None:
+    """_one_chart after the data and code: sandboxed render -> decoded PNG -> QA, into `row`."""
+    chart_id = row["id"]
     data_json = json.dumps(data, sort_keys=True)
     row.update(topic=topic, data=data_json, code=code)
     r = run(code, {"data.json": data_json.encode()}, timeout_s=RENDER_TIMEOUT_S)
     row["status"] = _render_status(r)
     if row["status"] != "ok":
-        return row, dropped
+        return
+    png, row["status"] = _decoded_png(r.outputs["chart.png"])
+    if png is None:
+        return
     rel = f"{IMAGES}/{chart_id}.png"
-    (out / rel).write_bytes(r.outputs["chart.png"])
+    (out / rel).write_bytes(png)
     row["image_path"] = rel
     if teacher is None:
         row["qa"] = make_qa(chart_type, data, rng)
@@ -1037,9 +1113,8 @@ def _one_chart(
             items = _teacher_qa(teacher, data)
         except Exception as exc:
             row["status"] = f"teacher: {type(exc).__name__}: {str(exc)[:300]}"
-            return row, dropped
+            return
         row["qa"] = _check_teacher_qa(data, items, chart_id, dropped)
-    return row, dropped
 
 
 def make_charts(

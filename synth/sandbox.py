@@ -27,7 +27,11 @@ An AST check (import allow-list, no dunder attribute escapes, no `eval`/`exec`/`
 first as defence in depth; the sandbox is the boundary. Where bwrap is missing or cannot start the
 sandbox, nothing runs: `ok` is False and `error` names bwrap and the fix.
 
-Errors (`r.error`): "timeout", "memory", "killed", "exit code N", "blocked: <why>".
+Errors (`r.error`): "timeout", "memory", "killed", "exit code N", "blocked: <why>", and
+"sandbox failure: <why>" where this side failed (run_python never raises). "memory" comes from
+the launcher's exit status (a MemoryError ended the code), never from what stderr says. The
+working directory is walked without recursion and capped in entries and depth; the run's
+temporary directory is removed whatever the code left in it.
 """
 
 from __future__ import annotations
@@ -48,6 +52,7 @@ import sysconfig
 import tempfile
 import threading
 import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -58,6 +63,9 @@ MEMORY_BYTES = 2 * 1024**3  # RLIMIT_AS
 FILE_BYTES = 16 * 1024**2  # RLIMIT_FSIZE: the largest single file (stdout/stderr included)
 WORKDIR_BYTES = 64 * 1024**2  # the working directory as a whole (watched from outside)
 WORKDIR_FILES = 2000  # entries in the working directory
+WORKDIR_DEPTH = 32  # directory levels in the working directory
+CODE_CHARS = 200_000  # the longest code the AST check parses (deep nesting exhausts the parser)
+MEMORY_EXIT = 109  # the launcher's exit status for a MemoryError that ended the code
 OUTPUT_BYTES = 32 * 1024**2  # the most that comes back as outputs
 STDOUT_CHARS = 1_000_000  # the most stdout that comes back
 NPROC = 64  # RLIMIT_NPROC (threads count); binds where the caller is not root
@@ -121,6 +129,55 @@ BLOCKED_NAMES = frozenset(
         "memoryview",
     }
 )
+# Modules (and module-valued attributes of the allowed packages) that give processes, files
+# beyond open(), native code, the interpreter's internals or the network. A deny-list, not a
+# resolution of what each `from X import name` binds: the check never imports anything on the
+# host, and which names of numpy/matplotlib/pandas are modules changes with their versions.
+# Refused as `from X import <name>`, as a dotted import part and as an attribute (`matplotlib.os`).
+# Names that are also ordinary numpy/pandas functions (select, types, signal, array) are left
+# out. Defence in depth: the sandbox (namespaces, seccomp, rlimits) is the boundary.
+DENIED_NAMES = frozenset(
+    {
+        "os",
+        "posix",
+        "nt",
+        "sys",
+        "subprocess",
+        "importlib",
+        "imp",
+        "pkgutil",
+        "zipimport",
+        "runpy",
+        "ctypes",
+        "ctypeslib",
+        "cffi",
+        "f2py",
+        "distutils",
+        "setuptools",
+        "builtins",
+        "socket",
+        "ssl",
+        "http",
+        "urllib",
+        "shutil",
+        "pathlib",
+        "tempfile",
+        "glob",
+        "mmap",
+        "fcntl",
+        "resource",
+        "pty",
+        "multiprocessing",
+        "threading",
+        "_thread",
+        "asyncio",
+        "inspect",
+        "gc",
+        "marshal",
+        "pickle",
+        "sysconfig",
+    }
+)
 ALLOWED_DUNDERS = frozenset({"__name__", "__doc__", "__init__", "__len__", "__version__"})
 
 SANDBOX = "/sandbox"
@@ -156,12 +213,21 @@ _PARSE_LOCK = threading.Lock()
 
 
 def check_code(code: str) -> str | None:
-    """Why `code` is refused before it runs ("blocked: ..."), or None. Defence in depth only."""
+    """Why `code` is refused before it runs ("blocked: ..."), or None. Defence in depth only.
+
+    Never raises: code too long, or nested too deeply for the parser (RecursionError,
+    MemoryError, "AST constructor recursion depth" SystemError), is refused like a syntax error.
+    """
+    if len(code) > CODE_CHARS:
+        return f"blocked: code is {len(code)} characters, over the {CODE_CHARS} the check parses"
     try:
         with _PARSE_LOCK:
             tree = ast.parse(code)
     except SyntaxError as e:
         return f"blocked: syntax error at line {e.lineno}: {e.msg}"
+    except (RecursionError, MemoryError, ValueError, SystemError) as e:
+        why = f"{type(e).__name__}: {e}" if str(e) else type(e).__name__
+        return f"blocked: code nested too deeply for the parser ({why[:100]})"
     for node in ast.walk(tree):
         line = getattr(node, "lineno", "?")
         if isinstance(node, ast.Import | ast.ImportFrom):
@@ -169,15 +235,26 @@ def check_code(code: str) -> str | None:
                 if node.level:
                     return f"blocked: relative import at line {line}"
                 names = [node.module or ""]
+                for alias in node.names:  # `from matplotlib import os` imports os all the same
+                    if alias.name in DENIED_NAMES:
+                        return (
+                            f"blocked: import of {alias.name!r} from {node.module!r} at line "
+                            f"{line} is not allowed"
+                        )
             else:
                 names = [alias.name for alias in node.names]
             for name in names:
                 top = name.split(".")[0]
                 if top not in ALLOWED_IMPORTS:
                     return f"blocked: import of {name!r} at line {line} is not allowed"
+                denied = [part for part in name.split(".") if part in DENIED_NAMES]
+                if denied:  # import numpy.ctypeslib
+                    return f"blocked: import of {name!r} at line {line} is not allowed"
         elif isinstance(node, ast.Attribute):
             if _is_dunder(node.attr) and node.attr not in ALLOWED_DUNDERS:
                 return f"blocked: dunder attribute {node.attr!r} at line {line}"
+            if node.attr in DENIED_NAMES:  # matplotlib.os, np.ctypeslib
+                return f"blocked: attribute {node.attr!r} at line {line} names a module"
         elif isinstance(node, ast.Name):
             if node.id in BLOCKED_NAMES or (_is_dunder(node.id) and node.id not in ALLOWED_DUNDERS):
                 return f"blocked: name {node.id!r} at line {line}"
@@ -355,8 +432,16 @@ sys.modules.pop("ctypes", None)
 sys.path[:] = [cfg["site"]] + [p for p in sys.path if p and not p.startswith(cfg["run"])]
 sys.argv = ["main.py"]
 import runpy
-runpy.run_path(cfg["main"], run_name="__main__")
-"""
+try:
+    runpy.run_path(cfg["main"], run_name="__main__")
+except MemoryError:  # the host reads "memory" from this exit status, never from stderr text
+    try:
+        import traceback
+        traceback.print_exc()
+        sys.stderr.flush()
+    finally:
+        os._exit(@MEMORY_EXIT@)
+""".replace("@MEMORY_EXIT@", str(MEMORY_EXIT))
 
 
 # --------------------------------------------------------------------------- what is bound
@@ -496,7 +581,30 @@ def _run(
     seccomp_filter: bool = True,
 ) -> SandboxResult:
     """run_python's body. check_ast=False and seccomp_filter=False exist for the tests, which
-    show each layer holding on its own; production code calls run_python."""
+    show each layer holding on its own; production code calls run_python.
+
+    Never raises: a failure of this side (a bug, the host out of descriptors or disk) is a
+    failed result whose error starts "sandbox failure:"; the sandbox is killed and its
+    directory removed first."""
+    t0 = time.monotonic()
+    try:
+        return _run_once(code, inputs, timeout_s, check_ast, harvest_fonts, seccomp_filter)
+    except Exception as exc:  # noqa: BLE001 - one run's failure is that run's result
+        return SandboxResult(
+            False,
+            error=f"sandbox failure: {type(exc).__name__}: {str(exc)[:300]}",
+            seconds=time.monotonic() - t0,
+        )
+
+
+def _run_once(
+    code: str,
+    inputs: dict[str, bytes] | None,
+    timeout_s: float,
+    check_ast: bool,
+    harvest_fonts: bool,
+    seccomp_filter: bool,
+) -> SandboxResult:
     t0 = time.monotonic()
     if not _FONT_CACHE and not harvest_fonts:
         _warm_font_cache()
@@ -520,99 +628,122 @@ def _run(
                 False,
                 error=f"blocked: input name {name!r} must be a relative path without '..'",
             )
-    with tempfile.TemporaryDirectory(prefix="refinery-sandbox-") as tmp:
-        tmp_path = Path(tmp)
-        workdir, rundir = tmp_path / "work", tmp_path / "run"
-        workdir.mkdir()
-        rundir.mkdir()
-        (rundir / "empty").mkdir()
-        (workdir / MPLCONFIG).mkdir()
-        for name, data in _FONT_CACHE.items():
-            (workdir / MPLCONFIG / name).write_bytes(data)
-        for name, data in inputs.items():
-            target = workdir / name
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_bytes(data)
-        (rundir / "launch.py").write_text(LAUNCHER)
-        (rundir / "main.py").write_text(code)
-        cfg = {
-            "rlimits": {
-                "RLIMIT_CPU": CPU_SECONDS,
-                "RLIMIT_AS": MEMORY_BYTES,
-                "RLIMIT_FSIZE": FILE_BYTES,
-                "RLIMIT_NPROC": NPROC,
-                "RLIMIT_NOFILE": NOFILE,
-                "RLIMIT_CORE": 0,
-            },
-            "seccomp": seccomp.hex() if seccomp_filter else "",
-            "site": SITE,
-            "run": RUN,
-            "main": f"{RUN}/main.py",
-        }
-        status_r, status_w = os.pipe()
-        cmd = _bwrap_args(bwrap, workdir, rundir, status_w)
-        cmd += [
-            os.path.realpath(sys.executable),
-            "-I",
-            "-S",
-            "-B",
-            f"{RUN}/launch.py",
-            json.dumps(cfg),
-        ]
-        with (
-            open(tmp_path / "stdout", "w+b") as out,
-            open(tmp_path / "stderr", "w+b") as err,
-        ):
-            try:
-                proc = subprocess.Popen(
-                    cmd,
-                    stdin=subprocess.DEVNULL,
-                    stdout=out,
-                    stderr=err,
-                    env={"PATH": "/usr/bin:/bin"},
-                    pass_fds=(status_w,),
-                    start_new_session=True,
-                    cwd=tmp,
-                )
-            except OSError as e:
-                os.close(status_r)
-                os.close(status_w)
-                return SandboxResult(
-                    False, error=f"blocked: bubblewrap ({bwrap}) could not start: {e}; {BWRAP_FIX}"
-                )
+    tmp = tempfile.mkdtemp(prefix="refinery-sandbox-")
+    try:
+        return _run_in(
+            tmp, t0, bwrap, seccomp, code, inputs, timeout_s, harvest_fonts, seccomp_filter
+        )
+    finally:
+        _remove_tree(tmp)  # the code may leave a tree deeper than shutil.rmtree can recurse
+
+
+def _run_in(
+    tmp: str,
+    t0: float,
+    bwrap: str,
+    seccomp: bytes,
+    code: str,
+    inputs: dict[str, bytes],
+    timeout_s: float,
+    harvest_fonts: bool,
+    seccomp_filter: bool,
+) -> SandboxResult:
+    tmp_path = Path(tmp)
+    workdir, rundir = tmp_path / "work", tmp_path / "run"
+    workdir.mkdir()
+    rundir.mkdir()
+    (rundir / "empty").mkdir()
+    (workdir / MPLCONFIG).mkdir()
+    for name, data in _FONT_CACHE.items():
+        (workdir / MPLCONFIG / name).write_bytes(data)
+    for name, data in inputs.items():
+        target = workdir / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(data)
+    (rundir / "launch.py").write_text(LAUNCHER)
+    (rundir / "main.py").write_text(code)
+    cfg = {
+        "rlimits": {
+            "RLIMIT_CPU": CPU_SECONDS,
+            "RLIMIT_AS": MEMORY_BYTES,
+            "RLIMIT_FSIZE": FILE_BYTES,
+            "RLIMIT_NPROC": NPROC,
+            "RLIMIT_NOFILE": NOFILE,
+            "RLIMIT_CORE": 0,
+        },
+        "seccomp": seccomp.hex() if seccomp_filter else "",
+        "site": SITE,
+        "run": RUN,
+        "main": f"{RUN}/main.py",
+    }
+    status_r, status_w = os.pipe()
+    cmd = _bwrap_args(bwrap, workdir, rundir, status_w)
+    cmd += [
+        os.path.realpath(sys.executable),
+        "-I",
+        "-S",
+        "-B",
+        f"{RUN}/launch.py",
+        json.dumps(cfg),
+    ]
+    with (
+        open(tmp_path / "stdout", "w+b") as out,
+        open(tmp_path / "stderr", "w+b") as err,
+    ):
+        try:
+            proc = subprocess.Popen(
+                cmd,
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=err,
+                env={"PATH": "/usr/bin:/bin"},
+                pass_fds=(status_w,),
+                start_new_session=True,
+                cwd=tmp,
+            )
+        except OSError as e:
+            os.close(status_r)
             os.close(status_w)
+            return SandboxResult(
+                False, error=f"blocked: bubblewrap ({bwrap}) could not start: {e}; {BWRAP_FIX}"
+            )
+        os.close(status_w)
+        try:
             killed_for = _watch(proc, workdir, timeout_s)
+        finally:  # whatever happened here, nothing of the sandbox outlives this call
+            if proc.poll() is None:
+                _kill_group(proc)
             status = _read_status(status_r)
             _reap_namespace(status.get("pid-namespace"))
-            out.seek(0)
-            stdout = out.read(STDOUT_CHARS).decode("utf-8", "replace")
-            err.seek(0)
-            stderr = err.read(STDOUT_CHARS).decode("utf-8", "replace")
-        seconds = time.monotonic() - t0
-        if "child-pid" not in status:
-            msg = stderr.strip().splitlines()[-1] if stderr.strip() else "no output"
-            return SandboxResult(
-                False,
-                error=f"blocked: bubblewrap ({bwrap}) could not start the sandbox: {msg}; {BWRAP_FIX}",
-                stderr=stderr,
-                seconds=seconds,
-            )
-        error = killed_for or _exit_reason(proc.returncode, status.get("exit-code"), stderr)
-        outputs, too_big = _collect(workdir, inputs)
-        if harvest_fonts and error is None:
-            for font_list in (workdir / MPLCONFIG).glob("fontlist-*.json"):
-                if font_list.is_file() and not font_list.is_symlink():
-                    _FONT_CACHE[font_list.name] = font_list.read_bytes()
-        if error is None and too_big:
-            error = too_big
+        out.seek(0)
+        stdout = out.read(STDOUT_CHARS).decode("utf-8", "replace")
+        err.seek(0)
+        stderr = err.read(STDOUT_CHARS).decode("utf-8", "replace")
+    seconds = time.monotonic() - t0
+    if "child-pid" not in status:
+        msg = stderr.strip().splitlines()[-1] if stderr.strip() else "no output"
         return SandboxResult(
-            error is None,
-            outputs=outputs,
-            error=error,
-            stdout=stdout,
+            False,
+            error=f"blocked: bubblewrap ({bwrap}) could not start the sandbox: {msg}; {BWRAP_FIX}",
             stderr=stderr,
             seconds=seconds,
         )
+    error = killed_for or _exit_reason(proc.returncode, status.get("exit-code"), stderr)
+    outputs, too_big = _collect(workdir, inputs)
+    if harvest_fonts and error is None:
+        for font_list in (workdir / MPLCONFIG).glob("fontlist-*.json"):
+            if font_list.is_file() and not font_list.is_symlink():
+                _FONT_CACHE[font_list.name] = font_list.read_bytes()
+    if error is None and too_big:
+        error = too_big
+    return SandboxResult(
+        error is None,
+        outputs=outputs,
+        error=error,
+        stdout=stdout,
+        stderr=stderr,
+        seconds=seconds,
+    )
 
 
 # matplotlib's font list, built once per process by our own code in the sandbox (matplotlib
@@ -649,11 +780,9 @@ def _watch(proc: subprocess.Popen, workdir: Path, timeout_s: float) -> str | Non
         if time.monotonic() >= deadline:
             reason = "timeout"
         else:
-            size, count = _measure(workdir)
+            size, count, reason = _measure(workdir)
             if size > WORKDIR_BYTES:
                 reason = f"blocked: working directory over {WORKDIR_BYTES} bytes"
-            elif count > WORKDIR_FILES:
-                reason = f"blocked: working directory over {WORKDIR_FILES} entries"
         if reason:
             _kill_group(proc)
             break
@@ -668,17 +797,155 @@ def _kill_group(proc: subprocess.Popen) -> None:
     proc.wait()
 
 
-def _measure(workdir: Path) -> tuple[int, int]:
+def _measure(workdir: Path) -> tuple[int, int, str | None]:
+    """(bytes, entries, why the walk stopped or None) of the working directory, as it is now."""
     size = count = 0
-    for root, dirs, files in os.walk(workdir):
-        for name in dirs + files:
-            count += 1
+
+    def visit(dir_fd: int, rel: str, name: str, st: os.stat_result) -> None:
+        nonlocal size, count
+        count += 1
+        size += max(st.st_size if stat.S_ISREG(st.st_mode) else 0, st.st_blocks * 512)
+
+    why = _walk(workdir, visit)
+    return size, count, why
+
+
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+
+
+def _listdir(fd: int, limit: int) -> list[str]:
+    with os.scandir(fd) as it:  # scandir works on its own duplicate of fd
+        names = []
+        for entry in it:
+            names.append(entry.name)
+            if len(names) > limit:
+                break
+    return sorted(names)
+
+
+def _walk(
+    workdir: Path, visit: Callable[[int, str, str, os.stat_result], None], skip_top: str = ""
+) -> str | None:
+    """Call visit(dir_fd, relative path, name, lstat) for each entry under workdir, depth first.
+
+    No recursion and no path longer than one name (each directory is opened relative to its
+    parent's descriptor, never following links), so a tree the code made as deep or as long as
+    it likes cannot exhaust the stack or PATH_MAX. Stops at WORKDIR_FILES entries or
+    WORKDIR_DEPTH levels and returns why ("blocked: ..."), else None. `skip_top` names one
+    top-level entry that is not walked.
+    """
+    total = 0
+    root = os.open(workdir, _DIR_FLAGS)
+    stack: list[tuple[int, str, Iterator[str]]] = []
+    try:
+        stack.append((root, "", iter(_listdir(root, WORKDIR_FILES))))
+        while stack:
+            fd, rel, names = stack[-1]
+            name = next(names, None)
+            if name is None:
+                os.close(fd)
+                stack.pop()
+                continue
+            if not rel and name == skip_top:
+                continue
+            total += 1
+            if total > WORKDIR_FILES:
+                return f"blocked: working directory over {WORKDIR_FILES} entries"
             try:
-                st = os.lstat(os.path.join(root, name))
+                st = os.stat(name, dir_fd=fd, follow_symlinks=False)
             except OSError:
                 continue
-            size += max(st.st_size if stat.S_ISREG(st.st_mode) else 0, st.st_blocks * 512)
-    return size, count
+            path = f"{rel}/{name}" if rel else name
+            visit(fd, path, name, st)
+            if not stat.S_ISDIR(st.st_mode):
+                continue
+            if len(stack) >= WORKDIR_DEPTH:
+                return f"blocked: working directory deeper than {WORKDIR_DEPTH} levels"
+            try:
+                child = os.open(name, _DIR_FLAGS, dir_fd=fd)
+            except OSError:
+                continue
+            try:
+                listing = _listdir(child, WORKDIR_FILES)
+            except OSError:
+                os.close(child)
+                continue
+            stack.append((child, path, iter(listing)))
+        return None
+    finally:
+        for fd, _, _ in stack:
+            os.close(fd)
+
+
+def _remove_tree(path: str) -> None:
+    """Remove a directory tree of any depth: no recursion, one descriptor at a time.
+
+    The sandbox is gone by now, so nothing changes the tree underneath: it goes down one
+    directory at a time (relative to the descriptor held) and back up through "..", so neither
+    the stack, the descriptor limit nor PATH_MAX bounds the depth (shutil.rmtree recurses in
+    Python 3.11). Directories the code made unreadable are made readable first. Best effort:
+    an entry that cannot be removed is left, and never raises.
+    """
+    try:
+        os.chmod(path, 0o700)
+        fd = os.open(path, _DIR_FLAGS)
+    except OSError:
+        return
+    names: list[str] = []  # the directories entered below path, outermost first
+    stuck: set[tuple[int, int]] = set()  # directories that could not be entered nor removed
+    try:
+        while True:
+            sub = None
+            try:
+                with os.scandir(fd) as it:
+                    entries = list(it)
+            except OSError:
+                entries = []
+            for entry in entries:
+                try:
+                    if entry.is_dir(follow_symlinks=False):
+                        st = entry.stat(follow_symlinks=False)
+                        if (st.st_dev, st.st_ino) not in stuck:
+                            sub = entry.name
+                            break
+                        continue
+                    os.unlink(entry.name, dir_fd=fd)
+                except OSError:
+                    continue
+            if sub is not None:
+                try:
+                    os.chmod(sub, 0o700, dir_fd=fd)
+                    child = os.open(sub, _DIR_FLAGS, dir_fd=fd)
+                except OSError:
+                    try:
+                        os.rmdir(sub, dir_fd=fd)
+                    except OSError:
+                        st = os.stat(sub, dir_fd=fd, follow_symlinks=False)
+                        stuck.add((st.st_dev, st.st_ino))
+                    continue
+                st = os.fstat(child)
+                stuck.add((st.st_dev, st.st_ino))  # entered once: never again (no cycles)
+                os.close(fd)
+                fd = child
+                names.append(sub)
+                continue
+            if not names:
+                break
+            parent = os.open("..", _DIR_FLAGS, dir_fd=fd)
+            os.close(fd)
+            fd = parent
+            try:
+                os.rmdir(names.pop(), dir_fd=fd)
+            except OSError:
+                pass
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+    try:
+        os.rmdir(path)
+    except OSError:
+        pass
 
 
 def _read_status(fd: int) -> dict[str, int]:
@@ -752,11 +1019,13 @@ _SIGNAL_ERRORS = {
 }
 
 
-def _exit_reason(returncode: int | None, code: int | None, stderr: str) -> str | None:
+def _exit_reason(returncode: int | None, code: int | None, stderr: str = "") -> str | None:
+    """The error for an exit status: "memory" only from the launcher's MEMORY_EXIT (a
+    MemoryError ended the code), never from stderr, which the code writes as it likes."""
     code = returncode if code is None else code
     if code == 0:
         return None
-    if "MemoryError" in stderr[-4000:]:
+    if code == MEMORY_EXIT:
         return "memory"
     if code is not None and code < 0:
         code = 128 - code
@@ -772,27 +1041,27 @@ def _collect(workdir: Path, inputs: dict[str, bytes]) -> tuple[dict[str, bytes],
     outputs: dict[str, bytes] = {}
     total = 0
     too_big = None
-    for root, dirs, files in os.walk(workdir):
-        rel_root = os.path.relpath(root, workdir)
-        if rel_root == ".":
-            dirs[:] = [d for d in dirs if d != MPLCONFIG]
-        for name in sorted(files):
-            path = os.path.join(root, name)
-            rel = name if rel_root == "." else f"{rel_root}/{name}"
-            try:
-                fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-            except OSError:
-                continue
-            with os.fdopen(fd, "rb") as f:
-                st = os.fstat(f.fileno())
-                if not stat.S_ISREG(st.st_mode):
-                    continue
-                if total + st.st_size > OUTPUT_BYTES:
-                    too_big = f"blocked: outputs over {OUTPUT_BYTES} bytes"
-                    continue
-                data = f.read(OUTPUT_BYTES - total + 1)
-            if inputs.get(rel) == data:
-                continue
-            total += len(data)
-            outputs[rel] = data
-    return outputs, too_big
+
+    def visit(dir_fd: int, rel: str, name: str, st: os.stat_result) -> None:
+        nonlocal total, too_big
+        if not stat.S_ISREG(st.st_mode):
+            return
+        try:
+            fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=dir_fd)
+        except OSError:
+            return
+        with os.fdopen(fd, "rb") as f:
+            fst = os.fstat(f.fileno())
+            if not stat.S_ISREG(fst.st_mode):
+                return
+            if total + fst.st_size > OUTPUT_BYTES:
+                too_big = f"blocked: outputs over {OUTPUT_BYTES} bytes"
+                return
+            data = f.read(OUTPUT_BYTES - total + 1)
+        if inputs.get(rel) == data:
+            return
+        total += len(data)
+        outputs[rel] = data
+
+    why = _walk(workdir, visit, skip_top=MPLCONFIG)
+    return outputs, too_big or why

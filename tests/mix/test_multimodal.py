@@ -573,3 +573,26 @@ def test_beam_build_of_an_image_mixture_is_byte_identical(built, tmp_path):
     assert (tmp_path / "beam/manifest.json").read_bytes() == (mix / "manifest.json").read_bytes()
     for name in ("images.parquet", "rejects.parquet"):
         assert (tmp_path / "beam" / name).read_bytes() == (mix / name).read_bytes()
+
+
+def test_a_decompression_bomb_is_an_undecodable_image_not_the_end(tmp_path):
+    """A PNG whose header claims 30000x30000 (Pillow's DecompressionBombError, which is not an
+    OSError) and other decode failures are the row's `image_undecodable` reject."""
+    import struct
+    import zlib
+
+    from training.mixture.images import _inspect
+
+    def chunk(kind: bytes, body: bytes) -> bytes:
+        crc = struct.pack(">I", zlib.crc32(kind + body))
+        return struct.pack(">I", len(body)) + kind + body + crc
+
+    ihdr = struct.pack(">IIBBBBB", 30000, 30000, 8, 0, 0, 0, 0)
+    bomb = tmp_path / "bomb.png"
+    bomb.write_bytes(
+        b"\x89PNG\r\n\x1a\n"
+        + chunk(b"IHDR", ihdr)
+        + chunk(b"IDAT", zlib.compress(b"\0" * 1000))
+        + chunk(b"IEND", b"")
+    )
+    assert _inspect(str(bomb)) == "image_undecodable"

@@ -154,3 +154,15 @@ def test_io_manager_hands_out_handles_and_falls_back_to_the_lake_place(tmp_path)
     (tmp_path / "extract").mkdir()
     loaded = io.load_input(build_input_context(asset_key="documents"))
     assert loaded.path == str(tmp_path / "extract")
+
+
+def test_format_figures_escapes_control_characters():
+    """A figure holding text from a stage's data (sandbox stderr in a chart status) never sends
+    ESC/OSC/\\r to the terminal: they are written as escapes."""
+    from pipelines.stage import format_figures
+
+    line = format_figures(
+        {"status": {"exit code 1: \x1b]0;TITLE\x07\x1b[2K\rok": 3}, "note": "a\x1b[8mb\tc"}
+    )
+    assert line == "status=exit code 1: \\x1b]0;TITLE\\x07\\x1b[2K\\rok:3  note=a\\x1b[8mb\tc"
+    assert not any(ord(c) < 32 and c != "\t" or ord(c) == 127 for c in line)

@@ -5,14 +5,18 @@ malicious code blocked)."""
 
 from __future__ import annotations
 
+import io
 import json
 import re
 import shutil
+import struct
+import zlib
 from types import SimpleNamespace
 
 import numpy as np
 import pyarrow.parquet as pq
 import pytest
+from PIL import Image
 
 from common.teacher import TeacherClient
 from synth import charts
@@ -27,7 +31,32 @@ needs_bwrap = pytest.mark.skipif(
     shutil.which("bwrap") is None,
     reason="bubblewrap (bwrap) is not installed: apt-get install bubblewrap",
 )
-PNG = b"\x89PNG\r\n\x1a\n" + b"\x00" * 16
+
+
+def _png(size=(8, 6), extra_chunk: bytes = b"") -> bytes:
+    """A real small PNG (the host decodes every chart.png), optionally with a chunk before IEND."""
+    buf = io.BytesIO()
+    Image.new("RGB", size, (200, 30, 30)).save(buf, format="PNG")
+    data = buf.getvalue()
+    return data[:-12] + extra_chunk + data[-12:] if extra_chunk else data
+
+
+def _chunk(kind: bytes, body: bytes) -> bytes:
+    return struct.pack(">I", len(body)) + kind + body + struct.pack(">I", zlib.crc32(kind + body))
+
+
+def _header_only_png(width: int, height: int) -> bytes:
+    """A PNG whose IHDR claims width x height with a tiny IDAT (a decompression bomb's header)."""
+    ihdr = struct.pack(">IIBBBBB", width, height, 8, 0, 0, 0, 0)
+    return (
+        b"\x89PNG\r\n\x1a\n"
+        + _chunk(b"IHDR", ihdr)
+        + _chunk(b"IDAT", zlib.compress(b"\0" * 1000))
+        + _chunk(b"IEND", b"")
+    )
+
+
+PNG = _png()
 
 
 def fake_run(code, inputs=None, timeout_s=30.0):
@@ -281,3 +310,112 @@ def test_teacher_data_that_does_not_fit_keeps_the_reason(server, tmp_path):
     (row,) = pq.read_table(tmp_path / "charts.parquet").to_pylist()
     assert row["status"].startswith("teacher: ValueError") and "2 values for 3" in row["status"]
     assert row["image_path"] is None and s["rendered"] == 0
+
+
+# --------------------------------------------------------------------------- one chart, one status
+
+
+def _run_giving(png: bytes):
+    def run(code, inputs=None, timeout_s=30.0):
+        return SimpleNamespace(ok=True, outputs={"chart.png": png}, error=None, stderr="")
+
+    return run
+
+
+@pytest.mark.parametrize(
+    ("png", "status"),
+    [
+        (_header_only_png(30000, 30000), "chart.png does not decode: DecompressionBombError"),
+        (_header_only_png(7000, 7000), "chart.png is 7000x7000 = 49000000 pixels, over"),
+        (b"\x89PNG\r\n\x1a\n" + b"\x00" * 16, "chart.png does not decode"),
+        (_png()[:-40], "chart.png does not decode"),
+    ],
+)
+def test_a_chart_png_is_decoded_on_the_host_with_a_pixel_cap(tmp_path, png, status):
+    s = make_charts(tmp_path, n=1, seed=0, types=["bar"], run=_run_giving(png))
+    (row,) = pq.read_table(tmp_path / "charts.parquet").to_pylist()
+    assert row["status"].startswith(status), row["status"]
+    assert row["image_path"] is None and row["qa"] == [] and s["rendered"] == 0
+    assert list((tmp_path / "images").iterdir()) == []
+
+
+def test_a_chart_png_is_stored_re_encoded(tmp_path):
+    png = _png(extra_chunk=_chunk(b"tEXt", b"Comment\0secret-from-the-sandbox"))
+    make_charts(tmp_path, n=1, seed=0, types=["bar"], run=_run_giving(png))
+    (row,) = pq.read_table(tmp_path / "charts.parquet").to_pylist()
+    assert row["status"] == "ok"
+    stored = (tmp_path / row["image_path"]).read_bytes()
+    assert b"secret-from-the-sandbox" not in stored
+    with Image.open(io.BytesIO(stored)) as im:
+        assert (im.format, im.size) == ("PNG", (8, 6))
+
+
+def test_the_chart_pixel_cap_is_the_image_stages():
+    from crawlers.images.config import ImageFetchConfig
+
+    assert charts.MAX_CHART_PIXELS == ImageFetchConfig.model_fields["max_pixels"].default
+
+
+def test_control_characters_from_stderr_never_reach_the_status(tmp_path):
+    stderr = "Traceback\n\x1b]0;TITLE\x07\x1b[2K\rcharts=3 rendered=3 status=ok:3\x1b[8m\x9b\n"
+
+    def run(code, inputs=None, timeout_s=30.0):
+        return SimpleNamespace(ok=False, outputs={}, error="exit code 1", stderr=stderr)
+
+    s = make_charts(tmp_path, n=1, seed=0, types=["bar"], run=run)
+    (row,) = pq.read_table(tmp_path / "charts.parquet").to_pylist()
+    assert row["status"] == "exit code 1: charts=3 rendered=3 status=ok:3[8m"
+    assert list(s["status"]) == [row["status"]]
+
+
+def test_an_exception_in_one_chart_is_that_charts_status(tmp_path):
+    calls = []
+
+    def run(code, inputs=None, timeout_s=30.0):
+        calls.append(1)
+        if len(calls) == 1:
+            raise RecursionError("maximum recursion depth exceeded")
+        return fake_run(code, inputs, timeout_s)
+
+    s = make_charts(tmp_path, n=3, seed=0, types=["bar"], run=run, workers=2)
+    rows = pq.read_table(tmp_path / "charts.parquet").to_pylist()
+    statuses = sorted(r["status"] for r in rows)
+    assert statuses == ["error: RecursionError: maximum recursion depth exceeded", "ok", "ok"]
+    assert s["rendered"] == 2
+
+
+def test_teacher_values_that_are_not_finite_or_huge_are_the_charts_reject(server, tmp_path):
+    huge = dict(TEACHER_DATA, series=[{"name": "Cups", "values": [1e308, 1e308, 1]}])
+    infinite = json.dumps(TEACHER_DATA).replace("[120, 80, 95]", "[1e400, 1e400, 1]")
+    sum_qa = {"qa": [dict(_teacher_qa()["qa"][2], answer="295")]}
+    server["script"] = [
+        ("ok", json.dumps(huge)),
+        ("ok", json.dumps(huge)),  # the repair retry
+        ("ok", infinite),
+        ("ok", infinite),
+        ("ok", json.dumps(TEACHER_DATA)),
+        ("ok", json.dumps({"code": "x = 1"})),
+        ("ok", json.dumps(sum_qa)),
+    ]
+    teacher = TeacherClient(server["base_url"], "tiny-teacher", timeout=5, backoff_s=0.01)
+    s = make_charts(tmp_path, n=3, seed=0, types=["bar"], teacher=teacher, run=fake_run, workers=1)
+    too_big, not_finite, good = pq.read_table(tmp_path / "charts.parquet").to_pylist()
+    assert too_big["status"].startswith("teacher: TeacherSchemaError")
+    assert "less than or equal to 1000000000000" in too_big["status"]
+    assert not_finite["status"].startswith("teacher: TeacherSchemaError")
+    assert "finite number" in not_finite["status"]
+    assert good["status"] == "ok" and [q["answer"] for q in good["qa"]] == ["295"]
+    assert s["rendered"] == 1
+
+
+def test_a_qa_item_that_cannot_be_computed_is_dropped_with_its_reason():
+    data = {"categories": ["a", "b", "c"], "series": [{"name": "s", "values": [1e308, 1e308, 1]}]}
+    items = [
+        charts.TeacherQAItem(question="Sum?", answer="1", kind="sum", series="s"),
+        charts.TeacherQAItem(question="a?", answer="1e+308", kind="lookup", categories=["a"]),
+    ]
+    dropped: list[dict] = []
+    kept = charts._check_teacher_qa(data, items, "chart-0", dropped)
+    assert [d["reject"] for d in dropped] == ["not computable"]
+    assert dropped[0]["reason"].startswith("not computable: OverflowError")
+    assert [q["question"] for q in kept] == ["a?"]

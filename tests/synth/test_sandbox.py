@@ -11,6 +11,7 @@ import os
 import platform
 import shutil
 import socket
+import tempfile
 import threading
 import time
 import uuid
@@ -627,3 +628,108 @@ def test_code_checks_from_many_threads_at_once_never_fail_on_the_parser():
     for t in threads:
         t.join()
     assert not errors, errors[:3]
+
+
+# --------------------------------------------------------------------------- deep trees, failures
+
+
+@pytest.fixture
+def own_tmp_dirs(monkeypatch) -> list[str]:
+    """The temporary directories this test's runs make (other xdist workers make their own)."""
+    made: list[str] = []
+    mkdtemp = tempfile.mkdtemp
+
+    def recording(*args, **kwargs):
+        made.append(mkdtemp(*args, **kwargs))
+        return made[-1]
+
+    monkeypatch.setattr(sandbox.tempfile, "mkdtemp", recording)
+    return made
+
+
+def test_a_deep_directory_tree_is_a_failed_run_and_is_removed(own_sandboxes, own_tmp_dirs):
+    """1100 levels used to blow the recursive os.walk (RecursionError out of run_python) and
+    shutil.rmtree; now the walk stops at WORKDIR_DEPTH and the tree is removed without recursion."""
+    code = (
+        "import os\n"
+        "for i in range(1100):\n"
+        "    os.mkdir('d' * 200)\n"
+        "    os.chdir('d' * 200)\n"
+        "open('chart.png', 'wb').write(b'x')\n"
+        "os.chmod('.', 0)\n"
+    )
+    r = escape(code, timeout_s=20)
+    assert not r.ok
+    assert r.error == f"blocked: working directory deeper than {sandbox.WORKDIR_DEPTH} levels"
+    assert not left_in(own_sandboxes)
+    assert own_tmp_dirs and not [d for d in own_tmp_dirs if os.path.lexists(d)]
+
+
+def test_a_failure_while_watching_kills_the_sandbox_and_is_a_result(
+    own_sandboxes, own_tmp_dirs, monkeypatch
+):
+    """Whatever goes wrong on this side while the code runs: the process group is killed, the
+    directory removed, and run_python returns a failed result instead of raising."""
+
+    def broken(workdir):
+        raise RecursionError("maximum recursion depth exceeded")
+
+    monkeypatch.setattr(sandbox, "_measure", broken)
+    t0 = time.monotonic()
+    r = run_python("import time\ntime.sleep(30)\n", timeout_s=20)
+    assert time.monotonic() - t0 < 10
+    assert not r.ok and r.error.startswith("sandbox failure: RecursionError"), r.error
+    assert not left_in(own_sandboxes)
+    assert own_tmp_dirs and not [d for d in own_tmp_dirs if os.path.lexists(d)]
+
+
+def test_memory_comes_from_the_exit_status_not_from_stderr():
+    code = "import sys\nprint('MemoryError', file=sys.stderr)\nraise SystemExit(3)\n"
+    r = escape(code)
+    assert (r.ok, r.error) == (False, "exit code 3")
+    r = escape("raise ValueError('MemoryError in the message')")
+    assert (r.ok, r.error) == (False, "exit code 1")
+    r = escape("raise MemoryError")
+    assert (r.ok, r.error) == (False, "memory") and "MemoryError" in r.stderr
+
+
+@pytest.mark.parametrize(
+    "code",
+    [
+        "x = 1" + "+1" * 300000,  # 600 KB: over CODE_CHARS
+        "x = " + "-" * 200000 + "1",
+        "x = " + "-" * 100000 + "1",  # under the cap: MemoryError in the parser
+        "x = 1" + "+1" * 50000,  # under the cap: RecursionError building the AST
+        "x = " + "lambda: " * 5000 + "1",
+    ],
+)
+def test_ast_check_refuses_code_the_parser_cannot_take(code):
+    why = sandbox.check_code(code)
+    assert why is not None and why.startswith("blocked: "), why
+    r = run_python(code)
+    assert not r.ok and r.error == why
+
+
+@pytest.mark.parametrize(
+    ("code", "why"),
+    [
+        ("from matplotlib import os\nos.listdir('/')", "import of 'os' from 'matplotlib'"),
+        ("from matplotlib import importlib", "import of 'importlib' from 'matplotlib'"),
+        ("from numpy import ctypeslib", "import of 'ctypeslib' from 'numpy'"),
+        ("from matplotlib import sys as s", "import of 'sys' from 'matplotlib'"),
+        ("import numpy.ctypeslib", "import of 'numpy.ctypeslib'"),
+        ("import numpy as np\nnp.ctypeslib.load_library", "attribute 'ctypeslib'"),
+        ("import matplotlib\nmatplotlib.os.system('id')", "attribute 'os'"),
+    ],
+)
+def test_ast_check_blocks_modules_imported_by_name(code, why):
+    r = run_python(code)
+    assert not r.ok and r.error.startswith("blocked: ") and why in r.error, r.error
+
+
+def test_ast_check_still_allows_names_that_are_not_modules():
+    code = (
+        "from numpy import array, select, random\nfrom matplotlib import pyplot, colors\n"
+        "import pandas as pd\nt = pd.api.types\nfrom math import inf\n"
+    )
+    assert sandbox.check_code(code) is None

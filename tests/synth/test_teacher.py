@@ -152,6 +152,15 @@ def test_client_error_is_not_retried(server):
         (b'{"choices": [{"message": {"role": "assist', "not JSON"),
         (b'{"choices": []}', "without choices"),
         (b'{"choices": [{"index": 0, "message": {"role": "assistant", "content": null}}]}', "null"),
+        (
+            b'{"choices": [{"index": 0, "message": {"role": "assistant", "content": 123}}]}',
+            "content of type int .* not a string; point the teacher URL",
+        ),
+        (
+            b'{"choices": [{"index": 0, "message": {"role": "assistant", "content": '
+            b'[{"type": "text", "text": "x"}]}}]}',
+            "content of type list",
+        ),
     ],
 )
 def test_broken_response_body_is_a_typed_error(server, tmp_path, body, error):
@@ -476,3 +485,24 @@ def test_bad_configuration_fails_clearly():
         TeacherClient("http://127.0.0.1:8000/v1", "m", requests_per_s=-1)
     with pytest.raises(TypeError, match="pydantic"):
         TeacherClient("http://127.0.0.1:8000/v1", "m").chat_json(HI, dict)
+
+
+@pytest.mark.parametrize(
+    "usage",
+    [
+        {"prompt_tokens": "lots", "completion_tokens": 2, "total_tokens": 2},
+        {"prompt_tokens": 1e30, "completion_tokens": -5, "total_tokens": "x"},
+        {"prompt_tokens": None, "completion_tokens": [1], "total_tokens": {"a": 1}},
+    ],
+)
+def test_usage_that_is_not_a_count_is_read_as_zero(server, tmp_path, usage):
+    """Usage is accounting: garbage there must not turn a good answer into a crash."""
+    body = dict(fake_teacher.completion(GOOD_QA), usage=usage)
+    server["script"] = [("raw", json.dumps(body).encode())]
+    client = _client(server, cache_dir=tmp_path)
+    assert client.chat_json(HI, QA).answer == 42
+    u = client.usage()
+    assert (u["requests"], u["failures"], u["prompt_tokens"]) == (1, 0, 0)
+    assert u["completion_tokens"] == (2 if usage["completion_tokens"] == 2 else 0)
+    assert _client(server, cache_dir=tmp_path).chat_json(HI, QA).answer == 42  # cached
+    assert len(server["requests"]) == 1

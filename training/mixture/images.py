@@ -158,7 +158,9 @@ def _inspect(path: str) -> dict[str, Any] | str:
             im.verify()
         with Image.open(io.BytesIO(data)) as im:
             width, height, fmt = im.size[0], im.size[1], im.format
-    except (UnidentifiedImageError, OSError, ValueError, SyntaxError):
+    except (UnidentifiedImageError, Image.DecompressionBombError, OSError, ValueError, SyntaxError):
+        return "image_undecodable"
+    except Exception:  # noqa: BLE001 - Pillow raises many kinds on a bad file: the row's reject
         return "image_undecodable"
     ext = IMAGE_FORMATS.get(fmt or "", (fmt or "bin").lower())
     return {
