@@ -194,6 +194,47 @@ def check_utf8(path: str | Path, table: pa.Table, fix: str = "", offset: int = 0
             raise InputError(f"{path}: column {name}: invalid UTF-8; {fix}") from None
 
 
+def invalid_utf8_rows(path: str | Path, column: str, batch_size: int = 1024) -> list[int]:
+    """Rows (0-based) whose `column` (a string column) holds bytes that are not UTF-8, read batch
+    by batch; for a stage that records such rows as rejects instead of refusing the file."""
+    bad: list[int] = []
+    with pq.ParquetFile(path) as pf:
+        row = 0
+        for batch in pf.iter_batches(batch_size=batch_size, columns=[column]):
+            col = batch.column(0)
+            try:
+                col.validate(full=True)
+            except pa.ArrowInvalid:
+                for i, v in enumerate(col.cast(pa.binary()).to_pylist()):
+                    if v is not None:
+                        try:
+                            v.decode("utf-8")
+                        except UnicodeDecodeError:
+                            bad.append(row + i)
+            row += batch.num_rows
+    return bad
+
+
+def utf8_replaced(batch: pa.RecordBatch) -> pa.RecordBatch:
+    """`batch` with every string value that is not UTF-8 decoded with U+FFFD for its bad bytes
+    (the caller has recorded those rows; this only lets them be read as Python strings)."""
+    cols = []
+    for col in batch.columns:
+        if pa.types.is_string(col.type) or pa.types.is_large_string(col.type):
+            try:
+                col.validate(full=True)
+            except pa.ArrowInvalid:
+                raw = col.cast(
+                    pa.large_binary() if pa.types.is_large_string(col.type) else pa.binary()
+                )
+                vals = [
+                    None if v is None else v.decode("utf-8", "replace") for v in raw.to_pylist()
+                ]
+                col = pa.array(vals, col.type)
+        cols.append(col)
+    return pa.RecordBatch.from_arrays(cols, schema=batch.schema)
+
+
 def check_file(
     path: str | Path,
     required: Mapping[str, str] | Iterable[str] = (),

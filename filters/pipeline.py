@@ -34,7 +34,7 @@ from types import SimpleNamespace
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from common.inputs import url_host
+from common.inputs import url_host, utf8_replaced
 from filters import dedup_shards, linededup
 from filters.annotate import ADDED_COLUMNS, REWRITTEN_COLUMNS
 from filters.config import FilterConfig
@@ -168,7 +168,9 @@ def rows_for_budget(
 
 
 def read_chunk(chunk: Chunk, files=LOCAL_FILES, columns: list[str] | None = None) -> Iterator[dict]:
-    """Rows [start, stop) of a Parquet file, in input order (only `columns` if given)."""
+    """Rows [start, stop) of a Parquet file, in input order (only `columns` if given). Text that
+    is not UTF-8 is read with U+FFFD for its bad bytes: the run recorded those rows as
+    `invalid_utf8` rejects (`input_rejects`), and one such row never ends the run."""
     _, path, start, stop = chunk
     with files.open_read(path) as f:
         pf = pq.ParquetFile(f)
@@ -183,7 +185,8 @@ def read_chunk(chunk: Chunk, files=LOCAL_FILES, columns: list[str] | None = None
                     if hi <= start:
                         continue
                     first = max(lo, start)
-                    yield from batch.slice(first - lo, min(hi, stop) - first).to_pylist()
+                    part = utf8_replaced(batch.slice(first - lo, min(hi, stop) - first))
+                    yield from part.to_pylist()
                     if hi >= stop:
                         break
             base += n
@@ -216,6 +219,39 @@ def chunk_line_pairs(chunk: Chunk, files=LOCAL_FILES) -> tuple[int, object]:
     return chunk[0], linededup.line_pairs(texts)
 
 
+# Rows the filter cannot treat as documents, found in the input before any step runs
+# (`filters.run.input_rejects`): each is annotated, its `drop_reason` this reason.
+INPUT_REJECTS = ("invalid_utf8", "null_id", "duplicate_id")
+
+
+def _rejects_part(parts_dir: str, index: int, files) -> str:
+    return files.join(parts_dir, f"rejects-{index:06d}.json")
+
+
+def write_input_rejects(
+    rejects: dict[int, str], chunks: list[Chunk], parts_dir: str, files=LOCAL_FILES
+) -> None:
+    """Write each chunk's input rejects (row within the chunk -> reason) to the work dir, where
+    `annotate_chunk` reads them (any executor: the work dir is theirs)."""
+    from bisect import bisect_right
+
+    starts = [c[2] for c in chunks]
+    by_chunk: dict[int, dict[str, str]] = {}
+    for row, why in sorted(rejects.items()):
+        index, _, start, _ = chunks[bisect_right(starts, row) - 1]
+        by_chunk.setdefault(index, {})[str(row - start)] = why
+    for index, mine in by_chunk.items():
+        files.write_json(_rejects_part(parts_dir, index, files), mine)
+
+
+def _input_rejects(chunk: Chunk, parts_dir: str, files) -> dict[int, str]:
+    try:
+        found = files.read_json(_rejects_part(parts_dir, chunk[0], files))
+    except OSError:  # none written: the chunk has no input rejects
+        return {}
+    return {int(k): v for k, v in found.items()}
+
+
 def annotate_chunk(
     chunk: Chunk,
     annotator,
@@ -226,8 +262,12 @@ def annotate_chunk(
     repeated: set[int] | frozenset = frozenset(),
 ) -> tuple[int, list[tuple]]:
     """Read a chunk, remove its `repeated` lines and annotate it (`linededup.annotate_row`),
-    write it as the `pre` part; return its dedup features."""
+    mark its input rejects (`write_input_rejects`), write it as the `pre` part; return its
+    dedup features (never of a reject)."""
+    rejects = _input_rejects(chunk, parts_dir, files)
     rows = [linededup.annotate_row(r, annotator, repeated) for r in read_chunk(chunk, files)]
+    for i, reason in rejects.items():
+        rows[i]["drop_reason"], rows[i]["rescued"] = reason, False
     _write_table(
         _part(parts_dir, "pre", chunk[0], files), pa.Table.from_pylist(rows, schema), files
     )

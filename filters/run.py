@@ -97,19 +97,59 @@ def load_filter_config(config: FilterConfig | dict | str | Path | None) -> Filte
 
 def check_input(path: Path) -> pa.Schema:
     """The input's schema, after checking it is readable with the columns the filter needs and
-    unique, non-null ids (one line naming the file otherwise)."""
-    from common.inputs import check_file
+    its string columns other than `text` valid UTF-8 (one line naming the file otherwise).
+    Rows the filter cannot take as documents are rejects, not errors (`input_rejects`)."""
+    from common.inputs import check_file, read_schema
 
     if not path.exists():
         raise FileNotFoundError(f"{path}: no documents.parquet (run `refinery extract` first)")
-    # Readable, the columns there and of their kind, text valid UTF-8: one line naming the file
-    schema = check_file(path, REQUIRED_COLUMNS, fix=FIX)
+    schema = read_schema(path, FIX)
+    utf8 = [f.name for f in schema if f.name != "text"]
+    return check_file(path, REQUIRED_COLUMNS, fix=FIX, utf8=utf8)
+
+
+def input_rejects(path: Path) -> dict[int, str]:
+    """Input rows (0-based) the filter records as rejects instead of documents, with the reason:
+    `invalid_utf8` (its text is not UTF-8), `null_id`, `duplicate_id` (an id an earlier row
+    has: the first row with an id is the document, `duplicate_of` and dedup refer to ids)."""
+    import numpy as np
+
+    from common.inputs import invalid_utf8_rows
+
+    rejects = dict.fromkeys(invalid_utf8_rows(path, "text"), "invalid_utf8")
     ids = pq.read_table(path, columns=["id"])["id"]
-    if pc.count_distinct(ids).as_py() != len(ids) or ids.null_count:
-        raise ValueError(
-            f"{path}: column `id` must be unique and non-null (duplicate_of refers to it)"
+    if ids.null_count:
+        rejects.update(
+            dict.fromkeys(np.flatnonzero(pc.is_null(ids).to_numpy(False)).tolist(), "null_id")
         )
-    return schema
+    if pc.count_distinct(ids).as_py() + (1 if ids.null_count else 0) != len(ids):
+        rows = pa.table({"id": ids, "row": pa.array(np.arange(len(ids)))})
+        first = rows.group_by("id", use_threads=False).aggregate([("row", "min")])["row_min"]
+        later = pc.invert(pc.is_in(rows["row"], value_set=first.combine_chunks()))
+        later = pc.and_(later, pc.is_valid(ids))
+        rejects.update(
+            dict.fromkeys(np.flatnonzero(later.to_numpy(False)).tolist(), "duplicate_id")
+        )
+    return rejects
+
+
+OUTPUTS = ("annotated.parquet", "documents.parquet", "dup_clusters.parquet")
+OUTPUTS += ("host_languages.parquet", "stats.json", "funnel.json")
+WORK_PREFIX = "_beam-"
+
+
+def clear_previous_run(out: Path) -> None:
+    """Before a run writes anything into `out`: remove the manifests of the outputs (a run
+    killed while it writes then leaves outputs without manifests, which no check takes as
+    whole, never an old manifest over new or stale rows) and the work dirs (`_beam-*`, a
+    copy of the data) that killed runs left. A re-run writes both again."""
+    from common.manifest import manifest_path
+
+    for name in OUTPUTS:
+        manifest_path(out / name).unlink(missing_ok=True)
+    for work in out.glob(f"{WORK_PREFIX}*"):
+        if work.is_dir():
+            shutil.rmtree(work, ignore_errors=True)
 
 
 def quality_models_for(
@@ -221,7 +261,7 @@ def run_filter(
     """
     from filters import decontam, report, urls
     from filters.linededup import threshold as line_threshold
-    from filters.pipeline import output_schema, plan_chunks
+    from filters.pipeline import output_schema, plan_chunks, write_input_rejects
 
     executor = executor or InProcess()
     cfg = urls.with_blocklist(
@@ -233,8 +273,10 @@ def run_filter(
     index = decontam.load_index(cfg.decontamination) if cfg.decontamination.evals else None
     docs_path = Path(docs_dir) / "documents.parquet"
     in_schema = check_input(docs_path)
+    rejects = input_rejects(docs_path)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
+    clear_previous_run(out)
     models_dir, cfg, models, fallback = quality_models_for(
         models_dir, cfg, lake_root, reference_rows
     )
@@ -250,8 +292,10 @@ def run_filter(
             str(docs_path), memory_budget_mib, cfg, models_dir, executor.workers
         )
     # Workers write the outputs and a counts file under OUT; the driver reads only the counts.
-    work = Path(tempfile.mkdtemp(prefix="_beam-", dir=out))
+    chunks = plan_chunks(str(docs_path), max_rows=budget.units if budget else None)
+    work = Path(tempfile.mkdtemp(prefix=WORK_PREFIX, dir=out))
     try:
+        write_input_rejects(rejects, chunks, str(work.resolve()))
         counts = executor.run(
             str(docs_path.resolve()),
             str(out.resolve()),
@@ -264,7 +308,6 @@ def run_filter(
     finally:
         shutil.rmtree(work, ignore_errors=True)
     n_in = pq.ParquetFile(docs_path).metadata.num_rows
-    chunks = plan_chunks(str(docs_path), max_rows=budget.units if budget else None)
     if counts["rows"] != n_in:
         raise RuntimeError(f"filter lost rows: {n_in} in, {counts['rows']} annotated")
     manifest_cfg = {

@@ -66,6 +66,7 @@ def train_tokenizer(
         show_progress=False,
     )
     tok.train_from_iterator(texts, trainer=trainer)
+    check_text_only(tok, out)  # learned from text holding "<|endoftext|>", it is still text
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_name(out.name + ".tmp")
@@ -84,8 +85,32 @@ def load_tokenizer(path: str | Path):
             f"tokenizer {path} does not exist; train one with `refinery tokenizer train --out {path}`"
         )
     tok = Tokenizer.from_file(str(path))
-    special_token_ids(tok, path)
+    check_text_only(text_only(tok), path)
     return tok
+
+
+def text_only(tok):
+    """`tok` set to encode special-token strings as ordinary text (`encode_special_tokens`, not
+    saved in tokenizer.json): a document's literal "<|endoftext|>" or "<|pad|>" never becomes a
+    boundary or pad id. Only the code puts special ids in the stream (`special_token_ids`)."""
+    tok.encode_special_tokens = True
+    return tok
+
+
+def check_text_only(tok, path: str | Path = "<tokenizer>") -> dict[str, int]:
+    """Role -> special id, after checking that no special token's string, met in text, encodes to
+    a special id (a model whose merges rebuild "<|pad|>" would turn text into control ids)."""
+    ids = special_token_ids(tok, path)
+    text_only(tok)
+    special = set(ids.values())
+    for token in SPECIAL_TOKENS.values():
+        got = tok.encode(f"a {token} b", add_special_tokens=False).ids
+        if special.intersection(got):
+            raise ValueError(
+                f"{path}: the text {token!r} encodes to a special-token id (its pre-tokenizer "
+                "lets merges rebuild the token); retrain it with `refinery tokenizer train`"
+            )
+    return ids
 
 
 def special_token_ids(tok, path: str | Path = "<tokenizer>") -> dict[str, int]:
@@ -110,8 +135,10 @@ def encode_texts(
     encode_batch_fast skips offset tracking, which packing never needs, and runs each batch on the Rust
     (Rayon) threads with the GIL released. One helper thread feeds it, so while batch k+1 is encoded
     this thread turns batch k's ids into arrays; at most two batches of encodings are alive at once.
-    Arrow input is turned into Python strings a batch at a time.
+    Arrow input is turned into Python strings a batch at a time. Special-token strings in the
+    texts are encoded as ordinary text (`text_only`): document text never yields a special id.
     """
+    text_only(tok)
     n = len(texts)
 
     def encode(start: int):
@@ -230,7 +257,34 @@ def sample_texts(
         con.close()
     out = [text[: budget_chars - before] for text, before in rows]
     if not out:
+        for f in files:
+            bad = flag_type_problem(f)
+            if bad:
+                raise ValueError(bad)
         raise ValueError(
-            f"tokenizer sources {[str(f) for f in files]} hold no training-allowed text"
+            f"tokenizer sources {[str(f) for f in files]} hold no training-allowed text: no row "
+            f"has training_allowed = true (boolean) and a non-empty {text_column!r}"
+            + (f" matching where {where!r}" if where else "")
+            + "; give sources with consented text or set `tokenizer: {path: ...}`"
         )
     return out
+
+
+def flag_type_problem(file: str | Path) -> str | None:
+    """One line when a file's `training_allowed` column is there but not boolean (so no row of it
+    gives consent: training/mixture/sources.py `flag_sql`), naming the column, its type and the
+    fix; None otherwise."""
+    import pyarrow as pa
+
+    from training.mixture.sources import FLAG_COLUMN, _schema, has_flag_column
+
+    schema = _schema(str(file))
+    if not has_flag_column(schema) or FLAG_COLUMN not in schema.names:
+        return None
+    kind = schema.field(FLAG_COLUMN).type
+    if pa.types.is_boolean(kind):
+        return None
+    return (
+        f"{file}: column {FLAG_COLUMN} holds {kind}, not boolean, so no row gives consent; "
+        f"write {FLAG_COLUMN} as a boolean column (true only where training is allowed)"
+    )

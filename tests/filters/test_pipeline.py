@@ -331,3 +331,88 @@ def test_cli_trains_a_model_and_filters_end_to_end(tmp_path, docs_dir):
         app, ["filter", "--docs", str(tmp_path / "none"), "--out", str(tmp_path / "o2")]
     )
     assert bad.exit_code == 2 and "documents.parquet" in bad.output
+
+
+PLAIN_CFG = {"quality": {"use_default_models": False}, "pii": False}
+
+
+def _bad_rows_input(tmp_path):
+    """Eight documents: one whose text is not UTF-8, one repeating an earlier id, one with none."""
+    import random
+
+    rng = random.Random(3)
+    words = "river garden music house light quiet model token stone bridge".split()
+    texts = [
+        ". ".join(" ".join(rng.choice(words) for _ in range(12)) for _ in range(8)) + "."
+        for _ in range(8)
+    ]
+    raw = [t.encode() for t in texts]
+    raw[2] = raw[2][:10] + b"\xff\xfe" + raw[2][10:]
+    ids = ["d0", "d1", "d2", "d3", "d1", "d5", None, "d7"]
+    table = pa.table(
+        {
+            "id": pa.array(ids, pa.string()),
+            "url": [f"http://10.0.0.{i}/p" for i in range(8)],
+            "text": pa.array(raw, pa.binary()).view(pa.string()),
+            "training_allowed": [True] * 8,
+        }
+    )
+    (tmp_path / "in").mkdir()
+    pq.write_table(table, tmp_path / "in" / "documents.parquet")
+    return tmp_path / "in"
+
+
+@pytest.mark.timeout(240)
+def test_bad_rows_are_recorded_rejects_and_the_run_goes_on(tmp_path):
+    """Invalid UTF-8 text, a repeated id and a null id: each row a reject with its reason (the
+    first row with an id stays the document), rows in = rows out, on both executors."""
+    from filters.run import run_filter as run_plain
+    from pipelines.beam.filter import BeamExecutor
+
+    src = _bad_rows_input(tmp_path)
+    local = run_plain(src, tmp_path / "local", config=PLAIN_CFG)
+    ann = pq.read_table(tmp_path / "local" / "annotated.parquet").to_pylist()
+    assert len(ann) == 8 == local["rows_in"]
+    reasons = [r["drop_reason"] for r in ann]
+    assert reasons[2] == "invalid_utf8" and "\ufffd" in ann[2]["text"]
+    assert (reasons[4], reasons[6]) == ("duplicate_id", "null_id")
+    assert reasons[1] not in ("duplicate_id", "null_id")
+    assert local["dropped"]["invalid_utf8"] == 1 and local["dropped"]["duplicate_id"] == 1
+    kept = pq.read_table(tmp_path / "local" / "documents.parquet")["id"].to_pylist()
+    assert None not in kept and len(set(kept)) == len(kept)
+    run_plain(
+        src, tmp_path / "beam", config=PLAIN_CFG, executor=BeamExecutor(["--runner=DirectRunner"])
+    )
+    for name in ("annotated.parquet", "documents.parquet"):
+        assert (tmp_path / "local" / name).read_bytes() == (tmp_path / "beam" / name).read_bytes()
+
+
+def test_a_run_first_removes_old_manifests_and_killed_runs_work_dirs(tmp_path):
+    """Killed while writing, a run leaves no old manifest over new or stale rows, and the
+    `_beam-*` copies killed runs left are gone; a re-run writes the manifests again."""
+    from common.manifest import manifest_path
+    from filters.run import OUTPUTS
+    from filters.run import run_filter as run_plain
+
+    src = _bad_rows_input(tmp_path)
+    out = tmp_path / "out"
+    run_plain(src, out, config=PLAIN_CFG)
+    assert all(manifest_path(out / n).exists() for n in OUTPUTS if n != "funnel.json")
+    (out / "_beam-killed").mkdir()
+    (out / "_beam-killed" / "pre-000000.parquet").write_bytes(b"x")
+
+    class Killed:
+        workers = 1
+
+        def prepare(self):
+            return None
+
+        def run(self, *args):
+            raise KeyboardInterrupt  # as a kill while the outputs are written
+
+    with pytest.raises(KeyboardInterrupt):
+        run_plain(src, out, config=PLAIN_CFG, executor=Killed())
+    assert not any(manifest_path(out / n).exists() for n in OUTPUTS)
+    assert not list(out.glob("_beam-*"))
+    run_plain(src, out, config=PLAIN_CFG)
+    assert manifest_path(out / "annotated.parquet").exists() and not list(out.glob("_beam-*"))

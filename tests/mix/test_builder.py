@@ -195,3 +195,23 @@ def test_tokenizer_keeps_combining_marks_with_their_letters(tmp_path):
         assert tok.decode(tok.encode(text).ids) == text
     # trained on them, a Hindi word is a few tokens, not a token per letter and per mark
     assert len(tok.encode("विशाल").ids) < len("विशाल")
+
+
+def test_special_token_strings_in_text_never_encode_to_special_ids(tmp_path):
+    """Trained on text full of "<|endoftext|>"/"<|pad|>", the tokenizer still encodes those
+    strings as text: a raw Tokenizer given to encode_texts, and one from load_tokenizer."""
+    from training.tokenizer import (
+        SPECIAL_TOKENS,
+        encode_texts,
+        load_tokenizer,
+        special_token_ids,
+        train_tokenizer,
+    )
+
+    line = "hello " + " x ".join(SPECIAL_TOKENS.values()) + " world"
+    path = train_tokenizer([line] * 200 + ["some plain text"] * 50, 400, tmp_path / "t.json")
+    for tok in (Tokenizer.from_file(str(path)), load_tokenizer(path)):
+        special = list(special_token_ids(tok).values())
+        tokens, lengths = encode_texts(tok, [line, "a <|endoftext|>b"])
+        assert not np.isin(tokens, special).any()
+        assert tok.decode(tokens[: lengths[0]].tolist()) == line

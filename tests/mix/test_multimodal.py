@@ -487,24 +487,28 @@ def test_opted_out_check_finds_an_image_row_that_leaked(lake, mm_lake, tmp_path)
     assert ok.passed and ok.metadata["opted_out_probed"] >= 2
 
 
-def test_literal_image_placeholder_in_text_is_removed_in_image_mixtures(lake, tmp_path):
+def test_literal_special_tokens_in_text_are_text_in_every_mixture(lake, tmp_path):
+    """A document's literal "<|image|>" (or "<|endoftext|>", "<|pad|>") is ordinary text: only
+    the builder puts special ids (an image block, a boundary, padding) in the stream."""
     from dataclasses import replace
 
     from training.mixture.read import tokenize_unit_batches
     from training.mixture.sources import ReadUnit
-    from training.tokenizer import load_tokenizer
+    from training.tokenizer import load_tokenizer, special_token_ids
 
     f = tmp_path / "docs.parquet"
-    texts = ["river <|image|> garden", "no placeholder here", "<|image|>"]
+    texts = ["river <|image|> garden", "a <|endoftext|> b <|pad|> c", "<|image_start|><|image|>"]
     pq.write_table(pa.table({"text": texts, "training_allowed": [True] * 3}), f)
     tok = load_tokenizer(lake / "tokenizer" / "tokenizer.json")
+    special = list(special_token_ids(tok).values())
     unit = ReadUnit("text", 0, str(f), None, "text", None, ())
-    plain = next(tokenize_unit_batches(unit, tok))
-    assert (plain.tokens == IMAGE_ID).sum() == 2  # a text-only mixture keeps its text as it was
-    stripped = next(tokenize_unit_batches(replace(unit, image_tokens=K), tok))
-    assert not (stripped.tokens == IMAGE_ID).any()
-    assert stripped.lengths.tolist() == (plain.lengths - np.array([1, 0, 1])).tolist()
-    assert stripped.lengths.sum() == len(stripped.tokens)
+    for u in (unit, replace(unit, image_tokens=K)):
+        batch = next(tokenize_unit_batches(u, tok))
+        assert not np.isin(batch.tokens, special).any()
+        assert batch.lengths.sum() == len(batch.tokens)
+        assert [
+            tok.decode(t.tolist()) for t in np.split(batch.tokens, batch.lengths.cumsum())[:-1]
+        ] == texts
 
 
 def test_packer_moves_a_straddling_block_to_the_next_row_and_keeps_text_packing():

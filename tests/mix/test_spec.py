@@ -120,3 +120,26 @@ def test_lake_paths_resolve_against_lake_root(tmp_path):
         == tmp_path / "specs/data/x.parquet"
     )
     assert str(resolve_path("/abs/x.parquet", tmp_path, tmp_path)) == "/abs/x.parquet"
+
+
+def test_a_string_training_allowed_column_is_named_with_its_fix(lake, write_spec, tmp_path):
+    """A source whose training_allowed is a string gives no consent: the spec check and the
+    tokenizer sample name the column, its type and the fix, not "loosen the predicate"."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from training.tokenizer import sample_texts
+
+    table = pq.read_table(lake / "filter" / "documents.parquet")
+    i = table.schema.get_field_index("training_allowed")
+    flags = pa.array(["true" if v else "false" for v in table["training_allowed"].to_pylist()])
+    bad = tmp_path / "str_flag.parquet"
+    pq.write_table(table.set_column(i, "training_allowed", flags), bad)
+    spec = base_spec(lake)
+    spec["buckets"]["web"]["sources"][0]["path"] = str(bad)
+    path = write_spec(spec)
+    fix = r"training_allowed holds string, not boolean.*write training_allowed as a boolean column"
+    with pytest.raises(SpecError, match=r"buckets\.web\.sources\[0\]: .*" + fix):
+        check_spec_data(load_spec(path), path.parent)
+    with pytest.raises(ValueError, match=fix):
+        sample_texts([bad], 1000)

@@ -7,8 +7,6 @@ from __future__ import annotations
 from collections.abc import Iterator
 from pathlib import Path
 
-import numpy as np
-
 from training.mixture.images import _select_sql as image_sql
 from training.mixture.images import read_image_unit_batches
 from training.mixture.sources import (
@@ -24,7 +22,7 @@ from training.mixture.sources import (
     read_unit_batches,
 )
 from training.mixture.spec import MixtureSpec, SpecError
-from training.tokenizer import encode_texts
+from training.tokenizer import encode_texts, flag_type_problem
 
 # Columns an image kind reads when its file has them, by kind (common.inputs).
 IMAGE_COLUMNS = {
@@ -87,31 +85,20 @@ def tokenize_unit_batches(
     """Read and tokenize one unit a batch of rows at a time (bounded memory for any file size;
     `rows_per_batch` text rows at once, the builder's memory budget may lower it).
 
-    Image kinds go through training/mixture/images.py. In a mixture with images, a text
-    document's literal `<|image|>` tokens are removed: only an image block may hold that id.
+    Image kinds go through training/mixture/images.py. A document's literal special-token
+    strings ("<|endoftext|>", "<|pad|>", "<|image|>", ...) are encoded as ordinary text
+    (`training.tokenizer.encode_texts`): only the builder puts boundary, pad and image ids.
     """
-    image_id = tokenizer.token_to_id("<|image|>") if unit.image_tokens else None
     if unit.kind != "text":
+        image_id = tokenizer.token_to_id("<|image|>") if unit.image_tokens else None
         yield from read_image_unit_batches(unit, tokenizer, image_id)
         return
     for texts, groups, rep, rows, archives in read_unit_batches(unit, rows_per_batch):
         tokens, lengths = encode_texts(tokenizer, texts, min(1024, rows_per_batch))
-        if image_id is not None:
-            tokens, lengths = _strip_token(tokens, lengths, image_id)
         has_archive = any(a is not None for a in archives)
         yield DocBatch(
             tokens, lengths, groups, rep, rows, archives=archives if has_archive else None
         )
-
-
-def _strip_token(tokens: np.ndarray, lengths: np.ndarray, token: int):
-    """Remove every `token` id, shortening each document's length accordingly."""
-    hit = tokens == token
-    if not hit.any():
-        return tokens, lengths
-    doc = np.repeat(np.arange(len(lengths)), lengths)
-    lengths = lengths - np.bincount(doc[hit], minlength=len(lengths))
-    return tokens[~hit], lengths
 
 
 def tokenize_unit(unit: ReadUnit, tokenizer) -> DocBatch:
@@ -133,6 +120,10 @@ def check_spec_data(
             key = f"buckets.{name}.sources[{i}]"
             counts.setdefault(key, 0)
             if counts[key] == 0 and not src.optional:
+                for unit in units:
+                    bad = (unit.bucket, unit.source) == (name, i) and flag_type_problem(unit.file)
+                    if bad:
+                        raise SpecError(f"{key}: {bad}")
                 raise SpecError(
                     f"{key}: {src.path} offers no rows with training_allowed = true"
                     + (f" matching where {src.where!r}" if src.where else "")
