@@ -35,12 +35,16 @@ def phash_hex(image, dead_zone: float = PHASH_DEAD_ZONE) -> str:
 
 
 def phash_bytes(data: bytes, dead_zone: float = PHASH_DEAD_ZONE) -> str:
-    """pHash (phash_hex) of encoded image bytes (first frame), as 16 hex digits."""
+    """pHash (phash_hex) of encoded image bytes (first frame, as `common.pairs.rgb_view` shows
+    it: anything transparent on white, 16-bit grey scaled to 8 bits), as 16 hex digits."""
     from PIL import Image
+
+    from common.pairs import rgb_view
 
     with Image.open(io.BytesIO(data)) as im:
         im.seek(0)
-        return phash_hex(im.convert("RGB"), dead_zone)
+        im.load()
+        return phash_hex(rgb_view(im), dead_zone)  # transparent on white, 16-bit grey scaled
 
 
 def colour_thumbnail(image) -> bytes:
@@ -50,5 +54,7 @@ def colour_thumbnail(image) -> bytes:
     one decode, so the check reads no stored file again."""
     from PIL import Image
 
-    rgb = image if image.mode == "RGB" else image.convert("RGB")  # convert() would copy it
+    from common.pairs import rgb_view
+
+    rgb = rgb_view(image)  # the image itself when RGB (convert() would copy it)
     return rgb.resize((8, 8), Image.Resampling.BOX).tobytes()

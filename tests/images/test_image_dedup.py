@@ -329,3 +329,22 @@ def test_colour_confirm_on_sample_web_scenes(tmp_path):
     assert abs(groups - len(scenes)) <= 0.03 * len(scenes), (groups, len(scenes))
     plain = find_duplicates(ids, [None] * len(ids), phashes, max_distance=D)
     assert len({d or i for i, d in zip(ids, plain, strict=True)}) < 0.8 * len(scenes)
+
+
+def test_hashes_of_a_transparent_file_are_of_what_a_viewer_sees():
+    """Black shapes on a transparent ground whose hidden colour is black: convert("RGB") drops
+    the alpha and gives a black page; the hashes of the file are those of the page on white, as
+    the fetch's own decode gives them."""
+    from common.pairs import on_white
+    from common.phash import colour_thumbnail
+
+    alpha = np.zeros((120, 160), np.uint8)
+    alpha[20:60, 20:80] = 255
+    alpha[70:110, 90:150] = 255
+    rgba = Image.fromarray(np.dstack([np.zeros((120, 160, 3), np.uint8), alpha]), "RGBA")
+    buf = io.BytesIO()
+    rgba.save(buf, "PNG")
+    seen = on_white(rgba)
+    assert phash_bytes(buf.getvalue()) == phash_hex(seen)
+    assert phash_bytes(buf.getvalue()) != phash_hex(Image.new("RGB", (160, 120)))
+    assert colour_thumbnail(rgba) == colour_thumbnail(seen) != colour_thumbnail(rgba.convert("RGB"))
