@@ -21,7 +21,8 @@ OPENAI_BASE_URL, OPENAI_ORG_ID, OPENAI_PROJECT_ID) is never used or sent.
 Requests (which hold document text) go to the configured endpoint only: a redirect is not
 followed (it is a TeacherError naming the endpoint), and no proxy, .netrc or other setting is
 read from the environment (HTTP(S)_PROXY, ALL_PROXY); a proxy is used only when configured
-(`proxy=`, else `REFINERY_TEACHER_PROXY`).
+(`proxy=`, else `REFINERY_TEACHER_PROXY`). A private CA bundle is read from SSL_CERT_FILE /
+SSL_CERT_DIR.
 """
 
 from __future__ import annotations
@@ -44,6 +45,20 @@ from pydantic import BaseModel, ValidationError
 
 API_KEY_ENV = "REFINERY_TEACHER_API_KEY"
 PROXY_ENV = "REFINERY_TEACHER_PROXY"  # the one proxy setting read (HTTP(S)_PROXY never are)
+
+
+def _verify():
+    """TLS verification for the teacher client: True (httpx's default CAs), or a context of the
+    CA bundle SSL_CERT_FILE / SSL_CERT_DIR name (trust_env=False would otherwise stop httpx
+    reading them, and a teacher behind a private CA could not be reached)."""
+    cafile, capath = os.environ.get("SSL_CERT_FILE"), os.environ.get("SSL_CERT_DIR")
+    if not cafile and not capath:
+        return True
+    import ssl
+
+    return ssl.create_default_context(cafile=cafile or None, capath=capath or None)
+
+
 _OPENAI_INITIAL_RETRY_DELAY = 0.5  # openai's first backoff step; `backoff_s` rescales the schedule
 _SCHEMA_REJECTED = (
     400,
@@ -364,7 +379,11 @@ class TeacherClient:
             # openai's own client follows redirects: a 307/308 would send the POST (the prompt)
             # again to whatever host the endpoint names. Not followed: see _describe.
             http_client=openai.DefaultHttpxClient(
-                timeout=timeout, follow_redirects=False, trust_env=False, proxy=self.proxy
+                timeout=timeout,
+                follow_redirects=False,
+                trust_env=False,
+                proxy=self.proxy,
+                verify=_verify(),
             ),
         )
         self._client.backoff_s = backoff_s

@@ -506,3 +506,59 @@ def test_usage_that_is_not_a_count_is_read_as_zero(server, tmp_path, usage):
     assert u["completion_tokens"] == (2 if usage["completion_tokens"] == 2 else 0)
     assert _client(server, cache_dir=tmp_path).chat_json(HI, QA).answer == 42  # cached
     assert len(server["requests"]) == 1
+
+
+def test_a_teacher_behind_a_private_ca_is_reached_through_ssl_cert_file(tmp_path, monkeypatch):
+    """trust_env=False (no proxy from the environment) also stopped httpx reading SSL_CERT_FILE:
+    an HTTPS teacher whose certificate a private CA signed could not be reached at all. The CA
+    bundle SSL_CERT_FILE names is used; without it the certificate is refused."""
+    import ssl
+    import subprocess
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    host = "127.0.0.65"
+
+    def openssl(*args: str) -> None:
+        subprocess.run(["openssl", *args], cwd=tmp_path, check=True, capture_output=True)
+
+    openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca.key", "-out",
+            "ca.pem", "-days", "2", "-subj", "/CN=refinery-test-ca")  # fmt: skip
+    openssl("req", "-newkey", "rsa:2048", "-nodes", "-keyout", "srv.key", "-out", "srv.csr",
+            "-subj", f"/CN={host}")  # fmt: skip
+    (tmp_path / "san.ext").write_text(f"subjectAltName=IP:{host}\n")
+    openssl("x509", "-req", "-in", "srv.csr", "-CA", "ca.pem", "-CAkey", "ca.key",
+            "-CAcreateserial", "-out", "srv.pem", "-days", "2", "-extfile", "san.ext")  # fmt: skip
+
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, *args):
+            pass
+
+        def do_POST(self):
+            self.rfile.read(int(self.headers["Content-Length"]))
+            data = json.dumps(fake_teacher.completion("over tls")).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+    httpd = ThreadingHTTPServer((host, 0), Handler)
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(tmp_path / "srv.pem", tmp_path / "srv.key")
+    httpd.socket = context.wrap_socket(httpd.socket, server_side=True)
+    threading.Thread(target=httpd.serve_forever, args=(0.05,), daemon=True).start()
+    watchdog = threading.Timer(60, httpd.shutdown)
+    watchdog.daemon = True
+    watchdog.start()
+    url = f"https://{host}:{httpd.server_address[1]}/v1"
+    try:
+        monkeypatch.delenv("SSL_CERT_DIR", raising=False)
+        monkeypatch.delenv("SSL_CERT_FILE", raising=False)
+        with pytest.raises(TeacherError):
+            TeacherClient(url, "tiny", timeout=5, max_retries=0).chat(HI)
+        monkeypatch.setenv("SSL_CERT_FILE", str(tmp_path / "ca.pem"))
+        assert TeacherClient(url, "tiny", timeout=5, max_retries=0).chat(HI) == "over tls"
+    finally:
+        watchdog.cancel()
+        httpd.shutdown()
+        httpd.server_close()
