@@ -195,9 +195,7 @@ class RecheckResult:
 
     hosts: int = 0
     documents: int = 0  # document URLs asked about
-    # image URLs asked about (one that is also a document's is counted there); not in as_dict,
-    # whose keys pipelines/stages/ops.py's RecheckSummary fixes
-    images: int = 0
+    images: int = 0  # image URLs asked about (one that is also a document's is counted there)
     changed: int = 0
     opted_out: int = 0  # rows appended with training_allowed = false
     re_allowed: int = 0  # rows appended with training_allowed = true
@@ -210,6 +208,7 @@ class RecheckResult:
         return {
             "hosts": self.hosts,
             "documents": self.documents,
+            "images": self.images,
             "changed": self.changed,
             "opted_out": self.opted_out,
             "re_allowed": self.re_allowed,

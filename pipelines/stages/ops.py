@@ -36,6 +36,7 @@ class RecheckParams(DownloaderOptions):
 class RecheckSummary(Summary):
     hosts: int
     documents: int
+    images: int  # image URLs (`src` of the images stage's outputs) asked about
     changed: int
     opted_out: int
     re_allowed: int

@@ -347,6 +347,9 @@ def test_recheck_asks_the_image_host_and_the_ledger_refuses_the_image_not_its_pa
         result = recheck(lake, FAST)
         assert (image_ip, "/robots.txt") in server.log
     assert (result.documents, result.images, result.opted_out) == (1, 1, 1)
+    from pipelines.stages.ops import RecheckSummary
+
+    assert RecheckSummary(**result.as_dict()).images == 1  # the stage's summary carries it
     (row,) = latest_rows(ledger_files(lake)).values()
     assert (row["url"], row["doc_ids"], row["training_allowed"]) == (img, ["d1-0"], False)
     assert row["host"] == f"{image_ip}:{server.port}" and row["rule"] == "Disallow: /"
