@@ -65,3 +65,34 @@ class LoopbackServer:
         finally:
             self._loop.run_until_complete(runner.cleanup())
             self._loop.close()
+
+
+class SocketListener:
+    """Base class of raw-socket listeners on a loopback address (`sock`, bound by the subclass):
+    `_listen` runs on a background thread until the `with` block ends or `seconds` pass, each
+    pass of its loop waiting on the socket's timeout."""
+
+    def __init__(self, sock, seconds: float = 60.0):
+        import time
+
+        self.sock, self._end = sock, time.monotonic() + seconds
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        import time
+
+        while not self._stop.is_set() and time.monotonic() < self._end:
+            self._listen()
+
+    def _listen(self) -> None:
+        raise NotImplementedError
+
+    def __enter__(self):
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join(5)
+        self.sock.close()

@@ -6,45 +6,34 @@ the request routing, which are TCP only (WebTransport, HTTP/3 over QUIC, is trie
 from __future__ import annotations
 
 import socket
-import threading
 
 import pytest
 
 from common.browser import CHROMIUM_ARGS
 from crawlers.render import RenderConfig, RenderJob, render_pages
+from tests.crawl.loopback import SocketListener
 
 pytestmark = pytest.mark.timeout(120)
 
 FAST = {"delay": 0.0, "settle_max_ms": 3000, "idle_ms": 200, "page_timeout_s": 20}
 
 
-class UdpListener:
+class UdpListener(SocketListener):
     """Counts datagrams to a loopback address until the `with` block ends."""
 
     def __init__(self, ip: str):
-        self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-        self.sock.bind((ip, 0))
-        self.sock.settimeout(0.1)
-        self.ip, self.port = ip, self.sock.getsockname()[1]
+        sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        sock.bind((ip, 0))
+        sock.settimeout(0.1)
+        super().__init__(sock)
+        self.ip, self.port = ip, sock.getsockname()[1]
         self.datagrams: list[bytes] = []
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._listen, daemon=True)
 
     def _listen(self) -> None:
-        while not self._stop.is_set():
-            try:
-                self.datagrams.append(self.sock.recv(4096))
-            except TimeoutError:
-                continue
-
-    def __enter__(self) -> UdpListener:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        self._thread.join(5)
-        self.sock.close()
+        try:
+            self.datagrams.append(self.sock.recv(4096))
+        except TimeoutError:
+            pass
 
 
 def _page(ip: str, port: int) -> str:

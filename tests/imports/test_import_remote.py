@@ -13,7 +13,7 @@ from aiohttp import web
 
 from crawlers.extract.warc import read_response
 from crawlers.imports.run import import_warc, plan
-from tests.crawl.loopback import LoopbackServer
+from tests.crawl.loopback import LoopbackServer, SocketListener
 from tests.imports.archives import page
 from tests.imports.styles import HTML, http, record
 
@@ -168,43 +168,28 @@ def test_an_http_glob_is_listed_through_the_guard(tmp_path):
 ALLOWED = {"allow_private_networks": True}
 
 
-class TcpListener:
+class TcpListener(SocketListener):
     """A raw TCP listener on 127.0.0.7 that counts the connections it accepts (any protocol:
     FTP, WebHDFS, ...); it stops by itself after `seconds`, or when the block ends."""
 
     def __init__(self, seconds: float = 30.0):
         import socket
-        import threading
 
-        self.sock = socket.socket()
-        self.sock.bind((HOST, 0))
-        self.sock.listen(8)
-        self.sock.settimeout(0.2)
-        self.port = self.sock.getsockname()[1]
+        sock = socket.socket()
+        sock.bind((HOST, 0))
+        sock.listen(8)
+        sock.settimeout(0.2)
+        super().__init__(sock, seconds)
+        self.port = sock.getsockname()[1]
         self.connections = 0
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._accept, args=(seconds,), daemon=True)
 
-    def _accept(self, seconds: float) -> None:
-        import time
-
-        end = time.monotonic() + seconds
-        while not self._stop.is_set() and time.monotonic() < end:
-            try:
-                conn, _ = self.sock.accept()
-            except OSError:
-                continue
-            self.connections += 1
-            conn.close()
-
-    def __enter__(self) -> TcpListener:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        self._thread.join(5)
-        self.sock.close()
+    def _listen(self) -> None:
+        try:
+            conn, _ = self.sock.accept()
+        except OSError:
+            return
+        self.connections += 1
+        conn.close()
 
 
 @pytest.mark.parametrize(
