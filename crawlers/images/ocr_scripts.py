@@ -127,15 +127,7 @@ def _names_its_script(got) -> bool:
     more of its characters (white space aside), two at least: a sure reading of digits and
     marks does not tell the page's script (the Arabic model read 80 px Korean's first line as
     "3-022 - 2 8 0|" at 0.78, with one letter, and Korean was never tried)."""
-    if len(got[2]) < 2:
-        return False
-    letters = _SCRIPT_LETTERS.get(LANG_SCRIPT.get(got[0], ""))
-    chars = "".join(got[1].split())
-    if letters is None:
-        own = sum(c.isalpha() for c in chars)
-    else:
-        own = len(letters.findall(chars))
-    return own >= 2 and 3 * own >= len(chars)
+    return len(got[2]) >= 2 and _spells_its_script(got)
 
 
 def _spells_its_script(got) -> bool:

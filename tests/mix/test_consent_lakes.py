@@ -172,11 +172,16 @@ def test_tokenizer_sample_honours_every_lake_a_source_lies_in(tmp_path, monkeypa
 # B: latest row per lake, an opt-out in any lake wins
 
 
-def _ledger_file(lake: Path, seq: int, rows: list[tuple[str, bool]]) -> None:
+def _ledger_file(lake: Path, seq: int, rows: list[tuple]) -> None:
+    """ledger-<seq> of `lake` with rows (url, training_allowed[, doc_ids])."""
     d = ledger_dir(lake)
     d.mkdir(parents=True, exist_ok=True)
     table = pa.Table.from_pylist(
-        [{"url": u, "doc_ids": [], "training_allowed": ok} for u, ok in rows], schema=LEDGER_SCHEMA
+        [
+            {"url": r[0], "doc_ids": list(r[2]) if len(r) > 2 else [], "training_allowed": r[1]}
+            for r in rows
+        ],
+        schema=LEDGER_SCHEMA,
     )
     pq.write_table(table, d / f"ledger-{seq:06d}.parquet")
 
@@ -230,13 +235,8 @@ def test_ledger_ids_match_the_python_rule_across_lakes(tmp_path):
     from common.consent import Consent, opted_out
 
     a, b = tmp_path / "alake", tmp_path / "blake"
-    for lake, ok, ids in ((a, False, ["a-doc"]), (b, True, ["b-doc"])):
-        d = ledger_dir(lake)
-        d.mkdir(parents=True)
-        rows = [{"url": "u/x", "doc_ids": ids, "training_allowed": ok}]
-        pq.write_table(
-            pa.Table.from_pylist(rows, schema=LEDGER_SCHEMA), d / "ledger-000001.parquet"
-        )
+    _ledger_file(a, 1, [("u/x", False, ["a-doc"])])
+    _ledger_file(b, 1, [("u/x", True, ["b-doc"])])
     files = ledger_files(a) + ledger_files(b)
     assert opted_out(files) == ({"u/x"}, {"a-doc", "b-doc"})
     f = tmp_path / "ids.parquet"
