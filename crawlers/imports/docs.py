@@ -13,8 +13,11 @@ A row's own consent is kept and can only say no (`source_consent`): when the row
 `training_allowed`, it must be the boolean true (`common.consent.flag_true`), and a `noai` that
 is on takes the document out (`noai`/`noimageai` are carried to it); `consent_source` names it
 (`licence: cc-by-4.0; source row: training_allowed is false`).
-Every row read is a document or a recorded skip (`malformed_row`, `empty_text`,
-`duplicate_payload`, `duplicate_id`).
+Every row read is a document or a recorded skip (`malformed_row`: a line that is no JSON
+object, a Parquet row in a row group that cannot be read or with a string that is not UTF-8;
+`empty_text`, `duplicate_payload`, `duplicate_id`, `id_conflict`: a `--id-field` id that an
+earlier row gives to a different text). A repeat's own no to training is carried to the
+document kept in its place (`crawlers.imports.run.Carried`).
 """
 
 from __future__ import annotations
@@ -48,6 +51,7 @@ URL_FIELDS = (
 )
 _MISSING = object()
 FLAG = "training_allowed"
+CORPUS_FILES = "JSONL/Parquet corpus files, e.g. 'corpus/*.jsonl.gz' or 'data/*.parquet'"
 
 
 def field_value(row: dict, path: str) -> object:
@@ -134,11 +138,7 @@ def _corpus_rows(
             except Exception as exc:  # pyarrow raises several kinds for a damaged file
                 yield 0, None, f"not a readable Parquet file ({type(exc).__name__}: {exc})"
                 return
-            i = 0
-            for batch in pf.iter_batches(batch_size=1024):
-                for row in batch.to_pylist():
-                    yield i, row, None
-                    i += 1
+            yield from _parquet_rows(pf, source)
         return
     with open_source(source, allow_private) as raw:
         fh = _decompressed(raw, name)
@@ -180,6 +180,72 @@ def _corpus_rows(
             yield i, row, None
 
 
+def _parquet_rows(pf: pq.ParquetFile, source: str) -> Iterable[tuple[int, dict | None, str | None]]:
+    """The rows of a Parquet corpus, a row group at a time: a row group that cannot be read
+    (a damaged page) rejects its rows from the first it could not read, naming the file, the
+    row group and the error, and the next row group is read."""
+    i = 0
+    for rg in range(pf.num_row_groups):
+        first, n = i, pf.metadata.row_group(rg).num_rows
+        batches = pf.iter_batches(batch_size=1024, row_groups=[rg])
+        why = None
+        while why is None:
+            try:
+                batch = next(batches)
+            except StopIteration:
+                break
+            except Exception as exc:  # pyarrow raises OSError, ArrowInvalid, ... for bad pages
+                why = f"{type(exc).__name__}: {exc}"
+                break
+            yield from _batch_rows(batch, i, source)
+            i += batch.num_rows
+        if i < first + n:
+            why = why or f"it ends after {i - first} of its {n} rows"
+            detail = (
+                f"{source}: row group {rg} (rows {first}-{first + n - 1}) unreadable from row "
+                f"{i}: {why}"
+            )[:500]
+            for j in range(i, first + n):
+                yield j, None, detail
+        i = first + n
+
+
+def _batch_rows(batch, start: int, source: str) -> Iterable[tuple[int, dict | None, str | None]]:
+    """The rows of one record batch; when the batch cannot be read whole (a string value that
+    is not UTF-8), row by row, rejecting only the rows that cannot be read (naming the column)."""
+    try:
+        rows = batch.to_pylist()
+    except Exception:  # UnicodeDecodeError, or a value pyarrow cannot convert
+        rows = None
+    if rows is not None:
+        for k, row in enumerate(rows):
+            yield start + k, row, None
+        return
+    for k in range(batch.num_rows):
+        one = batch.slice(k, 1)
+        try:
+            yield start + k, one.to_pylist()[0], None
+            continue
+        except Exception as exc:
+            error = exc
+        bad = ", ".join(repr(c) for c in one.schema.names if not _readable(one.column(c)))
+        what = "UTF-8" if isinstance(error, UnicodeDecodeError) else "readable"
+        yield (
+            start + k,
+            None,
+            f"{source}: row {start + k}: column {bad or '?'} is not {what} "
+            f"({type(error).__name__}: {error})"[:500],
+        )
+
+
+def _readable(column) -> bool:
+    try:
+        column.to_pylist()
+    except Exception:
+        return False
+    return True
+
+
 def _decompressed(raw, name: str):
     """A buffered reader of the corpus's text, by its compression suffix (.gz, .zst/.zstd,
     .bz2, .xz; none: as is). gzip and zstd are the archive readers' own streams
@@ -218,6 +284,86 @@ def _json_array(fh, source: str) -> Iterable[tuple[int, dict | None, str | None]
             yield i, None, f"item {i}: a JSON {type(row).__name__}, not an object"
 
 
+def _spool_file(
+    spool: Spool,
+    source: str,
+    text_field: str,
+    id_field: str | None,
+    url_field: str | None,
+    license: str | None,
+    allow_private: bool,
+) -> None:
+    """Every row of one corpus file into the spool: a document or a recorded skip."""
+    found_text = found_url = False
+    objects = 0  # rows of this file read as objects
+    for i, row, bad in _corpus_rows(source, allow_private):
+        base = {"source_file": source, "record_offset": i, "record_type": "corpus_row"}
+        base["import_mode"] = "text"
+        if row is None:
+            spool.add("skip", {**base, "skip_reason": "malformed_row", "skip_detail": bad})
+            continue
+        objects += 1
+        text = field_value(row, text_field)
+        found_text |= text is not _MISSING
+        url, has_url = _url_of(row, url_field)
+        found_url |= has_url
+        if not isinstance(text, str) or not text.strip():
+            what = "missing" if text is _MISSING else f"a {type(text).__name__}"
+            spool.add(
+                "skip",
+                {
+                    **base,
+                    "url": url,
+                    "skip_reason": "empty_text",
+                    "skip_detail": f"field {text_field!r} is {what} (--text-field)",
+                },
+            )
+            continue
+        ident = field_value(row, id_field) if id_field else None
+        if ident is _MISSING or ident in (None, ""):
+            ident = _doc_id(url) if url else hashlib.sha256(text.encode()).hexdigest()[:16]
+        doc = {
+            **base,
+            "id": str(ident),
+            "url": url,
+            "host": _doc_host(url) if url else None,
+            "text": text.strip(),
+            "title": row.get("title") if isinstance(row.get("title"), str) else None,
+            "extraction_method": "corpus",
+            "source": f"import:docs:{os.path.basename(source)}",
+            "license": license,
+            "content_sha256": hashlib.sha256(text.encode("utf-8")).hexdigest(),
+            "rendered": False,
+        }
+        # The row's own consent (training_allowed, noai) is kept: the licence or today's
+        # robots.txt can only add a no to it, never lift one.
+        source_ok, flags, evidence = source_consent(row)
+        doc.update(flags)
+        if url is None:
+            if license:
+                why, allowed = f"licence: {license}", source_ok
+            else:
+                why, allowed = "no URL and no licence (--license): no consent", False
+            doc.update(training_allowed=allowed, consent_source="; ".join([why, *evidence]))
+        else:  # decided by robots.txt (crawlers.imports.consent.decide), which keeps these
+            doc["consent_source"] = "; ".join(evidence) or None
+            if not source_ok:
+                doc["training_allowed"] = False
+        spool.add("doc", doc)
+    if objects and not found_text and spool.counts["doc"] == 0:
+        spool.discard()
+        raise KeyError(
+            f"{source}: no row has the field {text_field!r}; name the text field with --text-field"
+        )
+    if url_field and not found_url and objects:
+        spool.discard()
+        raise KeyError(
+            f"{source}: no row has the field {url_field!r} (--url-field); name the field "
+            "that holds each document's URL (a dotted path reaches into objects: "
+            "metadata.url), or leave the flag out to look in the usual places"
+        )
+
+
 def import_docs(
     patterns: Iterable[str],
     out_dir: str | Path,
@@ -234,79 +380,21 @@ def import_docs(
     from crawlers.crawl.config import CrawlConfig
 
     allow_private = CrawlConfig.from_any(config).allow_private_networks
-    files = expand(patterns, allow_private)
+    files = expand(patterns, allow_private, what=CORPUS_FILES)
     spool = Spool(Path(out_dir))
-    for source in files:
-        found_text = found_url = False
-        objects = 0  # rows of this file read as objects
-        for i, row, bad in _corpus_rows(source, allow_private):
-            base = {"source_file": source, "record_offset": i, "record_type": "corpus_row"}
-            base["import_mode"] = "text"
-            if row is None:
-                spool.add("skip", {**base, "skip_reason": "malformed_row", "skip_detail": bad})
-                continue
-            objects += 1
-            text = field_value(row, text_field)
-            found_text |= text is not _MISSING
-            url, has_url = _url_of(row, url_field)
-            found_url |= has_url
-            if not isinstance(text, str) or not text.strip():
-                what = "missing" if text is _MISSING else f"a {type(text).__name__}"
-                spool.add(
-                    "skip",
-                    {
-                        **base,
-                        "url": url,
-                        "skip_reason": "empty_text",
-                        "skip_detail": f"field {text_field!r} is {what} (--text-field)",
-                    },
-                )
-                continue
-            ident = field_value(row, id_field) if id_field else None
-            if ident is _MISSING or ident in (None, ""):
-                ident = _doc_id(url) if url else hashlib.sha256(text.encode()).hexdigest()[:16]
-            doc = {
-                **base,
-                "id": str(ident),
-                "url": url,
-                "host": _doc_host(url) if url else None,
-                "text": text.strip(),
-                "title": row.get("title") if isinstance(row.get("title"), str) else None,
-                "extraction_method": "corpus",
-                "source": f"import:docs:{os.path.basename(source)}",
-                "license": license,
-                "content_sha256": hashlib.sha256(text.encode("utf-8")).hexdigest(),
-                "rendered": False,
-            }
-            # The row's own consent (training_allowed, noai) is kept: the licence or today's
-            # robots.txt can only add a no to it, never lift one.
-            source_ok, flags, evidence = source_consent(row)
-            doc.update(flags)
-            if url is None:
-                if license:
-                    why, allowed = f"licence: {license}", source_ok
-                else:
-                    why, allowed = "no URL and no licence (--license): no consent", False
-                doc.update(training_allowed=allowed, consent_source="; ".join([why, *evidence]))
-            else:  # decided by robots.txt (crawlers.imports.consent.decide), which keeps these
-                doc["consent_source"] = "; ".join(evidence) or None
-                if not source_ok:
-                    doc["training_allowed"] = False
-            spool.add("doc", doc)
-        if objects and not found_text and spool.counts["doc"] == 0:
-            spool.discard()
-            raise KeyError(
-                f"{source}: no row has the field {text_field!r}; name the text field with "
-                "--text-field"
-            )
-        if url_field and not found_url and objects:
-            spool.discard()
-            raise KeyError(
-                f"{source}: no row has the field {url_field!r} (--url-field); name the field "
-                "that holds each document's URL (a dotted path reaches into objects: "
-                "metadata.url), or leave the flag out to look in the usual places"
-            )
+    try:
+        for source in files:
+            _spool_file(spool, source, text_field, id_field, url_field, license, allow_private)
+    except BaseException:
+        spool.discard()  # the error is one line; no _parts/ is left behind
+        raise
     log(f"import docs: {len(files)} files, {sum(spool.counts.values())} rows")
     return _decide_and_write(
-        spool, Path(out_dir), config=config, offline=offline, files=files, kind="docs"
+        spool,
+        Path(out_dir),
+        config=config,
+        offline=offline,
+        files=files,
+        kind="docs",
+        ids_given=id_field is not None,
     )

@@ -5,7 +5,8 @@ or one Beam element per file: `pipelines/beam/imports.py`), so the executors wri
 parts. The driver then reads the parts twice, streamed a batch of rows at a time: first only
 their key columns (which rows are exact repeats; the URLs whose origins need robots.txt), then
 whole rows, decided and written as they come. It holds hashes of the keys and each URL's
-robots.txt outcome, never the rows.
+robots.txt outcome, never the rows. An opt-out in any record of a URL (a later capture, a
+revisit, a repeat of the payload, a skipped response) is carried to the page kept (`Carried`).
 
 Layout of the output directory (the crawl's contract, so `refinery extract --crawl DIR` runs
 unchanged on it):
@@ -110,11 +111,17 @@ def skipped_schema() -> pa.Schema:
     return pa.schema([*SKIPPED_SCHEMA, *[pa.field(n, t) for n, t in extra]])
 
 
-def expand(patterns: Iterable[str], allow_private: bool = False) -> list[str]:
+ARCHIVE_FILES = "WARC/ARC files, e.g. 'crawl/*.warc.gz' or s3://bucket/path/*.warc.gz"
+
+
+def expand(
+    patterns: Iterable[str], allow_private: bool = False, what: str = ARCHIVE_FILES
+) -> list[str]:
     """Files named by paths, globs or fsspec URLs (globs too), in the order given, each once.
-    A pattern that matches nothing is one error line naming it. A URL is listed through
-    `list_remote`: a scheme an import does not read is refused (`check_scheme`) and every
-    request of an http(s) glob goes through the SSRF guard (`allow_private` lifts it)."""
+    A pattern that matches nothing is one error line naming it and what the importer reads
+    (`what`: the kind of file, with an example). A URL is listed through `list_remote`: a
+    scheme an import does not read is refused (`check_scheme`) and every request of an http(s)
+    glob goes through the SSRF guard (`allow_private` lifts it)."""
     out: list[str] = []
     for pattern in patterns:
         pattern = str(pattern)
@@ -126,14 +133,12 @@ def expand(patterns: Iterable[str], allow_private: bool = False) -> list[str]:
             p = local_path(pattern)
             if os.path.isdir(p):
                 raise IsADirectoryError(
-                    f"{pattern}: a directory; name the archive files (e.g. '{p}/*.warc.gz')"
+                    f"{pattern}: a directory; name the files in it, e.g. '{p}/*' (FILE_OR_GLOB "
+                    f"names {what})"
                 )
             found = [p] if os.path.isfile(p) else []
         if not found:
-            raise FileNotFoundError(
-                f"{pattern}: no such file (FILE_OR_GLOB names WARC/ARC files, e.g. "
-                "'crawl/*.warc.gz' or s3://bucket/path/*.warc.gz)"
-            )
+            raise FileNotFoundError(f"{pattern}: no such file (FILE_OR_GLOB names {what})")
         for f in found:
             f = f if is_remote(f) else str(Path(f).resolve())
             for source in wacz.members(f) if not is_remote(f) and wacz.is_wacz(f) else [f]:
@@ -153,6 +158,9 @@ def file_key(source: str) -> str:
 # in the byte range [start, end) (the last range's end is None: to the end of the file).
 Unit = tuple[str, int, int | None]
 SPLIT_BYTES = 256 << 20  # the byte range one scan reads of a large gzip-per-record file
+# What a part holds; a part written by an older scan is read again (2: a skipped response's
+# and a revisit's archived X-Robots-Tag opt-out are kept on their rows).
+SCAN_VERSION = 2
 
 
 def unit_key(unit: Unit) -> str:
@@ -203,8 +211,9 @@ def _stamp(source: str, allow_private: bool = False) -> dict[str, Any]:
 def is_done(
     source: str, out_dir: Path, opts: dict[str, Any] | None = None, start: int = 0, end=None
 ) -> bool:
-    """A finished part whose marker matches the file's size and mtime, the byte range and the
-    scan options (tokens, record cap): a part read with other options is read again."""
+    """A finished part whose marker matches the file's size and mtime, the byte range, the
+    scan options (tokens, record cap) and `SCAN_VERSION`: a part read with other options, or
+    by an older scan, is read again."""
     marker = Path(out_dir) / "parts" / f"{unit_key((source, start, end))}.done.json"
     if not marker.exists():
         return False
@@ -214,12 +223,14 @@ def is_done(
         return False
     same_opts = opts is None or done.get("opts") == opts
     same_range = done.get("range", [0, None]) == [start, end]
+    same_scan = done.get("scan_version", 1) == SCAN_VERSION
     allow_private = bool((opts or {}).get("allow_private_networks"))
     return (
         done.get("source") == source
         and done.get("stamp") == _stamp(source, allow_private)
         and same_opts
         and same_range
+        and same_scan
     )
 
 
@@ -253,6 +264,7 @@ def scan_to_part(
     counts = {
         "source": source,
         "range": [start, end],
+        "scan_version": SCAN_VERSION,
         "stamp": _stamp(source, bool(opts.get("allow_private_networks"))),
         "opts": opts,
         "records": len(rows),
@@ -276,6 +288,7 @@ def scan_in_process(units: list[Unit], out_dir: Path, opts: dict[str, Any]) -> N
 
 _KEY_COLUMNS = ["kind", "url", "payload_digest", "content_sha256", "skip_reason", "record_offset"]
 _REVISIT_COLUMNS = ["refers_to", "refers_to_uri"]
+_OPTOUT_COLUMNS = ["archived_header_optout", "archived_meta_optout"]
 BATCH_ROWS = 2048  # rows of a part decided and written at once: the driver's memory bound
 
 
@@ -283,37 +296,110 @@ def _key(value: str) -> bytes:
     return hashlib.blake2b(value.encode("utf-8", "surrogatepass"), digest_size=16).digest()
 
 
-def _repeats(units: list[Unit], out_dir: Path) -> tuple[dict[int, dict[int, tuple]], list[str]]:
+Carry = tuple[int, str, str]  # (code of the row that opts out, its words, its evidence)
+
+
+class Carried:
+    """Opt-outs of rows an import does not keep (another capture of a URL, a repeat of a page
+    or document, a revisit, a skipped response), carried to the row it keeps in their place:
+    an opt-out in any record wins. Noted by URL (every capture of it) and by the code of the
+    row a repeat repeats; `where(code)` names a row (`file@offset`). Held: the rows that opt
+    out, never the others."""
+
+    def __init__(self, where: Callable[[int], str], label: str = "another capture"):
+        self.where, self.label = where, label
+        self.by_url: dict[bytes, list[Carry]] = {}
+        self.by_kept: dict[int, list[Carry]] = {}
+
+    def note(
+        self, code: int, words: set[str], evidence: str, url: str | None, kept: int | None
+    ) -> None:
+        """Row `code` opts out saying `evidence` (`words`: noai, noimageai, or optout: its
+        source's own no to training); `kept`: the code of the row it repeats, if any."""
+        entry = (code, ",".join(sorted(words)), evidence)
+        if url:
+            self.by_url.setdefault(_key(url), []).append(entry)
+        if kept is not None:
+            self.by_kept.setdefault(kept, []).append(entry)
+
+    def apply(self, row: dict[str, Any], code: int) -> None:
+        """Carry the opt-outs noted for a kept row (`code`) or its URL into it (in place): noai
+        and optout make `training_allowed` false, noai and noimageai set their flags;
+        `consent_source` names the rows they came from."""
+        if not (self.by_url or self.by_kept):
+            return
+        found = list(self.by_kept.get(code, ()))
+        if row.get("url") and self.by_url:
+            found += self.by_url.get(_key(row["url"]), ())
+        others = {c: (w, e) for c, w, e in found if c != code}
+        if not others:
+            return
+        words = {w for ws, _ in others.values() for w in ws.split(",")}
+        if words & {"noai", "optout"}:
+            row["training_allowed"] = False
+        for flag in ("noai", "noimageai"):
+            if flag in words:
+                row[flag] = True
+        said = [f"{self.label} ({self.where(c)}): {e}" for c, (_, e) in sorted(others.items())]
+        if len(said) > 3:
+            said = [*said[:3], f"and {len(said) - 3} more that opt out"]
+        row["consent_source"] = "; ".join(filter(None, [row.get("consent_source"), *said]))
+
+
+def _archived_optout(row: dict[str, Any]) -> tuple[set[str], str]:
+    """The noai/noimageai an archived capture's own headers and meta tags carry, and the
+    evidence as `consent_source` words it (`crawlers.imports.consent.decide`)."""
+    words: set[str] = set()
+    said = []
+    for col, what in (
+        ("archived_header_optout", "archived headers: X-Robots-Tag"),
+        ("archived_meta_optout", "archived meta: robots"),
+    ):
+        if row.get(col):
+            words |= set(row[col].split(","))
+            said.append(f"{what} {row[col]}")
+    return words & {"noai", "noimageai"}, "; ".join(said)
+
+
+def _repeats(
+    units: list[Unit], out_dir: Path
+) -> tuple[dict[int, dict[int, tuple]], list[str], Carried]:
     """The first pass over the parts, reading only their key columns, in file order: which rows
-    are exact repeats, as {unit index: {row index: (reason, detail)}}, and the URLs of the pages
-    kept (for the robots.txt fetch). A repeat is a URL seen before (duplicate_url), a payload
-    digest or decoded body seen before (duplicate_payload; archivers differ on what the payload
-    digest covers: a chunked body or not), a revisit whose original is in the import (revisit)
-    or is not (revisit_missing_original). Held: 16-byte hashes of the keys, never a row."""
+    are exact repeats, as {unit index: {row index: (reason, detail)}}, the URLs of the pages
+    kept (for the robots.txt fetch) and the opt-outs of the rows not kept (`Carried`). A repeat
+    is a URL seen before (duplicate_url), a payload digest or decoded body seen before
+    (duplicate_payload; archivers differ on what the payload digest covers: a chunked body or
+    not), a revisit whose original is in the import (revisit) or is not
+    (revisit_missing_original). Held: 16-byte hashes of the keys, never a row."""
     seen_url: dict[bytes, int] = {}
     seen_digest: dict[bytes, int] = {}
-    revisits: list[tuple[int, int, str | None, str]] = []
+    revisits: list[tuple[int, int, int, str | None, str, tuple[set[str], str] | None]] = []
     repeats: dict[int, dict[int, tuple]] = {}
     urls: list[str] = []
 
     def where(code: int) -> str:
         return f"{units[code >> 40][0]}@{code & ((1 << 40) - 1)}"
 
+    carried = Carried(where)
     for fi, unit in enumerate(units):
         part = pq.ParquetFile(out_dir / "parts" / f"{unit_key(unit)}.parquet")
-        cols = _KEY_COLUMNS + _REVISIT_COLUMNS
+        cols = _KEY_COLUMNS + _REVISIT_COLUMNS + _OPTOUT_COLUMNS
         i = 0
         for batch in part.iter_batches(batch_size=BATCH_ROWS * 4, columns=cols):
             for row in batch.to_pylist():
                 code = (fi << 40) | max(0, row.get("record_offset") or 0)
+                optout = _archived_optout(row)
+                kept = None  # the code of the row this one repeats
                 if row["kind"] == "page":
                     ukey = _key(row["url"])
                     keys = [_key(k) for k in (row["payload_digest"], row["content_sha256"]) if k]
                     first = next((seen_digest[k] for k in keys if k in seen_digest), None)
                     if ukey in seen_url:
-                        detail = f"same URL as {where(seen_url[ukey])}"
+                        kept = seen_url[ukey]
+                        detail = f"same URL as {where(kept)}"
                         repeats.setdefault(fi, {})[i] = ("duplicate_url", detail)
                     elif first is not None:
+                        kept = first
                         detail = f"same payload as {where(first)}"
                         repeats.setdefault(fi, {})[i] = ("duplicate_payload", detail)
                     else:
@@ -321,24 +407,33 @@ def _repeats(units: list[Unit], out_dir: Path) -> tuple[dict[int, dict[int, tupl
                         for k in keys:
                             seen_digest[k] = code
                         urls.append(row["url"])
+                    if kept is not None and optout[0]:
+                        reason, detail = repeats[fi][i]
+                        detail += f"; its {','.join(sorted(optout[0]))} is carried to it"
+                        repeats[fi][i] = (reason, detail)
                 elif row["skip_reason"] == "revisit":
                     missing = (
                         f"revisit of {row['refers_to_uri'] or row['url']} "
                         f"({row['refers_to'] or 'no WARC-Refers-To'}): the original capture is "
                         "not in the import, so there is no body"
                     )
-                    revisits.append((fi, i, row["payload_digest"], missing))
+                    said = optout if optout[0] else None  # most revisits say nothing: hold none
+                    revisits.append((fi, i, code, row["payload_digest"], missing, said))
+                if optout[0]:
+                    carried.note(code, *optout, row.get("url"), kept)
                 i += 1
-    for fi, i, digest, missing in revisits:  # against every payload of the import
+    for fi, i, code, digest, missing, optout in revisits:  # against every payload of the import
         k = _key(digest) if digest else None
-        if k is not None and k in seen_digest:
-            repeats.setdefault(fi, {})[i] = (
-                "revisit",
-                f"repeat capture of {where(seen_digest[k])}",
-            )
+        kept = seen_digest[k] if k is not None and k in seen_digest else None
+        if kept is not None:
+            detail = f"repeat capture of {where(kept)}"
+            if optout is not None:
+                detail += f"; its {','.join(sorted(optout[0]))} is carried to it"
+                carried.note(code, *optout, None, kept)
+            repeats.setdefault(fi, {})[i] = ("revisit", detail)
         else:
             repeats.setdefault(fi, {})[i] = ("revisit_missing_original", missing)
-    return repeats, urls
+    return repeats, urls, carried
 
 
 def _as_skip(row: dict, reason: str, detail: str) -> dict:
@@ -365,10 +460,15 @@ class _Out:
 
 
 def _write_outputs(
-    units: list[Unit], out_dir: Path, repeats: dict[int, dict[int, tuple]], book: Any
+    units: list[Unit],
+    out_dir: Path,
+    repeats: dict[int, dict[int, tuple]],
+    book: Any,
+    carried: Carried | None = None,
 ) -> dict[str, int]:
     """The second pass: every part again, a batch of rows at a time, in file order: repeats
-    become skips, pages are decided (`ConsentBook.apply`) and both are written as they come."""
+    become skips, pages take the opt-outs of the captures not kept (`Carried`), are decided
+    (`ConsentBook.apply`) and both are written as they come."""
     pages = _Out(out_dir / "pages.parquet", pages_schema())
     skipped = _Out(out_dir / "skipped.parquet", skipped_schema())
     reasons: dict[str, int] = {}
@@ -384,6 +484,8 @@ def _write_outputs(
                     row = _as_skip(row, *mine[i])
                 i += 1
                 if row["kind"] == "page":
+                    if carried is not None:
+                        carried.apply(row, (fi << 40) | max(0, row.get("record_offset") or 0))
                     book.apply(row)
                     row.update(
                         host=_host(row["url"]),
@@ -450,7 +552,7 @@ def import_warc(
     scanned = {u[0] for u in todo}
     log(f"import: {len(files)} files ({len(files) - len(scanned)} already done), scanned")
     t = time.perf_counter()
-    repeats, urls = _repeats(units, out_dir)
+    repeats, urls, carried = _repeats(units, out_dir)
     dedup_s = time.perf_counter() - t
     t = time.perf_counter()
     book = ConsentBook(cfg, offline=offline)
@@ -458,7 +560,7 @@ def import_warc(
     del urls
     consent_s = time.perf_counter() - t
     t = time.perf_counter()
-    out = _write_outputs(units, out_dir, repeats, book)
+    out = _write_outputs(units, out_dir, repeats, book, carried)
     write_s = time.perf_counter() - t
     hosts = book.hosts()
     _write(_table(hosts, HOSTS_SCHEMA), out_dir / "hosts.parquet")

@@ -8,6 +8,7 @@ its page records copied.
 
 from __future__ import annotations
 
+import collections
 import io
 import struct
 import zipfile
@@ -30,7 +31,7 @@ def split(source: str) -> tuple[str, str] | None:
 
 def members(path: str) -> list[str]:
     """The sources of one .wacz file: its archive/ WARC and ARC files, in name order. A zip
-    with none is one error line naming it."""
+    with none, or with two archive members of one name, is one error line naming it."""
     try:
         with zipfile.ZipFile(path) as z:
             names = [i.filename for i in z.infolist() if not i.is_dir()]
@@ -39,6 +40,14 @@ def members(path: str) -> list[str]:
             f"{path}: not a readable WACZ (zip) file ({exc}); give its WARCs"
         ) from None
     found = sorted(n for n in names if n.startswith("archive/") and n.lower().endswith(_ARCHIVES))
+    counts = collections.Counter(names)
+    twice = sorted({n for n in found if counts[n] > 1})
+    if twice:  # a member is read by its name: zipfile would give the last of them, quietly
+        raise ValueError(
+            f"{path}: archive members named more than once: {', '.join(twice[:3])}; which copy "
+            "is the archive is ambiguous: repack the WACZ with one member per name (or give its "
+            "WARC files themselves)"
+        )
     if not found:
         raise ValueError(
             f"{path}: a WACZ without WARC files under archive/ (it holds {len(names)} files)"

@@ -6,7 +6,10 @@ could be read whole) or a skip with its reason (`warcinfo`, `request`, `metadata
 `split_record`, `too_large`, `digest_mismatch`, `short_record`, `truncated`, `decode_error`,
 `malformed_record`, ...). A malformed stretch of a file (a cut gzip member, a wrong
 Content-Length, garbage between records) is one skip naming the offset and the error; reading
-goes on at the next record start it can find.
+goes on at the next record start it can find (`_resync`: a gzip member that opens with a
+record, or a line that begins a WARC record of any version, or in an ARC file an ARC record).
+A response's archived X-Robots-Tag opt-out is kept on its row even when the record is a skip
+(a revisit, an HTTP 404), so the import can carry it to the capture of the URL it keeps.
 
 Where the bytes stay: a local file with one gzip member per record, or uncompressed, is referred
 to by absolute path and record offset (the crawl's `warc_file`/`warc_offset`/`warc_length`), so
@@ -178,57 +181,95 @@ class _Sink:
             tmp.close()
 
 
-def _resync(fh: BinaryIO, start: int, gz: bool, end: int | None = None) -> int | None:
+_WARC_LINE = rb"WARC/\d\.\d+\r?\n"  # WARC/0.17, 0.18, 1.0, 1.1
+# An ARC record line (v1 `URL IP date type length`, v2 ten fields; `filedesc://` heads a file).
+_ARC_LINE = rb"[A-Za-z][A-Za-z0-9+.\-]*://\S* \S+ \d{12,14} \S"
+_PLAIN_START = {  # a record start in an uncompressed file: a line that begins with one
+    False: re.compile(rb"(?m)^" + _WARC_LINE),
+    True: re.compile(rb"(?m)^(?:" + _WARC_LINE + rb"|" + _ARC_LINE + rb")"),
+}
+_ARC_START = re.compile(_ARC_LINE)
+_SCAN = 1 << 20  # bytes read at a time looking for the next record
+_OVERLAP = 1 << 12  # kept from the last read, so a start across its end is found (long URLs)
+
+
+def _resync(
+    fh: BinaryIO, start: int, gz: bool, end: int | None = None, arc: bool = False
+) -> int | None:
     """The offset of the next record start at or after `start` (and before `end`), None when
-    there is none: a gzip member whose first bytes are a WARC header (`is_record_start`), or,
-    in a file that did not open with gzip, a 'WARC/1.' line too (such a file may still hold
-    gzip members after junk). A byte-range scan begins at the same place, so ranges meet
+    there is none: a gzip member whose first bytes are a record header (`is_record_start`), or,
+    in a file that did not open with gzip, a line that begins a WARC record (any version:
+    `WARC/0.18`, `WARC/1.1`) or, in an ARC file (`arc`), an ARC record (such a file may still
+    hold gzip members after junk). A byte-range scan begins at the same place, so ranges meet
     exactly where records do; `end` keeps a range inside a huge record from reading to the
     record's end."""
-    markers = (_GZIP_MAGIC,) if gz else (_GZIP_MAGIC, b"WARC/1.")
+    plain = None if gz else _PLAIN_START[arc]
     pos = start
     while end is None or pos < end:
-        fh.seek(pos)
-        data = fh.read(1 << 20)
-        if len(data) < len(_GZIP_MAGIC):
+        back = 1 if pos > 0 else 0  # the byte before: a line start is one after a newline
+        fh.seek(pos - back)
+        data = fh.read(_SCAN + back)
+        if len(data) - back < len(_GZIP_MAGIC):
             return None
-        found = [at for m in markers if (at := _first_start(fh, data, pos, m, end)) is not None]
+        found = [_first_member(fh, data, pos - back, back, end, arc)]
+        if plain is not None:
+            m = plain.search(data, back)
+            found.append(pos - back + m.start() if m else None)
+        found = [at for at in found if at is not None and (end is None or at < end)]
         if found:
             return min(found)
-        if len(data) < 1 << 20:
+        if len(data) - back < _SCAN:
             return None  # searched to the end of the file
-        pos += len(data) - len(b"WARC/1.") + 1
+        pos += len(data) - back - _OVERLAP
     return None
 
 
-def _first_start(fh: BinaryIO, data: bytes, pos: int, marker: bytes, end: int | None):
-    """The first place in `data` (read at `pos`) where `marker` begins a record."""
-    i = data.find(marker)
+def _first_member(fh: BinaryIO, data: bytes, at0: int, i: int, end: int | None, arc: bool):
+    """The first gzip member in `data` (read at `at0`, searched from index `i`) that begins a
+    record."""
+    i = data.find(_GZIP_MAGIC, i)
     while i >= 0:
-        at = pos + i
+        at = at0 + i
         if end is not None and at >= end:
             return None
-        if marker == _GZIP_MAGIC:
-            if is_record_start(fh, at):
-                return at
-        elif i == 0 or data[i - 1 : i] == b"\n":
+        if is_record_start(fh, at, arc):
             return at
-        i = data.find(marker, i + 1)
+        i = data.find(_GZIP_MAGIC, i + 1)
     return None
 
 
-def is_record_start(fh: BinaryIO, pos: int) -> bool:
-    """Whether a gzip member starts at `pos` and its first decompressed bytes are a WARC header.
-    A gzip magic inside compressed data is not enough (1 in 16 M positions of random bytes has
-    one); a deflate stream there that also begins with 'WARC/' is, in practice, never chance."""
+def is_record_start(fh: BinaryIO, pos: int, arc: bool = False) -> bool:
+    """Whether a gzip member starts at `pos` and its first decompressed bytes are a WARC header
+    (or, with `arc`, an ARC record line). A gzip magic inside compressed data is not enough (1
+    in 16 M positions of random bytes has one); a deflate stream there that also begins with
+    'WARC/' is, in practice, never chance."""
     fh.seek(pos)
     head = fh.read(1 << 14)
     if not head.startswith(_GZIP_MAGIC):
         return False
     try:
-        return zlib.decompressobj(31).decompress(head, 8).startswith(b"WARC/")
+        first = zlib.decompressobj(31).decompress(head, 1 << 12 if arc else 8)
     except zlib.error:
         return False
+    return first.startswith(b"WARC/") or (arc and _ARC_START.match(first) is not None)
+
+
+def _arc_file(stream: BinaryIO, source: str) -> bool:
+    """Whether a seekable file is ARC: by its name (a WACZ member's own), or its first line."""
+    name = (wacz.split(source) or ("", source))[1].lower().split("?")[0]
+    if name.endswith((".arc", ".arc.gz")):
+        return True
+    here = stream.tell()
+    try:
+        stream.seek(0)
+        head = stream.read(1 << 14)
+        if head.startswith(_GZIP_MAGIC):
+            head = zlib.decompressobj(31).decompress(head, 1 << 12)
+        return _ARC_START.match(head.lstrip()) is not None
+    except zlib.error:
+        return False
+    finally:
+        stream.seek(here)
 
 
 def _starts_here(stream: BinaryIO, pos: int) -> bool:
@@ -428,6 +469,7 @@ def _scan(
             gz = False
         # offsets are the file's own (a stream decompressed here has none to seek to)
         seekable = not decompressing and stream.seekable()
+        arc = False  # an ARC file: a record may also begin with an ARC line (`_resync`)
         if start > 0:
             first = _resync(stream, start, gz, end)
             if first is None:
@@ -441,8 +483,10 @@ def _scan(
                 for record in it:
                     if end is not None and it.offset >= end and _starts_here(stream, it.offset):
                         return rows  # the next range's first record
-                    if not copy and record.format in ("arc", "arc2warc"):
-                        raise _Restart("ARC file: records converted to WARC and copied")
+                    if record.format in ("arc", "arc2warc"):
+                        if not copy:
+                            raise _Restart("ARC file: records converted to WARC and copied")
+                        arc = True
                     row = _record_row(record, it, source, opts, sink, base)
                     if row is None:  # an empty gzip member between or after records
                         continue
@@ -477,7 +521,8 @@ def _scan(
             )
             if not seekable:
                 return rows  # a stream cannot be searched for the next record: the rest is lost
-            nxt = _resync(stream, last_end + 1, gz, end)
+            arc = arc or _arc_file(stream, source)
+            nxt = _resync(stream, last_end + 1, gz, end, arc)
             if nxt is None:
                 return rows
             stream.seek(nxt)
@@ -563,6 +608,8 @@ def _record_row(
     if rec_type == "revisit":
         row["refers_to"] = h.get_header("WARC-Refers-To")
         row["refers_to_uri"] = h.get_header("WARC-Refers-To-Target-URI")
+        if record.http_headers is not None:  # the revisit's own response may opt out
+            _header_optout(row, record.http_headers.headers, opts)
         return _skip(place(), "revisit", "revisit record (resolved against the import's payloads)")
     if rec_type not in ("response", "resource"):
         return _skip(place(), "record_type", f"{rec_type} record: only responses are pages")
@@ -598,6 +645,7 @@ def _record_row(
             headers.setdefault(k, v)
             if k == "x-robots-tag":
                 x_robots.append(v)
+        _header_optout(row, record.http_headers.headers, opts)  # kept on a skip too
     elif rec_type == "response":
         return _skip(place(), "no_http_headers", "response record without an HTTP response")
     else:
@@ -682,6 +730,20 @@ def _record_row(
             warc_length=row["record_length"],
         )
     return row
+
+
+def _header_optout(row: dict[str, Any], headers: list[tuple[str, str]], opts: ScanOptions) -> None:
+    """The archived X-Robots-Tag of a response (a page, a skipped one, a revisit) and the
+    noai/noimageai it carries, on its row: an opt-out in any capture of a URL is carried to the
+    capture the import keeps (`crawlers.imports.run._repeats`)."""
+    x_robots = [v for k, v in headers if k.lower() == "x-robots-tag"]
+    if not x_robots:
+        return
+    d = Directives()
+    apply_x_robots_tag(d, x_robots, opts.agent, opts.training_agent)
+    words = [w for w, on in (("noai", d.noai), ("noimageai", d.noimageai)) if on]
+    row["archived_x_robots"] = "; ".join(x_robots)
+    row["archived_header_optout"] = ",".join(words) or None
 
 
 def _whole_arc_body(headers: dict[str, str], raw: bytes) -> int | None:

@@ -5,8 +5,10 @@ consent), so neither import holds a corpus in memory.
 
 WET `conversion` records hold the text Common Crawl extracted: there is no HTML, so no
 extraction; `source` says `import:wet` and `extraction_method` says `cc-wet`. Every record read
-is a document or a recorded skip (`warcinfo`, `missing_target_uri`, `empty_text`,
-`duplicate_payload`, `malformed_record`, ...).
+is a document or a recorded skip (`warcinfo`, `record_type`: a record without WARC-Type,
+`missing_target_uri`, `decode_error`: text that is not of the charset its Content-Type
+declares (UTF-8 when none), `empty_text`, `duplicate_payload`, `malformed_record`: a damaged
+stretch, after which reading goes on at the next record, ...).
 """
 
 from __future__ import annotations
@@ -20,7 +22,16 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from crawlers.imports.run import BATCH_ROWS, HOSTS_SCHEMA, PROVENANCE, _key, _table, _write, expand
+from crawlers.imports.run import (
+    BATCH_ROWS,
+    HOSTS_SCHEMA,
+    PROVENANCE,
+    Carried,
+    _key,
+    _table,
+    _write,
+    expand,
+)
 from crawlers.imports.warc import open_source
 
 EXTRA_COLUMNS = [
@@ -40,6 +51,7 @@ SKIPS_SCHEMA = pa.schema(
     ]
 )
 MAX_TEXT_BYTES = 8_000_000
+WET_FILES = "Common Crawl WET files, e.g. 'CC-MAIN-*.warc.wet.gz'"
 
 
 def base_language(declared: str | None) -> str | None:
@@ -70,68 +82,137 @@ def _doc_id(url: str) -> str:
 
 def iter_wet(source: str, allow_private: bool = False) -> Iterator[tuple[str, dict]]:
     """("doc", row) or ("skip", row) for every record of one WET file, as it is read (an
-    http(s) file through the SSRF guard; `allow_private` lifts it)."""
+    http(s) file through the SSRF guard; `allow_private` lifts it). A damaged stretch (a cut
+    gzip member, garbage between records) is one `malformed_record` skip; a seekable file is
+    read on from the next record start (`crawlers.imports.warc._resync`), a stream ends there.
+    A whole-file gzip is read on as one decompressed stream (offsets are then the text's)."""
     from warcio.archiveiterator import ArchiveIterator
 
+    from crawlers.imports.sources import Gunzip, can_seek
+    from crawlers.imports.warc import _GZIP_MAGIC, _resync, _tail
+
     fh = open_source(source, allow_private)
-    it = ArchiveIterator(fh)
-    offset = 0
     try:
-        for record in it:
-            h = record.rec_headers
-            row = {
-                "source_file": source,
-                "record_type": record.rec_type,
-                "warc_record_id": h.get_header("WARC-Record-ID"),
-                "capture_time": h.get_header("WARC-Date"),
-                "import_mode": "text",
-                "url": h.get_header("WARC-Target-URI"),
-            }
-            raw = record.raw_stream.read(MAX_TEXT_BYTES + 1)
-            row["record_offset"] = offset = it.get_record_offset()
-            row["record_length"] = it.get_record_length()
-            offset += row["record_length"] or 0
-            if record.rec_type != "conversion":
-                yield "skip", {**row, "skip_reason": record.rec_type, "skip_detail": "not text"}
-                continue
-            if not row["url"]:
-                yield "skip", {**row, "skip_reason": "missing_target_uri", "skip_detail": ""}
-                continue
-            if len(raw) > MAX_TEXT_BYTES:
-                yield "skip", {**row, "skip_reason": "too_large", "skip_detail": "text over 8 MB"}
-                continue
-            text = raw.decode("utf-8", "replace").strip()
-            if not text:
-                yield "skip", {**row, "skip_reason": "empty_text", "skip_detail": ""}
-                continue
-            yield (
-                "doc",
-                {
-                    **row,
-                    "id": _doc_id(row["url"]),
-                    "host": _doc_host(row["url"]),
-                    "text": text,
-                    "lang_hint": base_language(h.get_header("WARC-Identified-Content-Language")),
-                    "extraction_method": "cc-wet",
-                    "source": "import:wet",
-                    "status": 200,
-                    "content_sha256": hashlib.sha256(raw).hexdigest(),
-                    "fetched_at": row["capture_time"],
-                    "rendered": False,
-                },
-            )
-    except Exception as exc:  # a cut file: what came before stays, the rest is one skip
-        yield (
-            "skip",
-            {
-                "source_file": source,
-                "record_offset": offset,
-                "skip_reason": "malformed_record",
-                "skip_detail": f"{source}@{offset}: {type(exc).__name__}: {exc}"[:500],
-            },
-        )
+        seekable = can_seek(fh)
+        gz = False
+        if seekable:
+            gz = fh.read(len(_GZIP_MAGIC)) == _GZIP_MAGIC
+            fh.seek(0)
+        stream, done = fh, 0  # done: records read before the stream was read again
+        last_end = 0  # where the last record read ends
+        while True:
+            it = ArchiveIterator(stream)
+            n = 0
+            try:
+                for record in it:
+                    kind, row = _wet_row(record, it, source)
+                    n += 1
+                    if n <= done:
+                        continue  # read before, as a gzip member, when the stream restarted
+                    last_end = row["record_offset"] + max(0, row["record_length"] or 0)
+                    yield kind, row
+                if seekable:  # warcio ends quietly at a cut gzip member: the rest is a skip
+                    yield from (("skip", r) for r in _tail(stream, last_end, source, "text"))
+                return
+            except Exception as exc:  # a damaged stretch: what came before stays, it is one skip
+                if "non-chunked gzip" in str(exc) and stream is fh and seekable:
+                    fh.seek(0)  # one gzip stream of many records: read again, decompressed
+                    stream, done, seekable, last_end = Gunzip(fh), n, False, 0
+                    continue
+                detail = " ".join(f"{type(exc).__name__}: {exc}".split())
+                yield (
+                    "skip",
+                    {
+                        "source_file": source,
+                        "record_offset": last_end,
+                        "import_mode": "text",
+                        "skip_reason": "malformed_record",
+                        "skip_detail": f"{source}@{last_end}: {detail}"[:500],
+                    },
+                )
+            if not seekable:
+                return  # a stream cannot be searched for the next record: the rest is lost
+            nxt = _resync(stream, last_end + 1, gz)
+            if nxt is None:
+                return
+            stream.seek(nxt)
     finally:
         fh.close()
+
+
+def _wet_row(record, it, source: str) -> tuple[str, dict]:
+    """One WET record as ("doc", row) or ("skip", row)."""
+    h = record.rec_headers
+    row = {
+        "source_file": source,
+        "record_type": record.rec_type,
+        "warc_record_id": h.get_header("WARC-Record-ID"),
+        "capture_time": h.get_header("WARC-Date"),
+        "import_mode": "text",
+        "url": h.get_header("WARC-Target-URI"),
+    }
+    raw = record.raw_stream.read(MAX_TEXT_BYTES + 1)
+    it.read_to_end(record)
+    row["record_offset"] = it.get_record_offset()
+    row["record_length"] = it.get_record_length()
+
+    def skip(reason: str, detail: str) -> tuple[str, dict]:
+        return "skip", {**row, "skip_reason": reason, "skip_detail": detail}
+
+    if record.rec_type is None:
+        return skip("record_type", "record without WARC-Type: only conversion records are text")
+    if record.rec_type != "conversion":
+        return skip(record.rec_type, "not text")
+    if not row["url"]:
+        return skip("missing_target_uri", "")
+    if len(raw) > MAX_TEXT_BYTES:
+        return skip("too_large", "text over 8 MB")
+    text, why = decode_text(raw, h.get_header("Content-Type"))
+    if text is None:
+        return skip("decode_error", f"{source}@{row['record_offset']}: {why}")
+    text = text.strip()
+    if not text:
+        return skip("empty_text", "")
+    return (
+        "doc",
+        {
+            **row,
+            "id": _doc_id(row["url"]),
+            "host": _doc_host(row["url"]),
+            "text": text,
+            "lang_hint": base_language(h.get_header("WARC-Identified-Content-Language")),
+            "extraction_method": "cc-wet",
+            "source": "import:wet",
+            "status": 200,
+            "content_sha256": hashlib.sha256(raw).hexdigest(),
+            "fetched_at": row["capture_time"],
+            "rendered": False,
+        },
+    )
+
+
+def decode_text(raw: bytes, content_type: str | None) -> tuple[str | None, str | None]:
+    """(the text, None), or (None, why not): `raw` decoded with the charset its Content-Type
+    declares (UTF-8 when it declares none; a byte order mark of that encoding is dropped).
+    Bytes that are not of that charset are refused, never replaced by U+FFFD."""
+    import codecs
+
+    charset = "utf-8"
+    for param in (content_type or "").split(";")[1:]:
+        name, _, value = param.partition("=")
+        if name.strip().lower() == "charset" and value.strip().strip("\"'"):
+            charset = value.strip().strip("\"'")
+    try:
+        codec = codecs.lookup(charset).name
+    except LookupError:
+        return None, f"Content-Type charset {charset!r}: no such encoding"
+    try:
+        return raw.decode("utf-8-sig" if codec == "utf-8" else codec), None
+    except UnicodeDecodeError as exc:
+        return None, (
+            f"the text is not {charset} as its Content-Type says ({exc.reason} at byte "
+            f"{exc.start}): declare its charset in the record's Content-Type"
+        )
 
 
 class Spool:
@@ -185,34 +266,78 @@ def _doc_host(url: str | None) -> str:
     return url_host(url)
 
 
-def _repeats(docs_path: Path) -> tuple[dict[int, tuple[str, str]], list[str]]:
-    """Exact repeats (the same text, or the same id: the first wins) by row of the spooled
-    documents, read by their key columns only; and the URLs of the documents kept."""
+_SOURCE_NO = "source row: "  # how `crawlers.imports.docs` words a corpus row's own consent
+
+
+def _source_optout(d: dict) -> tuple[set[str], str]:
+    """A spooled document's own opt-out (a corpus row's noai, noimageai, or training_allowed
+    not the boolean true: `crawlers.imports.docs.source_consent`) and its evidence."""
+    words = {w for w in ("noai", "noimageai") if d.get(w)}
+    said = [
+        part
+        for part in (d.get("consent_source") or "").split("; ")
+        if part.startswith(_SOURCE_NO) and part != _SOURCE_NO + "training_allowed true"
+    ]
+    if any(p.startswith(_SOURCE_NO + "training_allowed") for p in said):
+        words.add("optout")
+    return words, "; ".join(said)
+
+
+def _repeats(
+    docs_path: Path, ids_given: bool = False
+) -> tuple[dict[int, tuple[str, str]], list[str], Carried, dict[str, int]]:
+    """Exact repeats by row of the spooled documents, read by their key columns only (the
+    first wins): the same text (`duplicate_payload`), or the same id (`duplicate_id`: an id made
+    from the URL, another capture of the page); with `ids_given` (the corpus's own ids,
+    `--id-field`), the same id on a different text is `id_conflict`, naming both places. Also
+    the URLs of the documents kept, the opt-outs of the rows not kept (`Carried`) and the
+    file index of each source (a row's code is `index << 40 | record_offset`)."""
     files: dict[str, int] = {}
     names: list[str] = []
     seen: dict[bytes, int] = {}
     repeats: dict[int, tuple[str, str]] = {}
     urls: list[str] = []
+
+    def where(code: int) -> str:
+        return f"{names[code >> 40]}@{code & ((1 << 40) - 1)}"
+
+    carried = Carried(where, "another row")
     cols = ["content_sha256", "id", "url", "source_file", "record_offset"]
+    cols += ["noai", "noimageai", "consent_source"]
     i = 0
     for batch in pq.ParquetFile(docs_path).iter_batches(batch_size=BATCH_ROWS * 4, columns=cols):
         for d in batch.to_pylist():
+            src = d["source_file"] or ""
+            if src not in files:
+                files[src] = len(names)
+                names.append(src)
+            code = (files[src] << 40) | max(0, d["record_offset"] or 0)
             key, ident = _key(d["content_sha256"] or ""), _key("id:" + d["id"])
-            first = seen.get(key, seen.get(ident))
-            if first is not None:
-                reason = "duplicate_payload" if key in seen else "duplicate_id"
-                where = f"{names[first >> 40]}@{first & ((1 << 40) - 1)}"
-                repeats[i] = (reason, f"same as {where}")
-            else:
-                src = d["source_file"] or ""
-                if src not in files:
-                    files[src] = len(names)
-                    names.append(src)
-                seen[key] = seen[ident] = (files[src] << 40) | max(0, d["record_offset"] or 0)
+            kept = seen.get(key, seen.get(ident))
+            if kept is None:
+                seen[key] = seen[ident] = code
                 if d["url"]:
                     urls.append(d["url"])
+            elif key in seen:
+                repeats[i] = ("duplicate_payload", f"same as {where(kept)}")
+            elif ids_given:
+                repeats[i] = (
+                    "id_conflict",
+                    f"id {d['id']!r} is already the id of a different text at {where(kept)}: "
+                    "an id names one document; make the corpus's ids unique, or leave out "
+                    "--id-field to have ids made from each URL or text",
+                )
+                kept = None  # another document: its opt-out is its own
+            else:
+                repeats[i] = ("duplicate_id", f"same as {where(kept)}")
+            words, said = _source_optout(d)
+            if words:
+                carried.note(code, words, said, d["url"], kept)
+                if kept is not None:
+                    reason, detail = repeats[i]
+                    repeats[i] = (reason, f"{detail}; its opt-out is carried to it")
             i += 1
-    return repeats, urls
+    return repeats, urls, carried, files
 
 
 def _decide_and_write(
@@ -223,7 +348,11 @@ def _decide_and_write(
     offline: bool,
     files: list[str],
     kind: str,
+    ids_given: bool = False,
 ) -> dict[str, Any]:
+    """The spooled rows decided and written: repeats become skips (`_repeats`; `ids_given`:
+    the ids are the corpus's own), documents take the opt-outs of the rows not kept and are
+    decided (`ConsentBook.apply`); then the summary and the manifests."""
     import shutil
 
     from common.manifest import write_manifest
@@ -234,7 +363,7 @@ def _decide_and_write(
     cfg = CrawlConfig.from_any(config)
     records = spool.counts["doc"] + spool.counts["skip"]
     docs_path, skips_path = spool.close()
-    repeats, urls = _repeats(docs_path)
+    repeats, urls, carried, file_index = _repeats(docs_path, ids_given)
     t = time.perf_counter()
     book = ConsentBook(cfg, offline=offline)
     book.fetch(urls)
@@ -258,6 +387,8 @@ def _decide_and_write(
                 reasons[reason] = reasons.get(reason, 0) + 1
                 skips.append({**d, "skip_reason": reason, "skip_detail": detail})
             else:
+                at = file_index.get(d.get("source_file") or "", 0)
+                carried.apply(d, (at << 40) | max(0, d.get("record_offset") or 0))
                 if d.get("url"):
                     book.apply(d)
                 for flag in ("noai", "noimageai"):
@@ -277,7 +408,7 @@ def _decide_and_write(
         "records": records,
         "documents": kept.rows,
         "skipped": skipped.rows,
-        "skipped_by_reason": dict(sorted(reasons.items())),
+        "skipped_by_reason": dict(sorted(reasons.items(), key=lambda kv: str(kv[0]))),
         "hosts": len(hosts),
         "hosts_unreachable": sum(1 for h in hosts if h["unreachable"]),
         "training_allowed": allowed,
@@ -311,11 +442,15 @@ def import_wet(
     from crawlers.crawl.config import CrawlConfig
 
     allow_private = CrawlConfig.from_any(config).allow_private_networks
-    files = expand(patterns, allow_private)
+    files = expand(patterns, allow_private, what=WET_FILES)
     spool = Spool(Path(out_dir))
-    for source in files:
-        for kind, row in iter_wet(source, allow_private):
-            spool.add(kind, row)
+    try:
+        for source in files:
+            for kind, row in iter_wet(source, allow_private):
+                spool.add(kind, row)
+    except BaseException:
+        spool.discard()  # the error is one line; no _parts/ is left behind
+        raise
     log(f"import wet: {len(files)} files, {sum(spool.counts.values())} records")
     return _decide_and_write(
         spool, Path(out_dir), config=config, offline=offline, files=files, kind="wet"

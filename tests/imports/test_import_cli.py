@@ -196,3 +196,19 @@ def test_parquet_corpus(tmp_path):
 
     s = import_docs([str(path)], tmp_path / "out", license="MIT", id_field="id", offline=True)
     assert s["documents"] == 1 and s["training_allowed"] == 1
+
+
+@pytest.mark.parametrize(
+    ("importer", "name", "says"),
+    [
+        ("warc", "none.warc.gz", "WARC/ARC files"),
+        ("wet", "none.warc.wet.gz", "WET files"),
+        ("docs", "none.jsonl", "JSONL/Parquet corpus files"),
+    ],
+)
+def test_a_missing_file_names_what_its_importer_reads(tmp_path, importer, name, says):
+    code, output = _cli(["import", importer, str(tmp_path / name), "--offline"])
+    errors = [ln for ln in output.splitlines() if ln.startswith("error: ")]
+    assert code == 2 and len(errors) == 1 and name in errors[0], output
+    assert says in errors[0], output
+    assert importer == "warc" or "WARC/ARC" not in errors[0], output
