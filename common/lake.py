@@ -68,10 +68,20 @@ DATASETS = {
 
 
 def lake_root() -> Path:
-    """Return the lake root: $REFINERY_HOME if set, else ./lake."""
+    """Return the lake root: $REFINERY_HOME if set, else ./lake. A file where the lake's
+    directory (or one above it) should be is an error naming REFINERY_HOME and the fix."""
     import os
 
-    return Path(os.environ.get("REFINERY_HOME") or "lake").resolve()
+    home = os.environ.get("REFINERY_HOME")
+    root = Path(home or "lake").resolve()
+    blocker = next((p for p in (root, *root.parents) if p.exists()), None)
+    if blocker is not None and not blocker.is_dir():
+        where = f"REFINERY_HOME={home}" if home else f"the lake root {root} (no REFINERY_HOME)"
+        raise NotADirectoryError(
+            f"{where}: {blocker} is a file, not a directory; set REFINERY_HOME to a directory "
+            "for the lake (created if missing), e.g. REFINERY_HOME=$PWD/lake"
+        )
+    return root
 
 
 def stage_dir(stage: str, root: Path | None = None) -> Path:

@@ -7,7 +7,8 @@ resumable checkpoints) and checks the dataset it describes:
   count, and holds no duplicate rows (no repeated key -- `id`, or the dataset's own in `KEYS` --
   and no two identical rows at all);
 - a directory with `shards` (a mixture) has every shard and eval file, with the manifest's
-  sha256 and sequence count;
+  sha256 and sequence count; every shard entry has a path and a sha256, and every path stays
+  inside the mixture's directory;
 - a directory of WARC files decompresses to its end, file by file;
 - any other file named by a manifest exists.
 
@@ -21,6 +22,7 @@ from __future__ import annotations
 import gzip
 import hashlib
 import json
+import os
 import zlib
 from pathlib import Path
 
@@ -101,21 +103,45 @@ def _check_npy(path: Path, sha: str | None, sequences: int | None) -> list[str]:
     return []
 
 
-def _check_mixture(root: Path, doc: dict) -> list[str]:
+def _inside(root: Path, rel: str) -> Path | None:
+    """`root / rel` when the manifest's path stays inside `root` (no `..` out of it, not
+    absolute), else None. Links the lake's owner made inside the mixture are followed."""
+    path = root / rel
+    base = os.path.normpath(os.path.abspath(root))
+    return path if os.path.normpath(os.path.abspath(path)).startswith(base + os.sep) else None
+
+
+def _check_mixture(root: Path, doc: dict, manifest: Path) -> list[str]:
+    shards = doc["shards"]
+    if not isinstance(shards, list):
+        return [f"{manifest}: shards is not a list of shard entries; rebuild the mixture"]
     problems = []
-    for entry in doc.get("shards", []):
-        problems += _check_npy(
-            root / entry["path"], entry.get("sha256"), entry.get("num_sequences")
-        )
+    for i, entry in enumerate(shards):
+        where = f"{manifest}: shards[{i}]"
+        if not isinstance(entry, dict) or not entry.get("path"):
+            problems.append(f"{where} has no path; rebuild the mixture")
+            continue
+        if not entry.get("sha256"):  # nothing to tell a changed shard from the one written
+            problems.append(f"{where} ({entry['path']}) has no sha256; rebuild the mixture")
+        problems += _check_entry(root, entry, where)
     evals = doc.get("eval", [])
     if isinstance(evals, dict):
         evals = evals.get("files", evals.get("sets", []))
-    for entry in evals if isinstance(evals, list) else []:
+    for i, entry in enumerate(evals if isinstance(evals, list) else []):
         if isinstance(entry, dict) and "path" in entry:
-            problems += _check_npy(
-                root / entry["path"], entry.get("sha256"), entry.get("num_sequences")
-            )
+            problems += _check_entry(root, entry, f"{manifest}: eval[{i}]")
     return problems
+
+
+def _check_entry(root: Path, entry: dict, where: str) -> list[str]:
+    """One shard or eval file of a mixture: inside the mixture's directory, then as .npy."""
+    path = _inside(root, str(entry["path"]))
+    if path is None:
+        return [
+            f"{where}: path {entry['path']!r} is outside the mixture {root}; a mixture names "
+            "only its own files (rebuild it)"
+        ]
+    return _check_npy(path, entry.get("sha256"), entry.get("num_sequences"))
 
 
 def _check_warc_dir(root: Path) -> list[str]:
@@ -136,16 +162,22 @@ def verify_lake(root: str | Path) -> list[str]:
     problems: list[str] = []
     for manifest in _manifests(root):
         try:
-            doc = json.loads(manifest.read_text())
+            doc = json.loads(manifest.read_bytes())
         except (OSError, ValueError) as exc:
             problems.append(f"{manifest}: unreadable manifest ({exc})")
+            continue
+        if not isinstance(doc, dict):
+            problems.append(
+                f"{manifest}: a manifest is a JSON object, this is a {type(doc).__name__}; "
+                "re-run the stage that writes the dataset"
+            )
             continue
         dataset = _dataset_of(manifest)
         if not dataset.exists():
             problems.append(f"{manifest}: its dataset {dataset} is missing")
         elif dataset.is_dir():
             if "shards" in doc:
-                problems += _check_mixture(dataset, doc)
+                problems += _check_mixture(dataset, doc, manifest)
             elif any(dataset.glob("*.warc.gz")):
                 problems += _check_warc_dir(dataset)
         elif dataset.suffix == ".parquet":

@@ -72,14 +72,38 @@ def write_manifest(
     return path
 
 
+class Manifest(dict):
+    """A manifest's JSON object; a missing field is a KeyError naming the file and the fix (a
+    bare `KeyError: 'buckets'` would leave the user to guess which file lacks it)."""
+
+    def __init__(self, data: Mapping[str, Any], path: Path, fix: str) -> None:
+        super().__init__(data)
+        self.path, self.fix = path, fix
+
+    def __missing__(self, key: str) -> Any:
+        raise KeyError(f"{self.path}: no {key!r} field; {self.fix}")
+
+
 def read_manifest(
     dataset: str | Path, fix: str = "was it written by a Refinery stage?"
 ) -> dict[str, Any]:
-    """Read a dataset's manifest; a clear error naming the fix if it has none."""
+    """Read a dataset's manifest (a JSON object); a missing, unreadable or malformed one is an
+    error naming the path and the fix, and so is a field the caller needs that it lacks."""
     path = manifest_path(Path(dataset))
     if not path.exists():
         raise FileNotFoundError(f"{dataset}: no manifest at {path}; {fix}")
-    return json.loads(path.read_text())
+    try:
+        doc = json.loads(path.read_bytes())
+    except ValueError as exc:  # not JSON, or not UTF-8
+        raise ValueError(f"{path}: not a JSON manifest ({exc}); {fix}") from None
+    if not isinstance(doc, dict):
+        raise ValueError(f"{path}: a manifest is a JSON object, this is a {_json_kind(doc)}; {fix}")
+    return Manifest(doc, path, fix)
+
+
+def _json_kind(value: Any) -> str:
+    kinds = {list: "list", str: "string", bool: "boolean", int: "number", float: "number"}
+    return "null" if value is None else kinds.get(type(value), type(value).__name__)
 
 
 def write_parquet(table, path: Path, **manifest_kwargs: Any) -> Path:

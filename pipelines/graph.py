@@ -13,7 +13,7 @@ import inspect
 import os
 import time
 from pathlib import Path
-from typing import Any, get_args, get_origin
+from typing import Any, ClassVar, get_args, get_origin
 
 import pydantic
 from dagster import (
@@ -51,11 +51,30 @@ def _config_type(annotation: Any) -> Any:
     return annotation
 
 
+class StageConfig(Config):
+    """Base of every stage's Dagster `Config`: a value its field refuses (below a param's `min`)
+    fails as the run's config is read, before the stage starts, in one line naming the asset and
+    the field, with the message the CLI gives for the flag."""
+
+    asset_name: ClassVar[str] = ""
+
+    def __init__(self, **values: Any) -> None:
+        try:
+            super().__init__(**values)
+        except pydantic.ValidationError as exc:
+            from common.errors import validation_problems
+
+            raise ValueError(
+                f"config of {type(self).asset_name}: {validation_problems(exc)}"
+            ) from None
+
+
 def config_class(
     stage: Stage, asset_name: str, overrides: dict[str, Any] | None = None
 ) -> type[Config]:
     """The Dagster `Config` of a stage: its params that Dagster users set (`asset=True`), with
-    defaults from `overrides` (see `config_defaults`), else the stage's `asset_defaults`."""
+    defaults from `overrides` (see `config_defaults`), else the stage's `asset_defaults`, and
+    the params' constraints (a `min` is a `ge`)."""
     fields: dict[str, Any] = {}
     bound = stage.input_fields()
     defaults = {**stage.asset_defaults, **(overrides or {})}
@@ -67,10 +86,14 @@ def config_class(
             default = ...
         fields[name] = (
             _config_type(info.annotation),
-            pydantic.Field(default, description=info.description),
+            pydantic.Field(
+                default, description=info.description, ge=field_role(stage.params, name).get("min")
+            ),
         )
     cls_name = "".join(w.title() for w in asset_name.split("_")) + "Config"
-    return pydantic.create_model(cls_name, __base__=Config, __doc__=stage.description, **fields)
+    cls = pydantic.create_model(cls_name, __base__=StageConfig, __doc__=stage.description, **fields)
+    cls.asset_name = asset_name
+    return cls
 
 
 def _kind(key: str, value: Any, markdown: tuple[str, ...]) -> str:
@@ -309,17 +332,17 @@ def config_defaults(stages: list[Stage]) -> dict[tuple[str, ...], dict[str, Any]
     wins. Unset: no overrides."""
     import os
 
-    import yaml
-
     from common import yamlio
 
     path = os.environ.get(CONFIG_DEFAULTS_ENV, "").strip()
     if not path:
         return {}
     try:
-        data = yamlio.load(Path(path).read_text()) or {}
-    except (OSError, yaml.YAMLError) as exc:
+        data = yamlio.load_file(path) or {}
+    except OSError as exc:
         raise ValueError(f"{CONFIG_DEFAULTS_ENV}={path}: cannot read it ({exc})") from None
+    except yamlio.YamlFileError as exc:  # names the file, the byte or line, and the fix
+        raise ValueError(f"{CONFIG_DEFAULTS_ENV}={exc}") from None
     if not isinstance(data, dict):
         raise ValueError(f"{path}: expected a mapping of asset name to config fields")
     by_name = {n: s for s in stages for n in s.outputs}
@@ -332,27 +355,32 @@ def config_defaults(stages: list[Stage]) -> dict[tuple[str, ...], dict[str, Any]
             )
         model_fields = config_class(stage, name).model_fields
         settable = set(model_fields)
-        if not isinstance(fields, dict) or set(fields) - settable:
-            bad = sorted(set(fields) - settable) if isinstance(fields, dict) else fields
+        if not isinstance(fields, dict):
             raise ValueError(
-                f"{path}: {name}: {bad!r} are not config fields; use some of "
-                f"{', '.join(sorted(settable))}"
+                f"{path}: {name}: expected a mapping of config fields ({name}: {{field: value}}), "
+                f"got {fields!r}; use some of {', '.join(sorted(settable))}"
+            )
+        if set(fields) - settable:
+            raise ValueError(
+                f"{path}: {name}: {sorted(set(fields) - settable)!r} are not config fields; use "
+                f"some of {', '.join(sorted(settable))}"
             )
         out.setdefault(stage.outputs, {}).update(
-            {
-                k: _field_value(path, name, k, model_fields[k].annotation, v)
-                for k, v in fields.items()
-            }
+            {k: _field_value(path, name, k, model_fields[k], v) for k, v in fields.items()}
         )
     return out
 
 
-def _field_value(path: str, asset_name: str, key: str, annotation: Any, value: Any) -> Any:
+def _field_value(
+    path: str, asset_name: str, key: str, info: pydantic.fields.FieldInfo, value: Any
+) -> Any:
     """A config default as its field's type: the file is read with YAML 1.2's booleans (only
     true and false), so `resume: yes` arrives as "yes", which Dagster's Bool would refuse; a
-    value of the wrong type is one line naming the file, the field and what it takes."""
-    import pydantic
+    value of the wrong type, or below the field's minimum, is one line naming the file, the
+    field and what it takes."""
+    from typing import Annotated
 
+    annotation = Annotated[info.annotation, *info.metadata] if info.metadata else info.annotation
     try:
         return pydantic.TypeAdapter(annotation).validate_python(value)
     except pydantic.ValidationError as exc:

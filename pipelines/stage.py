@@ -83,6 +83,8 @@ def param(
     output: the output directory (Dagster: the lake's standard place; CLI: the flag).
     cli / asset: whether the CLI / the Dagster Config show it.
     resource: `<resource>.<attribute>` whose value Dagster passes in (e.g. `beam.pipeline_args`).
+    min: the smallest value: the params model refuses less (so the CLI, the Dagster config and
+    a stage called from code all refuse it alike); the CLI also shows it in --help.
     argument: a positional CLI argument. extra_args: unknown CLI options are collected here.
     """
     extra = {
@@ -100,6 +102,7 @@ def param(
     return Field(
         default,
         description=help,
+        ge=min,  # the params model enforces it wherever the values come from (CLI, Dagster, code)
         json_schema_extra={k: v for k, v in extra.items() if v is not None},
     )
 

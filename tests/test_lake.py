@@ -59,3 +59,42 @@ def test_directory_dataset_manifest_lives_inside(tmp_path):
 def test_missing_manifest_error_names_the_path(tmp_path):
     with pytest.raises(FileNotFoundError, match="no manifest"):
         lake.read_manifest(tmp_path / "nothing.parquet")
+
+
+@pytest.mark.parametrize(
+    ("text", "said"),
+    [
+        ("[1]", "a manifest is a JSON object, this is a list"),
+        ("null", "a manifest is a JSON object, this is a null"),
+        ('{"rows": ', "not a JSON manifest"),
+    ],
+)
+def test_a_manifest_that_is_not_a_json_object_is_an_error_naming_it(tmp_path, text, said):
+    (tmp_path / "manifest.json").write_text(text)
+    with pytest.raises(ValueError) as err:
+        lake.read_manifest(tmp_path, fix="rebuild it")
+    assert str(err.value).startswith(f"{tmp_path / 'manifest.json'}: {said}")
+    assert str(err.value).endswith("; rebuild it")
+
+
+def test_a_field_missing_from_a_manifest_names_the_file_and_the_fix(tmp_path):
+    (tmp_path / "manifest.json").write_text('{"rows": 3}')
+    manifest = lake.read_manifest(tmp_path, fix="rebuild it")
+    assert manifest == {"rows": 3} and manifest.get("shards") is None
+    with pytest.raises(KeyError) as err:
+        manifest["shards"]
+    assert err.value.args[0] == f"{tmp_path / 'manifest.json'}: no 'shards' field; rebuild it"
+
+
+@pytest.mark.parametrize("below", ["", "sub"], ids=["the-file", "below-the-file"])
+def test_refinery_home_at_a_file_names_the_variable_and_the_fix(monkeypatch, tmp_path, below):
+    (tmp_path / "afile").write_text("")
+    home = tmp_path / "afile" / below if below else tmp_path / "afile"
+    monkeypatch.setenv("REFINERY_HOME", str(home))
+    with pytest.raises(NotADirectoryError) as err:
+        lake.lake_root()
+    assert str(err.value) == (
+        f"REFINERY_HOME={home}: {tmp_path / 'afile'} is a file, not a directory; set "
+        "REFINERY_HOME to a directory for the lake (created if missing), e.g. "
+        "REFINERY_HOME=$PWD/lake"
+    )

@@ -69,3 +69,46 @@ def test_changed_shard_and_leftovers(tmp_path):
     (root / "extract" / "documents.parquet.tmp").write_bytes(b"PAR1")
     assert any("sha256 differs" in p for p in verify_lake(root))
     assert leftovers(root) == [root / "extract" / "documents.parquet.tmp"]
+
+
+def test_malformed_mixture_manifests_are_problems_not_crashes_or_passes(tmp_path):
+    """A manifest that is not an object, a shard without path or sha256, and a path out of the
+    mixture's directory (a copy of /etc/hostname would pass for a shard) are each reported."""
+    root = _lake(tmp_path)
+    outside = tmp_path / "outside.npy"
+    np.save(outside, np.zeros((1, 5), np.uint32))
+    cases = {
+        "listed": [1, 2],
+        "nopath": {"shards": [{"sha256": "x"}, "shards/00000.npy"]},
+        "nosha": {"shards": [{"path": "shards/00000.npy", "num_sequences": 4}]},
+        "escape": {"shards": [{"path": "../../outside.npy", "sha256": "x"}]},
+        "absolute": {"shards": [{"path": str(outside), "sha256": "x"}]},
+        "evalout": {"shards": [], "eval": [{"path": "../../outside.npy"}]},
+        "notalist": {"shards": {"path": "x"}},
+    }
+    for name, doc in cases.items():
+        (root / "mixtures" / name / "shards").mkdir(parents=True)
+        np.save(root / "mixtures" / name / "shards" / "00000.npy", np.zeros((4, 5), np.uint32))
+        (root / "mixtures" / name / "manifest.json").write_text(json.dumps(doc))
+    problems = verify_lake(root)
+
+    def said(name: str) -> list[str]:
+        return [p for p in problems if f"/mixtures/{name}/manifest.json" in p]
+
+    assert said("listed") == [
+        f"{root}/mixtures/listed/manifest.json: a manifest is a JSON object, this is a list; "
+        "re-run the stage that writes the dataset"
+    ]
+    assert [p.split(": ", 1)[1] for p in said("nopath")] == [
+        "shards[0] has no path; rebuild the mixture",
+        "shards[1] has no path; rebuild the mixture",
+    ]
+    assert said("nosha") == [
+        f"{root}/mixtures/nosha/manifest.json: shards[0] (shards/00000.npy) has no sha256; "
+        "rebuild the mixture"
+    ]
+    for name in ("escape", "absolute", "evalout"):
+        (problem,) = said(name)
+        assert "is outside the mixture" in problem, problem
+    assert "shards is not a list" in said("notalist")[0]
+    assert not [p for p in problems if "/mixtures/m/" in p]  # the whole mixture stays whole

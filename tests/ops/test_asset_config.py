@@ -50,7 +50,15 @@ def test_values_take_their_fields_types(tmp_path, monkeypatch):
         ("cpt_model: {steps: many}\n", r"cpt_model\.steps: .*integer.*\(got 'many'\)"),
         ("cpt_model: {stepz: 1}\n", r"cpt_model: \['stepz'\] are not config fields; use .*steps"),
         ("- a\n", "expected a mapping of asset name to config fields"),
+        (
+            "raw_pages: {delay: 0.5}\nraw_pages: {max_pages: 3}\n",
+            r"=.*ui.yaml: not valid YAML: key 'raw_pages' is given twice \(lines 1 and 2\)",
+        ),
+        ("raw_pages:\n", r"raw_pages: expected a mapping of config fields .*got None; use .*delay"),
+        ("cpt_model: {steps: 0}\n", r"cpt_model\.steps: .*greater than or equal to 1"),
+        ("raw_pages: {per_host_connections: 0}\n", r"per_host_connections: .*greater than or"),
     ],
+    ids=["unknown-asset", "bad-type", "unknown-field", "list", "twice", "no-value", "min", "min2"],
 )
 def test_mistakes_name_the_file_the_key_and_the_fix(tmp_path, monkeypatch, text, message):
     cfg = tmp_path / "ui.yaml"
@@ -59,6 +67,17 @@ def test_mistakes_name_the_file_the_key_and_the_fix(tmp_path, monkeypatch, text,
     with pytest.raises(ValueError, match=message) as err:
         build_definitions("local", root=tmp_path)
     assert str(cfg) in str(err.value)
+
+
+def test_a_file_that_is_not_utf8_names_the_variable_the_file_and_the_byte(tmp_path, monkeypatch):
+    cfg = tmp_path / "ui.yaml"
+    cfg.write_bytes(b"raw_pages: {max_pages: \xff}\n")
+    monkeypatch.setenv(CONFIG_DEFAULTS_ENV, str(cfg))
+    with pytest.raises(ValueError) as err:
+        build_definitions("local", root=tmp_path)
+    assert str(err.value) == (
+        f"{CONFIG_DEFAULTS_ENV}={cfg}: not UTF-8 at byte 23 (line 1); save it as UTF-8"
+    )
 
 
 def test_a_missing_file_names_the_variable(tmp_path, monkeypatch):

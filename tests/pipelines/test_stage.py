@@ -69,6 +69,92 @@ def test_bad_values_name_the_flag_and_exit_2(tmp_path):
     assert res.exit_code == 2 and "--limit" in res.output
 
 
+MIN_MESSAGE = "Input should be greater than or equal to 1"
+
+
+def test_a_min_binds_the_params_model_the_cli_and_the_dagster_config_alike(tmp_path):
+    """`param(min=...)` is a constraint of the params model, so a stage called from code, the CLI
+    and the asset's Dagster config refuse the same value with the same message; the default
+    stays what it was."""
+    from pydantic import ValidationError
+
+    with pytest.raises(ValidationError, match=MIN_MESSAGE):
+        CountParams(limit=0)
+    res = CliRunner().invoke(_cli(_stage()), ["count", "--src", str(tmp_path), "--limit", "0"])
+    assert res.exit_code == 2 and MIN_MESSAGE in res.output
+    config = config_class(_stage(), "counted")
+    with pytest.raises(ValueError) as err:
+        config(limit=0)
+    assert str(err.value) == f"config of counted: limit: {MIN_MESSAGE}"
+    assert config().limit == 10 and config(limit=1).limit == 1
+
+
+def test_a_dagster_run_with_a_value_below_min_fails_on_its_config_before_the_stage_runs(tmp_path):
+    from pipelines.graph import materialize_selection
+
+    cfg = {"docs": 3, "facts": 0, "queries": 0, "filler_min": -5, "filler_max": -1}
+    result = materialize_selection(
+        ["retrieval_documents"],
+        tmp_path,
+        run_config={"ops": {"retrieval_documents": {"config": cfg}}},
+        raise_on_error=False,
+    )
+    assert not result.success
+    (failure,) = [e for e in result.all_events if e.event_type_value == "STEP_FAILURE"]
+    message = failure.event_specific_data.error.message
+    assert message.startswith("ValueError: config of retrieval_documents: facts: " + MIN_MESSAGE)
+    assert "filler_min: Input should be greater than or equal to 0" in message
+    assert not list(tmp_path.rglob("retrieval.parquet"))  # refused before anything was written
+    cli = ["train", "retrieval-data", "--docs", "3", "--facts", "0", "--out", str(tmp_path / "r")]
+    res = CliRunner().invoke(app, cli)
+    assert res.exit_code == 2 and "--facts" in res.output and MIN_MESSAGE in res.output
+
+
+def test_every_assets_default_config_meets_its_fields_minimums():
+    """The constraints added to the Dagster configs leave every default valid."""
+    from typing import Annotated
+
+    from pydantic import TypeAdapter
+
+    from pipelines.stages import STAGES
+
+    checked = 0
+    for stage in STAGES:
+        for name in stage.outputs[:1]:
+            for field in config_class(stage, name).model_fields.values():
+                if field.metadata and not field.is_required():
+                    TypeAdapter(Annotated[field.annotation, *field.metadata]).validate_python(
+                        field.default
+                    )
+                    checked += 1
+    assert checked > 20  # the constraints did reach the configs
+
+
+def test_a_manifest_without_a_field_or_not_an_object_is_one_line_naming_it(tmp_path):
+    (tmp_path / "m1").mkdir()
+    (tmp_path / "m1" / "manifest.json").write_text("{}")
+    (tmp_path / "m2").mkdir()
+    (tmp_path / "m2" / "manifest.json").write_text("[1]")
+    for name, said in (("m1", "no 'buckets' field"), ("m2", "a manifest is a JSON object")):
+        res = CliRunner().invoke(app, ["mix", "report", str(tmp_path / name)])
+        assert res.exit_code == 2, res.output
+        (line,) = [ln for ln in res.output.splitlines() if ln.startswith("error: ")]
+        assert f"{tmp_path / name / 'manifest.json'}: {said}" in line
+        assert "refinery mix build" in line
+
+
+def test_refinery_home_at_a_file_names_the_variable_and_what_to_set(tmp_path):
+    (tmp_path / "afile").write_text("")
+    res = CliRunner().invoke(
+        app,
+        ["train", "retrieval-data", "--docs", "2"],
+        env={"REFINERY_HOME": str(tmp_path / "afile")},
+    )
+    assert res.exit_code == 2, res.output
+    assert f"REFINERY_HOME={tmp_path / 'afile'}: " in res.output
+    assert "set REFINERY_HOME to a directory" in res.output and "Errno" not in res.output
+
+
 @pytest.mark.parametrize(
     "args, named",
     [

@@ -19,7 +19,7 @@ import yaml
 
 from training.ablate import evaluate, stats, texts
 from training.ablate.run import run_ablation
-from training.ablate.spec import AblationError, TaskSpec
+from training.ablate.spec import AblationError, TaskSpec, parse_spec
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -205,6 +205,69 @@ def test_t_interval_and_paired_difference():
 
 
 # --- the command ---
+
+
+@pytest.mark.parametrize(
+    "change, field",
+    [
+        ({"arms": {"a": {"mixture_spec": "m.yaml"}, "..": {"mixture_spec": "m.yaml"}}}, "arms"),
+        ({"name": ".."}, "name"),
+        ({"eval_sets": [{"name": ".", "path": "e.txt", "lang": "en"}]}, r"eval_sets\.0\.name"),
+    ],
+    ids=["arm", "spec", "eval-set"],
+)
+def test_a_name_of_only_dots_is_refused_naming_its_field(change, field):
+    spec = {"name": "t", "tokens": 1000, "arms": {"a": {"mixture_spec": "m.yaml"}}}
+    spec["eval_sets"] = [{"name": "e", "path": "e.txt", "lang": "en"}]
+    spec.update(change)
+    with pytest.raises(
+        AblationError, match=rf"spec.yaml: invalid ablation spec: .*{field}.*only dots"
+    ):
+        parse_spec(spec, "spec.yaml")
+
+
+def test_a_spec_not_utf8_or_with_a_key_twice_is_one_line_naming_the_file(tmp_path):
+    from training.ablate.spec import load_spec
+
+    spec = tmp_path / "spec.yaml"
+    spec.write_bytes(b"name: t\ntokens: 1000\nconfig: caf\xe9\n")
+    with pytest.raises(AblationError) as err:
+        load_spec(spec)
+    assert str(err.value) == f"{spec}: not UTF-8 at byte 32 (line 3); save it as UTF-8"
+    spec.write_text("tokens: 1000\narms: {a: {mixture: x}}\ntokens: 5\n")
+    with pytest.raises(AblationError) as err:
+        load_spec(spec)
+    assert str(err.value).startswith(
+        f"{spec}: not valid YAML: key 'tokens' is given twice (lines 1 and 3)"
+    )
+
+
+def test_a_redone_arm_never_removes_a_directory_outside_arms(tmp_path, monkeypatch):
+    """Were an arm's directory to resolve to `arms/` or above (a name like `..`), redoing it
+    would remove the completed arms and the user's files: refused, nothing removed."""
+    from training.ablate import run as run_mod
+
+    spec = parse_spec(
+        {
+            "tokens": 1000,
+            "arms": {"a": {"mixture_spec": "m.yaml"}},
+            "eval_sets": [{"name": "e", "path": "e.txt", "lang": "en"}],
+        }
+    )
+    spec.arms = {"..": spec.arms["a"]}  # past validation, as a future name rule might let through
+    monkeypatch.setattr(run_mod, "load_spec", lambda path: spec)
+    monkeypatch.setattr(run_mod, "load_eval_sets", lambda *a: ({"e": ([], [])}, {"e": "x"}))
+    monkeypatch.setattr(run_mod, "_arm_fingerprint", lambda *a: "fp")
+    out = tmp_path / "out"
+    (out / "arms" / "done").mkdir(parents=True)
+    (out / "arms" / "done" / "arm.json").write_text("{}")
+    (out / "precious.txt").write_text("the user's")
+    with pytest.raises(
+        AblationError, match=r"is not inside .*arms, so it is not removed; rename the arm"
+    ):
+        run_ablation(tmp_path / "spec.yaml", out)
+    assert (out / "precious.txt").read_text() == "the user's"
+    assert (out / "arms" / "done" / "arm.json").is_file()
 
 
 def test_an_eval_set_inside_an_arms_training_data_is_refused_naming_set_and_arm(corpus, tmp_path):

@@ -60,7 +60,7 @@ def proxy_config(spec: AblationSpec, seed: int, steps: int) -> dict[str, Any]:
     from training.train_config import load_run_config, resolve_config_path
 
     load_run_config(spec.config)  # validates, with the config's own error
-    raw = yamlio.load(resolve_config_path(spec.config).read_text())
+    raw = yamlio.load_file(resolve_config_path(spec.config))
     stage = raw["stages"][spec.stage]
     stage["steps"] = steps
     if stage.get("warmup_steps", 0) >= steps:
@@ -94,7 +94,7 @@ def arm_mixture_spec(
     from training.mixture.spec import load_spec as load_mixture_spec
 
     load_mixture_spec(spec_path)  # the mixture spec's own errors first
-    data = yamlio.load(spec_path.read_text(encoding="utf-8"))
+    data = yamlio.load_file(spec_path)
     base = spec_path.resolve().parent
 
     def place(path: str, field: str) -> str:
@@ -165,7 +165,7 @@ def _inputs_digest(spec_path: Path, lake_root: Path | None) -> dict[str, str | N
     inputs (the arm's `input` and `filter`) the fingerprint holds already."""
     import glob
 
-    data = yamlio.load(spec_path.read_text(encoding="utf-8")) or {}
+    data = yamlio.load_file(spec_path) or {}
     base = spec_path.resolve().parent
     paths: list[str] = []
     if isinstance(data.get("tokenizer"), str):
@@ -305,6 +305,20 @@ def _write_json(path: Path, data: Any) -> None:
     os.replace(tmp, path)
 
 
+def _clear_arm_dir(arm_dir: Path, arms_root: Path) -> None:
+    """Remove an unfinished or stale arm directory, only ever one strictly inside `arms_root`
+    (a name that resolved to `arms/` itself or above would take completed arms and the user's
+    files with it)."""
+    root, resolved = arms_root.resolve(), arm_dir.resolve()
+    if root not in resolved.parents:
+        raise AblationError(
+            f"{arm_dir}: the arm's directory ({resolved}) is not inside {root}, so it is not "
+            "removed; rename the arm in the spec (letters, digits, '-', '_', '.', not only "
+            "dots) or remove the link that leads out"
+        )
+    shutil.rmtree(arm_dir, ignore_errors=True)
+
+
 def run_ablation(
     spec_path: str | Path,
     out_dir: str | Path,
@@ -334,7 +348,7 @@ def run_ablation(
                 arms_out[name] = previous
                 reused.append(name)
                 continue
-        shutil.rmtree(arm_dir, ignore_errors=True)  # unfinished or stale: redone whole
+        _clear_arm_dir(arm_dir, out_dir / "arms")  # unfinished or stale: redone whole
         arm_dir.mkdir(parents=True)
         result = run_arm(name, arm, spec, spec_dir, arm_dir, sets, lake_root, filter_docs, log)
         result["fingerprint"] = fp

@@ -23,8 +23,14 @@ import json
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from common import yamlio
 from training.mixture.spec import resolve_path
@@ -36,6 +42,17 @@ class AblationError(ValueError):
 
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
+
+
+def dir_name_problem(name: str) -> str | None:
+    """Why `name` cannot name a directory of the ablation's output (None: it can). Names become
+    directories (`arms/<arm>`, `reports/ablation/<name>`): `.` or `..` would be the output
+    directory itself or its parent, which a redone arm removes."""
+    if not name or not all(c.isalnum() or c in "-_." for c in name):
+        return f"name {name!r} must be letters, digits, '-', '_' or '.'"
+    if set(name) == {"."}:
+        return f"name {name!r} is only dots; give it a letter or digit (it names a directory)"
+    return None
 
 
 class ArmSpec(_Strict):
@@ -68,6 +85,14 @@ class EvalSetSpec(_Strict):
     max_texts: int = Field(default=0, ge=0)  # per language; 0: all
     max_chars: int = Field(default=4000, ge=64)  # a longer text is cut (at a whitespace)
 
+    @field_validator("name")
+    @classmethod
+    def _a_directory_name(cls, name: str) -> str:
+        problem = dir_name_problem(name)
+        if problem:
+            raise ValueError(problem)
+        return name
+
 
 class TaskSpec(_Strict):
     """The zero-shot tasks built from each evaluation set (see training/ablate/texts.py)."""
@@ -99,11 +124,20 @@ class AblationSpec(_Strict):
     max_overlap: float = Field(default=0.05, ge=0, le=1)  # share of an eval set's n-grams
     eval_batch_size: int = Field(default=8, ge=1)
 
+    @field_validator("name")
+    @classmethod
+    def _a_directory_name(cls, name: str) -> str:
+        problem = dir_name_problem(name)
+        if problem:
+            raise ValueError(problem)
+        return name
+
     @model_validator(mode="after")
     def _names(self) -> AblationSpec:
         for arm in self.arms:
-            if not arm or not all(c.isalnum() or c in "-_." for c in arm):
-                raise ValueError(f"arms: name {arm!r} must be letters, digits, '-', '_' or '.'")
+            problem = dir_name_problem(arm)
+            if problem:
+                raise ValueError(f"arms: {problem}")
         names = [e.name for e in self.eval_sets]
         if len(set(names)) != len(names):
             raise ValueError(f"eval_sets: names must differ, got {names}")
@@ -134,9 +168,9 @@ def load_spec(path: str | Path) -> AblationSpec:
             f"{path}: ablation spec not found; pass a YAML file (see docs/ablate.md)"
         )
     try:
-        data = yamlio.load(path.read_text(encoding="utf-8"))
-    except yaml.YAMLError as exc:
-        raise AblationError(f"{path}: not valid YAML: {exc}") from None
+        data = yamlio.load_file(path)
+    except yamlio.YamlFileError as exc:  # not UTF-8 or not valid YAML: names the file and where
+        raise AblationError(str(exc)) from None
     return parse_spec(data, str(path))
 
 
