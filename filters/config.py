@@ -8,7 +8,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from common import yamlio
@@ -310,9 +309,9 @@ def load_config(path: str | Path | None = None) -> FilterConfig:
     if not path.exists():
         raise ConfigError(f"{path}: filter config not found")
     try:
-        data = yamlio.load(path.read_text()) or {}
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"{path}: not valid YAML: {exc}") from exc
+        data = yamlio.load_file(path) or {}
+    except yamlio.YamlFileError as exc:
+        raise ConfigError(str(exc)) from None
     return config_from_dict(data, source=str(path))
 
 

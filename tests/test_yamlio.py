@@ -61,3 +61,38 @@ def test_load_file_reads_a_valid_file_and_leaves_a_missing_one_to_the_caller(tmp
     assert yamlio.load_file(tmp_path / "empty.yaml") is None
     with pytest.raises(FileNotFoundError):
         yamlio.load_file(tmp_path / "missing.yaml")
+
+
+def _loaders():
+    from filters.config import load_config
+    from filters.images.config import load_image_config
+    from filters.images.domains import load_domain_spec
+    from pipelines.stages.crawl import _yaml
+    from training.train_config import load_run_config
+
+    return {
+        "filter": load_config,
+        "image filter": load_image_config,
+        "domains": load_domain_spec,
+        "crawl": _yaml,
+        "train": load_run_config,
+    }
+
+
+@pytest.mark.parametrize("name", ["filter", "image filter", "domains", "crawl", "train"])
+@pytest.mark.parametrize(
+    ("data", "says"),
+    [
+        (b"seed: 1\nname: caf\xe9\n", "not UTF-8 at byte 17 (line 2); save it as UTF-8"),
+        (b"seed: 1\nseed: 2\n", "key 'seed' is given twice (lines 1 and 2)"),
+    ],
+)
+def test_every_config_loader_names_the_file_and_what_is_wrong_in_one_line(
+    tmp_path, name, data, says
+):
+    path = tmp_path / "conf.yaml"
+    path.write_bytes(data)
+    with pytest.raises(ValueError) as info:
+        _loaders()[name](path)
+    message = str(info.value)
+    assert str(path) in message and says in message and "\n" not in message

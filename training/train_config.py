@@ -12,7 +12,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from common import yamlio
@@ -151,9 +150,9 @@ def load_run_config(path: str | Path) -> tuple[RunConfig, dict[str, Any]]:
     """Load and validate a config file; return the config and the raw mapping (for the run record)."""
     p = resolve_config_path(path)
     try:
-        raw = yamlio.load(p.read_text())
-    except yaml.YAMLError as e:
-        raise ConfigError(f"{p}: not valid YAML: {e}") from e
+        raw = yamlio.load_file(p)
+    except yamlio.YamlFileError as e:
+        raise ConfigError(str(e)) from None
     if not isinstance(raw, dict):
         raise ConfigError(f"{p}: expected a mapping with model/train/stages sections")
     try:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from common import yamlio
@@ -110,7 +109,7 @@ def load_image_config(path: str | Path | None = None) -> ImageFilterConfig:
     if not path.exists():
         raise ConfigError(f"{path}: image filter config not found")
     try:
-        data = yamlio.load(path.read_text(encoding="utf-8")) or {}
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"{path}: not valid YAML: {exc}") from exc
+        data = yamlio.load_file(path) or {}
+    except yamlio.YamlFileError as exc:
+        raise ConfigError(str(exc)) from None
     return image_config_from_dict(data, source=str(path))

@@ -27,7 +27,6 @@ from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from common import yamlio
@@ -94,9 +93,9 @@ def load_domain_spec(path: str | Path) -> DomainsSpec:
     if not path.exists():
         raise ConfigError(f"{path}: domain spec not found")
     try:
-        data = yamlio.load(path.read_text(encoding="utf-8"))
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"{path}: not valid YAML: {exc}") from exc
+        data = yamlio.load_file(path)
+    except yamlio.YamlFileError as exc:
+        raise ConfigError(str(exc)) from None
     return domain_spec_from_dict(data, str(path))
 
 

@@ -110,7 +110,6 @@ def read_seeds(path: Path) -> list[str]:
 
 
 def _yaml(path: Path | None) -> dict[str, Any]:
-    import yaml
 
     from common import yamlio
 
@@ -119,9 +118,9 @@ def _yaml(path: Path | None) -> dict[str, Any]:
     if not path.exists():
         raise FileNotFoundError(f"--config {path}: file does not exist")
     try:
-        loaded = yamlio.load(path.read_text())
-    except yaml.YAMLError as exc:
-        raise ValueError(f"--config {path}: not valid YAML ({exc})") from exc
+        loaded = yamlio.load_file(path)
+    except yamlio.YamlFileError as exc:
+        raise ValueError(f"--config {exc}") from None
     if loaded is not None and not isinstance(loaded, dict):
         raise ValueError(f"--config {path}: expected a mapping of CrawlConfig fields")
     return dict(loaded or {})
