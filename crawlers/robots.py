@@ -38,7 +38,14 @@ from crawlers.robots_match import (
     robots_line_token,
 )
 
-__all__ = ["MAX_ROBOTS_BYTES", "RobotsCache", "RobotsTxt", "origin_of", "product_token"]
+__all__ = [
+    "MAX_ROBOTS_BYTES",
+    "RobotsCache",
+    "RobotsTxt",
+    "complete_lines",
+    "origin_of",
+    "product_token",
+]
 
 MAX_ROBOTS_BYTES = 500 * 1024  # RFC 9309 §2.5: parse at least 500 KiB
 _MAX_LINE_BYTES = 2083 * 8 - 1  # Google: longer lines are cut here
@@ -56,6 +63,14 @@ class _Group:
     tokens: list[str] = field(default_factory=list)  # lower-cased product tokens; '*' = global
     rules: list[tuple[bool, str]] = field(default_factory=list)
     crawl_delays: list[float] = field(default_factory=list)
+
+
+def complete_lines(body: bytes) -> bytes:
+    """A cut body without its last, partial line: up to the last line end, where CR, LF and CRLF
+    each end a line as the parser reads them (b"" when no line is complete). A cut
+    'Allow: /priva' of 'Allow: /private' must not be read whole: it would allow more."""
+    cut = max(body.rfind(b"\n"), body.rfind(b"\r"))
+    return body[: cut + 1]
 
 
 def _split_key_value(line: str) -> tuple[str, str] | None:
@@ -118,18 +133,23 @@ class RobotsTxt:
     # ---- construction -------------------------------------------------------------------
 
     @classmethod
-    def parse(cls, body: bytes, *, max_bytes: int = MAX_ROBOTS_BYTES) -> RobotsTxt:
-        """Parse a robots.txt body (bytes; content beyond ``max_bytes`` is ignored)."""
+    def parse(
+        cls, body: bytes, *, max_bytes: int = MAX_ROBOTS_BYTES, truncated: bool = False
+    ) -> RobotsTxt:
+        """Parse a robots.txt body (bytes; content beyond ``max_bytes`` is ignored).
+
+        ``truncated=True`` says the body is only the first bytes of a longer file (the fetcher
+        keeps 500 KiB of an oversized one): its last, partial line is dropped, as for a body
+        over ``max_bytes``, and the policy is marked truncated.
+        """
         if isinstance(body, str):
             raise TypeError("RobotsTxt.parse expects bytes (the raw HTTP body); got str")
         if max_bytes < MAX_ROBOTS_BYTES:
             raise ValueError(f"max_bytes={max_bytes}: RFC 9309 §2.5 requires at least 500 KiB")
-        truncated = len(body) > max_bytes
+        truncated = truncated or len(body) > max_bytes
         if truncated:
             # Drop the partial last line too: a cut "Allow: /private" would become broader.
-            body = body[:max_bytes]
-            cut = max(body.rfind(b"\n"), body.rfind(b"\r"))
-            body = body[: cut + 1] if cut != -1 else b""
+            body = complete_lines(body[:max_bytes])
         for n in range(len(_BOM), 0, -1):  # Google also skips partial BOMs
             if body.startswith(_BOM[:n]):
                 body = body[n:]
@@ -188,8 +208,11 @@ class RobotsTxt:
         return cls(None, blanket=False, kind="disallow-all", reason=reason)
 
     @classmethod
-    def from_response(cls, status: int | None, body: bytes | None) -> RobotsTxt:
-        """Policy for a fetched robots.txt: final HTTP status (None = network error) and body."""
+    def from_response(
+        cls, status: int | None, body: bytes | None, *, truncated: bool = False
+    ) -> RobotsTxt:
+        """Policy for a fetched robots.txt: final HTTP status (None = network error) and body
+        (``truncated``: only the first bytes of a longer file, see ``parse``)."""
         if status is None:
             return cls(
                 None,
@@ -203,7 +226,7 @@ class RobotsTxt:
                 "network error/timeout"
             )
         if 200 <= status < 300:
-            parsed = cls.parse(body or b"")
+            parsed = cls.parse(body or b"", truncated=truncated)
             parsed.status = status
             cut = f" (content after {MAX_ROBOTS_BYTES} bytes ignored)" if parsed.truncated else ""
             parsed.reason = f"HTTP {status}: parsed robots.txt{cut}"

@@ -95,8 +95,29 @@ class CrawlConfig(BaseModel):
     host_languages_path: str | None = None
     topic_max_share: float = Field(0.4, gt=0, le=1)
     use_sitemaps: bool = True
-    max_sitemap_urls: int = Field(50000, ge=0)
+    max_sitemap_urls: int = Field(
+        50000, ge=0, description="page URLs read from one sitemap document (the rest: counted)"
+    )
     max_sitemap_depth: int = Field(3, ge=0)
+    max_sitemaps_per_host: int = Field(
+        100,
+        ge=0,
+        description="sitemap documents (robots.txt's and index children) fetched per host; "
+        "the rest are recorded in skipped.parquet as sitemap-cap",
+    )
+    max_sitemap_urls_per_host: int = Field(
+        50000,
+        ge=0,
+        description="page URLs queued from one host's sitemaps; the rest are recorded in "
+        "skipped.parquet as sitemap-cap (a link to one still queues it)",
+    )
+    sitemap_queue_factor: float = Field(
+        4.0,
+        gt=0,
+        description="with max_pages: a host's sitemaps are not expanded while its queue holds "
+        "more than this many times the pages max_pages leaves (sitemaps wait for --resume; the "
+        "rest of a sitemap being read is recorded as sitemap-cap)",
+    )
     follow_external: bool = True
     shard: int = Field(0, ge=0)
     shards: int = Field(1, ge=1)

@@ -311,10 +311,10 @@ class _RoutedFetcher:
             res = await client.fetch(current, max_redirects=0, **options)
             hops += res.hops
             res.hops, res.url = hops, url
-            location = res.header("location")
+            location = res.location()
             if res.error or res.status not in REDIRECT_STATUSES or not location or limit <= 0:
                 return res
-            target = urljoin(current, location.strip())
+            target = urljoin(current, location)
             if target in visited:
                 res.error = f"redirect-loop: {target}"
                 return res
@@ -455,10 +455,10 @@ class Downloader:
                 training = res.robots_training
             hops += res.hops
             res.hops, res.url, res.final_url = hops, url, current
-            location = res.header("location")
+            location = res.location()
             if res.error or res.status not in REDIRECT_STATUSES or not location or limit <= 0:
                 break
-            target = urljoin(current, location.strip())
+            target = urljoin(current, location)
             if target in visited:
                 res.error = f"redirect-loop: {target}"
                 break

@@ -33,7 +33,7 @@ from crawlers.crawl.record import PageLanguage, describe_page
 from crawlers.crawl.robots_policy import ALLOWED, UNREACHABLE, RobotsFetch
 from crawlers.crawl.routing import OTHER_SHARD, OUTBOX_SCHEMA, ShardRouter, shard_root_of
 from crawlers.crawl.scheduler import DISCOVERED, SEED, SITEMAP, Scheduler
-from crawlers.crawl.sitemaps import parse_sitemap
+from crawlers.crawl.sitemaps import Sitemap, parse_sitemap
 from crawlers.crawl.traps import main_text, pagination_step, shape_of
 from crawlers.crawl.warc import WarcStore
 from crawlers.robots import RobotsTxt
@@ -52,6 +52,8 @@ __all__ = [
 Progress = Callable[[dict[str, Any]], None]
 _TRANSIENT_ERRORS = ("timeout", "connect-error", "connection-reset", "payload-error")
 GAVE_UP = "host-gave-up: circuit breaker open (re-queued on --resume)"
+SITEMAP_CAP = "sitemap-cap"
+ROBOTS_SITEMAPS = 100  # Sitemap: lines of one robots.txt that are followed
 _RESOLVERS = 32  # DNS lookups in flight at once
 
 
@@ -127,6 +129,9 @@ class Crawler:
         self.politeness = self.downloader.politeness
         self.known: set[str] = set()
         self.too_deep: set[str] = set()  # skipped for max-depth (this run): found again, re-judged
+        self.capped: set[str] = set()  # sitemap URLs skipped by a sitemap cap: a link re-judges
+        self.sitemap_docs: Counter[str] = Counter()  # host -> its sitemaps queued or fetched
+        self.sitemap_urls: Counter[str] = Counter()  # host -> URLs its sitemaps queued
         self.per_host: Counter[str] = Counter()
         self.topics_fetched: Counter[str] = Counter()
         self.stats: Counter[str] = Counter()
@@ -158,6 +163,11 @@ class Crawler:
             if row["state"] != "skipped" or (row["skip_reason"] or "").startswith("host-gave-up"):
                 self.traps.register(url)
                 self.per_host[host] += 1
+            if row["source"] == "sitemap" and row["parent"]:
+                if (row["skip_reason"] or "").startswith(SITEMAP_CAP):
+                    self.capped.add(url)
+                elif row["state"] != "skipped":
+                    self.sitemap_urls[host_of(row["parent"])] += 1
             if self.resume and (
                 (row["state"] == "denied" and row["robots_crawl"] == UNREACHABLE)
                 or (
@@ -191,8 +201,12 @@ class Crawler:
                     self.frontier.update(url, {"state": "skipped", "skip_reason": reason})
                     self._finished.append(url)
             self.stats["skipped"] += len(unusable)
-        for sm in self.frontier.sitemaps("queued"):
-            self.sched.add_sitemap(sm["host"], sm["url"], sm["depth"])
+        for sm in self.frontier.sitemaps():
+            if not (sm["error"] or "").startswith(SITEMAP_CAP):
+                self.sitemap_docs[sm["host"]] += 1
+            self.capped.discard(sm["url"])  # a capped sitemap is no page a link may queue
+            if sm["state"] == "queued":
+                self.sched.add_sitemap(sm["host"], sm["url"], sm["depth"])
 
     def _discover(
         self,
@@ -210,12 +224,16 @@ class Crawler:
         """Add a URL (inside the caller's transaction); returns 'queued', 'known' or the skip reason.
 
         A URL skipped for max-depth is looked at again when a later link reaches it within
-        max_depth (links are found in fetch order, not shortest path first)."""
-        again = url in self.too_deep and depth <= self.cfg.max_depth
+        max_depth (links are found in fetch order, not shortest path first); so is a sitemap URL
+        a sitemap cap skipped, when anything but a sitemap finds it."""
+        again = (url in self.too_deep and depth <= self.cfg.max_depth) or (
+            url in self.capped and source != "sitemap"
+        )
         if url in self.known and not again:
             return "known"
         self.known.add(url)
         self.too_deep.discard(url)
+        self.capped.discard(url)
         tier = 0 if source == "seed" else tier
         row = queued_row(
             url, depth, source, parent, anchor, parent_topic, tier, self.langs, self.weights
@@ -396,6 +414,7 @@ class Crawler:
                             rec["body"] or b"",
                             rec["fetched_at"],
                             rec["error"],
+                            truncated=bool(rec["truncated"]),
                         )
                     )
                 cpu0 = time.process_time()
@@ -427,6 +446,12 @@ class Crawler:
             # origins whose robots.txt outage outlasted robots_give_up_s: their URLs were denied
             "robots_gave_up": dict(sorted(self.downloader.robots.gave_up.items())),
             "sitemaps": self.stats["sitemaps"],
+            # sitemap documents left queued (a full queue or the end of max_pages; --resume
+            # reads them), URLs and sitemaps a sitemap cap recorded as skipped, and <loc>s beyond
+            # max_sitemap_urls in one document (counted, not read)
+            "sitemaps_left": self.sched.sitemaps_left(),
+            "sitemap_capped": self.stats["sitemap_capped"],
+            "sitemap_dropped": self.stats["sitemap_dropped"],
             "elapsed_s": round(elapsed, 3),
             "pages_per_s": round(fetched / crawl_s, 3) if crawl_s else 0.0,
             "crawl_cpu_s": round(locals().get("crawl_cpu", 0.0), 3),
@@ -530,25 +555,110 @@ class Crawler:
     # --- robots and sitemaps ----------------------------------------------------------
     def _robots_fetched(self, rec: RobotsFetch) -> None:
         self.stats["robots"] += 1
-        robots = RobotsTxt.from_response(rec.status, rec.body)
+        robots = RobotsTxt.from_response(rec.status, rec.body, truncated=rec.truncated)
         with self.frontier:
-            self.frontier.save_robots(rec.origin, rec.status, rec.body, rec.error)
+            self.frontier.save_robots(
+                rec.origin, rec.status, rec.body, rec.error, truncated=rec.truncated
+            )
             if rec.result is not None and rec.result.hops:  # archived: consent at fetch time
                 loc = self.warc.write(rec.result.hops, rec.result.fetched_at)
                 self.frontier.commit_warc(loc.file, loc.end)
             if self.cfg.use_sitemaps:
-                for sm in robots.sitemaps[:100]:
+                robots_txt = rec.origin + "/robots.txt"
+                for i, sm in enumerate(robots.sitemaps):
                     try:
                         url = canonicalize(sm)
-                    except UrlError:
+                    except UrlError as exc:
+                        self._skip_bad_url(sm[:2000], str(exc), 0, "sitemap", robots_txt)
                         continue
-                    self._add_sitemap(url, 0)
+                    if i < ROBOTS_SITEMAPS:
+                        self._add_sitemap(url, 0)
+                    else:
+                        why = f"robots.txt lists more than {ROBOTS_SITEMAPS} sitemaps"
+                        self._cap_sitemap(url, 0, robots_txt, why)
 
-    def _add_sitemap(self, url: str, depth: int) -> None:
-        """Queue a sitemap of this shard's hosts that the frontier has not seen yet."""
+    def _add_sitemap(self, url: str, depth: int, parent: str | None = None) -> None:
+        """Queue a sitemap of this shard's hosts that the frontier has not seen yet; beyond the
+        host's max_sitemaps_per_host it is recorded as skipped instead (inside the caller's
+        transaction)."""
         host = host_of(url)
-        if self.router.in_shard(host) and self.frontier.add_sitemap(url, host, depth):
+        if not self.router.in_shard(host):
+            return
+        if self.sitemap_docs[host] >= self.cfg.max_sitemaps_per_host:
+            why = f"{host} has {self.sitemap_docs[host]} sitemaps (max_sitemaps_per_host)"
+            self._cap_sitemap(url, depth, parent, why)
+        elif self.frontier.add_sitemap(url, host, depth):
+            self.sitemap_docs[host] += 1
             self.sched.add_sitemap(host, url, depth)
+
+    def _cap_sitemap(self, url: str, depth: int, parent: str | None, why: str) -> None:
+        """Record a sitemap a cap leaves unread: done in the sitemaps table, skipped in the
+        output (inside the caller's transaction)."""
+        if self.frontier.add_sitemap(url, host_of(url), depth):
+            self.frontier.finish_sitemap(url, 0, f"{SITEMAP_CAP}: {why}")
+            self._skip_capped(url, depth, parent, why, page=False)
+
+    def _skip_capped(
+        self, url: str, depth: int, parent: str | None, why: str, *, page: bool = True
+    ) -> None:
+        """Record a URL a sitemap listed but a sitemap cap keeps out of the queue (inside the
+        caller's transaction); a link to such a page later queues it after all (`_discover`)."""
+        if url in self.known:
+            return  # queued or recorded already: nothing is lost
+        self.known.add(url)
+        if page:
+            self.capped.add(url)
+        row = {
+            "url": url,
+            "host": host_of(url),
+            "depth": depth,
+            "state": "skipped",
+            "source": "sitemap",
+            "parent": parent,
+            "skip_reason": f"{SITEMAP_CAP}: {why}"[:1000],
+            "attempts": 0,
+        }
+        self.frontier.add(row)
+        self.stats["skipped"] += 1
+        self.stats["sitemap_capped"] += 1
+        self._finished.append(url)
+
+    def _sitemap_cap(self, host: str) -> str | None:
+        """Why a host's sitemaps may queue no more URLs now, or None."""
+        if self.sitemap_urls[host] >= self.cfg.max_sitemap_urls_per_host:
+            return (
+                f"{self.sitemap_urls[host]} URLs already queued from {host}'s sitemaps "
+                "(max_sitemap_urls_per_host)"
+            )
+        return self.sched.queue_full(host)
+
+    def _read_sitemap(self, url: str, depth: int, sm: Sitemap) -> int:
+        """Queue a fetched sitemap's children and page URLs within the caps (inside the caller's
+        transaction); every one a cap or a bad address keeps out is recorded. Returns URLs queued."""
+        host, found = host_of(url), 0
+        for child in sm.sitemaps:
+            try:
+                c = canonicalize(child)
+            except UrlError as exc:
+                self._skip_bad_url(str(child)[:2000], str(exc), depth + 1, "sitemap", url)
+                continue
+            if depth < self.cfg.max_sitemap_depth:
+                self._add_sitemap(c, depth + 1, url)
+            else:
+                why = f"nested deeper than max_sitemap_depth ({self.cfg.max_sitemap_depth})"
+                self._cap_sitemap(c, depth + 1, url, why)
+        for loc in sm.urls:
+            try:
+                target = canonicalize(loc)
+            except UrlError as exc:  # recorded, like a bad link
+                self._skip_bad_url(str(loc)[:2000], str(exc), 1, "sitemap", url)
+                continue
+            if why := self._sitemap_cap(host):
+                self._skip_capped(target, 1, url, why)
+            elif self._discover(target, 1, "sitemap", parent=url) == "queued":
+                found += 1
+                self.sitemap_urls[host] += 1
+        return found
 
     async def _sitemap(self, url: str, depth: int) -> None:
         host = host_of(url)
@@ -578,22 +688,15 @@ class Crawler:
                     error = str(exc)
                 else:
                     with self.frontier:
-                        for child in sm.sitemaps:
-                            try:
-                                c = canonicalize(child)
-                            except UrlError:
-                                continue
-                            if depth < self.cfg.max_sitemap_depth:
-                                self._add_sitemap(c, depth + 1)
-                        for loc in sm.urls:
-                            try:
-                                found += (
-                                    self._discover(canonicalize(loc), 1, "sitemap", parent=url)
-                                    == "queued"
-                                )
-                            except UrlError as exc:  # recorded, like a bad link
-                                self._skip_bad_url(str(loc)[:2000], str(exc), 1, "sitemap", url)
-                        self.frontier.finish_sitemap(url, found, None)
+                        found = self._read_sitemap(url, depth, sm)
+                        over = (
+                            f"{SITEMAP_CAP}: {sm.dropped} entries beyond max_sitemap_urls "
+                            f"({self.cfg.max_sitemap_urls}) not read"
+                            if sm.dropped
+                            else None
+                        )
+                        self.stats["sitemap_dropped"] += sm.dropped
+                        self.frontier.finish_sitemap(url, found, over)
                     return
         with self.frontier:
             self.frontier.finish_sitemap(url, found, error)

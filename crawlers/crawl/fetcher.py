@@ -9,6 +9,7 @@ following with a loop check. Network failures become `FetchResult.error`, never 
 from __future__ import annotations
 
 import asyncio
+import re
 import time
 import zlib
 from collections.abc import Callable, Mapping
@@ -21,6 +22,7 @@ from yarl import URL
 
 from crawlers.crawl.politeness import HostGaveUpError, Politeness
 from crawlers.crawl.ssrf import BlockedAddressError, GuardedResolver, check_url
+from crawlers.robots import complete_lines
 
 REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
 CHUNK = 64 * 1024
@@ -66,6 +68,8 @@ class FetchResult:
     elapsed_s: float = 0.0
     robots_crawl: str | None = None
     robots_training: str | None = None
+    # keep_prefix only: the body is the first bytes of a longer (decoded) body, cut to a line.
+    truncated: bool = False
 
     def header(self, name: str) -> str | None:
         """A response header of the last hop (case-insensitive), or None."""
@@ -77,6 +81,11 @@ class FetchResult:
                 return value
         return None
 
+    def location(self) -> str | None:
+        """The last hop's Location header as a URL reference (`location_of`), or None."""
+        value = self.header("location")
+        return None if value is None else location_of(value)
+
     @property
     def ok(self) -> bool:
         """True for a complete 2xx response with no error."""
@@ -86,6 +95,29 @@ class FetchResult:
 def now_iso() -> str:
     """UTC timestamp in WARC-Date form."""
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+_AUTHORITY = re.compile(rb"^(?:[A-Za-z][A-Za-z0-9+.-]*:)?//[^/?#]*")
+
+
+def location_of(value: str) -> str:
+    """A Location header value as a URL reference. Header values are kept decoded as latin-1,
+    byte for byte, so a non-ASCII character here is one raw byte. In the path, query and
+    fragment those bytes are percent-encoded as they came (`/caf\xe9` -> `/caf%E9`; UTF-8
+    `/caf\xc3\xa9` -> `/caf%C3%A9`), the address a browser asks for, never re-encoded as UTF-8
+    (`/caf%C3%A9` for the latin-1 byte names another path). A host is text, not bytes: read as
+    UTF-8 where its bytes are UTF-8, else as latin-1, and left for IDNA (and the SSRF guard)."""
+    value = value.strip()
+    if value.isascii():
+        return value
+    raw = b"".join(ch.encode("latin-1" if ord(ch) < 256 else "utf-8") for ch in value)
+    m = _AUTHORITY.match(raw)
+    head, rest = (raw[: m.end()], raw[m.end() :]) if m else (b"", raw)
+    try:
+        host = head.decode("utf-8")
+    except UnicodeDecodeError:
+        host = head.decode("latin-1")
+    return host + "".join(chr(b) if b < 0x80 else f"%{b:02X}" for b in rest)
 
 
 def mime_of(content_type: str) -> str:
@@ -245,9 +277,10 @@ class PrefixDecoder:
             except zlib.error as exc:
                 raise ValueError(f"corrupt {self.encoding} body: {exc}") from exc
         body = bytes(self.out[: self.limit])
-        if cut_to_line and self.dropped and b"\n" in body:
-            # A line cut in the middle ('Allow: /p' of 'Allow: /private') must not be read whole.
-            body = body[: body.rindex(b"\n") + 1]
+        if cut_to_line and self.dropped:
+            # A line cut in the middle ('Allow: /p' of 'Allow: /private') must not be read whole;
+            # CR, LF and CRLF each end a line, as robots.txt's parser reads them.
+            body = complete_lines(body)
         return body
 
 
@@ -350,7 +383,8 @@ class Fetcher:
 
         `keep_prefix=N` reads at most N decoded bytes and keeps them instead of failing on an
         oversized body (Content-Length or not, chunked, gzip/deflate): the body is the first N
-        bytes cut back to the last complete line, and the hop is marked truncated ('length').
+        bytes cut back to the last complete line (CR, LF or CRLF), `result.truncated` is set,
+        and the hop is marked truncated ('length') when its stored raw body is not whole.
         robots.txt is read this way (ROBOTS_MAX_BYTES), so a huge file is never taken as empty.
 
         `count_errors=False`: a 5xx/429 answer, a timeout or a reset does not count toward the
@@ -374,10 +408,10 @@ class Fetcher:
             if hop is not None:
                 result.hops.append(hop)
             result.final_url = current
-            location = result.header("location") if hop is not None else None
+            location = result.location() if hop is not None else None
             if result.error or result.status not in REDIRECT_STATUSES or not location or limit <= 0:
                 break
-            target = urljoin(current, location.strip())
+            target = urljoin(current, location)
             if target in visited:
                 result.error = f"redirect-loop: {target}"
                 break
@@ -447,6 +481,7 @@ class Fetcher:
         target = target if target is not None else check_url(url, self.allow_private)
         result.fetched_at = now_iso()
         result.status, result.error, result.body, result.content_type = None, None, b"", ""
+        result.truncated = False
         prefix: PrefixDecoder | None = None
         try:
             async with self._session.get(target, allow_redirects=False, headers=headers) as resp:
@@ -516,6 +551,7 @@ class Fetcher:
         if prefix is not None:
             try:
                 result.body = prefix.result(cut_to_line=True)
+                result.truncated = prefix.dropped
             except ValueError as exc:
                 result.error = f"decode-error: {exc}"
         elif result.error is None:

@@ -66,7 +66,7 @@ CREATE TABLE IF NOT EXISTS urls ({", ".join(f"{k} {v}" for k, v in URL_COLUMNS.i
 CREATE INDEX IF NOT EXISTS urls_state ON urls(state);
 CREATE TABLE IF NOT EXISTS warc_files (name TEXT PRIMARY KEY, committed_end INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS robots (origin TEXT PRIMARY KEY, status INTEGER, body BLOB,
-    fetched_at REAL, error TEXT);
+    fetched_at REAL, error TEXT, truncated INTEGER DEFAULT 0);
 CREATE TABLE IF NOT EXISTS sitemaps (url TEXT PRIMARY KEY, host TEXT, depth INTEGER,
     state TEXT, urls INTEGER, error TEXT);
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT);
@@ -88,6 +88,8 @@ class Frontier:
         for col, decl in URL_COLUMNS.items():
             if col not in have:  # a frontier written by an older version: add the new columns
                 self.db.execute(f"ALTER TABLE urls ADD COLUMN {col} {decl}")
+        if "truncated" not in {r[1] for r in self.db.execute("PRAGMA table_info(robots)")}:
+            self.db.execute("ALTER TABLE robots ADD COLUMN truncated INTEGER DEFAULT 0")
         self._seq = self.db.execute("SELECT COALESCE(MAX(seq), 0) FROM urls").fetchone()[0]
         self._depth = 0
 
@@ -192,11 +194,20 @@ class Frontier:
         """Record a WARC file's new committed end."""
         self.db.execute("INSERT OR REPLACE INTO warc_files VALUES (?, ?)", (name, end))
 
-    def save_robots(self, origin: str, status: int | None, body: bytes, error: str | None) -> None:
-        """Store a robots.txt fetch for --resume."""
+    def save_robots(
+        self,
+        origin: str,
+        status: int | None,
+        body: bytes,
+        error: str | None,
+        *,
+        truncated: bool = False,
+    ) -> None:
+        """Store a robots.txt fetch for --resume (`truncated`: body is a cut file's prefix)."""
         self.db.execute(
-            "INSERT OR REPLACE INTO robots VALUES (?, ?, ?, ?, ?)",
-            (origin, status, body, time.time(), error),
+            "INSERT OR REPLACE INTO robots (origin, status, body, fetched_at, error, truncated)"
+            " VALUES (?, ?, ?, ?, ?, ?)",
+            (origin, status, body, time.time(), error, int(truncated)),
         )
 
     def add_sitemap(self, url: str, host: str, depth: int) -> bool:

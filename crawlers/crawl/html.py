@@ -153,6 +153,25 @@ def _bad_web_link(href: str, base: str) -> str | None:
     return url[:2000] if scheme in ("http", "https") else None
 
 
+# HTML's declarative refresh: '<delay>[.frac][;|,][ url=]<target>', the target optionally quoted.
+_REFRESH = re.compile(
+    r"""\s*[0-9.]+\s*[;,]?\s*(?:url\s*=\s*)?(?P<url>.*)""", re.IGNORECASE | re.DOTALL
+)
+
+
+def refresh_target(content: str) -> str | None:
+    """The address a `<meta http-equiv=refresh content=...>` sends the reader to, as written
+    ('0; url=/next' -> '/next', "5;URL='x'" -> 'x'); None when it only reloads the page."""
+    m = _REFRESH.match(content or "")
+    if m is None:
+        return None
+    target = m.group("url").strip()
+    if target[:1] in ("'", '"'):
+        quote, target = target[0], target[1:]
+        target = target.split(quote, 1)[0]
+    return target.strip() or None
+
+
 def _scheme_of(url: str) -> str:
     """The lowercase scheme of a URL that may not parse ('' when it has none)."""
     head, sep, _ = url.partition(":")
@@ -162,8 +181,8 @@ def _scheme_of(url: str) -> str:
 def parse_html(
     body: bytes, base_url: str, *, agent: str, training_agent: str, max_text_chars: int = 20000
 ) -> PageInfo:
-    """Parse an HTML body: canonical outlinks (<a href>, and <link rel=next/prev>; with <base>),
-    meta robots for our agents, text."""
+    """Parse an HTML body: canonical outlinks (<a href>, <link rel=next/prev/canonical> and a
+    meta refresh target; with <base>), meta robots for our agents, text."""
     info = PageInfo()
     if not body.strip():
         return info
@@ -223,6 +242,23 @@ def parse_html(
         if url not in seen:  # a page's canonical address is a link too (often the only one)
             seen.add(url)
             info.links.append(Link(url, "", "nofollow" in rel))
+    # A meta refresh sends the reader on like a link does (old redirects, moved pages): the
+    # target is a link, under the same rules and checks as any other.
+    for meta in root.iter("meta"):
+        if _norm(meta.get("http-equiv") or "").strip() != "refresh":
+            continue
+        target = refresh_target(meta.get("content") or "")
+        if not target or target.lower().startswith(("javascript:", "data:", "#")):
+            continue
+        try:
+            url = canonicalize(target, base)
+        except UrlError as exc:
+            if bad := _bad_web_link(target, base):
+                info.bad_links.append((bad, str(exc)))
+            continue
+        if url not in seen:
+            seen.add(url)
+            info.links.append(Link(url, "", False))
     # Read the text around script/style/noscript/template without editing the tree: drop_tree
     # joins the dropped element's tail onto its neighbour, and lxml refuses to set a string with
     # a control character (a '\x0b' after a </script> ended a crawl of saved pages).

@@ -14,6 +14,7 @@ import asyncio
 import email.utils
 import ipaddress
 import random
+import re
 import socket
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -26,20 +27,27 @@ KEY_BY = ("ip", "domain", "host")
 Resolver = Callable[[str], Awaitable[str | None]]
 
 
+_DELTA_SECONDS = re.compile(r"[0-9]+")
+
+
 def parse_retry_after(value: str | None, now: float | None = None) -> float | None:
-    """Seconds to wait from a Retry-After header (delta-seconds or HTTP-date); None if absent/bad."""
+    """Seconds to wait from a Retry-After header (delta-seconds or HTTP-date); None if absent/bad.
+
+    Never raises: delta-seconds are ASCII digits only (`str.isdigit` also takes '²' or '١',
+    which float() refuses), and a date no calendar holds is as bad as any other garbage.
+    """
     if not value:
         return None
     value = value.strip()
-    if value.isdigit():
+    if _DELTA_SECONDS.fullmatch(value):
         return float(value)
     try:
         when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError):
+        if when is None:
+            return None
+        return max(0.0, when.timestamp() - (time.time() if now is None else now))
+    except (TypeError, ValueError, IndexError, OverflowError, OSError):
         return None
-    if when is None:
-        return None
-    return max(0.0, when.timestamp() - (time.time() if now is None else now))
 
 
 def hostname_of(host: str) -> str:

@@ -124,7 +124,8 @@ def describe_page(
                 page.bad_links = info.bad_links
         if res.status in REDIRECT_STATUSES and res.header("location"):
             try:
-                fields["redirect_to"] = canonicalize(res.header("location") or "", url)
+                # its raw non-ASCII bytes percent-encoded as they came (`location_of`)
+                fields["redirect_to"] = canonicalize(res.location() or "", url)
             except UrlError as exc:
                 fields["error"] = f"bad redirect location: {exc}"
     fields["training_allowed"] = int(training == ALLOWED and not fields["noai"] and not unread)

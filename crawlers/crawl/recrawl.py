@@ -11,12 +11,21 @@ Outcomes, per page:
              record stay as they are; the 304 exchange is archived too, as evidence), or a 200
              whose body hashes the same as the copy we hold (a server that ignores validators).
   changed    any other answer (new body, redirect, 404/410): the page is recorded anew exactly
-             as the crawl records a fetch (`describe_page`), pointing at the new WARC record.
+             as the crawl records a fetch (`describe_page`), pointing at the new WARC record;
+             an answer without a body to read clears the held copy's hash, length, title,
+             language and topic.
   denied     robots.txt now refuses the crawl token: nothing is fetched, the copy is kept and its
              robots decisions are updated.
-  error      network error, timeout, 429/5xx: nothing changes; asked again after `min_s`.
+  error      network error, timeout, 429/5xx, or a 2xx whose body failed (timeout mid-body,
+             unwanted content type, over the size cap, undecodable): the copy we hold is kept
+             (its row and WARC record stay as they are); asked again after `min_s`.
 Whatever the outcome, a fresh training-token decision can only take the page's
-`training_allowed` away, never grant it (meta noai and X-Robots-Tag stay as the crawl saw them).
+`training_allowed` away, never grant it (a failed fetch's only when robots.txt says disallowed:
+an unreachable one is no evidence). So can the X-Robots-Tag of an answer that keeps the copy (a
+304 Not Modified or a failed 2xx): `noai` (also `noimageai`, `noindex`, `nofollow`) in its
+headers is recorded and withdraws consent, its absence grants nothing; a failed answer that
+carried one is archived as evidence. A changed page is described afresh, but its
+`training_allowed` stays false once false.
 
 Revisit policy (`RevisitPolicy`, stated): a page first becomes due `initial_s` (1 day) after its
 crawl. After each revisit its interval doubles when unchanged and halves when changed, kept
@@ -48,6 +57,7 @@ from crawlers.crawl.config import CrawlConfig
 from crawlers.crawl.downloader import Downloader, is_refusal
 from crawlers.crawl.fetcher import FetchResult
 from crawlers.crawl.frontier import Frontier
+from crawlers.crawl.html import Directives, apply_x_robots_tag
 from crawlers.crawl.output import write_outputs
 from crawlers.crawl.record import PageLanguage, describe_page
 from crawlers.crawl.robots_policy import ALLOWED, DISALLOWED
@@ -55,6 +65,16 @@ from crawlers.crawl.warc import WarcStore
 
 T = TypeVar("T")
 UNCHANGED, CHANGED, DENIED, ERROR = "unchanged", "changed", "denied", "error"
+# Frontier fields read off a page's body: a change recorded without one (404, redirect) clears them.
+CONTENT_FIELDS = (
+    "content_sha256",
+    "content_length",
+    "title",
+    "lang",
+    "lang_score",
+    "page_topic",
+    "redirect_to",
+)
 RECRAWL_FILE = "recrawl.parquet"
 REVISITS_SQL = """
 CREATE TABLE IF NOT EXISTS revisits (url TEXT PRIMARY KEY, etag TEXT, last_modified TEXT,
@@ -145,6 +165,32 @@ def _consent(row: dict[str, Any], training: str | None) -> dict[str, Any]:
         return {}
     keep = bool(row.get("training_allowed")) and training == ALLOWED
     return {"robots_training": training, "training_allowed": int(keep)}
+
+
+def _header_opt_outs(res: FetchResult, cfg: CrawlConfig) -> dict[str, Any]:
+    """The directives the answer's X-Robots-Tag raises (a 304 or a failed 2xx carries headers
+    but no page to describe): each may take consent away, never grant it, so only raised flags
+    are returned, and `noai` withdraws training_allowed."""
+    if not res.hops:
+        return {}
+    values = [v for k, v in res.hops[-1].response_headers if k.lower() == "x-robots-tag"]
+    d = Directives()
+    apply_x_robots_tag(d, values, cfg.agent, cfg.training_agent)
+    raised = {k: 1 for k in ("noindex", "nofollow", "noai", "noimageai") if getattr(d, k)}
+    if d.noai:
+        raised["training_allowed"] = 0
+    return raised
+
+
+def _kept_copy_consent(row: dict[str, Any], res: FetchResult, cfg: CrawlConfig) -> dict[str, Any]:
+    """Consent fields for a revisit that keeps the copy we hold (a 304, a failed fetch): a fresh
+    training-token decision and the answer's X-Robots-Tag, each only taking consent away. A
+    failed fetch's training decision counts only when it says disallowed: an unreachable
+    robots.txt is no evidence of an opt-out."""
+    training = res.robots_training
+    if res.status != 304 and training != DISALLOWED:
+        training = None
+    return {**_consent(row, training), **_header_opt_outs(res, cfg)}
 
 
 async def recrawl(
@@ -253,6 +299,15 @@ async def per_server(
     await asyncio.gather(*(lane(q) for q in sorted(queues, key=len, reverse=True)))
 
 
+def _failed(res: FetchResult) -> bool:
+    """True for a revisit that says nothing about the page: no answer, 429/5xx, a refusal, or a
+    2xx whose body did not arrive whole and wanted (timeout mid-body, unwanted content type,
+    too large, undecodable): the copy we hold is kept."""
+    if res.status is None or res.status >= 500 or res.status == 429 or is_refusal(res.error):
+        return True
+    return 200 <= res.status < 300 and res.error is not None
+
+
 def _settle(
     frontier: Frontier,
     warc: WarcStore,
@@ -270,16 +325,21 @@ def _settle(
     if res.error and is_refusal(res.error) and res.robots_crawl == DISALLOWED:
         outcome = DENIED
         fields = {"robots_crawl": res.robots_crawl, **_consent(row, res.robots_training)}
-    elif res.status is None or res.status >= 500 or res.status == 429 or is_refusal(res.error):
+    elif _failed(res):
         outcome = ERROR
+        fields = _kept_copy_consent(row, res, cfg)
+        if fields and res.hops:  # an opt-out taken from this answer: archived as its evidence
+            loc = warc.write(res.hops, res.fetched_at)
     elif res.status == 304:
         outcome = UNCHANGED
-        fields = _consent(row, res.robots_training)
+        fields = _kept_copy_consent(row, res, cfg)
         loc = warc.write(res.hops, res.fetched_at)  # the 304 itself, archived as evidence
     else:
         crawl, training = res.robots_crawl or ALLOWED, res.robots_training or ALLOWED
         page = describe_page(row, res, crawl, training, cfg, lang)
-        fields = {k: v for k, v in page.fields.items() if k != "outlinks"}
+        # Recorded anew: what the held copy's body said (hash, title, language) goes with it.
+        fields = dict.fromkeys(CONTENT_FIELDS)
+        fields.update((k, v) for k, v in page.fields.items() if k != "outlinks")
         fields["training_allowed"] = int(
             bool(fields["training_allowed"]) and bool(row.get("training_allowed"))
         )

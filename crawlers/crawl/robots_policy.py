@@ -19,9 +19,11 @@ host abandoned, while a server failing many hosts' robots.txt is still given up 
 from __future__ import annotations
 
 import asyncio
+import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from urllib.parse import urlsplit, urlunsplit
 
 from crawlers.crawl.fetcher import ROBOTS_MAX_BYTES, Fetcher, FetchResult
 from crawlers.crawl.politeness import parse_retry_after
@@ -40,31 +42,50 @@ class RobotsFetch:
     fetched_at: float  # unix time
     error: str | None = None
     result: FetchResult | None = None  # the exchange itself, for the WARC (None when preloaded)
+    truncated: bool = False  # body is the first 500 KiB of a longer file (cut to a whole line)
 
 
 def decision(robots: RobotsTxt, agent: str, url: str) -> str:
     """'allowed', 'disallowed', or 'unreachable' for one agent and URL: allowed only when
-    robots.txt allows the URL both as requested and in the crawler's canonical form
+    robots.txt allows the URL as requested, in the crawler's canonical form
     (`crawlers.crawl.canon.canonicalize`, the form frontier URLs and consent recheck are
-    matched in): an image's or a redirect's `/%70rivate/x` or `/a/../private/x` meets
-    `Disallow: /private`, and a rule on what canonicalizing drops (`Disallow: /*?sid=`) still
-    holds for the URL as requested."""
+    matched in) and with its path's slashes merged: an image's or a redirect's `/%70rivate/x`
+    or `/a/../private/x` meets `Disallow: /private`, so does `//private/x` (servers such as
+    nginx merge slashes and serve `/private/x` for it), and a rule on what canonicalizing drops
+    (`Disallow: /*?sid=`) still holds for the URL as requested."""
     if robots.allows(agent, url) and all(robots.allows(agent, u) for u in _other_forms(url)):
         return ALLOWED
     unreachable = robots.kind.startswith("unreachable") or robots.kind == "network-error"
     return UNREACHABLE if unreachable else DISALLOWED
 
 
+_SLASH_RUN = re.compile(r"(?:/|%2[Ff])*/(?:/|%2[Ff])*")
+
+
+def merged_slashes(url: str) -> str:
+    """The URL with every run of slashes in its path merged into one `/` (a `%2F` in a run
+    counts as a slash), as a server that merges slashes reads it; the query is left as it is."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:  # an unparsable authority ('http://[::1/x'): matched as it is
+        return url
+    path = _SLASH_RUN.sub("/", parts.path)
+    return url if path == parts.path else urlunsplit(parts._replace(path=path))
+
+
 def _other_forms(url: str) -> list[str]:
-    """The URL's canonical form when it differs from the URL ([] when it does not, or when the
-    URL has none: it is matched as it is)."""
+    """The URL's other forms robots.txt must allow too: its canonical form and the slash-merged
+    forms of both, those that differ from the URL (the URL alone when it has no canonical
+    form)."""
     from crawlers.crawl.canon import canonicalize
 
+    forms = [url]
     try:
-        canonical = canonicalize(url)
-    except ValueError:  # UrlError
-        return []
-    return [canonical] if canonical != url else []
+        forms.append(canonicalize(url))
+    except ValueError:  # UrlError: matched as it is
+        pass
+    forms += [merged_slashes(f) for f in forms]
+    return [f for f in dict.fromkeys(forms) if f != url]
 
 
 def transient(status: int | None, error: str | None) -> bool:
@@ -125,7 +146,7 @@ class RobotsPolicy:
             return
         age = time.time() - record.fetched_at
         if age < self.cache.max_age_s:
-            robots = RobotsTxt.from_response(record.status, record.body)
+            robots = RobotsTxt.from_response(record.status, record.body, truncated=record.truncated)
             self.cache.put(record.origin, robots, max_age_s=self.cache.max_age_s - age)
 
     def cached(self, url: str) -> RobotsTxt | None:
@@ -150,7 +171,7 @@ class RobotsPolicy:
             # breaker (a server failing many hosts' robots.txt is still given up on); the
             # re-checks of an outage have their own backoff and must not abandon the host.
             record = await self._fetch(origin, count_errors=origin not in self._pending)
-            robots = RobotsTxt.from_response(record.status, record.body)
+            robots = RobotsTxt.from_response(record.status, record.body, truncated=record.truncated)
             if transient(record.status, record.error):
                 now = time.monotonic()
                 pending = self._pending.get(origin) or _Pending(now, 0, now)
@@ -196,9 +217,12 @@ class RobotsPolicy:
             # Timeouts, resets, loops, refused addresses: robots.txt is unreachable.
             status = None
         body = res.body if status is not None and res.error is None else b""
+        truncated = res.truncated and status is not None and res.error is None
         if res.error and res.error.startswith("body-too-large") and res.hops:
             body = res.hops[-1].raw_body  # RFC 9309: parse at least the first 500 KiB
-        return RobotsFetch(origin, status, body, time.time(), res.error, res)
+            truncated = True
+        # The parser drops the cut's partial last line and reports the truncation.
+        return RobotsFetch(origin, status, body, time.time(), res.error, res, truncated)
 
     async def decide(self, url: str) -> tuple[str, str, RobotsTxt]:
         """(crawl decision, training decision, policy) for a URL."""

@@ -1,8 +1,10 @@
 """What the crawl fetches next: per-host queues, grouped by server, ranked without a scan.
 
-Per host the order is seeds, then its sitemaps, then discovered URLs best-priority first. Seeds
-come first everywhere: until every seed robots.txt allows has been fetched, its share of
-`max_pages` is reserved, so discovered URLs never take a seed's budget.
+Per host the order is seeds, then its sitemaps, then discovered URLs best-priority first (with
+`max_pages`, a host's sitemaps wait while its queue holds more than `sitemap_queue_factor` times
+the pages left). Seeds come first everywhere: until every seed robots.txt allows has been
+fetched, its share of `max_pages` is reserved, so discovered URLs and sitemaps never take a
+seed's budget.
 
 The scheduler works on politeness keys (a server: its IP address by default), each holding the
 hosts that share it. Keys wait in a heap ordered by the time they may be asked again and move to
@@ -144,13 +146,36 @@ class Scheduler:
         )
 
     def budget_ok(self, tier: int) -> bool:
-        """May an item of this tier start? Seeds' share of max_pages is reserved for them."""
+        """May an item of this tier start? Seeds' share of max_pages is reserved for them, and a
+        sitemap waits like a discovered URL: what it lists could only use what seeds leave."""
         if self.cfg.max_pages is None:
             return True
         used = self.fetched + self.in_flight
-        if tier == DISCOVERED:
+        if tier != SEED:
             used += self.seeds_pending
         return used < self.cfg.max_pages
+
+    def room(self) -> int | None:
+        """Pages max_pages still leaves to discovered URLs (None without max_pages)."""
+        if self.cfg.max_pages is None:
+            return None
+        return max(0, self.cfg.max_pages - self.fetched - self.in_flight - self.seeds_pending)
+
+    def queue_full(self, host: str) -> str | None:
+        """Why the host's sitemaps are not expanded now (its queue holds more than
+        `sitemap_queue_factor` times the pages max_pages leaves), or None."""
+        room = self.room()
+        queued = len(self.heaps.get(host) or ())
+        if room is None or queued <= self.cfg.sitemap_queue_factor * room:
+            return None
+        return (
+            f"{host} has {queued} URLs queued, more than sitemap_queue_factor "
+            f"({self.cfg.sitemap_queue_factor:g}) x the {room} pages max_pages leaves"
+        )
+
+    def sitemaps_left(self) -> int:
+        """Sitemap documents still queued (not fetched this run; --resume reads them)."""
+        return sum(len(q) for q in self.sitemap_queue.values())
 
     # --- keys ---------------------------------------------------------------------------
     def host_has_work(self, host: str) -> None:
@@ -192,8 +217,9 @@ class Scheduler:
         heap = self.heaps.get(host)
         if heap and heap[0][0] == 0:
             return SEED, heap[0][1]
-        if self.sitemap_queue.get(host):
-            # sitemaps before discovered URLs: they feed the frontier
+        if self.sitemap_queue.get(host) and not (heap and self.queue_full(host)):
+            # sitemaps before discovered URLs (they feed the frontier), unless the host's queue
+            # already holds several times what max_pages leaves: its URLs go first then
             return SITEMAP, float("-inf")
         if not heap:
             return None

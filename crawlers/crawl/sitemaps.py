@@ -17,10 +17,12 @@ class Sitemap:
 
     urls: list[str] = field(default_factory=list)
     sitemaps: list[str] = field(default_factory=list)
+    dropped: int = 0  # <loc>s beyond max_urls, not kept
 
 
 def parse_sitemap(body: bytes, *, max_urls: int = 50000, max_bytes: int = 50 * 2**20) -> Sitemap:
-    """Parse a sitemap; ValueError names what is wrong with it."""
+    """Parse a sitemap, keeping at most `max_urls` page URLs and as many child sitemaps (the rest
+    are counted in `dropped`); ValueError names what is wrong with it."""
     if body[:2] == b"\x1f\x8b":  # a .xml.gz served as-is
         try:
             body = decode_body(body, "gzip", max_bytes)
@@ -46,4 +48,6 @@ def parse_sitemap(body: bytes, *, max_urls: int = 50000, max_bytes: int = 50 * 2
                 target = out.sitemaps if kind == "sitemapindex" else out.urls
                 if len(target) < max_urls:
                     target.append(child.text.strip())
+                else:
+                    out.dropped += 1
     return out
