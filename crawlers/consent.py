@@ -155,13 +155,25 @@ def merge_urls(
     return urls
 
 
-def robots_target(url: str) -> str:
-    """The URL as robots.txt rules are matched against it: the crawler's canonical form (the
-    crawl asks robots.txt for its frontier URLs, which are canonical). UrlError when the URL is
-    unusable (no robots.txt governs it: `_robots_origin` reports those)."""
+def robots_targets(url: str) -> list[str]:
+    """The forms of the URL robots.txt rules are matched against, each of which must be allowed:
+    the crawler's canonical form (the crawl asks robots.txt for its frontier URLs, which are
+    canonical) and that form with runs of slashes in its path merged (a server that merges
+    slashes serves `//private/x` as `/private/x`; the crawl's decision judges both too). UrlError
+    when the URL is unusable (no robots.txt governs it: `_robots_origin` reports those)."""
     from crawlers.crawl.canon import canonicalize
+    from crawlers.crawl.robots_policy import merged_slashes
 
-    return canonicalize(url)
+    target = canonicalize(url)
+    return list(dict.fromkeys([target, merged_slashes(target)]))
+
+
+def robots_verdict(robots, agent: str, url: str) -> tuple[bool, str]:
+    """(allowed, the form that decided): allowed only when every form of `robots_targets(url)`
+    is; the form is the first one denied, else the canonical one."""
+    targets = robots_targets(url)
+    denied = next((t for t in targets if not robots.allows(agent, t)), None)
+    return denied is None, denied or targets[0]
 
 
 def matched_rule(robots, agent: str, url: str) -> tuple[str | None, str | None]:
@@ -257,8 +269,8 @@ def _changes(
     sha = hashlib.sha256(record.body or b"").hexdigest()
     rows = []
     for doc in sorted(docs, key=lambda x: x.url):
-        target = robots_target(doc.url)  # matched as the crawler matches; the row keeps doc.url
-        now = robots.allows(agent, target)
+        # matched as the crawler matches (every form); the row keeps doc.url
+        now, target = robots_verdict(robots, agent, doc.url)
         prev_row = latest.get(doc.url)
         before = doc.allowed_at_crawl if prev_row is None else prev_row["training_allowed"]
         if now == before:

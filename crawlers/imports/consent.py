@@ -164,18 +164,18 @@ Outcome = tuple[bool, bool, str]  # robots.txt today for one URL: crawl ok, trai
 def robots_outcome(robots: Any, url: str, agent: str, training_agent: str) -> Outcome:
     """What today's parsed robots.txt says of `url` for both tokens, and the training group's
     matching rule when it disallows (for `consent_source`). The rules are matched against the
-    URL's canonical form, as the crawler asks them (`crawlers.consent.robots_target`): an
-    archive's `/%70rivate/`, `/a/../private/` or raw `/café` meets `Disallow: /private` or
-    `Disallow: /café`. A URL with no canonical form is allowed for neither token."""
-    from crawlers.consent import matched_rule, robots_target
+    URL's canonical form and its slash-merged form, as the crawler asks them
+    (`crawlers.consent.robots_targets`): an archive's `/%70rivate/`, `/a/../private/`,
+    `//private/` or raw `/café` meets `Disallow: /private` or `Disallow: /café`. A URL with no
+    canonical form is allowed for neither token."""
+    from crawlers.consent import matched_rule, robots_verdict
     from crawlers.crawl.canon import UrlError
 
     try:
-        target = robots_target(url)
+        crawl_ok, _ = robots_verdict(robots, agent, url)
+        train_ok, target = robots_verdict(robots, training_agent, url)
     except (UrlError, ValueError, TypeError) as exc:
         return False, False, f" (no canonical URL: {exc})"
-    crawl_ok = bool(robots.allows(agent, target))
-    train_ok = bool(robots.allows(training_agent, target))
     rule = ""
     if not train_ok:
         group, line = matched_rule(robots, training_agent, target)

@@ -196,6 +196,7 @@ def test_robots_rules_meet_the_canonical_url_of_an_imported_row(tmp_path):
     with RobotsBodies({ip: robots}) as server:
         b = f"http://{ip}:{server.port}"
         out = [f"{b}/private/a", f"{b}/%70rivate/b", f"{b}/public/../private/c", f"{b}/caf\u00e9"]
+        out.append(f"{b}//private/e")  # a server that merges slashes serves /private/e
         urls = [*out, f"{b}/public/d"]
         rows = [{"text": f"{TEXT} {i}", "id": f"r{i}", "url": u} for i, u in enumerate(urls)]
         (tmp_path / "c.jsonl").write_text("\n".join(map(json.dumps, rows)) + "\n")

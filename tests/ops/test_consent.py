@@ -282,8 +282,9 @@ FAST = {**LOOPBACK, "connect_timeout": 2.0}
 
 
 def test_recheck_matches_robots_against_the_canonical_url_and_keys_the_raw_one(tmp_path):
-    """A URL the lake spells with an escape, dot segments or raw UTF-8 meets the rule the crawler
-    would have matched (its canonical form); the ledger row keeps the lake's spelling."""
+    """A URL the lake spells with an escape, dot segments, raw UTF-8 or a doubled slash meets the
+    rule the crawler would have matched (its canonical form, and that form's slashes merged); the
+    ledger row keeps the lake's spelling."""
     import pyarrow as pa
 
     from common.consent import Consent
@@ -295,7 +296,7 @@ def test_recheck_matches_robots_against_the_canonical_url_and_keys_the_raw_one(t
     with RobotsBodies({ip: PRIVATE_ROBOTS}) as server:
         base = f"http://{ip}:{server.port}"
         out = [f"{base}/private/a", f"{base}/%70rivate/b", f"{base}/public/../private/c"]
-        out.append(f"{base}/caf\u00e9")
+        out += [f"{base}/caf\u00e9", f"{base}//private/e"]
         kept = f"{base}/public/d"
         urls = [*out, kept]
         pq.write_table(
@@ -310,10 +311,12 @@ def test_recheck_matches_robots_against_the_canonical_url_and_keys_the_raw_one(t
             lake / "extract" / "documents.parquet",
         )
         result = recheck(lake, FAST)
-    assert (result.opted_out, result.re_allowed, result.unreachable) == (4, 0, {})
+    assert (result.opted_out, result.re_allowed, result.unreachable) == (5, 0, {})
     rows = {r["url"]: r for r in latest_rows(ledger_files(lake)).values()}
     assert set(rows) == set(out)  # keyed by the URL as the lake has it
-    assert rows[out[1]]["rule"] == rows[out[2]]["rule"] == "Disallow: /private"
+    assert (
+        rows[out[1]]["rule"] == rows[out[2]]["rule"] == rows[out[4]]["rule"] == "Disallow: /private"
+    )
     assert rows[out[3]]["rule"].startswith("Disallow: /caf")
     consent = Consent.load(lake)
     for i, u in enumerate(urls):
