@@ -31,8 +31,17 @@ STATE_VERSION = 1
 
 
 def read_manifest(mix_dir: str | Path) -> dict[str, Any]:
-    """Read a mixture's manifest.json, with a clear error when it is not a mixture directory."""
+    """Read a mixture's manifest.json, with a clear error when it is not a mixture directory or
+    a build into it has not finished (its in-progress marker is there)."""
+    from training.mixture.outdir import IN_PROGRESS
+
     fix = f"build a mixture there first with `refinery mix build SPEC --out {mix_dir}`"
+    marker = Path(mix_dir) / IN_PROGRESS
+    if marker.exists():
+        raise ValueError(
+            f"{marker}: a mixture build into {mix_dir} did not finish (killed or failed), so its "
+            f"files are not the manifest's; rebuild it with `refinery mix build SPEC --out {mix_dir}`"
+        )
     return read_dataset_manifest(Path(mix_dir), fix)
 
 
@@ -60,15 +69,7 @@ class ShardLoader:
         self.batch_size, self.seed, self.rank, self.world_size = batch_size, seed, rank, world_size
         self.shuffle = shuffle
         self.seq_len = int(self.manifest["seq_len"])
-        self._shards = [
-            np.load(self.mix_dir / s["path"], mmap_mode="r") for s in self.manifest["shards"]
-        ]
-        for spec, arr in zip(self.manifest["shards"], self._shards, strict=True):
-            if arr.ndim != 2 or arr.shape != (spec["num_sequences"], self.seq_len):
-                raise ValueError(
-                    f"{self.mix_dir / spec['path']}: shape {arr.shape} does not match manifest "
-                    f"({spec['num_sequences']}, {self.seq_len}); the mixture directory is inconsistent, rebuild it"
-                )
+        self._shards = [_open_shard(self.mix_dir, s, self.seq_len) for s in self.manifest["shards"]]
         sizes = np.array([a.shape[0] for a in self._shards], dtype=np.int64)
         self._starts = np.concatenate([[0], np.cumsum(sizes)])
         self.num_sequences = int(self._starts[-1])
@@ -195,6 +196,34 @@ class ShardLoader:
                 f"loader state batch {state['batch']} outside [0, {self.batches_per_epoch})"
             )
         self._epoch, self._batch = int(state["epoch"]), int(state["batch"])
+
+
+def _open_shard(mix_dir: Path, entry: dict[str, Any], seq_len: int) -> np.ndarray:
+    """A shard the manifest lists, mmapped, after the cheap checks that it is the manifest's:
+    there, readable as .npy, uint32 of shape (num_sequences, seq_len) and of exactly that many
+    bytes. A shard left by a build that died, or cut short, is one line naming it and the fix."""
+    path = mix_dir / entry["path"]
+    rebuild = (
+        "the mixture directory is inconsistent (an interrupted build or copy?); rebuild it with "
+        f"`refinery mix build SPEC --out {mix_dir}`"
+    )
+    try:
+        arr = np.load(path, mmap_mode="r")
+    except (OSError, ValueError, EOFError) as exc:
+        raise ValueError(f"{path}: cannot be read as a shard ({exc}); {rebuild}") from None
+    want = (int(entry["num_sequences"]), seq_len)
+    if arr.ndim != 2 or arr.shape != want or arr.dtype != np.uint32:
+        raise ValueError(
+            f"{path}: {arr.dtype} of shape {arr.shape} does not match the manifest's uint32 "
+            f"{want}; {rebuild}"
+        )
+    size = path.stat().st_size
+    if size != arr.offset + arr.nbytes:
+        raise ValueError(
+            f"{path}: {size} bytes, not the {arr.offset + arr.nbytes} its manifest shape needs; "
+            f"{rebuild}"
+        )
+    return arr
 
 
 class _ShardImages:

@@ -183,87 +183,109 @@ def sample_texts(
     text_column: str = "text",
     consent: Sequence[str | Path] = (),
     where: str | None = None,
+    text_columns: Sequence[str] | None = None,
 ) -> list[str]:
     """A deterministic sample of about `sample_tokens` tokens of training-allowed text from Parquet files.
 
-    Training-allowed is the mixture's rule (training/mixture/sources.py `consent_sql`, the SQL
-    form of common.consent): the row's training_allowed is the boolean true, and the consent
-    ledger files `consent` (`common.consent.ledger_files(lake)`) have not opted its document out.
-    `where`: a predicate the rows must also meet (a mixture source's, already normalised).
+    Training-allowed is the mixture's rule, over the relation the shards are read from
+    (training/mixture/sources.py `allowed_rows_sql`, the SQL form of common.consent): the row's
+    training_allowed is the boolean true, the consent ledger files `consent`
+    (`common.consent.ledger_files(lake)`) have not opted its document out, a NaN score reads as
+    NULL, and a row holding invalid UTF-8 is left out. `where`: a predicate the rows must also
+    meet (a mixture source's, already normalised). `text_columns`: each file's text column
+    (default `text_column` for every file).
     """
+    import contextlib
+
     import duckdb
 
-    from training.mixture.sources import ReadUnit, consent_sql, contamination_sql
+    from training.mixture.sources import (
+        ReadUnit,
+        allowed_rows_sql,
+        contamination_sql,
+        readable_file,
+    )
 
     budget_chars = sample_tokens * CHARS_PER_TOKEN
-    col = '"' + text_column.replace('"', '""') + '"'
+    columns = list(text_columns) if text_columns is not None else [text_column] * len(files)
+    if len(columns) != len(files):
+        raise ValueError(f"{len(files)} tokenizer sources but {len(columns)} text columns")
     ledger = tuple(str(f) for f in consent)
+
+    def lit(value: object) -> str:
+        return "'" + str(value).replace("'", "''") + "'"
+
     # The sample is picked inside DuckDB: rows are ranked by a seeded hash of (file, row), and only
     # the rows whose running length starts inside the budget are fetched, so the driver never holds
     # more than the sample. Same consent rule as shards: opted-out text never shapes the vocabulary.
     ranked, texts = [], []
     from common.inputs import check_file
 
-    for f in files:  # one line naming the file and the column (not a DuckDB binder error)
+    for f, column in zip(files, columns, strict=True):  # one line naming file and column
         check_file(
             f,
-            {text_column: "string"},
-            fix=f"give tokenizer sources with a text column {text_column!r} (e.g. documents.parquet)",
+            {column: "string"},
+            fix=f"give tokenizer sources with a text column {column!r} (e.g. documents.parquet)",
+            utf8=[],
         )
-    try:
-        for f in files:
-            lit = "'" + str(f).replace("'", "''") + "'"
-            unit = ReadUnit("tokenizer", 0, str(f), None, text_column, None, (), ledger)
-            allowed = consent_sql(unit)
-            clean = contamination_sql(unit)  # evaluation text does not shape the vocabulary
-            if clean:
-                allowed = f"({allowed}) AND {clean}"
-            if where:
-                allowed = f"({allowed}) AND ({where})"
-            ranked.append(
-                f"SELECT {lit} AS filename, file_row_number AS r, length({col}) AS n, "
-                f"hash({lit} || ':' || file_row_number::VARCHAR || ':' || $seed::VARCHAR) AS k "
-                f"FROM read_parquet({lit}, file_row_number=true) "
-                f"WHERE ({allowed}) AND length({col}) > 0"
-            )
-            texts.append(
-                f"SELECT {lit} AS filename, file_row_number AS r, {col} AS text "
-                f"FROM read_parquet({lit}, file_row_number=true)"
-            )
-    except (OSError, ValueError) as exc:  # pyarrow cannot read a file's schema
-        raise ValueError(f"cannot read tokenizer sources {[str(f) for f in files]}: {exc}") from exc
-    if not ranked:
-        raise ValueError("tokenizer sources: no file given")
-    sql = f"""
-        WITH ranked AS ({" UNION ALL ".join(ranked)}),
-        picked AS (
-            SELECT filename, r, k,
-                   sum(n) OVER (ORDER BY k, filename, r ROWS UNBOUNDED PRECEDING) - n AS before
-            FROM ranked
-            QUALIFY before < $budget
-        ),
-        t AS ({" UNION ALL ".join(texts)})
-        SELECT t.text, p.before
-        FROM picked p
-        JOIN t ON t.filename = p.filename AND t.r = p.r
-        ORDER BY p.k, p.filename, p.r
-    """
-    con = duckdb.connect()
-    try:
-        rows = con.execute(sql, {"seed": seed, "budget": budget_chars}).fetchall()
-    except duckdb.Error as exc:
-        raise ValueError(f"cannot read tokenizer sources {[str(f) for f in files]}: {exc}") from exc
-    finally:
-        con.close()
+    with contextlib.ExitStack() as stack:
+        try:
+            for f, column in zip(files, columns, strict=True):
+                col = '"' + column.replace('"', '""') + '"'
+                read = lit(stack.enter_context(readable_file(str(f))))
+                unit = ReadUnit("tokenizer", 0, str(f), None, column, None, (), ledger)
+                terms = [t for t in (contamination_sql(unit), where) if t]  # no eval text
+                extra = "".join(f" AND ({t})" for t in terms)
+                ranked.append(
+                    f"SELECT {lit(f)} AS filename, file_row_number AS r, length({col}) AS n, "
+                    f"hash({lit(f)} || ':' || file_row_number::VARCHAR || ':' || "
+                    f"$seed::VARCHAR) AS k FROM ({allowed_rows_sql(unit, source=read)}) "
+                    f"WHERE length({col}) > 0{extra}"
+                )
+                texts.append(
+                    f"SELECT {lit(f)} AS filename, file_row_number AS r, {col} AS text "
+                    f"FROM read_parquet({read}, file_row_number=true)"
+                )
+        except (OSError, ValueError) as exc:  # pyarrow cannot read a file's schema
+            raise ValueError(
+                f"cannot read tokenizer sources {[str(f) for f in files]}: {exc}"
+            ) from exc
+        if not ranked:
+            raise ValueError("tokenizer sources: no file given")
+        sql = f"""
+            WITH ranked AS ({" UNION ALL ".join(ranked)}),
+            picked AS (
+                SELECT filename, r, k,
+                       sum(n) OVER (ORDER BY k, filename, r ROWS UNBOUNDED PRECEDING) - n AS before
+                FROM ranked
+                QUALIFY before < $budget
+            ),
+            t AS ({" UNION ALL ".join(texts)})
+            SELECT t.text, p.before
+            FROM picked p
+            JOIN t ON t.filename = p.filename AND t.r = p.r
+            ORDER BY p.k, p.filename, p.r
+        """
+        con = duckdb.connect()
+        try:
+            rows = con.execute(sql, {"seed": seed, "budget": budget_chars}).fetchall()
+        except duckdb.Error as exc:
+            raise ValueError(
+                f"cannot read tokenizer sources {[str(f) for f in files]}: {exc}"
+            ) from exc
+        finally:
+            con.close()
     out = [text[: budget_chars - before] for text, before in rows]
     if not out:
         for f in files:
             bad = flag_type_problem(f)
             if bad:
                 raise ValueError(bad)
+        cols = sorted(set(columns))
         raise ValueError(
             f"tokenizer sources {[str(f) for f in files]} hold no training-allowed text: no row "
-            f"has training_allowed = true (boolean) and a non-empty {text_column!r}"
+            f"has training_allowed = true (boolean) and a non-empty "
+            f"{cols[0] if len(cols) == 1 else cols!r}"
             + (f" matching where {where!r}" if where else "")
             + "; give sources with consented text or set `tokenizer: {path: ...}`"
         )

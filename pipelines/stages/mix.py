@@ -310,7 +310,7 @@ class MixBuildSummary(Summary):
     shares_within_tolerance: bool
     tokens_per_s: float | None
     images: int | None = None  # distinct stored images (mixtures with image_tokens)
-    rejects: dict[str, int] | None = None  # image-source rows/images refused, by reason
+    rejects: dict[str, int] | None = None  # rows/images refused (rejects.parquet), by reason
     read_rows: int | None = None  # text rows read and tokenized at once (from a memory budget)
     memory_budget: dict[str, Any] | None = None  # how the budget was spent (common.budget.Fit)
     seconds: float
@@ -323,12 +323,24 @@ class MixBuildSummary(Summary):
         return f"{self.accounting}\n-> {out} ({self.seconds} s); plot {self.plot}"
 
 
+def default_out(mixtures: Path, name: str) -> Path:
+    """lake/mixtures/<name>, which must lie strictly inside lake/mixtures (a name such as `..`,
+    or a link out of it, would make the build's directory the lake's or another's)."""
+    out = mixtures / name
+    if out.resolve().parent != mixtures.resolve():
+        raise ValueError(
+            f"name: {name!r} puts the mixture at {out.resolve()}, not inside {mixtures}; rename "
+            "the spec (letters, digits, '_', '-', '.') or give --out"
+        )
+    return out
+
+
 def mix_build(p: MixBuildParams, lake_: Lake) -> MixBuildSummary:
     """Tokenize, sample, pack and shard a mixture."""
     from training.mixture.spec import load_spec
 
     spec_path = resolve_spec(p.spec)
-    out = Path(p.out) if p.out else lake_.dir("mixtures") / load_spec(spec_path).name
+    out = Path(p.out) if p.out else default_out(lake_.dir("mixtures"), load_spec(spec_path).name)
     runner = p.runner or (p.beam_runner if p.use_beam else None)
     args = p.beam_arg if p.runner else p.beam_options
     s = run_mix_build(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import re
 
 import pytest
 
@@ -143,3 +144,52 @@ def test_a_string_training_allowed_column_is_named_with_its_fix(lake, write_spec
         check_spec_data(load_spec(path), path.parent)
     with pytest.raises(ValueError, match=fix):
         sample_texts([bad], 1000)
+
+
+@pytest.mark.parametrize(
+    ("weights", "problem"),
+    [
+        ({"web": 2.0, "multilingual": -1.0}, r"stages\.0\.weights\.web: .*less than or equal to 1"),
+        ({"web": float("nan")}, r"stages\.0\.weights\.web: Input should be a finite number"),
+        ({"web": float("inf")}, r"stages\.0\.weights\.web: Input should be a finite number"),
+    ],
+)
+def test_a_stage_weight_outside_0_to_1_is_named_with_stage_and_bucket(lake, weights, problem):
+    msg = _err(lake, lambda s: s.update(stages=[{"name": "a", "until": 1.0, "weights": weights}]))
+    assert re.search(problem, msg), msg
+    assert "\n" not in msg
+
+
+@pytest.mark.parametrize(
+    ("mutate", "problem"),
+    [
+        (lambda s: s.update(seed=-1), r"seed: Input should be greater than or equal to 0"),
+        (
+            lambda s: s["buckets"]["web"].update(repeat=[{"where": "true", "times": float("inf")}]),
+            r"buckets\.web\.repeat\.0\.times: Input should be a finite number",
+        ),
+        (
+            lambda s: s["buckets"]["multilingual"].update(temperature=float("nan")),
+            r"buckets\.multilingual\.temperature: Input should be a finite number",
+        ),
+    ],
+)
+def test_bad_numbers_are_one_line_naming_the_field(lake, mutate, problem):
+    msg = _err(lake, mutate)
+    assert re.search(problem, msg) and "\n" not in msg, msg
+
+
+def test_a_tiny_temperature_gives_the_largest_group_everything(lake, write_spec, tmp_path):
+    from training.mixture.sampling import temperature_shares
+
+    assert temperature_shares({"en": 400.0, "de": 150.0, "fr": 0.0}, 1e-300) == {
+        "en": 1.0,
+        "de": 0.0,
+        "fr": 0.0,
+    }
+    assert temperature_shares({"a": 10.0, "b": 10.0}, 5e-324) == {"a": 0.5, "b": 0.5}
+    spec = base_spec(lake, total_tokens=4_000, allow_shortfall=True)
+    spec["buckets"]["multilingual"]["temperature"] = 1e-300
+    m = build_mixture(write_spec(spec), tmp_path / "mix")
+    groups = m["buckets"]["multilingual"]["groups"]
+    assert groups["de"]["tokens"] > 0 and groups["fr"]["tokens"] == 0  # de has the most text

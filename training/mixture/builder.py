@@ -6,6 +6,7 @@ the same `ReadUnit`s on workers and then calls `assemble` here, so both give ide
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -21,6 +22,7 @@ import numpy as np
 
 from common.manifest import lake_fields
 from training.mixture.images import block_starts
+from training.mixture.outdir import finish_build, start_build
 from training.mixture.packing import (
     DiskTokens,
     ImageRows,
@@ -30,7 +32,7 @@ from training.mixture.packing import (
     pack_sequences_images,
     save_array,
 )
-from training.mixture.read import check_unit_file, tokenize_unit_batches
+from training.mixture.read import check_unit_file, flag_problems, tokenize_unit_batches
 from training.mixture.sampling import (
     cap_targets,
     largest_remainder,
@@ -59,6 +61,7 @@ from training.mixture.spec import (
     quote_ident,
     resolve_path,
 )
+from training.mixture.store import write_image_outputs, write_rejects
 from training.tokenizer import load_tokenizer, sample_texts, special_token_ids, train_tokenizer
 
 MANIFEST_VERSION = 1
@@ -96,6 +99,10 @@ class Corpus:
     # document d came from archive archive_names[archive[d]] (-1: its row names none)
     archive: np.ndarray | None = None
     archive_names: list[str] = field(default_factory=list)
+    # document d is row row[d] of the source file file_names[file[d]]
+    file: np.ndarray | None = None
+    row: np.ndarray | None = None
+    file_names: list[str] = field(default_factory=list)
 
     @classmethod
     def from_batches(
@@ -130,6 +137,13 @@ class Corpus:
             return np.zeros(len(idx), dtype=bool)
         return self.group[idx] == self.group_names.index(name)
 
+    def row_keys(self) -> np.ndarray:
+        """One int64 per document naming the (source file, row) it was read from: two sources
+        reading the same row give the same key."""
+        if self.file is None or self.row is None:  # no provenance: every document its own
+            return np.arange(len(self.bucket), dtype=np.int64)
+        return (self.file.astype(np.int64) << 40) | self.row.astype(np.int64)
+
 
 class CorpusWriter:
     """Build a `Corpus` batch by batch: tokens appended to `<work_dir>/tokens.u32`, labels in memory.
@@ -163,6 +177,10 @@ class CorpusWriter:
         self.archives: list[np.ndarray] = []
         self.archive_names: list[str] = []
         self._archive_code: dict[str, int] = {}
+        self.files: list[np.ndarray] = []
+        self.rows: list[np.ndarray] = []
+        self.file_names: list[str] = []
+        self._file_code: dict[str, int] = {}
 
     def _code(self, table: dict[str, int], names: list[str], name: str) -> int:
         if name not in table:
@@ -199,6 +217,9 @@ class CorpusWriter:
             for a in batch.archive_list()
         ]
         self.archives.append(np.array(archives, dtype=np.int32))
+        f = self._code(self._file_code, self.file_names, unit.file)
+        self.files.append(np.full(n, f, dtype=np.int32))
+        self.rows.append(np.asarray(batch.rows, dtype=np.int64))
 
     def finish(self) -> Corpus:
         """The finished corpus (tokens read from the file with positioned reads when on disk)."""
@@ -226,6 +247,9 @@ class CorpusWriter:
             rejects=self.rejects,
             archive=_concat(self.archives, np.int32),
             archive_names=self.archive_names,
+            file=_concat(self.files, np.int32),
+            row=_concat(self.rows, np.int64),
+            file_names=self.file_names,
         )
 
 
@@ -239,38 +263,32 @@ def _concat(arrays: Sequence[np.ndarray], dtype) -> np.ndarray:
 def prepare_tokenizer(
     spec: MixtureSpec, spec_dir: Path, out_dir: Path, lake_root: Path | None = None
 ) -> Path:
-    """Copy the spec's tokenizer into out_dir/tokenizer.json, or train one there."""
+    """Copy the spec's tokenizer into out_dir/tokenizer.json, or train one there.
+
+    The first write of a build (in process or Beam) into out_dir: the directory is taken first
+    (`outdir.start_build`: refused when it is not the mixture's to take, else marked in progress
+    and cleared of the previous build's manifest and outputs)."""
+    start_build(spec, spec_dir, out_dir, lake_root)
     dest = out_dir / "tokenizer.json"
-    out_dir.mkdir(parents=True, exist_ok=True)
     if isinstance(spec.tokenizer, TokenizerTrain):
         cfg = spec.tokenizer.train
-        if cfg.sources:
-            files = sorted(
-                {f for p in cfg.sources for f in _glob(resolve_path(p, spec_dir, lake_root))}
-            )
-        else:
-            files = sorted(
-                {
-                    f
-                    for b, bs in spec.buckets.items()
-                    for i in range(len(bs.sources))
-                    for f in source_files(spec, b, i, spec_dir, lake_root)
-                }
-            )
-        if not files:
-            raise SpecError(
-                "tokenizer.train.sources: no source file exists to train the tokenizer on"
-            )
         if cfg.sample == "mixture":
             texts = mixture_sample_texts(spec, spec_dir, lake_root)
             return train_tokenizer(texts, cfg.vocab_size, dest)
+        files = tokenizer_files(spec, spec_dir, lake_root)
+        if not files:
+            raise SpecError(
+                "tokenizer.train.sources: no text source file exists to train the tokenizer on "
+                "(image kinds are not sampled); give tokenizer.train.sources or a text bucket"
+            )
         # the shards' consent rule: the row's flag and the consent ledgers the shards honour (the
         # run's lake's and that of every lake a source or a tokenizer source lies in)
         texts = sample_texts(
-            [Path(f) for f in files],
+            [Path(f) for f, _ in files],
             cfg.sample_tokens,
             seed=spec.seed,
             consent=spec_ledger_files(spec, spec_dir, lake_root),
+            text_columns=[c for _, c in files],
         )
         return train_tokenizer(texts, cfg.vocab_size, dest)
     src = resolve_path(spec.tokenizer, spec_dir, lake_root)
@@ -282,6 +300,29 @@ def prepare_tokenizer(
     if src.resolve() != dest.resolve():
         shutil.copyfile(src, dest)
     return dest
+
+
+def tokenizer_files(
+    spec: MixtureSpec, spec_dir: Path, lake_root: Path | None = None
+) -> list[tuple[str, str]]:
+    """(file, text column) the `sample: files` tokenizer sample reads, sorted, each once:
+    `tokenizer.train.sources` (their `text`), else every file of every `text` source with its
+    own `text_column`. Image kinds carry no text column of their own (their text is built from
+    captions, blocks or QA), so they are not sampled."""
+    cfg = spec.tokenizer.train
+    if cfg.sources:
+        found = {
+            (f, "text") for p in cfg.sources for f in _glob(resolve_path(p, spec_dir, lake_root))
+        }
+    else:
+        found = {
+            (f, src.text_column)
+            for b, bs in spec.buckets.items()
+            for i, src in enumerate(bs.sources)
+            if src.kind == "text"
+            for f in source_files(spec, b, i, spec_dir, lake_root)
+        }
+    return sorted(found)
 
 
 def tokenizer_sample_plan(
@@ -297,7 +338,7 @@ def tokenizer_sample_plan(
     each source's `where` apply."""
     import duckdb
 
-    from training.mixture.sources import _select_sql
+    from training.mixture.sources import _select_sql, readable_file
     from training.tokenizer import CHARS_PER_TOKEN
 
     units = [u for u in plan_units(spec, spec_dir, lake_root) if u.kind == "text"]
@@ -307,7 +348,9 @@ def tokenizer_sample_plan(
     try:
         for u in units:
             sql = f"SELECT grp, sum(length(text)) FROM ({_select_sql(u)}) GROUP BY grp"
-            for grp, n in con.execute(sql, [u.file]).fetchall():
+            with readable_file(u.file) as path:
+                found = con.execute(sql, [path]).fetchall()
+            for grp, n in found:
                 key = (u.bucket, u.source, grp if u.split_by else None)
                 chars[key] = chars.get(key, 0.0) + float(n or 0)
     finally:
@@ -483,6 +526,7 @@ def build_mixture(
             consent=consent,
             consent_lakes=consent_ledgers(units, lake_root),
             contaminated=contaminated_excluded(units),
+            flag_problems=flag_problems(units),
         )
     finally:
         shutil.rmtree(work, ignore_errors=True)
@@ -519,12 +563,139 @@ def _holdout(lengths: np.ndarray, spec: MixtureSpec, rng: np.random.Generator) -
     used_slots, used_tokens = 0, 0
     for i in rng.permutation(len(lengths)):
         n = int(lengths[i])
+        if n == 0:  # an empty document is no eval document
+            continue
         if used_slots >= want or used_tokens + n > budget:
             break
         mask[i] = True
         used_slots += n + 1
         used_tokens += n
     return mask
+
+
+def _group_entry(available: int = 0) -> dict[str, Any]:
+    return {
+        "available_tokens": available,
+        "heldout_tokens": 0,
+        "target_tokens": 0,
+        "tokens": 0,
+        "epochs": 0.0,
+    }
+
+
+def _source_entries(
+    spec: MixtureSpec,
+    bucket: str,
+    corpus: Corpus,
+    contaminated: dict[str, int] | None,
+    flag_problems: dict[str, list[dict[str, Any]]] | None,
+) -> list[dict[str, Any]]:
+    """The manifest's `sources` entries of one bucket (tokens filled in while sampling); a
+    required source that offers no document is a SpecError naming it."""
+    lengths = corpus.store.lengths
+    in_bucket = corpus.in_bucket(bucket)
+    out = []
+    for i, src in enumerate(spec.buckets[bucket].sources):
+        m = in_bucket[corpus.source[in_bucket] == i]
+        rejected = dict(
+            sorted(
+                Counter(
+                    r["reason"]
+                    for r in corpus.rejects
+                    if r["bucket"] == bucket and r["source"] == i
+                ).items()
+            )
+        )
+        entry: dict[str, Any] = {
+            "bucket": bucket,
+            "index": i,
+            "path": src.path,
+            "where": src.where,
+            "weight": src.weight,
+            "documents": int(len(m)),
+            "available_tokens": int(lengths[m].sum()),
+            "tokens": 0,
+        }
+        key = f"{bucket}/{i}"
+        if contaminated and key in contaminated:
+            entry["contaminated_excluded"] = contaminated[key]
+        if spec.image_tokens:
+            entry["kind"] = src.kind
+        entry["rejected"] = rejected
+        if flag_problems and key in flag_problems:
+            entry["unconsented_files"] = flag_problems[key]
+        out.append(entry)
+        if len(m) == 0 and not src.optional:
+            why = f" ({sum(rejected.values())} rejected: {rejected})" if rejected else ""
+            raise SpecError(
+                f"buckets.{bucket}.sources[{i}]: {src.path} offers no rows with training_allowed = true"
+                + (f" matching where {src.where!r}" if src.where else "")
+                + why
+                + "; loosen the predicate, fix the path, or mark the source `optional: true`"
+            )
+    return out
+
+
+def _hold_out(
+    spec: MixtureSpec, corpus: Corpus
+) -> tuple[np.ndarray, list[tuple[str, str, np.ndarray]], dict[str, dict[str, Any]]]:
+    """Documents held out of training (a mask over the corpus), the eval documents per bucket
+    and group, and each bucket's group entries with their available and held-out tokens.
+
+    Each bucket and group picks its own eval documents (`_holdout`); every copy of a picked row
+    (the same row of the same file read by another source, in this bucket or another) is held
+    out of training too, and counts in its own group's `heldout_tokens`."""
+    lengths = corpus.store.lengths
+    own = np.zeros(len(lengths), dtype=bool)
+    eval_docs: list[tuple[str, str, np.ndarray]] = []
+    groups: dict[str, dict[str, Any]] = {}
+    members: dict[tuple[str, str], np.ndarray] = {}
+    for bucket, bs in spec.buckets.items():
+        in_bucket = corpus.in_bucket(bucket)
+        groups[bucket] = {}
+        for g in corpus.group_set(in_bucket) if bs.split_by else [ALL_GROUP]:
+            idx = in_bucket[corpus.in_group(in_bucket, g)] if bs.split_by else in_bucket
+            mask = _holdout(lengths[idx], spec, _rng(spec.seed, "eval", bucket, g))
+            own[idx[mask]] = True
+            if mask.any():
+                eval_docs.append((bucket, g, idx[mask]))
+            groups[bucket][g] = _group_entry(int(lengths[idx].sum()))
+            members[(bucket, g)] = idx
+    keys = corpus.row_keys()
+    held = own | np.isin(keys, keys[own])
+    for (bucket, g), idx in members.items():
+        groups[bucket][g]["heldout_tokens"] = int(lengths[idx[held[idx]]].sum())
+    return held, eval_docs, groups
+
+
+def shared_rows(spec: MixtureSpec, corpus: Corpus) -> list[dict[str, Any]]:
+    """Source files whose rows more than one source read (the same file listed twice, or under
+    two buckets, with overlapping predicates): `file`, the `sources` ("bucket[i]") and `rows`,
+    the number of rows read more than once. Sorted by file; [] when no row is read twice."""
+    if corpus.file is None or not len(corpus.bucket):
+        return []
+    labels = [f"{b}[{i}]" for b, bs in spec.buckets.items() for i in range(len(bs.sources))]
+    first = np.cumsum([0] + [len(bs.sources) for bs in spec.buckets.values()])
+    start = dict(zip(spec.buckets, first.tolist(), strict=False))
+    base = np.array([start[b] for b in corpus.bucket_names], dtype=np.int64)
+    doc_src = base[corpus.bucket] + corpus.source
+    pairs = np.unique(np.stack([corpus.row_keys(), doc_src], axis=1), axis=0)
+    keys, counts = np.unique(pairs[:, 0], return_counts=True)
+    shared = keys[counts > 1]
+    if not len(shared):
+        return []
+    hit = pairs[np.isin(pairs[:, 0], shared)]
+    out = []
+    for f in np.unique(hit[:, 0] >> 40).tolist():
+        mine = hit[(hit[:, 0] >> 40) == f]
+        out.append(
+            {
+                "file": corpus.file_names[f],
+                "sources": [labels[c] for c in np.unique(mine[:, 1]).tolist()],
+                "rows": int(len(np.unique(mine[:, 0]))),
+            }
+        )
+    return sorted(out, key=lambda e: e["file"])
 
 
 def _pools(spec: MixtureSpec, bucket: str, corpus: Corpus, idx: np.ndarray, target: float):
@@ -579,6 +750,7 @@ def assemble(
             consent=consent,
             consent_lakes=consent_ledgers(units, lake_root),
             contaminated=contaminated_excluded(units),
+            flag_problems=flag_problems(units),
         )
     finally:
         shutil.rmtree(work, ignore_errors=True)
@@ -595,15 +767,18 @@ def assemble_corpus(
     consent: dict[str, Any] | None = None,
     consent_lakes: list[dict[str, Any]] | None = None,
     contaminated: dict[str, int] | None = None,
+    flag_problems: dict[str, list[dict[str, Any]]] | None = None,
 ) -> dict[str, Any]:
     """`assemble` on an already-built corpus; with plan_only, stop after sampling (nothing written)
     and return the planned buckets, sources and shortfalls (a disallowed shortfall still raises).
     `consent` is the consent ledger version the units honoured (`consent_version`, over every
     lake's files); the manifest records it as `consent_ledger` when the ledger has files.
     `consent_lakes` (`consent_ledgers`): the same per lake, recorded as `consent_ledgers` (a
-    list, [] when no lake has a ledger) whenever given, so a check finds every lake's files. `contaminated`: rows left out per
-    source as contaminated (`contaminated_excluded`); each source's entry records its count as
-    `contaminated_excluded` when its files carry the column."""
+    list, [] when no lake has a ledger) whenever given, so a check finds every lake's files.
+    `contaminated`: rows left out per source as contaminated (`contaminated_excluded`); each
+    source's entry records its count as `contaminated_excluded` when its files carry the column.
+    `flag_problems` (`read.flag_problems`): files of optional sources whose training_allowed is
+    not boolean (no row of them consented), recorded as the source's `unconsented_files`."""
     from training.mixture.report import accounting_checks
 
     out_dir = Path(out_dir)
@@ -616,66 +791,18 @@ def assemble_corpus(
     buckets_out: dict[str, Any] = {}
     sources_out: list[dict[str, Any]] = []
     shortfalls: list[dict[str, Any]] = []
-    eval_docs: list[tuple[str, str, np.ndarray]] = []
     stage_copies: list[list[tuple[np.ndarray, np.ndarray]]] = [[] for _ in spans]
+
+    for bucket in spec.buckets:
+        sources_out += _source_entries(spec, bucket, corpus, contaminated, flag_problems)
+    # Hold out eval documents per bucket and group before sampling; a row held out anywhere
+    # (the same file read by two sources) is kept out of every source's training pool.
+    held, eval_docs, groups_by_bucket = _hold_out(spec, corpus)
 
     for bucket, bs in spec.buckets.items():
         in_bucket = corpus.in_bucket(bucket)
-        for i, src in enumerate(bs.sources):
-            m = in_bucket[corpus.source[in_bucket] == i]
-            sources_out.append(
-                {
-                    "bucket": bucket,
-                    "index": i,
-                    "path": src.path,
-                    "where": src.where,
-                    "weight": src.weight,
-                    "documents": int(len(m)),
-                    "available_tokens": int(lengths[m].sum()),
-                    "tokens": 0,
-                }
-            )
-            if contaminated and f"{bucket}/{i}" in contaminated:
-                sources_out[-1]["contaminated_excluded"] = contaminated[f"{bucket}/{i}"]
-            if spec.image_tokens:
-                sources_out[-1]["kind"] = src.kind
-                sources_out[-1]["rejected"] = dict(
-                    sorted(
-                        Counter(
-                            r["reason"]
-                            for r in corpus.rejects
-                            if r["bucket"] == bucket and r["source"] == i
-                        ).items()
-                    )
-                )
-            if len(m) == 0 and not src.optional:
-                raise SpecError(
-                    f"buckets.{bucket}.sources[{i}]: {src.path} offers no rows with training_allowed = true"
-                    + (f" matching where {src.where!r}" if src.where else "")
-                    + "; loosen the predicate, fix the path, or mark the source `optional: true`"
-                )
-        # Hold out eval documents per group before sampling, so they never reach a shard.
-        held = np.zeros(len(in_bucket), dtype=bool)
-        group_names = corpus.group_set(in_bucket) if bs.split_by else [ALL_GROUP]
-        groups_out: dict[str, Any] = {}
-        for g in group_names:
-            sel = (
-                np.nonzero(corpus.in_group(in_bucket, g))[0]
-                if bs.split_by
-                else np.arange(len(in_bucket))
-            )
-            mask = _holdout(lengths[in_bucket[sel]], spec, _rng(spec.seed, "eval", bucket, g))
-            held[sel[mask]] = True
-            if mask.any():
-                eval_docs.append((bucket, g, in_bucket[sel[mask]]))
-            groups_out[g] = {
-                "available_tokens": int(lengths[in_bucket[sel]].sum()),
-                "heldout_tokens": int(lengths[in_bucket[sel[mask]]].sum()),
-                "target_tokens": 0,
-                "tokens": 0,
-                "epochs": 0.0,
-            }
-        train_idx = in_bucket[~held]
+        groups_out = groups_by_bucket[bucket]
+        train_idx = in_bucket[~held[in_bucket]]
         keys, members, targets = _pools(spec, bucket, corpus, train_idx, bucket_targets[bucket])
         avail = {k: float(lengths[members[k]].sum()) for k in keys}
         capped, _ = cap_targets(targets, avail, bs.max_epochs)
@@ -699,16 +826,7 @@ def assemble_corpus(
             stage = split_by_stage(n, stage_want)
             for s in range(len(spans)):
                 stage_copies[s].append((d[stage == s], n[stage == s]))
-            g = groups_out.setdefault(
-                k[0],
-                {
-                    "available_tokens": 0,
-                    "heldout_tokens": 0,
-                    "target_tokens": 0,
-                    "tokens": 0,
-                    "epochs": 0.0,
-                },
-            )
+            g = groups_out.setdefault(k[0], _group_entry())
             g["target_tokens"] += int(int_targets[k])
             g["tokens"] += int(n.sum())
             placed += int(n.sum())
@@ -774,6 +892,7 @@ def assemble_corpus(
         "waste_fraction": stats.padding_tokens / max(stats.sequences * spec.seq_len, 1),
         "shards": shards,
         "eval": evals,
+        "shared_rows": shared_rows(spec, corpus),
         "spec": spec.model_dump(mode="json"),
     }
     if consent and consent.get("files"):  # the consent ledger honoured (none: key absent)
@@ -781,12 +900,12 @@ def assemble_corpus(
     if consent_lakes is not None:  # per lake (checks.mixture_no_opted_out_rows reads them)
         manifest["consent_ledgers"] = consent_lakes
     if spec.image_tokens:
-        from training.mixture.store import write_image_outputs
-
         manifest["image_tokens"] = spec.image_tokens
         manifest.update(
             write_image_outputs(out_dir, corpus, shards, shard_images, evals, eval_images)
         )
+    manifest.update(write_rejects(out_dir, corpus.rejects))
+    if spec.image_tokens:
         manifest["modality_shares"] = _modality_shares(spec, buckets_out)
     manifest["checks"] = accounting_checks(manifest)
     # The lake fields every dataset's manifest has: schema version, rows, the inputs it was made
@@ -810,6 +929,7 @@ def assemble_corpus(
     tmp = out_dir / "manifest.json.tmp"
     tmp.write_text(json.dumps(manifest, indent=2, sort_keys=False))
     os.replace(tmp, out_dir / "manifest.json")
+    finish_build(out_dir)
     return manifest
 
 
@@ -934,10 +1054,39 @@ def _write_shards(spec, store, stage_copies, spans, special, out_dir: Path, corp
     return shards, stages_out, stats, images
 
 
+def eval_paths(keys: Sequence[tuple[str, str]]) -> list[str]:
+    """`eval/<bucket>.<group>.npy` per (bucket, group), one file each: a group name that is not
+    plain ASCII letters, digits, '_' and '-' (or whose name a group before it took, also as a
+    case-insensitive file system sees it) is written sanitised with `-<sha256[:8]>` of the raw
+    name (longer if still taken). Plain names come first and keep their names."""
+    paths: dict[tuple[str, str], str] = {}
+    taken: set[str] = set()
+    for key in keys:  # plain ones first
+        bucket, group = key
+        name = f"{bucket}.{group}"
+        if re.fullmatch(r"[A-Za-z0-9_-]+", group) and name.casefold() not in taken:
+            paths[key] = name
+            taken.add(name.casefold())
+    for key in keys:
+        if key in paths:
+            continue
+        bucket, group = key
+        safe = re.sub(r"[^A-Za-z0-9_-]", "_", group)
+        digest = hashlib.sha256(group.encode("utf-8", "surrogatepass")).hexdigest()
+        for n in range(8, len(digest) + 1):
+            name = f"{bucket}.{safe}-{digest[:n]}"
+            if name.casefold() not in taken:
+                break
+        paths[key] = name
+        taken.add(name.casefold())
+    return [f"eval/{paths[k]}.npy" for k in keys]
+
+
 def _write_eval(spec, store, eval_docs, special, out_dir: Path, corpus=None):
     _clean(out_dir / "eval")
     out, images = [], []
-    for bucket, group, docs in eval_docs:
+    rels = eval_paths([(bucket, group) for bucket, group, _ in eval_docs])
+    for (bucket, group, docs), rel in zip(eval_docs, rels, strict=True):
         stats = PackStats()
         packed = list(
             _pack(
@@ -954,7 +1103,6 @@ def _write_eval(spec, store, eval_docs, special, out_dir: Path, corpus=None):
         arr = np.concatenate([b for b, _ in packed])[: spec.eval.sequences_per_group]
         if corpus is not None:
             images.append(ImageRows.concat([r for _, r in packed]).head(arr.shape[0]))
-        rel = f"eval/{bucket}.{re.sub(r'[^A-Za-z0-9_-]', '_', group)}.npy"
         save_array(arr, out_dir / rel)
         out.append(
             {

@@ -325,6 +325,7 @@ def _source_docs(
 
     `ledger` = (consent ledger files the mixture honoured, their opted-out URLs, document ids):
     a row the ledger opted out (by doc_id, else url, as the builder matches) is opted out too."""
+    from common.inputs import utf8_replaced
     from training.tokenizer import encode_texts
 
     ledger_files, out_urls, out_ids = ledger
@@ -349,6 +350,7 @@ def _source_docs(
         for batch in pq.ParquetFile(f).iter_batches(
             batch_size=READ_ROWS, columns=cols + ([key] if key else [])
         ):
+            batch = utf8_replaced(batch)  # a row of invalid UTF-8 (a build's reject) still reads
             ok = flag_mask(batch.column(1))
             if key:  # the consent ledger's later opt-outs
                 ok = ok & ~pc.is_in(batch.column(2), value_set=opted).to_numpy(zero_copy_only=False)

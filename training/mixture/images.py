@@ -69,7 +69,8 @@ class PairIndex:
     """Pair id -> `Pair` over pairs.parquet files (image_path relative to each file's directory).
 
     A pair is allowed when its training_allowed is true and the consent ledger has not opted its
-    document out (the same rule the text read path applies)."""
+    document out (the same rule the text read path applies); a pair id recorded more than once
+    is allowed only when every record allows it (`_merge`)."""
 
     def __init__(self, files: tuple[str, ...], consent: tuple[str, ...] = ()) -> None:
         import duckdb
@@ -108,10 +109,25 @@ class PairIndex:
                     full, bad = resolve_image(path, base), None
                 except BadImagePath as exc:
                     full, bad = None, exc
-                self.pairs[str(pid)] = Pair(full, sha, bool(ok), bad)
+                pair = Pair(full, sha, bool(ok), bad)
+                seen = self.pairs.get(str(pid))
+                self.pairs[str(pid)] = pair if seen is None else _merge(seen, pair)
 
     def get(self, pair_id: str | None) -> Pair | None:
         return None if pair_id is None else self.pairs.get(str(pair_id))
+
+
+def _merge(a: Pair, b: Pair) -> Pair:
+    """One pair id recorded twice (two image-stage runs, two shards): allowed only when every
+    record allows it (an opt-out anywhere wins), whatever order the files come in; the image is
+    the usable record's with the smallest (sha256, path), so the choice does not depend on the
+    files' names or order either."""
+
+    def rank(p: Pair) -> tuple:
+        return (p.bad is not None, p.path is None, p.sha256 or "", p.path or "")
+
+    first = min(a, b, key=rank)
+    return Pair(first.path, first.sha256, a.allowed and b.allowed, first.bad)
 
 
 class ImageCheck:

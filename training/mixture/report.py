@@ -112,6 +112,19 @@ def summary_lines(manifest: dict[str, Any]) -> list[str]:
         )
         if rejects.get("count"):
             lines.append(f"REJECTED image-source rows/images: {rejects['by_reason']}")
+    elif (manifest.get("rejects") or {}).get("count"):
+        lines.append(f"REJECTED text rows (rejects.parquet): {manifest['rejects']['by_reason']}")
+    for s in manifest.get("sources", []):
+        for f in s.get("unconsented_files", []):
+            lines.append(
+                f"NOT CONSENTED {s['bucket']}[{s['index']}] (optional): {f['rows']:,} rows; "
+                f"{f['problem']}"
+            )
+    for shared in manifest.get("shared_rows", []):
+        lines.append(
+            f"SHARED ROWS: {shared['rows']:,} rows of {shared['file']} are read by "
+            f"{', '.join(shared['sources'])} (a row held out for eval stays out of all of them)"
+        )
     excluded = {
         f"{s['bucket']}[{s['index']}]": s["contaminated_excluded"]
         for s in manifest.get("sources", [])

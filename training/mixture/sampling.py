@@ -15,9 +15,19 @@ EPS = 1e-9
 
 def temperature_shares(available: Mapping[str, float], temperature: float) -> dict[str, float]:
     """p_g ∝ n_g^(1/T) over groups with data; T=1 keeps natural proportions, larger T flattens them."""
-    if temperature <= 0:
-        raise ValueError(f"temperature must be > 0, got {temperature}")
-    raw = {g: (n ** (1.0 / temperature) if n > 0 else 0.0) for g, n in available.items()}
+    if not 0 < temperature < math.inf:
+        raise ValueError(f"temperature must be a finite number > 0, got {temperature}")
+    try:
+        raw = {g: (n ** (1.0 / temperature) if n > 0 else 0.0) for g, n in available.items()}
+    except OverflowError:
+        raw = {g: math.inf for g in available}
+    if any(math.isinf(v) for v in raw.values()):  # a small T: the same shares, in log space
+        logs = {g: math.log(n) / temperature for g, n in available.items() if n > 0}
+        top = max(logs.values())
+        raw = {
+            g: (0.0 if g not in logs else 1.0 if logs[g] == top else math.exp(logs[g] - top))
+            for g in available
+        }
     total = sum(raw.values())
     return {g: (v / total if total > 0 else 0.0) for g, v in raw.items()}
 

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import glob
 import json
+import os
 from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -46,6 +48,7 @@ class ReadUnit:
     pairs: tuple[str, ...] = ()  # pairs.parquet files resolving pair ids to images
     image_tokens: int = 0  # the mixture's tokens per image (0: a text-only mixture)
     contaminated: str = "exclude"  # the source's `contaminated:` (SourceSpec): exclude or include
+    optional: bool = False  # the source's `optional:` (it may be missing, empty or unconsented)
 
 
 @dataclass
@@ -188,6 +191,7 @@ def plan_units(spec: MixtureSpec, spec_dir: Path, lake_root: Path | None = None)
                     pairs=_pairs_files(src.pairs, spec_dir, lake_root),
                     image_tokens=spec.image_tokens,
                     contaminated=src.contaminated,
+                    optional=src.optional,
                 )
             )
     return units
@@ -278,7 +282,8 @@ def contaminated_excluded(units: Sequence[ReadUnit]) -> dict[str, int]:
                 f"WHERE {where}{quote_ident(CONTAMINATED_COLUMN)} IS TRUE"
             )
             try:
-                n = con.execute(sql, [unit.file]).fetchone()[0]
+                with readable_file(unit.file) as path:
+                    n = con.execute(sql, [path]).fetchone()[0]
             except duckdb.Error as exc:
                 raise _where_error(unit, exc) from None
             key = f"{unit.bucket}/{unit.source}"
@@ -473,11 +478,12 @@ def consent_sql(unit: ReadUnit, own_flag: bool = True) -> str:
     return flag + (_ledger_sql(unit.consent, schema, unit.file) if unit.consent else "")
 
 
-def allowed_rows_sql(unit: ReadUnit, own_flag: bool = True) -> str:
+def allowed_rows_sql(unit: ReadUnit, own_flag: bool = True, source: str = "?") -> str:
     """The relation every predicate of a unit sees: the unit's consented rows (`consent_sql`), in
     file order, with a NaN in any floating column read as NULL (unscored, like NULL: pandas and
     other tools write NaN for missing, and NaN >= 0.5 is true in DuckDB). The file path is the
-    query's `?` parameter. `own_flag=False`: the ledger only, training_allowed read as NULL."""
+    query's `?` parameter (or `source`, an SQL string literal). `own_flag=False`: the ledger
+    only, training_allowed read as NULL."""
     import pyarrow as pa
 
     schema = _schema(unit.file)
@@ -493,7 +499,9 @@ def allowed_rows_sql(unit: ReadUnit, own_flag: bool = True) -> str:
         _ledger_sql(unit.consent, schema, unit.file) if unit.consent else ""
     )
     extra = "" if own_flag else ", NULL::BOOLEAN AS training_allowed"
-    return f"SELECT *{replace}{extra} FROM read_parquet(?, file_row_number=true) WHERE {where}"
+    return (
+        f"SELECT *{replace}{extra} FROM read_parquet({source}, file_row_number=true) WHERE {where}"
+    )
 
 
 def _select_sql(unit: ReadUnit) -> str:
@@ -516,14 +524,15 @@ def _select_sql(unit: ReadUnit) -> str:
     cases = " ".join(f"WHEN ({normalize_predicate(w)}) THEN {float(t)!r}" for w, t in unit.repeat)
     repeat = f"CASE {cases} ELSE 1.0 END" if cases else "1.0"
     where = unit_where_sql(unit)
-    text = f"COALESCE({quote_ident(unit.text_column)}, '')"  # a NULL text: an empty document
+    text = f"COALESCE({quote_ident(unit.text_column)}, '')"  # NULL or '': an empty_text reject
     # the archive a row came from (extract's and the importers' provenance), for the manifest
     has_archive = ARCHIVE_COLUMN in _schema(unit.file).names
     archive = f"CAST({quote_ident(ARCHIVE_COLUMN)} AS VARCHAR)" if has_archive else "NULL"
     return (
         f"WITH allowed AS ({allowed}) "
         f"SELECT {text} AS text, {group} AS grp, {repeat} AS rep, file_row_number AS row, "
-        f"{archive} AS archive FROM allowed {where}"
+        f"{archive} AS archive, {quote_ident(unit.text_column)} IS NULL AS null_text "
+        f"FROM allowed {where}"
     )
 
 
@@ -545,37 +554,209 @@ ARCHIVE_COLUMN = "source_file"  # common.schemas.PROVENANCE: the archive a docum
 
 
 def read_unit_batches(
-    unit: ReadUnit, rows_per_batch: int = READ_BATCH_ROWS
+    unit: ReadUnit, rows_per_batch: int = READ_BATCH_ROWS, rejects: list[dict] | None = None
 ) -> Iterator[tuple[pa.Array, list[str], np.ndarray, np.ndarray, list[str | None]]]:
     """Stream a unit's training-allowed rows as (texts, groups, repeat weights, row numbers,
     archives) batches (archives: each row's `source_file`, None where the file has none).
 
-    Texts stay Arrow (nulls already ''), so the tokenizer makes Python strings of one batch at a
-    time and a source file of any size is read in bounded memory. Numbers go through to_pylist:
-    pyarrow's to_numpy imports pandas (a second per process).
+    Texts stay Arrow, so the tokenizer makes Python strings of one batch at a time and a source
+    file of any size is read in bounded memory. Numbers go through to_pylist: pyarrow's to_numpy
+    imports pandas (a second per process).
+
+    A row is no document when it holds bytes that are not UTF-8 (any string column, whatever its
+    flag: `bad_utf8_rows`) or when its text is NULL or empty; given a `rejects` list, each such
+    row is appended to it once the unit is read (`invalid_utf8`, `empty_text`, with its id).
     """
     import duckdb
+    import pyarrow as pa
+    import pyarrow.compute as pc
 
+    bad = bad_utf8_rows(unit.file)
+    found: list[tuple[int, str, str]] = [
+        (r, "invalid_utf8", f"bytes that are not UTF-8 in {', '.join(cols)}")
+        for r, cols in sorted(bad.items())
+    ]
     con = duckdb.connect(config={"preserve_insertion_order": True, "threads": 1})
     last = -1
     try:
-        try:
-            reader = con.sql(_select_sql(unit), params=[unit.file]).to_arrow_reader(rows_per_batch)
-        except duckdb.Error as exc:
-            raise _where_error(unit, exc) from None
-        for batch in reader:
-            if batch.num_rows == 0:
-                continue
-            groups = [g if g is not None else "null" for g in batch.column("grp").to_pylist()]
-            rep = np.array(batch.column("rep").to_pylist(), dtype=np.float64)  # DECIMAL -> float
-            rows = np.array(batch.column("row").to_pylist(), dtype=np.int64)
-            if rows[0] <= last or (len(rows) > 1 and np.any(np.diff(rows) <= 0)):
-                raise RuntimeError(f"{unit.file}: rows did not arrive in file order; this is a bug")
-            last = int(rows[-1])
-            archives = batch.column("archive").to_pylist()
-            yield batch.column("text"), groups, rep, rows, archives
+        with readable_file(unit.file, bad) as path:
+            try:
+                reader = con.sql(_select_sql(unit), params=[path]).to_arrow_reader(rows_per_batch)
+            except duckdb.Error as exc:
+                raise _where_error(unit, exc) from None
+            for batch in reader:
+                if batch.num_rows == 0:
+                    continue
+                rows = np.array(batch.column("row").to_pylist(), dtype=np.int64)
+                if rows[0] <= last or (len(rows) > 1 and np.any(np.diff(rows) <= 0)):
+                    raise RuntimeError(
+                        f"{unit.file}: rows did not arrive in file order; this is a bug"
+                    )
+                last = int(rows[-1])
+                empty = np.array(
+                    pc.equal(pc.binary_length(batch.column("text")), 0).to_pylist(), dtype=bool
+                )
+                if empty.any():
+                    nulls = batch.column("null_text").to_pylist()
+                    col = repr(unit.text_column)
+                    found += [
+                        (int(rows[i]), "empty_text", f"{col} is {'NULL' if nulls[i] else 'empty'}")
+                        for i in np.flatnonzero(empty).tolist()
+                    ]
+                    batch = batch.filter(pa.array(~empty))
+                    rows = rows[~empty]
+                    if batch.num_rows == 0:
+                        continue
+                groups = [g if g is not None else "null" for g in batch.column("grp").to_pylist()]
+                rep = np.array(batch.column("rep").to_pylist(), dtype=np.float64)  # DECIMAL
+                archives = batch.column("archive").to_pylist()
+                yield batch.column("text"), groups, rep, rows, archives
     finally:
         con.close()
+    if rejects is not None and found:
+        ids = row_ids(unit.file, [r for r, _, _ in found])
+        rejects += [
+            {
+                "bucket": unit.bucket,
+                "source": unit.source,
+                "file": unit.file,
+                "row": r,
+                "id": ids.get(r, ""),
+                "reason": reason,
+                "detail": detail,
+            }
+            for r, reason, detail in sorted(found)
+        ]
+
+
+# Bad rows found per file state: (path, size, mtime_ns) -> {row: [columns]} (a build checks and
+# then reads each file: one scan).
+_BAD_UTF8: dict[tuple[str, int, int], dict[int, list[str]]] = {}
+BAD_UTF8_CACHE = 4096
+
+
+def bad_utf8_rows(file: str) -> dict[int, list[str]]:
+    """The rows of a Parquet file that hold a string value of bytes that are not UTF-8, with
+    those columns (0-based row -> column names), read a batch at a time. DuckDB refuses a whole
+    file for one such value, so the readers read `readable_file` instead."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    st = Path(file).stat()
+    key = (str(file), st.st_size, st.st_mtime_ns)
+    if key in _BAD_UTF8:
+        return _BAD_UTF8[key]
+    schema = _schema(file)
+    cols = [
+        f.name for f in schema if pa.types.is_string(f.type) or pa.types.is_large_string(f.type)
+    ]
+    bad: dict[int, list[str]] = {}
+    if cols:
+        with pq.ParquetFile(file) as pf:
+            row = 0  # small batches: long documents stay a few MB at once
+            for batch in pf.iter_batches(batch_size=1024, columns=cols):
+                for name, col in zip(batch.schema.names, batch.columns, strict=True):
+                    try:
+                        col.validate(full=True)
+                    except pa.ArrowInvalid:
+                        raw = col.cast(
+                            pa.large_binary() if pa.types.is_large_string(col.type) else pa.binary()
+                        )
+                        for i, v in enumerate(raw.to_pylist()):
+                            if v is not None and not _is_utf8(v):
+                                bad.setdefault(row + i, []).append(name)
+                row += batch.num_rows
+    if len(_BAD_UTF8) >= BAD_UTF8_CACHE:  # bounded: the oldest answer goes first
+        del _BAD_UTF8[next(iter(_BAD_UTF8))]
+    _BAD_UTF8[key] = bad
+    return bad
+
+
+def _in_batch(rows: np.ndarray, start: int, n: int) -> list[int]:
+    """Offsets within a batch of rows [start, start + n) of the sorted row numbers `rows`."""
+    lo, hi = np.searchsorted(rows, [start, start + n])
+    return (rows[lo:hi] - start).tolist()
+
+
+def _is_utf8(value: bytes) -> bool:
+    try:
+        value.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
+@contextmanager
+def readable_file(file: str, bad: dict[int, list[str]] | None = None) -> Iterator[str]:
+    """A path DuckDB can read for `file`: the file itself, or, when some rows hold invalid UTF-8
+    (`bad`, default `bad_utf8_rows(file)`), a temporary copy with the same rows in the same order
+    in which those rows' bad bytes read as U+FFFD and their training_allowed as false, so no
+    query of the read path ever takes them (the reader records them as `invalid_utf8`)."""
+    import tempfile
+
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    from common.inputs import utf8_replaced
+
+    bad = bad_utf8_rows(file) if bad is None else bad
+    if not bad:
+        yield file
+        return
+    fd, tmp = tempfile.mkstemp(prefix="refinery-utf8-", suffix=".parquet")
+    os.close(fd)
+    try:
+        schema = _schema(file)
+        flag = schema.get_field_index(FLAG_COLUMN)
+        rows = np.array(sorted(bad), dtype=np.int64)
+        with pq.ParquetFile(file) as pf, pq.ParquetWriter(tmp, schema) as writer:
+            row = 0
+            for batch in pf.iter_batches(batch_size=1024):
+                batch = utf8_replaced(batch)
+                hit = _in_batch(rows, row, batch.num_rows)
+                if hit and flag >= 0 and pa.types.is_boolean(schema.field(flag).type):
+                    mask = np.zeros(batch.num_rows, dtype=bool)
+                    mask[hit] = True
+                    cols = list(batch.columns)
+                    cols[flag] = pc.if_else(pa.array(mask), False, cols[flag])
+                    batch = pa.RecordBatch.from_arrays(cols, schema=batch.schema)
+                writer.write_batch(batch)
+                row += batch.num_rows
+        yield tmp
+    finally:
+        os.unlink(tmp)
+
+
+ID_COLUMNS = ("id", "doc_id", "pair_id")  # what names a row in rejects.parquet, first found
+
+
+def row_ids(file: str, rows: Sequence[int]) -> dict[int, str]:
+    """The id of each of `rows` of a file (its first ID_COLUMNS column; bytes that are not UTF-8
+    shown as U+FFFD); {} when the file has none of them."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    names = _schema(file).names
+    col = next((c for c in ID_COLUMNS if c in names), None)
+    if col is None or not rows:
+        return {}
+    want = np.unique(np.asarray(rows, dtype=np.int64))
+    out: dict[int, str] = {}
+    with pq.ParquetFile(file) as pf:
+        row = 0
+        for batch in pf.iter_batches(batch_size=8192, columns=[col]):
+            hit = _in_batch(want, row, batch.num_rows)
+            if hit:
+                values = batch.column(0).take(pa.array(hit))
+                if pa.types.is_string(values.type) or pa.types.is_large_string(values.type):
+                    values = values.cast(pa.large_binary())
+                for i, v in zip(hit, values.to_pylist(), strict=True):
+                    if isinstance(v, bytes):
+                        v = v.decode("utf-8", "replace")
+                    out[row + i] = "" if v is None else str(v)
+            row += batch.num_rows
+    return out
 
 
 def read_unit(unit: ReadUnit) -> tuple[pa.ChunkedArray, list[str], np.ndarray, np.ndarray]:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
@@ -129,7 +129,7 @@ class RepeatRule(_Strict):
     """Per-document repetition: documents matching `where` count `times` as often (first match wins)."""
 
     where: str = Field(min_length=1)
-    times: float = Field(gt=0)
+    times: float = Field(gt=0, allow_inf_nan=False)
 
     _where = field_validator("where")(_check_predicate)
 
@@ -177,7 +177,7 @@ class BucketSpec(_Strict):
     weight: float = Field(ge=0, le=1)
     sources: list[SourceSpec] = Field(min_length=1)
     split_by: str | None = None
-    temperature: float = Field(default=1.0, gt=0)
+    temperature: float = Field(default=1.0, gt=0, allow_inf_nan=False)
     max_epochs: float | None = Field(default=None, gt=0)
     modality: Modality = "text"
     repeat: list[RepeatRule] = []
@@ -244,7 +244,8 @@ class StageSpec(_Strict):
 
     name: str = Field(min_length=1)
     until: float = Field(gt=0, le=1)
-    weights: dict[str, float] = {}  # buckets not named keep their top-level weight
+    # buckets not named keep their top-level weight; each a share in 0..1
+    weights: dict[str, Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)]] = {}
 
 
 class EvalSpec(_Strict):
@@ -260,7 +261,7 @@ class MixtureSpec(_Strict):
     name: str = Field(min_length=1, pattern=r"^[A-Za-z0-9_.-]+$")
     seq_len: int = Field(ge=8, le=1_048_576)
     total_tokens: int = Field(gt=0)
-    seed: int = 0
+    seed: int = Field(default=0, ge=0)
     tokenizer: str | TokenizerTrain
     buckets: dict[str, BucketSpec] = Field(min_length=1)
     tolerance: float = Field(default=0.01, gt=0, lt=1)
@@ -270,6 +271,17 @@ class MixtureSpec(_Strict):
     image_tokens: int = Field(default=0, ge=0)
     stages: list[StageSpec] = []
     eval: EvalSpec = EvalSpec()
+
+    @field_validator("name")
+    @classmethod
+    def _directory_name(cls, v: str) -> str:
+        # the default output is lake/mixtures/<name>: '.' or '..' would be mixtures/ or the lake
+        if set(v) == {"."}:
+            raise ValueError(
+                f"{v!r} is no directory name (the default output is lake/mixtures/<name>); "
+                "use letters, digits, '_', '-' and '.', not dots alone"
+            )
+        return v
 
     @field_validator("buckets")
     @classmethod

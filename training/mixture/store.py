@@ -11,8 +11,10 @@ Layout (all relative to the mixture directory):
   `img_index[img_offsets[r]:img_offsets[r + 1]]`, in the order of its image blocks;
   `img_index` (int64 into images.parquet); `img_pos` (int64, the column each block starts at).
   Each block is `image_tokens` consecutive `<|image|>` ids inside one row.
-- `rejects.parquet`: rows or images that could not enter, with the reason (bucket, source, file,
-  row, id, reason, detail).
+- `rejects.parquet` (every mixture, text-only ones too): rows or images that could not enter,
+  with the reason (bucket, source, file, row, id, reason, detail): a text row of invalid UTF-8
+  (`invalid_utf8`) or without text (`empty_text`), an image row's or image's reasons
+  (training/mixture/images.py).
 
 Sidecars are written as zip archives with fixed timestamps, so a rebuild is byte-identical.
 """
@@ -84,8 +86,8 @@ def write_image_outputs(
     evals: list[dict[str, Any]],
     eval_images: list,
 ) -> dict[str, Any]:
-    """Store the used images, write images.parquet, every sidecar and rejects.parquet; record the
-    sidecars in the shard and eval entries; return the manifest's `images` and `rejects` fields."""
+    """Store the used images, write images.parquet and every sidecar; record the sidecars in the
+    shard and eval entries; return the manifest's `images` field."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -132,8 +134,23 @@ def write_image_outputs(
 
     in_shards = sum(sidecar(e, r) for e, r in zip(shards, shard_images, strict=True))
     in_eval = sum(sidecar(e, r) for e, r in zip(evals, eval_images, strict=True))
+    return {
+        "images": {
+            "table": IMAGES_TABLE,
+            "store": IMAGES_DIR,
+            "count": len(used),
+            "shard_occurrences": in_shards,
+            "eval_occurrences": in_eval,
+        }
+    }
 
-    rejects = corpus.rejects
+
+def write_rejects(out_dir: Path, rejects: list[dict[str, Any]]) -> dict[str, Any]:
+    """Write rejects.parquet (every mixture, text or image: the rows and images that could not
+    enter, with their reason); return the manifest's `rejects` field."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
     rschema = pa.schema(
         [
             ("bucket", pa.string()),
@@ -145,15 +162,8 @@ def write_image_outputs(
             ("detail", pa.string()),
         ]
     )
-    pq.write_table(pa.Table.from_pylist(rejects, schema=rschema), out_dir / REJECTS_TABLE)
+    pq.write_table(pa.Table.from_pylist(rejects, schema=rschema), Path(out_dir) / REJECTS_TABLE)
     return {
-        "images": {
-            "table": IMAGES_TABLE,
-            "store": IMAGES_DIR,
-            "count": len(used),
-            "shard_occurrences": in_shards,
-            "eval_occurrences": in_eval,
-        },
         "rejects": {
             "table": REJECTS_TABLE,
             "count": len(rejects),
