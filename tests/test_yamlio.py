@@ -68,9 +68,11 @@ def _loaders():
     from filters.images.config import load_image_config
     from filters.images.domains import load_domain_spec
     from pipelines.stages.crawl import _yaml
+    from training.mixture.spec import load_spec
     from training.train_config import load_run_config
 
     return {
+        "mixture": load_spec,
         "filter": load_config,
         "image filter": load_image_config,
         "domains": load_domain_spec,
@@ -79,7 +81,7 @@ def _loaders():
     }
 
 
-@pytest.mark.parametrize("name", ["filter", "image filter", "domains", "crawl", "train"])
+@pytest.mark.parametrize("name", ["filter", "image filter", "domains", "crawl", "train", "mixture"])
 @pytest.mark.parametrize(
     ("data", "says"),
     [

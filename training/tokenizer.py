@@ -215,7 +215,8 @@ def sample_texts(
     def lit(value: object) -> str:
         return "'" + str(value).replace("'", "''") + "'"
 
-    # The sample is picked inside DuckDB: rows are ranked by a seeded hash of (file, row), and only
+    # The sample is picked inside DuckDB: rows are ranked by a seeded hash of (the file's place in
+    # `files`, row) - never its path, so a lake moved or built elsewhere samples alike - and only
     # the rows whose running length starts inside the budget are fetched, so the driver never holds
     # more than the sample. Same consent rule as shards: opted-out text never shapes the vocabulary.
     ranked, texts = [], []
@@ -230,20 +231,20 @@ def sample_texts(
         )
     with contextlib.ExitStack() as stack:
         try:
-            for f, column in zip(files, columns, strict=True):
+            for i, (f, column) in enumerate(zip(files, columns, strict=True)):
                 col = '"' + column.replace('"', '""') + '"'
                 read = lit(stack.enter_context(readable_file(str(f))))
                 unit = ReadUnit("tokenizer", 0, str(f), None, column, None, (), ledger)
                 terms = [t for t in (contamination_sql(unit), where) if t]  # no eval text
                 extra = "".join(f" AND ({t})" for t in terms)
                 ranked.append(
-                    f"SELECT {lit(f)} AS filename, file_row_number AS r, length({col}) AS n, "
-                    f"hash({lit(f)} || ':' || file_row_number::VARCHAR || ':' || "
+                    f"SELECT {i} AS filename, file_row_number AS r, length({col}) AS n, "
+                    f"hash('{i}:' || file_row_number::VARCHAR || ':' || "
                     f"$seed::VARCHAR) AS k FROM ({allowed_rows_sql(unit, source=read)}) "
                     f"WHERE length({col}) > 0{extra}"
                 )
                 texts.append(
-                    f"SELECT {lit(f)} AS filename, file_row_number AS r, {col} AS text "
+                    f"SELECT {i} AS filename, file_row_number AS r, {col} AS text "
                     f"FROM read_parquet({read}, file_row_number=true)"
                 )
         except (OSError, ValueError) as exc:  # pyarrow cannot read a file's schema

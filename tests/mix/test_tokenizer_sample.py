@@ -108,3 +108,16 @@ def test_sample_mixture_reads_a_nan_score_as_null_under_where(lake, write_spec, 
     path = write_spec(spec)
     texts = mixture_sample_texts(load_spec(path), path.parent)
     assert len(texts) > 40 and not any("NANMARKERWORD" in t for t in texts)
+
+
+def test_the_sample_is_the_same_wherever_the_lake_lies(tmp_path):
+    """The rows sampled depend on the seed, the files' order and the rows, never on the path the
+    lake has: a lake moved, or built on another machine, trains the same tokenizer."""
+    from training.tokenizer import sample_texts
+
+    picked = []
+    for where in ("a", "somewhere/else/entirely"):
+        (tmp_path / where).mkdir(parents=True)
+        files = [_docs(tmp_path / where / "x.parquet"), _docs(tmp_path / where / "y.parquet", 60)]
+        picked.append(sample_texts(files, sample_tokens=400, seed=3))
+    assert picked[0] and picked[0] == picked[1]

@@ -13,7 +13,6 @@ import json
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from common import yamlio
@@ -394,7 +393,7 @@ def load_spec(path: str | Path) -> MixtureSpec:
     if not path.exists():
         raise SpecError(f"{path}: spec file does not exist")
     try:
-        data = yamlio.load(path.read_text())
-    except yaml.YAMLError as exc:
-        raise SpecError(f"{path}: not valid YAML: {exc}") from None
+        data = yamlio.load_file(path)
+    except yamlio.YamlFileError as exc:
+        raise SpecError(str(exc)) from None
     return parse_spec(data, str(path))
