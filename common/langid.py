@@ -72,6 +72,45 @@ def _clean(text: str, max_chars: int) -> str:
     return " ".join(text[:max_chars].split())
 
 
+# A text longer than `max_chars` is read in up to this many windows of `max_chars`, spread evenly
+# from its start to its end, so a preface in one language does not name a body in another; each
+# window gives its TOP_K likeliest languages. Always an even number of windows: neither half of a
+# text gets one more than the other (with 3, a text half English, half Russian would be 2/3 the
+# language of its middle window, which lid.176 reads as the one with the most characters there).
+MAX_WINDOWS = 6
+TOP_K = 3
+
+
+def windows(text: str, max_chars: int) -> list[str]:
+    """The spans of `text` language ID reads: the whole text when it fits in `max_chars`, else
+    an even number (at most MAX_WINDOWS, about one per `max_chars`) of windows of `max_chars`
+    characters, the first at its start, the last at its end, the others evenly between."""
+    if len(text) <= max_chars:
+        return [text]
+    n = min(MAX_WINDOWS, -(-len(text) // max_chars))
+    n += n % 2
+    last = len(text) - max_chars
+    starts = [i * last // (n - 1) for i in range(n)]
+    return [text[s : s + max_chars] for s in starts]
+
+
+def combine(found: Sequence[Sequence[tuple[str, float]]]) -> tuple[str, float]:
+    """One (lang, score) from the windows' predictions (each window's likeliest languages with
+    their probabilities; none for a blank window): each window with text stands for an equal
+    share of the text, a language's score is the sum of share x probability over the windows,
+    and the language with the largest wins (the first window's on a tie). Windows that disagree
+    lower the score: an even mix of two languages scores under 0.5."""
+    read = [window for window in found if window]
+    if not read:
+        return ("und", 0.0)
+    totals: dict[str, float] = {}
+    for window in read:
+        for lang, score in window:
+            totals[lang] = totals.get(lang, 0.0) + score / len(read)
+    best = max(totals, key=lambda lang: totals[lang])  # max keeps the first of equals
+    return best, min(1.0, totals[best])
+
+
 class LanguageIdentifier:
     """Label text with an ISO 639-1 (or 639-3 where lid.176 has no 2-letter code) language code."""
 
@@ -89,13 +128,30 @@ class LanguageIdentifier:
         return self.predict_batch([text])[0]
 
     def predict_batch(self, texts: Sequence[str]) -> list[tuple[str, float]]:
-        """Predict many texts in one call to the model."""
-        cleaned = [_clean(t or "", self.max_chars) for t in texts]
-        out: list[tuple[str, float]] = [("und", 0.0)] * len(cleaned)
+        """Predict many texts in one call to the model (a long text: its windows, combined)."""
+        spans = [windows(t or "", self.max_chars) for t in texts]
+        found = self._predict([_clean(w, self.max_chars) for ws in spans for w in ws])
+        out: list[tuple[str, float]] = []
+        pos = 0
+        for ws in spans:
+            part = found[pos : pos + len(ws)]
+            if len(ws) > 1:
+                out.append(combine(part))
+            else:
+                out.append(part[0][0] if part[0] else ("und", 0.0))
+            pos += len(ws)
+        return out
+
+    def _predict(self, cleaned: list[str]) -> list[list[tuple[str, float]]]:
+        """Each text's TOP_K likeliest languages, likeliest first; none for an empty text."""
+        out: list[list[tuple[str, float]]] = [[] for _ in cleaned]
         idx = [i for i, t in enumerate(cleaned) if t]
         if not idx:
             return out
-        labels, scores = self._model.predict([cleaned[i] for i in idx], k=1)
-        for i, lab, sc in zip(idx, labels, scores, strict=True):
-            out[i] = (lab[0].removeprefix("__label__"), float(min(1.0, sc[0])))
+        labels, scores = self._model.predict([cleaned[i] for i in idx], k=TOP_K)
+        for i, labs, scs in zip(idx, labels, scores, strict=True):
+            out[i] = [
+                (lab.removeprefix("__label__"), float(min(1.0, sc)))
+                for lab, sc in zip(labs, scs, strict=True)
+            ]
         return out

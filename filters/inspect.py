@@ -36,6 +36,9 @@ SCORE_COLUMNS = (
     "heuristic_drop",
     "rescued",
     "pii_found",
+    "toxicity_score",
+    "nsfw_score",
+    "safety_model",
     "duplicate_of",
     "consent_reason",
     "url_block",
@@ -145,7 +148,8 @@ def visible(value: object, limit: int | None = None) -> str:
 
 
 def _score_fields(rec: dict) -> list[tuple[str, object]]:
-    return [(c, rec[c]) for c in SCORE_COLUMNS if c in rec and rec[c] not in (None, False, 0)]
+    # Only a missing value is left out: a score of 0.0 or a false flag is evidence too.
+    return [(c, rec[c]) for c in SCORE_COLUMNS if rec.get(c) is not None]
 
 
 def render_terminal(

@@ -1,4 +1,5 @@
-"""PII scrubbing: emails, phone numbers, IP addresses, payment cards and IBANs become typed
+"""PII scrubbing: emails, phone numbers, IP addresses, payment cards, IBANs and credentials (API
+keys and tokens of well-known shapes, private keys, a URL's user:password) become typed
 placeholders. Every candidate is validated (Luhn, mod-97, libphonenumber, `ipaddress`) so
 version numbers, dates, prices, ISBNs and UUIDs are left alone.
 
@@ -27,6 +28,7 @@ PLACEHOLDERS = {
     "ip": "<IP>",
     "card": "<CARD>",
     "iban": "<IBAN>",
+    "secret": "<SECRET>",
 }
 
 # Regions used to read national-format phone numbers, by document language (first = likeliest).
@@ -192,22 +194,34 @@ IBAN_LENGTHS = {
 # Internationalised addresses (RFC 6531/IDNA) in alphabetic scripts: Latin with diacritics,
 # Greek, Cyrillic. Not CJK/Thai/Arabic..., which run into the surrounding text without spaces.
 _EAI = "A-Za-z0-9\u00c0-\u00d6\u00d8-\u00f6\u00f8-\u024f\u0370-\u03ff\u0400-\u04ff"
+# The local part is RFC 5322's dot-atom: besides letters, digits and "_.%+-", the atext
+# characters "'&!#$*=?^~" ("o'brien@", "bill&ted@"). "/", "|", "{}" and "`" are atext too but
+# delimit paths, table cells and code in web text ("medium.com/@jane.doe" is a handle, not an
+# address). A match starts only where a run of these characters starts (so a scan is linear);
+# find_pii drops what comes before the run's first letter, digit or "_" (a quote, a dot).
+_ATEXT = f"{_EAI}_.%+!#$&'*=?^~-"
+_LOCAL_LEAD = re.compile(f"[^{_EAI}_@]*")
 _EMAIL = re.compile(
-    rf"(?<![{_EAI}._%+-])[{_EAI}][{_EAI}._%+-]*@(?:[{_EAI}-]+\.)+"
+    rf"(?<![{_ATEXT}])[{_ATEXT}]+@(?:[{_EAI}-]+\.)+"
     r"(?:[A-Za-z]{2,24}|[\u0400-\u04ff]{2,24}|xn--[a-z0-9-]{2,59})"
     rf"(?![{_EAI}-])"
 )
+# Grouped by spaces or dashes, upper or lower case ("de89 3704 ...", "GB82-WEST-1234-...").
 _IBAN = re.compile(
-    r"(?<![A-Za-z0-9])[A-Z]{2}\d{2}(?: ?[A-Z0-9]{4}){2,7}(?: ?[A-Z0-9]{1,4})?(?![A-Za-z0-9])"
+    r"(?<![A-Za-z0-9])[A-Za-z]{2}\d{2}(?:[ -]?[A-Za-z0-9]{4}){2,7}(?:[ -]?[A-Za-z0-9]{1,4})?"
+    r"(?![A-Za-z0-9])"
 )
 # Not right after or before "/", "=", "#" or "&": digits in an address (a post's id in
-# facebook.com/.../posts/2395361813834269) are no one's card.
-_CARD = re.compile(r"(?<![A-Za-z0-9_/=#&-])(?:\d[ -]?){12,18}\d(?![A-Za-z0-9_/=#&-])")
+# facebook.com/.../posts/2395361813834269) are no one's card; nor a decimal's digits ("3.4111...").
+_CARD = re.compile(
+    r"(?<![A-Za-z0-9_/=#&-])(?<!\d\.)(?:\d[ .-]?){12,18}\d(?![A-Za-z0-9_/=#&-]|\.\d)"
+)
 # How cards are printed when their digits are grouped: fours (the last group 1-4 digits:
-# 13-19-digit cards), or Amex's and Diners' 4-6-5 and 4-6-4. Groups of 3 ("608-616 406-410",
-# a table's page ranges) or two kinds of separator in one number are not a card.
+# 13-19-digit cards), or Amex's and Diners' 4-6-5 and 4-6-4, by spaces, dashes or dots. Groups
+# of 3 ("608-616 406-410", a table's page ranges; "1.234.567" thousands) or two kinds of
+# separator in one number are not a card.
 _CARD_GROUPS = re.compile(
-    r"\d{4}(?:([ -])\d{4}(?:\1\d{4}(?:\1\d{1,4})?(?:\1\d{1,3})?)?|([ -])\d{6}\2\d{4,5})"
+    r"\d{4}(?:([ .-])\d{4}(?:\1\d{4}(?:\1\d{1,4})?(?:\1\d{1,3})?)?|([ .-])\d{6}\2\d{4,5})"
 )
 # A final '.' ends the sentence; '.<digit>' would make it a longer dotted number (a version).
 _IPV4 = re.compile(r"(?<![A-Za-z0-9_.])(?:\d{1,3}\.){3}\d{1,3}(?![A-Za-z0-9_]|\.\d)")
@@ -215,8 +229,12 @@ _IPV4 = re.compile(r"(?<![A-Za-z0-9_.])(?:\d{1,3}\.){3}\d{1,3}(?![A-Za-z0-9_]|\.
 # standard); the addresses written so (1.1.1.1, 8.8.8.8, 9.9.9.9) are public resolvers, not
 # anyone's machine.
 _SECTION = re.compile(r"\d\.\d\.\d\.\d")
-_IPV6 = re.compile(r"(?<![A-Za-z0-9_:])(?:[0-9A-Fa-f]{0,4}:){2,7}[0-9A-Fa-f]{0,4}(?![A-Za-z0-9_:])")
-_IBAN_HEAD = re.compile(r"(?<![A-Za-z0-9])[A-Z]{2}\d{2} ?$")
+# An IPv4-mapped or -embedded address ("::ffff:203.0.113.77") ends in a dotted quad: one span.
+_IPV6 = re.compile(
+    r"(?<![A-Za-z0-9_:])(?:[0-9A-Fa-f]{0,4}:){2,7}"
+    r"(?:(?:\d{1,3}\.){3}\d{1,3}(?!\.\d)|[0-9A-Fa-f]{0,4})(?![A-Za-z0-9_:])"
+)
+_IBAN_HEAD = re.compile(r"(?<![A-Za-z0-9])[A-Za-z]{2}\d{2}[ -]?$")
 # A preceding "version"/"v"/"ISBN"/"build" word (in many languages) means the digits are not PII.
 _NOT_PII_BEFORE = re.compile(
     r"(?i)(?:(?<![A-Za-z])v(?:ersion|er\.?)?|(?<![A-Za-z])(?:isbn|issn)(?:-1[03])?|release|build|"
@@ -226,6 +244,7 @@ _NOT_PII_BEFORE = re.compile(
     r"[\s:#.-]*$"
 )
 _ANY_DIGIT = re.compile(r"\d")  # the \d of the patterns: a text without one has no match
+_LETTER = re.compile(r"[A-Za-z]")
 # Values that look numeric but are never personal data: their spans shield what they contain.
 _UUID = re.compile(
     r"(?<![0-9A-Fa-f-])[0-9A-Fa-f]{8}-(?:[0-9A-Fa-f]{4}-){3}[0-9A-Fa-f]{12}(?![0-9A-Fa-f-])"
@@ -251,6 +270,34 @@ _RANGE = re.compile(
 _NATIONAL = re.compile(
     r"(?<![0-9A-Za-z+_])(?<!\d[.,/-])(?:\(0?\d{1,5}\)|0\d{1,5}|8(?=[\s(-])|1[3-9]\d)"
     r"(?:[ .-]?\(?\d{1,5}\)?){1,5}(?![0-9A-Za-z_]|[.,/-]\d)"
+)
+
+
+# Credentials: keys and tokens of a well-known shape (AWS access key ids, GitHub, Stripe,
+# OpenAI/Anthropic-style "sk-", Google API and Slack tokens, JSON Web Tokens), an AWS secret key
+# after its label, private-key blocks (to their END line, or the base64 lines of a cut-off one)
+# and the user:password part of a URL ("https://user:pass@host" keeps its scheme and host).
+_TOKEN = re.compile(
+    r"(?<![A-Za-z0-9_-])(?:(?:AKIA|ASIA)[0-9A-Z]{16}|gh[pousr]_[A-Za-z0-9]{36}"
+    r"|github_pat_[A-Za-z0-9_]{22,255}|[sr]k_(?:live|test)_[A-Za-z0-9]{16,}|sk-[A-Za-z0-9_-]{20,}"
+    r"|AIza[0-9A-Za-z_-]{35}|xox[abposr]-[A-Za-z0-9-]{10,}"
+    r"|eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,})(?![A-Za-z0-9_-])"
+)
+_LABELLED_SECRET = re.compile(
+    r"(?i)secret_access_key[\"']?\s*[:=]\s*[\"']?([A-Za-z0-9/+]{40})(?![A-Za-z0-9/+])"
+)
+_PRIVATE_KEY = re.compile(
+    r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----"
+    r"(?:[\s\S]*?-----END [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----|(?:\s+[A-Za-z0-9+/=]{16,})*)"
+)
+# userinfo: RFC 3986's characters less quotes, brackets, "," and ";", which end a URL written in
+# JSON or code ("https://schema.org","@type") more often than they stand in a password.
+_USERINFO = re.compile(
+    r"(?i)(?<![a-z0-9+.-])[a-z][a-z0-9+.-]*://([a-z0-9._~%!$&*+=:-]+)@(?=[a-z0-9\[])"
+)
+# What each of those needs in the text: a scan that cannot match is skipped.
+_SECRET_HINT = re.compile(
+    r"AKIA|ASIA|gh[pousr]_|github_pat_|[sr]k[-_]|AIza|xox[abposr]-|eyJ|(?i:secret_access_key)"
 )
 
 
@@ -306,8 +353,8 @@ def luhn_ok(digits: str) -> bool:
 
 
 def iban_ok(candidate: str) -> bool:
-    """ISO 13616 check: known country length and mod-97 == 1."""
-    s = candidate.replace(" ", "")
+    """ISO 13616 check: known country length and mod-97 == 1 (any case, spaces or dashes)."""
+    s = re.sub(r"[ -]", "", candidate).upper()
     if IBAN_LENGTHS.get(s[:2]) != len(s):
         return False
     rearranged = s[4:] + s[:4]
@@ -373,6 +420,27 @@ def _overlaps(start: int, end: int, spans: Iterable[tuple[int, int]]) -> bool:
     return any(start < e and s < end for s, e in spans)
 
 
+def _secrets(view: str) -> list[tuple[int, int]]:
+    """Spans of credentials: well-known token shapes, private keys, URL user:password parts."""
+    out: list[tuple[int, int]] = []
+    if _SECRET_HINT.search(view):
+        for m in _TOKEN.finditer(view):
+            # "sk-" and 20 more letters can be a hyphenated name; a generated key mixes letters
+            # and digits.
+            tail = m.group()[3:]
+            if m.group().startswith("sk-") and not (
+                _ANY_DIGIT.search(tail) and _LETTER.search(tail)
+            ):
+                continue
+            out.append(m.span())
+        out += [m.span(1) for m in _LABELLED_SECRET.finditer(view)]
+    if "PRIVATE KEY" in view:
+        out += [m.span() for m in _PRIVATE_KEY.finditer(view)]
+    if "://" in view and "@" in view:
+        out += [m.span(1) for m in _USERINFO.finditer(view)]
+    return out
+
+
 def find_pii(text: str, lang: str = "en", *, regions: Sequence[str] | None = None) -> list[Span]:
     """All validated PII spans of a text, non-overlapping, in text order.
 
@@ -391,10 +459,16 @@ def find_pii(text: str, lang: str = "en", *, regions: Sequence[str] | None = Non
     def add(kind: str, start: int, end: int) -> None:
         spans.append(Span(kind, start, end, text[start:end]))
 
+    for start, end in _secrets(view):
+        add("secret", start, end)
     for m in _EMAIL.finditer(view) if "@" in view else ():
-        add("email", m.start(), m.end())
+        start = _LOCAL_LEAD.match(view, m.start()).end()
+        if view[start] != "@":  # a local part of punctuation alone ("'@x.org") is none
+            add("email", start, m.end())
     for m in _IBAN.finditer(view) if has_digit else ():
-        if iban_ok(m.group()):
+        # Written in one case: "de89 3704 ..." is an IBAN, "Mo12 Abcd ..." is words.
+        letters = re.sub(r"[^A-Za-z]", "", m.group())
+        if (letters.isupper() or letters.islower()) and iban_ok(m.group()):
             add("iban", m.start(), m.end())
     for m in _CARD.finditer(view) if has_digit else ():
         # Digits right after "DE89 " are an (invalid) IBAN's body, not a card.
@@ -458,7 +532,8 @@ _DATE_LIKE = re.compile(r"\d{4}-\d{2}-\d{2}|\d{1,2}[./-]\d{1,2}[./-]\d{2,4}")
 # 10-27 08:15", and "002022-10-27 08" reads as an international number).
 _ISO_DATE_IN = re.compile(r"(?:19|20)\d{2}-(?:0[1-9]|1[0-2])-(?:0[1-9]|[12]\d|3[01])")
 _AFTER_CLOCK = re.compile(r"\d:$")  # right after a clock time's digits and colon ("10:00:00...")
-_NANP_SHAPE = re.compile(r"(?:\+?1[\s.-]?)?(?:\(\d{3}\)\s?|\d{3}[\s.-])\d{3}[\s.-]\d{4}")
+# "(604)-822-2510": a bracketed area code may be followed by a dash as well as a space.
+_NANP_SHAPE = re.compile(r"(?:\+?1[\s.-]?)?(?:\(\d{3}\)[\s-]?|\d{3}[\s.-])\d{3}[\s.-]\d{4}")
 
 
 def _national_ok(raw: str, number, region: str, primary: bool) -> bool:
@@ -509,7 +584,12 @@ def _phones(
     # POSSIBLE leniency (length fits the region's plan): valid-number metadata lags real
     # allocations and rejects fictional ranges (Ofcom's 07700 900xxx), so the shape rules and
     # the decoy shields do the precision work instead.
-    matcher = phonenumbers.PhoneNumberMatcher(view, first, leniency=phonenumbers.Leniency.POSSIBLE)
+    # max_tries: the matcher silently stops after that many rejected candidates (65535 by
+    # default: a long number table hid every number after it). Each rejected candidate takes
+    # at least one character of the text, so the text's length lets it read to the end.
+    matcher = phonenumbers.PhoneNumberMatcher(
+        view, first, leniency=phonenumbers.Leniency.POSSIBLE, max_tries=max(65535, len(view) + 1)
+    )
     for match in matcher:
         start, raw = _balanced(match.start, match.raw_string)
         if _phone_ok(view, start, raw, match.number, first, first in primary, blocked):
@@ -575,7 +655,7 @@ def _phone_ok(view: str, start: int, raw: str, number, region: str, primary: boo
 
 def _non_overlapping(spans: list[Span]) -> list[Span]:
     # Earlier and longer spans win; the type priority breaks exact ties.
-    prio = {"email": 0, "iban": 1, "card": 2, "ip": 3, "phone": 4}
+    prio = {"secret": 0, "email": 1, "iban": 2, "card": 3, "ip": 4, "phone": 5}
     spans.sort(key=lambda s: (s.start, -(s.end - s.start), prio[s.type]))
     out: list[Span] = []
     for s in spans:

@@ -333,3 +333,32 @@ def test_step_stats_count_other_scripts_and_huge_documents(tmp_path):
     assert rows[("th", "clean")]["tokens_in"] == sum(c.isalpha() for c in thai)
     assert rows[("ar", "clean")]["tokens_in"] == 5
     assert rows[("all", "dedup")]["docs_out"] == 2
+
+
+def test_the_safety_scores_are_shown_and_a_zero_is_not_hidden(tmp_path):
+    rows = [
+        {
+            "id": "rude",
+            "url": "http://127.0.0.1/rude",
+            "text": "a rude page",
+            "lang": "en",
+            "lang_score": 0.0,
+            "drop_reason": "nsfw",
+            "pii_found": 0,
+            "toxicity_score": 0.0,
+            "nsfw_score": 0.93,
+            "safety_model": "toxicity:en,nsfw:en",
+            "duplicate_of": None,
+        }
+    ]
+    _write(tmp_path / "annotated.parquet", rows)
+    (tmp_path / "funnel.png").write_bytes(b"\x89PNG\r\n\x1a\n")  # no plot needed here
+    samples = inspect.sample(tmp_path, n=1)
+    shown = inspect.render_terminal(samples, inspect.outcome_counts(tmp_path), width=200)
+    for field in ("toxicity_score=0.000", "nsfw_score=0.930", "safety_model=toxicity:en,nsfw:en"):
+        assert field in shown, shown
+    assert "lang_score=0.000" in shown and "pii_found=0" in shown
+    assert "duplicate_of" not in shown  # only a missing value is left out
+    page = inspect.write_html(tmp_path, tmp_path / "p.html", n=1).read_text()
+    assert "<dt>toxicity_score</dt><dd>0.000</dd>" in page
+    assert "<dt>nsfw_score</dt><dd>0.930</dd>" in page and "<dt>safety_model</dt>" in page

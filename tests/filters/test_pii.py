@@ -574,3 +574,98 @@ def test_folded_at_signs_digits_and_hyphens_still_reach_their_scans():
     }
     assert found == {"email", "card"}
     assert [s.type for s in find_pii("Server at ١٩٢.١٦٨.١٠.٢٠ is down")] == ["ip"]
+
+
+def test_phones_after_65535_rejected_candidates_are_still_found():
+    import phonenumbers
+
+    # Each "a1b2" is two candidates libphonenumber rejects: 68,000 before the last line.
+    text = (
+        "Desk: +44 20 7946 0958.\n"
+        + "a1b2 " * 34_000
+        + "\nCall Jane Roe on +44 20 7946 0123 or +1 202 555 0143."
+    )
+    leniency = phonenumbers.Leniency.POSSIBLE
+    default = [m.raw_string for m in phonenumbers.PhoneNumberMatcher(text, "US", leniency=leniency)]
+    assert default == ["+44 20 7946 0958"]  # the default matcher gives up before the end
+    out, counts = scrub(text, "en")
+    assert counts == {"phone": 3}
+    assert out.endswith("Call Jane Roe on <PHONE> or <PHONE>.") and "7946 0958" not in out
+
+
+PRIVATE_KEY = (
+    "-----BEGIN RSA PRIVATE KEY-----\nMIIEpAIBAAKCAQEA1234567890abcdefghij\n"
+    "QWERTYUIOPASDFGHJKLZ\n-----END RSA PRIVATE KEY-----"
+)
+JWT = (
+    "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0."
+    "dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U"
+)
+
+
+@pytest.mark.parametrize(
+    ("text", "lang", "scrubbed"),
+    [
+        # a real sentence (lingua-py's English test data)
+        (
+            "please contact Sandy Robertson at (604)-822-2510 or by e-mail",
+            "en",
+            "please contact Sandy Robertson at <PHONE> or by e-mail",
+        ),
+        ("IPv4-mapped ::ffff:203.0.113.77 answered", "en", "IPv4-mapped <IP> answered"),
+        ("Write o'brien@example.com.", "en", "Write <EMAIL>."),
+        ("Write bill&ted@example.org today", "en", "Write <EMAIL> today"),
+        ("Say 'john@example.com' twice", "en", "Say '<EMAIL>' twice"),
+        (
+            "Go to https://user:pass@example.com/ now",
+            "en",
+            "Go to https://<SECRET>@example.com/ now",
+        ),
+        ("IBAN: de89 3704 0044 0532 0130 00", "de", "IBAN: <IBAN>"),
+        ("IBAN GB82-WEST-1234-5698-7654-32 please", "en", "IBAN <IBAN> please"),
+        ("Card: 4111.1111.1111.1111 exp", "en", "Card: <CARD> exp"),
+        ("key AKIAIOSFODNN7EXAMPLE here", "en", "key <SECRET> here"),
+        (
+            "aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+            "en",
+            "aws_secret_access_key = <SECRET>",
+        ),
+        ("token ghp_16C7e42F292c6912E7710c838347Ae178B4a ok", "en", "token <SECRET> ok"),
+        ("key sk-proj-abcdefghijklmnopqrstuvwxyz0123456789 ok", "en", "key <SECRET> ok"),
+        ("Stripe sk_live_4eC39HqLyjWDarjtT1zdp7dc set", "en", "Stripe <SECRET> set"),
+        ("Maps AIzaSyA1234567890abcdefghijklmnopqrstuv ok", "en", "Maps <SECRET> ok"),
+        (f"Bearer {JWT}.", "en", "Bearer <SECRET>."),
+        (f"{PRIVATE_KEY}\nthanks", "en", "<SECRET>\nthanks"),
+        # a cut-off key: its base64 lines, not the prose after them
+        (
+            "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAE\n"
+            "bm9uZQAAAAAAAAABAAABlwAAAAdzc2gtcn\n(cut off here) as you see",
+            "en",
+            "<SECRET>\n(cut off here) as you see",
+        ),
+    ],
+)
+def test_reviewed_misses_are_scrubbed_whole(text: str, lang: str, scrubbed: str) -> None:
+    assert scrub(text, lang)[0] == scrubbed
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "pi is 3.4111111111111111 roughly",  # a decimal's digits are no card
+        "the sk-learn-compatible-estimator-interface works",  # no digits: a name, not a key
+        "see https://medium.com/@jane.doe/my-post today",  # a handle in a path
+        "At49 Your Home Page 2024 we list",  # passes mod-97, but words in mixed case
+        "Version 2019.4111.1111.1111 of the archive",  # dotted, after "version"
+        "eyJ is how a JWT starts: eyJhbGci.x.y",
+        '{"@context":"https://schema.org","@type":"NewsArticle"}',  # JSON, not user:password
+    ],
+)
+def test_new_shapes_leave_their_look_alikes(text: str) -> None:
+    assert scrub(text, "en") == (text, {})
+
+
+def test_secrets_are_counted_as_their_own_type():
+    out, counts = scrub("key AKIAIOSFODNN7EXAMPLE and mail jane@example.org")
+    assert out == "key <SECRET> and mail <EMAIL>"
+    assert counts == {"secret": 1, "email": 1}
