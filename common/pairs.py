@@ -15,23 +15,160 @@ from typing import Any
 from PIL import Image
 
 PAIRS_NAME = "pairs.parquet"
+# What `images build` keeps beside its outputs (`crawlers.images.journal.JOURNAL`; a test pins
+# the two names together): a directory holding it is an images build output, finished only once
+# its pairs.parquet and that file's manifest are there.
+FETCH_JOURNAL = "fetch_journal.sqlite"
+SHARD_PREFIX = "shard="  # the lake's images/pairs/shard=<k>/: one image-server shard's build
 ImageInput = str | os.PathLike[str] | bytes
 
 
 def pairs_files(pairs: str | os.PathLike[str] | Iterable[str | os.PathLike[str]]) -> list[Path]:
     """pairs.parquet files of `images build` outputs: a file, or every `**/pairs.parquet` under a
-    directory (the lake's images/pairs holds one per shard); several of them in order."""
+    directory (the lake's images/pairs holds one per shard); several of them in order.
+
+    Refused, one line each: a build under a directory that did not finish (its fetch journal
+    without a whole pairs.parquet: the files found would leave its pairs out), an unsharded
+    build's pairs.parquet beside shard=<k>/ builds, shard builds of different shard counts, and
+    a pair id in two of the files (every such pair would be read twice)."""
     items = [pairs] if isinstance(pairs, str | os.PathLike) else list(pairs)
     files: list[Path] = []
     for item in items:
         path = Path(item)
         found = [path] if path.is_file() else sorted(path.glob(f"**/{PAIRS_NAME}"))
         if not found:
+            _check_finished(path)
             raise FileNotFoundError(
                 f"--pairs {path}: no {PAIRS_NAME} there; run `refinery images build` first"
             )
+        if not path.is_file():
+            _check_finished(path)
+            _check_layout(found)
         files += found
+    for f in files:
+        _check_finished(f.parent, recursive=False)
+    _check_unique_ids(files)
     return files
+
+
+def _manifest(pairs_file: Path) -> dict | None:
+    """The manifest of a pairs.parquet, or None when it has none or it cannot be read."""
+    from common.manifest import read_manifest
+
+    try:
+        return read_manifest(pairs_file)
+    except (OSError, ValueError):
+        return None
+
+
+def _build_shard(pairs_file: Path) -> tuple[int, int] | None:
+    """(k, n) of the `--shard K/N` a pairs.parquet was built with, from its manifest."""
+    shard = (_manifest(pairs_file) or {}).get("shard")
+    try:
+        k, n = str(shard).split("/")
+        return int(k), int(n)
+    except ValueError:
+        return None
+
+
+def _resume_command(build: Path) -> str:
+    """The command that resumes the images build of directory `build`."""
+    if not build.name.startswith(SHARD_PREFIX):
+        return f"`refinery images build --out {build} --resume`"
+    k = build.name[len(SHARD_PREFIX) :]
+    counts = {
+        s[1]
+        for sibling in build.parent.glob(f"{SHARD_PREFIX}*/{PAIRS_NAME}")
+        if (s := _build_shard(sibling)) is not None
+    }
+    n = str(counts.pop()) if len(counts) == 1 else "N"
+    return f"`refinery images build --shard {k}/{n} --resume`"
+
+
+def _check_finished(root: Path, recursive: bool = True) -> None:
+    """Refuse an `images build` output under `root` that did not finish: its fetch journal but no
+    pairs.parquet, or a pairs.parquet without its manifest (written last)."""
+    from common.inputs import InputError
+    from common.manifest import manifest_path
+
+    journals = root.glob(f"**/{FETCH_JOURNAL}") if recursive else [root / FETCH_JOURNAL]
+    for journal in sorted(journals):
+        build = journal.parent
+        if not journal.exists():
+            continue
+        pairs = build / PAIRS_NAME
+        if pairs.exists() and manifest_path(pairs).exists():
+            continue
+        what = f"no {PAIRS_NAME}" if not pairs.exists() else f"{PAIRS_NAME} without its manifest"
+        raise InputError(
+            f"{build}: an `images build` that did not finish ({FETCH_JOURNAL}, {what}), so its "
+            f"pairs would be left out; resume it with {_resume_command(build)} (with the "
+            "--docs and flags it was started with) or re-run it without --resume"
+        )
+
+
+def _check_layout(found: list[Path]) -> None:
+    """Refuse an unsharded build's pairs.parquet beside shard builds, and shard builds made with
+    different shard counts: either way the files hold some pairs twice."""
+    from common.inputs import InputError
+
+    fix = "re-run `refinery images build` unsharded, or each `--shard K/N` with one N"
+    dirs = {f.parent for f in found}
+    for f in found:
+        shard_dir = f.parent
+        if not shard_dir.name.startswith(SHARD_PREFIX):
+            continue
+        if shard_dir.parent in dirs:
+            raise InputError(
+                f"{shard_dir.parent}: holds an unsharded `images build` ({PAIRS_NAME}) and the "
+                f"shard build {shard_dir.name}/, which repeat each other's pairs; {fix}"
+            )
+    counts: dict[Path, dict[int, Path]] = {}
+    for f in found:
+        shard = _build_shard(f) if f.parent.name.startswith(SHARD_PREFIX) else None
+        if shard is None:
+            continue
+        seen = counts.setdefault(f.parent.parent, {})
+        seen.setdefault(shard[1], f.parent)
+        if len(seen) > 1:
+            (n1, d1), (n2, d2) = list(seen.items())[:2]
+            raise InputError(
+                f"{d1.parent}: shard builds of {n1} shards ({d1.name}/) and of {n2} shards "
+                f"({d2.name}/) repeat each other's pairs; {fix}"
+            )
+
+
+def _check_unique_ids(files: list[Path]) -> None:
+    """Refuse a pair id found in two of `files`. A file without an `id` column, or one that
+    cannot be read, is left to its reader, whose error names it."""
+    if len(files) < 2:
+        return
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    from common.inputs import InputError
+
+    parts = []
+    for i, f in enumerate(files):
+        try:
+            ids = pq.read_table(f, columns=["id"])["id"].cast(pa.string())
+        except (OSError, ValueError, KeyError, pa.ArrowException):
+            continue
+        parts.append(pa.table({"id": ids, "file": pa.repeat(i, len(ids))}))
+    if len(parts) < 2:
+        return
+    table = pa.concat_tables(parts).filter(pc.is_valid(pc.field("id")))
+    spread = table.group_by("id", use_threads=False).aggregate([("file", "min"), ("file", "max")])
+    twice = spread.filter(pc.not_equal(pc.field("file_min"), pc.field("file_max")))
+    if twice.num_rows:
+        pair_id = twice["id"][0].as_py()
+        first, second = twice["file_min"][0].as_py(), twice["file_max"][0].as_py()
+        raise InputError(
+            f"{files[second]}: pair id {pair_id!r} is also in {files[first]} ({twice.num_rows} "
+            "ids are in more than one file), so those pairs would be read twice; give each `images "
+            "build` output once (re-running `refinery images build` clears a lake's old one)"
+        )
 
 
 def open_image(image: ImageInput) -> Image.Image | None:

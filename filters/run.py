@@ -138,15 +138,26 @@ OUTPUTS += ("host_languages.parquet", "stats.json", "funnel.json")
 WORK_PREFIX = "_beam-"
 
 
+# What a run writes beside OUTPUTS (the funnel's report, the decontamination report, the stage's
+# inspection page): stale once a new run starts, so they go with the outputs.
+REPORTS = ("funnel.md", "funnel.png", "decontamination.json", "inspect.html")
+
+
 def clear_previous_run(out: Path) -> None:
-    """Before a run writes anything into `out`: remove the manifests of the outputs (a run
-    killed while it writes then leaves outputs without manifests, which no check takes as
-    whole, never an old manifest over new or stale rows) and the work dirs (`_beam-*`, a
-    copy of the data) that killed runs left. A re-run writes both again."""
+    """Before a run writes anything into `out`: remove the previous run's outputs (OUTPUTS and
+    REPORTS), their manifests first, the temporary files of writes a kill cut short, and the
+    work dirs (`_beam-*`, a copy of the data) that killed runs left. A run killed before it
+    finishes then leaves only its own outputs without manifests (or none), never an old
+    dataset that reads as whole: a killed run's documents.parquet was the run before's, which
+    tokenizer and mixture builds took as complete. A filter run does not resume; a re-run
+    writes everything again."""
     from common.manifest import manifest_path
 
     for name in OUTPUTS:
         manifest_path(out / name).unlink(missing_ok=True)
+    for name in OUTPUTS + REPORTS:
+        (out / name).unlink(missing_ok=True)
+        (out / f"{name}.tmp").unlink(missing_ok=True)
     for work in out.glob(f"{WORK_PREFIX}*"):
         if work.is_dir():
             shutil.rmtree(work, ignore_errors=True)
@@ -275,6 +286,11 @@ def run_filter(
     in_schema = check_input(docs_path)
     rejects = input_rejects(docs_path)
     out = Path(out_dir)
+    if out.resolve() == docs_path.parent.resolve():
+        raise ValueError(
+            f"--out {out}: is the --docs directory, whose documents.parquet the filter's own "
+            "would replace (the input lost); give another --out"
+        )
     out.mkdir(parents=True, exist_ok=True)
     clear_previous_run(out)
     models_dir, cfg, models, fallback = quality_models_for(

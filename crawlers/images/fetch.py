@@ -193,6 +193,7 @@ def load_refs(extract_dir: str | Path, consent: Consent | None = None) -> list[d
         if not path.exists():
             raise FileNotFoundError(f"{path} does not exist; pass an `extract` output directory")
     fix = "re-run `refinery extract` (it writes documents.parquet and image_refs.parquet)"
+    _check_same_extract_run(docs_path, refs_path)
     # One line naming the file and the column for an unreadable file, a missing column or a
     # column of the wrong kind; the flags may be any value (only the boolean true is consent).
     docs = read_rows(
@@ -245,6 +246,53 @@ def load_refs(extract_dir: str | Path, consent: Consent | None = None) -> list[d
             }
         )
     return refs
+
+
+def _check_same_extract_run(docs_path: Path, refs_path: Path) -> None:
+    """Refuse (one line naming both files) documents.parquet and image_refs.parquet that are not
+    the outputs of one extract run, as their manifests tell: one has a manifest and the other
+    none (a run killed between the two), a manifest's `rows` are not its file's, or the two
+    differ in `inputs` or `config_sha256`, or image_refs was written before documents (a run
+    writes documents first). Files without any manifest (another tool's) are taken as they are.
+    """
+    from common.inputs import InputError
+    from common.manifest import manifest_path, read_manifest
+
+    fix = "re-run `refinery extract` into that directory, which writes both"
+    pair = f"{docs_path} and {refs_path}"
+    has = [manifest_path(p).exists() for p in (docs_path, refs_path)]
+    if not any(has):
+        return
+    if not all(has):
+        (missing,) = [p for p, h in zip((docs_path, refs_path), has, strict=True) if not h]
+        raise InputError(
+            f"{pair} are not one extract run's outputs: {missing.name} has no manifest (a run "
+            f"that did not finish); {fix}"
+        )
+    try:
+        docs, refs = read_manifest(docs_path, fix), read_manifest(refs_path, fix)
+        for path, man in ((docs_path, docs), (refs_path, refs)):
+            rows = pq.read_metadata(path).num_rows
+            if man.get("rows") != rows:
+                raise InputError(
+                    f"{pair} are not one extract run's outputs: {path.name} has {rows} rows, "
+                    f"its manifest says {man.get('rows')}; {fix}"
+                )
+    except (OSError, pa.ArrowException) as exc:
+        raise InputError(f"{pair}: cannot read them or their manifests ({exc}); {fix}") from None
+    for field in ("inputs", "config_sha256"):
+        if docs.get(field) != refs.get(field):
+            raise InputError(
+                f"{pair} are not one extract run's outputs: their manifests' {field} differ "
+                f"({docs.get(field)!r} and {refs.get(field)!r}); {fix}"
+            )
+    made = (str(docs.get("written_at", "")), str(refs.get("written_at", "")))
+    if made[1] < made[0]:
+        raise InputError(
+            f"{pair} are not one extract run's outputs: image_refs.parquet was written at "
+            f"{made[1]}, before documents.parquet at {made[0]} (one run writes documents "
+            f"first); {fix}"
+        )
 
 
 def _check_refs(refs: list[dict]) -> None:

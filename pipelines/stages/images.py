@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from common import lake as lake_mod
-from common.pairs import kept_pairs, pairs_files
+from common.pairs import SHARD_PREFIX, kept_pairs, pairs_files
 from filters.images.interleaved import check_interleaved_source, write_interleaved
 from pipelines.stage import Check, Lake, Params, Stage, Summary, param
 
@@ -104,6 +104,58 @@ def _shard_refs(refs: list[dict], shard: str) -> list[dict]:
     return shard_refs(refs, *parse_shard(shard))
 
 
+def _remove(path: Path) -> None:
+    import shutil
+
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path, ignore_errors=True)  # partitions may clear the same path at once
+    else:
+        path.unlink(missing_ok=True)
+
+
+def _lake_out(base: Path, k: int, n: int) -> Path:
+    """The lake's output directory of shard k of n: images/pairs, or images/pairs/shard=<k>."""
+    return base if n == 1 else base / f"{SHARD_PREFIX}{k}"
+
+
+def _clear_lake_out(out: Path, k: int, n: int, resume: bool) -> None:
+    """Clear the lake's images/pairs of whatever the pairs of `out` (`_lake_out`) would mix with
+    (`common.pairs.pairs_files` reads every pairs.parquet under it): an unsharded run removes
+    the shard=* builds, a shard run the unsharded build's outputs (pairs, fetched, interleaved,
+    images, journal) and the shard builds of another shard count; without --resume a run
+    starts its own afresh."""
+    if n == 1:
+        if out.exists() and not resume:
+            _remove(out)
+        for entry in out.glob(f"{SHARD_PREFIX}*"):
+            _remove(entry)
+        return
+    base = out.parent
+    for entry in sorted(base.iterdir()) if base.is_dir() else ():
+        if not entry.name.startswith(SHARD_PREFIX):
+            _remove(entry)  # the unsharded build's
+        elif entry != out and _other_count(entry, n):
+            _remove(entry)
+    if out.exists() and not resume:
+        _remove(out)
+
+
+def _other_count(shard_dir: Path, n: int) -> bool:
+    """Whether `shard_dir` (shard=<j>) belongs to a build of another shard count than n: j is n
+    or more, or its pairs.parquet's manifest says another N. (A shard build of another count
+    that did not finish says nothing; `pairs_files` then refuses it, naming the fix.)"""
+    j = shard_dir.name[len(SHARD_PREFIX) :]
+    if not j.isdigit():
+        return False
+    if int(j) >= n:
+        return True
+    try:
+        shard = str(lake_mod.read_manifest(shard_dir / "pairs.parquet").get("shard", ""))
+    except (OSError, ValueError):
+        return False
+    return shard.count("/") == 1 and shard.split("/")[1] != str(n)
+
+
 def _scorer(spec: str | None, runner: str | None = None, beam_args: list[str] = ()):
     """(score, on_image): the CLIP score function, and what the fetch hands each image it
     decodes to (in process: the scorer keeps it resized, so no stored file is decoded again)."""
@@ -163,12 +215,7 @@ def images_build(p: ImagesBuildParams, lake: Lake) -> ImagesBuildSummary:
     if p.out is not None:
         out = Path(p.out)
     else:
-        base = lake.root / "images" / "pairs"
-        out = base / f"shard={k}" if n != "1" else base
-        if out.exists() and not p.resume:  # the lake's dataset: a new run starts it afresh
-            import shutil
-
-            shutil.rmtree(out)
+        out = _lake_out(lake.root / "images" / "pairs", int(k), int(n))
     cfg = load_image_config(p.config)
     # The consent rule for each ref: its own flag, its document's, and the ledgers of the lake
     # and of the lake the extract output came from.
@@ -187,6 +234,8 @@ def images_build(p: ImagesBuildParams, lake: Lake) -> ImagesBuildSummary:
     if writes_interleaved:  # before the fetch: a missing input must not end a finished fetch
         check_interleaved_source(docs)
     score, on_image = _scorer(p.clip, p.runner, p.beam_args)
+    if p.out is None:  # after every check: a refused run leaves the lake's pairs as they were
+        _clear_lake_out(out, int(k), int(n), p.resume)
     started = time.perf_counter()
     fetched_summary = fetch_images(refs, out, fetch_cfg, resume=p.resume, on_image=on_image)
     fetched = pq.read_table(out / "fetched.parquet").to_pylist()
@@ -204,7 +253,11 @@ def images_build(p: ImagesBuildParams, lake: Lake) -> ImagesBuildSummary:
     )
     inputs = [str(docs / "image_refs.parquet"), str(docs / "documents.parquet")]
     lake_mod.write_parquet(
-        pairs_table(rows), out / "pairs.parquet", inputs=inputs, config=cfg.model_dump()
+        pairs_table(rows),
+        out / "pairs.parquet",
+        inputs=inputs,
+        config=cfg.model_dump(),
+        extra={"shard": shard},  # pairs_files tells shard builds of another N by it
     )
     seconds = time.perf_counter() - started
     n_docs = None

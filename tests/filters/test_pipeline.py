@@ -416,3 +416,45 @@ def test_a_run_first_removes_old_manifests_and_killed_runs_work_dirs(tmp_path):
     assert not list(out.glob("_beam-*"))
     run_plain(src, out, config=PLAIN_CFG)
     assert manifest_path(out / "annotated.parquet").exists() and not list(out.glob("_beam-*"))
+
+
+def test_a_killed_run_leaves_no_data_of_the_run_before(tmp_path):
+    """A run killed after it started leaves none of the run before's data: its documents.parquet,
+    without a manifest, was read as whole by `tokenizer train` and `mix build`, holding every
+    language after a re-run for English only was killed."""
+    from filters.run import OUTPUTS, REPORTS
+    from filters.run import run_filter as run_plain
+
+    src = _bad_rows_input(tmp_path)
+    out = tmp_path / "out"
+    run_plain(src, out, config=PLAIN_CFG)
+    (out / "inspect.html").write_text("<p>the stage's page of this run</p>")
+    (out / "documents.parquet.tmp").write_bytes(b"a write a kill cut short")
+    assert (out / "documents.parquet").exists() and (out / "funnel.md").exists()
+
+    class Killed:
+        workers = 1
+
+        def prepare(self):
+            return None
+
+        def run(self, *args):
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        run_plain(src, out, config=PLAIN_CFG, executor=Killed())
+    left = sorted(p.name for p in out.iterdir())
+    assert not [n for n in left if n in OUTPUTS + REPORTS or n.endswith(".tmp")], left
+    run_plain(src, out, config=PLAIN_CFG)  # a re-run writes them all again
+    assert all((out / n).exists() for n in OUTPUTS)
+
+
+def test_a_run_into_its_own_input_directory_is_refused(tmp_path):
+    """--out the --docs directory: the filter's documents.parquet would replace its input."""
+    from filters.run import run_filter as run_plain
+
+    src = _bad_rows_input(tmp_path)
+    before = (src / "documents.parquet").read_bytes()
+    with pytest.raises(ValueError, match=r"is the --docs directory.*give another --out"):
+        run_plain(src, src, config=PLAIN_CFG)
+    assert (src / "documents.parquet").read_bytes() == before
