@@ -169,7 +169,7 @@ def expand_sources(patterns: Sequence[str | Path]) -> list[Path]:
     """Expand paths/globs to a sorted list of existing Parquet files; error if a pattern matches nothing."""
     files: list[Path] = []
     for pattern in patterns:
-        matches = sorted(glob.glob(str(pattern)))
+        matches = sorted(glob.glob(str(pattern), recursive=True))
         if not matches:
             raise FileNotFoundError(f"tokenizer source {pattern} matches no file")
         files.extend(Path(m) for m in matches)

@@ -442,7 +442,7 @@ def mixture_sample_texts(
 def _glob(path: Path) -> list[str]:
     import glob
 
-    return sorted(glob.glob(str(path)))
+    return sorted(glob.glob(str(path), recursive=True))
 
 
 # Memory of a build, for `memory_budget_mib` (common.budget): the knob is the text rows read and

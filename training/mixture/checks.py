@@ -240,7 +240,7 @@ def _source_files(manifest: dict[str, Any], mix_dir: Path, lake_root: Path | Non
                     "with `refinery mix build` or use absolute or lake/ paths"
                 )
             pattern = resolve_path(path, spec_dir or mix_dir, lake_root)
-            for f in sorted(glob.glob(str(pattern))):
+            for f in sorted(glob.glob(str(pattern), recursive=True)):
                 unit = None
                 if kind != "text":
                     from training.mixture.sources import ReadUnit, _pairs_files

@@ -5,7 +5,7 @@ goes, plus the image each block stands for (content hash, file, size).
 What each source `kind` reads (image paths relative to the directory of the row's own Parquet
 file: the dataset the image belongs to; see `resolve_image`):
 
-- `pairs` (images/pairs/*/pairs.parquet): image `image_path` + the row's `text_column` (caption).
+- `pairs` (images/pairs/**/pairs.parquet): image `image_path` + the row's `text_column` (caption).
 - `interleaved` (images/interleaved/interleaved.parquet): `blocks` in order, text blocks joined
   by blank lines, an image block at each kept image (its `pair_id`, found in `pairs`).
 - `domain_images` (images/domain/domain_images.parquet): the pair `id`'s image + `text_column`.

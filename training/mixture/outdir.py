@@ -62,7 +62,10 @@ def build_inputs(
     if isinstance(spec.tokenizer, TokenizerTrain):
         for p in spec.tokenizer.train.sources or []:
             pattern = str(resolve_path(p, spec_dir, lake_root))
-            out += [("tokenizer.train.sources", Path(f)) for f in sorted(glob.glob(pattern))]
+            out += [
+                ("tokenizer.train.sources", Path(f))
+                for f in sorted(glob.glob(pattern, recursive=True))
+            ]
     else:
         out.append(("tokenizer", resolve_path(spec.tokenizer, spec_dir, lake_root)))
     return out

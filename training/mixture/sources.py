@@ -145,7 +145,7 @@ def source_files(
     """Sorted files a source's path/glob matches; a clear error when a required source has none."""
     src = spec.buckets[bucket].sources[index]
     pattern = resolve_path(src.path, spec_dir, lake_root)
-    files = sorted(glob.glob(str(pattern)))
+    files = sorted(glob.glob(str(pattern), recursive=True))
     if not files and not src.optional:
         raise SpecError(
             f"buckets.{bucket}.sources[{index}].path: {src.path} (resolved to {pattern}) matches no file; "
@@ -225,7 +225,7 @@ def spec_ledger_files(
             inputs += _pairs_files(src.pairs, spec_dir, lake_root)
     if isinstance(spec.tokenizer, TokenizerTrain) and spec.tokenizer.train.sources:
         for p in spec.tokenizer.train.sources:
-            inputs += sorted(glob.glob(str(resolve_path(p, spec_dir, lake_root))))
+            inputs += sorted(glob.glob(str(resolve_path(p, spec_dir, lake_root)), recursive=True))
     return ledger_files_for(lake_root, *inputs)
 
 
@@ -781,4 +781,4 @@ def _pairs_files(pattern: str | None, spec_dir: Path, lake_root: Path | None) ->
     """The pairs.parquet files a source's `pairs` path/glob names (none: an empty tuple)."""
     if not pattern:
         return ()
-    return tuple(sorted(glob.glob(str(resolve_path(pattern, spec_dir, lake_root)))))
+    return tuple(sorted(glob.glob(str(resolve_path(pattern, spec_dir, lake_root)), recursive=True)))

@@ -163,7 +163,7 @@ class SourceSpec(_Strict):
         if self.kind in PAIR_KINDS and not self.pairs:
             raise ValueError(
                 f"kind {self.kind!r} names images by pair id: give `pairs:` (e.g. "
-                "lake/images/pairs/*/pairs.parquet) so each image file can be found"
+                "lake/images/pairs/**/pairs.parquet) so each image file can be found"
             )
         if self.pairs and self.kind == "text":
             raise ValueError("pairs: only image kinds read pairs; drop it or set `kind`")
