@@ -20,7 +20,7 @@ import unicodedata
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from functools import lru_cache
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+from urllib.parse import quote_plus, unquote_plus, urlsplit, urlunsplit
 
 import numpy as np
 from datasketch import MinHash
@@ -28,18 +28,24 @@ from datasketch import MinHash
 from common.words import WORD_CLASS
 from filters.config import DedupConfig
 from filters.heuristics import is_char_lang
+from filters.linededup import INVISIBLE
 
 _WS = re.compile(r"\s+")
 # Neither space nor a word character; a combining mark is part of its word (common.words).
 _PUNCT = re.compile(f"[^\\s{WORD_CLASS}]")
-# Query parameters that track visits rather than select content.
-_TRACKING = re.compile(r"^(utm_\w+|fbclid|gclid|mc_cid|mc_eid|ref|sessionid|sid|phpsessid)$", re.I)
+# Query parameters that track visits rather than select content. Not `sid` (a story id on
+# PHP-Nuke and Slashdot sites) nor `ref` (a branch or tag on GitLab and GitHub): they select.
+_TRACKING = re.compile(r"^(utm_\w+|fbclid|gclid|mc_cid|mc_eid|sessionid|phpsessid)$", re.I)
 
 
 def normalise(text: str) -> str:
-    """NFKC, lower case, punctuation removed, whitespace collapsed: the exact-dup key's input."""
-    text = unicodedata.normalize("NFKC", text).lower()
-    return _WS.sub(" ", _PUNCT.sub(" ", text)).strip()
+    """NFKC, invisible characters removed (`filters.linededup.INVISIBLE`: a soft hyphen or a
+    zero-width space inside a word leaves one word), case folded, punctuation removed,
+    whitespace collapsed: the exact-dup key's and the shingles' input."""
+    text = unicodedata.normalize("NFKC", text)
+    if not text.isascii():
+        text = INVISIBLE.sub("", text)
+    return _WS.sub(" ", _PUNCT.sub(" ", text.casefold())).strip()
 
 
 def text_hash(text: str) -> str:
@@ -50,8 +56,12 @@ def text_hash(text: str) -> str:
 def canonical_url(url: str) -> str:
     """Lower-case scheme/host, no default port, no fragment, tracking params dropped, sorted query.
 
-    A URL that does not parse ('http://[::1', a port out of range) is its own key, as written:
-    one odd URL never ends the run."""
+    Every other query parameter stays, with or without a value: `shop?product-a`,
+    `shop?product-b`, `item?id=` and `item` are four pages. A URL that does not parse
+    ('http://[::1', a port out of range) is its own key, as written; an empty one is ''. One odd
+    URL never ends the run."""
+    if not url.strip():
+        return ""
     try:
         parts = urlsplit(url.strip())
         port = parts.port
@@ -64,8 +74,21 @@ def canonical_url(url: str) -> str:
         scheme = "http"  # the same page served over both schemes is one page
     path = re.sub(r"/{2,}", "/", parts.path or "/")
     path = re.sub(r"/(index\.(html?|php))?$", "/", path) if path != "/" else path
-    query = urlencode(sorted((k, v) for k, v in parse_qsl(parts.query) if not _TRACKING.match(k)))
-    return urlunsplit((scheme, netloc, path, query, ""))
+    return urlunsplit((scheme, netloc, path, _canonical_query(parts.query), ""))
+
+
+def _canonical_query(query: str) -> str:
+    """The query's parameters but the tracking ones, sorted, each as `quote_plus` spells it: a
+    key without `=` stays without it, an empty value stays empty."""
+    params = []
+    for part in query.split("&"):
+        if not part:
+            continue
+        key, eq, value = part.partition("=")
+        key, value = unquote_plus(key), unquote_plus(value)
+        if not _TRACKING.match(key):
+            params.append((key, eq, value))
+    return "&".join(quote_plus(k) + eq + quote_plus(v) for k, eq, v in sorted(params))
 
 
 def shingles(text: str, lang: str, cfg: DedupConfig) -> set[bytes]:
@@ -237,7 +260,7 @@ def cluster_rows(rep: str, members: Iterable[tuple[str, str, str]]) -> list[dict
             match = None
         elif h == rep_hash:
             match = "exact"
-        elif u == rep_url:
+        elif u and u == rep_url:
             match = "url"
         else:
             match = "near"

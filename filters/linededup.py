@@ -4,13 +4,15 @@ removed from every document that has them (CCNet's and Dolma's paragraph de-dupl
 
 A line is one line of the `text` column: extraction writes one paragraph, list item or table
 row per line. Its key is exact after normalisation (`normalise`): lowercase, every run of
-Unicode whitespace one space, invisible format characters gone, every digit `0` (CCNet's
-`normalize_for_dedup`, without its punctuation removal). A line is repeated when at least
-`threshold` distinct documents contain it: a document counts once however often it repeats the
-line, and byte-identical documents (the same normalised lines: one page under several URLs)
-count once, so a page crawled twenty times is left to the exact de-duplication instead of
-losing every line. Markdown table rows and image placeholders are never removed: a table row
-or an image that recurs is content (and removing the `|---|` row would break the table).
+Unicode whitespace one space, invisible format characters gone, and on a long line every digit
+`0` (CCNet's `normalize_for_dedup`, without its punctuation removal; a short line keeps its
+numbers: "2 eggs" is not "3 eggs"). A line is repeated when at least `threshold` distinct
+documents contain it: a document counts once however often it repeats the line, and documents
+with the same normalised lines, digits folded (one page under several URLs, a calendar's
+months), count once, so a page crawled twenty times is left to the exact de-duplication instead
+of losing every line. Markdown table rows, image placeholders and code (`kept_lines`: fenced
+and indented blocks, lines that read as code) are never removed: a table row, an image or a
+program that recurs is content (and removing the `|---|` row would break the table).
 
 Two sharded passes, like the MinHash de-duplication (`filters.dedup_shards`), no task holding
 the corpus:
@@ -38,6 +40,7 @@ from hashlib import blake2b
 import numpy as np
 import pyarrow as pa
 
+from common.words import CJK_CLASS
 from filters import heuristics
 from filters.config import LineDedupConfig
 
@@ -48,22 +51,91 @@ COLUMNS: dict[str, pa.DataType] = {"repeated_chars_removed": pa.int64()}
 _LEFT_SHORT = frozenset({"empty_text", "unsupported_language", "low_lang_score", "too_short"})
 
 _DIGIT = re.compile(r"\d")
-# Format characters that render as nothing (soft hyphen, zero-width space/joiners, marks, BOM).
-_INVISIBLE = re.compile("[\u00ad\u200b-\u200f\u2060-\u2064\ufeff]")
+# Format characters that render as nothing: soft hyphen, Arabic letter mark, Mongolian vowel
+# separator, zero-width space/joiners, direction marks, embeddings and isolates, word joiner and
+# invisible operators, BOM. The one set every key and matching view of `filters` strips
+# (`filters.dedup.normalise`, `filters.safety.matching_view`).
+INVISIBLE_CHARS = "\u00ad\u061c\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff"
+INVISIBLE = re.compile(f"[{INVISIBLE_CHARS}]")
 _IMAGES = re.compile(r"(?:!\[[^\]]*\]\([^)]*\)\s*)+")
+# A line folds its digits only from this many words on (a CJK character counts as a word): in
+# a long line a number is incidental (a banner's partner count, a date), in a short one it is
+# often the content ("2 cups flour", "Page 3", a score, a price).
+FOLD_DIGITS_WORDS = 10
+_CJK = re.compile(f"[{CJK_CLASS}]")
+# Lines that read as program code (kept, `is_kept_always`): a statement end or a brace last (an
+# HTML entity's ";" aside), or at the start a C preprocessor directive or shebang, a Python
+# def/class header, an import, or a call statement or assignment whose name starts lower case.
+# Deliberately narrow: prose and site chrome rarely end in ; { } or start so.
+_CODE_END = (";", "{", "}")
+_ENTITY_END = re.compile(r"&#?\w+;$")
+_CODE_START = re.compile(
+    r"""(?x)
+    \#\s*(?:include|define|undef|import|pragma|if|ifdef|ifndef|elif|else|endif)\b
+    | \#!/
+    | (?:async\s+)?(?:def|class)\s+\w+.*:$
+    | import\s+[\w.]+(?:\s+as\s+\w+)?$
+    | from\s+[\w.]+\s+import\s
+    | [a-z_][\w.]*\(.*\)$
+    | [a-z_][\w.]*(?:\[[^\]]*\])?\s*[-+*/%|&^]?=(?!=)\s*\S
+    """
+)
+_FENCE = re.compile(r"(?:```|~~~)")
+
+
+def _normalised(line: str) -> tuple[str, str]:
+    """(the line's key text, the same with every digit 0)."""
+    s = line.lower()
+    if not s.isascii():
+        s = INVISIBLE.sub("", s)
+    words = s.split()  # str.split() splits on every Unicode whitespace
+    s = " ".join(words)
+    folded = _DIGIT.sub("0", s)
+    if folded == s:
+        return s, s
+    n = len(words)
+    if n < FOLD_DIGITS_WORDS and not s.isascii():
+        n += len(_CJK.findall(s))
+    return (folded if n >= FOLD_DIGITS_WORDS else s), folded
 
 
 def normalise(line: str) -> str:
-    """The line's key text: lowercase, whitespace runs as one space, digits as 0."""
-    s = _DIGIT.sub("0", line.lower())
-    if not s.isascii():
-        s = _INVISIBLE.sub("", s)
-    return " ".join(s.split())  # str.split() splits on every Unicode whitespace
+    """The line's key text: lowercase, whitespace runs as one space, invisible characters gone,
+    digits as 0 on a line of at least `FOLD_DIGITS_WORDS` words."""
+    return _normalised(line)[0]
 
 
 def is_kept_always(stripped: str) -> bool:
-    """Markdown table rows and image placeholders (`![alt](src)`, `<|image|>`) stay."""
-    return stripped.startswith("|") or "<|image" in stripped or bool(_IMAGES.fullmatch(stripped))
+    """Markdown table rows, image placeholders (`![alt](src)`, `<|image|>`) and lines that read
+    as code stay."""
+    return (
+        stripped.startswith("|")
+        or "<|image" in stripped
+        or bool(_IMAGES.fullmatch(stripped))
+        or _looks_like_code(stripped)
+    )
+
+
+def _looks_like_code(stripped: str) -> bool:
+    if stripped.endswith(_CODE_END):
+        return not _ENTITY_END.search(stripped)
+    return bool(_CODE_START.match(stripped))
+
+
+def kept_lines(lines: list[str]) -> list[bool]:
+    """Which of a text's lines are never removed: `is_kept_always`, and every line of a code
+    block (a fenced one, ``` or ~~~ to its closing fence or the end, and an indented one: a
+    tab or four spaces first)."""
+    out, fenced = [], False
+    for line in lines:
+        stripped = line.strip()
+        if _FENCE.match(stripped):
+            out.append(True)
+            fenced = not fenced
+            continue
+        indented = line.startswith(("\t", "    ")) and bool(stripped)
+        out.append(fenced or indented or is_kept_always(stripped))
+    return out
 
 
 def _key(norm: str) -> int:
@@ -71,15 +143,17 @@ def _key(norm: str) -> int:
 
 
 def line_keys(text: str) -> tuple[list[int], list[int]]:
-    """(keys of the lines that may be removed, keys of every non-blank line in order)."""
+    """(keys of the lines that may be removed, digit-folded keys of every non-blank line in
+    order: the document's identity, so pages differing only in their numbers count once)."""
     removable, every = [], []
-    for line in text.splitlines():
-        norm = normalise(line)
+    lines = text.splitlines()
+    for line, kept in zip(lines, kept_lines(lines), strict=True):
+        norm, folded = _normalised(line)
         if not norm:
             continue
         k = _key(norm)
-        every.append(k)
-        if not is_kept_always(line.strip()):
+        every.append(k if folded == norm else _key(folded))
+        if not kept:
             removable.append(k)
     return removable, every
 
@@ -171,16 +245,17 @@ def strip_repeated(text: str, repeated: set[int]) -> tuple[str, int]:
     kept) and the characters removed."""
     if not repeated or not text:
         return text, 0
-    kept: list[str] = []
+    out: list[str] = []
     removed = 0
-    for line in text.splitlines(keepends=True):
-        body = line.rstrip("\r\n\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029")
-        norm = normalise(body)
-        if norm and not is_kept_always(body.strip()) and _key(norm) in repeated:
+    lines = text.splitlines(keepends=True)
+    bodies = [line.rstrip("\r\n\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029") for line in lines]
+    for line, body, kept in zip(lines, bodies, kept_lines(bodies), strict=True):
+        norm = "" if kept else normalise(body)
+        if norm and _key(norm) in repeated:
             removed += len(body)
             continue
-        kept.append(line)
-    return "".join(kept), removed
+        out.append(line)
+    return "".join(out), removed
 
 
 def _passes_basics(text: str, annotator) -> bool:

@@ -4,22 +4,40 @@ A model is `<kind>.<lang>.ftz` (kind `toxicity` or `nsfw`) listed in the directo
 `models.json`, which names what it was trained on (repository, commit, licence, sha256 of each
 source file) and its held-out precision and recall; `scripts/build_toxicity_models.py` rebuilds
 them. A document is scored sentence by sentence (windows of at most `WINDOW` tokens), and its
-score is the highest sentence's: a toxic sentence in a long page is not averaged away. Languages without a model get no score
-(None, NULL in Parquet, never NaN) and keep the word lists (`filters.safety`).
+score is taken from its worst windows, never their average (`document_score`): a post or a
+short comment of up to `SHORT` windows scores its worst; a longer page its second worst, and
+a very long one its k-th worst, one per `PER_WINDOWS` windows. So toxic text is not averaged
+away by the prose around it, and one sentence the model misreads (at the 0.9 cut, 27 in 1,000
+ordinary German sentences) does not make an ordinary page toxic. Languages without a model get
+no score (None, NULL in Parquet, never NaN) and keep the word lists (`filters.safety`).
 """
 
 from __future__ import annotations
 
+import heapq
 import json
+import math
 import re
 from pathlib import Path
 
 from filters.heuristics import tokens
+from filters.safety import matching_view, strip_latin_marks
 
 DEFAULT_MODEL_DIR = Path(__file__).with_name("toxicity_model")
 KINDS = ("toxicity", "nsfw")
 POS = "__label__pos"
 WINDOW = 64  # tokens per scored window (the training texts are sentences and short posts)
+SHORT = 3  # windows of a post or short comment, which scores its worst window
+PER_WINDOWS = 20  # a longer page needs one flagged window per this many (and at least two)
+# The Latin letters with marks each model's language writes: they stay in its view of a text,
+# other Latin letters lose their marks ("kíll" reads "kill"). Other languages keep every mark.
+NATIVE_LETTERS = {
+    "en": "",
+    "de": "äöüÄÖÜ",
+    "fr": "àâæçéèêëîïôœùûüÿÀÂÆÇÉÈÊËÎÏÔŒÙÛÜŸ",
+    "es": "áéíñóúüÁÉÍÑÓÚÜ",
+    "zh": "",
+}
 
 
 class ClassifierModel:
@@ -57,7 +75,13 @@ def windows(text: str, lang: str, size: int = WINDOW) -> list[str]:
     """The text's sentences (line by line), tokenised as the models were trained and cut into
     windows of at most `size` tokens (the form `ClassifierModel.score_lines` reads). The
     models learnt from sentences and short posts: a hateful sentence inside a paragraph of
-    ordinary prose is scored on its own, not averaged with its neighbours."""
+    ordinary prose is scored on its own, not averaged with its neighbours. They read the
+    text's matching view (`filters.safety.matching_view`; for a language of `NATIVE_LETTERS`,
+    without the marks its alphabet does not write): zero-width, full-width and look-alike
+    letters do not hide a word."""
+    text = matching_view(text, lang)
+    if lang in NATIVE_LETTERS:
+        text = strip_latin_marks(text, NATIVE_LETTERS[lang])
     out = []
     for line in text.splitlines():
         for sentence in _SENTENCE.split(line):
@@ -65,6 +89,15 @@ def windows(text: str, lang: str, size: int = WINDOW) -> list[str]:
             for i in range(0, len(toks), size):
                 out.append(" ".join(toks[i : i + size]))
     return out
+
+
+def document_score(scores: list[float]) -> float:
+    """A document's score from its windows': the worst of up to `SHORT` windows, else the k-th
+    worst, k = max(2, ceil(windows / PER_WINDOWS)); 0.0 for none."""
+    if len(scores) <= SHORT:
+        return max(scores, default=0.0)
+    k = max(2, math.ceil(len(scores) / PER_WINDOWS))
+    return heapq.nlargest(k, scores)[-1]
 
 
 class SafetyClassifiers:
@@ -101,5 +134,5 @@ class SafetyClassifiers:
         lines = windows(text, lang or "")
         for kind in used:
             s = self.models[(kind, lang)].score_lines(lines)
-            scores[kind] = max(s, default=0.0)
+            scores[kind] = document_score(s)
         return scores, [self.names[(k, lang)] for k in used]

@@ -22,6 +22,12 @@ OTHER = (
     "it hot in a covered pot so the crust stays thin and crisp while the crumb opens up nicely."
 )
 
+THIRD = (
+    "The mountain hut sits above the tree line on the southern slope and is open from June to "
+    "September. Walkers reach it in four hours from the valley, cross two streams on wooden "
+    "bridges and find soup, bunks and blankets waiting; the warden asks guests to book ahead."
+)
+
 
 def test_canonical_url_ignores_tracking_case_fragment_and_index():
     a = canonical_url("HTTPS://www.Example.com:443/a/index.html?utm_source=x&b=2&a=1#top")
@@ -29,9 +35,70 @@ def test_canonical_url_ignores_tracking_case_fragment_and_index():
     assert a != canonical_url("http://example.com/a/?a=2&b=2")
 
 
+def test_canonical_url_keeps_parameters_without_a_value_and_the_selecting_ones():
+    """`shop?product-a` and `shop?product-b` are two products, `item?id=` is not `item`, and
+    `sid` (a PHP-Nuke or Slashdot story) and `ref` (a GitLab branch) select content."""
+    keys = [
+        "http://127.0.0.1/shop?product-a",
+        "http://127.0.0.1/shop?product-b",
+        "http://127.0.0.1/shop",
+        "http://127.0.0.1/item?id=",
+        "http://127.0.0.1/item",
+        "http://127.0.0.1/modules.php?name=News&file=article&sid=101",
+        "http://127.0.0.1/modules.php?name=News&file=article&sid=102",
+        "http://127.0.0.1/repo/blob/README?ref=main",
+        "http://127.0.0.1/repo/blob/README?ref=v1",
+        "http://127.0.0.1/viewtopic.php?1234",
+        "http://127.0.0.1/viewtopic.php?5678",
+    ]
+    assert len({canonical_url(u) for u in keys}) == len(keys)
+    assert canonical_url("http://127.0.0.1/shop?b&utm_source=x&a=1") == (
+        "http://127.0.0.1/shop?a=1&b"
+    )
+    assert canonical_url("") == ""
+
+
+def test_pages_under_distinct_urls_are_not_url_duplicates():
+    """Two different pages of one shop (or one story site) are both kept, and a near duplicate
+    with no URL is a near duplicate, not a URL duplicate of another page without one."""
+    docs = [
+        {"id": "a", "url": "http://127.0.0.1/shop?product-a", "text": BASE, "lang": "en"},
+        {"id": "b", "url": "http://127.0.0.1/shop?product-b", "text": OTHER, "lang": "en"},
+        {"id": "c", "url": "http://127.0.0.1/x.php?sid=5", "text": BASE[::-1], "lang": "en"},
+        {"id": "d", "url": "http://127.0.0.1/x.php?sid=6", "text": OTHER[::-1], "lang": "en"},
+        {"id": "e", "url": None, "text": THIRD, "lang": "en"},
+        {"id": "f", "url": None, "text": THIRD.replace("slope", "hillside"), "lang": "en"},
+    ]
+    for d in docs:
+        d["quality_score"] = 0.5
+    rows = cluster(docs, DedupConfig())
+    assert [(r["id"], r["duplicate_of"], r["match"]) for r in rows if r["duplicate_of"]] == [
+        ("f", "e", "near")
+    ]
+
+
 def test_normalised_hash_ignores_case_punctuation_and_spacing():
     assert text_hash("Hello,  World!\n") == text_hash("hello world")
     assert normalise("Ünïcode\u00a0text") == "ünïcode text"
+
+
+def test_soft_hyphens_and_zero_width_characters_leave_words_whole():
+    """Hyphenation hints (&shy;), zero-width spaces and joiners and direction marks render as
+    nothing: a page with them is an exact duplicate of the page without, and its words are the
+    same words to the MinHash (German ß and SS fold together too)."""
+    text = "Die Silbentrennung der Straße macht lange Wörter auf schmalen Bildschirmen lesbar. " * 5
+    marked = text.replace("Silben", "Sil\u00adben\u00ad").replace("Wörter", "Wör\u200bter")
+    marked = marked.replace("lesbar", "les\u200dbar\u200e").replace("Straße", "STRASSE")
+    assert normalise("Silben\u00adtren\u00adnung") == "silbentrennung"
+    assert text_hash(marked) == text_hash(text)
+    cfg = DedupConfig()
+    assert np.array_equal(signature(marked, "de", cfg), signature(text, "de", cfg))
+    docs = [
+        {"id": "shy", "url": "http://127.0.0.1/a", "text": marked, "lang": "de"},
+        {"id": "plain", "url": "http://127.0.0.1/b", "text": text, "lang": "de"},
+    ]
+    rows = cluster([{**d, "quality_score": None} for d in docs], cfg)
+    assert [(r["id"], r["match"]) for r in rows] == [("plain", None), ("shy", "exact")]
 
 
 def test_near_duplicates_cluster_and_distinct_texts_do_not():

@@ -10,7 +10,7 @@ import pytest
 
 from filters.annotate import DocumentAnnotator
 from filters.config import ConfigError, FilterConfig, config_from_dict
-from filters.toxicity import DEFAULT_MODEL_DIR, SafetyClassifiers, windows
+from filters.toxicity import DEFAULT_MODEL_DIR, SafetyClassifiers, document_score, windows
 from tests.filters.toxicity_cases import ADVERSARIAL, ADVERSARIAL_JA, NSFW, TOXIC, TOXIC_JA
 
 CUT = 0.5
@@ -135,8 +135,60 @@ def test_written_obscene_cases_are_caught_and_adversarial_ones_are_not(classifie
 def test_a_toxic_paragraph_is_not_averaged_away_in_a_long_page(classifiers):
     prose = "The museum opens at nine and the guided tour of the new wing takes an hour. " * 30
     clean = classifiers.score(prose, "en")[0]["toxicity"]
-    mixed = classifiers.score(prose + "\n" + TOXIC[0][1], "en")[0]["toxicity"]
+    paragraph = f"{TOXIC[0][1]} {TOXIC[3][1]}"
+    mixed = classifiers.score(prose + "\n" + paragraph, "en")[0]["toxicity"]
     assert clean < CUT <= mixed
+    # A post or a short comment is its worst sentence.
+    post = classifiers.score(f"Hi all. {TOXIC[3][1]} See you.", "en")[0]["toxicity"]
+    assert post >= CUT
+
+
+# An ordinary German sentence the German model misreads (1.0 alone; 27 in 1,000 real German
+# sentences score 0.9 or more).
+MISREAD_DE = "So schlimm ist er auch wieder nicht."
+
+
+def test_one_misread_sentence_does_not_make_an_ordinary_page_toxic(classifiers):
+    """At the documented cut (0.9), a page used to take its single worst sentence's score:
+    one misread sentence dropped an ordinary page (80 of 200 German pages of 20 real
+    sentences). A page of more than three windows now needs two flagged ones."""
+    assert classifiers.score(MISREAD_DE, "de")[0]["toxicity"] >= 0.9
+    page = DE_PROSE + " " + MISREAD_DE
+    assert classifiers.score(page, "de")[0]["toxicity"] < 0.5
+    row = _annotator(max_toxicity=0.9, max_nsfw=0.9).annotate(_row(page))
+    assert row["lang"] == "de" and row["drop_reason"] is None, row
+
+
+def test_document_score_is_the_worst_of_a_post_and_a_share_of_a_page():
+    assert document_score([]) == 0.0
+    assert document_score([0.1, 0.95, 0.2]) == 0.95  # up to 3 windows: the worst
+    assert document_score([0.1] * 10 + [0.95]) == 0.1  # one flagged window in a page
+    assert document_score([0.1] * 10 + [0.95, 0.92]) == 0.92  # two
+    # A long page needs one flagged window per 20: 2 of 60 are not enough, 3 are.
+    assert document_score([0.1] * 58 + [0.99, 0.97]) == 0.1
+    assert document_score([0.1] * 57 + [0.99, 0.97, 0.93]) == 0.93
+
+
+def test_hidden_and_look_alike_letters_do_not_hide_toxic_words(classifiers):
+    """The classifiers read the matching view (`filters.safety.matching_view`): zero-width
+    characters and soft hyphens inside words, full-width letters, Cyrillic look-alikes and
+    stray accents read as the plain words (each scored 0.008 or less before)."""
+    plain = "You are a fucking bitch, kill yourself."
+    variants = [
+        "You are a fu\u200bcking bi\u00adtch, kill\u200d yourself.",
+        "You are a ｆｕｃｋｉｎｇ ｂｉｔｃｈ, ｋｉｌｌ yourself.",
+        "Yоu \u0430re a fu\u0441king bitсh, kіll yоurself.",  # Cyrillic о а с і
+        "You are a fu\u0301cking bi\u0301tch, ki\u0301ll yourself.",
+    ]
+    want = windows(plain, "en")
+    assert classifiers.score(plain, "en")[0]["toxicity"] >= 0.9
+    for v in variants:
+        assert windows(v, "en") == want, v
+        scores = classifiers.score(v, "en")[0]
+        assert scores["toxicity"] >= 0.9 and scores["nsfw"] >= 0.9, v
+    # A language's own letters keep their marks; words of one other script are left alone.
+    assert windows("Die Größe der Bäume.", "de") == ["die größe der bäume"]
+    assert windows("Она сказала: всё хорошо.", "ru") == ["она сказала всё хорошо"]
 
 
 def test_windows_are_sentences_cut_into_bounded_token_runs():
