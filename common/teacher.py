@@ -18,6 +18,12 @@ Around it:
 The key comes from `REFINERY_TEACHER_API_KEY` unless given; openai's own environment (OPENAI_API_KEY,
 OPENAI_BASE_URL, OPENAI_ORG_ID, OPENAI_PROJECT_ID) is never used or sent.
 
+Every request is bounded as a whole, not per read: `timeout` seconds from connecting to the last
+byte of the answer (an endpoint that drips its answer a byte at a time is cut there, headers or
+body), and at most `max_answer_bytes` read (MAX_ANSWER_BYTES, 4 MiB); either is a TeacherError
+after the client's retries. An answer that is not valid Unicode (a lone surrogate, a body not
+UTF-8) is a TeacherError too, never cached.
+
 Requests (which hold document text) go to the configured endpoint only: a redirect is not
 followed (it is a TeacherError naming the endpoint), and no proxy, .netrc or other setting is
 read from the environment (HTTP(S)_PROXY, ALL_PROXY); a proxy is used only when configured
@@ -40,6 +46,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import httpcore2
+import httpx2
 import openai
 from pydantic import BaseModel, ValidationError
 
@@ -59,6 +67,7 @@ def _verify():
     return ssl.create_default_context(cafile=cafile or None, capath=capath or None)
 
 
+MAX_ANSWER_BYTES = 4 * 1024 * 1024  # what one request may read, headers and body
 _OPENAI_INITIAL_RETRY_DELAY = 0.5  # openai's first backoff step; `backoff_s` rescales the schedule
 _SCHEMA_REJECTED = (
     400,
@@ -266,6 +275,114 @@ class RateLimiter:
 
 
 # --------------------------------------------------------------------------------------------
+# one request's budget: a deadline for the whole of it and a cap on what it reads
+
+
+class AnswerTooLarge(httpcore2.ReadError):
+    """The endpoint sent more than the client's `max_answer_bytes` for one request."""
+
+
+class _Budget(threading.local):
+    """The budget of the request this thread is sending (set per attempt by the transport)."""
+
+    deadline: float | None = None
+    left: int | None = None  # bytes it may still read
+
+    def timeout(self, timeout: float | None, late: type[Exception]) -> float | None:
+        """A socket operation's timeout: no later than the request's deadline (`late` past it)."""
+        if self.deadline is None:
+            return timeout
+        remaining = self.deadline - time.monotonic()
+        if remaining <= 0:
+            raise late("the request's deadline passed before its answer was complete")
+        return remaining if timeout is None else min(timeout, remaining)
+
+
+class _BoundedStream(httpcore2.NetworkStream):
+    """A connection whose every read and write ends by the request's deadline, and whose reads
+    count against the request's byte cap."""
+
+    def __init__(self, inner: httpcore2.NetworkStream, budget: _Budget, cap: int):
+        self._inner, self._budget, self._cap = inner, budget, cap
+
+    def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
+        data = self._inner.read(max_bytes, self._budget.timeout(timeout, httpcore2.ReadTimeout))
+        if self._budget.left is not None:
+            self._budget.left -= len(data)
+            if self._budget.left < 0:
+                raise AnswerTooLarge(f"the answer is larger than {self._cap} bytes")
+        return data
+
+    def write(self, buffer: bytes, timeout: float | None = None) -> None:
+        self._inner.write(buffer, self._budget.timeout(timeout, httpcore2.WriteTimeout))
+
+    def close(self) -> None:
+        self._inner.close()
+
+    def start_tls(self, ssl_context, server_hostname=None, timeout=None) -> httpcore2.NetworkStream:
+        t = self._budget.timeout(timeout, httpcore2.ConnectTimeout)
+        tls = self._inner.start_tls(ssl_context, server_hostname, t)
+        return _BoundedStream(tls, self._budget, self._cap)
+
+    def get_extra_info(self, info: str) -> Any:
+        return self._inner.get_extra_info(info)
+
+
+class _BoundedBackend(httpcore2.NetworkBackend):
+    """httpcore's network backend with every connection a `_BoundedStream`."""
+
+    def __init__(self, inner: httpcore2.NetworkBackend, budget: _Budget, cap: int):
+        self._inner, self._budget, self._cap = inner, budget, cap
+
+    def connect_tcp(self, host, port, timeout=None, local_address=None, socket_options=None):
+        t = self._budget.timeout(timeout, httpcore2.ConnectTimeout)
+        stream = self._inner.connect_tcp(host, port, t, local_address, socket_options)
+        return _BoundedStream(stream, self._budget, self._cap)
+
+    def connect_unix_socket(self, path, timeout=None, socket_options=None):
+        t = self._budget.timeout(timeout, httpcore2.ConnectTimeout)
+        stream = self._inner.connect_unix_socket(path, t, socket_options)
+        return _BoundedStream(stream, self._budget, self._cap)
+
+    def sleep(self, seconds: float) -> None:
+        self._inner.sleep(seconds)
+
+
+class _BoundedTransport(httpx2.HTTPTransport):
+    """httpx's transport with a budget per request: `total_s` from its start to the last byte of
+    its answer (httpx's own timeouts are per read: an answer dripped a byte at a time never ends)
+    and at most `max_bytes` read. Each attempt (openai retries) gets a fresh budget."""
+
+    def __init__(self, *, total_s: float, max_bytes: int, **kwargs: Any):
+        super().__init__(**kwargs)
+        self._total_s, self._max_bytes = total_s, max_bytes
+        self._budget = _Budget()
+        pool = getattr(self, "_pool", None)  # httpcore's pool: its backend opens connections
+        if pool is None or not hasattr(pool, "_network_backend"):
+            raise RuntimeError(
+                "httpx/httpcore no longer keep a network backend on the transport's pool; the "
+                "teacher's request deadline cannot be installed: pin httpx2/httpcore2 as in "
+                "requirements.lock"
+            )
+        pool._network_backend = _BoundedBackend(pool._network_backend, self._budget, max_bytes)
+
+    def handle_request(self, request: httpx2.Request) -> httpx2.Response:
+        self._budget.deadline = time.monotonic() + self._total_s
+        self._budget.left = self._max_bytes
+        return super().handle_request(request)
+
+
+def _too_large(exc: BaseException | None) -> AnswerTooLarge | None:
+    """The AnswerTooLarge somewhere in an exception's chain of causes."""
+    seen = 0
+    while exc is not None and seen < 20:
+        if isinstance(exc, AnswerTooLarge):
+            return exc
+        exc, seen = exc.__cause__ or exc.__context__, seen + 1
+    return None
+
+
+# --------------------------------------------------------------------------------------------
 # the client
 
 
@@ -329,6 +446,7 @@ class TeacherClient:
         json_schema: bool | None = None,
         consent: Any = None,
         proxy: str | None = None,
+        max_answer_bytes: int = MAX_ANSWER_BYTES,
     ):
         if not base_url or not base_url.startswith(("http://", "https://")):
             raise ValueError(
@@ -341,8 +459,15 @@ class TeacherClient:
                 "teacher prices: give both price_per_1k_prompt_tokens and "
                 "price_per_1k_completion_tokens, or neither"
             )
+        if not (isinstance(timeout, int | float) and math.isfinite(timeout) and timeout > 0):
+            raise ValueError(f"teacher timeout {timeout!r} must be a positive number of seconds")
+        if not (isinstance(max_answer_bytes, int) and max_answer_bytes > 0):
+            raise ValueError(
+                f"teacher max_answer_bytes {max_answer_bytes!r} must be a positive integer"
+            )
         self.base_url = base_url.rstrip("/")
         self.model = model
+        self.max_answer_bytes = max_answer_bytes
         self.api_key = api_key if api_key is not None else os.environ.get(API_KEY_ENV) or None
         self.timeout = timeout
         self.max_retries = max_retries
@@ -382,8 +507,15 @@ class TeacherClient:
                 timeout=timeout,
                 follow_redirects=False,
                 trust_env=False,
-                proxy=self.proxy,
-                verify=_verify(),
+                # the proxy lives in the transport (a client-level proxy would mount another)
+                transport=_BoundedTransport(
+                    total_s=timeout,
+                    max_bytes=max_answer_bytes,
+                    verify=_verify(),
+                    trust_env=False,
+                    proxy=self.proxy,
+                    limits=httpx2.Limits(max_connections=1000, max_keepalive_connections=100),
+                ),
             ),
         )
         self._client.backoff_s = backoff_s
@@ -438,7 +570,14 @@ class TeacherClient:
             return f"HTTP {exc.status_code} from {where}{tries}: {body}"
         if isinstance(exc, openai.APITimeoutError):
             return (
-                f"no answer from {where} within {self.timeout}s, after {self.max_retries} retries"
+                f"no complete answer from {where} within {self.timeout}s (the whole request), "
+                f"after {self.max_retries} retries"
+            )
+        if _too_large(exc) is not None:
+            return (
+                f"{where} answered more than {self.max_answer_bytes} bytes (max_answer_bytes), "
+                f"after {self.max_retries} retries; a chat answer is far smaller: check the "
+                "teacher URL"
             )
         if isinstance(exc, openai.APIConnectionError):
             return f"cannot reach {where} after {self.max_retries} retries: {exc.__cause__ or exc}"
@@ -482,6 +621,12 @@ class TeacherClient:
             raise TeacherError(
                 f"{self.base_url}/chat/completions answered a body that is not JSON: {exc}"
             ) from exc
+        except (ValueError, TypeError) as exc:  # a body not UTF-8, a JSON of another shape
+            self._count(failures=1)
+            raise TeacherError(
+                f"{self.base_url}/chat/completions answered a body that cannot be read as a chat "
+                f"completion: {type(exc).__name__}: {str(exc)[:200]}"
+            ) from exc
         try:
             choice = completion.choices[0]
             content = choice.message.content
@@ -504,6 +649,14 @@ class TeacherClient:
                 f"{type(content).__name__} ({str(content)[:100]!r}), not a string; point the "
                 "teacher URL at an OpenAI-compatible endpoint that answers text"
             )
+        try:  # a lone surrogate (JSON "\ud800") is no text: it could not be stored
+            content.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            self._count(failures=1)
+            raise TeacherError(
+                f"{self.base_url}/chat/completions: the answer is not valid Unicode ({exc.reason} "
+                f"at character {exc.start}); not kept or cached"
+            ) from None
         u = completion.usage
         usage = {  # accounting only: a value that is not a count is read as 0, never an error
             name: _token_count(getattr(u, name, 0))

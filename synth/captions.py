@@ -14,14 +14,18 @@ description"):
   endpoint, images sent as data URLs). With `dense=True`, the report's dense-caption recipe: the
   image is cut into a grid (2x2 quadrants or 3x3), each region is captioned separately by the
   teacher, and the teacher then summarises the region captions with their positions into the
-  paragraph. Without a teacher the level is absent (no rows) and the summary says why.
+  paragraph. An image too small for the grid (a cell under MIN_REGION_SIDE pixels on a side) is
+  described whole, as without `dense`, and counted in the summary's `dense_whole_image`.
+  Without a teacher the level is absent (no rows) and the summary says why.
 
 Every caption is scored with the project's CLIP: the cosine of the image and the caption (for a
 paragraph, the mean over its sentences, since CLIP reads a few dozen tokens). A caption below
 `min_score` keeps its row with status `low_clip_score`; an empty caption, an undecodable image or a
-teacher failure also keeps its row with that reason. Only pairs with drop_reason null and
-training_allowed true are captioned; an opted-out pair is counted and never read, let alone sent
-(the teacher client refuses it too: every request names its pair in `items=`).
+teacher failure also keeps its row with that reason (`teacher_error: ...`; any other failure of
+one row's request, `caption_error: <type>: ...`): one row's failure never ends the run. Only pairs
+with drop_reason null and training_allowed true are captioned; an opted-out pair is counted and
+never read, let alone sent (the teacher client refuses it too: every request names its pair in
+`items=`).
 
 Output `DIR/captions.parquet`: pair_id, level, caption, clip_score, source, status (`ok` or the
 reason), then image_sha256 and image_path (relative to DIR), and its manifest.
@@ -118,6 +122,7 @@ PROMPTS = {
     ),
 }
 TEACHER_PARAMS = {"temperature": 0.0, "max_tokens": 400}
+MIN_REGION_SIDE = 8  # pixels: a dense-caption cell smaller than this is no region to describe
 
 
 class CaptionsError(ValueError):
@@ -203,6 +208,17 @@ def _png(image) -> bytes:
     return buf.getvalue()
 
 
+def _rgb(data: bytes):
+    """The image as every reader of pairs sees it (common.pairs.open_image: RGB, 16-bit grey
+    scaled, transparency on white); ValueError when it does not decode."""
+    from common.pairs import open_image
+
+    im = open_image(data)
+    if im is None:
+        raise ValueError("the image does not decode")
+    return im
+
+
 def _teacher_bytes(data: bytes) -> bytes:
     """The image as stored when a vision model reads its format, else re-encoded as PNG."""
     from common.teacher import image_mime
@@ -211,26 +227,35 @@ def _teacher_bytes(data: bytes) -> bytes:
         image_mime(data)
         return data
     except ValueError:
-        from PIL import Image
+        return _png(_rgb(data))
 
+
+def grid_fits(data: bytes, grid: int) -> bool:
+    """Whether every cell of a grid x grid cut of the image is at least MIN_REGION_SIDE pixels."""
+    from PIL import Image
+
+    try:  # the header's size (a turn by EXIF orientation keeps the smaller side)
         with Image.open(io.BytesIO(data)) as im:
-            return _png(im.convert("RGB"))
+            w, h = im.size
+    except Exception:  # noqa: BLE001 - Pillow raises many kinds on a bad file
+        return False
+    return min(w, h) >= grid * MIN_REGION_SIDE
 
 
 def regions(data: bytes, grid: int) -> list[tuple[str, bytes]]:
-    """(position, PNG bytes) of each cell of a grid x grid cut of the image, row by row."""
-    from PIL import Image
-
+    """(position, PNG bytes) of each cell of a grid x grid cut of the image, row by row; none
+    for an image too small for the grid (`grid_fits`)."""
     if grid not in GRIDS:
         raise CaptionsError(f"dense grid {grid}: use 2 (quadrants) or 3 (3x3)")
-    with Image.open(io.BytesIO(data)) as im:
-        im = im.convert("RGB")
-        w, h = im.size
-        out = []
-        for i, name in enumerate(GRIDS[grid]):
-            r, c = divmod(i, grid)
-            box = (c * w // grid, r * h // grid, (c + 1) * w // grid, (r + 1) * h // grid)
-            out.append((name, _png(im.crop(box))))
+    im = _rgb(data)
+    w, h = im.size
+    if min(w, h) < grid * MIN_REGION_SIDE:
+        return []
+    out = []
+    for i, name in enumerate(GRIDS[grid]):
+        r, c = divmod(i, grid)
+        box = (c * w // grid, r * h // grid, (c + 1) * w // grid, (r + 1) * h // grid)
+        out.append((name, _png(im.crop(box))))
     return out
 
 
@@ -242,16 +267,18 @@ def _one_line(text: str) -> str:
 
 
 def teacher_caption(teacher, pair: dict, data: bytes, level: str, *, dense: int | None) -> str:
-    """One caption of `level` by the teacher (dense: regions first, then their summary)."""
+    """One caption of `level` by the teacher (dense: regions first, then their summary; an image
+    too small for the grid is described whole)."""
     from common.teacher import user_message
 
     items = [pair]  # the client refuses a pair whose training_allowed is not true
     image = _teacher_bytes(data)
-    if level != "detailed" or not dense:
+    cells = regions(data, dense) if level == "detailed" and dense else []
+    if not cells:
         msg = user_message(PROMPTS[level], [image])
         return _one_line(teacher.chat([msg], items=items, **TEACHER_PARAMS))
     lines = []
-    for position, crop in regions(data, dense):
+    for position, crop in cells:
         prompt = PROMPTS["region"].format(position=position)
         text = _one_line(
             teacher.chat([user_message(prompt, [crop])], items=items, **TEACHER_PARAMS)
@@ -371,8 +398,14 @@ def make_captions(
             )
         except TeacherError as exc:
             return job, (None, f"teacher_error: {_one_line(str(exc))[:300]}")
+        except Exception as exc:  # noqa: BLE001 - one row's failure is that row's status
+            why = _one_line(f"{type(exc).__name__}: {exc}")[:300]
+            return job, (None, f"caption_error: {why}")
         return job, (text, "ok")
 
+    whole = 0  # images the dense grid does not fit: described whole
+    if dense and "detailed" in teacher_levels:
+        whole = sum(1 for i, d in enumerate(decodable) if d and not grid_fits(data[i], dense))
     if teacher_levels:
         jobs = [(i, lv) for i in range(len(pairs)) if decodable[i] for lv in teacher_levels]
         with ThreadPoolExecutor(max(1, workers)) as pool:
@@ -414,6 +447,7 @@ def make_captions(
 
     table = pa.Table.from_pylist(rows, schema=SCHEMA)
     summary = _summary(rows, pairs, opted_out, plan, absent, min_score, dense, teacher, captioner)
+    summary["dense_whole_image"] = whole
     summary["seconds"] = round(time.perf_counter() - started, 3)
     summary["captions_per_s"] = round(len(rows) / summary["seconds"], 2) if rows else 0.0
     write_parquet(

@@ -15,6 +15,14 @@ in the bubblewrap sandbox -> `chart.png` -> QA.
   answer names what it refers to (series, categories, op); it is recomputed from the data and kept
   with `verified=True` where it agrees, dropped with its reason where it does not (the reasons are in
   the summary's `dropped_qa`); a kind that cannot be recomputed is kept with `verified=False`.
+  The teacher's own question is kept (its wording is what it adds), so it must name what the
+  answer was recomputed from, as whole tokens (synth/textmatch.py): the categories of lookup,
+  comparison, difference and unanswerable; the series when the chart has several; and the
+  measure (the series' name or the y field) for lookup, difference, sum, average and trend, the
+  measure or the x field ("Which cafe sold the most?") for extremum. Else it is dropped as
+  `question does not name its references` ("Who founded the company?" answered by an
+  extremum). A `count` names nothing to check: its question is replaced
+  by the template one ("How many <x field>s are shown in the chart?").
 - Code that is blocked or fails in the sandbox gives the chart `status` = the reason, no image and
   no QA. The image is decoded here (Pillow, on the host) before it is kept: a chart.png that is
   not a PNG, does not decode, or is over `MAX_CHART_PIXELS` is the chart's status; a good one is
@@ -954,6 +962,32 @@ def _teacher_qa(teacher, data: dict) -> list[TeacherQAItem]:
     return teacher.chat_json([{"role": "user", "content": prompt}], TeacherQA, temperature=0).qa
 
 
+# Kinds whose answer is a value of a series: the question names the measure it is about.
+_MEASURED = ("lookup", "difference", "sum", "average", "trend")
+
+
+def _unnamed(data: dict, it: TeacherQAItem) -> list[str]:
+    """The references of a recomputed item that its question does not name (see the module
+    docstring): categories, the series of a chart with several, the measure."""
+    from synth.textmatch import names
+
+    q = it.question
+    missing = [c for c in it.categories if c.strip() and not names(q, c)]
+    if it.kind in ("count", UNANSWERABLE):
+        return missing
+    s = _series(data, it.series)
+    if len(data["series"]) > 1:  # the series is the measure, and must be named
+        return missing + ([] if names(q, s["name"]) else [s["name"]])
+    measure = [x for x in (s["name"], data.get("y_field")) if x]
+    if it.kind == "extremum":  # its answer is a category: the x field says what is compared
+        measure += [x for x in (data.get("x_field"),) if x]
+    elif it.kind not in _MEASURED:
+        return missing
+    if not any(names(q, label) for label in measure):
+        missing.append(" / ".join(measure))
+    return missing
+
+
 def _check_teacher_qa(
     data: dict, items: list[TeacherQAItem], chart_id: str, dropped: list[dict]
 ) -> list[dict]:
@@ -990,9 +1024,7 @@ def _check_teacher_qa(
                 }
             )
             continue
-        if answers_agree(it.answer, expected):
-            kept.append(_qa(it.question, expected, it.kind))
-        else:
+        if not answers_agree(it.answer, expected):
             dropped.append(
                 {
                     "id": chart_id,
@@ -1002,6 +1034,27 @@ def _check_teacher_qa(
                     "reason": f"teacher answer {it.answer!r} != recomputed {expected!r}",
                 }
             )
+            continue
+        if it.kind == "count":  # names nothing to check: the template question
+            x = data.get("x_field")
+            what = f"{x.lower()}s" if x else "categories"
+            question = f"How many {what} are shown in the chart?"
+            kept.append(_qa(question, expected, it.kind))
+            continue
+        missing = _unnamed(data, it)
+        if missing:
+            dropped.append(
+                {
+                    "id": chart_id,
+                    "question": it.question,
+                    "answer": it.answer,
+                    "reject": "question does not name its references",
+                    "reason": "question does not name its references: "
+                    + ", ".join(repr(m) for m in missing),
+                }
+            )
+            continue
+        kept.append(_qa(it.question, expected, it.kind))
     return kept
 
 

@@ -3,13 +3,17 @@ questions the image cannot answer, whose refusals are kept as `refusal` items.
 
 Input: `domain_images.parquet` (the `images domains` stage: `id` is the pair's id, `domain`,
 `selected`, `training_allowed`) and the image pairs it was built from (`pairs.parquet`: `id`,
-`image_path` relative to that file's directory, `image_sha256`, `training_allowed`).
+`image_path` relative to that file's directory, `image_sha256`, `training_allowed`, and the ids
+and URLs the consent ledger matches, `common.consent.LEDGER_ID_KEYS` and `LEDGER_URL_KEYS`, where
+the file has them: an image opted out by its own URL, `src`, is never sent).
 
 Every selected domain image is one output row (rows in = rows out); a row that got no QA says
 why in `status`:
 - `opted_out` / `no_consent_evidence`: the domain row or its pair has `training_allowed` false /
   missing. The image is never sent to any endpoint, nor copied.
-- `no_pair`, `no_image`, `unsupported_image`: the image cannot be found or read.
+- `no_pair`, `no_image`, `unsupported_image`: the image cannot be found or read (not a regular
+  file of at most MAX_IMAGE_BYTES, or not decodable by `common.pairs.open_image`: a
+  decompression bomb included).
 - `no_teacher`: domain QA needs a teacher; without one every other image gets this status and
   empty `qa` (nothing is made up).
 - `teacher_error: ...`, `no_qa: ...`: the teacher failed, or every item it wrote was dropped.
@@ -21,13 +25,20 @@ With a teacher (an OpenAI-compatible vision model, `common.teacher.TeacherClient
 2. Probe request, a fresh conversation with the image: the teacher-written unanswerable questions
    and `templates` fixed ones (TEMPLATES: who made the image, when, where, ...; unanswerable by
    construction) are asked, with the instruction to refuse what the image does not show. A
-   refusal is kept as kind `refusal`, `answerable=False` (`verified=True` for a template
-   question, whose unanswerability is known; False for a teacher-written one). An answer to an
-   unanswerable question is dropped with reason `answered_unanswerable`.
-Answerable items are `verified=False`: nothing in the image's data can recompute them. Dropped
-items go to `domain_qa_rejects.parquet` with their reason. Both requests are structured output
-(`chat_json`: JSON schema, validation, one repair retry) and cached by the client, so a rerun
-sends nothing.
+   refusal is kept only when the answer's text reads as one (`reads_as_refusal`: "cannot be
+   determined", "the image does not show this", "Unknown.", "N/A", and their like in German,
+   French, Spanish, Russian, Chinese, Japanese, Arabic and Hebrew), whatever the `refused`
+   flag says: kind `refusal`, `answerable=False`, and as its answer the fixed REFUSAL_ANSWER,
+   not the teacher's words, which may carry an invented fact beside the refusal ("I cannot
+   tell; it was made in 2019"). `verified=True` for a template question, whose
+   unanswerability is known; False for a teacher-written one. A probe answered with anything
+   else is dropped: `refused_but_answered` when the flag says refused, else
+   `answered_unanswerable`.
+Answerable items are `verified=False`: nothing in the image's data can recompute them; one whose
+answer reads as a refusal ("Sorry, I don't know.") is dropped as `answerable_question_refused`.
+Dropped items go to `domain_qa_rejects.parquet` with their reason. Both requests are structured
+output (`chat_json`: JSON schema, validation, one repair retry) and cached by the client, so a
+rerun sends nothing.
 """
 
 from __future__ import annotations
@@ -49,8 +60,17 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from pydantic import BaseModel, Field
 
-from common.inputs import BadImagePath, read_parquet, read_schema, resolve_image
-from common.pairs import pairs_files
+from common.consent import LEDGER_ID_KEYS, LEDGER_URL_KEYS
+from common.inputs import (
+    MAX_IMAGE_BYTES,
+    BadImagePath,
+    read_parquet,
+    read_regular_file,
+    read_schema,
+    resolve_image,
+)
+from common.pairs import open_image, pairs_files
+from synth.textmatch import fold
 
 log = logging.getLogger("synth.domain_qa")
 
@@ -106,16 +126,82 @@ TEMPLATES = (
     "What is the name of the organisation that owns this image?",
 )
 
-# A refusal said in words, even where the structured `refused` flag is false. Narrow on purpose:
-# "the X-ray does not show a fracture" is an answer, not a refusal.
-_REFUSAL_TEXT = re.compile(
-    r"\b(cannot|can ?not|can't|unable to|impossible to|not possible to) (be )?"
-    r"(determined?|tell|know|known|say|answer(ed)?|infer(red)?)\b"
-    r"|\b(image|picture|photo(graph)?)( itself)? (does not|doesn't|do not) (show|say|reveal|"
-    r"indicate|contain|tell)( this| that| it)?[ .,;:]*($|which|what|who|when|where|whether|how)"
-    r"|\bno (information|way to (tell|know))\b",
-    re.I,
+# The answer kept for every refusal (see the module docstring: the teacher's own words may carry
+# an invented fact beside the refusal).
+REFUSAL_ANSWER = "The image does not show this."
+
+# A refusal said in words, matched on the folded answer (synth.textmatch.fold: case and accents
+# aside). Phrases that refuse wherever they stand; narrow on purpose: "the X-ray does not show a
+# fracture" is an answer, not a refusal.
+_REFUSAL_PHRASES = (
+    # English
+    r"\b(cannot|can ?not|can't|could not|couldn't|unable to|impossible to|not possible to|"
+    r"no way to)( be)? (determined?|tell|told|know|known|say|said|answer(ed)?|infer(red)?|"
+    r"identif(y|ied)|see|seen|read|judged?|establish(ed)?|confirm(ed)?|verif(y|ied)|assess(ed)?)\b",
+    r"\b(i |we )?(don't|do not) know\b",
+    r"\b(can't|cannot|can not|won't|will not|unable to) (help|assist)\b",
+    r"\b(image|picture|photo(graph)?|scan)( itself)? (does not|doesn't|do not) (show|say|reveal|"
+    r"indicate|contain|tell)( this| that| it)?[ .,;:]*($|which|what|who|when|where|whether|how)",
+    r"\bnot (visible|shown|stated|given|indicated|provided|specified|determinable|discernible|"
+    r"identifiable|legible|readable) (in|from|on) (the|this) (image|picture|photo(graph)?|scan)\b",
+    r"\bno (information|indication|way to (tell|know))\b",
+    r"\bnot (enough|sufficient) (information|detail|evidence)\b",
+    # German
+    r"\bnicht (zu )?(erkennen|bestimmen|sagen|beurteilen|feststellen|beantworten)\b",
+    r"\bnicht (erkennbar|ersichtlich|bestimmbar|feststellbar|beurteilbar)\b",
+    r"\blässt sich nicht\b",
+    r"\bweiß (ich )?(es |das )?nicht\b",
+    r"\b(das )?bild zeigt (das|dies|es) nicht\b",
+    r"\bkeine (angaben?|informationen?)\b",
+    # French
+    r"\bimpossible (de|d'|à) ?(dire|déterminer|savoir|identifier|préciser|établir)\b",
+    r"\b(ne|n') ?(peut|peux|pouvons|permet) pas (d'|de )?(être )?(dire|déterminer|déterminée?|"
+    r"savoir|identifier|préciser|établir)\b",
+    r"\bl'image ne (montre|permet|dit|indique|précise) pas\b",
+    r"\bje ne sais pas\b",
+    r"\baucune (information|indication)\b",
+    # Spanish
+    r"\bno (se )?(puede|es posible|podemos|puedo) (determinar|saber|decir|identificar|precisar)\b",
+    r"\bimposible (de )?(determinar|saber|decir|identificar)\b",
+    r"\bla imagen no (muestra|indica|permite|dice)\b",
+    r"\bno lo sé\b",
+    r"\bno hay (información|indicación)\b",
+    # Russian
+    r"\bневозможно (определить|сказать|установить|понять)\b",
+    r"\bне (могу|можем|удаётся|удается) (сказать|определить|установить|понять)\b",
+    r"\bна (изображении|снимке|фото) не (видно|показано|указано)\b",
+    # Chinese, Japanese (no word boundaries)
+    r"(无法|不能|无从).{0,8}?(确定|判断|得知|知道|识别|看出|回答|确认|辨认|判定)",
+    r"不知道|看不出",
+    r"(图片|图像|照片|图中)(中)?(没有|未|并未)(显示|提供|标明|说明)",
+    r"(わかりません|分かりません|わからない|分からない|読み取れません)",
+    r"(判断|特定|確認|判別)(でき|出来)ません",
+    # Arabic, Hebrew
+    r"لا يمكن (تحديد|معرفة|الجزم|التأكد)",
+    r"لا أعرف|الصورة لا (تظهر|توضح|تبين)|لا (تظهر|توضح|تبين) الصورة",
+    r"(אי אפשר|לא ניתן) (לדעת|לקבוע|לזהות|לומר)",
+    r"התמונה (אינה|לא) (מראה|מציגה)",
 )
+# Short answers that refuse only as the whole answer ("an unknown mass" is an answer).
+_REFUSAL_WHOLE = (
+    r"(it is |it's |this is |that is )?(unknown|unclear|uncertain|undetermined|indeterminate|"
+    r"not (known|shown|visible|stated|given|indicated|clear|determinable|available|applicable)|"
+    r"n/a|n\.a|none given|no idea|(i )?cannot (say|tell)|(i )?can't (say|tell))"
+    r"( (in|from|on) (the|this) (image|picture|photo))?"
+    r"|unbekannt|unklar|k\. ?a|inconnue?|non (connue?|visible|indiquée?|précisée?)"
+    r"|desconocid[oa]|no visible|неизвестно|неясно|не видно|未知|不详|不明|不确定"
+    r"|غير (معروف|واضح|محدد)|לא ידוע"
+)
+_REFUSAL_TEXT = re.compile("|".join(f"(?:{fold(p)})" for p in _REFUSAL_PHRASES))
+_REFUSAL_ONLY = re.compile(fold(_REFUSAL_WHOLE))
+
+
+def reads_as_refusal(answer: str) -> bool:
+    """Whether an answer's text itself says the image does not answer the question."""
+    text = fold(answer.replace("\u2019", "'")).strip()
+    if _REFUSAL_TEXT.search(text):
+        return True
+    return _REFUSAL_ONLY.fullmatch(text.strip(" .!?。！？…")) is not None
 
 
 # --------------------------------------------------------------------------------------------
@@ -200,7 +286,8 @@ def read_domain_images(domains: str | os.PathLike) -> tuple[Path, list[dict[str,
 
 
 def read_pairs(pairs_dirs: Iterable[str | os.PathLike]) -> dict[str, dict[str, Any]]:
-    """Pair id -> {image (absolute path or None), image_sha256, training_allowed}."""
+    """Pair id -> {image (absolute path or None), image_sha256, training_allowed, and every id
+    and URL column the consent ledger matches that the file has (doc_id, url, src, ...)}."""
     out: dict[str, dict[str, Any]] = {}
     for d in pairs_dirs:
         for f in pairs_files(d):
@@ -212,8 +299,9 @@ def read_pairs(pairs_dirs: Iterable[str | os.PathLike]) -> dict[str, dict[str, A
                     f"{f} lacks column(s) {', '.join(missing)}; it must be an `images build` "
                     "pairs.parquet"
                 )
-            # the pair's document, which the consent ledger names (when the file carries it)
-            cols += [c for c in ("doc_id", "url") if c in names]
+            # the pair's document and its own URLs, which the consent ledger names (the image's
+            # src included: a ledger row may opt out the image by its URL alone)
+            cols += [c for c in (*LEDGER_ID_KEYS, *LEDGER_URL_KEYS) if c in names and c not in cols]
             for r in read_parquet(f, cols, fix="pass an `images build` output").to_pylist():
                 try:  # inside the pairs' directory: no local file outside it goes to a teacher
                     image = resolve_image(r["image_path"], f.parent)
@@ -224,19 +312,23 @@ def read_pairs(pairs_dirs: Iterable[str | os.PathLike]) -> dict[str, dict[str, A
 
 
 def _image_for_teacher(path: Path) -> tuple[bytes, str]:
-    """The image bytes and extension; formats a vision model may not take go as PNG."""
+    """The image bytes and extension; formats a vision model may not take go as PNG (as every
+    reader of pairs sees the image: common.pairs.open_image). ValueError (the row's
+    unsupported_image) for anything but a regular file of at most MAX_IMAGE_BYTES that decodes."""
     from common.teacher import image_mime
 
-    data = path.read_bytes()
+    data = read_regular_file(path, MAX_IMAGE_BYTES)  # a FIFO or /dev/zero would never end
+    if data is None:
+        raise ValueError(f"not a regular file of at most {MAX_IMAGE_BYTES} bytes")
+    image = open_image(data)  # the pixel cap too: a decompression bomb does not decode
+    if image is None:
+        raise ValueError("the image does not decode (corrupt, unknown format or too many pixels)")
     try:
         mime = image_mime(data)
         return data, {"image/jpeg": "jpg"}.get(mime, mime.split("/")[1])
     except ValueError:
-        from PIL import Image
-
-        with Image.open(io.BytesIO(data)) as im:
-            buf = io.BytesIO()
-            im.convert("RGBA" if "A" in im.getbands() else "RGB").save(buf, format="PNG")
+        buf = io.BytesIO()
+        image.save(buf, format="PNG")
         return buf.getvalue(), "png"
 
 
@@ -279,11 +371,9 @@ def ask_teacher(
     from common.teacher import user_message
 
     domain = row["domain"].replace("_", " ")
-    item = {
-        "id": row["pair_id"],
-        "doc_id": row.get("doc_id"),
-        "training_allowed": row["training_allowed"],
-    }
+    # the pair as the consent ledger knows it: its id, document and URLs (the image's src too)
+    item = {k: row[k] for k in (*LEDGER_ID_KEYS, *LEDGER_URL_KEYS) if row.get(k) is not None}
+    item.update(id=row["pair_id"], pair_id=row["pair_id"], training_allowed=row["training_allowed"])
     kept: list[dict[str, Any]] = []
     dropped: list[dict[str, Any]] = []
 
@@ -303,7 +393,7 @@ def ask_teacher(
             drop(q, a, qa.kind, "empty_question_or_answer")
         elif _norm(q) in seen:
             drop(q, a, qa.kind, "duplicate_question")
-        elif _REFUSAL_TEXT.search(a):
+        elif reads_as_refusal(a):
             drop(q, a, qa.kind, "answerable_question_refused")
         else:
             seen.add(_norm(q))
@@ -341,17 +431,18 @@ def ask_teacher(
         ans = answers.get(i)
         if ans is None:
             drop(q, None, REFUSAL, "probe_not_answered")
-        elif ans.refused or _REFUSAL_TEXT.search(ans.answer):
-            text = ans.answer.strip() or "The image does not show this."
+        elif reads_as_refusal(ans.answer):  # the text decides, not the flag
             kept.append(
                 {
                     "question": q,
-                    "answer": text,
+                    "answer": REFUSAL_ANSWER,
                     "kind": REFUSAL,
                     "verified": constructed,
                     "answerable": False,
                 }
             )
+        elif ans.refused:  # "refused", with an answer that does not read as a refusal
+            drop(q, ans.answer, REFUSAL, "refused_but_answered")
         else:
             drop(q, ans.answer, REFUSAL, "answered_unanswerable")
     return kept, dropped
@@ -433,7 +524,7 @@ def make_domain_qa(
     teacher_name = str(teacher.model) if teacher is not None else None
 
     records: list[dict[str, Any]] = []
-    jobs: list[tuple[dict[str, Any], bytes]] = []
+    jobs: list[tuple[dict[str, Any], dict[str, Any], bytes]] = []
     for r in sorted(selected, key=lambda r: (r["id"], r["domain"])):
         pair = pairs.get(r["id"])
         rec = {
@@ -464,24 +555,25 @@ def make_domain_qa(
             continue
         try:
             data, ext = _image_for_teacher(path)
-        except (OSError, ValueError) as exc:
+        except Exception as exc:  # noqa: BLE001 - Pillow raises many kinds: the row's status
             rec["status"] = f"unsupported_image: {path}: {str(exc)[:200]}"
             continue
         rec["image_path"] = _store(out, data, ext)
         if teacher is None:
             rec["status"] = NO_TEACHER
             continue
-        jobs.append((rec, data))
+        keys = {k: pair[k] for k in (*LEDGER_ID_KEYS, *LEDGER_URL_KEYS) if k in pair and k != "id"}
+        jobs.append((rec, keys, data))
 
     dropped_rows: list[dict[str, Any]] = []
 
-    def one(job: tuple[dict[str, Any], bytes]) -> None:
-        rec, data = job
+    def one(job: tuple[dict[str, Any], dict[str, Any], bytes]) -> None:
+        rec, keys, data = job  # keys: the pair's ids and URLs, which the client checks too
         rec["teacher"] = teacher_name
         try:
             kept, dropped = ask_teacher(
                 teacher,
-                rec,
+                {**keys, **rec},
                 data,
                 questions=questions,
                 adversarial=adversarial,

@@ -22,7 +22,14 @@ is no `lookup`/`argmax`/`difference`.
 
 Teacher (optional, `common.teacher.TeacherClient`): asked for QA with references (row label,
 column, second row); each answer is recomputed from the cells; one that disagrees is dropped
-with its reason, one that cannot be checked (kind `other`) is kept with `verified=False`. A table
+with its reason, one that cannot be checked (kind `other`) is kept with `verified=False`. The
+teacher's own question is kept (its varied wording is what it adds), so it must name what the
+answer was recomputed from: the column, and the row (and row_b) for lookup and difference, the
+absent row for unanswerable, compared as whole tokens (synth/textmatch.py: case, accents and
+punctuation aside; a column's trailing unit in brackets may be left out); else the item is
+dropped as `teacher_question_mismatch` ("How many moons does Jupiter have?" is no question about
+the table, whatever `kind: count` recomputes). A `count` names nothing to check, and the table's
+own count question asks it already: dropped as `teacher_count_duplicate`. A table
 the one consent rule refuses (common.consent: `training_allowed` not the boolean true, or the
 consent ledger opted out its document) is never sent (and `items=` makes the client refuse too).
 """
@@ -453,11 +460,24 @@ TEACHER_PROMPT = (
 )
 
 
+def _unnamed(question: str, spec: QASpec) -> list[str]:
+    """The labels a checked item's answer was recomputed from that its question does not name."""
+    from synth.textmatch import names
+
+    need = {
+        "lookup": (spec.column, spec.row),
+        "difference": (spec.column, spec.row, spec.row_b),
+        UNANSWERABLE: (spec.row,),
+    }.get(spec.kind, (spec.column,))
+    return [label for label in need if label and not names(question, label)]
+
+
 def teacher_qa(
     teacher: Any, row: dict[str, Any], grid: Grid, n: int, rejects: Counter
 ) -> list[dict[str, Any]]:
-    """The teacher's QA for one table, each checked against the cells; disagreeing or
-    unresolvable answers are dropped and counted in `rejects` by reason."""
+    """The teacher's QA for one table, each checked against the cells (the answer recomputed,
+    the question naming what it was recomputed from); disagreeing, unresolvable or mismatched
+    items are dropped and counted in `rejects` by reason."""
     messages = [
         {"role": "user", "content": TEACHER_PROMPT.format(n=n, markdown=row["markdown"] or "")}
     ]
@@ -476,6 +496,12 @@ def teacher_qa(
                 continue
             if not answers_agree(qa.answer, truth):
                 rejects["teacher_answer_disagrees"] += 1
+                continue
+            if kind == "count":  # names nothing; programmatic_qa asks it already
+                rejects["teacher_count_duplicate"] += 1
+                continue
+            if _unnamed(qa.question, spec):
+                rejects["teacher_question_mismatch"] += 1
                 continue
             verified = True
         else:

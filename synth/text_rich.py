@@ -13,10 +13,13 @@ synthetic captions.
   relative to it, training_allowed, drop_reason), so every reader of pairs takes them: each
   text-rich image with its text as the caption; the image copied under `images/`.
 - `qa.parquet`: with a teacher, one row per text-rich image: the question-answer items it wrote
-  from the image and its OCR text (status ok, no_teacher, teacher_error: ..., no_qa: ...);
-  an extractive answer is `verified` when it is found in the OCR
-  text, else dropped to `qa_rejects.parquet` (answer_not_in_ocr_text). Without a teacher every row
-  says `no_teacher` and holds no items (nothing is made up).
+  from the image and its OCR text (status ok, no_teacher, teacher_error: ..., qa_error: ...,
+  no_qa: ...), with the pair's `doc_id` and `training_allowed`; an extractive answer is `verified`
+  when it is a run of whole tokens of the OCR text (`found_in`, synth/textmatch.py: never inside
+  another word or number), else dropped to `qa_rejects.parquet` (answer_not_in_ocr_text, or
+  answer_too_short_to_verify for a single letter). Without a teacher every row says `no_teacher`
+  and holds no items (nothing is made up). It reads as a mixture source of `kind: domain_qa`
+  with `pairs:` the `images build` pairs its `pair_id` names.
 - `caption_flags.parquet` (with `captions`): every synthetic caption of an OCR'd pair with
   `ocr_flag`: null, or why the caption and the image's text disagree: `claims_absent_text`
   (a quoted or named text the image does not contain), `claims_text_but_none_found`, or
@@ -134,6 +137,10 @@ QA_SCHEMA = pa.schema(
         ("ocr_text", pa.string()),
         ("qa", pa.list_(QA_ITEM)),
         ("status", pa.string()),
+        # added: the pair's document and consent, so a mixture's `kind: domain_qa` source (with
+        # `pairs:` the pairs its pair_id names) reads it under the one consent rule
+        ("doc_id", pa.string()),
+        ("training_allowed", pa.bool_()),
     ]
 )
 QA_REJECTS_SCHEMA = pa.schema(
@@ -189,7 +196,7 @@ class QAAnswer(BaseModel):
 
 def read_pairs(pairs: Any, consent: Any = None) -> tuple[list[dict], int]:
     """(kept, consented pairs with their image file; how many kept pairs were opted out)."""
-    from common.consent import NO_LEDGER
+    from common.consent import LEDGER_URL_KEYS, NO_LEDGER
 
     rule = consent if consent is not None else NO_LEDGER
     need = {"id": "string", "image_path": "string", "drop_reason": "string"}
@@ -210,7 +217,9 @@ def read_pairs(pairs: Any, consent: Any = None) -> tuple[list[dict], int]:
                     "pair_id": r["id"],
                     "doc_id": r.get("doc_id"),
                     "url": r.get("url"),
-                    "training_allowed": True,
+                    # the ledger's other URL keys (the image's src): the client checks them too
+                    **{k: r[k] for k in LEDGER_URL_KEYS if k != "url" and r.get(k) is not None},
+                    "training_allowed": r.get("training_allowed"),  # the boolean true: allowed
                     "image_sha256": r.get("image_sha256"),
                     "stored_sha256": r.get("stored_sha256") or r.get("image_sha256"),
                     "image_path": r["image_path"],
@@ -302,29 +311,21 @@ def normalise(text: str) -> str:
 
 
 def found_in(needle: str, haystack: str, tolerance: float = 0.15) -> bool:
-    """Whether `needle` occurs in `haystack` (normalised), allowing OCR's misread characters: an
-    edit distance of at most `tolerance` of its length against some window of the haystack."""
-    n, h = normalise(needle), normalise(haystack)
-    if not n:
-        return False
-    if n in h:
-        return True
-    budget = int(len(n) * tolerance)
-    if budget == 0 or len(h) < len(n) - budget:
-        return False
-    # approximate substring match (Sellers): the best edit distance of n against any window of h
-    prev = [0] * (len(h) + 1)
-    for i, cn in enumerate(n, 1):
-        cur = [i]
-        for j, ch in enumerate(h, 1):
-            cur.append(min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (cn != ch)))
-        prev = cur
-    return min(prev) <= budget
+    """Whether `needle` is a run of whole tokens of `haystack` (synth.textmatch: case, accents and
+    punctuation aside; never inside another word or number), allowing OCR's misread characters:
+    an edit distance of at most `tolerance` of its characters, numbers exact. A needle of one
+    letter (or one character of a script without spaces) is never found."""
+    from synth.textmatch import occurs
+
+    return occurs(needle, haystack, tolerance)
 
 
 def verify_qa(items: list[QAItem], ocr_text: str) -> tuple[list[dict], list[tuple[QAItem, str]]]:
     """(kept items with `verified`, [(dropped item, reason)]): an extractive answer must be found
-    in the OCR text; an abstractive one is kept unverified; an exact repeat counts once."""
+    in the OCR text on whole tokens (`found_in`); one too short to tell (a single letter) is
+    dropped as such; an abstractive one is kept unverified; an exact repeat counts once."""
+    from synth.textmatch import too_short
+
     kept, dropped, seen = [], [], set()
     for it in items:
         key = (it.question.strip(), it.answer.strip(), it.extractive)
@@ -333,6 +334,8 @@ def verify_qa(items: list[QAItem], ocr_text: str) -> tuple[list[dict], list[tupl
         seen.add(key)
         if not it.question.strip() or not it.answer.strip():
             dropped.append((it, "empty_question_or_answer"))
+        elif it.extractive and too_short(it.answer):
+            dropped.append((it, "answer_too_short_to_verify"))
         elif it.extractive and not found_in(it.answer, ocr_text):
             dropped.append((it, "answer_not_in_ocr_text"))
         else:
@@ -414,6 +417,7 @@ def make_text_rich(
     """OCR every kept, consented pair of `pairs`, select the text-rich ones, write their
     transcription and QA pairs and, given `captions`, flag the captions that disagree with the
     images' text. Returns the summary (figures and `outputs`)."""
+    from common.consent import flag_true
     from crawlers.images.ocr import OcrEngine
 
     started = time.perf_counter()
@@ -476,7 +480,7 @@ def make_text_rich(
                     "image_sha256": p["image_sha256"],
                     "stored_sha256": p["stored_sha256"],
                     "image_path": rel,
-                    "training_allowed": True,
+                    "training_allowed": flag_true(p["training_allowed"]),
                     "drop_reason": None,
                 }
             )
@@ -562,7 +566,9 @@ def _copy_image(pair: dict, images_dir: Path) -> str:
 
 
 def _qa(kept, rows, teacher, questions, out) -> tuple[list[dict], list[dict]]:
-    """One QA row per text-rich image (no_teacher rows without a teacher), and the rejects."""
+    """One QA row per text-rich image (no_teacher rows without a teacher), and the rejects. One
+    image's failure (the teacher's, or any other) is its row's status, never the run's end."""
+    from common.consent import flag_true
     from common.teacher import TeacherError
 
     todo = [(p, r) for p, r in zip(kept, rows, strict=True) if r["text_rich"]]
@@ -572,12 +578,14 @@ def _qa(kept, rows, teacher, questions, out) -> tuple[list[dict], list[dict]]:
         p, r = job
         if teacher is None:
             return [], [], NO_TEACHER
-        data = (out / "images" / _image_name(p)).read_bytes()  # the copy the pairs name
         try:
+            data = (out / "images" / _image_name(p)).read_bytes()  # the copy the pairs name
             items = teacher_qa(teacher, p, _teacher_bytes(data), r["ocr"]["text"], questions)
+            good, bad = verify_qa(items, r["ocr"]["text"])
         except TeacherError as exc:
             return [], [], f"teacher_error: {' '.join(str(exc).split())[:300]}"
-        good, bad = verify_qa(items, r["ocr"]["text"])
+        except Exception as exc:  # noqa: BLE001 - one image's failure is its row's status
+            return [], [], f"qa_error: {type(exc).__name__}: {' '.join(str(exc).split())[:300]}"
         status = "ok" if good else f"no_qa: all {len(items)} items dropped"
         return good, bad, status
 
@@ -592,6 +600,8 @@ def _qa(kept, rows, teacher, questions, out) -> tuple[list[dict], list[dict]]:
                 "ocr_text": r["ocr"]["text"],
                 "qa": good,
                 "status": status,
+                "doc_id": p["doc_id"],
+                "training_allowed": flag_true(p["training_allowed"]),
             }
         )
         rejects += [
@@ -607,18 +617,19 @@ def _image_name(pair: dict) -> str:
 
 
 def _teacher_bytes(data: bytes) -> bytes:
-    """The image as stored when a vision model reads its format, else re-encoded as PNG."""
+    """The image as stored when a vision model reads its format, else re-encoded as PNG (as
+    every reader of pairs sees it: common.pairs.open_image)."""
     from common.teacher import image_mime
 
     try:
         image_mime(data)
         return data
     except ValueError:
-        from PIL import Image
-
+        im = open_image(data)
+        if im is None:
+            raise ValueError("the image copied for QA does not decode") from None
         buf = io.BytesIO()
-        with Image.open(io.BytesIO(data)) as im:
-            im.convert("RGB").save(buf, format="PNG")
+        im.save(buf, format="PNG")
         return buf.getvalue()
 
 

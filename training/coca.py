@@ -7,7 +7,8 @@ local-directory layout, like `training.clip`:
 
     MODELDIR/open_clip_config.json       {"model_cfg": ..., "preprocess_cfg": ...}
     MODELDIR/open_clip_model.safetensors the state dict
-    MODELDIR/train_summary.json          what `train_coca` did (steps, losses, timing, seed)
+    MODELDIR/train_summary.json          what `train_coca` did (steps, losses, timing, seed,
+                                         the pairs skipped and why)
     MODELDIR/model_card.json             what the model is: "CoCa trained here on N sample-web pairs"
 
 so `open_clip.create_model_and_transforms("local-dir:" + MODELDIR)` loads it without this module.
@@ -382,6 +383,11 @@ def load_captioner(
 # ----------------------------------------------------------------------------- training
 
 
+def _is_text(caption: Any) -> bool:
+    """Whether a caption can be trained on: a string with something besides white space."""
+    return isinstance(caption, str) and bool(caption.strip())
+
+
 def train_coca(
     pairs_dirs: str | os.PathLike[str] | Iterable[str | os.PathLike[str]],
     out_dir: str | os.PathLike[str],
@@ -406,7 +412,9 @@ def train_coca(
     the training-allowed pairs (`kept_pairs`).
 
     `pairs_dirs`: `images build` outputs (their kept, training-allowed pairs). `pairs` instead
-    passes (image, caption) pairs directly (pairs_dirs is then only named in the card). Batches
+    passes (image, caption) pairs directly (pairs_dirs is then only named in the card). A pair
+    whose caption is not text (null, empty) or whose image does not decode is skipped and
+    counted in the summary (`skipped_no_caption` naming file and pair id, `skipped_images`). Batches
     come from a seeded permutation per epoch and images through the model's deterministic
     inference transform, so a seed gives the same weights on the same device. The loss weights are
     open_clip's CoCa defaults (caption 2, contrastive 1). Returns the summary also written to
@@ -427,18 +435,23 @@ def train_coca(
     if pairs is None:
         files = pairs_files(pairs_dirs)
         sources = [str(f) for f in files]
-        pairs = [(p["image_file"], p["caption"]) for p in kept_pairs(files, consent)]
+        named = [
+            (p["image_file"], p["caption"], f"{f} pair {p['pair_id']!r}")
+            for f in files
+            for p in kept_pairs([f], consent)
+        ]
+    else:
+        named = [(image, caption, f"pair {i}") for i, (image, caption) in enumerate(pairs)]
+    # a kept pair whose caption is not text (null, empty) has nothing to teach: skipped, counted
+    no_caption = [
+        f"{name} (caption {caption!r})" for _, caption, name in named if not _is_text(caption)
+    ]
+    pairs = [(image, caption) for image, caption, _ in named if _is_text(caption)]
     out = Path(out_dir)
     _seed_everything(seed)
     started = time.perf_counter()
     dev = torch.device(device) if device is not None else default_device()
-    captions = []
-    for i, (_, caption) in enumerate(pairs):
-        if not isinstance(caption, str) or not caption.strip():
-            raise CaptionerError(
-                f"training pair {i} has caption {caption!r}; captions must be text"
-            )
-        captions.append(caption)
+    captions = [caption for _, caption in pairs]
     context = int(MODEL_CONFIGS[model]["text_cfg"]["context_length"])
     tokenizer = CompactTokenizer.build(captions, context)
     model_cfg = model_config(model, tokenizer.vocab_size)
@@ -456,8 +469,9 @@ def train_coca(
         kept_captions.append(caption)
     if len(images) < 2:
         raise CaptionerError(
-            f"only {len(images)} of {len(pairs)} pairs have a decodable image "
-            f"(unreadable: {skipped[:3]}); pass at least 2 kept image-text pairs (--pairs)"
+            f"only {len(images)} of {len(named)} kept pairs have a caption and a decodable image "
+            f"(no caption: {no_caption[:3]}; unreadable: {skipped[:3]}); pass at least 2 kept "
+            "image-text pairs (--pairs)"
         )
     image_t = torch.stack(images)
     text_t = tokenizer(kept_captions)
@@ -499,6 +513,8 @@ def train_coca(
         "pairs": len(images),
         "skipped_images": len(skipped),
         "skipped_examples": skipped[:5],
+        "skipped_no_caption": len(no_caption),
+        "skipped_no_caption_examples": no_caption[:5],
         "vocab_size": tokenizer.vocab_size,
         "steps": steps,
         "batch_size": batch,

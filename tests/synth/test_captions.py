@@ -313,6 +313,98 @@ def test_a_teacher_failure_is_a_row_with_its_reason(server, pairs, tmp_path):
     assert s["rejects"] == {"teacher_error": N}
 
 
+@pytest.mark.parametrize(
+    "body",
+    [
+        b'{"choices":[{"index":0,"message":{"role":"assistant","content":"a red \\udc80 square"}}]}',
+        b'{"choices":[{"message":{"content":"\xff"}}]}',  # not UTF-8
+    ],
+)
+def test_an_answer_that_is_not_unicode_is_one_rows_reason_not_the_end(
+    server, pairs, tmp_path, body
+):
+    """A lone surrogate in one answer raised UnicodeEncodeError from the cache's write, a body not
+    UTF-8 UnicodeDecodeError: either ended the whole run, captions.parquet never written."""
+    server["default"] = ("ok", PARAGRAPH)
+    server["script"] = [("ok", PARAGRAPH), ("raw", body)]  # the second request's answer
+    s = make_captions(
+        [pairs],
+        tmp_path / "out",
+        ["detailed"],
+        clip=PaletteClip(),
+        teacher=_teacher(server, tmp_path, max_retries=0),
+        workers=1,
+    )
+    rows = _rows(tmp_path / "out")
+    assert len(rows) == s["rows"] == N == s["ok"] + s["rejected"]
+    assert s["rejects"] == {"teacher_error": 1}
+    (bad,) = [r for r in rows if r["status"] != "ok"]
+    assert bad["caption"] is None and ("Unicode" in bad["status"] or "read" in bad["status"])
+
+
+def test_any_failure_of_one_rows_request_is_that_rows_reason(pairs, tmp_path):
+    """Only TeacherError was caught: anything else one row's request raised ended the run."""
+
+    class Flaky:
+        model = "flaky-vlm"
+
+        def __init__(self):
+            self.calls = 0
+
+        def chat(self, messages, *, items=(), **params):
+            self.calls += 1
+            if items[0]["pair_id"] == "p003":
+                raise UnicodeEncodeError("utf-8", "\ud800", 0, 1, "surrogates not allowed")
+            return PARAGRAPH
+
+    s = make_captions(
+        [pairs], tmp_path / "out", ["detailed"], clip=PaletteClip(), teacher=Flaky(), workers=2
+    )
+    rows = {r["pair_id"]: r for r in _rows(tmp_path / "out")}
+    assert len(rows) == N and s["rejects"] == {"caption_error": 1}
+    assert rows["p003"]["status"].startswith("caption_error: UnicodeEncodeError")
+    assert all(r["status"] == "ok" for pid, r in rows.items() if pid != "p003")
+
+
+def test_dense_on_an_image_smaller_than_the_grid_describes_it_whole(server, tmp_path):
+    """An image narrower than the grid cut into empty cells: Pillow's 'cannot write empty image'
+    ended the run."""
+    root = tmp_path / "pairs"
+    extra = []
+    for pid, size in (("tiny1", (1, 1)), ("strip", (40, 5))):
+        buf = io.BytesIO()
+        Image.new("RGB", size, COLOURS["red"]).save(buf, format="PNG")
+        sha = hashlib.sha256(buf.getvalue()).hexdigest()
+        (root / "images").mkdir(parents=True, exist_ok=True)
+        (root / f"images/{sha}.png").write_bytes(buf.getvalue())
+        extra.append(
+            {
+                "id": pid,
+                "caption": "red",
+                "image_sha256": sha,
+                "image_path": f"images/{sha}.png",
+                "training_allowed": True,
+                "drop_reason": None,
+            }
+        )
+    pairs = make_pairs_dir(root, 1, seed=3, extra=extra)
+    server["responder"] = _dense_responder
+    s = make_captions(
+        [pairs],
+        tmp_path / "out",
+        ["detailed"],
+        clip=PaletteClip(),
+        teacher=_teacher(server, tmp_path),
+        dense=3,
+    )
+    rows = {r["pair_id"]: r for r in _rows(tmp_path / "out")}
+    assert all(r["status"] == "ok" for r in rows.values()), rows
+    assert rows["tiny1"]["caption"] == rows["strip"]["caption"] == PARAGRAPH  # described whole
+    assert rows["p000"]["caption"].startswith("There are ")  # the grid fits: regions
+    assert s["dense_whole_image"] == 2
+    assert cap_mod.grid_fits(b"not an image", 2) is False
+
+
 def test_cli_trains_the_captioner_and_captions_a_tiny_lake(tmp_path, monkeypatch):
     from common.pairs import kept_pairs
     from pipelines.cli import app

@@ -412,10 +412,95 @@ def test_a_qa_item_that_cannot_be_computed_is_dropped_with_its_reason():
     data = {"categories": ["a", "b", "c"], "series": [{"name": "s", "values": [1e308, 1e308, 1]}]}
     items = [
         charts.TeacherQAItem(question="Sum?", answer="1", kind="sum", series="s"),
-        charts.TeacherQAItem(question="a?", answer="1e+308", kind="lookup", categories=["a"]),
+        charts.TeacherQAItem(question="s of a?", answer="1e+308", kind="lookup", categories=["a"]),
     ]
     dropped: list[dict] = []
     kept = charts._check_teacher_qa(data, items, "chart-0", dropped)
     assert [d["reject"] for d in dropped] == ["not computable"]
     assert dropped[0]["reason"].startswith("not computable: OverflowError")
-    assert [q["question"] for q in kept] == ["a?"]
+    assert [q["question"] for q in kept] == ["s of a?"]
+
+
+def test_a_teacher_question_must_name_what_its_answer_was_recomputed_from():
+    """The answer was recomputed from kind/series/categories but the teacher's question kept as
+    it was: 'What is the boiling point of water in kelvin?' -> '3' was stored as verified."""
+    data = {
+        "categories": ["2019", "2020", "2021"],
+        "x_field": "Year",
+        "y_field": "Sales",
+        "unit": "EUR",
+        "title": "t",
+        "series": [{"name": "Revenue", "values": [10, 20, 30]}],
+    }
+    item = charts.TeacherQAItem
+    items = [
+        item(question="What is the boiling point of water in kelvin?", answer="3", kind="count"),
+        item(question="Who founded the company?", answer="2021", kind="extremum", op="max"),
+        item(
+            question="What is the boiling point of water in 2019?",
+            answer="10",
+            kind="lookup",
+            categories=["2019"],
+        ),
+        item(question="What were sales in 2020?", answer="20", kind="lookup", categories=["2020"]),
+        item(
+            question="In which year was revenue highest?", answer="2021", kind="extremum", op="max"
+        ),
+        item(
+            question="Which is larger: 2019 or 2021?",
+            answer="2021",
+            kind="comparison",
+            categories=["2019", "2021"],
+        ),
+        item(question="What is the total?", answer="60", kind="sum"),
+        item(
+            question="What were sales in 2025?",
+            answer="unanswerable",
+            kind="unanswerable",
+            categories=["2025"],
+        ),
+    ]
+    dropped: list[dict] = []
+    kept = charts._check_teacher_qa(data, items, "c1", dropped)
+    assert [(q["question"], q["verified"]) for q in kept] == [
+        ("How many years are shown in the chart?", True),  # a count: the template question
+        ("What were sales in 2020?", True),
+        ("In which year was revenue highest?", True),
+        ("Which is larger: 2019 or 2021?", True),
+        ("What were sales in 2025?", True),
+    ]
+    assert [d["question"] for d in dropped] == [
+        "Who founded the company?",
+        "What is the boiling point of water in 2019?",
+        "What is the total?",
+    ]
+    assert {d["reject"] for d in dropped} == {"question does not name its references"}
+
+    two = dict(
+        data,
+        series=[{"name": "Online", "values": [1, 2, 3]}, {"name": "Stores", "values": [3, 2, 1]}],
+    )
+    dropped = []
+    kept = charts._check_teacher_qa(
+        two,
+        [
+            item(
+                question="What were sales in 2019?",
+                answer="3",
+                kind="lookup",
+                series="Stores",
+                categories=["2019"],
+            ),
+            item(
+                question="What were store sales in 2019?",
+                answer="3",
+                kind="lookup",
+                series="Stores",
+                categories=["2019"],
+            ),
+        ],
+        "c2",
+        dropped,
+    )
+    assert [q["question"] for q in kept] == ["What were store sales in 2019?"]
+    assert [d["question"] for d in dropped] == ["What were sales in 2019?"]

@@ -149,3 +149,34 @@ def test_a_wrong_directory_is_refused_with_the_fix(trained, tmp_path):
         coca.train_coca([], tmp_path / "x", steps=0)
     with pytest.raises(FileNotFoundError, match="images build"):
         coca.train_coca([tmp_path / "empty"], tmp_path / "x", steps=1)
+
+
+def test_a_pair_without_a_caption_is_skipped_and_counted(tmp_path):
+    """One kept pair with a null caption ended training: `CaptionerError training pair 1 has
+    caption None`."""
+    torch.set_num_threads(1)
+    root = tmp_path / "pairs"
+    make_pairs_dir(root, 5, seed=2)
+    rows = pq.read_table(root / "pairs.parquet").to_pylist()
+    rows[1]["caption"], rows[2]["caption"] = None, "   "
+    pq.write_table(
+        pa.Table.from_pylist(rows, schema=pq.read_schema(root / "pairs.parquet")),
+        root / "pairs.parquet",
+    )
+    s = coca.train_coca([root], tmp_path / "model", steps=1, batch_size=2, device="cpu")
+    assert s["pairs"] == 3 and s["skipped_no_caption"] == 2
+    f = root / "pairs.parquet"
+    assert s["skipped_no_caption_examples"] == [
+        f"{f} pair 'p001' (caption None)",
+        f"{f} pair 'p002' (caption '   ')",
+    ]
+    saved = json.loads((tmp_path / "model" / "train_summary.json").read_text())
+    assert saved["skipped_no_caption"] == 2
+    for r in rows[3:]:
+        r["caption"] = None
+    pq.write_table(
+        pa.Table.from_pylist(rows, schema=pq.read_schema(root / "pairs.parquet")),
+        root / "pairs.parquet",
+    )
+    with pytest.raises(coca.CaptionerError, match="only 1 of 5 kept pairs .*no caption: \\[.*p001"):
+        coca.train_coca([root], tmp_path / "m2", steps=1, batch_size=2, device="cpu")

@@ -446,3 +446,239 @@ def test_every_dropped_item_keeps_its_reason():
     assert refusal["question"] == TEMPLATES[0] and refusal["verified"] and not refusal["answerable"]
     probe_text = teacher.sent[1][0]["content"][0]["text"]
     assert "1. Who is the patient?\n2. " + TEMPLATES[0] in probe_text
+
+
+# ------------------------------------------------------------------ consent by the image's URL
+
+
+def test_an_image_the_ledger_opted_out_by_its_own_url_is_never_sent(server, tmp_path):
+    """read_pairs read only id, image_path, image_sha256, training_allowed, doc_id and url: a
+    ledger row naming the image's `src` (empty doc_ids, as a recheck of an image URL writes it)
+    was never seen, and the image went to the teacher."""
+    from common.consent import Consent, append_ledger
+    from common.teacher import TeacherError
+    from synth.domain_qa import ask_teacher
+
+    lake = tmp_path / "lake"
+    pairs_dir = lake / "images" / "pairs" / "shard=0"
+    rows = []
+    for pid, colour in (("d1-0", (200, 20, 20)), ("d2-0", (20, 20, 200))):
+        data = _image(colour, "PNG")
+        (pairs_dir / "images").mkdir(parents=True, exist_ok=True)
+        (pairs_dir / f"images/{pid}.png").write_bytes(data)
+        rows.append(
+            {
+                "id": pid,
+                "doc_id": pid.split("-")[0],
+                "url": f"http://site.test/{pid.split('-')[0]}",
+                "src": f"http://cdn.test/img/{pid}.png",
+                "image_path": f"images/{pid}.png",
+                "image_sha256": hashlib.sha256(data).hexdigest(),
+                "training_allowed": True,
+            }
+        )
+    pq.write_table(pa.Table.from_pylist(rows), pairs_dir / "pairs.parquet")
+    domain_dir = lake / "images" / "domain"
+    domain_dir.mkdir(parents=True)
+    domains = [
+        {"id": r["id"], "domain": "medicine", "selected": True, "training_allowed": True}
+        for r in rows
+    ]
+    pq.write_table(pa.Table.from_pylist(domains), domain_dir / "domain_images.parquet")
+    append_ledger(
+        lake,
+        [
+            {
+                "checked_at": "2025-01-01T00:00:00Z",
+                "host": "cdn.test",
+                "url": "http://cdn.test/img/d1-0.png",
+                "doc_ids": [],
+                "training_allowed": False,
+                "previous": True,
+                "agent": "refinery",
+            }
+        ],
+    )
+    consent = Consent.load(lake)
+    server["responder"] = lambda body: (
+        "ok",
+        json.dumps({"answers": []})
+        if "Answer each numbered question" in request_text(body)
+        else json.dumps({"qa": [], "unanswerable_questions": []}),
+    )
+    teacher = _teacher(server, None, consent=consent, max_retries=0)
+    s = make_domain_qa(
+        domain_dir,
+        [lake / "images" / "pairs"],
+        tmp_path / "out",
+        teacher,
+        consent=consent,
+        templates=0,
+    )
+    out = _rows(tmp_path / "out")
+    assert out["d1-0"]["status"].startswith("opted_out: ") and "src=" in out["d1-0"]["status"]
+    assert not out["d1-0"]["training_allowed"] and out["d1-0"]["image_path"] is None
+    assert s["sent"] == 1 and s["not_sent_consent"] == 1
+    sent = json.dumps([r["body"] for r in server["requests"]])
+    b64 = {
+        p: base64.b64encode((pairs_dir / f"images/{p}.png").read_bytes()).decode()
+        for p in ("d1-0", "d2-0")
+    }
+    assert b64["d1-0"] not in sent and b64["d2-0"] in sent
+
+    # the item handed to the client names the image's src too: the client refuses it as well
+    before = len(server["requests"])
+    row = {"pair_id": "d1-0", "domain": "medicine", "training_allowed": True, **rows[0]}
+    with pytest.raises(TeacherError, match="refused to send.*src="):
+        ask_teacher(
+            teacher, row, _image((1, 2, 3), "PNG"), questions=1, adversarial=0, templates=[]
+        )
+    assert len(server["requests"]) == before
+
+
+# ------------------------------------------------------------------ refusals read from the text
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        "Not visible in the image.",
+        "Unknown.",
+        "N/A",
+        "It is not shown.",
+        "Sorry, I don't know.",
+        "Sorry, I can't help with identifying people.",
+        "It cannot be determined from this X-ray.",
+        "The image does not show this.",
+        "Es lässt sich nicht bestimmen.",
+        "Unbekannt",
+        "Impossible de déterminer la date.",
+        "No se puede saber.",
+        "Невозможно определить.",
+        "无法确定",
+        "图片中没有显示",
+        "判断できません",
+        "لا يمكن تحديد ذلك",
+    ],
+)
+def test_a_refusal_in_words_in_several_languages_reads_as_one(answer):
+    from synth.domain_qa import reads_as_refusal
+
+    assert reads_as_refusal(answer)
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        "The X-ray does not show a fracture.",  # an answer about the image
+        "An unknown mass in the left lung",
+        "No fracture is visible.",
+        "It was made on 3 March 2019 at 14:05.",
+        "Na",  # sodium
+        "red",
+        "北京",
+    ],
+)
+def test_an_answer_does_not_read_as_a_refusal(answer):
+    from synth.domain_qa import reads_as_refusal
+
+    assert not reads_as_refusal(answer)
+
+
+def test_refusals_are_kept_only_when_the_text_refuses_and_never_in_the_teachers_words():
+    """`refused: true` with 'It was made on 3 March 2019 at 14:05.' was kept as a verified
+    refusal, and an answerable item answered "Sorry, I don't know." kept as answerable."""
+    from synth.domain_qa import REFUSAL_ANSWER, ask_teacher
+
+    class Scripted:
+        model = "scripted"
+
+        def __init__(self, *answers):
+            self.answers = list(answers)
+
+        def chat_json(self, messages, schema, *, items, **params):
+            return schema.model_validate(self.answers.pop(0))
+
+    first = {
+        "qa": [
+            {"question": "What organ is shown?", "answer": "a lung", "kind": "identify"},
+            {
+                "question": "Which hospital is this?",
+                "answer": "Sorry, I don't know.",
+                "kind": "identify",
+            },
+            {"question": "What is the label?", "answer": "N/A", "kind": "text"},
+            {
+                "question": "What is in the left lung?",
+                "answer": "An unknown mass",
+                "kind": "identify",
+            },
+        ],
+        "unanswerable_questions": ["Who is the patient?", "What is the patient's age?"],
+    }
+    probe = {
+        "answers": [
+            {"index": 1, "refused": True, "answer": "I cannot tell; he is John Smith, 54."},
+            {"index": 2, "refused": False, "answer": "Unknown."},
+            {"index": 3, "refused": True, "answer": "It was made on 3 March 2019 at 14:05."},
+            {"index": 4, "refused": True, "answer": "Das Bild zeigt das nicht."},
+        ]
+    }
+    row = {"pair_id": "p", "domain": "medical_imaging", "training_allowed": True}
+    kept, dropped = ask_teacher(
+        Scripted(first, probe),
+        row,
+        _image((1, 2, 3), "PNG"),
+        questions=4,
+        adversarial=2,
+        templates=[TEMPLATES[1], TEMPLATES[2]],
+    )
+    assert [q["answer"] for q in kept if q["answerable"]] == ["a lung", "An unknown mass"]
+    refusals = [q for q in kept if q["kind"] == "refusal"]
+    assert [q["question"] for q in refusals] == [
+        "Who is the patient?",
+        "What is the patient's age?",
+        TEMPLATES[2],
+    ]
+    assert {q["answer"] for q in refusals} == {REFUSAL_ANSWER}  # no "John Smith, 54" kept
+    assert [q["verified"] for q in refusals] == [False, False, True]
+    assert [(d["question"], d["reason"]) for d in dropped] == [
+        ("Which hospital is this?", "answerable_question_refused"),
+        ("What is the label?", "answerable_question_refused"),
+        (TEMPLATES[1], "refused_but_answered"),
+    ]
+
+
+# ------------------------------------------------------------------ images that cannot be read
+
+
+def test_a_decompression_bomb_is_that_rows_unsupported_image(tmp_path):
+    """A 200-byte BMP claiming 20000 x 20000 pixels raised Pillow's DecompressionBombError (not
+    OSError or ValueError), ending the run; a FIFO named as the image would block it forever."""
+    import os
+    import struct
+
+    pairs_dir = tmp_path / "pairs"
+    (pairs_dir / "images").mkdir(parents=True)
+    w = h = 20000
+    dib = struct.pack("<IiiHHIIiiII", 40, w, h, 1, 24, 0, 0, 2835, 2835, 0, 0)
+    bomb = b"BM" + struct.pack("<IHHI", 14 + 40 + 100, 0, 0, 54) + dib + b"\0" * 100
+    (pairs_dir / "images/bomb.bmp").write_bytes(bomb)
+    (pairs_dir / "images/ok.png").write_bytes(_image((9, 9, 9), "PNG"))
+    os.mkfifo(pairs_dir / "images/fifo.png")
+    rows = [
+        {"id": pid, "image_path": f"images/{name}", "image_sha256": "x", "training_allowed": True}
+        for pid, name in (("a", "bomb.bmp"), ("b", "ok.png"), ("c", "fifo.png"))
+    ]
+    pq.write_table(pa.Table.from_pylist(rows), pairs_dir / "pairs.parquet")
+    (tmp_path / "dom").mkdir()
+    domains = [
+        {"id": r["id"], "domain": "medicine", "selected": True, "training_allowed": True}
+        for r in rows
+    ]
+    pq.write_table(pa.Table.from_pylist(domains), tmp_path / "dom" / "domain_images.parquet")
+    s = make_domain_qa(tmp_path / "dom", [pairs_dir], tmp_path / "out", None)
+    out = _rows(tmp_path / "out")
+    assert out["a"]["status"].startswith("unsupported_image: ") and "decode" in out["a"]["status"]
+    assert out["c"]["status"].startswith("no_image: ")  # never opened: it would block
+    assert out["b"]["status"] == NO_TEACHER and s["rows"] == 3

@@ -4,9 +4,9 @@ Hebrew (right to left, combining vowel marks, bidi marks).
 - Domain QA (synth.domain_qa) against the fake OpenAI-compatible teacher on loopback
   (tests/synth/fake_teacher.py), which answers in raw UTF-8 (not \\u escapes): the QA rows keep
   every question and answer exactly (no mojibake, nothing cut), duplicates are still found, a
-  refusal flagged `refused` is kept as a refusal in any language, a rerun from the cache gives the
-  same rows, and an unanswerable question answered in words that refuse in another language is
-  never kept as an answerable item (the textual refusal check is English-only; see the test).
+  refusal worded in Chinese, Japanese, Arabic or Hebrew is read as one (flagged `refused` or
+  not) and kept as a refusal (with the fixed REFUSAL_ANSWER), a rerun from the cache gives the
+  same rows, and an unanswerable question is never kept as an answerable item.
 - Captions (synth.captions): `keywords` derived from a caption in any script are its words, not
   nothing or fragments of them; a paragraph's sentences end at "。" and "؟" too; a captioner
   caption cut inside a multi-byte character (open_clip's byte-level BPE over CoCa's 24-token
@@ -28,7 +28,7 @@ from PIL import Image
 
 from common.teacher import TeacherClient
 from synth.captions import keywords_of, make_captions, sentences_of
-from synth.domain_qa import OUTPUT_NAME, REJECTS_NAME, make_domain_qa
+from synth.domain_qa import OUTPUT_NAME, REFUSAL_ANSWER, REJECTS_NAME, make_domain_qa
 from tests.synth import fake_teacher
 from tests.synth.fake_teacher import completion, request_text
 
@@ -167,10 +167,10 @@ def test_domain_qa_keeps_cjk_and_rtl_text_intact(server, lake, tmp_path):
         assert answerable == want
         refusals = [q for q in row["qa"] if q["kind"] == "refusal"]
         assert len(refusals) == 2 and all(q["answerable"] is False for q in refusals)
-        assert all(q["answer"] == spec["refusal"] for q in refusals)
+        assert all(q["answer"] == REFUSAL_ANSWER for q in refusals)  # not the teacher's words
         assert refusals[0]["question"] == spec["unanswerable"]
         assert refusals[0]["verified"] is False and refusals[1]["verified"] is True
-    assert rows["ar"]["qa"][2]["answer"].startswith(RLM)  # not stripped as if it were a space
+    assert rows["ar"]["qa"][2]["kind"] == "refusal"  # read as one behind its bidi mark
     assert rows["he"]["qa"][1]["answer"] == f"כתום{RLM}"
     assert rows["ar"]["qa"][0]["answer"] == "الرِّئَتان"  # combining vowel marks intact
     # a repeated question without spaces is still a duplicate, dropped with its reason
@@ -188,11 +188,10 @@ def test_domain_qa_keeps_cjk_and_rtl_text_intact(server, lake, tmp_path):
     assert {k: r["qa"] for k, r in rows2.items()} == {k: r["qa"] for k, r in rows.items()}
 
 
-def test_refusals_worded_in_other_languages_are_never_kept_as_answers(server, lake, tmp_path):
-    """`refused: true` is recognised in any language (above). A refusal said only in words, with
-    `refused` false, is recognised by an English pattern (domain_qa._REFUSAL_TEXT); in another
-    language the item is dropped as answered_unanswerable instead of kept as a refusal -- the
-    safe side: an unanswerable question never becomes an answerable QA item."""
+def test_refusals_worded_in_other_languages_are_kept_as_refusals(server, lake, tmp_path):
+    """A refusal said only in words, with `refused` false, is read from its text in Chinese,
+    Japanese, Arabic and Hebrew too (domain_qa.reads_as_refusal) and kept as a refusal; an
+    unanswerable question never becomes an answerable QA item."""
     server["responder"] = _responder(worded=True)
     _, rows, rejects = _run(server, lake, tmp_path / "out", tmp_path / "cache")
     for lang, spec in LANGS.items():
@@ -201,14 +200,8 @@ def test_refusals_worded_in_other_languages_are_never_kept_as_answers(server, la
         answered = {q["question"] for q in row["qa"] if q["answerable"]}
         assert spec["unanswerable"] not in answered
         refused = {q["question"]: q["answer"] for q in row["qa"] if q["kind"] == "refusal"}
-        dropped = {
-            r["question"]: (r["answer"], r["reason"]) for r in rejects if r["pair_id"] == lang
-        }
-        q = spec["unanswerable"]
-        assert refused.get(q) == WORDED_REFUSALS[lang] or dropped[q] == (
-            WORDED_REFUSALS[lang],
-            "answered_unanswerable",
-        )
+        assert refused.get(spec["unanswerable"]) == REFUSAL_ANSWER, (lang, refused)
+        assert not [r for r in rejects if r["pair_id"] == lang and r["kind"] == "refusal"]
 
 
 # ----------------------------------------------------------------------------- captions

@@ -413,3 +413,68 @@ def test_too_large_table_keeps_markdown_and_qa_without_image(tmp_path):
     assert got["image_path"] is None and got["markdown"] == "| big |"
     assert {q["kind"]: q["answer"] for q in got["qa"]}["sum"] == str(sum(range(12)))
     assert summary.rendered == 0
+
+
+def test_a_teacher_question_must_name_what_its_answer_was_recomputed_from():
+    """The answer was recomputed from kind/row/column but the teacher's question kept as it was:
+    'How many moons does Jupiter have?' -> '3' was stored as verified."""
+    from collections import Counter
+
+    from synth.tables import TeacherQA, grid_from_row, teacher_qa
+
+    cells = [
+        ["City", "Population (thousands)"],
+        ["Oslo", "700"],
+        ["Bergen", "290"],
+        ["Tromsø", "77"],
+    ]
+    row = {
+        "id": "d1#t0",
+        "doc_id": "d1",
+        "markdown": "|...|",
+        "header": cells[0],
+        "cells": cells,
+        "training_allowed": True,
+    }
+    asked = [
+        ("How many moons does Jupiter have?", "3", "count", None, None),
+        ("What is the population of Paris?", "700", "lookup", "Oslo", "Population (thousands)"),
+        ("Which city is the capital of Norway?", "Oslo", "argmax", None, "Population (thousands)"),
+        ("What is the population of Oslo?", "700", "lookup", "Oslo", "Population (thousands)"),
+        (
+            "Which city has the largest population?",
+            "Oslo",
+            "argmax",
+            None,
+            "Population (thousands)",
+        ),
+        ("What is the population of TROMSØ?", "77", "lookup", "Tromsø", "Population (thousands)"),
+        (
+            "What is the total population (thousands) of the cities?",
+            "1067",
+            "sum",
+            None,
+            "Population (thousands)",
+        ),
+    ]
+
+    class Scripted:
+        model = "scripted"
+
+        def chat_json(self, messages, schema, *, items, **params):
+            return TeacherQA(
+                items=[
+                    {"question": q, "answer": a, "kind": k, "row": r, "column": c}
+                    for q, a, k, r, c in asked
+                ]
+            )
+
+    rejects: Counter = Counter()
+    kept = teacher_qa(Scripted(), row, grid_from_row(row), 10, rejects)
+    assert [(q["question"], q["verified"]) for q in kept] == [
+        ("What is the population of Oslo?", True),
+        ("Which city has the largest population?", True),
+        ("What is the population of TROMSØ?", True),  # case aside; the unit left out
+        ("What is the total population (thousands) of the cities?", True),
+    ]
+    assert rejects == {"teacher_count_duplicate": 1, "teacher_question_mismatch": 2}

@@ -562,3 +562,113 @@ def test_a_teacher_behind_a_private_ca_is_reached_through_ssl_cert_file(tmp_path
         watchdog.cancel()
         httpd.shutdown()
         httpd.server_close()
+
+
+# ------------------------------------------------------------------ answers a run cannot keep
+
+
+def _raw_completion(content_json: str) -> bytes:
+    """A chat.completion body whose content is `content_json`, a JSON string literal as sent."""
+    return (
+        b'{"id":"x","object":"chat.completion","created":0,"model":"tiny","choices":[{"index":0,'
+        b'"finish_reason":"stop","message":{"role":"assistant","content":'
+        + content_json.encode()
+        + b"}}]}"
+    )
+
+
+@pytest.mark.parametrize(
+    ("body", "error"),
+    [
+        (_raw_completion('"a red \\ud800 square"'), "not valid Unicode"),  # a lone surrogate
+        (_raw_completion('"tail \\udc80"'), "not valid Unicode"),
+        (b'{"choices":[{"message":{"content":"\xff\xfe"}}]}', "cannot be read"),  # not UTF-8
+    ],
+)
+def test_an_answer_that_is_not_unicode_is_a_typed_error_never_cached(server, tmp_path, body, error):
+    """A lone surrogate went back to the stage (and the cache's write raised UnicodeEncodeError);
+    a body not UTF-8 raised UnicodeDecodeError: either ended the whole run."""
+    server["script"] = [("raw", body)]
+    client = _client(server, cache_dir=tmp_path, max_retries=0)
+    with pytest.raises(TeacherError, match=error):
+        client.chat(HI)
+    assert client.usage()["failures"] == 1
+    assert list(tmp_path.rglob("*.json")) == []  # nothing unusable was cached
+    assert client.chat(HI) == "hello"
+
+
+def _drip_server(host: str, head: bytes, body: bytes, every_s: float, what: str) -> str:
+    """A one-request server that sends `head` then `body`, dripping `what` ("head" or "body") a
+    byte every `every_s` seconds; stops by itself when the client hangs up or after 20 s."""
+    import socket
+
+    srv = socket.socket()
+    srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    srv.bind((host, 0))
+    srv.listen(1)
+    srv.settimeout(20)
+
+    def serve():
+        try:
+            conn, _ = srv.accept()
+        except OSError:
+            srv.close()
+            return
+        conn.settimeout(20)
+        try:
+            buf = b""
+            while b"\r\n\r\n" not in buf:
+                buf += conn.recv(65536)
+            head_in, rest = buf.split(b"\r\n\r\n", 1)
+            length = [h for h in head_in.split(b"\r\n") if h.lower().startswith(b"content-length")]
+            need = int(length[0].split(b":")[1])
+            while len(rest) < need:
+                rest += conn.recv(65536)
+            slow, fast = (head, body) if what == "head" else (body, head)
+            if what == "body":
+                conn.sendall(fast)
+            for i in range(len(slow)):
+                conn.sendall(slow[i : i + 1])
+                time.sleep(every_s)
+            if what == "head":
+                conn.sendall(fast)
+        except OSError:
+            pass  # the client hung up: the point
+        finally:
+            conn.close()
+            srv.close()
+
+    threading.Thread(target=serve, daemon=True).start()
+    return f"http://{host}:{srv.getsockname()[1]}/v1"
+
+
+@pytest.mark.parametrize("what", ["body", "head"])
+def test_a_dripped_answer_is_cut_at_the_whole_request_timeout(what):
+    """httpx's timeout is per read: an answer dripped a byte every 0.9 s came back after 13.6 s
+    with timeout=2. Now `timeout` bounds the whole request, headers or body dripped."""
+    body = json.dumps(fake_teacher.completion("hi")).encode()
+    head = b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: %d\r\n\r\n" % (
+        len(body)
+    )
+    url = _drip_server("127.0.0.66", head, body, 0.1, what)  # 2-4 s in all, 0.1 s a read
+    client = TeacherClient(url, "tiny", timeout=0.8, max_retries=0)
+    t0 = time.monotonic()
+    with pytest.raises(TeacherError, match=r"no complete answer .* within 0.8s \(the whole"):
+        client.chat(HI)
+    assert time.monotonic() - t0 < 1.6
+    assert client.usage()["failures"] == 1
+
+
+def test_an_answer_larger_than_the_cap_is_a_typed_error(server):
+    big = json.dumps(fake_teacher.completion("x" * 300_000)).encode()
+    server["script"] = [("raw", big), ("raw", big)]
+    client = _client(server, max_retries=1, max_answer_bytes=100_000)
+    with pytest.raises(TeacherError, match=r"more than 100000 bytes \(max_answer_bytes\)"):
+        client.chat(HI)
+    assert len(server["requests"]) == 2  # one retry, then given up
+    assert client.chat(HI) == "hello"  # the next request has a budget of its own
+    assert _client(server).chat(HI, max_tokens=1) == "hello"  # the default cap is far larger
+    with pytest.raises(ValueError, match="max_answer_bytes"):
+        _client(server, max_answer_bytes=0)
+    with pytest.raises(ValueError, match="timeout"):
+        _client(server, timeout=float("inf"))
