@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import copy
 from dataclasses import dataclass, field
-from urllib.parse import urljoin
 
 from lxml.etree import Element, SubElement, XPath
 from trafilatura.core import normalize_unicode, xmltotxt
@@ -28,9 +27,10 @@ from trafilatura.settings import Extractor
 from trafilatura.utils import is_image_file, load_html
 
 from crawlers.extract.decode import clean_text
-from crawlers.extract.img_sources import resolve_lazy_images
+from crawlers.extract.img_sources import absolute_image_sources, http_url, resolve_lazy_images
 from crawlers.extract.metadata import page_metadata
 from crawlers.extract.runs import RawTree, main_run, sequence
+from crawlers.extract.tables import ignore_oversized_spans
 
 # What trafilatura's comment XPaths (trafilatura.xpaths.COMMENTS_XPATH) need, on the raw tree:
 # its id/class tests on every tag that cleaning and tag conversion turn into a div, section or
@@ -99,12 +99,25 @@ def page_lang_hint(tree) -> str | None:
     return raw.replace("_", "-").split("-")[0].split(",")[0].strip().lower() or None
 
 
+# The first <base href> in document order (one inside a <template> is inert).
+_BASE_HREF = XPath("(//base[@href][not(ancestor::template)])[1]/@href", smart_strings=False)
+
+
+def document_base(tree, url: str) -> str:
+    """The URL relative links of the page resolve against: its first <base href>, itself
+    resolved against the page URL, when that is an http(s) URL; else the page URL."""
+    hrefs = _BASE_HREF(tree)
+    base = http_url(url, hrefs[0]) if hrefs else None
+    return base or url
+
+
 def canonical_url(tree, base_url: str) -> str | None:
-    """Absolute <link rel=canonical> of the page, if it declares one."""
+    """Absolute <link rel=canonical> of the page (against `base_url`: `document_base`), if it
+    declares an http(s) one."""
     href = _meta(
         tree, "//link[contains(concat(' ', normalize-space(@rel), ' '), ' canonical ')]/@href"
     )
-    return urljoin(base_url, href) if href else None
+    return http_url(base_url, href) if href else None
 
 
 def _block_text(el) -> str:
@@ -141,27 +154,23 @@ def _split_at_images(el, base_url: str) -> list[dict]:
             parts.append({"kind": "text", "text": chunk.strip(), "src": None, "alt": None})
         else:
             g = images[int(chunk)]
-            if g.get("src"):
-                src = urljoin(base_url, g.get("src"))
+            src = http_url(base_url, g.get("src") or "")
+            if src:
                 parts.append({"kind": "image", "text": None, "src": src, "alt": g.get("alt") or ""})
     return parts
 
 
 def interleave(body, base_url: str) -> list[dict]:
-    """Walk trafilatura's body in order: text blocks and image references (src made absolute)."""
+    """Walk trafilatura's body in order: text blocks and image references (src made absolute
+    against `base_url`; an image whose src is no http(s) URL is left out)."""
     blocks: list[dict] = []
 
     def visit(el) -> None:
         if el.tag == "graphic":
-            src = el.get("src")
+            src = http_url(base_url, el.get("src") or "")
             if src:
                 blocks.append(
-                    {
-                        "kind": "image",
-                        "text": None,
-                        "src": urljoin(base_url, src),
-                        "alt": el.get("alt") or "",
-                    }
+                    {"kind": "image", "text": None, "src": src, "alt": el.get("alt") or ""}
                 )
             return
         images = el.findall(".//graphic")
@@ -187,13 +196,23 @@ def interleave(body, base_url: str) -> list[dict]:
 
 def image_refs(blocks: list[dict]) -> list[dict]:
     """Image references with the nearest text before and after them (caption-like context)."""
+    # The nearest text block on each side of every block: one pass forward, one backward.
+    before, after = [""] * len(blocks), [""] * len(blocks)
+    last = ""
+    for i, block in enumerate(blocks):
+        before[i] = last
+        if block["kind"] == "text":
+            last = block["text"]
+    last = ""
+    for i in range(len(blocks) - 1, -1, -1):
+        after[i] = last
+        if blocks[i]["kind"] == "text":
+            last = blocks[i]["text"]
     refs = []
     for i, block in enumerate(blocks):
         if block["kind"] != "image":
             continue
-        before = next((b["text"] for b in reversed(blocks[:i]) if b["kind"] == "text"), "")
-        after = next((b["text"] for b in blocks[i + 1 :] if b["kind"] == "text"), "")
-        surrounding = (before[-_SURROUND_CHARS:] + " " + after[:_SURROUND_CHARS]).strip()
+        surrounding = (before[i][-_SURROUND_CHARS:] + " " + after[i][:_SURROUND_CHARS]).strip()
         refs.append(
             {
                 "position": i,
@@ -367,6 +386,40 @@ def comments_text(tree, url: str, main_text: str = "") -> str:
     return normalize_unicode("\n".join(kept).strip())
 
 
+# Tab and accordion panels the renderer un-hides before it reads the DOM (their content is real:
+# `crawlers.render.page_scripts.UNHIDE_PANELS`), so a static page keeps them as a rendered one.
+UNHIDDEN_PANEL_ROLES = ("tabpanel", "region")
+UNHIDDEN_PANEL_CLASSES = ("panel", "tab-pane", "tab-panel", "accordion-panel", "collapse")
+_PANEL = " or ".join(
+    [f"@role='{r}'" for r in UNHIDDEN_PANEL_ROLES]
+    + [
+        f"contains(concat(' ', normalize-space(@class), ' '), ' {c} ')"
+        for c in UNHIDDEN_PANEL_CLASSES
+    ]
+)
+# What a browser never shows: a <template>'s content (inert until a script clones it; a
+# declarative shadow root, `shadowrootmode`, is shown) and an element with the `hidden`
+# attribute, any value (`until-found` too: hidden until a search finds it), but those panels.
+# Below <body> only, as trafilatura's own hidden-element pruning: a page whose whole body is
+# hidden until its scripts run is the render decision's business.
+_UNRENDERED = XPath(
+    f"//template[not(@shadowrootmode or @shadowroot)] | //body//*[@hidden][not({_PANEL})]"
+)
+
+
+def drop_unrendered(tree) -> int:
+    """Remove from `tree` (in place) the elements a browser never renders: <template> and
+    `hidden` elements but tab and accordion panels (their tails stay); how many were removed."""
+    n = 0
+    for el in _UNRENDERED(tree):
+        parent = el.getparent()
+        if parent is None:
+            continue
+        _replace_with_text(el, "")
+        n += 1
+    return n
+
+
 def parse_html(html: str):
     """The page parsed as trafilatura parses it (its parser drops HTML comments and processing
     instructions: a page's commented-out markup must not become text or split a paragraph);
@@ -376,13 +429,20 @@ def parse_html(html: str):
 
 def extract_content(html: str, url: str, *, favor: str = "balanced", tree=None) -> Content | None:
     """Run trafilatura and derive every output from its XML tree; None if it finds no content.
-    `tree`: the page as `parse_html` parsed it, when the caller has it (its only change: a
-    lazily loaded <img> gets the `data-src` its browser would load, `img_sources`)."""
+    `tree`: the page as `parse_html` parsed it, when the caller has it. It is changed in place:
+    what a browser never renders is removed (`drop_unrendered`), a table whose spans would blow
+    it up loses them (`tables.ignore_oversized_spans`), a lazily loaded <img> gets the
+    `data-src` its browser would load and every image source is made absolute against the
+    page's base URL, or removed when it is no http(s) URL (`img_sources`)."""
     if tree is None:
         tree = parse_html(html)
     if tree is None:
         return None
+    base = document_base(tree, url)
+    drop_unrendered(tree)
+    ignore_oversized_spans(tree)
     resolve_lazy_images(tree)
+    absolute_image_sources(tree, base)
     raw = RawTree(tree)
     doc = _run_trafilatura(raw, url, favor)
     text = _plain(doc, tree)
@@ -414,8 +474,8 @@ def extract_content(html: str, url: str, *, favor: str = "balanced", tree=None) 
         author=meta.author,
         date=meta.date,
         sitename=meta.sitename,
-        canonical_url=canonical_url(tree, url),
+        canonical_url=canonical_url(tree, base),
         lang_hint=page_lang_hint(tree),
-        blocks=interleave(body, url),
+        blocks=interleave(body, base),
         comments=comments_text(tree, url, text),
     )

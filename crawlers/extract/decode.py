@@ -18,9 +18,11 @@ Which encoding, in order (`choose_encoding`):
      the whole body reads a few Chinese sentences as Cyrillic or Latin-1.
 A body is binary (`sniff_binary`) by its magic number or by its share of C0 control bytes, a run
 of NUL bytes counting once: stray NULs and NUL padding are text pages. The text returned carries
-no XML declaration and no C0 control characters other than tab, newline and carriage return (lxml
-refuses a `str` with an encoding declaration, and control characters make trafilatura discard the
-text around them).
+no XML declaration and no character XML cannot hold, raw or as a numeric reference (`&#11;`): C0
+controls other than tab, newline and carriage return, U+FFFE, U+FFFF, lone surrogates, each
+replaced by a space (lxml refuses a `str` with an encoding declaration, and such a character
+makes trafilatura discard the page). A Content-Type other than HTML (text/html,
+application/xhtml+xml) is `not_html`: text/plain, XML feeds and SVG are no web pages.
 """
 
 from __future__ import annotations
@@ -97,9 +99,20 @@ _SCRIPT_STYLE_RE = re.compile(rb"<(script|style)\b.*?</\1\s*>", re.I | re.S)
 _TAG_RE = re.compile(rb"<[^>]*>")
 _NON_ASCII_LINE_RE = re.compile(rb"[^\n]*[\x80-\xff][^\n]*")
 _XML_DECL_RE = re.compile(r"^\ufeff?\s*<\?xml[^>]*\?>", re.I)
-# C0 controls other than tab, newline, carriage return (form feed is dropped too: trafilatura
-# and lxml treat it like the others); DEL and C1 controls are left to the text normalisers.
-_CONTROL_RE = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f]")
+# Characters XML (so lxml, so trafilatura) cannot hold: C0 controls other than tab, newline,
+# carriage return (form feed is dropped too: trafilatura and lxml treat it like the others),
+# U+FFFE and U+FFFF; DEL and C1 controls are left to the text normalisers.
+_CONTROL_RE = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
+# ... and lone surrogates, which a str from a browser (JavaScript strings) can hold.
+_UNSAFE_RE = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff\ud800-\udfff]")
+# A numeric character reference to a C0 control, U+FFFE or U+FFFF, decimal or hex, any leading
+# zeros, ";" optional (as parsers read it): libxml2 turns `&#11;` into a real U+000B that lxml
+# then refuses to write back. (Tab, newline and carriage return are let through by _unsafe_ref;
+# libxml2 makes a surrogate or out-of-range reference U+FFFD itself.)
+_CHAR_REF_RE = re.compile(
+    r"&#(?:[xX]0*([0-9a-fA-F]|1[0-9a-fA-F]|[fF]{3}[eEfF])(?![0-9a-fA-F])"
+    r"|0*([0-9]|[12][0-9]|3[01]|6553[45])(?![0-9]));?"
+)
 
 
 # C0 control bytes other than tab, newline, form feed, carriage return (sniff_binary).
@@ -208,10 +221,26 @@ def _head_end(body: bytes, limit: int = 16_384) -> int:
     return end if end >= 0 else limit
 
 
+def _unsafe_ref(m: re.Match) -> str:
+    hex_digits, digits = m.groups()
+    code = int(hex_digits, 16) if hex_digits is not None else int(digits)
+    return m.group(0) if code in (0x09, 0x0A, 0x0D) else " "
+
+
+def drop_controls(text: str) -> str:
+    """`text` with each character XML cannot hold but a valid string can (C0 controls other
+    than tab, newline, carriage return; U+FFFE, U+FFFF) replaced by a space."""
+    return _CONTROL_RE.sub(" ", text)
+
+
 def clean_text(html: str) -> str:
-    """Drop a leading XML declaration and C0 control characters that parsers choke on."""
+    """Drop a leading XML declaration; replace by a space the characters lxml cannot hold (C0
+    controls, U+FFFE, U+FFFF, lone surrogates), raw or as numeric references (`&#11;`,
+    `&#x1b;`): one of them would make trafilatura discard the page, or an image its alt holds."""
     html = _XML_DECL_RE.sub("", html, count=1)
-    return _CONTROL_RE.sub(" ", html)
+    if "&#" in html:
+        html = _CHAR_REF_RE.sub(_unsafe_ref, html)
+    return _UNSAFE_RE.sub(" ", html)
 
 
 def utf16_without_bom(sample: bytes) -> str | None:
@@ -252,6 +281,11 @@ def sniff_binary(body: bytes) -> str | None:
     return None
 
 
+def mime_type(content_type: str | None) -> str:
+    """The media type of a Content-Type value, lower-cased, without its parameters ("" if none)."""
+    return (content_type or "").split(";", 1)[0].strip().lower()
+
+
 def decode_html(
     body: bytes | None,
     content_type: str | None = None,
@@ -264,8 +298,13 @@ def decode_html(
         raise BadPage("empty_body", "the response body is empty or whitespace only")
     if len(body) > max_bytes:
         raise BadPage("too_large", f"body is {len(body)} bytes, above the {max_bytes}-byte limit")
-    if content_type and not re.search(r"html|xml|text/plain", content_type, re.I):
-        raise BadPage("not_html", f"content type {content_type!r} is not HTML")
+    mime = mime_type(content_type)
+    if mime and "html" not in mime:  # text/html, application/xhtml+xml
+        raise BadPage(
+            "not_html",
+            f"content type {mime} is not HTML (text/html or application/xhtml+xml): "
+            "not extracted as a web page",
+        )
     kind = sniff_binary(body)
     if kind:
         raise BadPage("binary_body", f"body looks like binary data ({kind}), not HTML")

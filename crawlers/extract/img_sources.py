@@ -26,11 +26,19 @@ Only URLs with an image extension are set (trafilatura's test). A `src` that is 
 and no placeholder is never replaced, and an <img> trafilatura already reads from `data-src` is
 left as it is. The tree is changed in place (only those `data-src` attributes, and the style that
 hides an <img> until Rocket Loader loads it).
+
+`absolute_image_sources(tree, base)` then makes each source trafilatura reads (`src`,
+`data-src*` but srcsets) absolute as a browser does: ASCII whitespace around it stripped, tabs
+and newlines in it removed, spaces %20, resolved against the page's `<base href>`
+(`content.document_base`), not the page URL trafilatura would use; a source that is then no
+http(s) URL (javascript:, file:, data:, gopher:, ...) is removed, so no such image reaches the
+Markdown, the interleaved blocks or image_refs.
 """
 
 from __future__ import annotations
 
 import re
+from urllib.parse import urljoin, urlsplit
 
 from lxml.etree import XPath
 from trafilatura.utils import is_image_file
@@ -147,3 +155,48 @@ def resolve_lazy_images(tree) -> int:
             del img.attrib["style"]
         n += 1
     return n
+
+
+_TAB_NEWLINE = str.maketrans("", "", "\t\n\r")
+_SPACE = re.compile(r"[ \t\n\r\f]")
+
+
+def http_url(base: str, ref: str) -> str | None:
+    """`ref` made absolute against `base` as a browser's URL parser does (ASCII whitespace around
+    it stripped, tabs and newlines in it removed, spaces in it %20), when that is an http(s) URL;
+    None otherwise (javascript:, file:, data:, gopher:, ...)."""
+    ref = ref.strip(" \t\n\r\f").translate(_TAB_NEWLINE).replace(" ", "%20")
+    try:
+        url = urljoin(base, ref)
+        return url if urlsplit(url).scheme in ("http", "https") else None
+    except ValueError:  # urlsplit refuses a malformed IPv6 host
+        return None
+
+
+# The <img> attributes trafilatura reads a source from (`image_src`: data-src, src, data-src*),
+# srcsets apart (`resolve_lazy_images` reads them).
+_SOURCE_ATTRS = XPath(
+    "//img/@*[name()='src' or (starts-with(name(), 'data-src') and "
+    "not(contains(name(), 'srcset')))]/.."
+)
+
+
+def absolute_image_sources(tree, base: str) -> int:
+    """Make every image source trafilatura reads (`src`, `data-src*`) of `tree` an absolute
+    http(s) URL against `base` (the page's `<base href>` or its URL), in place, and remove one
+    that is none (javascript:, file:, data:, ...): what trafilatura keeps of an image is then
+    what a browser would load. How many sources were removed."""
+    removed = 0
+    for img in _SOURCE_ATTRS(tree):
+        for name, value in list(img.attrib.items()):
+            if name != "src" and not (name.startswith("data-src") and "srcset" not in name):
+                continue
+            if value.startswith(("http://", "https://")) and not _SPACE.search(value):
+                continue  # absolute already (trafilatura keeps such a source as it is)
+            url = http_url(base, value) if value.strip() else None
+            if url is None:
+                del img.attrib[name]
+                removed += 1
+            elif url != value:
+                img.set(name, url)
+    return removed

@@ -10,6 +10,8 @@ from urllib.parse import urlsplit
 from lxml import html as lxml_html
 from lxml_html_clean import Cleaner
 
+from crawlers.extract.decode import drop_controls
+
 SYSTEM_PROMPT = (
     "You extract the main content of a web page. Answer with that content only, as Markdown: "
     "keep headings, lists and tables (as Markdown tables), drop navigation, ads, footers and "
@@ -77,7 +79,8 @@ class LLMExtractor:
         }
 
     def extract(self, html: str, url: str, item: Mapping[str, Any] | None = None) -> str:
-        """The teacher's Markdown for this page; raise ValueError if it is empty.
+        """The teacher's Markdown for this page (control characters replaced by spaces); raise
+        ValueError if it is empty or not valid Unicode (a lone surrogate).
 
         `item`: the page's consent record (`LLMExtractor.item(record)`); without one the page
         has no consent evidence and is not sent. NotSent names why a page was not sent."""
@@ -85,7 +88,17 @@ class LLMExtractor:
         why = self.consent.why_not(item)
         if why is not None:
             raise NotSent(f"not sent to the teacher: {why}")
-        answer = self.client.chat(self.prompt(html, url), items=[item], temperature=0).strip()
+        answer = self.client.chat(self.prompt(html, url), items=[item], temperature=0)
+        # Control characters are no text (the page's own are replaced the same way); a lone
+        # surrogate is a broken answer, which no Parquet file can hold.
+        answer = drop_controls(answer).strip()
+        try:
+            answer.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise ValueError(
+                f"teacher answer for {url} is not valid Unicode ({exc.reason} at character "
+                f"{exc.start}); trafilatura's extraction is kept"
+            ) from None
         if answer.startswith("```"):
             answer = re.sub(r"^```\w*\n?|\n?```$", "", answer).strip()
         if not answer:

@@ -39,7 +39,7 @@ class ExtractConfig:
     max_elements: int = 200_000
     favor: str = "balanced"  # balanced | precision | recall (trafilatura's modes)
     llm: Any = None  # a crawlers.extract.llm.LLMExtractor, or None for trafilatura only
-    # Product tokens whose meta robots tags the page's own HTML is read for (`_page_opt_outs`).
+    # Product tokens whose meta robots tags the page's own HTML is read for (`_meta_opt_outs`).
     agent: str = "RefineryBot"
     training_agent: str = "RefineryBot-Extended"
 
@@ -117,7 +117,15 @@ def extract_page(record: dict, config: ExtractConfig | None = None) -> ExtractRe
     """
     config = config or ExtractConfig()
     try:
-        return _extract(record, config)
+        result = _extract(record, config)
+        where = _unencodable(result)
+        if where is not None:  # no Parquet file can hold it: the whole output would fail
+            raise BadPage(
+                "extract_error",
+                f"a string of its {where} row is not valid Unicode (a lone surrogate), so the "
+                "page's rows cannot be written; the run went on",
+            )
+        return result
     except BadPage as bad:
         return _reject(record, bad.reason, bad.detail)
     except Exception as exc:  # one page must never end the run
@@ -127,6 +135,31 @@ def extract_page(record: dict, config: ExtractConfig | None = None) -> ExtractRe
             f"{type(exc).__name__}: {exc}"[:2000]
             + " (unexpected error while extracting this page; the run went on)",
         )
+
+
+def _strings(value: Any):
+    """Every string inside nested dicts and lists."""
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for v in value.values():
+            yield from _strings(v)
+    elif isinstance(value, (list, tuple)):
+        for v in value:
+            yield from _strings(v)
+
+
+def _unencodable(result: ExtractResult) -> str | None:
+    """The first row (`document`, `image_refs[2]`) of an ExtractResult holding a string UTF-8
+    cannot encode, or None."""
+    for name in ("document", "image_refs", "tables", "interleaved"):
+        rows = getattr(result, name)
+        for i, row in enumerate(rows if isinstance(rows, list) else [rows]):
+            try:
+                "".join(_strings(row)).encode("utf-8")
+            except UnicodeEncodeError:
+                return f"{name}[{i}]" if isinstance(rows, list) else name
+    return None
 
 
 # Rendered text replaces the static extraction only when it adds at least this much main content
@@ -161,10 +194,12 @@ def _parse(html: str, config: ExtractConfig):
 
 
 def _content(html: str, url: str, config: ExtractConfig):
-    """(tree, content) of one HTML text: content None where trafilatura finds none."""
+    """(tree, content, opt-outs) of one HTML text: content None where trafilatura finds none;
+    the opt-outs read before extraction prunes the tree (a meta robots counts wherever it is)."""
     tree, readable = _parse(html, config)
+    opt_outs = _meta_opt_outs(tree, config)
     content = extract_content(html, url, favor=config.favor, tree=tree) if readable else None
-    return tree, content
+    return tree, content, opt_outs
 
 
 def _lines(text: str) -> list[str]:
@@ -194,21 +229,22 @@ def render_gain(static_text: str, rendered_text: str) -> tuple[int, int]:
 
 
 def _merge_render(record: dict, static_html: str | None, config: ExtractConfig):
-    """(record, html, tree, content) from the rendered DOM, or from the static HTML when the
-    render adds no main content (a script navigated away, left a loading note, or changed
-    nothing): rendered text is kept only when it adds main content to the static extraction."""
-    url, rendered = record["url"], record["rendered_html"]
+    """(record, html, tree, content, opt-outs) from the rendered DOM, or from the static HTML
+    when the render adds no main content (a script navigated away, left a loading note, or
+    changed nothing): rendered text is kept only when it adds main content to the static
+    extraction."""
+    url, rendered = record["url"], clean_text(record["rendered_html"])
     try:
-        r_tree, r_content = _content(rendered, url, config)
+        r_tree, r_content, r_opt_outs = _content(rendered, url, config)
     except BadPage:
         if static_html is None:
             raise
-        r_tree = r_content = None
+        r_tree = r_content = r_opt_outs = None
     if static_html is None:
-        return record, rendered, r_tree, r_content
-    s_tree, s_content = _content(static_html, url, config)
+        return record, rendered, r_tree, r_content, r_opt_outs
+    s_tree, s_content, s_opt_outs = _content(static_html, url, config)
     if s_content is None and r_content is None:
-        return record, rendered, r_tree, r_content
+        return record, rendered, r_tree, r_content, r_opt_outs
     if s_content is None:
         added, lost = render_gain("", r_content.text)
     elif r_content is None:
@@ -216,15 +252,16 @@ def _merge_render(record: dict, static_html: str | None, config: ExtractConfig):
     else:
         added, lost = render_gain(s_content.text, r_content.text)
     if r_content is not None and added >= MIN_RENDER_GAIN and added > lost:
-        return record, rendered, r_tree, r_content
+        # an opt-out the static HTML states holds for the page too
+        return _page_opt_outs(record, s_opt_outs), rendered, r_tree, r_content, r_opt_outs
     if s_content is None:
         raise BadPage("no_main_content", "trafilatura found no main content (static or rendered)")
     note = f"static kept: the render added {added} and lost {lost} chars of main content"
     reason = "; ".join(x for x in (record.get("render_reason"), note) if x)
     kept = {**record, "rendered": False, "render_reason": reason}
-    if r_tree is not None:  # an opt-out the rendered DOM states still holds for the page
-        kept = _page_opt_outs(kept, r_tree, config)
-    return kept, static_html, s_tree, s_content
+    if r_opt_outs is not None:  # an opt-out the rendered DOM states still holds for the page
+        kept = _page_opt_outs(kept, r_opt_outs)
+    return kept, static_html, s_tree, s_content, s_opt_outs
 
 
 def _extract(record: dict, config: ExtractConfig) -> ExtractResult:
@@ -240,11 +277,11 @@ def _extract(record: dict, config: ExtractConfig) -> ExtractResult:
             if not record.get("rendered_html"):
                 raise
     if record.get("rendered_html"):
-        record, html, tree, content = _merge_render(record, static_html, config)
+        record, html, tree, content, opt_outs = _merge_render(record, static_html, config)
     else:
         html = static_html
-        tree, content = _content(html, url, config)
-    record = _page_opt_outs(record, tree, config)
+        tree, content, opt_outs = _content(html, url, config)
+    record = _page_opt_outs(record, opt_outs)
     if content is None:
         raise BadPage("no_main_content", "trafilatura found no main content")
     method, llm_error = "trafilatura", None
@@ -259,11 +296,10 @@ def _extract(record: dict, config: ExtractConfig) -> ExtractResult:
     return _result(record, content, tree, method, llm_error)
 
 
-def _page_opt_outs(record: dict, tree, config: ExtractConfig) -> dict:
-    """The record with the opt-outs the extracted HTML states itself (meta robots for every
-    agent or our tokens, http-equiv X-Robots-Tag; `crawlers.crawl.html.apply_meta_robots`): a
-    rendered DOM or an imported page can say noai where the crawl record does not. Opt-outs are
-    only added, never removed; noai also takes training_allowed away."""
+def _meta_opt_outs(tree, config: ExtractConfig):
+    """The opt-outs (`crawlers.crawl.html.Directives`) the page's HTML states itself: meta robots
+    for every agent or our tokens, http-equiv X-Robots-Tag (`apply_meta_robots`), wherever the
+    <meta> stands."""
     from crawlers.crawl.html import Directives, apply_meta_robots
 
     d = Directives()
@@ -276,7 +312,14 @@ def _page_opt_outs(record: dict, tree, config: ExtractConfig) -> dict:
             config.training_agent,
             meta.get("http-equiv") or "",
         )
-    if not (d.noai or d.noimageai):
+    return d
+
+
+def _page_opt_outs(record: dict, d) -> dict:
+    """The record with the opt-outs `d` the extracted HTML states itself (`_meta_opt_outs`): a
+    rendered DOM or an imported page can say noai where the crawl record does not. Opt-outs are
+    only added, never removed; noai also takes training_allowed away. `d` None: no HTML read."""
+    if d is None or not (d.noai or d.noimageai):
         return record
     out = dict(record)
     out["noai"] = bool(record.get("noai")) or d.noai

@@ -3,12 +3,19 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from heapq import heappop, heappush
 
 from lxml import html as lxml_html
+from lxml.etree import XPath
 
 # Tables inside navigation chrome are layout, not data.
 _CHROME = {"nav", "header", "footer", "aside"}
 _MAX_SPAN = 1000  # a rowspan/colspan beyond this is a broken page, not a real table
+# Past these, a table's spans are not expanded (`expand_grid`): a few KB of rowspan/colspan
+# would otherwise make a grid of millions of cells.
+MAX_GRID_CELLS = 250_000
+MAX_GRID_COLS = 1_000
+_SPANNED = XPath("//td[@rowspan or @colspan] | //th[@rowspan or @colspan]")
 
 
 @dataclass
@@ -54,27 +61,106 @@ def _nearest_table(el):
     return parent
 
 
+def _layout(rows: list) -> list[list[tuple]]:
+    """Per row, its cells as (cell, rowspan, colspan), a rowspan clamped to the rows left in the
+    cell's row group (HTML: a rowspan never reaches past its <thead>, <tbody>, <tfoot> or
+    table's last row)."""
+    group_end: list[int] = [0] * len(rows)
+    end = len(rows)
+    for r in range(len(rows) - 1, -1, -1):
+        if r + 1 < len(rows) and rows[r].getparent() is not rows[r + 1].getparent():
+            end = r + 1
+        group_end[r] = end
+    return [
+        [
+            (c, min(_span(c, "rowspan"), group_end[r] - r), _span(c, "colspan"))
+            for c in tr
+            if c.tag in ("td", "th")
+        ]
+        for r, tr in enumerate(rows)
+    ]
+
+
+def _width_bound(layout: list[list[tuple]]) -> int:
+    """An upper bound on the expanded grid's width, without expanding it: a row's cells can only
+    be pushed right by the columns that cells of rows above still span into it."""
+    spanning: list[tuple[int, int]] = []  # heap of (first row no longer spanned, colspan)
+    above, widest = 0, 0
+    for r, cells in enumerate(layout):
+        while spanning and spanning[0][0] <= r:
+            above -= heappop(spanning)[1]
+        widest = max(widest, above + sum(cs for _, _, cs in cells))
+        for _, rs, cs in cells:
+            if rs > 1:
+                heappush(spanning, (r + rs, cs))
+                above += cs
+    return widest
+
+
+def _oversized(layout: list[list[tuple]]) -> bool:
+    """Whether expanding the spans of a table laid out as `layout` could make a grid past
+    MAX_GRID_CELLS cells or MAX_GRID_COLS columns."""
+    width = _width_bound(layout)
+    return width > MAX_GRID_COLS or len(layout) * width > MAX_GRID_CELLS
+
+
+def ignore_oversized_spans(tree) -> int:
+    """Remove rowspan and colspan from the cells of each table of `tree` (in place) whose spans
+    could expand it past MAX_GRID_CELLS cells or MAX_GRID_COLS columns (a few KB of them make
+    millions of cells, in trafilatura's table handling as in `expand_grid`); how many tables.
+    A rowspan is counted to the table's last row here (trafilatura reads it across row groups)."""
+    spanned = _SPANNED(tree)
+    if not spanned:
+        return 0
+    tables = {t for t in map(_nearest_table, spanned) if t is not None}
+    n = 0
+    for table in tables:
+        rows = _own_rows(table)
+        cells = [[c for c in tr if c.tag in ("td", "th")] for tr in rows]
+        layout = [
+            [(c, min(_span(c, "rowspan"), len(rows) - r), _span(c, "colspan")) for c in row]
+            for r, row in enumerate(cells)
+        ]
+        if _oversized(layout):
+            for row in cells:
+                for c in row:
+                    c.attrib.pop("rowspan", None)
+                    c.attrib.pop("colspan", None)
+            n += 1
+    return n
+
+
 def expand_grid(table) -> tuple[list[list[str]], bool]:
-    """Expand rowspan/colspan into a rectangular grid; also say whether the first row is a header."""
-    grid: dict[tuple[int, int], str] = {}
+    """Expand rowspan/colspan into a rectangular grid; also say whether the first row is a header.
+
+    A table whose expanded grid could exceed MAX_GRID_CELLS cells or MAX_GRID_COLS columns
+    (spans written to blow it up, or broken markup) is laid out without its spans: each cell
+    once, in its row, rows padded to the widest. One still past MAX_GRID_CELLS that way is no
+    grid (empty): its text stays in the document's."""
     rows = _own_rows(table)
+    layout = _layout(rows)
     first_is_header = False
-    for r, tr in enumerate(rows):
-        cells = [c for c in tr if c.tag in ("td", "th")]
-        if r == 0:
-            in_thead = tr.getparent() is not None and tr.getparent().tag == "thead"
-            first_is_header = in_thead or (bool(cells) and all(c.tag == "th" for c in cells))
+    if rows:
+        cells = [c for c, _, _ in layout[0]]
+        in_thead = rows[0].getparent() is not None and rows[0].getparent().tag == "thead"
+        first_is_header = in_thead or (bool(cells) and all(c.tag == "th" for c in cells))
+    if _oversized(layout):
+        layout = [[(c, 1, 1) for c, _, _ in cells] for cells in layout]
+        filled = [r for r, cells in enumerate(layout) if cells]
+        width = max((len(cells) for cells in layout), default=0)
+        if filled and (filled[-1] + 1) * width > MAX_GRID_CELLS:
+            return [], False
+    grid: dict[tuple[int, int], str] = {}
+    for r, cells in enumerate(layout):
         c = 0
-        for cell in cells:
+        for cell, rowspan, colspan in cells:
             while (r, c) in grid:
                 c += 1
             text = _cell_text(cell)
-            for dr in range(_span(cell, "rowspan")):
-                if r + dr >= len(rows):
-                    break
-                for dc in range(_span(cell, "colspan")):
+            for dr in range(rowspan):
+                for dc in range(colspan):
                     grid[(r + dr, c + dc)] = text
-            c += _span(cell, "colspan")
+            c += colspan
     if not grid:
         return [], False
     n_rows = max(r for r, _ in grid) + 1
