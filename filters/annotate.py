@@ -69,9 +69,11 @@ ADDED_COLUMNS: dict[str, pa.DataType] = {
     "contaminated": pa.bool_(),
     "contamination_benchmarks": pa.string(),  # the eval sets, comma-joined
     "contamination_ngrams": pa.int64(),  # distinct n-grams of the text found in eval sets
-    # Safety classifiers (filters.toxicity): P(toxic) and P(obscene) of the text's worst window;
-    # null where the language has no model. `safety_model` names what judged the row
-    # ("toxicity.en:<sha12>,nsfw.en:<sha12>", "wordlist:ja", ...); null when nothing did.
+    # Safety classifiers (filters.toxicity): P(toxic) and P(obscene) of the text, scored by
+    # window: the worst of up to 3 windows, a longer text's k-th worst (k = max(2,
+    # ceil(windows / 20)), `toxicity.document_score`); null where the language has no model.
+    # `safety_model` names what judged the row ("toxicity.en:<sha12>,nsfw.en:<sha12>",
+    # "wordlist:ja", ...); null when nothing did.
     "toxicity_score": pa.float64(),
     "nsfw_score": pa.float64(),
     "safety_model": pa.string(),

@@ -2,9 +2,14 @@
 near-duplicate (datasketch MinHash + LSH banding) keys, linear candidate edges, and connected
 components with a deterministic representative (highest quality_score, then smallest id).
 
-Every step is linear in its input: a key group (exact hash, canonical URL or LSH bucket) links
-each member to the group's smallest id (a star, not all pairs), and components are found by
-min-label propagation, where a node's label is the best `rank_key` it has seen, so a
+URL groups are resolved first: of the documents sharing a canonical URL (fetches of one page),
+the best by `rank_key` stays and the others are its URL duplicates. Content (exact and near
+edges) is then compared among the survivors only, so a shared URL never joins two texts that
+share nothing: a text leaves only with its own copy, or with a fetch of its own page.
+
+Every step is linear in its input: a key group links each member to one member (a star, not
+all pairs: an exact or LSH group's smallest id, a URL group's best), and components are found
+by min-label propagation, where a node's label is the best `rank_key` it has seen, so a
 component's final label is its representative. `filters.dedup_shards` chains these into
 sharded steps that the filter's executors run (in process, or one GroupByKey per step on Beam);
 `cluster` below is the plain in-memory reference for tests and small inputs, with identical
@@ -166,7 +171,7 @@ def candidate_pairs(bucket: Sequence[str]) -> list[tuple[str, str]]:
 def star_pairs(bucket: Iterable[str]) -> list[tuple[str, str]]:
     """(smallest id, other id) for every other member of one key group: linear in its size.
 
-    Members of an exact or URL group are all equal, so the star loses nothing. In an LSH bucket
+    Members of an exact group are all equal, so the star loses nothing. In an LSH bucket
     each member is verified against the bucket's smallest id only; members that fail are left
     to the other bands they share with similar documents.
     """
@@ -246,21 +251,23 @@ def merge_label_pairs(pairs: Iterable[tuple[Label, Label]]) -> dict[Label, Label
     return {x: r for x in list(parent) if (r := find(x)) != x}
 
 
-def cluster_rows(rep: str, members: Iterable[tuple[str, str, str]]) -> list[dict]:
-    """Rows of one component: `members` are (id, text_hash, canonical_url), `rep` its representative.
+def cluster_rows(rep: str, members: Iterable[tuple[str, str, bool]]) -> list[dict]:
+    """Rows of one component: `members` are (id, text_hash, lost its URL group), `rep` the kept
+    representative.
 
-    `match` says how a member relates to the representative: the same normalised text
-    (`exact`), else the same canonical URL (`url`), else `near`. Sorted by id.
+    `match` says why a member goes: the same normalised text as the representative (`exact`),
+    else another fetch of its own URL stayed (`url`: it lost its URL group), else a chain of
+    near copies among URL-group survivors leads to the representative (`near`). Sorted by id.
     """
     info = {m[0]: m for m in members}
-    _, rep_hash, rep_url = info[rep]
+    rep_hash = info[rep][1]
     rows = []
-    for m, h, u in sorted(info.values()):
+    for m, h, url_lost in sorted(info.values()):
         if m == rep:
             match = None
         elif h == rep_hash:
             match = "exact"
-        elif u and u == rep_url:
+        elif url_lost:
             match = "url"
         else:
             match = "near"
@@ -276,13 +283,24 @@ def cluster_rows(rep: str, members: Iterable[tuple[str, str, str]]) -> list[dict
     return rows
 
 
+def url_representatives(groups: Iterable[Sequence[str]], nodes: dict[str, dict]) -> dict[str, str]:
+    """Each URL group's members but its best (smallest `rank_key`) -> that best member."""
+    lost = {}
+    for group in groups:
+        ids = sorted(set(group))
+        best = min(ids, key=lambda i: rank_key(nodes[i].get("quality_score"), i))
+        lost.update({m: best for m in ids if m != best})
+    return lost
+
+
 def resolve_clusters(edges: Iterable[tuple[str, str, str]], nodes: dict[str, dict]) -> list[dict]:
     """Connected components of typed edges (a, b, kind); one row per clustered document.
 
-    `nodes[id]` holds `quality_score`, `text_hash` and `canonical_url`. The returned rows carry
-    `cluster_id` (the representative: the member with the smallest `rank_key`), `id`,
-    `duplicate_of` (None for the representative), `match` (exact/url/near relative to the
-    representative) and `cluster_size`, sorted by (cluster_id, id).
+    `nodes[id]` holds `quality_score`, `text_hash` and `url_lost` (true for a member that lost
+    its URL group: its only edge is the `url` edge to the group's best, so it never carries a
+    component's label). The returned rows carry `cluster_id` (the representative: the member
+    with the smallest `rank_key`), `id`, `duplicate_of` (None for the representative), `match`
+    (exact/url/near, `cluster_rows`) and `cluster_size`, sorted by (cluster_id, id).
     """
     uf = UnionFind()
     for a, b, _ in edges:
@@ -291,7 +309,7 @@ def resolve_clusters(edges: Iterable[tuple[str, str, str]], nodes: dict[str, dic
     for members in uf.groups().values():
         rep = min(members, key=lambda i: rank_key(nodes[i].get("quality_score"), i))
         rows += cluster_rows(
-            rep, [(m, nodes[m]["text_hash"], nodes[m]["canonical_url"]) for m in members]
+            rep, [(m, nodes[m]["text_hash"], nodes[m].get("url_lost", False)) for m in members]
         )
     return sorted(rows, key=lambda r: (r["cluster_id"], r["id"]))
 
@@ -312,11 +330,12 @@ def near_edges(
 
 
 def cluster(docs: Sequence[dict], cfg: DedupConfig) -> list[dict]:
-    """In-memory exact + URL + MinHash clustering of docs with id, text, lang, url, quality_score."""
-    nodes, edges = {}, []
-    by_hash: dict[str, list[str]] = defaultdict(list)
+    """In-memory exact + URL + MinHash clustering of docs with id, text, lang, url, quality_score.
+
+    URL groups first (each keeps its best; the others hang off it by a `url` edge), then exact
+    and near edges among the URL groups' survivors only."""
+    nodes = {}
     by_url: dict[str, list[str]] = defaultdict(list)
-    buckets: dict[tuple[int, str], list[str]] = defaultdict(list)
     sigs = {}
     for d in docs:
         u = canonical_url(d.get("url") or "")
@@ -324,19 +343,23 @@ def cluster(docs: Sequence[dict], cfg: DedupConfig) -> list[dict]:
             h, sigs[d["id"]] = hash_and_signature(d["text"], d.get("lang") or "", cfg)
         else:
             h = text_hash(d["text"])
-        nodes[d["id"]] = {
-            "quality_score": d.get("quality_score"),
-            "text_hash": h,
-            "canonical_url": u,
-        }
-        by_hash[h].append(d["id"])
-        if d.get("url"):
+        nodes[d["id"]] = {"quality_score": d.get("quality_score"), "text_hash": h}
+        if u:
             by_url[u].append(d["id"])
+    lost = url_representatives(by_url.values(), nodes) if cfg.url else {}
+    edges = [(best, m, "url") for m, best in sorted(lost.items())]
+    by_hash: dict[str, list[str]] = defaultdict(list)
+    buckets: dict[tuple[int, str], list[str]] = defaultdict(list)
+    for d in docs:
+        doc_id = d["id"]
+        nodes[doc_id]["url_lost"] = doc_id in lost
+        if doc_id in lost:
+            continue
+        by_hash[nodes[doc_id]["text_hash"]].append(doc_id)
         if cfg.near:
-            for key in band_keys(sigs[d["id"]], cfg):
-                buckets[key].append(d["id"])
+            for key in band_keys(sigs[doc_id], cfg):
+                buckets[key].append(doc_id)
     edges += exact_edges(by_hash.values(), "exact") if cfg.exact else []
-    edges += exact_edges(by_url.values(), "url") if cfg.url else []
     edges += near_edges(buckets.values(), sigs, cfg.jaccard_threshold) if cfg.near else []
     return resolve_clusters(edges, nodes)
 

@@ -10,15 +10,19 @@ element per document or per LSH band.
 
 The steps (`dedup_steps`):
 
-1. `buckets`: key groups (exact hash, canonical URL, LSH band) link each member to the group's
-   smallest id (linear). Exact and URL links are edges; LSH links are candidate pairs.
-2. `attach_signature`, `verify`: a candidate pair (a, b) collects a's MinHash signature in a's
+1. `url_groups`, `content_keys`: each URL group (same canonical URL) keeps its best member by
+   `rank_key`; the others lose it, get a `url` edge to that best and join no content group.
+   Only then do the survivors send their exact and LSH keys to the keys' shards.
+2. `buckets`: content key groups (exact hash, LSH band) link each member to the group's
+   smallest id (linear). Exact links are edges; LSH links are candidate pairs.
+3. `attach_signature`, `verify`: a candidate pair (a, b) collects a's MinHash signature in a's
    shard, then b's in b's shard, and becomes an edge if the estimated Jaccard passes.
-3. `build_state`, `propagate` x rounds, `check`: connected components by min-label propagation.
-   A node's label is its `rank_key`, so a finished component's label is its representative.
+4. `build_state`, `propagate` x rounds, `check`: connected components by min-label propagation.
+   A node's label is its `rank_key`, so a finished component's label is its representative (a
+   URL group's loser ranks below the best it hangs off, so it never carries the label).
    Edges whose ends still disagree after the rounds (components wider than `rounds` hops) go
    to one task (`merge_leftover`); only those go there, and their number is reported.
-4. `relabel`, `components`: members grouped by final label; one row per clustered document
+5. `relabel`, `components`: members grouped by final label; one row per clustered document
    (`filters.dedup.cluster_rows`), and the duplicates addressed to their input chunk.
 
 The result equals `filters.dedup.cluster` on the same candidates, for any number of shards and
@@ -38,6 +42,7 @@ from filters import dedup
 from filters.config import DedupConfig
 
 NEAR = "near"
+URL = "url"
 ROUNDS = 4  # label-propagation rounds before leftover edges are merged in one task
 LEFTOVER = -1  # the shard of the one task that merges leftover edges
 
@@ -68,8 +73,8 @@ def doc_features(row: dict, cfg: DedupConfig, chunk: int = 0) -> tuple:
     groups, sig = [], None
     if cfg.exact:
         groups.append(("exact", h))
-    if cfg.url and row.get("url"):
-        groups.append(("url", u))
+    if cfg.url and u:
+        groups.append((URL, u))
     if cfg.near:
         sig = s.tobytes()
         groups += [(NEAR, f"{band}:{bh}") for band, bh in dedup.band_keys(s, cfg)]
@@ -97,24 +102,62 @@ def _parts(payloads: Iterable[tuple[str, list]]) -> dict[str, list]:
 
 
 def route(batch: tuple[int, Sequence[tuple]], shards: int) -> list[Message]:
-    """A chunk's features -> nodes to the shards of their ids, key memberships to their keys'."""
+    """A chunk's features -> nodes (with their content keys) to the shards of their ids, URL
+    memberships to their keys' shards."""
     _, feats = batch
     box = _box()
-    for doc_id, chunk, label, h, u, groups, sig in feats:
-        box[shard_of(doc_id, shards)]["node"].append((doc_id, chunk, label, h, u, sig))
+    for doc_id, chunk, label, h, _, groups, sig in feats:
+        content = [(kind, key) for kind, key in groups if kind != URL]
+        box[shard_of(doc_id, shards)]["node"].append((doc_id, chunk, label, h, sig, content))
         for kind, key in groups:
-            box[shard_of(f"{kind}\0{key}", shards)]["member"].append((kind, key, doc_id))
+            if kind == URL:
+                box[shard_of(f"{URL}\0{key}", shards)]["url"].append((key, doc_id, label))
+    return _out(box)
+
+
+def url_groups(shard: int, payloads, shards: int) -> list[Message]:
+    """URL groups -> each member but the best (smallest label) loses it: a `url` edge to the
+    best, and a notice to its own shard."""
+    got = _parts(payloads)
+    groups: dict[str, set] = defaultdict(set)
+    for u, doc_id, label in got["url"]:
+        groups[u].add((canonical_label(label), doc_id))
+    box = _box()
+    box[shard]["node"] = got["node"]
+    for u in sorted(groups):
+        (_, best), *rest = sorted(groups[u])
+        for _, m in rest:
+            box[shard_of(m, shards)]["url_lost"].append(m)
+            box[shard_of(m, shards)]["nbr"].append((m, best))
+            box[shard_of(best, shards)]["nbr"].append((best, m))
+    return _out(box)
+
+
+def content_keys(shard: int, payloads, shards: int) -> list[Message]:
+    """URL-group survivors send their exact and LSH keys to the keys' shards; a loser keeps
+    only its `url` edge (and no signature)."""
+    got = _parts(payloads)
+    lost = set(got["url_lost"])
+    box = _box()
+    box[shard]["nbr"] = got["nbr"]
+    for doc_id, chunk, label, h, sig, content in got["node"]:
+        url_lost = doc_id in lost
+        box[shard]["node"].append((doc_id, chunk, label, h, url_lost, None if url_lost else sig))
+        if not url_lost:
+            for kind, key in content:
+                box[shard_of(f"{kind}\0{key}", shards)]["member"].append((kind, key, doc_id))
     return _out(box)
 
 
 def buckets(shard: int, payloads, shards: int) -> list[Message]:
-    """Key groups -> star links: exact/URL ones are edges, LSH ones candidate pairs."""
+    """Content key groups -> star links: exact ones are edges, LSH ones candidate pairs."""
     got = _parts(payloads)
     groups: dict[tuple[str, str], list[str]] = defaultdict(list)
     for kind, key, doc_id in got["member"]:
         groups[(kind, key)].append(doc_id)
     box = _box()
     box[shard]["node"] = got["node"]
+    box[shard]["nbr"] = got["nbr"]
     for (kind, _), ids in groups.items():
         for a, b in dedup.star_pairs(ids):
             if kind == NEAR:
@@ -172,15 +215,16 @@ def _receive(got: dict[str, list]) -> tuple[dict, dict[str, set]]:
 
 
 def build_state(shard: int, payloads, shards: int) -> list[Message]:
-    """Nodes with at least one edge: (label, sorted neighbours, hash, url, chunk); first send."""
+    """Nodes with at least one edge: (label, sorted neighbours, hash, URL group lost, chunk);
+    first send."""
     got = _parts(payloads)
     nbrs: dict[str, set] = defaultdict(set)
     for v, u in got["nbr"]:
         nbrs[v].add(u)
     states = {}
-    for doc_id, chunk, label, h, u in got["node"]:
+    for doc_id, chunk, label, h, url_lost in got["node"]:
         if nbrs.get(doc_id):
-            states[doc_id] = (canonical_label(label), sorted(nbrs[doc_id]), h, u, chunk)
+            states[doc_id] = (canonical_label(label), sorted(nbrs[doc_id]), h, url_lost, chunk)
     return _send(shard, states, shards)
 
 
@@ -196,8 +240,8 @@ def check(shard: int, payloads, shards: int) -> list[Message]:
     """After the last round: members to their label's shard; edges not yet converged to one task."""
     states, received = _receive(_parts(payloads))
     box = _box()
-    for v, (own, _, h, u, chunk) in states.items():
-        box[shard_of(own[1], shards)]["member"].append((own, v, h, u, chunk))
+    for v, (own, _, h, url_lost, chunk) in states.items():
+        box[shard_of(own[1], shards)]["member"].append((own, v, h, url_lost, chunk))
         for other in sorted(received.get(v, set()) - {own}):
             box[LEFTOVER]["leftover"].append((own, other))
     return _out(box)
@@ -226,10 +270,10 @@ def relabel(shard: int, payloads, shards: int) -> list[Message]:
     mapping = {canonical_label(a): canonical_label(b) for a, b in got["map"]}
     box = _box()
     box[shard]["leftover"] = got["leftover"]
-    for label, v, h, u, chunk in got["member"]:
+    for label, v, h, url_lost, chunk in got["member"]:
         label = canonical_label(label)
         new = mapping.get(label, label)
-        box[shard_of(new[1], shards)]["member"].append((new, v, h, u, chunk))
+        box[shard_of(new[1], shards)]["member"].append((new, v, h, url_lost, chunk))
     return _out(box)
 
 
@@ -242,8 +286,8 @@ def components(shard: int, payloads) -> list[tuple[str, int, list]]:
     got = _parts(payloads)
     by_label: dict[str, list] = defaultdict(list)
     chunk_of = {}
-    for label, v, h, u, chunk in got["member"]:
-        by_label[canonical_label(label)[1]].append((v, h, u))
+    for label, v, h, url_lost, chunk in got["member"]:
+        by_label[canonical_label(label)[1]].append((v, h, bool(url_lost)))
         chunk_of[v] = chunk
     rows = [r for rep in sorted(by_label) for r in dedup.cluster_rows(rep, by_label[rep])]
     dups: dict[int, list] = defaultdict(list)
@@ -260,6 +304,8 @@ def components(shard: int, payloads) -> list[tuple[str, int, list]]:
 def dedup_steps(cfg: DedupConfig, shards: int, rounds: int = ROUNDS) -> list[Step]:
     """The shard steps between `route` and `components`, in order."""
     return [
+        partial(url_groups, shards=shards),
+        partial(content_keys, shards=shards),
         partial(buckets, shards=shards),
         partial(attach_signature, shards=shards),
         partial(verify, shards=shards, threshold=cfg.jaccard_threshold),

@@ -78,14 +78,20 @@ def _check_beam(rows: list[dict], rounds: int, expected: list[dict], leftover: b
 
 
 def _chain(n: int) -> list[dict]:
-    """A path of n documents: pairs alternately share a text and a URL; the best is at the end."""
+    """A path of n documents: pairs alternately share a text and most of a text (five blocks of
+    16 words, the next text shifted by one block: a near copy of its neighbours only); the best
+    is at the end. Every fourth one has a second fetch of its URL, worse and of another text,
+    which hangs off it by its URL and joins no content (ids c{n}, c{n+1}, ...)."""
     rng = random.Random(3)
-    texts = [_text(rng) for _ in range(n)]
+    blocks = [_text(rng, 16) for _ in range(n // 2 + 4)]
+    texts = [" ".join(blocks[j : j + 5]) for j in range(n // 2)]
     rows = []
     for i in range(n):
-        text = texts[i - i % 2]  # 0=1, 2=3, ...: exact pairs
-        url = f"http://chain.test/{(i + 1) // 2}"  # 1~2, 3~4, ...: URL pairs
-        rows.append(_row(f"c{i:03d}", text, url, q=0.1 + 0.8 * i / n))
+        text = texts[i // 2]  # 0=1, 2=3, ...: exact pairs; 1~2, 3~4, ...: near pairs
+        rows.append(_row(f"c{i:03d}", text, f"http://chain.test/{i}", q=0.1 + 0.8 * i / n))
+    for k, i in enumerate(range(0, n, 4)):
+        url = f"https://www.chain.test/{i}#again"
+        rows.append(_row(f"c{n + k:03d}", _text(rng), url, q=0.05))
     return rows
 
 
@@ -104,7 +110,9 @@ def test_merge_label_pairs_joins_classes_to_the_smallest_label():
 def test_beam_components_match_in_process_even_past_the_propagation_rounds():
     rows = _chain(24)
     expected = cluster(rows, DedupConfig())
-    assert len(expected) == 24 and {r["cluster_id"] for r in expected} == {"c023"}
+    assert len(expected) == 30 and {r["cluster_id"] for r in expected} == {"c023"}
+    matches = [r["match"] for r in expected]
+    assert matches.count("url") == 6 and matches.count("near") == 22, matches
     # One round cannot carry c023's label 23 hops: the leftover merge must finish the job.
     _check_beam(rows, 1, expected, leftover=True)
     _check_beam(rows, 30, expected, leftover=False)
