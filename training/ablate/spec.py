@@ -21,14 +21,14 @@ from __future__ import annotations
 import hashlib
 import json
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import (
+    AfterValidator,
     BaseModel,
     ConfigDict,
     Field,
     ValidationError,
-    field_validator,
     model_validator,
 )
 
@@ -55,6 +55,16 @@ def dir_name_problem(name: str) -> str | None:
     return None
 
 
+def _directory_name(name: str) -> str:
+    problem = dir_name_problem(name)
+    if problem:
+        raise ValueError(problem)
+    return name
+
+
+DirName = Annotated[str, AfterValidator(_directory_name)]  # a name that becomes a directory
+
+
 class ArmSpec(_Strict):
     """One arm: a built mixture directory, or a mixture spec built from the same input (with a
     filter config: the input's documents filtered with it first)."""
@@ -77,21 +87,13 @@ class EvalSetSpec(_Strict):
     """Held-out evaluation texts: a Parquet, JSONL or text file (one text per line), or a
     directory of .txt files; the language per text from a column, or one for the whole set."""
 
-    name: str = Field(min_length=1, pattern=r"^[A-Za-z0-9_.-]+$")
+    name: DirName = Field(min_length=1, pattern=r"^[A-Za-z0-9_.-]+$")
     path: str
     text_column: str = "text"
     lang_column: str | None = "lang"
     lang: str | None = None  # the whole set's language (overrides lang_column)
     max_texts: int = Field(default=0, ge=0)  # per language; 0: all
     max_chars: int = Field(default=4000, ge=64)  # a longer text is cut (at a whitespace)
-
-    @field_validator("name")
-    @classmethod
-    def _a_directory_name(cls, name: str) -> str:
-        problem = dir_name_problem(name)
-        if problem:
-            raise ValueError(problem)
-        return name
 
 
 class TaskSpec(_Strict):
@@ -112,7 +114,7 @@ class TaskSpec(_Strict):
 class AblationSpec(_Strict):
     """A whole ablation (see the module docstring)."""
 
-    name: str = Field(default="ablation", min_length=1, pattern=r"^[A-Za-z0-9_.-]+$")
+    name: DirName = Field(default="ablation", min_length=1, pattern=r"^[A-Za-z0-9_.-]+$")
     config: str = "proxy"
     stage: str = "pretrain"
     tokens: int = Field(gt=0)
@@ -123,14 +125,6 @@ class AblationSpec(_Strict):
     ngram: int = Field(default=13, ge=3)
     max_overlap: float = Field(default=0.05, ge=0, le=1)  # share of an eval set's n-grams
     eval_batch_size: int = Field(default=8, ge=1)
-
-    @field_validator("name")
-    @classmethod
-    def _a_directory_name(cls, name: str) -> str:
-        problem = dir_name_problem(name)
-        if problem:
-            raise ValueError(problem)
-        return name
 
     @model_validator(mode="after")
     def _names(self) -> AblationSpec:
