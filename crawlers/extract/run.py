@@ -32,6 +32,23 @@ def _merge_parts(
     return table.num_rows
 
 
+def clear_previous_outputs(out_dir: Path) -> None:
+    """Before the merge writes its first output: remove the previous run's five outputs, their
+    manifests first, and the temporary files of writes a kill cut short. Killed while it merges,
+    the out dir then holds only this run's outputs (each without its manifest until it is
+    whole), never an old manifest over the previous run's rows beside new ones, nor an old
+    image_refs.parquet beside new documents that a reader would take as one run's
+    (crawlers/images/fetch.py load_refs). The parts (`_parts/`) are this run's and stay."""
+    from common.manifest import manifest_path
+
+    paths = [out_dir / f"{name}.parquet" for name in OUTPUT_NAMES]
+    for path in paths:
+        manifest_path(path).unlink(missing_ok=True)
+    for path in paths:
+        path.unlink(missing_ok=True)
+        path.with_name(path.name + ".tmp").unlink(missing_ok=True)
+
+
 def run_extract(
     crawl_dir: str | Path,
     out_dir: str | Path,
@@ -79,7 +96,8 @@ def run_extract(
     elapsed = time.monotonic() - start
     inputs = [str(crawl_dir)] + ([str(rendered_path)] if rendered_path else [])
     settings = {"render_mode": render_mode, "favor": favor, "llm": bool(teacher)}
-    counts = {
+    clear_previous_outputs(out_dir)
+    counts = {  # documents first: a reader of image_refs checks it against documents' manifest
         name: _merge_parts(parts, name, out_dir / f"{name}.parquet", inputs, settings)
         for name in OUTPUT_NAMES
     }

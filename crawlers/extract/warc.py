@@ -47,8 +47,18 @@ class WarcResponse:
 
 
 def find_pages_files(crawl_dir: str | Path) -> list[Path]:
-    """All pages.parquet files of a crawl: DIR/pages.parquet and DIR/shard=<k>/pages.parquet."""
+    """All pages.parquet files of a crawl: DIR/pages.parquet and DIR/shard=<k>/pages.parquet.
+
+    A crawl or import that did not finish (killed, or still running) is refused, one line naming
+    its directory and how to resume it, never skipped: its pages would be silently missing.
+    """
     crawl_dir = Path(crawl_dir)
+    for d in [crawl_dir, *sorted(p for p in crawl_dir.glob("shard=*") if p.is_dir())]:
+        unfinished = _unfinished(d)
+        if unfinished:
+            from common.inputs import InputError
+
+            raise InputError(unfinished)
     found = sorted(crawl_dir.glob("pages.parquet")) + sorted(
         crawl_dir.glob("shard=*/pages.parquet")
     )
@@ -61,6 +71,75 @@ def find_pages_files(crawl_dir: str | Path) -> list[Path]:
         st = path.stat()
         _check_pages(str(path), st.st_mtime_ns, st.st_size)
     return found
+
+
+# What a crawl keeps while it runs (crawlers/crawl: frontier.sqlite first, then warc/ and
+# checkpoints/) and what an import does (crawlers/imports/run.py: parts/). Either writes
+# pages.parquet only when it ends, and a crawl then removes checkpoints/, whose rows it holds.
+_CRAWL_STATE = ("frontier.sqlite", "checkpoints", "warc")
+_IMPORT_STATE = "parts"
+
+
+def _unfinished(d: Path) -> str | None:
+    """Why the crawl or import in `d` did not finish (the fix included), or None.
+
+    pages.parquet is not asked for its manifest: `crawlers.crawl.crawl` (the Python API) writes
+    none, only the stage does, and the crawl and the import write pages.parquet whole (a rename)
+    only after every page is in the frontier or parts, so a kill after it loses no page."""
+    pages = d / "pages.parquet"
+    crawl = [n + "/" * (d / n).is_dir() for n in _CRAWL_STATE if (d / n).exists()]
+    imported = (d / _IMPORT_STATE).is_dir()
+    if not crawl and not imported:
+        return None  # pages written by another tool (or nothing at all): read as they are
+    if not pages.exists():
+        held = ", ".join(crawl + ([f"{_IMPORT_STATE}/"] if imported else []))
+        why = f"holds {held} but no pages.parquet"
+    elif (d / "checkpoints").exists():
+        why = "holds checkpoints/: pages fetched since its pages.parquet was written"
+    else:
+        return None
+    shard = d.name.startswith("shard=")
+    if imported and not (d / "frontier.sqlite").exists():
+        what = "an import"
+        fix = (
+            f"run the same `refinery import warc FILES... --out {d}` again to finish it "
+            "(it resumes from parts/; Dagster: materialise its imported_pages partition again)"
+        )
+    else:
+        what = "a crawl"
+        fix = (
+            f"resume it: `refinery crawl --seeds SEEDS_FILE --out {d} --shard {_shard_of(d)} "
+            "--resume` with the flags it ran with"
+            + (
+                "; Dagster: materialise its raw_pages partition again with resume: true"
+                if shard
+                else ""
+            )
+        )
+    leave = f", or move {d.name}/ out of {d.parent} to extract without it" if shard else ""
+    return (
+        f"{d}: {what} that did not finish (killed, or still running): it {why}, so its pages "
+        f"would be missing from the extraction; {fix}{leave}"
+    )
+
+
+def _shard_of(d: Path) -> str:
+    """K/N of the crawl in `d` as its frontier records it (else K from shard=<K>, or K/N)."""
+    import json
+    import sqlite3
+
+    k = d.name.split("=", 1)[1] if d.name.startswith("shard=") else "K"
+    try:
+        uri = (d / "frontier.sqlite").resolve().as_uri() + "?mode=ro"  # read it, change nothing
+        db = sqlite3.connect(uri, uri=True, timeout=1)
+        try:
+            row = db.execute("SELECT value FROM meta WHERE key='config'").fetchone()
+        finally:
+            db.close()
+        config = json.loads(row[0]) if row else {}
+        return f"{int(config['shard'])}/{int(config['shards'])}"
+    except (sqlite3.Error, ValueError, KeyError, TypeError):
+        return f"{k}/N"
 
 
 # The pages.parquet columns extraction reads, by kind (common.inputs); the others it carries.
