@@ -20,6 +20,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from common.manifest import manifest_path
 from common.urlblock import load_blocklist
 from crawlers.crawl.canon import UrlError, canonicalize, host_of
 from crawlers.crawl.config import CrawlConfig, CrawlError
@@ -113,6 +114,11 @@ class Crawler:
                 f"{stored.get('shards', 1)}, not {config.shard}/{config.shards}; give each shard "
                 "its own --out (e.g. ROOT/shard=<k>, sharing ROOT as the shard root)"
             )
+        if resume:  # the frontier holds every row, and this run's end compacts them again: a
+            # run killed before then leaves no old pages.parquet a reader would take as whole
+            for name in ("pages.parquet", "skipped.parquet"):
+                manifest_path(self.out_dir / name).unlink(missing_ok=True)
+                (self.out_dir / name).unlink(missing_ok=True)
         self.seeds = seeds
         self.weights = Weights()
         self.traps = TrapDetector(

@@ -528,6 +528,7 @@ def import_warc(
     Beam pipeline, one unit per element). `shard` (k, n): only the files of shard k of n
     (`shard_of`), for n imports side by side into n directories.
     """
+    from common.manifest import manifest_path
     from crawlers.crawl.config import CrawlConfig
     from crawlers.imports.consent import ConsentBook
 
@@ -545,6 +546,11 @@ def import_warc(
         opts["allow_private_networks"] = True
     units = plan(files, split_bytes, cfg.allow_private_networks)
     todo = [u for u in units if not is_done(u[0], out_dir, opts, u[1], u[2])]
+    for name in ("pages.parquet", "skipped.parquet", "hosts.parquet"):  # written again below,
+        # from the parts of these files: a run killed before then leaves no previous run's
+        # outputs a reader would take as this import
+        manifest_path(out_dir / name).unlink(missing_ok=True)
+        (out_dir / name).unlink(missing_ok=True)
     started = time.perf_counter()
     if todo:
         (scanner or scan_in_process)(todo, out_dir, opts)

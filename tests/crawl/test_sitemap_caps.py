@@ -142,3 +142,33 @@ def test_sitemaps_beyond_the_robots_and_host_caps_are_recorded(tmp_path):
     assert sum("max_sitemaps_per_host" in r for r in reasons) == 95
     assert sum("robots.txt lists more than 100 sitemaps" in r for r in reasons) == 3
     assert summary["sitemap_capped"] == 98 == len(skipped)
+
+
+def test_a_resume_killed_before_its_end_leaves_no_old_pages_a_reader_takes_as_whole(
+    tmp_path, monkeypatch
+):
+    """A resumed crawl's rows are in its frontier until its end compacts them: the previous
+    run's pages.parquet (and manifest) go when it starts, so extract refuses the unfinished
+    crawl, naming the resume, instead of reading the old pages as the whole crawl."""
+    import pytest
+
+    from common.inputs import InputError
+    from common.manifest import manifest_path
+    from crawlers.crawl import engine
+    from crawlers.extract.warc import find_pages_files
+    from pipelines.stages.crawl import run_crawl
+
+    with SitemapHost() as site:
+        run_crawl([site.url("/")], tmp_path, config={**FAST, "max_pages": 3})
+        assert manifest_path(tmp_path / "pages.parquet").exists()
+
+        def killed(*_a, **_k):
+            raise KeyboardInterrupt  # the process dies before its outputs are compacted
+
+        monkeypatch.setattr(engine, "write_outputs", killed)
+        with pytest.raises(KeyboardInterrupt):
+            run_crawl([site.url("/")], tmp_path, config={**FAST, "max_pages": 6}, resume=True)
+    for name in ("pages.parquet", "skipped.parquet"):
+        assert not (tmp_path / name).exists() and not manifest_path(tmp_path / name).exists()
+    with pytest.raises(InputError, match="--resume"):
+        find_pages_files(tmp_path)

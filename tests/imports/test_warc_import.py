@@ -404,3 +404,38 @@ def test_an_empty_gzip_member_at_the_end_is_no_skip(tmp_path):
     # warcio reads the cut header as a record of type 'resp': one recorded skip either way
     assert s["pages"] == 1 and s["skipped"] == 1
     assert set(s["skipped_by_reason"]) <= {"malformed_record", "record_type"}
+
+
+def test_a_rerun_killed_while_scanning_leaves_no_previous_outputs_read_as_whole(tmp_path):
+    """The outputs are written from the parts at a run's end: a re-run over more files, killed
+    while it scans them, leaves no earlier run's pages.parquet (of fewer files) that extract
+    would read as this import; extract refuses the unfinished import instead."""
+    from common.inputs import InputError
+    from common.manifest import manifest_path
+    from crawlers.extract.warc import find_pages_files
+
+    (tmp_path / "in").mkdir()
+    for name in ("a", "b"):
+        write_warc(
+            tmp_path / "in" / f"{name}.warc.gz",
+            lambda w, name=name: response(w, f"http://127.0.0.1:9/{name}", page(name)),
+        )
+    out = tmp_path / "out"
+    import_warc([str(tmp_path / "in" / "a.warc.gz")], out, config=TEST_CONFIG, offline=True)
+    assert manifest_path(out / "pages.parquet").exists()
+
+    def killed(units, out_dir, opts):
+        raise KeyboardInterrupt  # the process dies while it scans the new file
+
+    with pytest.raises(KeyboardInterrupt):
+        import_warc(
+            [str(tmp_path / "in" / "*.warc.gz")],
+            out,
+            config=TEST_CONFIG,
+            offline=True,
+            scanner=killed,
+        )
+    for name in ("pages.parquet", "skipped.parquet", "hosts.parquet"):
+        assert not (out / name).exists() and not manifest_path(out / name).exists()
+    with pytest.raises(InputError, match="import"):
+        find_pages_files(out)
