@@ -228,22 +228,37 @@ def render_gain(static_text: str, rendered_text: str) -> tuple[int, int]:
     return added, lost
 
 
+def _rendered_size_check(html: str, max_bytes: int) -> None:
+    """The rendered DOM is held to the static body's byte limit (its UTF-8 size)."""
+    limit = f"above the {max_bytes}-byte limit (ExtractConfig.max_body_bytes)"
+    if len(html) > max_bytes:  # no character is less than a byte: no need to encode it
+        raise BadPage("too_large", f"rendered DOM has {len(html)} characters, {limit}")
+    size = len(html.encode("utf-8", "surrogatepass"))
+    if size > max_bytes:
+        raise BadPage("too_large", f"rendered DOM is {size} bytes, {limit}")
+
+
 def _merge_render(record: dict, static_html: str | None, config: ExtractConfig):
     """(record, html, tree, content, opt-outs) from the rendered DOM, or from the static HTML
     when the render adds no main content (a script navigated away, left a loading note, or
-    changed nothing): rendered text is kept only when it adds main content to the static
-    extraction."""
-    url, rendered = record["url"], clean_text(record["rendered_html"])
+    changed nothing) or is rejected (too large): rendered text is kept only when it adds main
+    content to the static extraction."""
+    url, rendered = record["url"], record["rendered_html"]
+    r_bad = None
     try:
+        _rendered_size_check(rendered, config.max_body_bytes)
+        rendered = clean_text(rendered)
         r_tree, r_content, r_opt_outs = _content(rendered, url, config)
-    except BadPage:
+    except BadPage as bad:
         if static_html is None:
             raise
-        r_tree = r_content = r_opt_outs = None
+        r_bad, r_tree, r_content, r_opt_outs = bad, None, None, None
     if static_html is None:
         return record, rendered, r_tree, r_content, r_opt_outs
     s_tree, s_content, s_opt_outs = _content(static_html, url, config)
     if s_content is None and r_content is None:
+        if r_bad is not None:  # the static page has no main content either: the render's reason
+            raise r_bad
         return record, rendered, r_tree, r_content, r_opt_outs
     if s_content is None:
         added, lost = render_gain("", r_content.text)
@@ -257,6 +272,8 @@ def _merge_render(record: dict, static_html: str | None, config: ExtractConfig):
     if s_content is None:
         raise BadPage("no_main_content", "trafilatura found no main content (static or rendered)")
     note = f"static kept: the render added {added} and lost {lost} chars of main content"
+    if r_bad is not None:
+        note = f"static kept: the rendered DOM was rejected ({r_bad.reason}: {r_bad.detail})"
     reason = "; ".join(x for x in (record.get("render_reason"), note) if x)
     kept = {**record, "rendered": False, "render_reason": reason}
     if r_opt_outs is not None:  # an opt-out the rendered DOM states still holds for the page

@@ -1,7 +1,7 @@
 """Headless rendering: decide which pages need a browser, then render them in Chromium.
 
 `needs_render(html)` is a pure function over static HTML; `render_pages(jobs, config)` drives
-Playwright with a pool of browser contexts and leaves no Chromium process behind.
+Playwright with a fresh browser context per page and leaves no Chromium process behind.
 """
 
 from crawlers.render.decide import RenderDecision, needs_render

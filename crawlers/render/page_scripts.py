@@ -117,8 +117,11 @@ OPEN_EXPANDERS = """() => {
 }""".replace("__TABS__", _TABS)
 
 # Copy each open shadow root's content into its host's light DOM (innermost first) so the
-# serialised HTML carries it; closed shadow roots are unreachable by design.
+# serialised HTML carries it; closed shadow roots are unreachable by design. Once per page: a
+# timed-out page's snapshot runs it again, maybe after the render's own run went through.
 FLATTEN_SHADOW = """() => {
+  if (window.__refineryFlattened) return 0;
+  try { Object.defineProperty(window, '__refineryFlattened', {value: true}); } catch (e) { return 0; }
   let n = 0;
   const flatten = (root) => {
     for (const el of root.querySelectorAll('*')) {
@@ -258,6 +261,12 @@ DISMISS_CONSENT = """([reject, accept]) => {
     }
   }
   return null;
+}"""
+
+# Characters of the DOM's HTML, measured in the page before it is serialised and sent over.
+DOM_SIZE = """() => {
+  const root = document.documentElement;
+  return root ? root.outerHTML.length : 0;
 }"""
 
 # Tabs hide the panels they are not showing; the content is real, so un-hide it for extraction.

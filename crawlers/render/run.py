@@ -3,6 +3,7 @@ render-*.warc.gz with every response a page used), with the crawl's own tokens a
 
 from __future__ import annotations
 
+import logging
 import time
 from pathlib import Path
 from typing import Any
@@ -54,6 +55,11 @@ def _crawl_settings(crawl_dir: str | Path) -> dict[str, Any]:
     for pages in find_pages_files(crawl_dir)[:1]:
         return frontier_config(pages)
     return {}
+
+
+def _crashed(error: str | None) -> bool:
+    """A page a browser crash took down (`Renderer.render`): retried, or an error."""
+    return bool(error) and error.startswith(("browser crashed", "browser unavailable"))
 
 
 def run_render(
@@ -148,6 +154,14 @@ def run_render(
         config=settings,
     )
     rendered = [r for r in rows if r["rendered"]]
+    crashed = [r["url"] for r in rendered if _crashed(r["error"])]
+    if crashed:
+        logging.getLogger(__name__).warning(
+            "render: the browser crashed under %d page(s), e.g. %s; each is retried once after a "
+            "relaunch, or an error when it could not be relaunched (their `error` says which)",
+            len(crashed),
+            crashed[0],
+        )
     return {
         "path": str(path),
         "candidates": len(rows),

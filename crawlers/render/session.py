@@ -1,4 +1,5 @@
-"""Render pages in headless Chromium (Playwright, async) with a pool of contexts and no leaked processes.
+"""Render pages in headless Chromium (Playwright, async), each page in a fresh browser context, with
+no leaked processes.
 
 The browser has no network of its own: Chromium is pointed at a proxy port that refuses every
 connection, and every request a page makes is intercepted (Playwright routing) and answered
@@ -7,7 +8,8 @@ per-host politeness, retries and caps apply to sub-requests, JS/meta navigations
 exactly as they do to the crawl. The main document is served from the crawl's WARC. Every
 response a page used can be archived (`RenderArchive`) and a render replayed from those records
 with no network at all (`RenderJob.archive`). Every Chromium process started here is tracked by
-PID and killed if a graceful close fails, times out, or is interrupted.
+PID and killed if a graceful close fails, times out, or is interrupted; a browser that crashes
+is relaunched and the pages it took down are rendered once more.
 """
 
 from __future__ import annotations
@@ -44,7 +46,9 @@ from crawlers.robots import origin_of
 
 MEDIA_TYPES = {"image", "media", "font"}
 # Responses that cannot put text into the DOM: loaded even when their site opts out of training.
-TEXTLESS_TYPES = MEDIA_TYPES | {"stylesheet"}
+# A stylesheet can (`content: "..."` shows text, and a script can read it from the CSSOM), so an
+# opted-out one is not loaded, like a script or a fetch.
+TEXTLESS_TYPES = MEDIA_TYPES
 ASSET_TYPES = {"script", "stylesheet"}  # shared by a site's pages: fetched once per run
 ASSET_CACHE_BYTES = 64 * 2**20
 # WebRTC talks UDP (STUN/TURN, ICE) around the refusing proxy and the routing, which are TCP only.
@@ -60,6 +64,7 @@ NO_WEBRTC = """(() => {
   }
 })();"""
 DEFAULT_USER_AGENT = CrawlConfig.model_fields["user_agent"].default
+log = logging.getLogger(__name__)
 
 
 class RenderInterrupted(RuntimeError):
@@ -88,10 +93,15 @@ class RenderConfig:
     idle_ms: int = 300
     settle_max_ms: int = 4000
     viewport: tuple[int, int] = (1280, 1600)
+    # The final DOM's size cap (characters of its HTML; extraction's max_body_bytes is the same
+    # 8 MB): a larger DOM is not serialised; the page's html is None and its error says why.
+    max_dom_chars: int = 8_000_000
 
     def __post_init__(self) -> None:
         if self.pages_in_flight < 1:
             raise ValueError(f"pages_in_flight={self.pages_in_flight}: must be at least 1")
+        if self.max_dom_chars < 1:
+            raise ValueError(f"max_dom_chars={self.max_dom_chars}: must be at least 1")
         if self.page_timeout_s <= 0:
             raise ValueError(f"page_timeout_s={self.page_timeout_s}: must be positive")
         if self.sandbox not in ("auto", "on", "off"):
@@ -188,7 +198,12 @@ def _reason(url: str, res) -> str:
 
 
 class Renderer:
-    """An async context manager owning one Chromium, a pool of browser contexts and the downloader."""
+    """An async context manager owning one Chromium (relaunched if it crashes) and the downloader.
+
+    Each page is rendered in a browser context of its own, closed when the page is done: no
+    cookie, storage, cache or service worker one page leaves behind is seen by the next, so a
+    page's DOM depends on the page alone, and an opted-out page's data never shows in another's.
+    """
 
     def __init__(self, config: RenderConfig | None = None):
         self.config = config or RenderConfig()
@@ -198,7 +213,12 @@ class Renderer:
         self.archive: RenderArchive | None = None
         self._pw = None
         self._browser = None
-        self._contexts: asyncio.Queue | None = None
+        self._slots: asyncio.Semaphore | None = None  # pages in flight
+        self._lock: asyncio.Lock | None = None  # held while the browser is (re)launched
+        self._chromium: Path | None = None
+        self._proxy: dict | None = None
+        self.crashes = 0  # browser crashes seen (each one relaunched the browser)
+        self._broken: str | None = None  # why the browser could not be relaunched
         self._workdir: str | None = None
         self._proxy_sock: socket.socket | None = None
         self._serial = 0
@@ -245,22 +265,13 @@ class Renderer:
             self._proxy_sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
             self._proxy_sock.bind(("127.0.0.1", 0))
             port = self._proxy_sock.getsockname()[1]
-            proxy = {"server": f"http://127.0.0.1:{port}", "bypass": "<-loopback>"}
+            self._proxy = {"server": f"http://127.0.0.1:{port}", "bypass": "<-loopback>"}
+            self._chromium = find_chromium(cfg.chromium)
             self._pw = await async_playwright().start()
-            self._browser = await self._launch(find_chromium(cfg.chromium), proxy)
+            self._browser = await self._launch(self._chromium, self._proxy)
             self._track_new(before)
-            self._contexts = asyncio.Queue()
-            for _ in range(cfg.pages_in_flight):
-                ctx = await self._browser.new_context(
-                    user_agent=self.downloader.user_agent,
-                    viewport={"width": cfg.viewport[0], "height": cfg.viewport[1]},
-                    service_workers="block",
-                )
-                await ctx.add_init_script(NO_WEBRTC)
-                await ctx.add_init_script(js.INIT_SCRIPT)
-                # Pages' own routes answer first; this catches what no page route covers (popups).
-                await ctx.route("**/*", _refuse)
-                self._contexts.put_nowait(ctx)
+            self._slots = asyncio.Semaphore(cfg.pages_in_flight)
+            self._lock = asyncio.Lock()
         except BaseException:
             self._track_new(before)
             await self.aclose()
@@ -312,37 +323,28 @@ class Renderer:
         return kill_all(survivors)
 
     async def render(self, job: RenderJob) -> RenderOutcome:
-        """Render one page within the time budget; errors are returned, never raised."""
-        assert self._contexts is not None, "use Renderer inside `async with`"
-        ctx = await self._contexts.get()
-        out = RenderOutcome(job.url, None, 0)
-        captured: list[Captured] = []
-        self._serial += 1
-        key = f"{job.url}#{self._serial}"  # the same URL may be rendered twice at once
-        start = time.monotonic()
-        page = None
-        try:
-            page = await ctx.new_page()
-            await asyncio.wait_for(
-                self._drive(page, job, out, captured, key), self.config.page_timeout_s
-            )
-        except TimeoutError:
-            out.error = f"timeout after {self.config.page_timeout_s:g}s"
-            out.html = await self._snapshot(page)
-        except asyncio.CancelledError:
-            raise
-        except Exception as exc:  # noqa: BLE001 - one bad page must not stop the others
-            out.error = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
-        finally:
-            out.render_ms = int((time.monotonic() - start) * 1000)
-            if page is not None:
-                try:
-                    await asyncio.wait_for(page.close(), 5)
-                except BaseException:  # noqa: BLE001 - the browser is closed later anyway
-                    pass
-            self._contexts.put_nowait(ctx)
-            if self.downloader is not None:
-                self.downloader.caps.forget(key)
+        """Render one page within the time budget; errors are returned, never raised.
+
+        A page the browser crashed under (Chromium killed, out of memory) is rendered once more
+        in the relaunched browser; its error says so ("browser crashed; retried").
+        """
+        assert self._slots is not None, "use Renderer inside `async with`"
+        async with self._slots:
+            out, captured, crashed = await self._render_once(job)
+            if crashed is not None:
+                first = out.error
+                if await self._relaunch(crashed):
+                    out, captured, again = await self._render_once(job)
+                    if again is not None:
+                        await self._relaunch(again)  # for the pages after this one
+                        out.error = f"browser crashed twice; retried once: {out.error}"
+                    else:
+                        note = "browser crashed; retried"
+                        out.error = f"{note}; then {out.error}" if out.error else note
+                else:
+                    out.error = (
+                        f"browser crashed ({first}) and could not be relaunched: {self._broken}"
+                    )
         if self.archive is not None and job.archive is None:
             info = {
                 "blocked": out.blocked_requests,
@@ -354,12 +356,134 @@ class Renderer:
             out.archive = self.archive.write_page(job.url, list(captured), info)
         return out
 
-    async def _snapshot(self, page) -> str | None:
-        # A page that ran out of time may still have most of its content: keep what is there.
+    async def _render_once(self, job: RenderJob):
+        """(outcome, captured responses, the browser if it crashed under the page, else None)."""
+        out = RenderOutcome(job.url, None, 0)
+        captured: list[Captured] = []
+        assert self._lock is not None
+        async with self._lock:  # never a browser that is being relaunched
+            browser = self._browser
+        if browser is None:
+            out.error = f"browser unavailable: {self._broken}"
+            return out, captured, None
+        self._serial += 1
+        key = f"{job.url}#{self._serial}"  # the same URL may be rendered twice at once
+        start = time.monotonic()
+        ctx = page = None
         try:
-            return await asyncio.wait_for(page.content(), 2) if page is not None else None
+            ctx = await self._new_context(browser)
+            page = await ctx.new_page()
+            await asyncio.wait_for(
+                self._drive(page, job, out, captured, key), self.config.page_timeout_s
+            )
+        except TimeoutError:
+            out.error = f"timeout after {self.config.page_timeout_s:g}s"
+            out.html = await self._snapshot(page, out)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - one bad page must not stop the others
+            out.error = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+            if type(exc).__name__ == "TargetClosedError":
+                await self._disconnected(browser)
+        finally:
+            out.render_ms = int((time.monotonic() - start) * 1000)
+            if ctx is not None:
+                try:
+                    await asyncio.wait_for(ctx.close(), 5)
+                except BaseException:  # noqa: BLE001 - the browser is closed later anyway
+                    pass
+            if self.downloader is not None:
+                self.downloader.caps.forget(key)
+        return out, captured, (None if browser.is_connected() else browser)
+
+    async def _new_context(self, browser):
+        """A fresh context for one page: nothing another page stored is in it."""
+        cfg = self.config
+        assert self.downloader is not None
+        ctx = await browser.new_context(
+            user_agent=self.downloader.user_agent,
+            viewport={"width": cfg.viewport[0], "height": cfg.viewport[1]},
+            service_workers="block",
+        )
+        try:
+            await ctx.add_init_script(NO_WEBRTC)
+            await ctx.add_init_script(js.INIT_SCRIPT)
+            # Pages' own routes answer first; this catches what no page route covers (popups).
+            await ctx.route("**/*", _refuse)
+        except BaseException:
+            await asyncio.wait_for(ctx.close(), 5)
+            raise
+        return ctx
+
+    @staticmethod
+    async def _disconnected(browser, wait_s: float = 2.0) -> None:
+        # A killed browser fails the page's call before Playwright reports the disconnect.
+        deadline = time.monotonic() + wait_s
+        while browser.is_connected() and time.monotonic() < deadline:
+            await asyncio.sleep(0.05)
+
+    async def _relaunch(self, crashed) -> bool:
+        """Start a new browser in place of `crashed` (once per crash, whichever page sees it
+        first); False if it cannot be started, and then no page is rendered any more."""
+        assert self._lock is not None
+        async with self._lock:
+            if self._browser is not crashed:
+                return self._browser is not None  # another page relaunched it (or could not)
+            self.crashes += 1
+            log.warning(
+                "Chromium crashed or was killed (crash %d of this run): relaunching it",
+                self.crashes,
+            )
+            old_pw, self._browser, self._pw = self._pw, None, None
+            try:
+                await asyncio.wait_for(asyncio.shield(old_pw.stop()), timeout=10)
+            except BaseException:  # noqa: BLE001 - the kill below is the backstop
+                pass
+            self.kill_leftovers()
+            self.pids.clear()
+            before = descendants()
+            try:
+                from playwright.async_api import async_playwright
+
+                self._pw = await async_playwright().start()
+                self._browser = await asyncio.wait_for(
+                    self._launch(self._chromium, self._proxy), timeout=60
+                )
+            except Exception as exc:  # noqa: BLE001 - recorded on every page from now on
+                first = str(exc).strip().splitlines()[0][:200] if str(exc).strip() else ""
+                self._broken = f"{type(exc).__name__}: {first}"
+                log.error(
+                    "Chromium could not be relaunched: %s; no page is rendered any more", first
+                )
+                return False
+            finally:
+                self._track_new(before)
+            return True
+
+    async def _snapshot(self, page, out: RenderOutcome) -> str | None:
+        # A page that ran out of time may still have most of its content: keep what is there,
+        # prepared as a finished render's is (panels shown, open shadow roots copied out).
+        if page is None:
+            return None
+        for script in (js.UNHIDE_PANELS, js.FLATTEN_SHADOW):
+            try:
+                await asyncio.wait_for(page.evaluate(script), 1)
+            except BaseException:  # noqa: BLE001 - the DOM as it is, then
+                pass
+        try:
+            return await asyncio.wait_for(self._serialise(page, out), 3)
         except BaseException:  # noqa: BLE001 - no snapshot is an acceptable outcome
             return None
+
+    async def _serialise(self, page, out: RenderOutcome) -> str | None:
+        """The page's HTML, or None (and the page's error says why) when the DOM is over the cap."""
+        cap = self.config.max_dom_chars
+        size = await page.evaluate(js.DOM_SIZE)
+        if size > cap:
+            why = f"dom too large: {size} chars > {cap} (RenderConfig.max_dom_chars)"
+            out.error = f"{out.error}; {why}" if out.error else why
+            return None
+        return await page.content()
 
     async def _drive(
         self, page, job: RenderJob, out: RenderOutcome, captured: list[Captured], key: str
@@ -388,7 +512,8 @@ class Renderer:
                     pass
 
         await page.route("**/*", route)
-        await page.goto(job.url, wait_until="load")
+        await page.goto(job.url, wait_until="commit")
+        await self._loaded(page, out)
         await self._settle(page, inflight)
         if await page.evaluate(js.DISMISS_CONSENT, [js.REJECT_LABELS, js.ACCEPT_LABELS]):
             out.interactions += 1  # some sites load their content once the visitor has chosen
@@ -402,7 +527,20 @@ class Renderer:
             await self._settle(page, inflight)
         await page.evaluate(js.UNHIDE_PANELS)
         await page.evaluate(js.FLATTEN_SHADOW)
-        out.html = await page.content()
+        out.html = await self._serialise(page, out)
+
+    async def _loaded(self, page, out: RenderOutcome) -> None:
+        """Wait for the page's load, at most half its budget, then settling goes on.
+
+        A navigation away that `_answer` refused (a script or meta refresh) leaves the page's
+        own document in place, but the load event is never reported for it: once one is
+        recorded there is no load to wait for.
+        """
+        deadline = time.monotonic() + self.config.page_timeout_s / 2
+        while not out.navigated_to and time.monotonic() < deadline:
+            if await page.evaluate("document.readyState") == "complete":
+                return
+            await asyncio.sleep(0.05)
 
     async def _interact(self, page, inflight: dict, out: RenderOutcome) -> None:
         """Scroll to the end and click load-more controls until the page's text stops growing.
