@@ -167,6 +167,7 @@ def run_render(
         "candidates": len(rows),
         "rendered": len(rendered),
         "render_errors": sum(1 for r in rendered if r["error"]),
+        "crashed_pages": len(crashed),  # pages a browser crash took down (retried, or errors)
         "blocked_requests": sum(len(r["blocked_requests"]) for r in rendered),
         "subresources": sum(len(r["subresources"]) for r in rendered),
         "seconds": round(elapsed, 2),

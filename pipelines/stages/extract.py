@@ -114,6 +114,7 @@ class RenderSummary(Summary):
     rendered: int
     rendered_fraction: float
     render_errors: int
+    crashed_pages: int = 0  # pages a browser crash took down: retried once, or an error
     blocked_requests: int
     subresources: int
     seconds: float

@@ -243,3 +243,14 @@ def test_extraction_holds_a_rendered_dom_to_max_body_bytes():
     wide = "<html><body><article>" + "<p>" + "川" * 40_000 + "</p></article></body></html>"
     res = extract_page(_record(shell, wide), config)
     assert res.reject["reason"] == "too_large" and "rendered DOM is " in res.reject["detail"]
+
+
+def test_the_render_summary_counts_the_pages_a_crash_took_down():
+    from crawlers.render.run import _crashed
+    from pipelines.stages.extract import RenderSummary
+
+    errors = [None, "timeout after 5s", "browser crashed; retried", "browser unavailable: gone"]
+    assert [_crashed(e) for e in errors] == [False, False, True, True]
+    fields = dict(path="p", candidates=2, rendered=2, rendered_fraction=1.0, render_errors=1)
+    fields |= dict(blocked_requests=0, subresources=0, seconds=1.0, pages_per_s=2.0)
+    assert RenderSummary(outputs={}, crashed_pages=1, **fields).crashed_pages == 1
