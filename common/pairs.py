@@ -258,24 +258,196 @@ PAIR_COLUMNS = {
     "image_path": "string",
     "drop_reason": "string",
 }
+# The de-duplication's and the score cut's drop reasons (filters.images.dedup.DUPLICATE,
+# filters.images.pairs.LOW_CLIP_SCORE; a test pins them together), and the pairs manifest's
+# record of the score cut `images build` applied (null: none).
+DUPLICATE = "duplicate"
+LOW_CLIP_SCORE = "low_clip_score"
+CLIP_CUT = "clip_score_cut"
+# What `settle` reads of a pairs file beside the consent rule's keys.
+SETTLE_COLUMNS = (
+    "id",
+    "drop_reason",
+    "duplicate_of",
+    "clip_score",
+    "image_sha256",
+    "stored_sha256",
+    "image_path",
+    "training_allowed",
+)
+
+Change = tuple[str | None, str | None]  # a row's (drop_reason, duplicate_of) as readers take it
+
+
+def build_files(pairs_file: str | os.PathLike[str]) -> list[Path]:
+    """The pairs.parquet files of the `images build` a pairs.parquet belongs to: every
+    `shard=*/pairs.parquet` beside it when it is a shard's, else itself."""
+    path = Path(pairs_file)
+    if not path.parent.name.startswith(SHARD_PREFIX):
+        return [path]
+    return sorted(path.parent.parent.glob(f"{SHARD_PREFIX}*/{PAIRS_NAME}"))
+
+
+def score_cut_of(pairs_file: Path, rows: list[dict]) -> float | None:
+    """The clip_score under which `images build` dropped kept pairs: its manifest's record
+    (`clip_score_cut`), else, for a file without one, the lowest score kept when some pair was
+    dropped for its score (a duplicate under it is never promoted), else None (no cut)."""
+    man = _manifest(pairs_file) or {}
+    if CLIP_CUT in man:
+        cut = man[CLIP_CUT]
+        return float(cut) if isinstance(cut, int | float) else None
+    if not any(r.get("drop_reason") == LOW_CLIP_SCORE for r in rows):
+        return None
+    kept = [_score(r) for r in rows if r.get("drop_reason") is None]
+    kept = [k for k in kept if k is not None]
+    return min(kept) if kept else float("inf")
+
+
+def _score(row: dict) -> float | None:
+    score = row.get("clip_score")
+    if isinstance(score, int | float) and score == score:  # NaN is unscored
+        return float(score)
+    return None
+
+
+def settle(
+    files: list[Path], tables: list[list[dict]], consent: Any = None
+) -> dict[tuple[int, int], Change]:
+    """The rows whose (drop_reason, duplicate_of) readers take otherwise than the files say,
+    keyed (file index, row index), for the files of one `images build` (`build_files`) and
+    their rows in file order.
+
+    The de-duplication of a build picked each group's representative once, per shard, before
+    any later opt-out. Readers settle the groups again: a group is the rows `duplicate_of` ties
+    together in one file, joined across files (and within) by the stored image's sha256
+    (`stored_sha256`, else `image_sha256`); of its rows kept or `duplicate`, those a reader may
+    use (the consent rule `consent` with its ledger, an image inside its dataset, and, for a
+    duplicate, a clip_score not under its build's cut: `score_cut_of`) compete, the kept ones
+    first, then the highest clip_score (null lowest), then the smallest id (then the earlier
+    file). The winner is kept; every other usable row is a `duplicate` of it. Rows no reader
+    may use keep what the file says (a reader drops them for their own reason). A group whose
+    kept row the ledger opted out so gives its kept place to an allowed copy, and one image in
+    two shards is kept once, whatever order the files come in."""
+    from common.consent import NO_LEDGER
+    from common.inputs import BadImagePath, resolve_image
+
+    rule = consent if consent is not None else NO_LEDGER
+    cuts = [score_cut_of(f, rows) for f, rows in zip(files, tables, strict=True)]
+    members = [
+        (fi, ri)
+        for fi, rows in enumerate(tables)
+        for ri, r in enumerate(rows)
+        if r.get("drop_reason") in (None, DUPLICATE)
+    ]
+    row = [tables[fi][ri] for fi, ri in members]
+
+    def usable(n: int) -> bool:
+        fi, r = members[n][0], row[n]
+        if not r.get("image_path") or not rule.allows(r):
+            return False
+        try:
+            resolve_image(r["image_path"], files[fi].parent)
+        except BadImagePath:
+            return False
+        if r.get("drop_reason") is None or cuts[fi] is None:
+            return True
+        score = _score(r)
+        return score is not None and score >= cuts[fi]
+
+    changes: dict[tuple[int, int], Change] = {}
+    for group in _groups([fi for fi, _ in members], row):
+        if len(group) == 1 and row[group[0]].get("drop_reason") is None:
+            continue  # a kept row alone: nothing to settle
+        ok = [n for n in group if usable(n)]
+        if not ok:
+            continue
+
+        def rank(n: int) -> tuple:
+            score = _score(row[n])
+            return (
+                row[n].get("drop_reason") is not None,
+                -(score if score is not None else float("-inf")),
+                str(row[n].get("id")),
+                members[n][0],
+            )
+
+        keeper = min(ok, key=rank)
+        for n in ok:
+            new: Change = (None, None) if n == keeper else (DUPLICATE, str(row[keeper]["id"]))
+            if new != (row[n].get("drop_reason"), row[n].get("duplicate_of")):
+                changes[members[n]] = new
+    return changes
+
+
+def _groups(file_of: list[int], rows: list[dict]) -> list[list[int]]:
+    """Indexes of `rows` (of files `file_of`) grouped: a `duplicate` with the row of its
+    `duplicate_of` id in its file, and rows storing the same image (sha256) in any file."""
+    parent = list(range(len(rows)))
+
+    def find(x: int) -> int:
+        while parent[x] != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+
+    def union(a: int, b: int) -> None:
+        ra, rb = find(a), find(b)
+        if ra != rb:
+            parent[max(ra, rb)] = min(ra, rb)
+
+    by_id = {(fi, str(r.get("id"))): n for n, (fi, r) in enumerate(zip(file_of, rows, strict=True))}
+    first_of_sha: dict[str, int] = {}
+    for n, (fi, r) in enumerate(zip(file_of, rows, strict=True)):
+        rep = r.get("duplicate_of")
+        if r.get("drop_reason") == DUPLICATE and rep is not None and (fi, str(rep)) in by_id:
+            union(n, by_id[(fi, str(rep))])
+        sha = r.get("stored_sha256") or r.get("image_sha256")
+        if sha and r.get("image_path"):
+            union(first_of_sha.setdefault(str(sha), n), n)
+    groups: dict[int, list[int]] = {}
+    for n in range(len(rows)):
+        groups.setdefault(find(n), []).append(n)
+    return list(groups.values())
+
+
+def settled_rows(
+    pairs: str | os.PathLike[str] | Iterable[str | os.PathLike[str]], consent: Any = None
+) -> list[tuple[Path, list[dict]]]:
+    """Every row of the pairs files (`pairs_files`), per file in order, with drop_reason and
+    duplicate_of as readers take them (`settle`, over each build's files among them)."""
+    from common.inputs import read_rows
+
+    fix = "pass an `images build` output"
+    files = pairs_files(pairs)
+    tables = [read_rows(f, required=PAIR_COLUMNS, fix=fix) for f in files]
+    builds: dict[tuple[Path, ...], list[int]] = {}
+    for i, f in enumerate(files):
+        builds.setdefault(tuple(build_files(f)), []).append(i)
+    for idx in builds.values():
+        changes = settle([files[i] for i in idx], [tables[i] for i in idx], consent)
+        for (fi, ri), (reason, dup) in changes.items():
+            r = tables[idx[fi]][ri]
+            r["drop_reason"], r["duplicate_of"] = reason, dup
+    return list(zip(files, tables, strict=True))
 
 
 def kept_pairs(
     pairs: str | os.PathLike[str] | Iterable[str | os.PathLike[str]], consent: Any = None
 ) -> list[dict]:
-    """The kept, training-allowed pairs, in file order: drop_reason null, an image inside the
-    pairs' own directory (no local file outside it is read), and the one consent rule
-    (`common.consent`: training_allowed the boolean true, and `consent`'s ledger, when given,
-    has not opted its document out). Dicts with pair_id, caption, image_sha256, image_path
-    (relative, as stored), image_file (absolute) and training_allowed."""
+    """The kept, training-allowed pairs, in file order: drop_reason null as readers take it
+    (`settled_rows`: a duplicate of an image whose kept copy is opted out takes its place, and
+    an image kept in two shards counts once), an image inside the pairs' own directory (no local
+    file outside it is read), and the one consent rule (`common.consent`: training_allowed the
+    boolean true, and `consent`'s ledger, when given, has not opted its document out). Dicts
+    with pair_id, caption, image_sha256, image_path (relative, as stored), image_file
+    (absolute) and training_allowed."""
     from common.consent import NO_LEDGER
-    from common.inputs import BadImagePath, read_rows, resolve_image
+    from common.inputs import BadImagePath, resolve_image
 
     rule = consent if consent is not None else NO_LEDGER
-    fix = "pass an `images build` output"
     out = []
-    for f in pairs_files(pairs):
-        for r in read_rows(f, required=PAIR_COLUMNS, fix=fix):
+    for f, rows in settled_rows(pairs, rule):
+        for r in rows:
             if r["drop_reason"] is None and r["image_path"] and rule.allows(r):
                 try:
                     resolve_image(r["image_path"], f.parent)

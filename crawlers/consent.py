@@ -4,13 +4,17 @@ A publisher who disallows the training token after we crawled must be out of eve
 mixture. `recheck(lake_root)` re-fetches robots.txt for every host that holds documents in the
 lake (`extract/documents.parquet`, `filter/documents.parquet`) or stored images
 (`images/pairs/**/fetched.parquet` and `pairs.parquet`: an image's `src`, asked of the image's
-own host) with the crawler's `Downloader` (its SSRF guard, politeness slot, redirect limit and
+own host, and its `final_url`, the URL a redirect led to that served the bytes, asked of that
+host) with the crawler's `Downloader` (its SSRF guard, politeness slot, redirect limit and
 RFC 9309 status mapping), evaluates the training token for every document and image URL of that
 host, and appends one Parquet file to `<lake>/consent/ledger/` holding a row for each URL whose
 training permission changed since the last word on it (the latest ledger row, else the crawl's
 own robots decision; for an image, whether any of its rows was training-allowed). An image's
-row is keyed by its URL, and its `doc_ids` are the image rows' ids (pair ids), so
-`common.consent` refuses the image by `src` and by pair id, and its page stays in.
+row is keyed by its URL (`src`), and its `doc_ids` are the image rows' ids (pair ids), so
+`common.consent` refuses the image by `src` and by pair id, and its page stays in. An image
+whose bytes came through a redirect is opted out when the robots.txt of any hop recorded
+(`src`, `final_url`) disallows the training token (that hop's robots.txt is the row's
+evidence); it is allowed again only when every hop's robots.txt was read and allows it.
 
 robots.txt rules are matched against the URL as the crawler asks them: its canonical form
 (`crawlers.crawl.canon.canonicalize`: percent-encoding normalised, non-ASCII UTF-8-escaped, dot
@@ -58,12 +62,16 @@ IMAGE_SOURCES = ("images/pairs/**/fetched.parquet", "images/pairs/**/pairs.parqu
 
 @dataclass
 class LakeDocument:
-    """A document URL of the lake: its ids and the crawl's robots decision for training."""
+    """A document URL of the lake: its ids and the crawl's robots decision for training.
+
+    `hops`: the other URLs its content came from (a stored image's `final_url`, the CDN a
+    redirect led to), each judged by its own origin's robots.txt too."""
 
     url: str
     host: str
     ids: set[str] = field(default_factory=set)
     allowed_at_crawl: bool = True
+    hops: list[str] = field(default_factory=list)
 
 
 def _web_host(url: Any) -> tuple[bool, str]:
@@ -110,8 +118,9 @@ def lake_documents(lake_root: str | Path) -> dict[str, LakeDocument]:
 
 def lake_images(lake_root: str | Path) -> dict[str, LakeDocument]:
     """Every http(s) image URL (`src`) of the lake's images stage outputs (`IMAGE_SOURCES`) with
-    the ids of its rows (pair ids) and whether any of them is training-allowed (the image's
-    state before any ledger row: the fetch asked the image host's robots.txt then)."""
+    the ids of its rows (pair ids), whether any of them is training-allowed (the image's state
+    before any ledger row: the fetch asked the robots.txt of every hop then) and, as `hops`, the
+    URL that served its bytes when a redirect led elsewhere (fetched.parquet's `final_url`)."""
     from common.inputs import read_parquet, read_schema
 
     images: dict[str, LakeDocument] = {}
@@ -125,8 +134,11 @@ def lake_images(lake_root: str | Path) -> dict[str, LakeDocument]:
                     f"{path}: no src column; the consent recheck needs each image's URL: "
                     "re-run `refinery images build`"
                 )
-            cols = [c for c in ("id", "src", "training_allowed") if c in names]
-            for row in read_parquet(path, cols, required={"src": "string"}, fix=fix).to_pylist():
+            cols = [c for c in ("id", "src", "final_url", "training_allowed") if c in names]
+            rows = read_parquet(
+                path, cols, required={"src": "string"}, optional={"final_url": "string"}, fix=fix
+            )
+            for row in rows.to_pylist():
                 src = row.get("src")
                 web, host = _web_host(src)
                 if not web:
@@ -137,6 +149,9 @@ def lake_images(lake_root: str | Path) -> dict[str, LakeDocument]:
                 img.allowed_at_crawl |= flag_true(row.get("training_allowed"))
                 if row.get("id"):
                     img.ids.add(str(row["id"]))
+                hop = row.get("final_url")
+                if hop and hop != src and hop not in img.hops and _web_host(hop)[0]:
+                    img.hops.append(hop)
     return images
 
 
@@ -152,6 +167,7 @@ def merge_urls(
             urls[src] = img
         else:
             doc.ids |= img.ids
+            doc.hops += [h for h in img.hops if h not in doc.hops]
     return urls
 
 
@@ -256,43 +272,69 @@ def _robots_origin(url: str) -> tuple[str, str | None]:
         return str(url), f"bad-url: {exc}"
 
 
-def _changes(
-    origin: str,
-    docs: list[LakeDocument],
-    robots: Any,
-    record: Any,
-    latest: dict[str, dict[str, Any]],
-    agent: str,
-) -> list[dict[str, Any]]:
-    """Ledger rows (without checked_at) for the documents of one origin whose training
-    permission under `robots` differs from the last word on them."""
-    sha = hashlib.sha256(record.body or b"").hexdigest()
-    rows = []
-    for doc in sorted(docs, key=lambda x: x.url):
-        # matched as the crawler matches (every form); the row keeps doc.url
-        now, target = robots_verdict(robots, agent, doc.url)
-        prev_row = latest.get(doc.url)
-        before = doc.allowed_at_crawl if prev_row is None else prev_row["training_allowed"]
-        if now == before:
-            continue
-        group, rule = matched_rule(robots, agent, target)
-        rows.append(
-            {
-                "host": doc.host,
-                "url": doc.url,
-                "doc_ids": sorted(doc.ids),
-                "training_allowed": now,
-                "previous": before,
-                "agent": agent,
-                "agent_group": group,
-                "rule": rule,
-                "robots_url": origin + "/robots.txt",
-                "robots_status": record.status,
-                "robots_sha256": sha,
-                "robots_kind": robots.kind,
-            }
-        )
-    return rows
+@dataclass
+class Verdict:
+    """The training token's decision for one URL under its origin's robots.txt, with evidence."""
+
+    allowed: bool
+    agent_group: str | None
+    rule: str | None
+    robots_url: str
+    robots_status: int | None
+    robots_sha256: str
+    robots_kind: str
+
+
+def _verdict(origin: str, url: str, robots: Any, record: Any, agent: str, sha: str) -> Verdict:
+    """`url` judged as the crawler matches it (every form; `robots_verdict`)."""
+    now, target = robots_verdict(robots, agent, url)
+    group, rule = matched_rule(robots, agent, target)
+    return Verdict(now, group, rule, origin + "/robots.txt", record.status, sha, robots.kind)
+
+
+def _decide(doc: LakeDocument, verdicts: dict[str, Verdict]) -> Verdict | None:
+    """The verdict for a URL and its hops: an opt-out on any hop wins (the first such hop's);
+    allowed only when every hop's robots.txt was read and allows; None (no evidence: its state
+    is kept) when a hop's robots.txt could not be read and none that could opts out."""
+    hops = [doc.url, *doc.hops]
+    for hop in hops:
+        got = verdicts.get(hop)
+        if got is not None and not got.allowed:
+            return got
+    if all(hop in verdicts for hop in hops):
+        return verdicts[doc.url]
+    return None
+
+
+def _before(doc: LakeDocument, latest: dict[str, dict[str, Any]]) -> bool:
+    """The last word on a document's training permission: its latest ledger row, else its
+    state at crawl or fetch time."""
+    prev_row = latest.get(doc.url)
+    return doc.allowed_at_crawl if prev_row is None else prev_row["training_allowed"]
+
+
+def _change(
+    doc: LakeDocument, verdict: Verdict, latest: dict[str, dict[str, Any]], agent: str
+) -> dict[str, Any] | None:
+    """The ledger row (without checked_at) when `verdict` differs from the last word on the
+    document (`_before`); None when it does not."""
+    before = _before(doc, latest)
+    if verdict.allowed == before:
+        return None
+    return {
+        "host": doc.host,
+        "url": doc.url,
+        "doc_ids": sorted(doc.ids),
+        "training_allowed": verdict.allowed,
+        "previous": before,
+        "agent": agent,
+        "agent_group": verdict.agent_group,
+        "rule": verdict.rule,
+        "robots_url": verdict.robots_url,
+        "robots_status": verdict.robots_status,
+        "robots_sha256": verdict.robots_sha256,
+        "robots_kind": verdict.robots_kind,
+    }
 
 
 async def recheck_async(lake_root: str | Path, config: Any = None) -> RecheckResult:
@@ -307,21 +349,27 @@ async def recheck_async(lake_root: str | Path, config: Any = None) -> RecheckRes
     docs = merge_urls(documents, images)
     files = ledger_files(lake_root)
     latest = latest_rows(files)
-    by_origin: dict[str, list[LakeDocument]] = {}
+    # (URL to judge, its document) per origin: a document's own URL, and each hop an image's
+    # bytes came through (an opt-out on the CDN that served it is the image's too)
+    by_origin: dict[str, list[tuple[str, LakeDocument]]] = {}
     unreachable: dict[str, str] = {}
     for doc in docs.values():
-        origin, bad = _robots_origin(doc.url)
-        if bad is not None:  # its state is kept, and the reason reported; the run goes on
-            unreachable[origin] = bad
-            continue
-        by_origin.setdefault(origin, []).append(doc)
+        for hop in [doc.url, *doc.hops]:
+            origin, bad = _robots_origin(hop)
+            if bad is not None:  # no evidence from it, and the reason reported; the run goes on
+                unreachable[origin] = bad
+                continue
+            by_origin.setdefault(origin, []).append((hop, doc))
     records: dict[str, Any] = {}
     result = RecheckResult(
         hosts=len(by_origin) + len(unreachable),
         documents=len(documents),
         images=len(docs) - len(documents),
     )
-    changes: dict[str, list[dict[str, Any]]] = {}
+    changes: list[dict[str, Any]] = []
+    # Verdicts of the hops of documents with more than one URL, decided once all are in (a
+    # document of one URL is decided as soon as its origin's robots.txt is).
+    hop_verdicts: dict[str, dict[str, Verdict]] = {}
     async with Downloader(config, on_robots_fetch=lambda r: records.__setitem__(r.origin, r)) as d:
         agent = d.cfg.training_agent
         # Each origin is asked once, and decided as soon as its robots.txt is in: neither the
@@ -340,14 +388,27 @@ async def recheck_async(lake_root: str | Path, config: Any = None) -> RecheckRes
             why = _unreachable(record)
             if why is not None:
                 unreachable[origin] = why
-            else:
-                changes[origin] = _changes(origin, by_origin[origin], robots, record, latest, agent)
+                return
+            sha = hashlib.sha256(record.body or b"").hexdigest()
+            for hop, doc in by_origin[origin]:
+                if doc.hops:
+                    verdict = _verdict(origin, hop, robots, record, agent, sha)
+                    hop_verdicts.setdefault(doc.url, {})[hop] = verdict
+                elif robots_verdict(robots, agent, hop)[0] != _before(doc, latest):
+                    # the evidence (matched rule) is looked up for a change only
+                    verdict = _verdict(origin, hop, robots, record, agent, sha)
+                    changes.append(_change(doc, verdict, latest, agent))
 
         # One lane per server (politeness key), so one server's many names cannot idle the rest.
         await per_server(d, sorted(by_origin), str, check)
+    for doc in docs.values():
+        if doc.hops and (verdict := _decide(doc, hop_verdicts.get(doc.url, {}))) is not None:
+            if (row := _change(doc, verdict, latest, agent)) is not None:
+                changes.append(row)
     checked_at = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
     result.unreachable = dict(sorted(unreachable.items()))
-    rows = [{"checked_at": checked_at, **row} for o in sorted(changes) for row in changes[o]]
+    changes.sort(key=lambda r: (_robots_origin(r["url"])[0], r["url"]))
+    rows = [{"checked_at": checked_at, **row} for row in changes]
     written = append_ledger(lake_root, rows)
     result.changed = len(rows)
     result.opted_out = sum(1 for r in rows if not r["training_allowed"])

@@ -344,7 +344,9 @@ class Downloader:
     ):
         self.cfg = cfg = CrawlConfig.from_any(config)
         # Sees every layered request's 2xx headers before the body (robots.txt fetches excepted);
-        # a string it returns refuses the body (Fetcher.fetch's header_gate).
+        # a string it returns refuses the body (Fetcher.fetch's header_gate). `fetch` also shows
+        # it each 3xx hop's headers: a string it returns there ends the fetch with that error,
+        # the redirect not followed.
         self.header_gate = header_gate
         self.politeness = Politeness(
             delay=cfg.delay,
@@ -440,7 +442,9 @@ class Downloader:
         The result carries both robots decisions: the crawl token's of the last hop (every hop
         was allowed, or it was refused), the training token's the strictest of every hop's (an
         opt-out on the URL asked for follows it through a redirect to, say, a CDN that allows
-        all); `final_url` is the last hop's URL. `headers`
+        all); `final_url` is the last hop's URL. With a `header_gate`, a 3xx hop whose headers
+        it refuses (X-Robots-Tag: noai) ends the fetch with its error: that hop's opt-out is
+        the fetch's, and its target is not requested. `headers`
         (e.g. a recrawl's If-None-Match / If-Modified-Since) go with the first hop only.
         """
         limit = self.cfg.max_redirects if max_redirects is None else max_redirects
@@ -455,6 +459,13 @@ class Downloader:
                 training = res.robots_training
             hops += res.hops
             res.hops, res.url, res.final_url = hops, url, current
+            if not res.error and res.status in REDIRECT_STATUSES:
+                # The header gate sees a redirect's headers too: an opt-out said on any hop
+                # (X-Robots-Tag: noai on the image URL's own 302) holds for what it leads to.
+                refused = self._gate_redirect(res)
+                if refused is not None:
+                    res.error = refused
+                    break
             location = res.location()
             if res.error or res.status not in REDIRECT_STATUSES or not location or limit <= 0:
                 break
@@ -471,6 +482,12 @@ class Downloader:
             res.robots_training = training
         res.elapsed_s = time.monotonic() - started
         return res
+
+    def _gate_redirect(self, res: FetchResult) -> str | None:
+        """The header gate's refusal of a 3xx hop's headers (None: no gate, or it lets it by)."""
+        if self.header_gate is None or not res.hops:
+            return None
+        return self.header_gate(res.hops[-1])
 
     async def handle(self, request: Request) -> FetchResult:
         """One hop through the layers (process_request outward-in, process_response back out)."""

@@ -4,7 +4,8 @@ training token, as a header gate and a downloader layer.
 - `xrt_opt_out(values, agent, training_agent)`: the `noai`/`noimageai` directive that applies to
   our agents in X-Robots-Tag header values ('noai', 'RefineryBot-Extended: noimageai', ...).
 - `HeaderGate`: given to the `Downloader` as its header gate, so a 2xx response carrying such a
-  directive ends with an error before a single body byte is read.
+  directive ends with an error before a single body byte is read, and a redirect (3xx) carrying
+  one ends the fetch there, its target never requested: an opt-out on any hop is the image's.
 - `TrainingConsentLayer`: sits after the RobotsLayer; a request whose URL the training token may
   not use is refused before it is sent (nothing that cannot be stored is downloaded).
 """
@@ -36,7 +37,8 @@ def xrt_opt_out(values: list[str], agent: str, training_agent: str) -> str | Non
 
 
 class HeaderGate:
-    """Downloader header gate: refuse the body of a response whose X-Robots-Tag opts out."""
+    """Downloader header gate: refuse the body of a response, or the redirect of a 3xx hop,
+    whose X-Robots-Tag opts out."""
 
     def __init__(self, agent: str, training_agent: str):
         self.agent, self.training_agent = agent, training_agent
@@ -46,7 +48,8 @@ class HeaderGate:
         word = xrt_opt_out(values, self.agent, self.training_agent) if values else None
         if word is None:
             return None
-        return f"{XRT_PREFIX}{word}: X-Robots-Tag {'; '.join(values)!r}; body not downloaded"
+        what = "redirect not followed" if 300 <= (hop.status or 0) < 400 else "body not downloaded"
+        return f"{XRT_PREFIX}{word}: X-Robots-Tag {'; '.join(values)!r}; {what}"
 
 
 class TrainingConsentLayer(Layer):

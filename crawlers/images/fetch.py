@@ -7,6 +7,9 @@ Every ref becomes exactly one row (rows in = rows out), in input order. In the o
 2. through the crawl's `Downloader` (SSRF guard, robots.txt for both tokens on the image's own
    host, politeness, retries, redirects hop by hop through every layer):
    - the crawl token may not fetch it: `robots_denied`, never requested;
+   - robots.txt could not be read (5xx, 429, a network error, still after its re-fetches):
+     `fetch_error` ('robots-unreachable: ...'), never requested: no verdict either way, so a
+     resumed run asks again;
    - the training token may not use it: `training_opt_out`, never requested;
    - `X-Robots-Tag: noai`/`noimageai` on the response: `noai`, read from the headers, the body
      is not downloaded;
@@ -33,7 +36,7 @@ Every ref becomes exactly one row (rows in = rows out), in input order. In the o
 A URL shared by many refs (a logo on every page) is fetched once. Progress is journaled
 (`crawlers.images.journal`), so a run killed with `kill -9` resumes with `resume=True` without
 losing or repeating a row; a resumed run also tries again the refs whose fetch failed for a
-transient reason (timeout, connection error, a server given up on).
+transient reason (timeout, connection error, a server given up on, an unreachable robots.txt).
 """
 
 from __future__ import annotations
@@ -59,7 +62,7 @@ from common.pairs import rgb_view
 from common.phash import colour_thumbnail
 from crawlers.crawl.downloader import TRANSIENT_ERRORS, Downloader, RobotsLayer
 from crawlers.crawl.fetcher import FetchResult, mime_of
-from crawlers.crawl.robots_policy import ALLOWED
+from crawlers.crawl.robots_policy import ALLOWED, UNREACHABLE
 from crawlers.images.config import IMAGE_TYPES, ImageFetchConfig
 from crawlers.images.consent import (
     TRAINING_PREFIX,
@@ -126,6 +129,10 @@ FETCHED_SCHEMA = pa.schema(
         # thumbnail, 20078 bytes after EOI)', 're-encoded without (EXIF)' (crawlers.images.faces
         # .redact), comma-joined
         ("stored_change", pa.string()),
+        # the URL of the last hop asked for (a redirect's target: the server that sent the
+        # bytes of a stored image); null when nothing was requested. The consent recheck asks
+        # its robots.txt as well as the src's (crawlers.consent)
+        ("final_url", pa.string()),
     ]
 )
 # The image_refs.parquet columns `load_refs` reads, by kind (common.inputs).
@@ -156,7 +163,11 @@ _OUTCOME_KEYS = (
     "phash",
     "colour_thumbnail",
     "stored_change",
+    "final_url",
 )
+# Refusals for a robots.txt that could not be read (5xx, 429, network errors, past the
+# re-fetches): no consent verdict, a fetch_error a resumed run tries again.
+ROBOTS_UNREACHABLE = (f"robots-{UNREACHABLE}", f"{TRAINING_PREFIX}{UNREACHABLE}")
 # Config fields that change an outcome: a resumed run must use the same ones.
 _OUTCOME_CONFIG = (
     "agent",
@@ -310,11 +321,13 @@ def _check_refs(refs: list[dict]) -> None:
 
 
 def _fingerprint(refs: list[dict], cfg: ImageFetchConfig) -> str:
+    """What a resumed run must share with the run it continues: the refs (id, src, in order)
+    and the config fields that change an outcome. Not the refs' consent: a ledger appended
+    since (an opt-out, a re-allow) is applied to the journaled rows on resume (`_Run.rejudge`)."""
     settings = cfg.model_dump(mode="json")
     h = hashlib.sha256(json.dumps({k: settings[k] for k in _OUTCOME_CONFIG}).encode())
     for r in refs:
-        flags = (r["training_allowed"], r.get("noai"), r.get("noimageai"))
-        h.update(json.dumps([r["id"], r["src"], *flags]).encode())
+        h.update(json.dumps([r["id"], r["src"]]).encode())
     return h.hexdigest()
 
 
@@ -340,18 +353,35 @@ def page_opt_out(ref: dict) -> tuple[str, str] | None:
     """
     for flag in ("noimageai", "noai"):
         if ref.get(flag):
-            return "noai", f"page said {flag}; image not requested"
+            return "noai", f"page said {flag}; {NOT_REQUESTED}"
     value = ref.get(FLAG)
     if not flag_true(value):
         why = ref.get("consent_reason") or describe_flag(value)
-        return "training_opt_out", f"{why}; image not requested"
+        return "training_opt_out", f"{why}; {NOT_REQUESTED}"
     return None
+
+
+# How a page opt-out's row ends its error: nothing requested, or (a resume that met an opt-out
+# appended since) nothing kept of what was fetched.
+NOT_REQUESTED = "image not requested"
+NOT_KEPT = "image fetched before this opt-out, not kept"
+
+
+def _page_blocked(row: dict) -> bool:
+    """Whether a journaled row is a page opt-out's (`page_opt_out`, or `_Run.rejudge`'s)."""
+    return row.get("drop_reason") in ("noai", "training_opt_out") and (
+        row.get("error") or ""
+    ).endswith((f"; {NOT_REQUESTED}", f"; {NOT_KEPT}"))
 
 
 def classify(res: FetchResult) -> tuple[str | None, str | None]:
     """(drop_reason, error) of a fetch result before decoding; (None, None) for a 2xx body."""
     err = res.error
     if err:
+        if err.startswith(ROBOTS_UNREACHABLE):
+            # no verdict: robots.txt could not be read (nothing was requested), so the image
+            # is neither denied nor allowed; a resumed run asks again (`_transient`)
+            return "fetch_error", err
         if err.startswith(TRAINING_PREFIX):
             return "training_opt_out", err
         if err.startswith("robots-"):
@@ -542,7 +572,7 @@ def _transient(outcome: dict) -> bool:
     if outcome.get("drop_reason") == "process_error":
         return True
     return outcome.get("drop_reason") == "fetch_error" and error.startswith(
-        (*TRANSIENT_ERRORS, "host-gave-up")
+        (*TRANSIENT_ERRORS, "host-gave-up", *ROBOTS_UNREACHABLE)
     )
 
 
@@ -554,10 +584,12 @@ class _Run:
         self.journal, self.progress, self.on_image = journal, progress, on_image
         # A resumed run tries again what failed for transient reasons (network errors, a server
         # whose circuit breaker opened), like the crawl re-queues abandoned hosts on --resume.
+        # So is what names a stored file no longer there (removed when its last ref was opted
+        # out on an earlier resume, `drop_unused`).
         self.outcomes: dict[str, dict] = {
-            src: o for src, o in journal.outcomes().items() if not _transient(o)
+            src: o for src, o in journal.outcomes().items() if self._reusable(o)
         }
-        self.rows = {i: r for i, r in journal.rows().items() if not _transient(r)}
+        self.rows = {i: r for i, r in journal.rows().items() if self._reusable(r)}
         self.resumed = len(self.rows)
         self.inflight: dict[str, asyncio.Future] = {}
         self.requests = 0
@@ -569,6 +601,46 @@ class _Run:
         self.same_bytes = SameBytes()
         self.faults_in_a_row = 0  # images whose processing raised since one was stored
         self.downloader: Downloader | None = None
+
+    def _reusable(self, outcome: dict) -> bool:
+        """Whether a journaled outcome or row stands on resume: not a transient failure, and
+        its stored file (if any) still there."""
+        path = outcome.get("image_path")
+        return not _transient(outcome) and (not path or (self.out_dir / path).exists())
+
+    def rejudge(self, refs: list[dict]) -> set[str]:
+        """On resume, the journaled rows judged by each ref's consent now (a ledger appended
+        since the killed run): a ref now opted out gets its opt-out row, its image no longer
+        kept; a ref now allowed whose row was its page opt-out is fetched this time. Returns
+        the image paths the new opt-outs took from their rows (`drop_unused` removes each file
+        no row keeps)."""
+        taken: set[str] = set()
+        for ref in refs:
+            row = self.rows.get(ref["id"])
+            if row is None:
+                continue
+            blocked = page_opt_out(ref)
+            if blocked is None:
+                if _page_blocked(row):
+                    del self.rows[ref["id"]]  # allowed now: done again
+                continue
+            reason, detail = blocked
+            if not _page_blocked(row) or (row.get("error") or "").endswith(NOT_KEPT):
+                detail = detail.replace(NOT_REQUESTED, NOT_KEPT)
+                if row.get("image_path"):
+                    taken.add(row["image_path"])
+            new = self._row(ref, {"drop_reason": reason, "error": detail}, False)
+            if new != row:
+                self.rows[ref["id"]] = new
+                self.journal.add(new)
+        self.resumed = len(self.rows)
+        return taken
+
+    def drop_unused(self, paths: set[str]) -> None:
+        """Remove the stored files of `paths` that no output row keeps."""
+        kept = {r.get("image_path") for r in self.rows.values()}
+        for rel in sorted(paths - kept):
+            (self.out_dir / rel).unlink(missing_ok=True)
 
     def _row(self, ref: dict, outcome: dict, page_ok: bool) -> dict:
         row = {k: ref.get(k) for k in ("id", "doc_id", "src", "alt")}
@@ -590,6 +662,7 @@ class _Run:
         reason, error = classify(res)
         body_read = len(res.body) if res.ok else sum(len(h.raw_body) for h in res.hops[-1:])
         outcome = {
+            "final_url": res.final_url if res.hops else None,
             "status": res.status,
             "content_type": mime_of(res.content_type) or None,
             "bytes": body_read,
@@ -721,6 +794,7 @@ async def fetch_images_async(
             tmp.unlink(missing_ok=True)
     started = time.monotonic()
     run = _Run(refs, out, cfg, journal, progress, on_image)
+    taken = run.rejudge(refs) if resume else set()
     try:
         limit = cfg.max_images
         todo, skipped, fetchable = [], {}, 0
@@ -746,6 +820,7 @@ async def fetch_images_async(
         run.pool.shutdown(wait=True)
         journal.close()
     rows = [run.rows.get(r["id"]) or skipped[r["id"]] for r in refs]
+    run.drop_unused(taken)
     tmp = out / (FETCHED + ".tmp")
     pq.write_table(_table(rows), tmp)
     os.replace(tmp, out / FETCHED)

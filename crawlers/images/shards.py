@@ -4,9 +4,12 @@ A gallery's images all sat in its page host's crawl shard, while images served f
 (a CDN, an image host) followed their pages around. Here a ref's shard is a stable hash of the
 server its image URL names (`server_key`): an IP literal stands for itself, a name for its
 registered domain (public suffix list), so `img1.cdn.example` and `img2.cdn.example` share a
-shard. One server is fetched by one shard only, so the per-server politeness of one fetch holds
-across shards; different servers spread over the shards. A src that does not parse keys on ''
-(one shard; its row is still written, as a fetch_error).
+shard. The server a src names is asked by one shard only, so the per-server politeness of one
+fetch holds across shards for the srcs themselves; different servers spread over the shards. A
+redirect is not foreseen by the src: its target may be a server another shard fetches from, and
+politeness is kept per process (no store is shared between shards), so two shards may then
+request from that server at the same time, each keeping its own delay. A src that does not
+parse keys on '' (one shard; its row is still written, as a fetch_error).
 """
 
 from __future__ import annotations

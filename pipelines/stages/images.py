@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from common import lake as lake_mod
-from common.pairs import SHARD_PREFIX, kept_pairs, pairs_files
+from common.pairs import CLIP_CUT, SHARD_PREFIX, kept_pairs, pairs_files, settled_rows
 from filters.images.interleaved import check_interleaved_source, write_interleaved
 from pipelines.stage import Check, Lake, Params, Stage, Summary, param
 
@@ -56,7 +56,8 @@ class ImagesBuildParams(Params):
     shard: str = param(
         "0/1",
         help="K/N: only the images whose server (IP, or registered domain) hashes to K of N; "
-        "one server is fetched by one shard, so politeness holds across shards.",
+        "a src's server is asked by one shard only (a redirect may lead to another shard's "
+        "server, which then sees both shards' politeness, not one).",
         asset=False,
     )
     resume: bool = param(False, help="Continue a build in --out after a kill.")
@@ -200,7 +201,7 @@ def images_build(p: ImagesBuildParams, lake: Lake) -> ImagesBuildSummary:
     from crawlers.images import ImageFetchConfig, fetch_images, load_refs
     from crawlers.images.faces import DEFAULT_ANGLES
     from filters.images import load_image_config
-    from filters.images.pairs import build_pairs, pairs_table
+    from filters.images.pairs import LOW_CLIP_SCORE, build_pairs, pairs_table, score_cut
 
     if p.min_score is not None and p.top_fraction is not None:
         raise ValueError("--min-score and --top-fraction exclude each other: give one")
@@ -252,12 +253,20 @@ def images_build(p: ImagesBuildParams, lake: Lake) -> ImagesBuildSummary:
         top_fraction=p.top_fraction,
     )
     inputs = [str(docs / "image_refs.parquet"), str(docs / "documents.parquet")]
+    # The score cut build_pairs applied, over the same rows (those the de-duplication left
+    # kept, now kept or low_clip_score): readers promote a duplicate only if it is not under it.
+    cut = None
+    if score is not None:
+        live = [r["clip_score"] for r in rows if r["drop_reason"] in (None, LOW_CLIP_SCORE)]
+        cut = score_cut(live, p.min_score, p.top_fraction)
     lake_mod.write_parquet(
         pairs_table(rows),
         out / "pairs.parquet",
         inputs=inputs,
         config=cfg.model_dump(),
-        extra={"shard": shard},  # pairs_files tells shard builds of another N by it
+        # shard: pairs_files tells shard builds of another N by it; clip_score_cut:
+        # common.pairs.settle
+        extra={"shard": shard, CLIP_CUT: cut},
     )
     seconds = time.perf_counter() - started
     n_docs = None
@@ -387,17 +396,18 @@ class DomainsParams(Params):
 class DomainsSummary(Summary):
     candidates: int
     selected: dict[str, int]
+    opted_out_skipped: int = 0  # kept pairs the consent rule refuses: never scored nor written
 
 
 def domains(p: DomainsParams, lake: Lake) -> DomainsSummary:
     """Select knowledge-domain images: alt-text keywords, then CLIP similarity to the domain's
-    prompts by a margin over the other domains."""
+    prompts by a margin over the other domains. Only pairs the consent rule allows (their flag
+    and the consent ledgers of the lake and of the pairs' own lake) are scored and written."""
     from collections import Counter
 
     import pyarrow as pa
-    import pyarrow.parquet as pq
 
-    from common.consent import flag_true
+    from common.consent import Consent, ledger_files_for
     from filters.images import load_domain_spec, select_domains
     from filters.images.domains import domain_table
 
@@ -411,10 +421,16 @@ def domains(p: DomainsParams, lake: Lake) -> DomainsSummary:
 
     similarity = ClipScorer(p.clip).similarity
     files = pairs_files(pairs)
-    rows, by_id = [], {}
-    for f in files:
-        for r in pq.read_table(f).to_pylist():
+    consent = Consent.load(lake.root, ledger_files_for(lake.root, pairs))
+    rows, by_id, skipped = [], {}, 0
+    # kept as every reader of pairs takes them (common.pairs.settled_rows: an allowed copy of an
+    # image whose kept row the ledger opted out is kept instead; an image kept in two shards once)
+    for f, settled in settled_rows(files, consent):
+        for r in settled:
             if r["drop_reason"] is None:
+                if not consent.allows(r):  # the one rule: its flag, then the ledgers
+                    skipped += 1
+                    continue
                 try:  # an image of this dataset only: absolute, '..' or a symlink out is none
                     resolve_image(r["image_path"], f.parent)
                 except BadImagePath:
@@ -424,16 +440,13 @@ def domains(p: DomainsParams, lake: Lake) -> DomainsSummary:
                 by_id[r["id"]] = r
     selected = select_domains(rows, spec, similarity, image_root="/")
     table = domain_table(selected)
-    # The pair's caption and consent travel with it: the mixture's domain_image_text bucket
-    # reads text, and training_allowed is its outer filter.
+    # The pair's caption, consent and keys travel with it: the mixture's domain_image_text
+    # bucket reads text, training_allowed is its outer filter, and doc_id and src let a later
+    # reader match the consent ledger (by document and by image URL) without the pairs.
     ids = table["id"].to_pylist()
-    table = table.append_column(
-        "caption", pa.array([by_id[i]["caption"] for i in ids], pa.string())
-    )
-    table = table.append_column(
-        "training_allowed",
-        pa.array([flag_true(by_id[i]["training_allowed"]) for i in ids], pa.bool_()),
-    )
+    for name in ("caption", "doc_id", "src"):
+        table = table.append_column(name, pa.array([by_id[i].get(name) for i in ids], pa.string()))
+    table = table.append_column("training_allowed", pa.array([True] * len(ids), pa.bool_()))
     out = Path(p.out) if p.out else lake.root / "images" / "domain"
     inputs = [str(spec_path), str(p.clip), *map(str, files)]
     lake_mod.write_parquet(table, out / "domain_images.parquet", inputs=inputs)
@@ -442,6 +455,7 @@ def domains(p: DomainsParams, lake: Lake) -> DomainsSummary:
         outputs={"domain_images": str(out / "domain_images.parquet")},
         candidates=len(selected),
         selected=dict(sorted(counts.items())),
+        opted_out_skipped=skipped,
     )
 
 

@@ -317,11 +317,13 @@ def test_robots_outage_waits_instead_of_denying(image_server, tmp_path):
     assert server.hits("/robots.txt") == 2 and server.hits("/x.png") == 1
 
 
-def test_robots_unreachable_for_good_denies(image_server, tmp_path):
+def test_robots_unreachable_for_good_is_a_fetch_error_and_never_requested(image_server, tmp_path):
+    """No verdict, not a denial (test_consent_hops: resume asks again); nothing is requested."""
     server = image_server({"/x.png": Resource(GOOD_PNG)}, robots={A: [(503, "down")]})
     fetch_images([ref("x", server.url(A, "/x.png"))], tmp_path, FAST)  # robots_retries=0
     row = pq.read_table(tmp_path / FETCHED).to_pylist()[0]
-    assert row["drop_reason"] == "robots_denied" and "unreachable" in row["error"]
+    assert row["drop_reason"] == "fetch_error" and "unreachable" in row["error"]
+    assert row["training_allowed"] is False and row["image_path"] is None
     assert server.hits("/x.png") == 0
 
 

@@ -150,6 +150,10 @@ def test_clip_train_then_score_and_select_domains(built, tmp_path):
     rows = pq.read_table(out / "pairs.parquet").to_pylist()
     scored = [r for r in rows if r["clip_score"] is not None]
     assert scored and any(r["drop_reason"] == "low_clip_score" for r in rows)
+    # the cut it applied is recorded for the readers (common.pairs.settle)
+    cut = json.loads((out / "pairs.parquet.manifest.json").read_text())["clip_score_cut"]
+    assert all(r["clip_score"] >= cut for r in rows if r["drop_reason"] is None)
+    assert all(r["clip_score"] < cut for r in rows if r["drop_reason"] == "low_clip_score")
     res = CliRunner().invoke(
         app,
         [

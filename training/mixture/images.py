@@ -25,10 +25,12 @@ recorded reject with its reason (`opted_out` included), never silently dropped.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import io
 import os
 import stat
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -336,10 +338,12 @@ def read_image_unit_batches(
     pairs = PairIndex(unit.pairs, unit.consent) if unit.pairs else None
     check = ImageCheck()
     con = duckdb.connect(config={"preserve_insertion_order": True, "threads": 1})
+    scratch = tempfile.TemporaryDirectory(prefix="settled-pairs-")
     try:
+        source = _settled_source(unit, Path(scratch.name))
         try:
             sql = _select_sql(unit, consent_column, opted_out)
-            reader = con.sql(sql, params=[unit.file]).to_arrow_reader(rows_per_batch)
+            reader = con.sql(sql, params=[source]).to_arrow_reader(rows_per_batch)
         except duckdb.Error as exc:
             raise src_mod._where_error(unit, exc) from None
         for batch in reader:
@@ -356,6 +360,84 @@ def read_image_unit_batches(
                 )
     finally:
         con.close()
+        scratch.cleanup()
+
+
+def _settled_source(unit: src_mod.ReadUnit, scratch: Path) -> str:
+    """The file a unit's rows are read from: its own, or, for a `pairs` unit whose rows readers
+    take otherwise than the file says (`common.pairs.settle` over the build the file belongs
+    to: an allowed duplicate of an image whose kept row is opted out kept instead, an image
+    kept in two shards kept once), a copy in `scratch` with drop_reason and duplicate_of
+    settled. The copy has the file's schema and rows in its order, so the consent rule, the
+    source's predicate, row numbers and image paths (relative to `unit.file`) are the file's."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    if unit.kind != "pairs":
+        return unit.file
+    changes = _pairs_changes(unit)
+    if not changes:
+        return unit.file
+    table = pq.read_table(unit.file)
+    for col, at in (("drop_reason", 0), ("duplicate_of", 1)):
+        i = table.schema.get_field_index(col)
+        if i < 0 or not pa.types.is_string(table.schema.field(i).type):
+            continue
+        values = table.column(i).to_pylist()
+        for row, change in changes.items():
+            values[row] = change[at]
+        table = table.set_column(i, table.schema.field(i), pa.array(values, pa.string()))
+    copy = scratch / "pairs.parquet"
+    pq.write_table(table, copy)
+    return str(copy)
+
+
+def _pairs_changes(unit: src_mod.ReadUnit) -> dict[int, tuple[str | None, str | None]]:
+    """{row number: (drop_reason, duplicate_of)} of a pairs unit's rows that readers take
+    otherwise than its file says (`common.pairs.settle`), under the unit's consent ledgers."""
+    from common.pairs import build_files
+
+    own = Path(unit.file).resolve()
+    files = [f.resolve() for f in build_files(unit.file)]
+    if own not in files:
+        files = [own]
+    key = tuple((str(f), *_stamp(f)) for f in files)
+    return _settled_build(key, tuple(unit.consent)).get(str(own), {})
+
+
+def _stamp(path: Path) -> tuple[int, int]:
+    st = path.stat()
+    return st.st_mtime_ns, st.st_size
+
+
+@functools.lru_cache(maxsize=8)
+def _settled_build(
+    files: tuple[tuple[str, int, int], ...], consent: tuple[str, ...]
+) -> dict[str, dict[int, tuple[str | None, str | None]]]:
+    """`common.pairs.settle` over one build's pairs files (each unit of a build asks once)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from common.consent import LEDGER_ID_KEYS, LEDGER_URL_KEYS, Consent
+    from common.pairs import SETTLE_COLUMNS, settle
+
+    paths = [Path(f) for f, *_ in files]
+    wanted = dict.fromkeys((*SETTLE_COLUMNS, *LEDGER_ID_KEYS, *LEDGER_URL_KEYS))
+    tables = []
+    for f in paths:
+        try:
+            names = set(pq.read_schema(f).names)
+            cols = [c for c in wanted if c in names]
+            # not a pairs file of a build (no drop_reason): nothing to settle
+            rows = pq.read_table(f, columns=cols).to_pylist() if "drop_reason" in names else []
+        except (OSError, pa.ArrowException):
+            rows = []  # its own unit's read names what is wrong with it
+        tables.append(rows)
+    changes = settle(paths, tables, Consent.load(None, consent))
+    out: dict[str, dict[int, tuple[str | None, str | None]]] = {}
+    for (fi, row), change in changes.items():
+        out.setdefault(str(paths[fi]), {})[row] = change
+    return out
 
 
 def _tokenize_rows(
