@@ -15,11 +15,22 @@ A model whose state dict is more than the text decoder (the multimodal stage's v
 adapter + decoder) names `sharded_parts` in the `.pt`: where each part of the gathered weights
 goes (`{"model": "decoder.", "vision_language.adapter": "adapter.", ...}`, longest prefix wins),
 so a sharded checkpoint loads in the same shape as the single-process one.
+
+Loading never runs code from the file: `.pt` files load with `torch.load(weights_only=True)`
+(tensors and plain Python values; RNG states are stored as such), and a DCP directory's
+`.metadata` pickle is read by an unpickler that builds only DCP's own metadata records. A file
+that needs anything else is refused, as is one cut short: `CheckpointError`, one line naming
+the file (and, for a run's checkpoint, the earlier one to fall back on). Checkpoints written
+before RNG states were plain values keep NumPy's state as an array; exactly the NumPy globals
+that rebuild a uint32 array are allowed for them (`_old_rng_globals`).
 """
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import os
+import pickle
 import random
 import re
 import shutil
@@ -30,6 +41,33 @@ import numpy as np
 import torch
 
 _NAME = re.compile(r"^step_(\d+)\.pt$")
+
+
+class CheckpointError(ValueError):
+    """A checkpoint cannot be read or is refused; the message names the file and the fix."""
+
+
+def _old_rng_globals() -> list[Any]:
+    """What unpickling the NumPy RNG state of a checkpoint written before it was stored as plain
+    values takes: a uint32 ndarray (its reconstructor, under NumPy 2's and 1's module names)."""
+    core = getattr(np, "_core", None) or np.core
+    reconstruct = core.multiarray._reconstruct
+    return [
+        (reconstruct, "numpy._core.multiarray._reconstruct"),
+        (reconstruct, "numpy.core.multiarray._reconstruct"),
+        np.ndarray,
+        np.dtype,
+        type(np.dtype(np.uint32)),
+    ]
+
+
+def file_sha256(path: str | Path) -> str:
+    """sha256 of a file's bytes."""
+    h = hashlib.sha256()
+    with Path(path).open("rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
 
 
 def checkpoint_dir(run_dir: str | Path) -> Path:
@@ -68,10 +106,12 @@ def resolve_checkpoint(path: str | Path) -> Path:
 
 
 def rng_state() -> dict[str, Any]:
-    """Every RNG the training step may touch."""
+    """Every RNG the training step may touch, as tensors and plain values (NumPy's legacy state
+    tuple with its key array as a list of ints), so the checkpoint loads with weights_only."""
+    name, keys, pos, has_gauss, cached = np.random.get_state()
     state = {
         "torch": torch.get_rng_state(),
-        "numpy": np.random.get_state(),
+        "numpy": [str(name), keys.tolist(), int(pos), int(has_gauss), float(cached)],
         "python": random.getstate(),
     }
     if torch.cuda.is_available():
@@ -82,7 +122,8 @@ def rng_state() -> dict[str, Any]:
 def set_rng_state(state: dict[str, Any]) -> None:
     """Restore the RNGs saved by `rng_state()`."""
     torch.set_rng_state(state["torch"])
-    np.random.set_state(state["numpy"])
+    name, keys, pos, has_gauss, cached = state["numpy"]  # a list now, a tuple in old checkpoints
+    np.random.set_state((name, np.asarray(keys, dtype=np.uint32), pos, has_gauss, cached))
     random.setstate(state["python"])
     if "cuda" in state and torch.cuda.is_available():
         torch.cuda.set_rng_state_all(state["cuda"])
@@ -93,11 +134,27 @@ def save_checkpoint(run_dir: str | Path, step: int, payload: dict[str, Any], kee
     d = checkpoint_dir(run_dir)
     d.mkdir(parents=True, exist_ok=True)
     path = d / f"step_{step:07d}.pt"
-    tmp = path.with_name(path.name + ".tmp")
-    torch.save({**payload, "step": step, "rng": rng_state()}, tmp)
-    os.replace(tmp, path)
+    _save_atomic({**payload, "step": step, "rng": rng_state()}, path)
     prune_checkpoints(run_dir, keep)
     return path
+
+
+def _save_atomic(obj: dict[str, Any], path: Path) -> None:
+    """torch.save to a temp file, flushed to disk before it replaces `path` (then the directory
+    entry too), so a crash or power loss leaves the old file or the new one, never a cut one."""
+    tmp = path.with_name(path.name + ".tmp")
+    with tmp.open("wb") as f:
+        torch.save(obj, f)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+    # the rename itself: a file system that cannot sync a directory keeps what it has
+    with contextlib.suppress(OSError):
+        fd = os.open(path.parent, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
 
 
 def prune_checkpoints(run_dir: str | Path, keep: int) -> None:
@@ -186,9 +243,7 @@ def save_sharded_checkpoint(
             "world_size": world,
             "sharded": sharded_dir(path).name,
         }
-        tmp = path.with_name(path.name + ".tmp")
-        torch.save(record, tmp)
-        os.replace(tmp, path)
+        _save_atomic(record, path)
         prune_checkpoints(run_dir, keep)
     dist.barrier()
     return path
@@ -210,9 +265,10 @@ def load_sharded_checkpoint(
             f"{path} keeps its weights in {source}, which has no .metadata; the checkpoint is "
             "incomplete: resume from an earlier one (delete this .pt) or restart the run"
         )
+    read_dcp_metadata(source / ".metadata", Path(path))
     model_sd, optim_sd = get_state_dict(model, optimizer)
     state = {"model": model_sd, "optimizer": optim_sd}
-    dcp.load(state, checkpoint_id=source)
+    dcp.load(state, storage_reader=_metadata_safe_reader(source))
     set_state_dict(
         model, optimizer, model_state_dict=state["model"], optim_state_dict=state["optimizer"]
     )
@@ -220,7 +276,6 @@ def load_sharded_checkpoint(
 
 def _full_weights(path: Path, saved: dict[str, Any]) -> dict[str, torch.Tensor]:
     """The full (unsharded) model state dict of a sharded checkpoint, read in this process."""
-    from torch.distributed.checkpoint import FileSystemReader
     from torch.distributed.checkpoint.format_utils import (
         _EmptyStateDictLoadPlanner,
         _load_state_dict,
@@ -232,14 +287,84 @@ def _full_weights(path: Path, saved: dict[str, Any]) -> dict[str, torch.Tensor]:
             f"{path} keeps its weights in {source}, which has no .metadata; the checkpoint is "
             "incomplete: use an earlier one"
         )
+    from torch.distributed.checkpoint.api import CheckpointException
+
+    read_dcp_metadata(source / ".metadata", path)
     sd: dict[str, Any] = {}
-    _load_state_dict(
-        sd,
-        storage_reader=FileSystemReader(source),
-        planner=_EmptyStateDictLoadPlanner(keys={"model"}),
-        no_dist=True,
-    )
+    try:
+        _load_state_dict(
+            sd,
+            storage_reader=_metadata_safe_reader(source),
+            planner=_EmptyStateDictLoadPlanner(keys={"model"}),
+            no_dist=True,
+        )
+    except (Exception, CheckpointException) as exc:  # a cut or foreign .distcp file
+        raise CheckpointError(
+            f"{source}: not a readable sharded checkpoint ({_reason(exc)}); {_fallback(path)}"
+        ) from None
     return sd["model"]
+
+
+# Globals a DCP `.metadata` pickle may name: DCP's metadata records and what they hold (sizes,
+# dtypes, layouts, the checkpoint id as a path). Nothing else is built, so no code runs.
+_DCP_MODULES = ("torch.distributed.checkpoint.metadata",)
+_DCP_GLOBALS = {
+    ("torch.distributed.checkpoint.filesystem", "_StorageInfo"),
+    ("torch.serialization", "_get_layout"),
+    ("torch", "Size"),
+    ("collections", "OrderedDict"),
+    ("pathlib", "PosixPath"),
+    ("pathlib", "PurePosixPath"),
+    ("pathlib", "WindowsPath"),
+    ("pathlib", "PureWindowsPath"),
+}
+
+
+class _MetadataUnpickler(pickle.Unpickler):
+    """Unpickles a DCP `.metadata` file, refusing any global but `_DCP_GLOBALS`, the classes of
+    DCP's metadata module and torch dtypes."""
+
+    def find_class(self, module: str, name: str) -> Any:
+        if (module, name) in _DCP_GLOBALS:
+            return super().find_class(module, name)
+        if module in _DCP_MODULES:
+            obj = super().find_class(module, name)
+            if isinstance(obj, type):
+                return obj
+        if module == "torch" and isinstance(getattr(torch, name, None), torch.dtype):
+            return getattr(torch, name)
+        raise pickle.UnpicklingError(f"Unsupported global: {module}.{name}")
+
+
+def read_dcp_metadata(path: Path, checkpoint: Path) -> Any:
+    """A DCP `.metadata` file read by `_MetadataUnpickler`; CheckpointError naming it when it is
+    cut, foreign or names other globals (`checkpoint`: the `.pt` it belongs to)."""
+    try:
+        with path.open("rb") as f:
+            return _MetadataUnpickler(f).load()
+    except Exception as exc:
+        raise CheckpointError(
+            f"{path}: not a readable DCP metadata file ({_reason(exc)}); {_fallback(checkpoint)}"
+        ) from None
+
+
+def _metadata_safe_reader(source: Path):
+    """A DCP FileSystemReader whose `.metadata` is read by `_MetadataUnpickler` (its errors left
+    as they are: DCP tries a rank's own metadata file when the shared one is missing)."""
+    from torch.distributed.checkpoint import FileSystemReader
+    from torch.distributed.checkpoint.metadata import StorageMeta
+
+    class _Reader(FileSystemReader):
+        def read_metadata(self, *args: Any, **kwargs: Any):
+            path = self._get_metadata_path(kwargs.get("rank"))
+            with self.fs.create_stream(path, "rb") as f:
+                metadata = _MetadataUnpickler(f).load()
+            if getattr(metadata, "storage_meta", None) is None:
+                metadata.storage_meta = StorageMeta()
+            metadata.storage_meta.load_id = self.load_id
+            return metadata
+
+    return _Reader(source)
 
 
 def split_parts(full: dict[str, Any], parts: dict[str, str], into: dict[str, Any]) -> None:
@@ -262,15 +387,76 @@ def split_parts(full: dict[str, Any], parts: dict[str, str], into: dict[str, Any
         target[leaf] = sd
 
 
+# The paragraphs of torch's weights_only refusal that are advice, not the reason.
+_BOILERPLATE = ("Weights only load failed", "Please file an issue", "Check the documentation")
+
+
+def _reason(exc: BaseException) -> str:
+    """One short line saying why a file did not load (torch's refusals span paragraphs)."""
+    lines = [ln.strip() for ln in str(exc).splitlines() if ln.strip()]
+    lines = [ln.removeprefix("WeightsUnpickler error:").strip() for ln in lines]
+    useful = [ln for ln in lines if ln and not ln.startswith(_BOILERPLATE)]
+    line = (useful or lines or [""])[0]
+    if len(line) > 100 and ". " in line:  # torch's long lines: the first sentence says it
+        line = line.split(". ", 1)[0]
+    line = f"{type(exc).__name__}: {line}" if line else type(exc).__name__
+    return line if len(line) <= 160 else line[:157] + "..."
+
+
+def _fallback(path: Path) -> str:
+    """What to do instead of using a bad checkpoint: the run's newest earlier one, if any."""
+    match = _NAME.match(path.name)
+    if match is None:
+        return "use another checkpoint"
+    earlier = [
+        p
+        for p in sorted(path.parent.glob("step_*.pt"))
+        if (m := _NAME.match(p.name)) and int(m.group(1)) < int(match.group(1))
+    ]
+    if not earlier:
+        return "delete it and start the run again (it has no earlier checkpoint)"
+    return f"delete it to resume from {earlier[-1]}"
+
+
+def read_checkpoint_file(path: Path) -> dict[str, Any]:
+    """The `.pt` dict, loaded with weights_only (see the module docstring); CheckpointError for a
+    file that is cut, not a checkpoint, or holds anything but tensors and plain values."""
+    try:
+        with torch.serialization.safe_globals(_old_rng_globals()):
+            saved = torch.load(path, map_location="cpu", weights_only=True)
+    except (FileNotFoundError, IsADirectoryError, PermissionError):
+        raise
+    except pickle.UnpicklingError as exc:
+        if "Weights only load failed" in str(exc):
+            raise CheckpointError(
+                f"{path}: refused: it holds objects other than tensors and plain values, which "
+                f"could run code when loaded ({_reason(exc)}); use a checkpoint written by "
+                "`refinery train`"
+            ) from None
+        raise CheckpointError(
+            f"{path}: not a readable checkpoint ({_reason(exc)}); {_fallback(path)}"
+        ) from None
+    except Exception as exc:  # cut short, empty, not a torch file at all
+        raise CheckpointError(
+            f"{path}: not a readable checkpoint ({_reason(exc)}); {_fallback(path)}"
+        ) from None
+    if not isinstance(saved, dict):
+        raise CheckpointError(
+            f"{path}: not a checkpoint (holds a {type(saved).__name__}, not a dict); "
+            f"{_fallback(path)}"
+        )
+    return saved
+
+
 def load_checkpoint(path: str | Path, *, weights: bool = True) -> dict[str, Any]:
-    """Load a checkpoint onto the CPU (our own files: they hold NumPy/Python RNG tuples).
+    """Load a checkpoint onto the CPU, never running code from it (`read_checkpoint_file`).
 
     For a sharded checkpoint, `model` is the full state dict gathered from its DCP directory
     (skipped with `weights=False`; the optimiser state stays there, see `load_sharded_checkpoint`),
     split by its `sharded_parts` when it names them.
     """
     path = Path(path)
-    saved = torch.load(path, map_location="cpu", weights_only=False)
+    saved = read_checkpoint_file(path)
     if is_sharded_checkpoint(saved) and weights:
         full = _full_weights(path, saved)
         if saved.get("sharded_parts"):

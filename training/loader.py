@@ -361,7 +361,10 @@ class ImageStore:
 
 
 class EvalSets:
-    """The mixture's held-out eval sequences, one uint32 array per (bucket, group), mmapped."""
+    """The mixture's held-out eval sequences, one uint32 array per (bucket, group), mmapped.
+
+    Each array gets the shards' checks when the sets are opened (before a run writes anything):
+    readable, uint32 of the manifest's `(num_sequences, seq_len)`, exactly that many bytes."""
 
     def __init__(self, mix_dir: str | Path) -> None:
         self.mix_dir = Path(mix_dir)
@@ -372,6 +375,7 @@ class EvalSets:
         self.manifest = manifest
         self.image_tokens = int(manifest.get("image_tokens") or 0)
         self._shas: list[str] | None = None
+        self._arrays = [_open_shard(self.mix_dir, e, self.seq_len) for e in self.entries]
 
     def keys(self) -> list[tuple[str, str]]:
         """(bucket, group) pairs that have eval sequences."""
@@ -379,9 +383,9 @@ class EvalSets:
 
     def get(self, bucket: str, group: str) -> np.ndarray:
         """The (num_sequences, seq_len) uint32 eval array of one bucket/group (pad id marks padding)."""
-        for e in self.entries:
+        for e, arr in zip(self.entries, self._arrays, strict=True):
             if e["bucket"] == bucket and e["group"] == group:
-                return np.load(self.mix_dir / e["path"], mmap_mode="r")
+                return arr
         raise KeyError(f"no eval set for bucket={bucket!r} group={group!r}; have {self.keys()}")
 
     def get_images(self, bucket: str, group: str) -> list[str]:

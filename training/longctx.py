@@ -357,8 +357,31 @@ def late_query_loss(
     }
 
 
-def load_model_for_eval(checkpoint: str | Path, max_seq_len: int | None = None, device="cpu"):
-    """A Transformer with a checkpoint's weights (a run dir: its latest), `max_seq_len` raised."""
+def check_eval_tokenizer(saved: dict[str, Any], path: Path, tokenizer: str | Path) -> None:
+    """ValueError when a checkpoint records the sha256 of the tokenizer it was trained with and
+    `tokenizer` is another file (a checkpoint from before the field cannot be compared)."""
+    from training.checkpoint import file_sha256
+
+    theirs = saved.get("tokenizer_sha256")
+    if not theirs:
+        return
+    ours = file_sha256(tokenizer)
+    if ours != theirs:
+        raise ValueError(
+            f"tokenizer mismatch: checkpoint {path} was trained with tokenizer "
+            f"{saved.get('tokenizer', '?')} (sha256 {theirs[:12]}) but the evaluation reads "
+            f"{tokenizer} (sha256 {ours[:12]}); pass the tokenizer.json of the run's mixture"
+        )
+
+
+def load_model_for_eval(
+    checkpoint: str | Path,
+    max_seq_len: int | None = None,
+    device="cpu",
+    tokenizer: str | Path | None = None,
+):
+    """A Transformer with a checkpoint's weights (a run dir: its latest), `max_seq_len` raised;
+    with `tokenizer`, refused when the checkpoint was trained with another one."""
     import dataclasses
 
     from training.checkpoint import load_checkpoint, resolve_checkpoint
@@ -366,6 +389,8 @@ def load_model_for_eval(checkpoint: str | Path, max_seq_len: int | None = None, 
 
     path = resolve_checkpoint(checkpoint)
     saved = load_checkpoint(path)
+    if tokenizer is not None:
+        check_eval_tokenizer(saved, path, tokenizer)
     cfg = ModelConfig(**saved["model_config"])
     if max_seq_len is not None and max_seq_len > cfg.max_seq_len:
         cfg = dataclasses.replace(cfg, max_seq_len=max_seq_len)
@@ -389,7 +414,7 @@ def compare_checkpoints(
     control = [without_facts(d, control_seed) for d in docs]
     out = {}
     for name, ckpt in checkpoints.items():
-        model, path = load_model_for_eval(ckpt, max_seq_len=longest)
+        model, path = load_model_for_eval(ckpt, max_seq_len=longest, tokenizer=tokenizer_path)
         with_facts = late_query_loss(model, tok, docs)
         no_facts = late_query_loss(model, tok, control)
         out[name] = {

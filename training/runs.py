@@ -9,6 +9,7 @@ directory and is used as given. Under torchrun, rank 0 alone writes the run's fi
 from __future__ import annotations
 
 import json
+import math
 import os
 import time
 from collections.abc import Callable
@@ -49,9 +50,27 @@ def run_dirs(stage_root: str | Path) -> list[Path]:
     return sorted(runs, key=lambda p: (p.name.split("-")[0], int((p.name.split("-") + ["1"])[1])))
 
 
+def _non_finite_losses(run_dir: Path) -> list[str]:
+    """The NaN or infinite losses of a run's summary.json (`final_loss`, `eval/<b>/<g>`)."""
+    path = run_dir / "summary.json"
+    if not path.exists():
+        return []
+    summary = json.loads(path.read_text())
+    losses = {"final_loss": summary.get("final_loss")}
+    losses |= {f"eval/{k}": v for k, v in (summary.get("eval") or {}).items()}
+    return [k for k, v in losses.items() if isinstance(v, float) and not math.isfinite(v)]
+
+
 def set_latest(stage_root: str | Path, run_dir: str | Path) -> Path:
-    """Point `<stage_root>/latest.json` at a finished run (atomic replace)."""
+    """Point `<stage_root>/latest.json` at a finished run (atomic replace); a run whose summary
+    holds a NaN or infinite loss is refused (the next stage would start from its weights)."""
     stage_root, run_dir = Path(stage_root), Path(run_dir)
+    bad = _non_finite_losses(run_dir)
+    if bad:
+        raise ValueError(
+            f"{run_dir / 'summary.json'}: non-finite {', '.join(bad)}; not marking {run_dir} as "
+            f"the latest {stage_root.name} run (later stages would start from it): train it again"
+        )
     path = stage_root / LATEST
     tmp = path.with_name(path.name + ".tmp")
     tmp.write_text(json.dumps({"run_id": run_dir.name, "path": str(run_dir.resolve())}, indent=2))

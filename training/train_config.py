@@ -10,7 +10,7 @@ and length limit, for multimodal the vision options (`MultimodalSection`).
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
@@ -30,8 +30,14 @@ class ConfigError(ValueError):
     """A training config is invalid; the message names the file and each bad field."""
 
 
+# NumPy's and torch's seeds are unsigned 32-bit integers; an Adam beta is a decay in [0, 1).
+Seed = Annotated[int, Field(ge=0, le=2**32 - 1)]
+Beta = Annotated[float, Field(ge=0, lt=1)]
+
+
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    # `.inf` / `.nan` are YAML floats: refused in every float field (a run would train on NaN)
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
 
 class TrainSection(_Strict):
@@ -44,11 +50,11 @@ class TrainSection(_Strict):
     compile: bool = False
     # auto: FlexAttention block masks on CUDA, chunked SDPA elsewhere; dense = explicit (T, T) mask
     attention_backend: Literal["auto", "flex", "chunked", "dense"] = "auto"
-    seed: int = 0
+    seed: Seed = 0
     threads: int = Field(default=0, ge=0)  # CPU threads for torch; 0 leaves torch's default
     deterministic: bool = True
     weight_decay: float = Field(default=0.1, ge=0)
-    betas: tuple[float, float] = (0.9, 0.95)
+    betas: tuple[Beta, Beta] = (0.9, 0.95)
     grad_clip: float = Field(default=1.0, ge=0)  # 0 disables clipping
     log_every: int = Field(default=10, ge=1)
     eval_every: int = Field(default=100, ge=1)
@@ -85,13 +91,13 @@ class MultimodalSection(StageSection):
     adapter_ffn_mult: float = Field(default=2.0, gt=0)
     # the text eval loss at the end may exceed the init checkpoint's by this fraction at most
     text_loss_tolerance: float = Field(default=0.05, ge=0)
-    mismatch_seed: int = 0  # seeds the derangement of eval images (the mismatched condition)
+    mismatch_seed: Seed = 0  # seeds the derangement of eval images (the mismatched condition)
 
 
 class StagesSection(_Strict):
     """The per-stage sections; a stage left out cannot be run with this config."""
 
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, allow_inf_nan=False)
 
     pretrain: StageSection | None = None
     cpt: StageSection | None = None

@@ -10,13 +10,23 @@ bucket and group; step 0 is the starting weights), `checkpoints/step_*.pt` and `
 Stages: `pretrain` starts from scratch (or `init`); `cpt` and `long-context` load the weights of
 `init` and start a fresh optimiser and warm-up. Resuming (`resume=True`) restores model, optimiser,
 scheduler, RNGs and loader position, so the losses match an uninterrupted run exactly on CPU.
+
+What a run was trained on travels with its checkpoints (`TrainState.identity`): the mixture's
+manifest sha256, its tokenizer's sha256 (manifest `tokenizer_sha256`), the config sections and
+the total steps. `--resume` refuses another mixture or a changed config (but for `RESUME_FREE`
+fields and the total steps, which may move past the checkpoint); `--init` refuses weights
+trained with another tokenizer. A non-finite loss, gradient norm or weight stops the run
+(`TrainError` naming the step) before the update or the checkpoint it would spoil.
 """
 
 from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
+import hashlib
 import json
+import math
 import os
 import time
 from collections.abc import Callable
@@ -28,6 +38,7 @@ import torch
 
 from training import distributed
 from training.checkpoint import (
+    file_sha256,
     is_sharded_checkpoint,
     latest_checkpoint,
     load_checkpoint,
@@ -54,6 +65,19 @@ PEAK_FLOPS = {
 # Fields that may differ between a checkpoint and the run that loads it (long context raises them).
 # Document masking has no weights: a run may switch it, and the boundary id comes from the mixture.
 ADJUSTABLE_FIELDS = {"rope_base", "max_seq_len", "doc_mask", "boundary_token_id"}
+# Config fields a resumed run may change: when and how often it logs, evaluates, checkpoints and
+# how many CPU threads it takes; what it trains on is resumed only as it was. `stage.steps` (the
+# total) may move too, to a step past the checkpoint (see `restore`); `stage.mixture` is a lake
+# name, the mixture itself is checked by its manifest's sha256.
+RESUME_FREE = {
+    "train.log_every",
+    "train.eval_every",
+    "train.checkpoint_every",
+    "train.keep_checkpoints",
+    "train.threads",
+    "stage.steps",
+    "stage.mixture",
+}
 IGNORE = -100
 
 
@@ -122,6 +146,45 @@ def check_compatible(saved: dict[str, Any], model_cfg: ModelConfig, source: Path
     if diff:
         pairs = ", ".join(f"{k}: checkpoint {saved.get(k)!r} vs config {ours[k]!r}" for k in diff)
         raise TrainError(f"checkpoint {source} does not match the config's model ({pairs})")
+
+
+def check_tokenizer(saved: dict[str, Any], source: Path, mix_dir: Path, manifest: dict) -> None:
+    """Refuse weights trained with another tokenizer than the mixture's (both record sha256; a
+    checkpoint or mixture from before `tokenizer_sha256` existed cannot be compared)."""
+    theirs, ours = saved.get("tokenizer_sha256"), manifest.get("tokenizer_sha256")
+    if theirs and ours and theirs != ours:
+        mine = mix_dir / str(manifest.get("tokenizer") or "tokenizer.json")
+        raise TrainError(
+            f"tokenizer mismatch: checkpoint {source} was trained with tokenizer "
+            f"{saved.get('tokenizer', '?')} (sha256 {theirs[:12]}) but mixture {mix_dir} uses "
+            f"{mine} (sha256 {ours[:12]}); build the mixture with the checkpoint's tokenizer"
+        )
+
+
+def run_config_sections(cfg: RunConfig, stage: str) -> dict[str, Any]:
+    """The config a checkpoint records (`model`, `train`, this `stage`), as JSON values."""
+    sections = {
+        "model": dataclasses.asdict(cfg.model),
+        "train": cfg.train.model_dump(mode="json"),
+        "stage": cfg.stage(stage).model_dump(mode="json"),
+    }
+    return json.loads(json.dumps(sections))
+
+
+def _config_sha256(sections: dict[str, Any]) -> str:
+    return hashlib.sha256(json.dumps(sections, sort_keys=True).encode()).hexdigest()
+
+
+def config_changes(saved: dict[str, Any], ours: dict[str, Any]) -> list[str]:
+    """`section.field: checkpoint X vs config Y` for each field that differs, but RESUME_FREE."""
+    out = []
+    for section in sorted(set(saved) | set(ours)):
+        a, b = saved.get(section) or {}, ours.get(section) or {}
+        for key in sorted(set(a) | set(b)):
+            name = f"{section}.{key}"
+            if name not in RESUME_FREE and a.get(key) != b.get(key):
+                out.append(f"{name}: checkpoint {a.get(key)!r} vs config {b.get(key)!r}")
+    return out
 
 
 def _setup_torch(cfg: RunConfig) -> torch.device:
@@ -205,12 +268,27 @@ def _append_jsonl(path: Path, rows: list[dict[str, Any]]) -> None:
 
 
 def _truncate_jsonl(path: Path, last_step: int) -> None:
-    """Drop lines logged after the checkpoint we resume from (they will be logged again)."""
-    if path.exists():
-        keep = [
-            ln for ln in path.read_text().splitlines() if ln and json.loads(ln)["step"] <= last_step
-        ]
-        path.write_text("".join(ln + "\n" for ln in keep))
+    """Drop lines logged after the checkpoint we resume from (they will be logged again), and a
+    last line cut short by a kill mid-append; a bad line before the last is an error naming it."""
+    if not path.exists():
+        return
+    lines = path.read_text().splitlines()
+    keep = []
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            step = json.loads(line)["step"]
+        except (ValueError, KeyError, TypeError) as exc:
+            if number == len(lines):
+                break  # the line a killed run was writing: logged again from the checkpoint
+            raise TrainError(
+                f"{path}: line {number} is not a JSON log row with a step ({exc}); remove that "
+                "line (or the file) and resume again"
+            ) from None
+        if step <= last_step:
+            keep.append(line)
+    path.write_text("".join(ln + "\n" for ln in keep))
 
 
 def _read_jsonl(path: Path) -> list[dict[str, Any]]:
@@ -271,6 +349,23 @@ class TrainState:
     @property
     def metrics_path(self) -> Path:
         return self.out_dir / "metrics.jsonl"
+
+    @functools.cached_property
+    def identity(self) -> dict[str, Any]:
+        """What the run's checkpoints record of its inputs, checked on --resume and --init: the
+        mixture's manifest sha256, its tokenizer (path, sha256 from the manifest, None for a
+        mixture from before the field), the config sections and their sha256, the total steps."""
+        mix = Path(self.mixture)
+        manifest = read_manifest(mix)
+        sections = run_config_sections(self.cfg, self.stage)
+        return {
+            "mixture_manifest_sha256": file_sha256(mix / "manifest.json"),
+            "tokenizer": str(mix / str(manifest.get("tokenizer") or "tokenizer.json")),
+            "tokenizer_sha256": manifest.get("tokenizer_sha256"),
+            "run_config": sections,
+            "config_sha256": _config_sha256(sections),
+            "total_steps": self.total,
+        }
 
     @property
     def eval_path(self) -> Path:
@@ -342,6 +437,7 @@ class TrainState:
             "model_config": dataclasses.asdict(self.model.config),
             "mixture": self.mixture,
             "seq_len": self.seq_len,
+            **self.identity,
         }
         keep = self.cfg.train.keep_checkpoints
         if self.dist.enabled:  # model + optimiser sharded (DCP), per-rank loader and RNG
@@ -358,8 +454,37 @@ class TrainState:
         """The model config its checkpoints record (the multimodal stage's: the text decoder's)."""
         return self.model.config
 
+    def check_resume(self, saved: dict[str, Any], source: Path) -> None:
+        """Refuse to continue a checkpoint on another mixture or tokenizer, with a changed config
+        (but RESUME_FREE fields), or to a total the run has already passed. A checkpoint from
+        before a field was recorded is not checked on it."""
+        mine, step = self.identity, int(saved["step"])
+        theirs = saved.get("mixture_manifest_sha256")
+        if theirs and theirs != mine["mixture_manifest_sha256"]:
+            raise TrainError(
+                f"--resume: {source} was trained on mixture {saved.get('mixture')} (manifest sha256 "
+                f"{theirs[:12]}) but this run reads {self.mixture} (manifest sha256 "
+                f"{mine['mixture_manifest_sha256'][:12]}); resume with the run's mixture, or start "
+                f"a new run from it with --init {source}"
+            )
+        check_tokenizer(saved, source, Path(self.mixture), read_manifest(self.mixture))
+        if saved.get("run_config") is not None:
+            changed = config_changes(saved["run_config"], mine["run_config"])
+            if changed:
+                raise TrainError(
+                    f"--resume: the config differs from the one {source} was trained with "
+                    f"({'; '.join(changed)}); resume with the run's config (run.json `config`), "
+                    f"or start a new run from it with --init {source}"
+                )
+        if self.total < step:
+            raise TrainError(
+                f"--resume: {source} is at step {step}, past this run's total of {self.total} "
+                f"steps; pass --steps above {step} to train further"
+            )
+
     def restore(self, saved: dict[str, Any], source: Path) -> None:
         """Continue from a checkpoint: optimiser, scheduler, loader, RNGs; drop logs past it."""
+        self.check_resume(saved, source)
         if is_sharded_checkpoint(saved):  # model + optimiser from DCP; this rank's loader, RNG
             check_compatible(saved["model_config"], self.recorded_config(), source)
             load_sharded_checkpoint(source, saved, self.model, self.optimizer)
@@ -368,12 +493,27 @@ class TrainState:
             self.optimizer.load_state_dict(saved["optimizer"])
             loader_state, rng = saved["loader"], saved["rng"]
         self.scheduler.load_state_dict(saved["scheduler"])
+        if saved.get("total_steps") != self.total:
+            _reschedule(self.scheduler)
         self.loader.load_state_dict(loader_state)
         set_rng_state(rng)
         self.start = int(saved["step"])
         if self.dist.is_main:
             _truncate_jsonl(self.metrics_path, self.start)
             _truncate_jsonl(self.eval_path, self.start)
+
+
+def _reschedule(scheduler: torch.optim.lr_scheduler.LambdaLR) -> None:
+    """Set each group's rate to the schedule's value at the step resumed from. A run resumed to
+    another total follows the schedule of that total from there on (the checkpoint's saved rate
+    belongs to the old one); with the same total this is the rate it already had."""
+    rates = [
+        base * rule(scheduler.last_epoch)
+        for base, rule in zip(scheduler.base_lrs, scheduler.lr_lambdas, strict=True)
+    ]
+    for group, rate in zip(scheduler.optimizer.param_groups, rates, strict=True):
+        group["lr"] = rate
+    scheduler._last_lr = rates
 
 
 def _checkpoint_to_resume(
@@ -410,11 +550,17 @@ def _load_weights(model: Transformer, saved: dict[str, Any], source: Path) -> No
 
 
 def _load_init_weights(
-    model: Transformer, stage: str, init: str | Path, seq_len: int, data_dir: Path
+    model: Transformer,
+    stage: str,
+    init: str | Path,
+    seq_len: int,
+    data_dir: Path,
+    manifest: dict[str, Any],
 ) -> Path:
     """Load the weights a later stage starts from; return the checkpoint file they came from."""
     init_path = resolve_checkpoint(init)
     saved = load_checkpoint(init_path)
+    check_tokenizer(saved, init_path, data_dir, manifest)
     _load_weights(model, saved, init_path)
     if stage == "long-context" and seq_len <= saved.get("seq_len", 0):
         raise TrainError(
@@ -474,6 +620,11 @@ def setup(
     if not resume and latest_checkpoint(out_dir) and distributed.continues_launch(out_dir):
         resume = True  # torchrun restarted this launch's workers: continue where they stopped
     existing, resume_state = _checkpoint_to_resume(stage, out_dir, resume, init)
+    if resume_state is not None and steps is not None and steps <= int(resume_state["step"]):
+        raise TrainError(
+            f"--resume --steps {steps}: {existing} is already at step {resume_state['step']}; "
+            f"pass a total above {resume_state['step']} to train further (or drop --steps)"
+        )
 
     t = cfg.train
     device, ctx = join_launch(cfg, resume_state, existing)
@@ -484,7 +635,7 @@ def setup(
     if resume_state is not None and not is_sharded_checkpoint(resume_state):
         _load_weights(model, resume_state, existing)
     elif resume_state is None and init is not None:
-        init_path = _load_init_weights(model, stage, init, seq_len, data_dir)
+        init_path = _load_init_weights(model, stage, init, seq_len, data_dir, manifest)
     model = distributed.shard_model(model, ctx, device)  # FSDP2 when distributed
     optimizer, scheduler = _optimizer(model, cfg, stage, total, device)
     batch_size = sc.batch_size or t.batch_size  # per rank: the global batch is world_size times
@@ -515,6 +666,9 @@ def setup(
         "config": raw_cfg,
         "model_config": dataclasses.asdict(model_cfg),
         "mixture": state.mixture,
+        "mixture_manifest_sha256": state.identity["mixture_manifest_sha256"],
+        "tokenizer": state.identity["tokenizer"],
+        "tokenizer_sha256": state.identity["tokenizer_sha256"],
         "init": str(init_path) if init_path else None,
         "total_steps": total,
         "device": str(device),
@@ -613,7 +767,7 @@ def train_loop(state: TrainState, on_step: StepCallback | None = None) -> None:
         return step % every == 0 or step == s.total
 
     if s.start == 0:
-        s.evaluate(0)  # the starting weights
+        _stop_if_eval_not_finite(s.evaluate(0), 0, s)  # the starting weights
     step_model = torch.compile(s.model) if t.compile else s.model
     throughput = _Throughput(s)
     batches = iter(s.loader)
@@ -636,8 +790,14 @@ def train_loop(state: TrainState, on_step: StepCallback | None = None) -> None:
                 objective.backward()
             step_loss += loss.detach().float() * weight / t.grad_accum
         s.before_update(step)
+        # one collective per step: every rank sees the same mean, so all stop together
+        mean_loss = distributed.mean(step_loss, s.dist)
+        checks = {"training loss": mean_loss}
         if t.grad_clip:
-            torch.nn.utils.clip_grad_norm_(s.model.parameters(), t.grad_clip)
+            checks["gradient norm"] = torch.nn.utils.clip_grad_norm_(
+                s.model.parameters(), t.grad_clip
+            )
+        _stop_if_not_finite(checks, step, s)
         s.optimizer.step()
         s.scheduler.step()
         s.optimizer.zero_grad(set_to_none=True)
@@ -648,7 +808,7 @@ def train_loop(state: TrainState, on_step: StepCallback | None = None) -> None:
             tps, mfu = throughput.read()
             row = {
                 "step": step,
-                "loss": float(distributed.mean(step_loss, s.dist)),
+                "loss": float(mean_loss),
                 "tokens_per_s": tps,
                 "seq_len": s.seq_len,
                 "lr": lr,
@@ -658,11 +818,66 @@ def train_loop(state: TrainState, on_step: StepCallback | None = None) -> None:
                 _append_jsonl(s.metrics_path, [row])
         with throughput.paused():
             if due(step, t.eval_every):
-                s.evaluate(step)
+                _stop_if_eval_not_finite(s.evaluate(step), step, s)
             if due(step, t.checkpoint_every):
+                _stop_if_weights_not_finite(step, s)
                 s.checkpoint(step)
         if on_step is not None:
             on_step(step, s.total, row)
+
+
+def _not_finite_error(
+    what: str, step: int, s: TrainState, spoils: str = "the update and checkpoint"
+) -> TrainError:
+    last = latest_checkpoint(s.out_dir)
+    where = (
+        f"the last checkpoint, {last}, is from before it" if last else "no checkpoint was written"
+    )
+    return TrainError(
+        f"step {step}: non-finite {what}; the run stopped before {spoils} it would spoil "
+        f"({where}); lower stages.{s.stage}.lr or check the data, then --resume or start again"
+    )
+
+
+def _stop_if_not_finite(values: dict[str, torch.Tensor], step: int, s: TrainState) -> None:
+    """TrainError naming the first of `values` (scalars; a DTensor's full value under FSDP2)
+    that is NaN or infinite; one host synchronisation for all of them."""
+    full = [v.full_tensor() if hasattr(v, "full_tensor") else v for v in values.values()]
+    finite = torch.stack([torch.isfinite(v.detach().float()).reshape(()) for v in full]).tolist()
+    for what, ok in zip(values, finite, strict=True):
+        if not ok:
+            raise _not_finite_error(what, step, s)
+
+
+def _stop_if_eval_not_finite(rows: list[dict[str, Any]], step: int, s: TrainState) -> None:
+    """TrainError when an evaluation gave a NaN or infinite held-out loss (same on every rank:
+    each evaluates the whole held-out set)."""
+    bad = [
+        f"{r['bucket']}/{r['group']}"
+        for r in rows
+        for key in ("loss", "loss_mismatched")
+        if isinstance(r.get(key), float) and not math.isfinite(r[key])
+    ]
+    if bad:
+        what = f"held-out loss ({', '.join(sorted(set(bad)))})"
+        if step == 0:
+            raise TrainError(
+                f"step 0: non-finite {what} of the starting weights; the --init checkpoint is "
+                "broken (NaN or infinite weights): start from another one"
+            )
+        raise _not_finite_error(what, step, s, "the checkpoint")
+
+
+def _stop_if_weights_not_finite(step: int, s: TrainState) -> None:
+    """TrainError instead of a checkpoint of NaN or infinite weights (all ranks agree)."""
+    with torch.no_grad():
+        flags = [
+            torch.isfinite(p.to_local() if hasattr(p, "to_local") else p).all()
+            for p in s.model.parameters()
+        ]
+        bad = (~torch.stack(flags).all()).float() if flags else torch.zeros((), device=s.device)
+    if float(distributed.mean(bad.to(s.device), s.dist)) > 0:
+        raise _not_finite_error("weights after the update", step, s, "the checkpoint")
 
 
 def run_stage(

@@ -42,6 +42,8 @@ def test_shards_are_uint32_seq_len_arrays_listed_with_hashes(built):
         assert hashlib.sha256((out / s["path"]).read_bytes()).hexdigest() == s["sha256"]
         total += arr.shape[0]
     assert total == manifest["num_sequences"]
+    tok_sha = hashlib.sha256((out / "tokenizer.json").read_bytes()).hexdigest()
+    assert manifest["tokenizer_sha256"] == tok_sha  # a copied tokenizer: its bytes' sha256
     slots = total * 64
     assert manifest["tokens"] + manifest["boundary_tokens"] + manifest["padding_tokens"] == slots
 
@@ -157,6 +159,8 @@ def test_spec_can_train_its_own_tokenizer(lake, write_spec, tmp_path):
     m = build_mixture(write_spec(spec), tmp_path / "t")
     tok = Tokenizer.from_file(str(tmp_path / "t/tokenizer.json"))
     assert m["vocab_size"] == tok.get_vocab_size() <= 300
+    tok_sha = hashlib.sha256((tmp_path / "t/tokenizer.json").read_bytes()).hexdigest()
+    assert m["tokenizer_sha256"] == tok_sha  # what training checks checkpoints against
     assert m["special_tokens"] == {
         "boundary": 0,
         "pad": 1,

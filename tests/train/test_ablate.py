@@ -171,6 +171,71 @@ def test_multiple_choice_acc_takes_the_highest_sum_and_acc_norm_the_highest_per_
     assert scores["cloze/en"]["chance"] == 0.5
 
 
+def _tiny_model(vocab: int, max_seq_len: int):
+    from training.model import ModelConfig, Transformer
+
+    torch.manual_seed(0)
+    cfg = ModelConfig(
+        vocab_size=vocab,
+        d_model=32,
+        n_layer=2,
+        n_head=2,
+        n_kv_head=1,
+        window=16,
+        local_per_global=1,
+        max_seq_len=max_seq_len,
+        boundary_token_id=0,
+    )
+    return Transformer(cfg).eval()
+
+
+def test_a_choice_longer_than_the_context_is_scored_in_windows_not_an_error(corpus):
+    from training.tokenizer import load_tokenizer, special_token_ids
+
+    tok = load_tokenizer(corpus / "tokenizer.json")
+    special = special_token_ids(tok)
+    model = _tiny_model(tok.get_vocab_size(), 16)
+    url = " https://example.org/" + "a1b2c3d4e5" * 12  # one long web "word"
+    item = texts.Item("continuation", "en", "the river and the light", (" the house", url), 0)
+    cont = tok.encode(url, add_special_tokens=False).ids
+    assert len(cont) > 3 * 16  # several windows of the model's context
+    lls = evaluate.choice_loglik(model, tok, [item], special, 16, 4)[0]
+    ctx = [special["boundary"], *tok.encode(item.context, add_special_tokens=False).ids]
+
+    def by_hand(ids):  # the log-likelihood of ids[1:], window after window as bits per byte
+        total = 0.0
+        for s in range(0, len(ids) - 1, 15):
+            w = torch.tensor([ids[s : s + 16]])
+            with torch.no_grad():
+                logits, _, _ = model(w[:, :-1])
+            total -= float(
+                torch.nn.functional.cross_entropy(logits[0].float(), w[0, 1:], reduction="sum")
+            )
+        return total
+
+    short = tok.encode(" the house", add_special_tokens=False).ids
+    assert lls[0] == pytest.approx(
+        by_hand(ctx[-(16 - len(short)) :] + short) - by_hand(ctx[-(16 - len(short)) :]), rel=1e-4
+    )  # a choice that fits: one sequence, as before
+    assert lls[1] == pytest.approx(by_hand(ctx[-1:] + cont), rel=1e-4)
+
+
+def test_eval_texts_shorter_than_the_ngram_are_found_inside_training_documents():
+    from training.ablate.overlap import check_overlap, ngram_hashes, overlap_share
+
+    rng = random.Random(0)
+    words = "alpha bravo charlie delta echo foxtrot golf hotel india juliet kilo lima".split()
+    evals = [" ".join(rng.choice(words) for _ in range(9)) + "." for _ in range(30)]
+    unseen = [f"Zulu yankee x-ray {i} whiskey victor." for i in range(10)]
+    docs = [" ".join(evals[i : i + 5]) for i in range(0, 30, 5)]  # five sentences per document
+    for train in (ngram_hashes(docs, 13), ngram_hashes(iter(docs), 13)):  # list or one pass
+        assert overlap_share(evals, train, 13) == (1.0, 30)
+        assert overlap_share(unseen, train, 13) == (0.0, 10)
+        assert overlap_share(evals[:10] + unseen, train, 13)[0] == pytest.approx(0.5)
+        with pytest.raises(AblationError, match=r"eval_sets\[copied\]: 100.0% of its 30 grams"):
+            check_overlap("a", train, {"fresh": unseen, "copied": evals}, 13, 0.05)
+
+
 def test_tasks_take_distractors_from_other_passages_of_the_same_language():
     en = [
         texts.EvalText(f"Passage {i} says " + " ".join(f"w{i}x{k}." for k in range(40)), "en")

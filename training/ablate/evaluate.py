@@ -7,7 +7,9 @@ context is scored in consecutive windows, each starting from the previous window
 
 Multiple choice, as lm-eval-harness scores it: the log-likelihood of each choice's tokens after
 the context (context and choice encoded apart, their ids joined); `acc` picks the highest sum,
-`acc_norm` the highest sum per character of the choice.
+`acc_norm` the highest sum per character of the choice. The context is cut from the left to
+what fits beside the choice; a choice longer than the model's context (a long URL in a web
+text) is scored in consecutive windows as bits per byte is, so no item ends an ablation.
 """
 
 from __future__ import annotations
@@ -83,16 +85,21 @@ def choice_loglik(
     model, tok, items: list[Item], special: dict[str, int], width: int, batch_size: int
 ) -> list[list[float]]:
     """Sum log-likelihood of each choice's tokens after its item's context."""
-    seqs, spans = [], []
+    seqs, owner, spans = [], [], []
     for item in items:
         ctx = [special["boundary"], *tok.encode(item.context, add_special_tokens=False).ids]
         for choice in item.choices:
             cont = tok.encode(choice, add_special_tokens=False).ids or [special["pad"]]
             keep = max(width - len(cont), 1)  # the context's end, as much as fits
-            seqs.append(ctx[-keep:] + cont)
+            for w in _windows(ctx[-keep:] + cont, width):  # one window unless cont > width - 1
+                seqs.append(w)
+                owner.append(len(spans))
             spans.append(len(cont))
     logps = sequence_logprobs(model, seqs, special["pad"], batch_size)
-    sums = [sum(lp[-n:]) for lp, n in zip(logps, spans, strict=True)]
+    joined: list[list[float]] = [[] for _ in spans]
+    for n, lp in zip(owner, logps, strict=True):
+        joined[n].extend(lp)
+    sums = [sum(lp[-n:]) for lp, n in zip(joined, spans, strict=True)]
     out, k = [], 0
     for item in items:
         out.append(sums[k : k + len(item.choices)])
@@ -133,7 +140,7 @@ def evaluate_run(
 
     tok = load_tokenizer(tokenizer)
     special = special_token_ids(tok, tokenizer)
-    model, _ = load_model_for_eval(run_dir)
+    model, _ = load_model_for_eval(run_dir, tokenizer=tokenizer)
     model.eval()
     width = min(seq_len, model.config.max_seq_len + 1)
     out = {}

@@ -877,6 +877,8 @@ def assemble_corpus(
         "seed": spec.seed,
         "tolerance": spec.tolerance,
         "tokenizer": "tokenizer.json",
+        # what a training run records and checks its checkpoints against (--init, eval)
+        "tokenizer_sha256": hashlib.sha256((out_dir / "tokenizer.json").read_bytes()).hexdigest(),
         "vocab_size": tok.get_vocab_size(),
         "special_tokens": special,
         "dtype": "uint32",
