@@ -250,6 +250,7 @@ class MultimodalState(TrainState):
         dec = self.vlm.decoder
         trains_tower = not self.section.freeze_vision
         payload = {
+            **self.identity,  # what the run was trained on, checked on --resume and --init
             "stage": self.stage,
             "model_config": dataclasses.asdict(text_config(dec.config)),
             "scheduler": self.scheduler.state_dict(),

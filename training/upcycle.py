@@ -180,6 +180,8 @@ def upcycle_checkpoint(
         "mixture": saved.get("mixture"),
         "seq_len": saved.get("seq_len", 0),
         "upcycled": record,
+        # the dense run's tokenizer: a later --init compares it with its mixture's
+        **{k: saved[k] for k in ("tokenizer", "tokenizer_sha256") if k in saved},
     }
     path = _save_checkpoint(out_dir, step, payload, keep=1)
     summary = {

@@ -367,6 +367,7 @@ def test_multimodal_stage_cli_learns_from_images_resumes_exactly_and_feeds_long_
     assert not any(k.startswith("image_proj.") for k in saved["model"])
     assert set(saved["vision_language"]) >= {"adapter", "image_proj", "vision_info"}
     assert saved["vision_language"]["vision"] is None  # frozen tower: spec + fingerprint only
+    assert "tokenizer_sha256" in saved and saved["mixture_manifest_sha256"]  # checked on --init
     lc = run_stage(
         "long-context", config, mixtures["long-context"], tmp_path / "lc", init=b, steps=1
     )

@@ -100,6 +100,9 @@ def test_cli_upcycles_a_run_and_training_continues_from_it(tmp_path, mixtures):
     assert record["params_dense"] < record["active_params_moe"] < record["params_moe"]
     saved = load_checkpoint(list_checkpoints(tmp_path / "moe")[-1])
     assert saved["model_config"]["moe_experts"] == 4 and saved["step"] == 4
+    dense = load_checkpoint(list_checkpoints(tmp_path / "dense")[-1])
+    assert "tokenizer_sha256" in saved  # the dense run's tokenizer: --init checks it
+    assert saved["tokenizer_sha256"] == dense["tokenizer_sha256"]
 
     again = runner.invoke(app, [*args, "--out", str(tmp_path / "moe")])
     assert again.exit_code == 2 and "already holds a checkpoint" in again.output
