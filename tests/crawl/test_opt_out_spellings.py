@@ -114,8 +114,8 @@ def test_scoped_directives_shape():
 
 
 class _Hop:
-    def __init__(self, headers):
-        self.response_headers = headers
+    def __init__(self, headers, status=200):
+        self.response_headers, self.status = headers, status
 
 
 def test_header_gate_reads_every_x_robots_tag_header():
