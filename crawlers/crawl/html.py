@@ -210,22 +210,25 @@ def parse_html(
     title = root.find(".//title")
     info.title = " ".join((title.text_content() if title is not None else "").split())
     seen: set[str] = set()
-    for a in root.iter("a"):
-        href = (a.get("href") or "").strip()
-        if not href or href.startswith(("#", "javascript:", "mailto:", "tel:", "data:")):
-            continue
+
+    def follow(href: str, anchor: str, nofollow: bool) -> None:
+        """Add `href` as a link once, or record it as a bad link when it names no web page."""
         try:
             url = canonicalize(href, base)
         except UrlError as exc:
             if bad := _bad_web_link(href, base):
                 info.bad_links.append((bad, str(exc)))
+            return
+        if url not in seen:
+            seen.add(url)
+            info.links.append(Link(url, anchor, nofollow))
+
+    for a in root.iter("a"):
+        href = (a.get("href") or "").strip()
+        if not href or href.startswith(("#", "javascript:", "mailto:", "tel:", "data:")):
             continue
-        if url in seen:
-            continue
-        seen.add(url)
         rel = {r.lower() for r in (a.get("rel") or "").split()}
-        anchor = " ".join(a.text_content().split())[:200]
-        info.links.append(Link(url, anchor, "nofollow" in rel))
+        follow(href, " ".join(a.text_content().split())[:200], "nofollow" in rel)
     # A listing's further pages may be announced only in the head (infinite-scroll themes put a
     # "load more" button in the body and <link rel=next> in the head): those are links too.
     for el in root.iter("link"):
@@ -248,17 +251,8 @@ def parse_html(
         if _norm(meta.get("http-equiv") or "").strip() != "refresh":
             continue
         target = refresh_target(meta.get("content") or "")
-        if not target or target.lower().startswith(("javascript:", "data:", "#")):
-            continue
-        try:
-            url = canonicalize(target, base)
-        except UrlError as exc:
-            if bad := _bad_web_link(target, base):
-                info.bad_links.append((bad, str(exc)))
-            continue
-        if url not in seen:
-            seen.add(url)
-            info.links.append(Link(url, "", False))
+        if target and not target.lower().startswith(("javascript:", "data:", "#")):
+            follow(target, "", False)
     # Read the text around script/style/noscript/template without editing the tree: drop_tree
     # joins the dropped element's tail onto its neighbour, and lxml refuses to set a string with
     # a control character (a '\x0b' after a </script> ended a crawl of saved pages).
