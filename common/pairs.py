@@ -440,7 +440,7 @@ def kept_pairs(
     file outside it is read), and the one consent rule (`common.consent`: training_allowed the
     boolean true, and `consent`'s ledger, when given, has not opted its document out). Dicts
     with pair_id, caption, image_sha256, image_path (relative, as stored), image_file
-    (absolute) and training_allowed."""
+    (absolute), pairs_file (the file the row is in) and training_allowed."""
     from common.consent import NO_LEDGER
     from common.inputs import BadImagePath, resolve_image
 
@@ -460,6 +460,7 @@ def kept_pairs(
                         "image_sha256": r.get("image_sha256"),
                         "image_path": r["image_path"],
                         "image_file": str(f.parent / r["image_path"]),
+                        "pairs_file": str(f),
                         "training_allowed": True,
                     }
                 )

@@ -50,7 +50,6 @@ import pyarrow as pa
 from common.inputs import (
     MAX_IMAGE_BYTES,
     BadImagePath,
-    read_parquet,
     read_regular_file,
     read_schema,
     resolve_image,
@@ -142,7 +141,7 @@ def read_pairs(
     opted out its document (doc_id) or the pair (id)."""
 
     from common.consent import NO_LEDGER
-    from common.pairs import pairs_files
+    from common.pairs import pairs_files, settled_rows
 
     rule = consent or NO_LEDGER
 
@@ -154,7 +153,10 @@ def read_pairs(
             raise CaptionsError(
                 f"{f}: columns {sorted(need - names)} missing; pass an `images build` output"
             )
-        for r in read_parquet(f, fix="pass an `images build` output").to_pylist():
+    # drop_reason as readers take it: a duplicate whose kept copy is opted out takes its place,
+    # and an image kept in two shards is captioned once (common.pairs.settle)
+    for f, rows in settled_rows(pairs_dirs, rule):
+        for r in rows:
             if r["drop_reason"] is not None or not r["image_path"]:
                 continue
             if not rule.allows(r):

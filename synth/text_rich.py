@@ -45,9 +45,9 @@ from typing import Any
 import pyarrow as pa
 from pydantic import BaseModel, Field
 
-from common.inputs import BadImagePath, read_rows, resolve_image
+from common.inputs import BadImagePath, check_columns, read_rows, read_schema, resolve_image
 from common.manifest import write_parquet
-from common.pairs import open_image, pairs_files
+from common.pairs import open_image, pairs_files, settled_rows
 
 OCR_FILE, PAIRS_FILE, QA_FILE, QA_REJECTS_FILE = (
     "ocr.parquet",
@@ -200,9 +200,14 @@ def read_pairs(pairs: Any, consent: Any = None) -> tuple[list[dict], int]:
 
     rule = consent if consent is not None else NO_LEDGER
     need = {"id": "string", "image_path": "string", "drop_reason": "string"}
+    fix = "pass an `images build` output"
     kept, opted_out = [], 0
-    for f in pairs_files(pairs):
-        for r in read_rows(f, required=need, fix="pass an `images build` output"):
+    for f in pairs_files(pairs):  # the columns this reader needs, named per file
+        check_columns(f, read_schema(f, fix), need, fix=fix)
+    # drop_reason as readers take it: a duplicate whose kept copy is opted out takes its place,
+    # and an image kept in two shards is read once (common.pairs.settle)
+    for f, rows in settled_rows(pairs, rule):
+        for r in rows:
             if r["drop_reason"] is not None:
                 continue
             if not rule.allows(r):

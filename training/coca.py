@@ -435,10 +435,11 @@ def train_coca(
     if pairs is None:
         files = pairs_files(pairs_dirs)
         sources = [str(f) for f in files]
+        # one reading of all the files: a duplicate whose kept copy is opted out takes its
+        # place, and an image kept in two shards is trained on once (common.pairs.settle)
         named = [
-            (p["image_file"], p["caption"], f"{f} pair {p['pair_id']!r}")
-            for f in files
-            for p in kept_pairs([f], consent)
+            (p["image_file"], p["caption"], f"{p['pairs_file']} pair {p['pair_id']!r}")
+            for p in kept_pairs(files, consent)
         ]
     else:
         named = [(image, caption, f"pair {i}") for i, (image, caption) in enumerate(pairs)]

@@ -184,11 +184,17 @@ def check_interleaved_source(docs: Path) -> None:
     check_columns(source, read_schema(source, fix), INTERLEAVED_COLUMNS, fix=fix)
 
 
-def write_interleaved(docs: Path, pair_files: list[Path], out: Path, cfg: Any) -> int:
+def write_interleaved(
+    docs: Path, pair_files: list[Path], out: Path, cfg: Any, consent: Any = None
+) -> int:
     """extract's interleaved.parquet, filtered by the pairs: out/interleaved.parquet (with a
-    `text` column, `<|image|>` at each kept image) and out/interleaved_report.parquet."""
-    from common.inputs import read_rows
+    `text` column, `<|image|>` at each kept image) and out/interleaved_report.parquet. The
+    pairs' drop_reason is taken as every reader takes it (`common.pairs.settled_rows` under
+    `consent`, the one consent rule with the lake's ledger; None: the flags only): a duplicate
+    whose kept copy is opted out takes its place."""
+    from common.inputs import check_columns, read_rows, read_schema
     from common.manifest import write_parquet
+    from common.pairs import settled_rows
     from filters.images import filter_documents
     from filters.images.pairs import interleaved_text
 
@@ -196,7 +202,9 @@ def write_interleaved(docs: Path, pair_files: list[Path], out: Path, cfg: Any) -
     if not source.exists():
         raise FileNotFoundError(f"{source}: no interleaved documents (run `refinery extract`)")
     fix = "re-run `refinery images build` (pairs) or `refinery extract` (interleaved)"
-    pairs = [r for f in pair_files for r in read_rows(f, required=PAIRS_COLUMNS, fix=fix)]
+    for f in pair_files:
+        check_columns(f, read_schema(f, fix), PAIRS_COLUMNS, fix=fix)
+    pairs = [r for _, rows in settled_rows(pair_files, consent) for r in rows]
     docs_rows = read_rows(source, required=INTERLEAVED_COLUMNS, fix=fix)
     kept, report = filter_documents(docs_rows, pairs, cfg.interleaved)
     table = documents_table(kept)

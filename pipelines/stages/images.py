@@ -319,7 +319,10 @@ def interleaved(p: InterleavedParams, lake: Lake) -> InterleavedSummary:
     docs = Path(p.docs) if p.docs else lake.root / "extract"
     pairs = Path(p.pairs) if p.pairs else lake.root / "images" / "pairs"
     out = Path(p.out) if p.out else lake.root / "images" / "interleaved"
-    n = write_interleaved(docs, pairs_files(pairs), out, load_image_config(p.config))
+    from common.consent import Consent, ledger_files_for
+
+    consent = Consent.load(lake.root, ledger_files_for(lake.root, pairs))
+    n = write_interleaved(docs, pairs_files(pairs), out, load_image_config(p.config), consent)
     report = pq.read_table(out / "interleaved_report.parquet").to_pylist()
     dropped = Counter(r["drop_reason"] for r in report if r["drop_reason"])
     return InterleavedSummary(
