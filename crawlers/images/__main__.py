@@ -37,7 +37,12 @@ def main(argv: list[str] | None = None) -> int:
         refs = load_refs(args.source, Consent.load(None, ledger_files_for(None, args.source)))
     else:
         refs = pq.read_table(args.source).to_pylist()
-    summary = fetch_images(refs, args.out, cfg, resume=args.resume)
+    sources = (
+        [args.source / "image_refs.parquet", args.source / "documents.parquet"]
+        if args.source.is_dir()
+        else [args.source]
+    )
+    summary = fetch_images(refs, args.out, cfg, resume=args.resume, inputs=list(map(str, sources)))
     json.dump(summary, sys.stdout, indent=2)
     print()
     return 0

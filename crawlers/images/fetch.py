@@ -1,4 +1,5 @@
-"""Consent-checked image fetch and safe decode: image refs in, `<out>/fetched.parquet` out.
+"""Consent-checked image fetch and safe decode: image refs in, `<out>/fetched.parquet` out
+(with its manifest, `common.manifest.write_parquet`).
 
 Every ref becomes exactly one row (rows in = rows out), in input order. In the order checked:
 
@@ -58,6 +59,7 @@ import pyarrow.parquet as pq
 from PIL import Image
 
 from common.consent import FLAG, NO_LEDGER, Consent, describe_flag, flag_true
+from common.manifest import write_parquet
 from common.pairs import rgb_view
 from common.phash import colour_thumbnail
 from crawlers.crawl.downloader import TRANSIENT_ERRORS, Downloader, RobotsLayer
@@ -781,6 +783,7 @@ async def fetch_images_async(
     resume: bool = False,
     progress: Callable[[dict], None] | None = None,
     on_image: OnImage | None = None,
+    inputs: Iterable[str | Path] = (),
 ) -> dict:
     """`fetch_images` for callers already inside an event loop."""
     cfg = ImageFetchConfig.from_any(cfg)
@@ -821,9 +824,8 @@ async def fetch_images_async(
         journal.close()
     rows = [run.rows.get(r["id"]) or skipped[r["id"]] for r in refs]
     run.drop_unused(taken)
-    tmp = out / (FETCHED + ".tmp")
-    pq.write_table(_table(rows), tmp)
-    os.replace(tmp, out / FETCHED)
+    # Atomic, with its manifest written last (an old manifest never stands over new rows).
+    write_parquet(_table(rows), out / FETCHED, inputs=inputs, config=cfg.model_dump(mode="json"))
     elapsed = time.monotonic() - started
     reasons = Counter(r["drop_reason"] for r in rows if r["drop_reason"])
     stored = sum(1 for r in rows if r["image_path"])
@@ -851,8 +853,10 @@ def fetch_images(
     resume: bool = False,
     progress: Callable[[dict], None] | None = None,
     on_image: OnImage | None = None,
+    inputs: Iterable[str | Path] = (),
 ) -> dict:
-    """Fetch, check and store the images of `refs`; write `<out_dir>/fetched.parquet`; return a summary.
+    """Fetch, check and store the images of `refs`; write `<out_dir>/fetched.parquet` and its
+    manifest (`inputs`: the datasets the refs came from; config: the fetch's); return a summary.
 
     `refs`: dicts with id, doc_id, src, alt, training_allowed (the page's flag) and optionally
     noai / noimageai (the page's directives); `load_refs(extract_dir)` builds them. One output row
@@ -867,7 +871,13 @@ def fetch_images(
     try:
         return loop.run_until_complete(
             fetch_images_async(
-                refs, out_dir, cfg, resume=resume, progress=progress, on_image=on_image
+                refs,
+                out_dir,
+                cfg,
+                resume=resume,
+                progress=progress,
+                on_image=on_image,
+                inputs=inputs,
             )
         )
     finally:

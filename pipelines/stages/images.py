@@ -238,7 +238,14 @@ def images_build(p: ImagesBuildParams, lake: Lake) -> ImagesBuildSummary:
     if p.out is None:  # after every check: a refused run leaves the lake's pairs as they were
         _clear_lake_out(out, int(k), int(n), p.resume)
     started = time.perf_counter()
-    fetched_summary = fetch_images(refs, out, fetch_cfg, resume=p.resume, on_image=on_image)
+    fetched_summary = fetch_images(
+        refs,
+        out,
+        fetch_cfg,
+        resume=p.resume,
+        on_image=on_image,
+        inputs=[str(docs / "image_refs.parquet"), str(docs / "documents.parquet")],
+    )
     fetched = pq.read_table(out / "fetched.parquet").to_pylist()
     where = {r["id"]: r for r in refs}
     for row in fetched:  # the page and position the image sat at, for the interleaved filter
