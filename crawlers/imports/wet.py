@@ -34,10 +34,14 @@ from crawlers.imports.run import (
 )
 from crawlers.imports.warc import open_source
 
+# The record's WARC-Payload-Digest, as `import warc` keeps it (null where the record has none,
+# and for `import docs` rows, which come from no record).
+PAYLOAD_DIGEST = ("payload_digest", pa.string())
 EXTRA_COLUMNS = [
     ("source", pa.string()),
     ("license", pa.string()),
     *PROVENANCE,
+    PAYLOAD_DIGEST,
     ("consent_source", pa.string()),
     ("robots_fetched_at", pa.string()),
     ("robots_sha256", pa.string()),
@@ -48,6 +52,7 @@ SKIPS_SCHEMA = pa.schema(
         ("skip_reason", pa.string()),
         ("skip_detail", pa.string()),
         *PROVENANCE,
+        PAYLOAD_DIGEST,
     ]
 )
 MAX_TEXT_BYTES = 8_000_000
@@ -150,6 +155,7 @@ def _wet_row(record, it, source: str) -> tuple[str, dict]:
         "capture_time": h.get_header("WARC-Date"),
         "import_mode": "text",
         "url": h.get_header("WARC-Target-URI"),
+        "payload_digest": h.get_header("WARC-Payload-Digest"),
     }
     raw = record.raw_stream.read(MAX_TEXT_BYTES + 1)
     it.read_to_end(record)

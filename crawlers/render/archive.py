@@ -4,8 +4,9 @@ Per page, one batch is appended with a single write (as the crawl's WarcStore do
 
     metadata  WARC-Target-URI = the page; JSON naming every request the page made, which
               response record answered it, and what was refused
-    request + response per fetched hop (redirect hops included); each response carries
-              WARC-Concurrent-To = the metadata record and Refinery-Page-URI = the page
+    request + response per fetched hop (redirect hops included), both carrying
+              Refinery-Page-URI = the page; a request's WARC-Concurrent-To is its response
+              (as in the crawl's WARC), a response's is the metadata record
 
 Responses keep their raw (content-encoded) bytes; Transfer-Encoding is renamed as the crawl's
 WARC does. `read_page` reads one batch back for a replay (`route.fulfill` from these records).
@@ -172,7 +173,11 @@ class RenderArchive:
                         protocol=f"HTTP/{hop.http_version}",
                         is_http_request=True,
                     ),
-                    warc_headers_dict={"WARC-Date": date, "WARC-Concurrent-To": resp_id},
+                    warc_headers_dict={
+                        "WARC-Date": date,
+                        "WARC-Concurrent-To": resp_id,
+                        "Refinery-Page-URI": page_url,
+                    },
                 )
                 records += [req, resp]
                 last_id = resp_id
