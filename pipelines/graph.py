@@ -26,7 +26,9 @@ from dagster import (
     AssetKey,
     AssetOut,
     Config,
+    DagsterEventType,
     Definitions,
+    Failure,
     IdentityPartitionMapping,
     MetadataValue,
     Output,
@@ -36,7 +38,17 @@ from dagster import (
 
 from common.memory import PeakMemory
 from pipelines.resources import HANDLES_DIR, LakeIOManager
-from pipelines.stage import Dataset, Lake, Stage, Summary, field_role, is_list_field
+from pipelines.stage import (
+    USER_ERROR_CLASSES,
+    USER_ERRORS,
+    Dataset,
+    Lake,
+    Stage,
+    Summary,
+    field_role,
+    is_list_field,
+    is_user_error,
+)
 
 
 def _config_type(annotation: Any) -> Any:
@@ -150,7 +162,55 @@ def stage_results(stage: Stage, summary: Summary, lake: Lake, seconds: float, pe
     return outputs, checks
 
 
-def _run_via_pipes(context: AssetExecutionContext, stage: Stage, values: dict, lake: Lake):
+def _user_failure(asset_name: str, exc: BaseException) -> Failure:
+    """A stage's user error (a bad file or value) as the step's failure: one line naming the
+    asset, the file or field and the fix, as the CLI prints it, with the traceback in a log
+    file (`pipelines.cli.trace_log`) rather than a stack of Dagster frames in front of it."""
+    from pipelines.cli import error_line, trace_log
+
+    line = " ".join(error_line(exc).split()) or type(exc).__name__
+    log = trace_log(exc, asset_name)
+    where = f" (trace: {log})" if log is not None else ""
+    return Failure(description=f"{asset_name}: {line}{where}")
+
+
+def _user_error_names() -> set[str]:
+    """Class names of the user errors (`pipelines.stage.is_user_error`), subclasses loaded in
+    this process included: a Pipes job's exception arrives as its class name and message."""
+    names = {name for _, name in USER_ERROR_CLASSES}
+    todo = list(USER_ERRORS)
+    while todo:
+        cls = todo.pop()
+        if cls.__name__ not in names:
+            names.add(cls.__name__)
+            todo.extend(cls.__subclasses__())
+    return names
+
+
+def _pipes_user_error(context: AssetExecutionContext) -> str | None:
+    """The one line of the user error a failed Pipes job of this step closed with (read from
+    the run's event log, where Dagster records it with its traceback), or None."""
+    records = context.instance.all_logs(context.run.run_id, of_type=DagsterEventType.ENGINE_EVENT)
+    step = context.op_execution_context.get_step_execution_context().step.key
+    for record in reversed(records):
+        event = record.dagster_event
+        error = getattr(event.engine_event_data, "error", None) if event else None
+        if (
+            error is None
+            or record.step_key != step
+            or "closed with exception" not in (event.message or "")
+        ):
+            continue
+        if error.cls_name not in _user_error_names():
+            return None
+        line = " ".join(error.message.split()).removeprefix(f"{error.cls_name}: ")
+        return line or error.cls_name
+    return None
+
+
+def _run_via_pipes(
+    context: AssetExecutionContext, stage: Stage, values: dict, lake: Lake, asset_name: str
+):
     """Run the stage as its own process through Dagster Pipes (`pipelines.pipes_job`): the job
     reports each output's metadata and each check back with `dagster_pipes`, exactly as a job on
     a remote Beam runner's launcher would; the outputs become lake handles here."""
@@ -158,6 +218,7 @@ def _run_via_pipes(context: AssetExecutionContext, stage: Stage, values: dict, l
     import sys
 
     from dagster import PipesSubprocessClient
+    from dagster._core.errors import DagsterPipesExecutionError
 
     extras = {
         "stage": stage.name,
@@ -165,9 +226,16 @@ def _run_via_pipes(context: AssetExecutionContext, stage: Stage, values: dict, l
         "lake": str(lake.root),
         "partition": lake.partition,
     }
-    invocation = PipesSubprocessClient().run(
-        command=[sys.executable, "-m", "pipelines.pipes_job"], context=context, extras=extras
-    )
+    try:
+        invocation = PipesSubprocessClient().run(
+            command=[sys.executable, "-m", "pipelines.pipes_job"], context=context, extras=extras
+        )
+    except DagsterPipesExecutionError:
+        line = _pipes_user_error(context)
+        if line is None:
+            raise
+        trace = "the step's '[pipes] external process pipes closed with exception' event"
+        raise Failure(description=f"{asset_name}: {line} (trace: {trace})") from None
     for result in invocation.get_results():
         if isinstance(result, AssetCheckResult):
             yield result
@@ -223,11 +291,16 @@ def stage_asset(stage: Stage, name: str | None = None, defaults: dict[str, Any] 
                 value = getattr(resource, attr)
                 values[field_name] = value() if callable(value) else value
         if stage.beam_job and res.beam.launch_via_pipes:
-            yield from _run_via_pipes(context, stage, values, lake)
+            yield from _run_via_pipes(context, stage, values, lake, op_name)
             return
         started = time.perf_counter()
-        with PeakMemory() as peak:
-            summary: Summary = stage.run(stage.params(**values), lake)
+        try:
+            with PeakMemory() as peak:
+                summary: Summary = stage.run(stage.params(**values), lake)
+        except Exception as exc:
+            if not is_user_error(exc):
+                raise
+            raise _user_failure(op_name, exc) from None
         seconds = round(time.perf_counter() - started, 2)
         outputs, checks = stage_results(stage, summary, lake, seconds, peak)
         for out, path, meta in outputs:
@@ -452,7 +525,7 @@ def lineage_gaps(root: str | Path) -> dict[str, list[str]]:
         """The handle paths of an asset: one, or one per materialized partition."""
         name = key.to_user_string()
         files = [io._file(name, None)] + sorted((io._root() / HANDLES_DIR / name).glob("*.json"))
-        return [Dataset.from_json(f.read_text()).path for f in files if f.exists()]
+        return [io.read_handle(f).path for f in files if f.exists()]
 
     gaps: dict[str, list[str]] = {}
     for key in graph.toposorted_asset_keys:

@@ -126,31 +126,88 @@ class LakeIOManager(ConfigurableIOManager):
             path = latest_run(path) or path
         return Dataset(asset, str(path))
 
+    def _stored_path(self, path: str) -> str:
+        """A handle's path as stored: relative to the lake root when inside it, so a copied or
+        moved lake hands out its own datasets; absolute (or a URL) when outside it."""
+        if "://" in path:
+            return path
+        full = Path(path).absolute()
+        try:
+            return full.relative_to(self._root()).as_posix() or "."
+        except ValueError:
+            return str(full)
+
+    def read_handle(self, file: Path) -> Dataset:
+        """The handle stored in `file`, its path resolved against this lake's root. A stored
+        absolute path that is gone (a handle written before the lake was moved, or a dataset
+        deleted since) is refused in one line naming the handle file and the fix."""
+        handle = Dataset.from_json(file.read_text())
+        if "://" in handle.path:
+            return handle
+        path = Path(handle.path)
+        if not path.is_absolute():
+            return Dataset(handle.name, str(self._root() / path), handle.partition)
+        if not path.exists():
+            raise FileNotFoundError(
+                f"{file}: handle of {handle.name} names {path}, which does not exist (the lake "
+                f"was moved, or the dataset deleted); re-materialize {handle.name}, or delete "
+                f"{self._root() / HANDLES_DIR} to read the datasets at their standard lake places"
+            )
+        return handle
+
     def handle_output(self, context: OutputContext, obj: Dataset) -> None:
         asset = context.asset_key.to_user_string()
         partition = context.partition_key if context.has_asset_partitions else None
         path = self._file(asset, partition)
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(obj.to_json())
+        stored = Dataset(obj.name, self._stored_path(obj.path), obj.partition)
+        path.write_text(stored.to_json())
 
     def load_input(self, context: InputContext) -> Dataset:
         asset = context.asset_key.to_user_string()
         if not context.has_asset_partitions:
             path = self._file(asset, None)
             if path.exists():
-                return Dataset.from_json(path.read_text())
+                return self.read_handle(path)
             return self._standard(asset, path)
         parts = [
-            Dataset.from_json(p.read_text())
+            self.read_handle(p)
             for k in context.asset_partition_keys
             if (p := self._file(asset, k)).exists()
         ]
         if not parts:
             return self._standard(asset, self._file(asset, "<partition>"))
+        return self._partitions(asset, parts)
+
+    def _partitions(self, asset: str, parts: list[Dataset]) -> Dataset:
+        """One directory for the materialized partitions of `asset`: its standard lake directory
+        when every partition lies in it (the downstream stage reads every shard there, those the
+        CLI wrote too, e.g. `import warc`'s `crawl/shard=import-<k>`, never only the partitions
+        Dagster knows of); else the directory holding them all, refused in one line when that
+        would be the lake root or above it (it would read unrelated datasets)."""
         import os
 
-        common = os.path.commonpath([p.path for p in parts]) if len(parts) > 1 else parts[0].path
-        return Dataset(asset, common)
+        from common import lake
+
+        rel = lake.DATASETS.get(asset)
+        standard = self._root() / rel if rel is not None else None
+        paths = [Path(p.path) for p in parts]
+        if standard is not None:
+            inside = [p for p in paths if p == standard or standard in p.parents]
+            if len(inside) == len(paths):
+                return Dataset(asset, str(standard))
+            if inside:  # read those with the rest of the standard directory
+                paths = [standard, *(p for p in paths if p not in inside)]
+        common = Path(os.path.commonpath([str(p) for p in paths]))
+        root = self._root()
+        if len(set(paths)) > 1 and (common == root or common in root.parents):
+            where = ", ".join(sorted({str(p) for p in paths}))
+            raise ValueError(
+                f"{root / HANDLES_DIR / asset}: partitions of {asset} lie in {where}, and a "
+                f"downstream stage reads one directory; re-materialize them without `out` "
+                f"(into {standard or 'one directory'})"
+            )
+        return Dataset(asset, str(common))
 
 
 ENVIRONMENTS = ("local", "cluster")
