@@ -116,7 +116,8 @@ def render_crawl(
         if o and o.opted_out:
             reason += (
                 f"; training opt-out: {len(o.opted_out)} sub-request(s) not loaded, their text "
-                "is not in the page (robots.txt disallows the training token)"
+                "is not in the page (robots.txt for the training token, X-Robots-Tag or meta robots "
+                "noai; see blocked_requests)"
             )
         if o and o.navigated_to:
             reason += f"; navigation to {o.navigated_to} not followed"

@@ -27,10 +27,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit
 
+import lxml.html
+from lxml import etree
+
 from common.browser import fallback_plan, find_chromium, launch_kwargs, log_once, sandbox_plan
 from common.procs import alive, descendants, is_browser, kill_all
 from crawlers.crawl.config import CrawlConfig
 from crawlers.crawl.downloader import Downloader
+from crawlers.crawl.fetcher import Hop
+from crawlers.crawl.html import Directives, apply_meta_robots, apply_x_robots_tag
 from crawlers.crawl.robots_policy import ALLOWED, DISALLOWED
 from crawlers.crawl.ssrf import blocked_reason, parse_ip_literal
 from crawlers.render import page_scripts as js
@@ -138,7 +143,8 @@ class RenderJob:
     archive: ArchivedPage | None = None
     # The page's own training consent (the crawl record's training_allowed). Unless it is False
     # (the page is opted out already: nothing of it is for training), text from sub-requests
-    # whose robots.txt disallows the training token is not loaded.
+    # that opt out of training (robots.txt for the training token, X-Robots-Tag or a framed
+    # document's meta robots noai) is not loaded.
     training_allowed: bool | None = None
     # The caller's word that this page's own origin may be reached although its host is a
     # private IP literal (that exact origin only; names never; see `trusted_origin`). Set it
@@ -163,8 +169,9 @@ class RenderOutcome:
     # url, status, resource_type, robots_training (the training token's robots.txt decision)
     subresources: list[dict] = field(default_factory=list)
     archive: ArchiveLocation | None = None
-    # Sub-requests not loaded because robots.txt disallows the training token for them: the
-    # text they would bring is opted out, so it never reaches the DOM (also in blocked_requests).
+    # Sub-requests not loaded because they opt out of training (robots.txt disallows the training
+    # token, or X-Robots-Tag / a framed document's meta robots says noai): the text they would
+    # bring is opted out, so it never reaches the DOM (also in blocked_requests).
     opted_out: list[str] = field(default_factory=list)
     # Where a script or meta refresh tried to take the page (not followed; the DOM stays the page's).
     navigated_to: str | None = None
@@ -195,6 +202,55 @@ def _reason(url: str, res) -> str:
     if res.final_url and res.final_url != url:
         return f"redirect to {res.final_url}: {err}"
     return err
+
+
+def xrt_noai(hops: list[Hop], agent: str, training_agent: str) -> str | None:
+    """Why a response opts out of training by its X-Robots-Tag, or None.
+
+    Every hop counts (an opt-out said on a redirect holds for what it leads to, as in the image
+    fetch), read as the crawl reads the header (`apply_x_robots_tag`: unscoped, or scoped to the
+    crawl or the training token). Only `noai`: `noimageai` leaves text free to use.
+    """
+    for i, hop in enumerate(hops):
+        values = [v for k, v in hop.response_headers if k.lower() == "x-robots-tag"]
+        if not values:
+            continue
+        d = Directives()
+        apply_x_robots_tag(d, values, agent, training_agent)
+        if d.noai:
+            where = f" on the redirect from {hop.url}" if i < len(hops) - 1 else ""
+            return f"X-Robots-Tag {'; '.join(values)!r}{where} says noai"
+    return None
+
+
+def meta_noai(body: bytes, agent: str, training_agent: str) -> str | None:
+    """Why an HTML body opts out of training by its meta robots (noai), or None.
+
+    Read as the crawl reads a page's metas (`apply_meta_robots`: name="robots", a name listing
+    one of our tokens, or http-equiv="X-Robots-Tag").
+    """
+    if not body.strip():
+        return None
+    try:
+        root = lxml.html.document_fromstring(body)
+    except (etree.ParserError, ValueError):
+        return None
+    for meta in root.iter("meta"):
+        name, equiv = meta.get("name") or "", meta.get("http-equiv") or ""
+        content = meta.get("content") or ""
+        d = Directives()
+        apply_meta_robots(d, name, content, agent, training_agent, equiv)
+        if d.noai:
+            attr = f'http-equiv="{equiv}"' if equiv else f'name="{name}"'
+            return f'meta robots <meta {attr} content="{content[:200]}"> says noai'
+    return None
+
+
+def _is_html(resource_type: str, headers: list[tuple[str, str]]) -> bool:
+    """A response declared HTML (a frame's, or a fetch's that a script puts into the page), or a
+    frame's document that declares no type (the browser sniffs it)."""
+    ctype = next((v for k, v in headers if k.lower() == "content-type"), "").lower()
+    return "html" in ctype or (resource_type == "document" and not ctype.strip())
 
 
 class Renderer:
@@ -609,6 +665,14 @@ class Renderer:
                 out.blocked_requests.append({"url": url, "reason": "not in the render archive"})
                 await route.abort("blockedbyclient")
                 return
+            why = None
+            if job.training_allowed is not False and request.resource_type not in TEXTLESS_TYPES:
+                # A batch archived before sub-resources' own opt-outs were read may hold one.
+                hop = Hop(url, stored.status, response_headers=stored.headers)
+                why = self._own_opt_out(request.resource_type, [hop], stored.body)
+            if why is not None:
+                await self._opt_out(route, url, why, out)
+                return
             out.subresources.append(
                 {
                     "url": url,
@@ -627,18 +691,11 @@ class Renderer:
             out.blocked_requests.append({"url": url, "reason": _reason(url, res)})
             await route.abort("blockedbyclient" if res.status is None else "failed")
             return
-        opted_out = res.robots_training != ALLOWED and job.training_allowed is not False
-        if opted_out and request.resource_type not in TEXTLESS_TYPES:
-            # What this response would put into the page (a fetch's JSON, a script's strings, a
-            # frame) is content its site opted out of training: it is not loaded at all.
-            token = self.config.training_token
-            why = "robots.txt unreachable" if res.robots_training else "no robots.txt decision"
-            if res.robots_training == DISALLOWED:
-                why = f"robots.txt disallows the training token {token}"
-            reason = f"training opt-out: {why}; not loaded, so none of its text is in the page"
-            out.opted_out.append(url)
-            out.blocked_requests.append({"url": url, "reason": reason})
-            await route.abort("blockedbyclient")
+        why = None
+        if job.training_allowed is not False and request.resource_type not in TEXTLESS_TYPES:
+            why = self._training_opt_out(res, request.resource_type)
+        if why is not None:
+            await self._opt_out(route, url, why, out)
             return
         captured.append(Captured(url, request.resource_type, res))
         out.subresources.append(
@@ -652,6 +709,33 @@ class Renderer:
         await route.fulfill(
             status=res.status, headers=browser_headers(res.hops[-1].response_headers), body=res.body
         )
+
+    def _training_opt_out(self, res, resource_type: str) -> str | None:
+        """Why a fetched sub-resource opts out of training, or None: robots.txt for the training
+        token, then X-Robots-Tag noai on any hop, then an HTML body's meta robots noai."""
+        if res.robots_training != ALLOWED:
+            if res.robots_training == DISALLOWED:
+                return f"robots.txt disallows the training token {self.config.training_token}"
+            return "robots.txt unreachable" if res.robots_training else "no robots.txt decision"
+        return self._own_opt_out(resource_type, res.hops, res.body)
+
+    def _own_opt_out(self, resource_type: str, hops: list[Hop], body: bytes) -> str | None:
+        """Why a response opts out by what it says itself: X-Robots-Tag on any of its hops (the
+        last one is the response) or, for HTML (a frame's document), its meta robots."""
+        cfg = self.config
+        why = xrt_noai(hops, cfg.robots_token, cfg.training_token)
+        if why is None and hops and _is_html(resource_type, hops[-1].response_headers):
+            why = meta_noai(body, cfg.robots_token, cfg.training_token)
+        return why
+
+    @staticmethod
+    async def _opt_out(route, url: str, why: str, out: RenderOutcome) -> None:
+        """Refuse a sub-request whose content opted out of training, recording it as such: what it
+        would put into the page (a fetch's JSON, a script's strings, a frame) is not loaded."""
+        reason = f"training opt-out: {why}; not loaded, so none of its text is in the page"
+        out.opted_out.append(url)
+        out.blocked_requests.append({"url": url, "reason": reason})
+        await route.abort("blockedbyclient")
 
     async def _fetch(self, url: str, resource_type: str, key: str, trusted: str | None):
         """Fetch through the downloader; scripts and stylesheets are fetched once per run.
