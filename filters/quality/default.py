@@ -43,7 +43,8 @@ RECIPE = "reference+shuffled"
 # hand-extracted main content from the rest of the page better than reference pages against the
 # crawl, which take good crawl pages as negatives.
 RECIPES: dict[str, str] = {"en": "graded+shuffled"}
-RECIPE_VERSION = 5
+# 6: layout tokens read the whole text, not its first MAX_TOKENS tokens.
+RECIPE_VERSION = 6
 FALLBACK_NAME = "multilingual"
 ENV_ROOT = "REFINERY_QUALITY_DEFAULTS"
 COMPLETE = "build.json"

@@ -18,12 +18,16 @@ MAX_TOKENS = 1500
 def fasttext_line(text: str, lang: str, shape: bool = False) -> str:
     """The one-line, tokenised form the classifier sees (characters for CJK-like languages).
 
-    With `shape`, language-independent layout tokens are appended (see `shape_tokens`).
+    With `shape`, language-independent layout tokens are appended (see `shape_tokens`). Only the
+    words are cut to MAX_TOKENS: the layout tokens read the whole text, else a long document's
+    per-line figure would divide the cut count by every line (a Thai page, a token per
+    character, would read as short lines).
     """
-    toks = tokens(text, lang)[:MAX_TOKENS]
-    if shape and toks:
-        return " ".join(toks + shape_tokens(text, lang, toks))
-    return " ".join(toks)
+    toks = tokens(text, lang)
+    words = toks[:MAX_TOKENS]
+    if shape and words:
+        return " ".join(words + shape_tokens(text, lang, toks))
+    return " ".join(words)
 
 
 # Sentence-final punctuation (a line of prose ends with one): Latin and CJK, closing quotes, and
@@ -45,6 +49,9 @@ def shape_tokens(text: str, lang: str, toks: list[str] | None = None) -> list[st
     these whatever their words are; a model that has never seen a language's words (the
     multilingual fallback on Korean or Russian) still reads them. Each token is repeated in
     proportion to the document's length so its weight in fastText's average stays constant.
+
+    `toks` are the whole text's tokens (default: tokenised here), never a cut list; the
+    repetition counts at most the MAX_TOKENS words `fasttext_line` keeps.
     """
     toks = tokens(text, lang) if toks is None else toks
     lines = [s for s in (x.strip() for x in text.splitlines()) if s]
@@ -64,4 +71,4 @@ def shape_tokens(text: str, lang: str, toks: list[str] | None = None) -> list[st
         f"__len{_bucket(len(toks), [x * scale for x in (30, 80, 200)])}",
         f"__dup{_bucket(dup, (0.05, 0.3))}",
     ]
-    return feats * (1 + len(toks) // 40)
+    return feats * (1 + min(len(toks), MAX_TOKENS) // 40)
