@@ -4,7 +4,9 @@ The transparent fallback of the safety step: by default (`safety.wordlists: fall
 judges only the languages that `filters.toxicity`'s classifiers do not cover for every kind.
 
 A list is `<dir>/<lang>.txt` (one term per line, `#` comments). Spaced languages match whole
-words/phrases; character languages (zh, ja, ...) match substrings. A document is dropped
+words/phrases; character languages (zh, ja, ...) match substrings. A line `!<text>` is an
+exclusion: ordinary text holding a term (`!死ねない`, "cannot die", for the term `死ね`, "die!")
+that is read as one piece, so the term inside it is no hit. A document is dropped
 (`unsafe_content`) when it has at least `min_flagged` hits and they make up more than
 `max_flagged_ratio` of its tokens, so one stray swear word in a long article is kept.
 
@@ -146,24 +148,47 @@ def strip_latin_marks(text: str, keep: str = "") -> str:
     return _LEFTOVER_MARKS.sub("", text) if _COMBINING.search(text) else text
 
 
-def load_wordlist(path: Path) -> list[str]:
-    """Read one word list `<lang>.txt`: case-folded terms in their language's matching view,
-    whitespace runs as one space, comments and blank lines skipped."""
-    terms = []
+def _read_list(path: Path) -> tuple[list[str], list[str]]:
+    """Terms and exclusions (`!` lines) of one word list, each case-folded in its language's
+    matching view, whitespace runs as one space, comments and blank lines skipped."""
+    terms, exclusions = [], []
     for line in path.read_text(encoding="utf-8").splitlines():
-        term = matching_view(line.split("#", 1)[0], path.stem).casefold()
-        term = _WS.sub(" ", term).strip()
-        if term:
-            terms.append(term)
-    return terms
+        entry = line.split("#", 1)[0].strip()
+        excluded = entry.startswith("!")
+        entry = matching_view(entry.removeprefix("!"), path.stem).casefold()
+        entry = _WS.sub(" ", entry).strip()
+        if entry:
+            (exclusions if excluded else terms).append(entry)
+    return terms, exclusions
+
+
+def load_wordlist(path: Path) -> list[str]:
+    """Read one word list `<lang>.txt`: its terms (see `_read_list`), exclusions left out."""
+    return _read_list(path)[0]
+
+
+def load_exclusions(path: Path, terms: list[str]) -> list[str]:
+    """The exclusions (`!` lines) of one word list; each must hold one of its `terms`, else it
+    excludes nothing and is most likely a typo: an error naming the list and the line."""
+    exclusions = _read_list(path)[1]
+    for e in exclusions:
+        if not any(t in e for t in terms):
+            raise ValueError(
+                f"{path}: exclusion !{e} holds none of the list's terms, so it excludes nothing; "
+                "write it as ordinary text around a listed term, or remove it"
+            )
+    return exclusions
 
 
 class _Terms(NamedTuple):
     """One list as it is matched: every term without Latin marks in one pattern, read on the
-    text without them; the terms written with marks by that form, a hit only as written."""
+    text without them; the terms written with marks by that form, a hit only as written. The
+    exclusions are in the pattern too (longest first, so one that starts with or before its
+    term takes the span) and are no hits."""
 
     pattern: re.Pattern[str]
     marked: dict[str, frozenset[str]]
+    excluded: frozenset[str]
 
 
 class SafetyFilter:
@@ -190,14 +215,20 @@ class SafetyFilter:
         if lang not in self._terms:
             path = self.dir / f"{lang}.txt"
             terms = load_wordlist(path) if path.exists() else []
+            exclusions = load_exclusions(path, terms) if terms else []
             plain = {t for t in terms if strip_latin_marks(t) == t}
             marked: dict[str, set[str]] = {}
             for t in terms:
                 if (bare := strip_latin_marks(t)) not in plain:
                     marked.setdefault(bare, set()).add(t)
             every = plain | set(marked)
+            excluded = {strip_latin_marks(e) for e in exclusions} | set(exclusions)
             self._terms[lang] = (
-                _Terms(_compile(every, lang), {k: frozenset(v) for k, v in marked.items()})
+                _Terms(
+                    _compile(every | excluded, lang),
+                    {k: frozenset(v) for k, v in marked.items()},
+                    frozenset(excluded),
+                )
                 if every
                 else None
             )
@@ -215,14 +246,18 @@ class SafetyFilter:
         aligned = len(bare) == len(folded)  # marks dropped letter for letter: spans agree
         n = 0
         for m in terms.pattern.finditer(bare):
-            spellings = terms.marked.get(_WS.sub(" ", m[0]))
+            key = _WS.sub(" ", m[0])
+            if key in terms.excluded:
+                continue
+            spellings = terms.marked.get(key)
             if spellings is None:
                 n += 1
             elif aligned:
                 n += _WS.sub(" ", folded[m.start() : m.end()]) in spellings
         if not aligned and terms.marked:  # a mark without a composed form: read them as written
             written = {t for spellings in terms.marked.values() for t in spellings}
-            n += len(_compile(written, lang).findall(folded))
+            found = _compile(written | terms.excluded, lang).findall(folded)
+            n += sum(_WS.sub(" ", f) not in terms.excluded for f in found)
         return n
 
     def check(self, text: str, lang: str) -> str | None:
