@@ -272,6 +272,8 @@ class FilterConfig(_Strict):
     # document's language and scripts; None keeps filters.pii.DEFAULT_REGIONS.
     pii_regions: list[str] | None = None
     heuristics: HeuristicsConfig = Field(default_factory=HeuristicsConfig)
+    # Per language: the fields to change from `heuristics`; the others are `heuristics`' own
+    # (merged when the config is read, `_inherit_heuristics`).
     heuristics_by_lang: dict[str, HeuristicsConfig] = Field(default_factory=dict)
     safety: SafetyConfig = Field(default_factory=SafetyConfig)
     quality: QualityConfig = Field(default_factory=QualityConfig)
@@ -292,9 +294,51 @@ class FilterConfig(_Strict):
             raise ValueError(f"unknown region code(s) {bad}; use ISO 3166 alpha-2 codes like 'JP'")
         return [r.upper() for r in v]
 
+    @model_validator(mode="after")
+    def _inherit_heuristics(self) -> FilterConfig:
+        """Each `heuristics_by_lang` override becomes `heuristics` with only the fields the
+        override sets replaced, so `de: {min_words: 40}` keeps the user's other rules, not the
+        built-in defaults. A merged override sets every field, so reading a dumped config
+        again (the Beam workers do) gives the same config."""
+        self.heuristics_by_lang = {
+            lang: self.heuristics.model_copy(
+                update={f: getattr(o, f) for f in o.model_fields_set}, deep=True
+            )
+            for lang, o in self.heuristics_by_lang.items()
+        }
+        return self
+
     def heuristics_for(self, lang: str) -> HeuristicsConfig:
-        """The heuristics of one language (its override, else the defaults)."""
+        """The heuristics of one language: its override (merged over `heuristics`), else
+        `heuristics`."""
         return self.heuristics_by_lang.get(lang, self.heuristics)
+
+    def language_fields(self) -> list[tuple[str, str, str]]:
+        """Every language code the config names, as (field path, code, what a wrong code costs):
+        `languages` and each per-language key or list (`heuristics.no_sentences_exempt`,
+        `heuristics_by_lang` and an override's own exempt list, `quality.thresholds`,
+        `quality.rescue_by_lang`, `quality.default_label_sources` but its `*`). The filter
+        checks them against the language identifier's codes (`filters.run.check_languages`)."""
+        kept, never = "no document would be kept in it", "the setting would never apply"
+        out = [(f"languages.{i}", lang, kept) for i, lang in enumerate(self.languages)]
+        base = self.heuristics.no_sentences_exempt
+        out += [(f"heuristics.no_sentences_exempt.{i}", x, never) for i, x in enumerate(base)]
+        for key, h in self.heuristics_by_lang.items():
+            out.append((f"heuristics_by_lang.{key}", key, never))
+            out += [
+                (f"heuristics_by_lang.{key}.no_sentences_exempt.{i}", x, never)
+                for i, x in enumerate(h.no_sentences_exempt)
+                if x not in base  # the inherited ones are checked above
+            ]
+        q = self.quality
+        out += [(f"quality.thresholds.{key}", key, never) for key in q.thresholds]
+        out += [(f"quality.rescue_by_lang.{key}", key, never) for key in q.rescue_by_lang]
+        out += [
+            (f"quality.default_label_sources.{key}", key, never)
+            for key in q.default_label_sources
+            if key != "*"
+        ]
+        return out
 
 
 class ConfigError(ValueError):

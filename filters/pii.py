@@ -265,6 +265,18 @@ _DATE = re.compile(
 _RANGE = re.compile(
     r"(?<![\d.,:])\d{1,4}[.,:]\d{1,4} ?[-\u2013] ?\d{1,4}[.,:]\d{1,4}(?![\d]|[.,:]\d)"
 )
+# Ranges of 24-hour times written HHMM: "0900-1730" (opening hours), both sides 0000-2359
+# (2400 may end one). Nothing may continue the number on either side ("0800-1234 567", "+44
+# 0900-1230" stay phones).
+_HHMM = r"(?:[01]\d|2[0-3])[0-5]\d"
+_TIME_RANGE = re.compile(
+    rf"(?<![\d+.,:/-])(?<![\d+] ){_HHMM} ?[-\u2013] ?(?:{_HHMM}|2400)(?! ?[-.,:/]? ?\d)"
+)
+# A phone's label just before a number: there "0211-1530" is a phone, whatever it looks like.
+_PHONE_LABEL = re.compile(
+    r"(?i)(?<![a-z])(?:tel|phone|fax|mobile?|cell|call|handy|t[eé]l[eé]fono?|t[eé]l[eé]phone|"
+    r"telefone|телефон|тел|電話|电话|전화)\w*\.?[\s:.]*$|[☎📞]\s*$"
+)
 # A national-format number: trunk prefix 0 (or Russia's 8), a bracketed area code, or a Chinese
 # mobile (1[3-9]x), then digit groups with single separators.
 _NATIONAL = re.compile(
@@ -390,12 +402,18 @@ def _card_ok(raw: str) -> bool:
 
 
 def _shielded(view: str, has_digit: bool = True) -> list[tuple[int, int]]:
-    """Spans of UUIDs, valid ISBNs, dates and ranges: digits inside them are never PII."""
+    """Spans of UUIDs, valid ISBNs, dates, ranges and HHMM time ranges: digits inside them are
+    never PII."""
     out = [(m.start(), m.end()) for m in _UUID.finditer(view)] if "-" in view else []
     if has_digit:
         out += [(m.start(), m.end()) for m in _ISBN.finditer(view) if isbn_ok(m.group())]
         out += [(m.start(), m.end()) for m in _DATE.finditer(view)]
         out += [(m.start(), m.end()) for m in _RANGE.finditer(view)]
+        out += [
+            (m.start(), m.end())
+            for m in _TIME_RANGE.finditer(view)
+            if not _PHONE_LABEL.search(view[max(0, m.start() - 24) : m.start()])
+        ]
     return out
 
 

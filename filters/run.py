@@ -226,14 +226,17 @@ def quality_models_for(
 def check_languages(
     cfg: FilterConfig, labels: frozenset[str] | None = None, source: str = "filter config"
 ) -> None:
-    """Every configured language must be one the language identifier can give: a document is
-    kept only in its identified language, so any other code keeps nothing, silently (every
-    Norwegian page dropped as unsupported_language under `nb`, which lid.176 calls `no`)."""
+    """Every language the config names must be one the language identifier can give: a document
+    is kept only in its identified language, and per-language settings apply by it, so any other
+    code keeps nothing or never applies, silently (every Norwegian page dropped as
+    unsupported_language under `nb`, which lid.176 calls `no`; `heuristics_by_lang.nb` ignored).
+    Checked over `languages` and every per-language key and list
+    (`FilterConfig.language_fields`)."""
     from common.langid import LANGUAGE_ALIASES, LanguageIdentifier
 
     if labels is None:
         labels = LanguageIdentifier().labels()
-    for i, lang in enumerate(cfg.languages):
+    for field, lang, cost in cfg.language_fields():
         if lang in labels:
             continue
         alias = LANGUAGE_ALIASES.get(lang.lower())
@@ -243,8 +246,8 @@ def check_languages(
             else f"use one of its {len(labels)} codes (common.langid.LanguageIdentifier().labels())"
         )
         raise ConfigError(
-            f"{source}: languages.{i}: {lang!r} is not a language the language identifier can "
-            f"give, so no document would be kept in it; {fix}"
+            f"{source}: {field}: {lang!r} is not a language the language identifier can "
+            f"give, so {cost}; {fix}"
         )
 
 
