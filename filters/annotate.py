@@ -12,7 +12,9 @@ select).
 Consent (`common.consent.flag_true`): only a `training_allowed` that is the boolean true is
 consent. Any other value (the string "false" or "true", 1, None, NaN) drops the row as
 `training_not_allowed`; the row goes out with `training_allowed = false` (a real boolean column
-whatever the input's type) and `consent_reason` saying what the flag was.
+whatever the input's type) and `consent_reason` saying what the flag was. So does a row the
+consent ledger opts out (`cfg.consent_ledger`, by its id or URL), with the ledger's reason: it
+is out before de-duplication, so an allowed copy of its text is kept in its place.
 
 Quality: the language's own model, else the multilingual fallback (`quality_model` says which:
 `de:<sha12>` or `multilingual-fallback:<sha12>`). A row no model can score has
@@ -36,7 +38,7 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from common.consent import FLAG, describe_flag, flag_true
+from common.consent import FLAG, Consent, describe_flag, flag_true
 from common.langid import LanguageIdentifier
 from filters import heuristics, pii
 from filters.config import FilterConfig
@@ -99,6 +101,8 @@ class DocumentAnnotator:
         fallback_dir: str | Path | None = None,
     ):
         self.cfg = cfg
+        # The consent ledger's opt-outs (cfg.consent_ledger), read once per annotator.
+        self.consent = Consent.load(None, cfg.consent_ledger) if cfg.consent_ledger else None
         self.langid = LanguageIdentifier()
         self._last_lang: tuple[str, tuple[str, float]] | None = None
         self.safety = SafetyFilter(cfg.safety)
@@ -146,6 +150,10 @@ class DocumentAnnotator:
         flag = row.get(FLAG)
         out[FLAG] = flag_true(flag)
         out["consent_reason"] = None if out[FLAG] else describe_flag(flag)
+        if out[FLAG] and self.consent is not None:  # the ledger can only take a row out
+            why = self.consent.why_not(row)
+            if why is not None:
+                out[FLAG], out["consent_reason"] = False, why
         blocked = self.urls.check(row.get("url")) if self.urls is not None else None
         out["url_block"] = blocked[1] if blocked else None
         text = row.get("text") or ""
@@ -180,7 +188,7 @@ class DocumentAnnotator:
             out["rescued"] = True
             heuristic_reason = None
         out["drop_reason"] = self._reason(
-            row,
+            out,
             lang,
             lang_score,
             text,

@@ -281,6 +281,10 @@ class FilterConfig(_Strict):
     line_dedup: LineDedupConfig = Field(default_factory=LineDedupConfig)
     urls: UrlFilterConfig = Field(default_factory=UrlFilterConfig)
     decontamination: DecontamConfig = Field(default_factory=DecontamConfig)
+    # The consent ledger files whose opt-outs the filter applies (common.consent.Consent): a
+    # row they opt out is `training_not_allowed` before de-duplication, so an allowed copy of
+    # its text is kept instead. run_filter adds the run's lake's and the input's lake's.
+    consent_ledger: list[str] = Field(default_factory=list)
 
     @field_validator("pii_regions")
     @classmethod

@@ -282,6 +282,12 @@ def run_filter(
         decontam.with_evals(load_filter_config(config), decontaminate), blocklist
     )
     check_languages(cfg, source=str(config) if isinstance(config, str | Path) else "filter config")
+    # The consent ledgers of the run's lake and of the input's: their opt-outs are out before
+    # de-duplication (an allowed copy of an opted-out text is kept in its place).
+    from common.consent import ledger_files_for, ledger_version
+
+    ledgers = [str(f) for f in ledger_files_for(lake_root, docs_dir)]
+    cfg.consent_ledger = [*cfg.consent_ledger, *(f for f in ledgers if f not in cfg.consent_ledger)]
     # Lists and eval sets are read here first: a bad file is one line before any work starts.
     url_info = urls.describe(cfg.urls)
     index = decontam.load_index(cfg.decontamination) if cfg.decontamination.evals else None
@@ -333,9 +339,15 @@ def run_filter(
         "filter": json.loads(cfg.model_dump_json()),
         "models": {k: m.meta.get("training_set_sha256") for k, m in models.items()},
     }
+    # The ledger snapshot the rows were judged against (as a mixture manifest records it).
+    ledger = {"consent_ledger": ledger_version(cfg.consent_ledger)}
     inputs = [str(docs_path)] + ([str(models_dir)] if models_dir else [])
     write_manifest(
-        out / "annotated.parquet", rows=counts["rows"], inputs=inputs, config=manifest_cfg
+        out / "annotated.parquet",
+        rows=counts["rows"],
+        inputs=inputs,
+        config=manifest_cfg,
+        extra=ledger,
     )
     for name, rows in (("documents", counts["kept"]), ("dup_clusters", counts["cluster_rows"])):
         write_manifest(
@@ -343,6 +355,7 @@ def run_filter(
             rows=rows,
             inputs=[str(out / "annotated.parquet")],
             config=manifest_cfg,
+            extra=ledger,
         )
     write_parquet(report.host_languages(counts), out / "host_languages.parquet", inputs=inputs)
     funnel = [{"lang": a, "outcome": b, "docs": n} for a, b, n in counts["funnel"]]
