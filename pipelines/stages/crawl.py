@@ -1,5 +1,10 @@
 """The crawl stage: seeds -> WARC + pages.parquet, robots-aware, polite; `refinery crawl` and
-the `raw_pages` asset (partitioned into host-hash shards; no host is split across shards)."""
+the `raw_pages` asset (partitioned into host-hash shards; no host is split across shards).
+
+Into the lake, a crawl is unsharded (crawl/) or one shard of N (crawl/shard=<k>); extraction
+reads all of crawl/pages.parquet and crawl/shard=*/pages.parquet, so a run removes the builds of
+the other layout and of another N first (`_clear_lake_out`), after its seeds and config are
+checked, so that a stale copy of a page (e.g. consented before a newer opt-out) is not read."""
 
 from __future__ import annotations
 
@@ -16,6 +21,8 @@ from crawlers.crawl.config import CrawlConfig
 from pipelines.stage import Check, Lake, Params, Stage, Summary, param
 
 CRAWL_SHARDS = 4
+SHARD_PREFIX = "shard="  # crawl/shard=<k>: one host-hash shard (shard=import*: an import)
+OUTBOX = "outbox"  # crawl/outbox/to-<k>/: links the shards route to each other
 SAMPLE_WEB_DELAY_S = 0.05  # the bundled sample web is served on loopback for this run only
 
 
@@ -26,7 +33,14 @@ class CrawlParams(Params):
     seeds: list[str] = param(
         [], cli=False, help="Seed URLs; empty: the bundled sample web, served for this crawl."
     )
-    out: Path | None = param(None, output=True, help="Output directory (warc/, pages.parquet).")
+    out: Path | None = param(
+        None,
+        output=True,
+        help="Output directory (warc/, pages.parquet); default: the lake's crawl/, or "
+        "crawl/shard=<k> for --shard K/N with N > 1. A crawl into the lake's crawl removes the "
+        "builds its pages would mix with: an unsharded one the shard=<k> crawls, a shard the "
+        "unsharded crawl and the shards of another N (imports, shard=import*, stay).",
+    )
     agent: str = param("RefineryBot", help="Crawl product token.")
     training_agent: str = param("RefineryBot-Extended", help="Training product token.")
     max_pages: int | None = param(None, help="Content pages (robots/sitemaps not counted).")
@@ -165,31 +179,32 @@ def run(p: CrawlParams, lake: Lake) -> CrawlSummary:
     """Crawl from seeds, obeying robots.txt for two tokens, politely, into WARC + pages.parquet."""
 
     config = crawl_config(p, lake)
+    seeds = read_seeds(p.seeds_file) if p.seeds_file else list(p.seeds)
+    if not seeds and lake.interactive:
+        raise ValueError("--seeds: required (a file with one seed URL per line)")
+    if not seeds:  # the sample web lives on loopback, so this crawl must lift the SSRF guard
+        config["allow_private_networks"] = True
+    if config.get("delay") is None:
+        config["delay"] = 1.0 if seeds else SAMPLE_WEB_DELAY_S
+    # Seeds and config are read and checked before anything in the lake is removed: a typo
+    # leaves the crawl that is there as it was.
+    cfg = _validated(config, p)
     if p.out is not None:
         out = Path(p.out)
     elif lake.partition is not None:
-        out = lake.dir("crawl") / f"shard={lake.partition}"
+        out = lake.dir("crawl") / f"{SHARD_PREFIX}{lake.partition}"
     else:
-        out = lake.dir("crawl")
+        out = _lake_out(lake.dir("crawl"), cfg.shard, cfg.shards)
     resume = p.resume and (not lake.partition or (out / "frontier.sqlite").exists())
-    if lake.partition is not None and out.exists() and not p.resume:
-        shutil.rmtree(out)  # a re-materialisation is a fresh crawl unless resume is asked for
-    seeds = read_seeds(p.seeds_file) if p.seeds_file else list(p.seeds)
+    if p.out is None:
+        if lake.partition is None:  # a CLI run: refuse now what the crawl would refuse later
+            _check_start(out, resume)
+        _clear_lake_out(out, cfg.shards, fresh=lake.partition is not None and not p.resume)
     if seeds:
-        if config.get("delay") is None:
-            config["delay"] = 1.0
-        cfg = _validated(config, p)
         summary = _crawl(seeds, out, cfg, resume, lake, p.quiet)
-    elif lake.interactive:
-        raise ValueError("--seeds: required (a file with one seed URL per line)")
     else:
         from sampleweb import build_web, serve
 
-        # The sample web lives on loopback, so this crawl must lift the SSRF guard.
-        config["allow_private_networks"] = True
-        if config.get("delay") is None:
-            config["delay"] = SAMPLE_WEB_DELAY_S
-        cfg = _validated(config, p)
         with serve(build_web(0)) as web:
             summary = _crawl(web.seeds(), out, cfg, resume, lake, True)
     lake.log(f"crawl {out}: {summary['pages']} pages, {summary['fetched']} fetched")
@@ -198,6 +213,92 @@ def run(p: CrawlParams, lake: Lake) -> CrawlSummary:
         details=summary,
         **{k: summary[k] for k in CrawlSummary.model_fields if k in summary},
     )
+
+
+def _lake_out(base: Path, k: int, n: int) -> Path:
+    """The lake's crawl directory of shard k of n: crawl/, or crawl/shard=<k> when n > 1."""
+    return base if n == 1 else base / f"{SHARD_PREFIX}{k}"
+
+
+def _check_start(out: Path, resume: bool) -> None:
+    """The crawl's own refusals of `out` (a crawl there without --resume, --resume with none),
+    raised before `_clear_lake_out` removes anything."""
+    from crawlers.crawl.config import CrawlError
+
+    held = (out / "frontier.sqlite").exists()
+    if held and not resume:
+        raise CrawlError(
+            f"{out} already holds a crawl (frontier.sqlite); pass --resume to continue it or "
+            "pick a new --out"
+        )
+    if resume and not held:
+        raise CrawlError(
+            f"--resume: {out / 'frontier.sqlite'} does not exist; start the crawl without --resume"
+        )
+
+
+def _clear_lake_out(out: Path, n: int, fresh: bool) -> None:
+    """Clear the lake's crawl/ of the builds whose pages would mix with those of `out`
+    (`_lake_out`; extraction reads crawl/pages.parquet and every crawl/shard=*/pages.parquet):
+    an unsharded run (n == 1, out = crawl/) removes the shard=<k> builds and their outbox/; a
+    shard run the unsharded build's outputs and state (pages, skipped, warc/, frontier,
+    checkpoints/, recrawl table, manifests) and the shard builds of another shard count. Imports
+    (shard=import*) are datasets of their own and stay. `fresh`: `out` itself is removed too
+    (a raw_pages partition re-materialised without resume is a fresh crawl)."""
+    base = out if n == 1 else out.parent
+    for entry in sorted(base.iterdir()) if base.is_dir() else ():
+        name = entry.name
+        shard = name.startswith(SHARD_PREFIX)
+        if shard and not name[len(SHARD_PREFIX) :].isdigit():
+            continue  # an import (shard=import, shard=import-<k>), or not a crawl shard
+        if n == 1:
+            if shard or name == OUTBOX:  # the shard builds' (an unsharded crawl has no outbox)
+                _remove(entry)
+        elif not shard:
+            if name != OUTBOX:  # the shards' shared outbox stays
+                _remove(entry)  # the unsharded build's
+        elif entry != out and _other_count(entry, n):
+            _remove(entry)
+    if fresh and out.exists():
+        _remove(out)
+
+
+def _other_count(shard_dir: Path, n: int) -> bool:
+    """Whether `shard_dir` (shard=<j>) belongs to a crawl of another shard count than n: j is n
+    or more, or the N its frontier (else its pages.parquet manifest) records is not n. A shard
+    that records nothing (or cannot be read now) stays."""
+    if int(shard_dir.name[len(SHARD_PREFIX) :]) >= n:
+        return True
+    recorded = _recorded_shards(shard_dir)
+    return recorded is not None and recorded != n
+
+
+def _recorded_shards(shard_dir: Path) -> int | None:
+    """The shard count N of the crawl in `shard_dir`, as its frontier.sqlite's config or its
+    pages.parquet manifest's records it; None when neither says."""
+    import sqlite3
+
+    try:
+        uri = (shard_dir / "frontier.sqlite").resolve().as_uri() + "?mode=ro"  # change nothing
+        db = sqlite3.connect(uri, uri=True, timeout=1)
+        try:
+            row = db.execute("SELECT value FROM meta WHERE key='config'").fetchone()
+        finally:
+            db.close()
+        return int(json.loads(row[0])["shards"])
+    except (sqlite3.Error, ValueError, KeyError, TypeError):
+        pass
+    try:
+        return int(lake_mod.read_manifest(shard_dir / "pages.parquet")["config"]["shards"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def _remove(path: Path) -> None:
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path, ignore_errors=True)  # partitions may clear the same path at once
+    else:
+        path.unlink(missing_ok=True)
 
 
 def _crawl(seeds, out: Path, cfg, resume: bool, lake: Lake, quiet: bool) -> dict[str, Any]:
@@ -267,7 +368,10 @@ CRAWL = Stage(
     output_descriptions={
         "raw_pages": "WARC files and pages.parquet of one host-hash shard of the crawl "
         "(lake crawl/shard=<k>/). Links to other shards' hosts go to crawl/outbox/to-<k>/; a "
-        "partition run with resume: true picks up what the others sent it."
+        "partition run with resume: true picks up what the others sent it. A partition run "
+        "removes an unsharded crawl in crawl/ (`refinery crawl`'s default: pages.parquet, "
+        "warc/, its state) and shards of another shard count, whose pages documents would "
+        "read too; imports (crawl/shard=import*) stay."
     },
     checks=(
         Check(
