@@ -32,6 +32,22 @@ from dagster_postgres import DagsterPostgresStorage
 
 PG_URL_ENV = "DAGSTER_PG_URL"
 _EXAMPLE = "postgresql://user:password@host:5432/dagster"
+# Query keys whose values an error line never shows (libpq's password, passfile, sslpassword...).
+_SECRET_KEYS = ("password", "passfile", "secret", "token")
+
+
+def _shown(parsed: Any) -> str:
+    """`parsed` (a SQLAlchemy URL) as an error line may show it: the userinfo password and every
+    secret-looking query value (`_SECRET_KEYS`, e.g. `?password=`) replaced by ***."""
+    base = parsed.set(query={}).render_as_string(hide_password=True)
+    if not parsed.query:
+        return base
+    pairs = []
+    for key, value in parsed.query.items():
+        secret = any(word in key.lower() for word in _SECRET_KEYS)
+        for v in value if isinstance(value, tuple) else (value,):
+            pairs.append(f"{key}={'***' if secret else v}")
+    return f"{base}?{'&'.join(pairs)}"
 
 
 def psycopg2_url(url: str, env: str = PG_URL_ENV) -> str:
@@ -47,7 +63,7 @@ def psycopg2_url(url: str, env: str = PG_URL_ENV) -> str:
             f"{env}: not a database URL (its value is not shown: it may hold a password); "
             f"set it like {_EXAMPLE}, or unset it for SQLite under $DAGSTER_HOME"
         ) from None
-    shown = parsed.render_as_string(hide_password=True)
+    shown = _shown(parsed)
     if parsed.drivername not in ("postgresql", "postgres", "postgresql+psycopg2"):
         raise ValueError(
             f"{env}={shown}: scheme {parsed.drivername!r} is not PostgreSQL through psycopg2, "
