@@ -19,7 +19,7 @@ from __future__ import annotations
 import copy
 from dataclasses import dataclass, field
 
-from lxml.etree import Element, SubElement, XPath
+from lxml.etree import Element, SubElement, XPath, strip_elements
 from trafilatura.core import normalize_unicode, xmltotxt
 from trafilatura.htmlprocessing import convert_tags, tree_cleaning
 from trafilatura.main_extractor import extract_comments
@@ -407,17 +407,32 @@ _UNRENDERED = XPath(
 )
 
 
+# A tag no parsed HTML has (the HTML parser never makes a namespaced one): what is to go.
+_DROPPED = "{urn:refinery}unrendered"
+
+
 def drop_unrendered(tree) -> int:
     """Remove from `tree` (in place) the elements a browser never renders: <template> and
-    `hidden` elements but tab and accordion panels (their tails stay); how many were removed."""
-    n = 0
-    for el in _UNRENDERED(tree):
-        parent = el.getparent()
-        if parent is None:
+    `hidden` elements but tab and accordion panels (their tails stay, joined to the text before
+    them); how many were removed, nested ones included. They are marked, then removed in one
+    `strip_elements` pass: removing them one by one re-joins the growing text before them each
+    time, quadratic in the number of hidden siblings."""
+    dropped = [el for el in _UNRENDERED(tree) if el.getparent() is not None]
+    if not dropped:
+        return 0
+    parents = {el.getparent() for el in dropped}
+    for el in dropped:
+        el.tag = _DROPPED
+    strip_elements(tree, _DROPPED, with_tail=False)
+    # The kept tails stay separate text nodes next to the text before them, which every later
+    # read of that text joins again: set each text once, one node (linear in the text).
+    for parent in parents:
+        if parent.tag == _DROPPED:  # gone with the element around it
             continue
-        _replace_with_text(el, "")
-        n += 1
-    return n
+        parent.text = parent.text
+        for child in parent:
+            child.tail = child.tail
+    return len(dropped)
 
 
 def parse_html(html: str):
