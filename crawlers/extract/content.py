@@ -31,6 +31,7 @@ from crawlers.extract.img_sources import absolute_image_sources, http_url, resol
 from crawlers.extract.metadata import page_metadata
 from crawlers.extract.runs import RawTree, main_run, sequence
 from crawlers.extract.tables import ignore_oversized_spans
+from crawlers.render.decide import UNHIDDEN_PANEL_CLASSES, UNHIDDEN_PANEL_ROLES
 
 # What trafilatura's comment XPaths (trafilatura.xpaths.COMMENTS_XPATH) need, on the raw tree:
 # its id/class tests on every tag that cleaning and tag conversion turn into a div, section or
@@ -388,8 +389,6 @@ def comments_text(tree, url: str, main_text: str = "") -> str:
 
 # Tab and accordion panels the renderer un-hides before it reads the DOM (their content is real:
 # `crawlers.render.page_scripts.UNHIDE_PANELS`), so a static page keeps them as a rendered one.
-UNHIDDEN_PANEL_ROLES = ("tabpanel", "region")
-UNHIDDEN_PANEL_CLASSES = ("panel", "tab-pane", "tab-panel", "accordion-panel", "collapse")
 _PANEL = " or ".join(
     [f"@role='{r}'" for r in UNHIDDEN_PANEL_ROLES]
     + [

@@ -325,9 +325,32 @@ def _norm(text: str) -> str:
     return " ".join(text.split()).lower()
 
 
+# Tab and accordion panels stay text while `hidden` (a click shows them; extraction keeps them).
+UNHIDDEN_PANEL_ROLES = ("tabpanel", "region")
+UNHIDDEN_PANEL_CLASSES = ("panel", "tab-pane", "tab-panel", "accordion-panel", "collapse")
+
+
+def unrendered(el) -> bool:
+    """An element below <body> with the `hidden` attribute, but a tab or accordion panel: what
+    a browser does not show until a script unhides it, and what extraction drops
+    (crawlers.extract.content.drop_unrendered). Its text is no static text to the decision, so a
+    page whose article sits in a wrapper its own script unhides is rendered."""
+    if el.get("hidden") is None or el.tag in ("body", "html"):
+        return False
+    if el.get("role") in UNHIDDEN_PANEL_ROLES:
+        return False
+    return not set((el.get("class") or "").split()) & set(UNHIDDEN_PANEL_CLASSES)
+
+
 def _texts(el, skip: set[str] = _SKIP_TEXT, links: bool = True):
-    """Text nodes below el, skipping script-like elements (and links/chrome when asked)."""
-    if not isinstance(el.tag, str) or el.tag in skip or (not links and el.tag == "a"):
+    """Text nodes below el, skipping script-like elements, `hidden` ones (`unrendered`), and
+    links/chrome when asked."""
+    if (
+        not isinstance(el.tag, str)
+        or el.tag in skip
+        or (not links and el.tag == "a")
+        or unrendered(el)
+    ):
         return
     if el.text:
         yield el.text
@@ -542,7 +565,11 @@ class _Page:
         _open_wrappers(self.body, self._weights)
         self.region = _main_region(self.body, self.weight)
         self.flow = _main_flow(self.region)
-        self.main_weight = _weight(self.region, _SKIP_TEXT | _CHROME, links=False)
+        self.main_weight = (
+            0  # inside a `hidden` wrapper: no text until a script shows it
+            if any(unrendered(a) for a in self.region.iterancestors())
+            else _weight(self.region, _SKIP_TEXT | _CHROME, links=False)
+        )
         if self.main_weight < SHELL_TEXT_CHARS and self.region is not self.body:
             # The guess missed the page's text (a teaser box, an empty <main> beside the real
             # article): a reader meets the body's prose, so that is the main content.
