@@ -20,6 +20,7 @@ This module knows where the steps run, never what they do.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from functools import partial
 
 import apache_beam as beam
@@ -149,9 +150,15 @@ def direct_workers(args: list[str]) -> int:
 
 
 class BeamExecutor:
-    """`filters.run.Executor` on a Beam runner: the args are Beam's (`--runner=...` first)."""
+    """`filters.run.Executor` on a Beam runner: the args are Beam's (`--runner=...` first).
 
-    def __init__(self, beam_args: list[str]):
+    The args are checked when the executor is built (`fs.check_args`: option values, the
+    runner's name, a job service or Dask scheduler that answers), which the stage does before
+    `filters.run.run_filter` clears the previous run's outputs. `own_runners`: the stage's
+    runner names besides Beam's, named when a runner is unknown."""
+
+    def __init__(self, beam_args: list[str], own_runners: Sequence[str] = ()):
+        fs.check_args(beam_args, own_runners)
         self.beam_args = list(beam_args)
         self.workers = direct_workers(self.beam_args)
 

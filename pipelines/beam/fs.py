@@ -8,10 +8,12 @@ driver and the workers share a disk.
 
 from __future__ import annotations
 
+import argparse
 import functools
 import json
 import os
 import shutil
+import socket
 import tempfile
 from collections.abc import Sequence
 from typing import Any
@@ -23,6 +25,7 @@ DASK_RUNNER = "apache_beam.runners.dask.dask_runner.DaskRunner"
 # Short runner names plain Beam does not resolve itself.
 RUNNER_ALIASES = {"DaskRunner": DASK_RUNNER}
 DASK_PARTITIONS = 2
+PROBE_TIMEOUT_S = 3.0  # connecting to a job service or Dask scheduler before any work
 _RAW = CompressionTypes.UNCOMPRESSED  # never guess compression from a file name
 
 
@@ -151,7 +154,8 @@ def runner_args(args: Sequence[str]) -> list[str]:
 def _beam_options() -> tuple:
     """(Beam's own pipeline-options parser, {option string: whether it takes a value}), from
     `PipelineOptions.get_all_options` (every registered options class, the DaskRunner's too);
-    built once per process."""
+    built once per process. The parser raises `argparse.ArgumentError` on a bad value rather
+    than printing Beam's whole usage and exiting (`parse_options` turns that into one line)."""
     from apache_beam.options.pipeline_options import PipelineOptions
 
     try:  # registers DaskOptions (--dask_client_address, --dask_npartitions, ...)
@@ -161,8 +165,42 @@ def _beam_options() -> tuple:
     got: list = []
     PipelineOptions([]).get_all_options(add_extra_args_fn=got.append)
     parser = got[0]
+
+    def error(message: str) -> None:
+        if message.startswith("ambiguous option: "):
+            return  # as Beam's parser: an unknown option is not matched by prefix
+        raise argparse.ArgumentError(None, message)
+
+    parser.exit_on_error = False
+    parser.error = error
     takes_value = {o: a.nargs != 0 for a in parser._actions for o in a.option_strings}
     return parser, takes_value
+
+
+def _accepts(action: argparse.Action | None) -> str:
+    """What an option's value may be, in words ("" when the parser's message says it)."""
+    if action is None or action.choices:
+        return ""  # argparse's message lists the choices
+    kinds = {int: "an integer", float: "a number", bool: "true or false"}
+    return kinds.get(action.type, "a value" if action.nargs != 0 else "no value")
+
+
+def parse_options(args: Sequence[str]) -> tuple[argparse.Namespace, list[str]]:
+    """(Beam's parsed pipeline options, the args it does not know) of `args` (short runner
+    names resolved). A bad value (`--direct_num_workers=two`, an unknown choice, an option
+    without its value) is a ValueError naming the option, the value and what it takes, in one
+    line: Beam's own parser would print its 130-line usage and exit (a SystemExit, which no
+    error handler sees)."""
+    parser, _ = _beam_options()
+    try:
+        return parser.parse_known_args(runner_args(args))
+    except argparse.ArgumentError as exc:
+        name = exc.argument_name or ""
+        action = next((a for a in parser._actions if name in a.option_strings), None)
+        accepts = _accepts(action)
+        what = f"Beam pipeline option {name}" if name else "Beam pipeline options"
+        takes = f"; it takes {accepts}" if accepts else ""
+        raise ValueError(f"{what}: {exc.message}{takes}; fix the value") from None
 
 
 def unknown_option(args: Sequence[str], own: Sequence[str] = ()) -> tuple[str, str] | None:
@@ -174,8 +212,8 @@ def unknown_option(args: Sequence[str], own: Sequence[str] = ()) -> tuple[str, s
     a warning, so a mistyped flag would run the job without it."""
     import difflib
 
-    parser, takes_value = _beam_options()
-    _, unknown = parser.parse_known_args(runner_args(args))
+    takes_value = _beam_options()[1]
+    _, unknown = parse_options(args)
     if not unknown:
         return None
     first = unknown[0]
@@ -213,11 +251,129 @@ def is_dask(args: Sequence[str]) -> bool:
     return f"--runner={DASK_RUNNER}" in args
 
 
-def run(pipeline) -> None:
-    """Run a pipeline to completion; close the Dask client the DaskRunner opened (if any)."""
-    result = pipeline.run()
+def runner_name(args: Sequence[str]) -> str:
+    """The runner the args select, as given (the last `--runner`; Beam's default if none)."""
+    name = ""
+    it = iter(args)
+    for a in it:
+        if a == "--runner":
+            name = next(it, "")
+        elif a.startswith("--runner="):
+            name = a.split("=", 1)[1]
+    return name or "DirectRunner"
+
+
+def _runner(name: str, own: Sequence[str]):
+    """Beam's runner object for a runner name (short names resolved); a ValueError naming the
+    stage's own runners and Beam's, and the closest of them, for a name neither knows."""
+    import difflib
+
+    from apache_beam.options.pipeline_options import StandardOptions
+    from apache_beam.runners.runner import create_runner
+
+    resolved = RUNNER_ALIASES.get(name, name)
     try:
+        return create_runner(resolved)
+    except (ValueError, ImportError, AttributeError) as exc:
+        ours = [*own, *(n for n in RUNNER_ALIASES if n not in own)]
+        beams = [n for n in StandardOptions.KNOWN_RUNNER_NAMES if not n.startswith("Test")]
+        close = difflib.get_close_matches(name, [*ours, *beams], n=1, cutoff=0.6)
+        hint = f"did you mean {close[0]}? " if close else ""
+        why = "no such runner" if isinstance(exc, ValueError) else f"cannot load it ({exc})"
+        raise ValueError(
+            f"--runner {name}: {why}; {hint}the stage's runners: {', '.join(ours)}; Beam's: "
+            f"{', '.join(beams)}, or a PipelineRunner subclass's dotted name"
+        ) from None
+
+
+def _host_port(address: str) -> tuple[str, int] | None:
+    """(host, port) of a gRPC target or Dask address (`host:port`, `[::1]:port`,
+    `dns:///host:port`, `tcp://host:port`); None for one that names no TCP port (`unix:...`)."""
+    for prefix in ("dns:///", "dns:", "ipv4:", "ipv6:", "tcp://"):
+        if address.startswith(prefix):
+            address = address[len(prefix) :]
+            break
+    if "://" in address or address.startswith("unix:") or ":" not in address:
+        return None
+    host, _, port = address.rpartition(":")
+    host = host.strip("[]")
+    if not host or not port.isdigit():
+        return None
+    return host, int(port)
+
+
+def _probe(flag: str, address: str, fix: str) -> None:
+    """Refuse, in one line, an address where nothing accepts a TCP connection within
+    PROBE_TIMEOUT_S: the runner would otherwise wait minutes before failing."""
+    target = _host_port(address)
+    if target is None:
+        return
+    try:
+        socket.create_connection(target, timeout=PROBE_TIMEOUT_S).close()
+    except OSError as exc:
+        reason = exc.strerror or type(exc).__name__
+        raise ValueError(
+            f"{flag}={address}: nothing answers there ({reason}); {fix}, then re-run"
+        ) from None
+
+
+def _value(options: argparse.Namespace, flag: str):
+    """The parsed value of one Beam option, by its flag (its attribute may be named otherwise:
+    `--dask_client_address` is `address`)."""
+    parser, _ = _beam_options()
+    action = next((a for a in parser._actions if flag in a.option_strings), None)
+    return None if action is None else getattr(options, action.dest, None)
+
+
+def check_args(args: Sequence[str], own: Sequence[str] = ()) -> list[str]:
+    """`runner_args(args)`, checked before a stage clears or writes any output: a bad option
+    value, a runner name neither the stage (`own`, and the short names of RUNNER_ALIASES) nor
+    Beam knows, and a job service (`--job_endpoint` of a portable runner: Portable, Flink,
+    Spark, Prism) or Dask scheduler (`--dask_client_address`) where nothing listens are each a
+    ValueError of one line. Beam itself resolves the runner only when the pipeline is built,
+    and a portable runner waits minutes (job_server_timeout) for a missing job service."""
+    from apache_beam.runners.portability.portable_runner import PortableRunner
+
+    args = runner_args(args)
+    options, _ = parse_options(args)
+    runner = _runner(runner_name(args), own)
+    endpoint = _value(options, "--job_endpoint")
+    if isinstance(runner, PortableRunner) and endpoint and endpoint != "embed":
+        _probe("--job_endpoint", endpoint, "start the job service there or fix the endpoint")
+    dask = _value(options, "--dask_client_address")
+    if is_dask(args) and dask:
+        _probe("--dask_client_address", dask, "start the Dask scheduler there or fix the address")
+    return args
+
+
+def _job_endpoint(pipeline) -> str | None:
+    """The `--job_endpoint` a pipeline's portable runner talks to (None: not given)."""
+    from apache_beam.options.pipeline_options import PortableOptions
+
+    return pipeline.options.view_as(PortableOptions).job_endpoint
+
+
+def run(pipeline) -> None:
+    """Run a pipeline to completion; close the Dask client the DaskRunner opened (if any).
+
+    A job service that goes away mid-run (gRPC UNAVAILABLE or DEADLINE_EXCEEDED) is a
+    ValueError of one line naming its `--job_endpoint` and the fix, not gRPC's own error."""
+    import grpc
+
+    result = None
+    try:
+        result = pipeline.run()
         result.wait_until_finish()
+    except grpc.RpcError as exc:
+        endpoint = _job_endpoint(pipeline)
+        lost = (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED)
+        code = exc.code() if callable(getattr(exc, "code", None)) else None
+        if endpoint is None or code not in lost:
+            raise
+        raise ValueError(
+            f"--job_endpoint={endpoint}: the job service there went away mid-run "
+            f"({code.name}: {exc.details()}); restart it and re-run"
+        ) from exc
     finally:
         client = getattr(result, "client", None)
         if client is not None:

@@ -90,7 +90,9 @@ def score_pairs_beam(
 
 
 def beam_scorer(model: str, pipeline_args: Sequence[str]):
-    """A `filters.images.pairs.build_pairs` scorer that runs on Beam."""
+    """A `filters.images.pairs.build_pairs` scorer that runs on Beam; its args are checked
+    (`fs.check_args`) when it is made, before any image is fetched."""
+    fs.check_args(pipeline_args)
 
     def score(paths: Sequence[str], captions: Sequence[str]) -> np.ndarray:
         items = [(str(i), p, c) for i, (p, c) in enumerate(zip(paths, captions, strict=True))]

@@ -17,6 +17,8 @@ from pathlib import Path
 import apache_beam as beam
 from apache_beam.options.pipeline_options import PipelineOptions
 
+from pipelines.beam import fs
+
 
 class ScanFileFn(beam.DoFn):
     """Scan one unit (a file, or [file, start, end]) into its part; yield the unit's counts."""
@@ -39,13 +41,17 @@ def run_pipeline(
     *,
     pipeline_args: list[str] | None = None,
 ) -> None:
-    """Scan `units` (files or (file, start, end) ranges) into `out_dir/parts/`, one per element."""
-    options = PipelineOptions(pipeline_args or ["--runner=DirectRunner"])
+    """Scan `units` (files or (file, start, end) ranges) into `out_dir/parts/`, one per element.
+
+    Short runner names (`DaskRunner`) and the Dask defaults come from `fs.runner_args`;
+    `fs.run` closes the Dask client and names a job service that went away."""
+    options = PipelineOptions(fs.runner_args(pipeline_args or ["--runner=DirectRunner"]))
     elements = [u if isinstance(u, str) else list(u) for u in units]
-    with beam.Pipeline(options=options) as p:
-        _ = (
-            p
-            | "Units" >> beam.Create(elements)
-            | "Spread" >> beam.Reshuffle()  # one unit per worker rather than all on one
-            | "Scan" >> beam.ParDo(ScanFileFn(str(out_dir), json.dumps(opts)))
-        )
+    p = beam.Pipeline(options=options)
+    _ = (
+        p
+        | "Units" >> beam.Create(elements)
+        | "Spread" >> beam.Reshuffle()  # one unit per worker rather than all on one
+        | "Scan" >> beam.ParDo(ScanFileFn(str(out_dir), json.dumps(opts)))
+    )
+    fs.run(p)

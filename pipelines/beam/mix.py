@@ -100,11 +100,11 @@ def build_mixture_beam(
     lake_root: Path | None = None,
 ) -> dict[str, Any]:
     """Build a mixture with Beam doing the tokenizing; returns the manifest (with `beam_counters`)."""
+    args = fs.check_args(pipeline_args)  # one line before anything under out_dir is touched
     spec_path, out_dir = Path(spec_path), Path(out_dir)
     spec = load_spec(spec_path)
     tok_path = prepare_tokenizer(spec, spec_path.parent, out_dir, lake_root)
     units = plan_units(spec, spec_path.parent, lake_root)
-    args = fs.runner_args(pipeline_args)
     work = _work_dir(out_dir, args)
     fs.delete_tree(work)
     fs.mkdirs(work)

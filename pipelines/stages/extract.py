@@ -20,12 +20,17 @@ def run_extract(
     pipeline_args: list[str] | None = None,
     **kwargs: Any,
 ) -> dict[str, Any]:
-    """`crawlers.extract.run.run_extract` on Beam (`pipeline_args`, default the DirectRunner)."""
+    """`crawlers.extract.run.run_extract` on Beam (`pipeline_args`, default the DirectRunner).
+    The args are checked first (`pipelines.beam.fs.check_args`): a misspelt runner or a job
+    service that does not answer is one line before the render and the parts are touched."""
     from functools import partial
 
     from crawlers.extract.run import run_extract as extract_crawl
+    from pipelines.beam import fs
     from pipelines.beam.extract import run_pipeline
 
+    if pipeline_args:
+        fs.check_args(pipeline_args)
     execute = partial(run_pipeline, pipeline_args=pipeline_args)
     return extract_crawl(crawl_dir, out_dir, render_mode, execute=execute, **kwargs)
 

@@ -34,17 +34,28 @@ def run_filter(
 
 
 def executor_for(beam_args: Sequence[str]) -> Executor:
-    """The executor the stage runs the filter on: in process, or Beam with these args."""
+    """The executor the stage runs the filter on: in process, or Beam with these args.
+
+    Built before `filters.run.run_filter` clears the previous run's outputs, so a misspelt
+    runner, a bad option value or a job service that does not answer fails here, one line,
+    with the outputs intact. InProcess takes no Beam options: one given with it is refused
+    rather than ignored."""
     from pipelines.beam import fs
 
     args = list(beam_args)
     if not any(a.startswith("--runner") for a in args):
         args.insert(0, "--runner=DirectRunner")
-    if f"--runner={IN_PROCESS}" in fs.runner_args(args):
+    if fs.runner_name(args) == IN_PROCESS:
+        extra = [a for a in fs.runner_args(args) if not a.startswith("--runner=")]
+        if extra:
+            raise ValueError(
+                f"--runner {IN_PROCESS} takes no Beam options: drop {' '.join(extra)}, or pick "
+                "a Beam runner (DirectRunner, DaskRunner, PortableRunner, ...)"
+            )
         return InProcess()
     from pipelines.beam.filter import BeamExecutor
 
-    return BeamExecutor(args)
+    return BeamExecutor(args, own_runners=(IN_PROCESS,))
 
 
 # --- declaration ---

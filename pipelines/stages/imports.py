@@ -175,6 +175,10 @@ def import_warc(p: ImportWarcParams, lake: Lake) -> ImportSummary:
     where = IMPORT_SHARD if n == 1 else f"{IMPORT_SHARD}-{k}"
     out = Path(p.out) if p.out else lake.root / "crawl" / where
     args = [f"--runner={p.runner}", *p.beam_args]
+    if p.runner != "DirectRunner" or p.beam_args:
+        from pipelines.beam import fs
+
+        fs.check_args(args)  # one line before the import removes its previous outputs
 
     def scanner(units: list, out_dir: Path, opts: dict[str, Any]) -> None:
         if len(units) == 1 and p.runner == "DirectRunner" and not p.beam_args:
