@@ -185,9 +185,11 @@ def mixture_dir(root: Path, asset: str) -> Path:
 
     handle = Path(root) / HANDLES_DIR / f"{asset}.json"
     try:
-        return Path(json.loads(handle.read_text())["path"])
+        stored = Path(json.loads(handle.read_text())["path"])
     except (OSError, ValueError, KeyError, TypeError):
         return Path(root) / lake_mod.DATASETS.get(asset, asset)
+    # a handle's path is relative to the lake (LakeIOManager.read_handle), or absolute outside it
+    return stored if stored.is_absolute() else Path(root) / stored
 
 
 def honoured_version(root: Path, asset: str) -> Any:

@@ -99,3 +99,20 @@ def test_an_older_cursor_and_an_up_to_date_mixture(lake):
         ctx = build_sensor_context(instance=instance, cursor=None, resources=resources)
         skip = sensor(ctx)
         assert isinstance(skip, SkipReason) and "every mixture honours it" in skip.skip_message
+
+
+def test_a_mixture_handle_is_read_against_the_lake_it_is_in(tmp_path):
+    """Handles are stored relative to the lake (pipelines.resources); the sensor finds the
+    mixture in this lake whatever the working directory, and an absolute one where it says."""
+    import json as _json
+
+    from pipelines.resources import HANDLES_DIR
+    from pipelines.sensors import mixture_dir
+
+    lake = tmp_path / "lake"
+    (lake / HANDLES_DIR).mkdir(parents=True)
+    handle = lake / HANDLES_DIR / "pretrain_mixture.json"
+    handle.write_text(_json.dumps({"name": "pretrain_mixture", "path": "mixtures/p"}))
+    assert mixture_dir(lake, "pretrain_mixture") == lake / "mixtures" / "p"
+    handle.write_text(_json.dumps({"name": "pretrain_mixture", "path": str(tmp_path / "out")}))
+    assert mixture_dir(lake, "pretrain_mixture") == tmp_path / "out"
