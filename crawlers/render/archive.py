@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import time
 import uuid
 from dataclasses import dataclass, field
@@ -106,7 +107,8 @@ def _request_line(url: str) -> str:
 
 
 class RenderArchive:
-    """Appends render batches to `OUT/<prefix>-<time>-<n>.warc.gz` (rotating at max_bytes)."""
+    """Appends render batches to `OUT/<prefix>-<time>-<n>.warc.gz` (rotating at max_bytes), a
+    file of its own per run; each batch is on disk (fsync) when `write_page` returns."""
 
     def __init__(self, out_dir: str | Path, *, prefix: str = "render", max_bytes: int = 2**30):
         self.out_dir = self.dir = Path(out_dir)
@@ -116,13 +118,22 @@ class RenderArchive:
         self._name = ""
 
     def _ensure_file(self) -> None:
+        """Open a new file, never one that exists: a render killed mid-write may have left a
+        torn record at the end of its last file, and a resumed run's records must not follow it
+        (its finished pages' batches stay where its journal says)."""
         if self._fh is not None and self._fh.tell() < self.max_bytes:
             return
         self.close()
         n = len(list(self.dir.glob(f"{self.prefix}-*.warc.gz")))
         stamp = time.strftime("%Y%m%d%H%M%S", time.gmtime())
-        self._name = f"{self.prefix}-{stamp}-{n:05d}.warc.gz"
-        self._fh = (self.out_dir / self._name).open("ab")
+        while True:
+            self._name = f"{self.prefix}-{stamp}-{n:05d}.warc.gz"
+            try:
+                self._fh = (self.out_dir / self._name).open("xb")
+                break
+            except FileExistsError:
+                n += 1
+        _fsync_dir(self.dir)  # the new name survives a crash as its journaled records do
 
     def write_page(self, page_url: str, captured: list[Captured], info: dict) -> ArchiveLocation:
         """Append the page's metadata, request and response records; returns the batch location."""
@@ -208,6 +219,8 @@ class RenderArchive:
         base = self._fh.tell()
         self._fh.write(buf.getvalue())
         self._fh.flush()
+        # On disk before the caller journals the page as finished (crawlers.render.crawl).
+        os.fsync(self._fh.fileno())
         return ArchiveLocation(self._name, base, buf.tell())
 
     def close(self) -> None:
@@ -215,6 +228,20 @@ class RenderArchive:
         if self._fh is not None:
             self._fh.close()
             self._fh = None
+
+
+def _fsync_dir(path: Path) -> None:
+    """Make a new entry of `path` durable (best effort: not every filesystem allows it)."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
 
 
 def read_page(

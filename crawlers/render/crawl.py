@@ -11,19 +11,26 @@ and data never grants a fetch (`plan_renders`, `RenderJob.trust_own_origin`).
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
 import json
+import logging
 import sqlite3
+import zlib
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from crawlers.extract.crawl_io import crawl_shards, iter_crawl_records, iter_shard_records
 from crawlers.extract.decode import BadPage, decode_html
-from crawlers.render.archive import read_page
+from crawlers.render.archive import ArchiveLocation, read_page
 from crawlers.render.decide import needs_render
 from crawlers.render.session import RenderConfig, RenderJob, RenderOutcome, render_pages
 
 RENDER_MODES = ("auto", "never", "always")
+JOURNAL_FILE = "render-journal.sqlite"
+JOURNAL_VERSION = 1  # bump when a journaled outcome would no longer equal a fresh render's
+log = logging.getLogger(__name__)
 
 
 def frontier_config(pages_file: str | Path) -> dict[str, Any]:
@@ -55,9 +62,15 @@ def plan_renders(crawl_dir: str | Path, mode: str = "auto") -> tuple[list[dict],
 
     A job trusts its page's own private origin (`RenderJob.trust_own_origin`) only when its
     shard's crawl ran with allow_private_networks and the record is no import (`imported`)."""
+    decisions, jobs, _ = _plan(crawl_dir, mode)
+    return decisions, jobs
+
+
+def _plan(crawl_dir: str | Path, mode: str) -> tuple[list[dict], list[RenderJob], list[str]]:
+    """`plan_renders`, with each job's journal key (`page_key`)."""
     if mode not in RENDER_MODES:
         raise ValueError(f"render mode {mode!r}: choose one of {', '.join(RENDER_MODES)}")
-    decisions, jobs = [], []
+    decisions, jobs, keys = [], [], []
     seen = set()
     told: dict[str, bool] = {}  # pages file -> its crawl was told to allow private networks
     for pages_file, warc_file in crawl_shards(crawl_dir):
@@ -69,7 +82,15 @@ def plan_renders(crawl_dir: str | Path, mode: str = "auto") -> tuple[list[dict],
                 decisions.append(decision)
             if job is not None:
                 jobs.append(job)
-    return decisions, jobs
+                keys.append(page_key(job, rec["body"]))
+    return decisions, jobs, keys
+
+
+def page_key(job: RenderJob, body: bytes) -> str:
+    """What identifies a page to render across runs: its URL, the sha256 of the crawl record's
+    body, and what the render is told about it (consent, trust of its own origin)."""
+    ident = [job.url, hashlib.sha256(body).hexdigest(), job.training_allowed, job.trust_own_origin]
+    return hashlib.sha256(json.dumps(ident).encode()).hexdigest()
 
 
 def _plan_one(
@@ -105,10 +126,27 @@ def render_crawl(
     mode: str = "auto",
     config: RenderConfig | None = None,
     on_result: Callable[[RenderOutcome], None] | None = None,
+    journal: RenderJournal | None = None,
 ) -> list[dict]:
-    """Rows of rendered.parquet: every decision, with the final DOM of pages that were rendered."""
-    decisions, jobs = plan_renders(crawl_dir, mode)
-    outcomes = {o.url: o for o in render_pages(jobs, config, on_result)} if jobs else {}
+    """Rows of rendered.parquet: every decision, with the final DOM of pages that were rendered.
+
+    With a `journal`, the pages an earlier run of the same render finished are taken from it
+    (not rendered again), and each page this run finishes is committed to it as it finishes.
+    The rows are the same either way, in the same (the plan's) order."""
+    decisions, jobs, keys = _plan(crawl_dir, mode)
+    done = journal.open(keys) if journal is not None else {}
+    key_of = {j.url: k for j, k in zip(jobs, keys, strict=True)}  # a URL is planned once
+    todo = [j for j in jobs if key_of[j.url] not in done]
+
+    def finished(outcome: RenderOutcome) -> None:
+        if journal is not None:
+            journal.record(key_of[outcome.url], outcome)
+        if on_result:
+            on_result(outcome)
+
+    outcomes = {o.url: o for o in done.values()}
+    if todo:
+        outcomes |= {o.url: o for o in render_pages(todo, config, finished)}
     rows = []
     for d in decisions:
         o = outcomes.get(d["url"])
@@ -185,3 +223,153 @@ def replay_renders(
         )
     cfg = dataclasses.replace(config or RenderConfig(), archive_dir=None)
     return render_pages(jobs, cfg) if jobs else []
+
+
+class RenderJournal:
+    """The pages a render finished, committed one at a time to a sqlite file in its out_dir, so
+    that a render killed part way resumes where it was: a later run of the same render takes
+    those pages from here and renders only the rest (`render_crawl`).
+
+    The journal names the render's settings and the crawl it renders (the plan's page keys, in
+    order); one written for other settings or another crawl is discarded, with a log line,
+    never mixed. A page is committed only once its WARC batch is on disk (`RenderArchive`
+    fsyncs it first), so a journaled row never points at records a kill cut short: the
+    records of a page killed mid-way are orphans no row refers to. Pages the browser never
+    rendered (`browser unavailable`, a crash it could not be relaunched after) are not
+    committed: the next run tries them again.
+    """
+
+    def __init__(
+        self, path: str | Path, settings: dict[str, Any], archive_dir: str | Path | None = None
+    ):
+        self.path = Path(path)
+        settings = {**settings, "journal_version": JOURNAL_VERSION}
+        self.settings = json.loads(json.dumps(settings, sort_keys=True, default=str))
+        self.archive_dir = Path(archive_dir) if archive_dir is not None else None
+        self.resumed = 0  # pages taken from an earlier run
+        self._con: sqlite3.Connection | None = None
+        self._dropped: list[str] = []  # journaled pages not reusable: deleted on open
+
+    def open(self, keys: list[str]) -> dict[str, RenderOutcome]:
+        """Start journaling a render of the pages `keys`; the outcomes an earlier run of the same
+        render and crawl committed, by key (an empty dict when there is none to reuse)."""
+        crawl = hashlib.sha256("\n".join(keys).encode()).hexdigest()
+        done: dict[str, RenderOutcome] = {}
+        if self.path.exists():
+            why = self._mismatch(crawl)
+            if why:
+                log.warning(
+                    "render: discarding the journal %s (%s); every page is rendered", self.path, why
+                )
+                self.remove()
+            else:
+                done = self._load(set(keys))
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        con = self._con = sqlite3.connect(self.path)
+        con.execute("PRAGMA synchronous = FULL")
+        con.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT)")
+        con.execute(
+            "CREATE TABLE IF NOT EXISTS pages (key TEXT PRIMARY KEY, url TEXT, outcome BLOB)"
+        )
+        meta = [("settings", json.dumps(self.settings, sort_keys=True)), ("crawl", crawl)]
+        con.executemany("INSERT OR REPLACE INTO meta VALUES (?, ?)", meta)
+        con.executemany("DELETE FROM pages WHERE key = ?", [(k,) for k in self._dropped])
+        con.commit()
+        self.resumed = len(done)
+        if done:
+            log.info(
+                "render: resuming from the journal %s: %d of %d page(s) were finished by an "
+                "earlier run and are reused; %d to render",
+                self.path,
+                len(done),
+                len(keys),
+                len(keys) - len(done),
+            )
+        return done
+
+    def _mismatch(self, crawl: str) -> str | None:
+        """Why the journal on disk is not this render's (None: it is)."""
+        try:
+            con = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True)
+            try:
+                meta = dict(con.execute("SELECT key, value FROM meta").fetchall())
+            finally:
+                con.close()
+            old = json.loads(meta["settings"])
+        except (sqlite3.Error, KeyError, ValueError, TypeError) as exc:
+            return f"unreadable: {type(exc).__name__}: {exc}"
+        if old != self.settings:
+            changed = sorted(
+                k for k in set(old) | set(self.settings) if old.get(k) != self.settings.get(k)
+            )
+            diffs = ", ".join(f"{k} {old.get(k)!r} -> {self.settings.get(k)!r}" for k in changed)
+            return f"written with other settings: {diffs}"
+        if meta.get("crawl") != crawl:
+            return "written for another crawl: its pages to render differ"
+        return None
+
+    def _load(self, keys: set[str]) -> dict[str, RenderOutcome]:
+        """The journaled outcomes of `keys` whose WARC batch is still whole on disk."""
+        done, dropped = {}, []
+        con = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True)
+        try:
+            rows = con.execute("SELECT key, outcome FROM pages").fetchall()
+        finally:
+            con.close()
+        for key, blob in rows:
+            try:
+                outcome = _decode_outcome(blob)
+            except (zlib.error, ValueError, TypeError):
+                outcome = None
+            if key in keys and outcome is not None and self._archived(outcome):
+                done[key] = outcome
+            else:
+                dropped.append(key)
+        if dropped:
+            log.warning(
+                "render: %d page(s) in the journal %s are not reusable (their WARC batch is "
+                "gone or cut short, or the entry is unreadable); they are rendered again",
+                len(dropped),
+                self.path,
+            )
+        self._dropped = dropped
+        return done
+
+    def _archived(self, outcome: RenderOutcome) -> bool:
+        """The page's WARC batch (if it has one) is still whole where the row will point."""
+        loc = outcome.archive
+        if loc is None:
+            return True
+        if self.archive_dir is None:
+            return False
+        path = self.archive_dir / loc.file
+        return path.is_file() and path.stat().st_size >= loc.offset + loc.length
+
+    def record(self, key: str, outcome: RenderOutcome) -> None:
+        """Commit one finished page (its WARC batch is on disk already)."""
+        err = outcome.error or ""
+        if err.startswith("browser unavailable") or "could not be relaunched" in err:
+            return  # never rendered: the next run tries it again
+        assert self._con is not None, "RenderJournal.open first"
+        blob = zlib.compress(json.dumps(dataclasses.asdict(outcome)).encode(), 3)
+        self._con.execute("INSERT OR REPLACE INTO pages VALUES (?, ?, ?)", (key, outcome.url, blob))
+        self._con.commit()
+
+    def close(self) -> None:
+        """Close the database (the journal stays, for a later run to resume from)."""
+        if self._con is not None:
+            self._con.close()
+            self._con = None
+
+    def remove(self) -> None:
+        """Close and delete the journal (with sqlite's side files)."""
+        self.close()
+        for suffix in ("", "-journal", "-wal", "-shm"):
+            Path(f"{self.path}{suffix}").unlink(missing_ok=True)
+
+
+def _decode_outcome(blob: bytes) -> RenderOutcome:
+    """A journaled RenderOutcome (`RenderJournal.record`)."""
+    data = json.loads(zlib.decompress(blob))
+    archive = data.pop("archive", None)
+    return RenderOutcome(**data, archive=ArchiveLocation(**archive) if archive else None)

@@ -11,6 +11,7 @@ from typing import Any
 from common import lake
 
 RENDERED_FILE = "rendered.parquet"
+CONCURRENCY_SETTINGS = ("pages_in_flight", "memory_budget_mib")  # not in the journal's identity
 
 
 def _rendered_schema():
@@ -92,11 +93,18 @@ def run_render(
     (`crawlers.render.crawl.plan_renders`).
     With `memory_budget_mib`, at most `pages_in_flight` pages are in flight, as many as fit in
     the budget (`crawlers.render.budget`).
+
+    Resumable: each finished page is committed to out_dir/render-journal.sqlite as it finishes
+    (after its WARC batch is on disk), and a run killed part way is resumed by running it again
+    with the same crawl and settings (concurrency aside): the finished pages are reused, not
+    fetched again, and rendered.parquet is what one uninterrupted run writes
+    (`crawlers.render.crawl.RenderJournal`). The journal is deleted once rendered.parquet is
+    written.
     """
     import pyarrow as pa
 
     from crawlers.render import RenderConfig
-    from crawlers.render.crawl import render_crawl
+    from crawlers.render.crawl import JOURNAL_FILE, RenderJournal, render_crawl
 
     budget = None
     if memory_budget_mib is not None:
@@ -128,10 +136,6 @@ def run_render(
         sandbox=sandbox,
         archive_dir=out_dir if archive else None,
     )
-    start = time.monotonic()
-    rows = render_crawl(crawl_dir, mode, config)
-    elapsed = time.monotonic() - start
-    path = out_dir / RENDERED_FILE
     settings = {
         "mode": mode,
         "pages_in_flight": pages_in_flight,
@@ -147,13 +151,28 @@ def run_render(
     }
     if budget is not None:
         settings["memory_budget_mib"] = memory_budget_mib
+    # What a page's render depends on (concurrency does not: a render killed for memory may
+    # resume with fewer pages in flight), and the browser it ran in.
+    same_render = {k: v for k, v in settings.items() if k not in CONCURRENCY_SETTINGS}
+    journal = RenderJournal(
+        out_dir / JOURNAL_FILE, {**same_render, "chromium": chromium}, config.archive_dir
+    )
+    start = time.monotonic()
+    try:
+        rows = render_crawl(crawl_dir, mode, config, journal=journal)
+    finally:
+        journal.close()
+    elapsed = time.monotonic() - start
+    path = out_dir / RENDERED_FILE
     lake.write_parquet(
         pa.Table.from_pylist(rows, schema=_rendered_schema()),
         path,
         inputs=[str(crawl_dir)],
         config=settings,
     )
+    journal.remove()  # rendered.parquet holds every finished page now
     rendered = [r for r in rows if r["rendered"]]
+    fresh = len(rendered) - journal.resumed  # rendered by this run
     crashed = [r["url"] for r in rendered if _crashed(r["error"])]
     if crashed:
         logging.getLogger(__name__).warning(
@@ -168,10 +187,11 @@ def run_render(
         "rendered": len(rendered),
         "render_errors": sum(1 for r in rendered if r["error"]),
         "crashed_pages": len(crashed),  # pages a browser crash took down (retried, or errors)
+        "resumed_pages": journal.resumed,  # finished by a killed earlier run, taken from its journal
         "blocked_requests": sum(len(r["blocked_requests"]) for r in rendered),
         "subresources": sum(len(r["subresources"]) for r in rendered),
         "seconds": round(elapsed, 2),
-        "pages_per_s": round(len(rendered) / elapsed, 3) if rendered and elapsed > 0 else 0.0,
+        "pages_per_s": round(fresh / elapsed, 3) if fresh and elapsed > 0 else 0.0,
         "pages_in_flight": pages_in_flight,
         "memory_budget": budget.as_dict() if budget else None,
     }

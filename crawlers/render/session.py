@@ -786,7 +786,11 @@ async def render_all(
     renderer: Renderer,
     on_result: Callable[[RenderOutcome], None] | None = None,
 ) -> list[RenderOutcome]:
-    """Render jobs on an open Renderer with its `pages_in_flight` concurrency, in input order."""
+    """Render jobs on an open Renderer with its `pages_in_flight` concurrency, in input order.
+
+    If `on_result` raises (e.g. the render's journal cannot be written), the other pages are
+    cancelled before the error goes on: none of them is reported as finished with an error
+    that only the browser closing under it caused."""
 
     async def one(job: RenderJob) -> RenderOutcome:
         res = await renderer.render(job)
@@ -794,7 +798,14 @@ async def render_all(
             on_result(res)
         return res
 
-    return list(await asyncio.gather(*(one(j) for j in jobs)))
+    tasks = [asyncio.ensure_future(one(j)) for j in jobs]
+    try:
+        return list(await asyncio.gather(*tasks))
+    except BaseException:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        raise
 
 
 async def _main(jobs, renderer: Renderer, on_result) -> list[RenderOutcome]:

@@ -120,6 +120,7 @@ class RenderSummary(Summary):
     rendered_fraction: float
     render_errors: int
     crashed_pages: int = 0  # pages a browser crash took down: retried once, or an error
+    resumed_pages: int = 0  # pages a killed earlier run finished, taken from its journal
     blocked_requests: int
     subresources: int
     seconds: float
