@@ -8,7 +8,8 @@ synthetic captions.
   or more, else the script's), script, confidence, text share, word boxes with confidences) and its `modality`: `text_rich` when the text share and the confidence pass the
   thresholds, else `image`, with the reason in `drop_reason` (no_text, repetitive_text: a row of
   like shapes read as one letter, low_text_share, low_ocr_confidence, undecodable_image,
-  no_image).
+  no_image: no path or no file there, image_path_outside / image_path_invalid: a path that
+  leaves the pairs file's directory or is not a path, never opened).
 - `pairs.parquet`: transcription pairs in the `images build` pairs format (id, caption, image_path
   relative to it, training_allowed, drop_reason), so every reader of pairs takes them: each
   text-rich image with its text as the caption; the image copied under `images/`.
@@ -22,8 +23,10 @@ synthetic captions.
   with `pairs:` the `images build` pairs its `pair_id` names.
 - `caption_flags.parquet` (with `captions`): every synthetic caption of an OCR'd pair with
   `ocr_flag`: null, or why the caption and the image's text disagree: `claims_absent_text`
-  (a quoted or named text the image does not contain), `claims_text_but_none_found`, or
-  `ignores_dominant_text` (the image is mostly text, the caption says nothing of it).
+  (a quoted or named text the image does not contain: "a sign that reads X", "titled X", "with
+  the word X"; "a woman reads a book" names none), `claims_text_but_none_found`, or
+  `ignores_dominant_text` (the image is mostly text, the caption names neither the text nor
+  any of its words).
 
 Consent: opted-out pairs (the one rule, `common.consent`: flag, then ledger) are never read,
 never OCR'd and never sent to a teacher; the teacher client refuses them too (`items=`).
@@ -63,11 +66,50 @@ TEXT_WORDS = re.compile(
     r"poster|chart|table|menu|page)\b|文字|写着|标题|مكتوب|نص",
     re.IGNORECASE,
 )
-QUOTED = re.compile(r"[\"“”«»「『]([^\"“”«»」』]{2,80})[\"“”«»」』]")
-NAMED = re.compile(
-    r"\b(?:reads?|reading|says?|saying|labell?ed|titled)\s*:?\s+['\"]?([^,.;:!?'\"]{2,60})",
+# Words that name an image's text itself (not a thing that may bear text: a table, a page, a
+# sign): a caption of a mostly-text image that has none of them, nor any word of its text,
+# ignores the text (`ignores_dominant_text`).
+TEXT_ITSELF = re.compile(
+    r"\b(text|texts|words?|written|writing|handwritten|handwriting|lettering|letters|"
+    r"caption(ed)?|titled?|quotes?|quoted|quotation|inscription|inscribed|headlines?|"
+    r"paragraphs?|transcript|typed|typewritten|printed text)\b|文字|写着|标题|مكتوب|نص",
     re.IGNORECASE,
 )
+QUOTED = re.compile(r"[\"“”«»„「『]([^\"“”«»„」』]{2,80})[\"“”«»」』]")
+# A named text (`_claims`): what follows a verb of reading, taken as a claim only where the verb
+# follows a thing that bears text ("a sign that reads", "a poster says"; "a woman reads a book"
+# names no text), or where it is quoted or capitalised ("reading STOP"); what follows "titled" or
+# "labelled" always; what follows "the word(s)", "the text" or "lettering" when capitalised.
+_CLAIM = r"\s*:?\s+(?P<claim>['\"‘’“”]?[^,.;:!?\n]{1,80})"
+_SPEECH = r"(?:reads?|reading|says?|saying|states?|stating)"
+_TEXT_BEARER = (
+    r"(?:signs?|signboards?|signposts?|posters?|labels?|banners?|plaques?|boards?|billboards?|"
+    r"placards?|notices?|shirts?|t-shirts?|cards?|notes?|screens?|displays?|stickers?|covers?|"
+    r"pages?|headlines?|captions?|text|writing|inscriptions?|messages?|menus?|graffiti|logos?|"
+    r"stamps?|tags?|mugs?|caps?|flags?)"
+)
+NAMED_BY_BEARER = re.compile(
+    rf"\b{_TEXT_BEARER}(?:\s+[\w'-]+){{0,4}}?\s+{_SPEECH}{_CLAIM}", re.IGNORECASE
+)
+NAMED_BY_TITLE = re.compile(rf"\b(?:labell?ed|titled|captioned|inscribed){_CLAIM}", re.IGNORECASE)
+NAMED_BY_SPEECH = re.compile(rf"\b{_SPEECH}{_CLAIM}", re.IGNORECASE)
+NAMED_AS_TEXT = re.compile(
+    rf"\b(?:(?:the|a)\s+)?(?:words?|text|lettering|inscription|writing){_CLAIM}", re.IGNORECASE
+)
+# A claim ends before these (lowercase): what comes after says where the text is, not what
+# ("a red sign reading STOP at an intersection", "a poster says the museum is closed on
+# Mondays": STOP, the museum is closed).
+_CLAIM_END = frozenset(
+    "at on in under near beside by with above below behind over next from for while during "
+    "against along across outside inside into onto through around beneath between among "
+    "and but as where which who".split()
+)
+# Words of a paraphrased claim that say nothing of the text's own words.
+_CLAIM_STOP = frozenset(
+    "the a an is are was were be been its it this that these those there their his her our "
+    "your my of to no not yes very just only".split()
+)
+_QUOTES = "'\"‘’“”"
 
 BOX = pa.struct(
     [
@@ -213,10 +255,11 @@ def read_pairs(pairs: Any, consent: Any = None) -> tuple[list[dict], int]:
             if not rule.allows(r):
                 opted_out += 1  # never read, never OCR'd, never sent
                 continue
+            image_error = None  # why the pair has no image file to read
             try:
                 image_file = resolve_image(r["image_path"], f.parent)
-            except BadImagePath:
-                image_file = None
+            except BadImagePath as exc:  # its own reason: image_path_outside, image_path_invalid
+                image_file, image_error = None, f"{exc.reason}: {exc.detail}"[:300]
             kept.append(
                 {
                     "pair_id": r["id"],
@@ -230,6 +273,7 @@ def read_pairs(pairs: Any, consent: Any = None) -> tuple[list[dict], int]:
                     "image_path": r["image_path"],
                     "pairs_file": str(f),
                     "image_file": image_file,
+                    "image_error": image_error,
                 }
             )
     return kept, opted_out
@@ -355,8 +399,88 @@ def verify_qa(items: list[QAItem], ocr_text: str) -> tuple[list[dict], list[tupl
     return kept, dropped
 
 
+def _capitalised(token: str) -> bool:
+    """Whether a caption's token reads as a text's own word: it starts with a capital, a digit or
+    a letter of a script without case (a name, "STOP", "2024", "出口")."""
+    ch = next((c for c in token if c.isalnum()), "")
+    return bool(ch) and (
+        ch.isupper() or ch.isdigit() or (ch.isalpha() and ch.lower() == ch.upper())
+    )
+
+
+def _claim(span: str, any_case: bool) -> tuple[str, bool] | None:
+    """(claim, verbatim) from the words after a verb of reading or "the words": a quoted span
+    (verbatim); else its leading capitalised tokens (verbatim: "STOP at an intersection" ->
+    STOP); else, where `any_case`, its words up to the first that says where the text is
+    (`_CLAIM_END`; a paraphrase: "the museum is closed on Mondays" -> the museum is closed);
+    else None (no claim: "reads a book in a park")."""
+    span = span.strip()
+    if span[:1] in _QUOTES:
+        inner = span[1:]
+        end = min((inner.find(q) for q in _QUOTES if q in inner), default=-1)
+        return (inner[:end].strip(), True) if end > 0 else (inner.strip(), True)
+    tokens = span.split()
+    caps = []
+    for t in tokens:
+        if not _capitalised(t):
+            break
+        caps.append(t)
+    if caps:
+        return " ".join(caps), True
+    if not any_case:
+        return None
+    kept = []
+    for t in tokens:
+        if t.casefold() in _CLAIM_END:
+            break
+        kept.append(t)
+    return (" ".join(kept), False) if kept else None
+
+
+def _claims(caption: str) -> list[tuple[str, bool]]:
+    """The texts a caption says the image holds, each (claim, verbatim): quoted spans, and the
+    words a reading verb or "the words" names (see `NAMED_BY_BEARER` and `_claim`)."""
+    out: dict[int, tuple[str, bool]] = {}  # by where the claim starts: one reading of each
+    for m in QUOTED.finditer(caption):
+        out[m.start(1) - 1] = (m.group(1), True)
+    patterns = (
+        (NAMED_BY_BEARER, True),  # a sign that reads ...: any words
+        (NAMED_BY_TITLE, True),  # titled ...: any words
+        (NAMED_BY_SPEECH, False),  # reads ...: quoted or capitalised only
+        (NAMED_AS_TEXT, False),  # with the words ...: quoted or capitalised only
+    )
+    for pattern, any_case in patterns:
+        for m in pattern.finditer(caption):
+            start = m.start("claim")
+            if start in out:
+                continue
+            got = _claim(m.group("claim"), any_case)
+            if got is not None:
+                out[start] = got
+    return [(c.strip(), v) for c, v in out.values() if len(normalise(c)) >= 2]
+
+
+def _claim_found(claim: str, verbatim: bool, text: str) -> bool:
+    """Whether the image's text holds a claim: a verbatim one as a run of its tokens (OCR's
+    misread characters allowed); a paraphrase where half or more of its first four words that
+    say something (`_CLAIM_STOP` left out) are words of the text."""
+    if found_in(claim, text, tolerance=0.25):
+        return True
+    if verbatim:
+        return False
+    words = [w for w in claim.split() if len(normalise(w)) >= 3]
+    words = [w for w in words if normalise(w) not in _CLAIM_STOP][:4]
+    if not words:
+        return True  # nothing of the text's own words said
+    return 2 * sum(found_in(w, text, tolerance=0.25) for w in words) >= len(words)
+
+
 def caption_flag(caption: str, ocr: dict | None, sel: Selection) -> str | None:
-    """Why a caption and the image's OCR text disagree, or None."""
+    """Why a caption and the image's OCR text disagree, or None: a text it names that the image
+    does not hold (`_claims`: quoted, or named after "a sign that reads", "titled", "with the
+    words"; "a woman reads a book" names none), or an image mostly of text whose caption names
+    neither the text (`TEXT_ITSELF`: text, words, lettering...; not a table or a page, which
+    may be furniture or bear no text) nor any of its words."""
     if ocr is None or not caption:
         return None
     text = ocr["text"]
@@ -365,16 +489,15 @@ def caption_flag(caption: str, ocr: dict | None, sel: Selection) -> str | None:
         and ocr["confidence"] >= sel.min_confidence
         and not repetitive(text, sel.min_distinct_letters)
     )
-    claims = [m.strip() for m in QUOTED.findall(caption) + NAMED.findall(caption)]
-    claims = [c for c in claims if len(normalise(c)) >= 2]
-    for claim in claims:
-        if not found_in(claim, text, tolerance=0.25):
+    claims = _claims(caption)
+    for claim, verbatim in claims:
+        if not _claim_found(claim, verbatim, text):
             return f"claims_absent_text: {claim[:80]!r} is not in the image's text"
     if not has_text and TEXT_WORDS.search(caption) and claims:
         return "claims_text_but_none_found"
     if has_text and ocr["text_share"] >= sel.dominant_share and not claims:
         words = [w for w in re.split(r"\s+", text) if len(normalise(w)) >= 3]
-        if not TEXT_WORDS.search(caption) and not any(found_in(w, caption, 0) for w in words):
+        if not TEXT_ITSELF.search(caption) and not any(found_in(w, caption, 0) for w in words):
             return (
                 f"ignores_dominant_text: text covers {ocr['text_share']:.0%} of the image "
                 "and the caption names neither it nor any of its words"
@@ -435,8 +558,12 @@ def make_text_rich(
     on_progress(f"ocr: {len(kept)} kept pairs ({opted_out} opted out, never read)")
 
     def read_one(p: dict):
+        if p.get("image_error"):
+            return None, p["image_error"]
         if not p["image_file"]:
-            return None, "no_image"
+            return None, "no_image: the pair names no image_path"
+        if not Path(p["image_file"]).is_file():  # a file not there is no image, not a bad one
+            return None, f"no_image: {p['image_path']!r} is not a file beside {p['pairs_file']}"
         image = open_image(p["image_file"])
         if image is None:
             return None, "undecodable_image"
