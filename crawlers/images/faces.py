@@ -8,7 +8,7 @@ either way), when `FaceConfig.detector="haar"`; `blur_boxes` hides each found fa
 coarse mosaic smoothed by a strong Gaussian blur, over the box widened by `pad`;
 `redact(data, image, fmt)` is what the image fetch stores: the original bytes unchanged when no
 face is found in a single-frame image without orientation metadata whose bytes are just the
-image; the bytes stripped of the rest (an EXIF thumbnail, bytes after its end, chunks outside
+image; the bytes stripped of the rest (EXIF and its thumbnail, bytes after its end, chunks outside
 `decode.strip_extras`' safe set) when they carry more; else the image (faces blurred, turned
 upright by its orientation, its first frame) re-encoded in its own format without metadata
 (EXIF, and its thumbnail of the unblurred image, dropped). The caller keeps only the sha256 of
@@ -24,7 +24,9 @@ by also searching copies turned by `angles`. Only regions that could hold a face
 (`face_regions`): a colour map of the image at 320 pixels finds skin-toned and grey regions that
 fill much of their box and have detail inside, some of it shading within one colour; flat
 shapes, outlines, backgrounds and a JPEG's colour edges are not searched, and an image whose
-regions cover half of it is searched whole.
+regions cover half of it is searched whole. A photograph toned in one colour (cyanotype,
+night-vision green, a duotone, black and white under a colour cast) is grey measured against its
+own tone (`_toned`): its faces are neither skin-toned nor grey, and were stored unblurred.
 """
 
 from __future__ import annotations
@@ -132,7 +134,8 @@ class FaceConfig(BaseModel):
     face_regions: bool = Field(
         True,
         description="search only around regions that could hold a face (skin-toned or grey, "
-        "filling their box, with detail inside); off: every image is searched whole",
+        "grey measured against the tone of a photograph toned in one colour, filling their box, "
+        "with detail inside); off: every image is searched whole, in colour",
     )
     text_veto: bool = Field(
         True,
@@ -309,6 +312,32 @@ class FaceDetector:
                     found.append((float(x), float(y), float(w), float(h)))
         return found
 
+    def _search_copy(self, g: np.ndarray, regions: list | None) -> list:
+        """Faces in the searched copy `g` (in its pixels, as (x, y, w, h)), in each of `regions`
+        (None: all of it), upright and turned by each of cfg.angles."""
+        upright, turned = [], []
+        for x0, y0, x1, y1 in regions or [(0, 0, g.shape[1], g.shape[0])]:
+            part = np.ascontiguousarray(g[y0:y1, x0:x1])
+            upright += [(x + x0, y + y0, bw, bh) for x, y, bw, bh in self._search(part)]
+            for angle in self.cfg.angles:
+                if angle % 360:
+                    found = _turned_search(self, part, angle)
+                    turned += [(x + x0, y + y0, bw, bh) for x, y, bw, bh in found]
+        if self.cfg.detector == "mtcnn":
+            # A face MTCNN finds upright keeps its upright box (regressed by O-Net to the face).
+            # The turned copies find most upright faces too (it tolerates some turn), and give
+            # the upright box around the turned one, wider still once joined: on dlib's PASCAL
+            # VOC group photographs the joined boxes were ~1.7x as wide, blurring beside the
+            # face and recording a box that misses it (5 of 43 faces matched; 42 now). Only
+            # what no upright box holds half of is a turned face.
+            merged = _merge(upright)
+            merged += [t for t in _merge(turned) if all(_overlap(t, m) < 0.5 for m in merged)]
+            return merged
+        # The cascades' upright window on a face turned ~15 degrees is often a part of it:
+        # joined with the turned copies' box it holds the face (bench/faces.py's grid: 0.858 of
+        # the faces joined, 0.779 keeping the upright box; dlib's photographs 39 and 40 of 43).
+        return _merge(upright + turned)
+
     def detect(self, image: Image.Image, size: tuple[int, int] | None = None) -> list[Box]:
         """Faces in `image` (boxes in its pixels, widened by nothing), largest first: in each of
         its `search_views` (a 16-bit grey image scaled to 8 bits; an image with transparency on
@@ -329,45 +358,28 @@ class FaceDetector:
         side = self.cfg.search_side(w, h)
         scale = min(self.cfg.max_upscale, side / max(w, h))
         target = (max(1, round(w * scale)), max(1, round(h * scale)))
-        regions = None
+        regions, toned = None, False
         if self.cfg.face_regions:
             # the map drawn at the searched copy's resolution (a large image's copy is larger)
             map_side = max(_MAP_SIDE, round(max(target) * _MAP_SHARE))
-            regions = face_regions(
+            regions, toned = _face_map(
                 image, (target[1], target[0]), self.cfg.min_face, map_side=map_side
             )
             if regions == []:
                 return []  # nothing that could be a face: no grey copy, no search
-        grey = image.convert("RGB" if self.cfg.detector == "mtcnn" else "L")
-        if grey.size != target:
-            how = Image.Resampling.BOX if target[0] < grey.width else Image.Resampling.BILINEAR
-            grey = grey.resize(target, how)
-        g = np.asarray(grey)
-        if regions is None:
-            regions = [(0, 0, g.shape[1], g.shape[0])]
-        upright, turned = [], []
-        for x0, y0, x1, y1 in regions:
-            part = np.ascontiguousarray(g[y0:y1, x0:x1])
-            upright += [(x + x0, y + y0, bw, bh) for x, y, bw, bh in self._search(part)]
-            for angle in self.cfg.angles:
-                if angle % 360:
-                    found = _turned_search(self, part, angle)
-                    turned += [(x + x0, y + y0, bw, bh) for x, y, bw, bh in found]
-        if self.cfg.detector == "mtcnn":
-            # A face MTCNN finds upright keeps its upright box (regressed by O-Net to the face).
-            # The turned copies find most upright faces too (it tolerates some turn), and give
-            # the upright box around the turned one, wider still once joined: on dlib's PASCAL
-            # VOC group photographs the joined boxes were ~1.7x as wide, blurring beside the
-            # face and recording a box that misses it (5 of 43 faces matched; 42 now). Only
-            # what no upright box holds half of is a turned face.
-            merged = _merge(upright)
-            merged += [t for t in _merge(turned) if all(_overlap(t, m) < 0.5 for m in merged)]
-        else:
-            # The cascades' upright window on a face turned ~15 degrees is often a part of it:
-            # joined with the turned copies' box it holds the face (bench/faces.py's grid:
-            # 0.858 of the faces joined, 0.779 keeping the upright box; dlib's photographs 39
-            # and 40 of 43).
-            merged = _merge(upright + turned)
+        mode = "RGB" if self.cfg.detector == "mtcnn" else "L"
+        copies = [image.convert(mode)]
+        if toned and mode == "RGB":
+            # A toned photograph's colour is its tone, no skin's: MTCNN also searches its luma,
+            # as a black-and-white photograph's (in night-vision green it missed Grace Hopper's
+            # face, or boxed half of it, that it finds in the grey copy).
+            copies.append(image.convert("L").convert("RGB"))
+        merged: list = []
+        for grey in copies:
+            if grey.size != target:
+                how = Image.Resampling.BOX if target[0] < grey.width else Image.Resampling.BILINEAR
+                grey = grey.resize(target, how)
+            merged = _add_boxes(merged, self._search_copy(np.asarray(grey), regions))
         out = []
         for x, y, bw, bh in merged:
             x0, y0 = max(0, math.floor(x / scale)), max(0, math.floor(y / scale))
@@ -482,14 +494,31 @@ _DETAIL = 0.05  # share of a region's box that is inner detail a face has at lea
 _COLOUR_EDGE = 12  # |Cr| or |Cb| range over 3x3 pixels: an edge between two colours, not shading
 _WHOLE_SHARE = 0.5  # regions covering this share of the image: search it whole
 _INSIDE = 21  # of the 25 pixels around a pixel in a skin-toned or grey area (see face_regions)
+# A toned photograph (see _toned): this share of its mid-luma pixels within _CHROMA of the colour
+# its tone gives their luma (cyanotype, night-vision green, purple duotone: 0.99-1.0; colour
+# photographs 0.1-0.5, one underexposed to a quarter 0.9) ...
+_TONED = 0.9
+# ... in continuous tone: its 8 commonest luma levels hold under this share of those pixels (a
+# flat graphic in one hue, a page on a tinted ground: most of it is a few levels)
+_FLAT_LEVELS = 0.5
+_TONED_MID = 0.25  # share of a toned photograph's pixels in mid luma (a page's glyph edges: less)
+_TONE_OFF = 0.5  # share of a toned photograph's mid-luma pixels that its tone puts off grey
 _MTCNN_WIDEN = 1.4  # MTCNN's inner-face box to a cascade-like face box (see FaceDetector._search)
 
 
 def face_regions(
     image: Image.Image, shape: tuple[int, int], min_face: int, map_side: int = _MAP_SIDE
 ) -> list[tuple[int, int, int, int]] | None:
-    """Where to search `image` for faces, as (x0, y0, x1, y1) boxes in the pixels of its grey
-    copy of `shape` (rows, columns); None: search it whole (the regions cover most of it).
+    """Where to search `image` for faces (`_face_map`'s regions)."""
+    return _face_map(image, shape, min_face, map_side)[0]
+
+
+def _face_map(
+    image: Image.Image, shape: tuple[int, int], min_face: int, map_side: int = _MAP_SIDE
+) -> tuple[list[tuple[int, int, int, int]] | None, bool]:
+    """(where to search `image` for faces, whether it is a toned photograph: see `_toned`).
+    Where: (x0, y0, x1, y1) boxes in the pixels of its grey copy of `shape` (rows, columns);
+    None: search it whole (the regions cover most of it).
 
     A face is looked for in each region, skin-toned or grey (a black-and-white photograph), at
     least half a smallest face across, that fills much of its box (an outline, a ring or a
@@ -498,7 +527,8 @@ def face_regions(
     flat (a face's features are shading within one skin tone; detail only on an edge between
     two colours is a JPEG's chroma bleeding a skin tone across a shape's edge). Each region is
     widened by half its size and half a smallest face (hair, forehead and chin, and room for the
-    turned searches). [] : no such region, nothing to search."""
+    turned searches). [] : no such region, nothing to search. In a toned photograph "grey" and
+    "where the colour is flat" are measured with its tone taken out."""
     cv2 = _cv2()
     gh, gw = shape
     w, h = image.size
@@ -516,7 +546,15 @@ def face_regions(
     ycc = cv2.cvtColor(small, cv2.COLOR_RGB2YCrCb)
     skin = cv2.inRange(ycc, (_DARK, _CR[0], _CB[0]), (255, _CR[1], _CB[1]))
     lo, hi = 128 - _CHROMA, 128 + _CHROMA
+    # A photograph toned in one colour (cyanotype, night-vision green, a duotone, black and white
+    # under a colour cast) is grey measured against its own tone: its face is neither skin-toned
+    # nor near grey, and was stored unblurred.
+    # Added to the plain map, so that no region of it is lost.
+    neutral = _toned(ycc)
+    toned = neutral is not None
     grey = cv2.inRange(ycc, (_DARK, lo, lo), (255 - _DARK, hi, hi))
+    if toned:
+        grey = cv2.bitwise_or(grey, cv2.inRange(neutral, (_DARK, lo, lo), (255 - _DARK, hi, hi)))
     # well inside a skin-toned or mid-grey area (a flat shape's own antialiased border, or a
     # black outline on white, is not): 21 of the 5x5 pixels around in it. Not all 25: a
     # photographed face's skin is speckled at the map's scale (shading, pores, a JPEG's chroma
@@ -529,13 +567,13 @@ def face_regions(
         _at_least(cv2.blur(grey, core), need),
     )
     if not cv2.countNonZero(areas):
-        return []  # no such area (most backgrounds and flat scenes): no detail map to draw
+        return [], toned  # no such area (most backgrounds and flat scenes): no detail map to draw
     kernel = np.ones((3, 3), np.uint8)
     detail = cv2.morphologyEx(ycc[..., 0], cv2.MORPH_GRADIENT, kernel)
     # detail inside those areas, gathered into regions
     inner = cv2.bitwise_and(areas, _at_least(detail, _EDGE))
     if not cv2.countNonZero(inner):
-        return []  # no detail inside any such area: no region (labelling would cost most)
+        return [], toned  # no detail inside any such area: no region (labelling would cost most)
     inner = inner > 0
     fx, fy = gw / small.shape[1], gh / small.shape[0]  # map -> grey copy
     reach = max(1, round(min_face / 4 / fx))  # detail this close together is one region
@@ -546,10 +584,9 @@ def face_regions(
     # flat. Detail only on an edge between two colours is a JPEG's: its chroma, stored at half
     # resolution, bleeds a skin tone across the edge of a shape (a brown trunk under a yellow
     # crown), so that edge's luma step lies inside a "skin" area.
-    chroma = cv2.max(
-        cv2.morphologyEx(ycc[..., 1], cv2.MORPH_GRADIENT, kernel),
-        cv2.morphologyEx(ycc[..., 2], cv2.MORPH_GRADIENT, kernel),
-    )
+    chroma = _chroma_edges(ycc, kernel)
+    if toned:  # shading within the tone is flat colour too
+        chroma = cv2.min(chroma, _chroma_edges(neutral, kernel))
     shaded = np.bincount(labels[inner & (chroma < _COLOUR_EDGE)], minlength=n)
     out = []
     for i in range(1, n):
@@ -567,8 +604,70 @@ def face_regions(
         for a, b, c, d in boxes
     ]
     if sum((c - a) * (d - b) for a, b, c, d in boxes) >= _WHOLE_SHARE * gw * gh:
-        return None
-    return boxes
+        return None, toned
+    return boxes, toned
+
+
+def _chroma_edges(ycc: np.ndarray, kernel: np.ndarray) -> np.ndarray:
+    """The larger of the Cr and Cb ranges over `kernel` around each pixel of `ycc`."""
+    cv2 = _cv2()
+    return cv2.max(
+        cv2.morphologyEx(ycc[..., 1], cv2.MORPH_GRADIENT, kernel),
+        cv2.morphologyEx(ycc[..., 2], cv2.MORPH_GRADIENT, kernel),
+    )
+
+
+def _toned(ycc: np.ndarray) -> np.ndarray | None:
+    """`ycc` (the face map's YCrCb copy) with its tone taken out, when it is a photograph toned in
+    one colour: else None (a colour or grey image, a flat graphic).
+
+    A toned photograph's chroma is a function of its luma (a duotone's two colours, a grey
+    image tinted, clipped where a channel saturates): its tone curve is the mean Cr and Cb of
+    each band of 8 luma levels, over its mid-luma pixels (between _DARK and 255 - _DARK, what the
+    grey map looks at). It is toned when _TONED of those pixels, and of those with detail (a
+    luma step of _EDGE to the next sampled pixel, 64 at least), lie within _CHROMA of the curve,
+    in continuous tone (they are _TONED_MID of the image, and its 8 commonest luma levels hold
+    under _FLAT_LEVELS of them), and its tone puts _TONE_OFF of them off grey (further than
+    _CHROMA from it: else the grey map finds its faces as it is).
+    Its tone is then subtracted (each pixel's chroma less the curve's at its luma, plus 128), so
+    that the grey map finds its faces as in a black-and-white photograph. Decided on every other pixel each way, a quarter of the
+    map: about 0.1 ms a sample-web scene (bench/faces.py's face step is 3-80 ms an image)."""
+    sample = ycc[::2, ::2].reshape(-1, 3)
+    y = sample[:, 0]
+    mid = (y >= _DARK) & (y <= 255 - _DARK)
+    n = int(np.count_nonzero(mid))
+    if n < max(64, _TONED_MID * len(y)):
+        return None  # mostly white or black: a page, a drawing, not a photograph
+    y = y[mid]
+    if np.sort(np.bincount(y, minlength=256))[-8:].sum() >= _FLAT_LEVELS * n:
+        return None  # a few flat levels: a graphic, not a photograph
+    band = y >> 3
+    counts = np.bincount(band, minlength=32)
+    have = np.flatnonzero(counts)
+    curves, near = [], np.ones(n, bool)
+    for c in (1, 2):
+        ch = sample[mid, c]
+        means = np.bincount(band, weights=ch, minlength=32)[have] / counts[have]
+        curve = np.interp(np.arange(256), have * 8 + 3.5, means).astype(np.float32)
+        curves.append(curve)
+        near &= np.abs(ch - curve[y]) <= _CHROMA
+    # its detail too (a colour face on a smooth gradient is off the gradient's curve, and small)
+    luma = ycc[::2, ::2, 0].astype(np.int16)
+    edge = np.zeros(luma.shape, np.int16)
+    edge[:, :-1] = np.abs(np.diff(luma, axis=1))
+    edge[:-1] = np.maximum(edge[:-1], np.abs(np.diff(luma, axis=0)))
+    detailed = (edge.reshape(-1) >= _EDGE)[mid]
+    needed = _TONED * max(64, int(np.count_nonzero(detailed)))
+    if np.count_nonzero(near) < _TONED * n or np.count_nonzero(near[detailed]) < needed:
+        return None  # chroma not set by luma, in the image or in its detail: a colour image
+    off = np.abs(sample[mid, 1:].astype(np.int16) - 128).max(axis=1) > _CHROMA
+    if np.count_nonzero(off) < _TONE_OFF * n:
+        return None  # near grey already (a faint tone, a washed-out image): the grey map finds it
+    luma = ycc[..., 0]
+    out = ycc.copy()
+    for c, curve in zip((1, 2), curves, strict=True):
+        out[..., c] = np.clip(ycc[..., c] - (curve - 128)[luma], 0, 255).astype(np.uint8)
+    return out
 
 
 def _at_least(a: np.ndarray, value: int) -> np.ndarray:
@@ -629,6 +728,27 @@ def _overlap(a, b) -> float:
     ix = max(0.0, min(a[0] + a[2], b[0] + b[2]) - max(a[0], b[0]))
     iy = max(0.0, min(a[1] + a[3], b[1] + b[3]) - max(a[1], b[1]))
     return ix * iy / max(1e-9, min(a[2] * a[3], b[2] * b[3]))
+
+
+def _add_boxes(merged: list, more: list) -> list:
+    """`merged` (a copy's faces, (x, y, w, h)) and the faces another copy of the image found:
+    one of `more` that half of overlaps a face of `merged` is that face; it replaces it when it
+    is larger and their union is not mostly both (IoU under 0.6: the earlier box was a part of
+    the face, as MTCNN's on a night-vision green one), else it is dropped (the same face: the
+    colour copy's box stays, as without the second copy)."""
+    merged = list(merged)
+    for b in more:
+        hits = [i for i, m in enumerate(merged) if _overlap(b, m) >= 0.5]
+        if not hits:
+            merged.append(b)
+            continue
+        i = hits[0]
+        m = merged[i]
+        inter = _overlap(b, m) * min(b[2] * b[3], m[2] * m[3])
+        iou = inter / max(1e-9, b[2] * b[3] + m[2] * m[3] - inter)
+        if b[2] * b[3] > m[2] * m[3] and iou < 0.6:
+            merged[i] = b
+    return merged
 
 
 def _merge(boxes: list) -> list:
@@ -786,8 +906,8 @@ def redact(
     fetched, `frames`: its frame count, `size`: its full size when `image` is a reduced decode).
 
     The bytes themselves when no face is found in a single-frame image without orientation
-    metadata whose bytes carry nothing beyond the image; such a file that carries more (an
-    EXIF thumbnail, bytes after its end, chunks or segments outside decode.strip_extras' safe
+    metadata whose bytes carry nothing beyond the image; such a file that carries more (EXIF
+    and its thumbnail, bytes after its end, chunks or segments outside decode.strip_extras' safe
     set) is stored stripped of it, losslessly (the same pixels; an AVIF, or a file whose
     structure could not be followed, re-encoded). Otherwise the image is re-encoded as `fmt`
     without metadata, at full size (a reduced decode is decoded again in full, only then):
