@@ -196,8 +196,9 @@ def decode_image(
 # same pixels), else re-encoded (`strip_extras`).
 
 # Kept as they are: what decoding and colour need. JPEG: APP0 JFIF (its own thumbnail emptied),
-# APP2 ICC profile, APP14 Adobe (the colour transform) and one EXIF APP1 without an IFD1 thumbnail;
-# every other marker is the image itself (tables, frame, scans, restart intervals).
+# APP2 ICC profile and APP14 Adobe (the colour transform); every other marker is the image itself
+# (tables, frame, scans, restart intervals). EXIF is dropped in every format (GPS position, the
+# camera's serial, the artist): an orientation other than 1 is applied by a re-encode first.
 _PNG_SAFE = frozenset(
     (b"IHDR", b"PLTE", b"IDAT", b"IEND")
     + (b"iCCP", b"tRNS", b"gAMA", b"cHRM", b"sRGB", b"pHYs", b"sBIT", b"bKGD")
@@ -240,8 +241,9 @@ class Extras:
 def strip_extras(data: bytes, fmt: str, *, drop_exif: bool = False) -> Extras:
     """What `data` (a decoded file of allow-listed format `fmt`) carries beyond its image, and the
     file without it (see `Extras`). Plain files come back as `Extras([], data)`, the same object.
-    `drop_exif`: drop a JPEG's EXIF too (its orientation could not be read: every viewer then
-    shows the stored pixels as they are)."""
+    A JPEG's EXIF is always dropped (as a PNG's eXIf and a WebP's EXIF are); `drop_exif` says
+    why: its orientation could not be read, so every viewer then shows the stored pixels as
+    they are."""
     try:
         if fmt == "JPEG":
             return _strip_jpeg(data, drop_exif)
@@ -311,7 +313,12 @@ def _jpeg_segment(marker: int, payload: bytes, state: dict) -> tuple[str | None,
                 return "unreadable EXIF", None
             if thumb:
                 return "EXIF thumbnail", None
-            return ("EXIF holding an image", None) if holds_image(payload) else (None, None)
+            if holds_image(payload):
+                return "EXIF holding an image", None
+            # Dropped as a PNG's eXIf and a WebP's EXIF are: GPS position, the camera's serial,
+            # the artist, comments. Its orientation is 1 or absent here (any other is turned
+            # upright and re-encoded by faces.redact), so every viewer shows the same pixels.
+            return "EXIF", None
         if payload.startswith(b"http://ns.adobe.com/xap/1.0/\x00"):
             return "XMP", None
         if payload.startswith(b"http://ns.adobe.com/xmp/extension/\x00"):

@@ -350,7 +350,6 @@ def _plain_files() -> dict[str, bytes]:
             img, "JPEG", progressive=True, restart_marker_rows=1
         ),
         "JPEG with ICC": _enc(img, "JPEG", quality=90, icc_profile=icc),
-        "JPEG with EXIF, orientation 1": _enc(img, "JPEG", exif=_orientation_exif(1)),
         "CMYK JPEG (Adobe)": _enc(img.convert("CMYK"), "JPEG", quality=90),
         "PNG": _enc(img, "PNG"),
         "PNG with iCCP, pHYs, gAMA": png_meta,
