@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import io
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -411,15 +411,18 @@ def _groups(file_of: list[int], rows: list[dict]) -> list[list[int]]:
 
 
 def settled_rows(
-    pairs: str | os.PathLike[str] | Iterable[str | os.PathLike[str]], consent: Any = None
+    pairs: str | os.PathLike[str] | Iterable[str | os.PathLike[str]],
+    consent: Any = None,
+    required: Mapping[str, str] = PAIR_COLUMNS,
 ) -> list[tuple[Path, list[dict]]]:
     """Every row of the pairs files (`pairs_files`), per file in order, with drop_reason and
-    duplicate_of as readers take them (`settle`, over each build's files among them)."""
+    duplicate_of as readers take them (`settle`, over each build's files among them).
+    `required`: the columns the reader needs (a file without one is refused, named)."""
     from common.inputs import read_rows
 
     fix = "pass an `images build` output"
     files = pairs_files(pairs)
-    tables = [read_rows(f, required=PAIR_COLUMNS, fix=fix) for f in files]
+    tables = [read_rows(f, required=required, fix=fix) for f in files]
     builds: dict[tuple[Path, ...], list[int]] = {}
     for i, f in enumerate(files):
         builds.setdefault(tuple(build_files(f)), []).append(i)

@@ -155,7 +155,8 @@ def read_pairs(
             )
     # drop_reason as readers take it: a duplicate whose kept copy is opted out takes its place,
     # and an image kept in two shards is captioned once (common.pairs.settle)
-    for f, rows in settled_rows(pairs_dirs, rule):
+    need = {"id": "string", "image_path": "string", "drop_reason": "string"}
+    for f, rows in settled_rows(pairs_dirs, rule, required=need):
         for r in rows:
             if r["drop_reason"] is not None or not r["image_path"]:
                 continue

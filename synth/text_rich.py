@@ -248,7 +248,7 @@ def read_pairs(pairs: Any, consent: Any = None) -> tuple[list[dict], int]:
         check_columns(f, read_schema(f, fix), need, fix=fix)
     # drop_reason as readers take it: a duplicate whose kept copy is opted out takes its place,
     # and an image kept in two shards is read once (common.pairs.settle)
-    for f, rows in settled_rows(pairs, rule):
+    for f, rows in settled_rows(pairs, rule, required=need):
         for r in rows:
             if r["drop_reason"] is not None:
                 continue

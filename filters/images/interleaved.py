@@ -204,7 +204,8 @@ def write_interleaved(
     fix = "re-run `refinery images build` (pairs) or `refinery extract` (interleaved)"
     for f in pair_files:
         check_columns(f, read_schema(f, fix), PAIRS_COLUMNS, fix=fix)
-    pairs = [r for _, rows in settled_rows(pair_files, consent) for r in rows]
+    need = {"id": "string", **PAIRS_COLUMNS}
+    pairs = [r for _, rows in settled_rows(pair_files, consent, required=need) for r in rows]
     docs_rows = read_rows(source, required=INTERLEAVED_COLUMNS, fix=fix)
     kept, report = filter_documents(docs_rows, pairs, cfg.interleaved)
     table = documents_table(kept)
