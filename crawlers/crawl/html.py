@@ -179,10 +179,18 @@ def _scheme_of(url: str) -> str:
 
 
 def parse_html(
-    body: bytes, base_url: str, *, agent: str, training_agent: str, max_text_chars: int = 20000
+    body: bytes | str,
+    base_url: str,
+    *,
+    agent: str,
+    training_agent: str,
+    max_text_chars: int = 20000,
 ) -> PageInfo:
     """Parse an HTML body: canonical outlinks (<a href>, <link rel=next/prev/canonical> and a
-    meta refresh target; with <base>), meta robots for our agents, text."""
+    meta refresh target; with <base>), meta robots for our agents, text.
+
+    `body` is the bytes a server sent (the crawl) or an already decoded document (the render's
+    final DOM, whose links go back to the crawl under these same rules)."""
     info = PageInfo()
     if not body.strip():
         return info

@@ -3,13 +3,19 @@
 Each shard appends them to `<shard_root>/outbox/to-<j>/part-<k>-<first>-<last>.parquet` and
 reads its own `outbox/to-<k>/` at start and on --resume (each part once, recorded in the
 frontier). A part is written to a temporary name and renamed, so a reader never sees half of one.
+
+The render stage hands the links only a page's scripts revealed ("Load more", infinite scroll)
+back the same way (`hand_on`: `part-render-<hash>.parquet`, source `render`), also to an
+unsharded crawl (`outbox/to-0/`); the crawl judges them as links of the rendered page.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 from collections import Counter, defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +27,7 @@ from crawlers.crawl.config import CrawlConfig, CrawlError, shard_of
 from crawlers.crawl.frontier import Frontier
 
 OTHER_SHARD = "other-shard"
+RENDER_SOURCE = "render"  # an outbox row the render found in a page's final DOM
 OUTBOX_SCHEMA = pa.schema(
     [
         ("url", pa.string()),
@@ -33,12 +40,42 @@ OUTBOX_SCHEMA = pa.schema(
 )
 
 
-def shard_root_of(out_dir: Path, config: CrawlConfig) -> Path:
-    """Directory shared by the shards of one crawl (holds outbox/to-<j>/)."""
-    if config.shard_root:
-        return Path(config.shard_root)
+def shard_root_of(out_dir: Path, config: CrawlConfig | Mapping[str, Any]) -> Path:
+    """Directory shared by the shards of one crawl (holds outbox/to-<j>/); `config` may also be
+    the dict a crawl's frontier.sqlite keeps (the render reads it there)."""
+    cfg = config if isinstance(config, Mapping) else config.model_dump()
+    if cfg.get("shard_root"):
+        return Path(cfg["shard_root"])
     out_dir = Path(out_dir)
-    return out_dir.parent if out_dir.name == f"shard={config.shard}" else out_dir
+    return out_dir.parent if out_dir.name == f"shard={cfg.get('shard') or 0}" else out_dir
+
+
+def _write_part(path: Path, table: pa.Table) -> None:
+    """Write one outbox part under a temporary name and rename it: a reader never sees half."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    pq.write_table(table, tmp)
+    os.replace(tmp, path)
+
+
+def hand_on(shard_root: Path, shard: int, rows: list[dict[str, Any]]) -> Path | None:
+    """Put the links the render found (OUTBOX_SCHEMA rows, source `render`) in shard `shard`'s
+    inbox as one part named by a hash of its rows, so a render run again (or resumed) with the
+    same links writes the same part, never a second; the part's path (None: no rows)."""
+    if not rows:
+        return None
+    table = pa.Table.from_pylist(rows, schema=OUTBOX_SCHEMA)
+    digest = hashlib.sha256(json.dumps(table.to_pylist(), sort_keys=True).encode()).hexdigest()
+    path = shard_root / "outbox" / f"to-{shard}" / f"part-{RENDER_SOURCE}-{digest[:24]}.parquet"
+    if not path.exists():
+        try:
+            _write_part(path, table)
+        except OSError as exc:
+            raise OSError(
+                f"{path}: cannot write the links the render found for the crawl ({exc}); make "
+                f"the crawl's shard root {shard_root} writable"
+            ) from exc
+    return path
 
 
 class ShardRouter:
@@ -60,10 +97,12 @@ class ShardRouter:
     def read_inbox(self, discover: Callable[..., str]) -> None:
         """Queue the URLs other shards routed here (each part file once, also across --resume).
 
-        `discover(url, depth, source, parent, anchor, routed=True)` adds one URL to the frontier.
+        `discover(url, depth, source, parent, anchor, routed=...)` adds one URL to the frontier.
+        An unsharded crawl reads `outbox/to-0/` too: the render hands it the links a page's
+        scripts revealed. Those are links of the rendered page (`parent`): discovered as source
+        `link`, not `routed`, so every link rule applies (scope, depth, type, traps; robots.txt
+        when fetched), as to a link of the page's static HTML.
         """
-        if self.cfg.shards == 1:
-            return
         inbox = self.shard_root / "outbox" / f"to-{self.cfg.shard}"
         consumed = set(self.frontier.get_meta("inbox_consumed") or [])
         for part in sorted(inbox.glob("part-*.parquet")) if inbox.is_dir() else []:
@@ -85,13 +124,16 @@ class ShardRouter:
                         self.stats[f"inbox_rejected: {part.name}: {exc}"[:200]] += 1
                         continue
                     self.stats["inbox"] += 1
+                    source = r.get("source") or "link"
+                    rendered = source == RENDER_SOURCE and bool(r.get("parent"))
+                    self.stats["inbox_render"] += rendered
                     discover(
                         url,
                         int(r.get("depth") or 0),
-                        r.get("source") or "link",
+                        "link" if rendered else source,
                         r.get("parent"),
                         r.get("anchor") or "",
-                        routed=True,
+                        routed=not rendered,
                     )
                 consumed.add(part.name)
                 self.frontier.set_meta("inbox_consumed", sorted(consumed))
@@ -111,7 +153,6 @@ class ShardRouter:
         first, end = rows[0]["seq"], rows[-1]["seq"]
         for j, rs in sorted(by_shard.items()):
             box = self.shard_root / "outbox" / f"to-{j}"
-            box.mkdir(parents=True, exist_ok=True)
             table = pa.table(
                 {
                     "url": [r["url"] for r in rs],
@@ -123,10 +164,7 @@ class ShardRouter:
                 },
                 schema=OUTBOX_SCHEMA,
             )
-            path = box / f"part-{k}-{first:012d}-{end:012d}.parquet"
-            tmp = path.with_name(path.name + ".tmp")
-            pq.write_table(table, tmp)
-            os.replace(tmp, path)  # a reader never sees half a part
+            _write_part(box / f"part-{k}-{first:012d}-{end:012d}.parquet", table)
             self.stats["routed_out"] += len(rs)
         with self.frontier:
             self.frontier.set_meta("outbox_seq", end)

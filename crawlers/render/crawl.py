@@ -7,6 +7,11 @@ A page on a private IP literal may reach its own origin (and nothing else privat
 crawl that fetched it was told to allow private networks (its own `allow_private_networks`, in
 the shard's frontier.sqlite) and the record is no import: an imported archive's URLs are data,
 and data never grants a fetch (`plan_renders`, `RenderJob.trust_own_origin`).
+
+Links only a page's scripts revealed ("Load more", infinite scroll) go back to the crawl that
+fetched it (`hand_on_links`): the rendered DOM's links, read as the crawl reads links, less those
+of the page's static HTML, are written to that crawl's inboxes (`crawlers.crawl.routing.hand_on`)
+and fetched by its next `--resume`. Never for an imported page (data never grants a fetch).
 """
 
 from __future__ import annotations
@@ -21,6 +26,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from crawlers.crawl.canon import host_of
+from crawlers.crawl.config import shard_of
+from crawlers.crawl.html import parse_html
+from crawlers.crawl.routing import RENDER_SOURCE, hand_on, shard_root_of
 from crawlers.extract.crawl_io import crawl_shards, iter_crawl_records, iter_shard_records
 from crawlers.extract.decode import BadPage, decode_html
 from crawlers.render.archive import ArchiveLocation, read_page
@@ -51,6 +60,54 @@ def frontier_config(pages_file: str | Path) -> dict[str, Any]:
         return {}  # not a crawl this version wrote: the defaults apply
 
 
+@dataclasses.dataclass(frozen=True)
+class LinkSource:
+    """A page a crawl fetched, whose rendered DOM's new links go back to that crawl: where its
+    inboxes are, how it reads links, and what the page's static HTML linked already."""
+
+    shard_root: Path
+    shards: int
+    shard: int
+    agent: str
+    training_agent: str
+    depth: int | None  # the page's depth in the crawl (None: not recorded)
+    static: frozenset[str]  # canonical URLs of the static HTML's links (the crawl has them)
+
+
+def _crawl_of(pages_file: str | Path, cfg: dict[str, Any]) -> dict[str, Any] | None:
+    """How the crawl that wrote `pages_file` routes links (shard root, shard count, tokens), or
+    None when no crawl configuration is there (an import, an older crawl): nothing to hand on."""
+    if not cfg:
+        return None
+    root = shard_root_of(Path(pages_file).parent, cfg)
+    return {
+        "shard_root": root,
+        "shards": int(cfg.get("shards") or 1),
+        "shard": int(cfg.get("shard") or 0),
+        "agent": str(cfg.get("agent") or "RefineryBot"),
+        "training_agent": str(cfg.get("training_agent") or "RefineryBot-Extended"),
+    }
+
+
+def _link_source(rec: dict, crawl: dict[str, Any] | None) -> LinkSource | None:
+    """The page's `LinkSource`; None for an imported page, a page of no crawl, or one whose
+    crawl follows none of its links (meta robots or X-Robots-Tag nofollow)."""
+    if crawl is None or imported(rec) or rec.get("nofollow"):
+        return None
+    try:
+        links = parse_html(
+            rec["body"], rec["url"], agent=crawl["agent"], training_agent=crawl["training_agent"]
+        ).links
+    except Exception:  # the crawl read no links of a page it could not parse: all are new
+        links = []
+    depth = rec.get("depth")
+    return LinkSource(
+        **crawl,
+        depth=int(depth) if depth is not None else None,
+        static=frozenset(lk.url for lk in links),
+    )
+
+
 def imported(rec: dict) -> bool:
     """A record an import wrote (`source` 'import:warc', an `import_mode`): an archive's data,
     not a fetch this project made."""
@@ -62,28 +119,38 @@ def plan_renders(crawl_dir: str | Path, mode: str = "auto") -> tuple[list[dict],
 
     A job trusts its page's own private origin (`RenderJob.trust_own_origin`) only when its
     shard's crawl ran with allow_private_networks and the record is no import (`imported`)."""
-    decisions, jobs, _ = _plan(crawl_dir, mode)
+    decisions, jobs, _, _ = _plan(crawl_dir, mode)
     return decisions, jobs
 
 
-def _plan(crawl_dir: str | Path, mode: str) -> tuple[list[dict], list[RenderJob], list[str]]:
-    """`plan_renders`, with each job's journal key (`page_key`)."""
+def _plan(
+    crawl_dir: str | Path, mode: str
+) -> tuple[list[dict], list[RenderJob], list[str], dict[str, LinkSource]]:
+    """`plan_renders`, with each job's journal key (`page_key`) and, by URL, the `LinkSource`
+    of each job whose new links go back to its crawl."""
     if mode not in RENDER_MODES:
         raise ValueError(f"render mode {mode!r}: choose one of {', '.join(RENDER_MODES)}")
-    decisions, jobs, keys = [], [], []
+    decisions, jobs, keys, sources = [], [], [], {}
     seen = set()
-    told: dict[str, bool] = {}  # pages file -> its crawl was told to allow private networks
+    crawls: dict[str, tuple[bool, dict | None]] = {}  # pages file -> (trusted, its routing)
     for pages_file, warc_file in crawl_shards(crawl_dir):
-        if pages_file not in told:
-            told[pages_file] = frontier_config(pages_file).get("allow_private_networks") is True
+        if pages_file not in crawls:
+            cfg = frontier_config(pages_file)
+            crawls[pages_file] = (
+                cfg.get("allow_private_networks") is True,
+                _crawl_of(pages_file, cfg),
+            )
+        told, crawl = crawls[pages_file]
         for rec in iter_shard_records(pages_file, warc_file):
-            decision, job = _plan_one(rec, mode, seen, told[pages_file] and not imported(rec))
+            decision, job = _plan_one(rec, mode, seen, told and not imported(rec))
             if decision is not None:
                 decisions.append(decision)
             if job is not None:
                 jobs.append(job)
                 keys.append(page_key(job, rec["body"]))
-    return decisions, jobs, keys
+                if (source := _link_source(rec, crawl)) is not None:
+                    sources[job.url] = source
+    return decisions, jobs, keys, sources
 
 
 def page_key(job: RenderJob, body: bytes) -> str:
@@ -127,13 +194,16 @@ def render_crawl(
     config: RenderConfig | None = None,
     on_result: Callable[[RenderOutcome], None] | None = None,
     journal: RenderJournal | None = None,
+    hand_on_to_crawl: bool = True,
 ) -> list[dict]:
     """Rows of rendered.parquet: every decision, with the final DOM of pages that were rendered.
 
     With a `journal`, the pages an earlier run of the same render finished are taken from it
     (not rendered again), and each page this run finishes is committed to it as it finishes.
-    The rows are the same either way, in the same (the plan's) order."""
-    decisions, jobs, keys = _plan(crawl_dir, mode)
+    The rows are the same either way, in the same (the plan's) order. With
+    `hand_on_to_crawl`, the links only the rendered DOM holds go to the crawl's inboxes
+    (`hand_on_links`; journaled pages' too), counted in each row's `links_handed_on`."""
+    decisions, jobs, keys, sources = _plan(crawl_dir, mode)
     done = journal.open(keys) if journal is not None else {}
     key_of = {j.url: k for j, k in zip(jobs, keys, strict=True)}  # a URL is planned once
     todo = [j for j in jobs if key_of[j.url] not in done]
@@ -147,6 +217,7 @@ def render_crawl(
     outcomes = {o.url: o for o in done.values()}
     if todo:
         outcomes |= {o.url: o for o in render_pages(todo, config, finished)}
+    handed = hand_on_links(decisions, outcomes, sources) if hand_on_to_crawl else {}
     rows = []
     for d in decisions:
         o = outcomes.get(d["url"])
@@ -173,9 +244,70 @@ def render_crawl(
                 "warc_file": o.archive.file if o and o.archive else None,
                 "warc_offset": o.archive.offset if o and o.archive else None,
                 "warc_length": o.archive.length if o and o.archive else None,
+                "links_handed_on": handed.get(d["url"], 0),
             }
         )
     return rows
+
+
+def new_links(html: str, url: str, source: LinkSource) -> list[dict[str, Any]]:
+    """The links of a page's rendered DOM its static HTML lacks, as OUTBOX_SCHEMA rows: read as
+    the crawl reads a page's links (`parse_html`: canonical URLs, <a href>, <link rel=next...>,
+    meta refresh, <base>), none when the DOM says nofollow to the crawl token, none marked
+    rel=nofollow, in document order."""
+    try:
+        info = parse_html(html, url, agent=source.agent, training_agent=source.training_agent)
+    except Exception as exc:  # one page's markup never ends the render: logged, nothing handed on
+        log.warning("render: %s: its rendered DOM's links are unreadable (%s)", url, exc)
+        return []
+    if info.directives.nofollow:
+        return []
+    depth = source.depth + 1 if source.depth is not None else None
+    return [
+        {
+            "url": lk.url,
+            "depth": depth,
+            "source": RENDER_SOURCE,
+            "parent": url,
+            "anchor": lk.anchor,
+            "from_shard": source.shard,
+        }
+        for lk in info.links
+        if not lk.nofollow and lk.url not in source.static
+    ]
+
+
+def hand_on_links(
+    decisions: list[dict], outcomes: dict[str, RenderOutcome], sources: dict[str, LinkSource]
+) -> dict[str, int]:
+    """Write the links only rendered DOMs hold to the inboxes of the crawl that fetched each page
+    (the link's host decides the shard: `shard_of`), one part per target shard
+    (`crawlers.crawl.routing.hand_on`: named by its rows, so running the render again adds no
+    second part); the crawl queues them on its next --resume under its own rules. Returns, per
+    page URL, how many links it handed on (a link two pages reveal counts for the first)."""
+    parts: dict[tuple[Path, int], dict[str, dict[str, Any]]] = {}
+    handed: dict[str, int] = {}
+    for d in decisions:  # the plan's order: the same parts whatever order pages finished in
+        url, source, o = d["url"], sources.get(d["url"]), outcomes.get(d["url"])
+        if source is None or o is None or not o.html:
+            continue
+        for row in new_links(o.html, url, source):
+            box = parts.setdefault(
+                (source.shard_root, shard_of(host_of(row["url"]), source.shards)), {}
+            )
+            if row["url"] not in box:
+                box[row["url"]] = row
+                handed[url] = handed.get(url, 0) + 1
+    for (root, shard), rows in parts.items():
+        hand_on(root, shard, sorted(rows.values(), key=lambda r: r["url"]))
+    if handed:
+        log.info(
+            "render: %d link(s) only rendered DOMs hold were handed on to the crawl's inboxes "
+            "(%d part(s)); `crawl --resume` fetches them",
+            sum(handed.values()),
+            len(parts),
+        )
+    return handed
 
 
 def replay_renders(

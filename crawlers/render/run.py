@@ -43,6 +43,8 @@ def _rendered_schema():
             ("warc_file", pa.string()),
             ("warc_offset", pa.int64()),
             ("warc_length", pa.int64()),
+            # links only the rendered DOM holds, handed on to the crawl's inbox for its --resume
+            ("links_handed_on", pa.int32()),
         ]
     )
 
@@ -100,6 +102,10 @@ def run_render(
     fetched again, and rendered.parquet is what one uninterrupted run writes
     (`crawlers.render.crawl.RenderJournal`). The journal is deleted once rendered.parquet is
     written.
+
+    Links only a rendered DOM holds (a "Load more" listing's articles) go back to the crawl
+    that fetched the page, into its inboxes (`crawlers.render.crawl.hand_on_links`): its next
+    `crawl --resume` fetches them. Imported pages hand on nothing.
     """
     import pyarrow as pa
 
@@ -190,6 +196,8 @@ def run_render(
         "resumed_pages": journal.resumed,  # finished by a killed earlier run, taken from its journal
         "blocked_requests": sum(len(r["blocked_requests"]) for r in rendered),
         "subresources": sum(len(r["subresources"]) for r in rendered),
+        # links only rendered DOMs hold, put in the crawl's inboxes for its next --resume
+        "links_handed_on": sum(r["links_handed_on"] for r in rows),
         "seconds": round(elapsed, 2),
         "pages_per_s": round(fresh / elapsed, 3) if fresh and elapsed > 0 else 0.0,
         "pages_in_flight": pages_in_flight,

@@ -240,7 +240,8 @@ def _check_start(out: Path, resume: bool) -> None:
 def _clear_lake_out(out: Path, n: int, fresh: bool) -> None:
     """Clear the lake's crawl/ of the builds whose pages would mix with those of `out`
     (`_lake_out`; extraction reads crawl/pages.parquet and every crawl/shard=*/pages.parquet):
-    an unsharded run (n == 1, out = crawl/) removes the shard=<k> builds and their outbox/; a
+    an unsharded run (n == 1, out = crawl/) removes the shard=<k> builds and their inboxes
+    (outbox/to-<k>, but to-0: its own, where the render hands on links scripts revealed); a
     shard run the unsharded build's outputs and state (pages, skipped, warc/, frontier,
     checkpoints/, recrawl table, manifests) and the shard builds of another shard count. Imports
     (shard=import*) are datasets of their own and stay. `fresh`: `out` itself is removed too
@@ -252,8 +253,12 @@ def _clear_lake_out(out: Path, n: int, fresh: bool) -> None:
         if shard and not name[len(SHARD_PREFIX) :].isdigit():
             continue  # an import (shard=import, shard=import-<k>), or not a crawl shard
         if n == 1:
-            if shard or name == OUTBOX:  # the shard builds' (an unsharded crawl has no outbox)
+            if shard:
                 _remove(entry)
+            elif name == OUTBOX:  # the shard builds' inboxes; to-0 is this crawl's own (the
+                for box in sorted(entry.iterdir()):  # render hands links on there)
+                    if box.name != "to-0":
+                        _remove(box)
         elif not shard:
             if name != OUTBOX:  # the shards' shared outbox stays
                 _remove(entry)  # the unsharded build's

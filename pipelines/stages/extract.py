@@ -123,6 +123,7 @@ class RenderSummary(Summary):
     resumed_pages: int = 0  # pages a killed earlier run finished, taken from its journal
     blocked_requests: int
     subresources: int
+    links_handed_on: int = 0  # links only rendered DOMs hold, put in the crawl's inboxes
     seconds: float
     pages_per_s: float
     pages_in_flight: int | None = None  # the pool size used (lowered to fit a memory budget)

@@ -70,10 +70,12 @@ def test_an_unsharded_crawl_removes_the_shard_crawls_but_not_imports(tmp_path, s
     write_crawl(crawl / "shard=3", [_page("http://b.example/y")])
     write_crawl(crawl / "shard=import-0", [_page("http://c.example/")])
     (crawl / "outbox" / "to-3").mkdir(parents=True)
+    (crawl / "outbox" / "to-0").mkdir(parents=True)  # its own inbox: the render's links
 
     run(_params(seed), Lake(root=tmp_path))
 
-    assert {"outbox", "shard=0", "shard=3"}.isdisjoint(_names(crawl))
+    assert {"shard=0", "shard=3"}.isdisjoint(_names(crawl))
+    assert sorted(p.name for p in (crawl / "outbox").iterdir()) == ["to-0"]
     read = {p.parent.name for p in find_pages_files(crawl)}
     assert read == {"crawl", "shard=import-0"}
 
