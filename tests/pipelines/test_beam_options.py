@@ -164,3 +164,18 @@ def test_import_and_extract_take_the_dask_short_name(monkeypatch, tmp_path):
     imports.run_pipeline([], tmp_path, {}, pipeline_args=["--runner", "DaskRunner"])
     extract.run_pipeline([], tmp_path, pipeline_args=["--runner", "DaskRunner"])
     assert seen == [fs.DASK_RUNNER, fs.DASK_RUNNER]
+
+
+def test_importing_the_beam_pipelines_prints_nothing():
+    """Beam's import warns on the root logger ("apitools not found ..."), which installs a
+    stderr handler: the line came before every stage's own one-line error."""
+    import subprocess
+    import sys
+
+    out = subprocess.run(
+        [sys.executable, "-c", "import pipelines.beam.fs, logging; logging.getLogger().info('x')"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert out.stderr == ""
