@@ -165,8 +165,8 @@ def stage_results(stage: Stage, summary: Summary, lake: Lake, seconds: float, pe
 def _user_failure(asset_name: str, exc: BaseException) -> Failure:
     """A stage's user error (a bad file or value) as the step's failure: one line naming the
     asset, the file or field and the fix, as the CLI prints it, with the traceback in a log
-    file (`pipelines.cli.trace_log`) rather than a stack of Dagster frames in front of it."""
-    from pipelines.cli import error_line, trace_log
+    file (`pipelines.stage.trace_log`) rather than a stack of Dagster frames in front of it."""
+    from pipelines.stage import error_line, trace_log
 
     line = " ".join(error_line(exc).split()) or type(exc).__name__
     log = trace_log(exc, asset_name)

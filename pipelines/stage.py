@@ -61,6 +61,49 @@ def is_user_error(exc: BaseException) -> bool:
     return False
 
 
+def flag_of(stage: Stage, name: str) -> str:
+    return field_role(stage.params, name).get("flag") or "--" + name.replace("_", "-")
+
+
+def error_line(exc: BaseException, stage: Stage | None = None) -> str:
+    """One line naming the file or flag, the field and the fix."""
+    from pydantic import ValidationError
+
+    if isinstance(exc, ValidationError) and stage is not None:
+        from common.errors import validation_problems
+
+        def where(loc: list[str]) -> str:
+            name = loc[0] if loc else ""
+            return flag_of(stage, name) if name in stage.params.model_fields else ".".join(loc)
+
+        return validation_problems(exc, where, model=stage.params)
+    if isinstance(exc, KeyError) and exc.args:
+        key = str(exc.args[0])
+        if key.isidentifier():  # a bare dict/column lookup that missed: say what is missing
+            return f"missing field {key!r} in the input (re-run the stage that writes it)"
+        return key
+    return str(exc)
+
+
+def trace_log(exc: BaseException, command: str = "") -> Path | None:
+    """Write the exception's traceback to a log file ($REFINERY_LOG_DIR, default
+    <tmp>/refinery-logs) and return its path (None when it cannot be written)."""
+    import os
+    import tempfile
+    import time
+    import traceback
+
+    root = Path(os.environ.get("REFINERY_LOG_DIR") or Path(tempfile.gettempdir()) / "refinery-logs")
+    name = "-".join(command.split()) or "refinery"
+    path = root / f"{name}-{time.strftime('%Y%m%dT%H%M%S', time.gmtime())}-{os.getpid()}.log"
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+        path.write_text("".join(traceback.format_exception(exc)), encoding="utf-8")
+    except OSError:
+        return None
+    return path
+
+
 def param(
     default: Any = ...,
     *,
