@@ -452,19 +452,24 @@ class Fetcher:
                 hop = await self._request(
                     url, result, wanted_types, keep_prefix, header_gate, headers, target
                 )
+                retry_after = None
+                for key, value in hop.response_headers if hop is not None else ():
+                    if key.lower() == "retry-after":
+                        retry_after = value
+                # Recorded while the slot is still held: releasing it wakes the waiters, and one
+                # that ran before the Retry-After/backoff was applied would start inside the pause.
+                # A network failure (no hop) counts as an error for backoff and the circuit
+                # breaker, unless the caller keeps its own backoff (robots.txt re-checks: resets
+                # or timeouts for minutes must not get the host abandoned before robots_give_up_s).
+                self.politeness.record(
+                    host,
+                    hop.status if hop is not None else None,
+                    retry_after,
+                    count_error=count_errors,
+                )
         except HostGaveUpError as exc:
             result.error = f"host-gave-up: {exc}"
             return None
-        retry_after = None
-        for key, value in hop.response_headers if hop is not None else ():
-            if key.lower() == "retry-after":
-                retry_after = value
-        # A network failure (no hop) counts as an error for backoff and the circuit breaker,
-        # unless the caller keeps its own backoff (robots.txt re-checks: resets or timeouts for
-        # minutes must not get the host abandoned before robots_give_up_s).
-        self.politeness.record(
-            host, hop.status if hop is not None else None, retry_after, count_error=count_errors
-        )
         return hop
 
     async def _request(
