@@ -55,9 +55,10 @@ class ImagesBuildParams(Params):
     )
     shard: str = param(
         "0/1",
-        help="K/N: only the images whose server (IP, or registered domain) hashes to K of N; "
-        "a src's server is asked by one shard only (a redirect may lead to another shard's "
-        "server, which then sees both shards' politeness, not one).",
+        help="K/N: only the images whose server (an IP in any spelling, or a registered "
+        "domain) hashes to K of N; names are not resolved, so names of different domains on one "
+        "machine, and redirect targets, may be fetched by two shards at once, each keeping its "
+        "own delay.",
         asset=False,
     )
     resume: bool = param(False, help="Continue a build in --out after a kill.")
