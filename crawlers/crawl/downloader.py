@@ -36,7 +36,7 @@ from urllib.parse import urljoin, urlsplit
 from crawlers.crawl.config import CrawlConfig
 from crawlers.crawl.fetcher import REDIRECT_STATUSES, Fetcher, FetchResult, Hop, now_iso
 from crawlers.crawl.politeness import RETRY_STATUSES, Politeness
-from crawlers.crawl.robots_policy import ALLOWED, RobotsFetch, RobotsPolicy
+from crawlers.crawl.robots_policy import ALLOWED, UNREACHABLE, RobotsFetch, RobotsPolicy
 from crawlers.crawl.ssrf import (
     BlockedAddressError,
     blocked_reason,
@@ -45,7 +45,7 @@ from crawlers.crawl.ssrf import (
     connect_url,
     parse_ip_literal,
 )
-from crawlers.robots import origin_of
+from crawlers.robots import RobotsTxt, origin_of
 
 TRANSIENT_ERRORS = ("timeout", "connect-error", "connection-reset", "payload-error")
 # Errors that mean a policy refused the request (nothing was sent to the target).
@@ -181,10 +181,20 @@ class RobotsLayer(Layer):
         self.politeness.set_crawl_delay(host, robots.crawl_delay(self.robots.agent))
         request.meta["robots"] = (crawl, training)
         if crawl != ALLOWED:
-            res = refusal(request, f"robots-{crawl}: robots.txt for {self.robots.agent}")
+            error = f"robots-{crawl}: robots.txt for {self.robots.agent}"
+            if crawl == UNREACHABLE:
+                error += self._unreachable(request.url, robots)
+            res = refusal(request, error)
             res.robots_crawl, res.robots_training = crawl, training
             return res
         return None
+
+    def _unreachable(self, url: str, robots: RobotsTxt) -> str:
+        """' at <robots.txt URL>: <why>' for an unreachable robots.txt: the last failure once
+        given up on (a TLS or connection error, an HTTP status), else its policy's reason."""
+        origin = origin_of(url)
+        cause = self.robots.gave_up.get(origin) or robots.reason
+        return f" at {origin}/robots.txt: {cause}"
 
     async def process_response(self, request: Request, result: FetchResult) -> FetchResult:
         if "robots" in request.meta:

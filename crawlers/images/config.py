@@ -48,6 +48,13 @@ class ImageFetchConfig(BaseModel):
         1, ge=1, description="requests in flight at once to one server (politeness key)"
     )
     max_retries: int = Field(2, ge=0, description="retries after 429/5xx/network errors")
+    max_retry_after_s: float | None = Field(
+        None,
+        ge=0,
+        description="longest Retry-After (429/503) waited for before a retry; a longer one is "
+        "not waited for: the row is http_status at once and a resumed run asks again, and the "
+        "host's other images wait for the resume (None: timeout_s)",
+    )
     robots_retries: int = Field(
         3, ge=0, description="re-fetches of a robots.txt that answered 5xx/429 or timed out"
     )
@@ -65,6 +72,9 @@ class ImageFetchConfig(BaseModel):
             raise ValueError(
                 "agent and training_agent must differ (one decides fetching, one training use)"
             )
+        if self.max_retry_after_s is None:
+            # an image is not held (nor its server's other images) for longer than a request
+            self.max_retry_after_s = self.timeout_s
         return self
 
     @classmethod
@@ -89,6 +99,7 @@ class ImageFetchConfig(BaseModel):
             max_body_bytes=self.max_bytes,
             max_decompressed_bytes=self.max_bytes,
             max_retries=self.max_retries,
+            max_retry_after=self.max_retry_after_s,
             robots_retries=self.robots_retries,
             wanted_types=list(IMAGE_TYPES),
         )

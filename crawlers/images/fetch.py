@@ -15,6 +15,9 @@ Every ref becomes exactly one row (rows in = rows out), in input order. In the o
    - `X-Robots-Tag: noai`/`noimageai` on the response: `noai`, read from the headers, the body
      is not downloaded;
    - network failures and policy refusals (SSRF included): `fetch_error`; non-2xx: `http_status`;
+     a 429/503 whose Retry-After is over `max_retry_after_s` is not waited for (`http_status`,
+     the Retry-After in `error`), and its host's other images are not asked for until then
+     (`fetch_error` 'host-paused: ...'): a resumed run asks for both again;
      a non-image content type: `not_image` (body not read); over `max_bytes` (Content-Length or
      while streaming; reading stops at the cap): `too_large`;
 3. decoding (`crawlers.images.decode`): `not_image`, `decompression_bomb`, `undecodable`,
@@ -34,10 +37,13 @@ Every ref becomes exactly one row (rows in = rows out), in input order. In the o
    such images in a row with none stored between end the run with that error (a broken
    install, a full disk).
 
-A URL shared by many refs (a logo on every page) is fetched once. Progress is journaled
+A URL shared by many refs (a logo on every page) is fetched once, whatever its spelling (its
+canonical form). Workers take refs round-robin over their servers, so the refs of one site in a
+row do not hold every worker on that server's politeness. Progress is journaled
 (`crawlers.images.journal`), so a run killed with `kill -9` resumes with `resume=True` without
 losing or repeating a row; a resumed run also tries again the refs whose fetch failed for a
-transient reason (timeout, connection error, a server given up on, an unreachable robots.txt).
+transient reason (timeout, connection error, a server given up on, an unreachable robots.txt, a
+Retry-After not waited for).
 """
 
 from __future__ import annotations
@@ -49,10 +55,11 @@ import logging
 import os
 import threading
 import time
-from collections import Counter
+from collections import Counter, deque
 from collections.abc import Callable, Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -62,8 +69,10 @@ from common.consent import FLAG, NO_LEDGER, Consent, describe_flag, flag_true
 from common.manifest import write_parquet
 from common.pairs import rgb_view
 from common.phash import colour_thumbnail
-from crawlers.crawl.downloader import TRANSIENT_ERRORS, Downloader, RobotsLayer
+from crawlers.crawl.canon import UrlError, canonicalize
+from crawlers.crawl.downloader import TRANSIENT_ERRORS, Downloader, RetryLayer, RobotsLayer
 from crawlers.crawl.fetcher import FetchResult, mime_of
+from crawlers.crawl.politeness import parse_retry_after
 from crawlers.crawl.robots_policy import ALLOWED, UNREACHABLE
 from crawlers.images.config import IMAGE_TYPES, ImageFetchConfig
 from crawlers.images.consent import (
@@ -75,6 +84,7 @@ from crawlers.images.consent import (
 from crawlers.images.decode import decode_image
 from crawlers.images.faces import FaceDetector, ImageFault, image_step, redact
 from crawlers.images.journal import open_journal
+from crawlers.images.shards import server_key
 
 FETCHED = "fetched.parquet"
 IMAGES = "images"
@@ -336,8 +346,6 @@ def _fingerprint(refs: list[dict], cfg: ImageFetchConfig) -> str:
 def unusable_src(src: object) -> str | None:
     """Why an image ref's src can not be fetched (not an http(s) URL, a host no connection could
     use, a bad port); None when it can."""
-    from crawlers.crawl.canon import UrlError, canonicalize
-
     if not isinstance(src, str) or not src.strip():
         return f"src {src!r} is not a URL"
     try:
@@ -376,8 +384,14 @@ def _page_blocked(row: dict) -> bool:
     ).endswith((f"; {NOT_REQUESTED}", f"; {NOT_KEPT}"))
 
 
-def classify(res: FetchResult) -> tuple[str | None, str | None]:
-    """(drop_reason, error) of a fetch result before decoding; (None, None) for a 2xx body."""
+def classify(
+    res: FetchResult, max_retry_after: float | None = None
+) -> tuple[str | None, str | None]:
+    """(drop_reason, error) of a fetch result before decoding; (None, None) for a 2xx body.
+
+    A 429/503 whose Retry-After is over `max_retry_after` (not waited for, `told_to_wait`) is
+    `http_status` with the Retry-After in `error`, ending in NOT_WAITED (a resumed run asks
+    again)."""
     err = res.error
     if err:
         if err.startswith(ROBOTS_UNREACHABLE):
@@ -398,8 +412,43 @@ def classify(res: FetchResult) -> tuple[str | None, str | None]:
             return "too_large", err
         return "fetch_error", err
     if res.status is None or not 200 <= res.status < 300:
+        told = told_to_wait(res, max_retry_after)
+        if told is not None:
+            return "http_status", (
+                f"HTTP {res.status}, Retry-After {told:.0f} s "
+                f"(over max_retry_after_s={max_retry_after:g}): {NOT_WAITED}"
+            )
         return "http_status", f"HTTP {res.status}"
     return None, None
+
+
+# How the error of a 429/503 not waited for ends (`classify`): a resumed run asks again.
+NOT_WAITED = "not waited for; a resumed run asks again"
+# The error prefix of an image not requested because its host asked to wait (`_Run._fetch`).
+HOST_PAUSED = "host-paused"
+
+
+def told_to_wait(res: FetchResult, max_retry_after: float | None) -> float | None:
+    """Seconds a 429/503 answer's Retry-After asks for when over `max_retry_after`, else None."""
+    if max_retry_after is None or res.status not in (429, 503):
+        return None
+    told = parse_retry_after(res.header("retry-after"))
+    return told if told is not None and told > max_retry_after else None
+
+
+class ImageRetryLayer(RetryLayer):
+    """The downloader's RetryLayer, except that a 429/503 whose Retry-After is over
+    `max_retry_after` is not sent again: waiting that long would hold the image (and its
+    server's other images) for minutes; its row says so and a resumed run asks again."""
+
+    def __init__(self, max_retries, politeness, max_retry_after: float):
+        super().__init__(max_retries, politeness)
+        self.max_retry_after = max_retry_after
+
+    async def process_response(self, request, result):
+        if told_to_wait(result, self.max_retry_after) is not None:
+            return result
+        return await super().process_response(request, result)
 
 
 OnImage = Callable[[str, Image.Image], None]
@@ -573,9 +622,70 @@ def _transient(outcome: dict) -> bool:
     error = outcome.get("error") or ""
     if outcome.get("drop_reason") == "process_error":
         return True
+    if outcome.get("drop_reason") == "http_status":
+        return error.endswith(NOT_WAITED)  # a Retry-After not waited for
     return outcome.get("drop_reason") == "fetch_error" and error.startswith(
-        (*TRANSIENT_ERRORS, "host-gave-up", *ROBOTS_UNREACHABLE)
+        (*TRANSIENT_ERRORS, "host-gave-up", HOST_PAUSED, *ROBOTS_UNREACHABLE)
     )
+
+
+def url_key(src: str) -> str:
+    """What a run keys one URL's outcome by: its canonical form (`crawlers.crawl.canon`), so
+    '…/a.png', '…/a.png#top', 'HTTP://…' and ' …/a.png ' are fetched once; the src itself
+    when it has none."""
+    try:
+        return canonicalize(src)
+    except UrlError:
+        return src
+
+
+class _Lanes:
+    """The refs to do, one FIFO lane per server (`shards.server_key` of the canonical URL), in
+    input order within each; `take` hands out the next ref round-robin over the servers with a
+    free connection, so `concurrency` workers are never all queued on one server's politeness
+    slot while others idle (refs of one site in a row, a gallery). Page opt-outs, which request
+    nothing, form a lane of their own without a limit."""
+
+    def __init__(self, refs: list[dict], per_server: int):
+        self.per_server = per_server
+        self.lanes: dict[str | None, deque] = {}
+        for ref in refs:
+            key = None if page_opt_out(ref) is not None else server_key(url_key(ref["src"] or ""))
+            self.lanes.setdefault(key, deque()).append(ref)
+        self.order = deque(self.lanes)  # the rotation, lanes with refs left
+        self.busy: Counter = Counter()
+        self.freed = asyncio.Event()
+
+    def take(self) -> tuple[str | None, dict] | None:
+        """(lane, ref) of the next ref whose server has a free connection; None when none has."""
+        for _ in range(len(self.order)):
+            key = self.order[0]
+            self.order.rotate(-1)
+            lane = self.lanes[key]
+            if key is not None and self.busy[key] >= self.per_server:
+                continue
+            ref = lane.popleft()
+            if not lane:
+                self.order.remove(key)
+            self.busy[key] += 1
+            return key, ref
+        return None
+
+    def done(self, key: str | None) -> None:
+        """A ref of lane `key` is finished: its connection is free again."""
+        self.busy[key] -= 1
+        self.freed.set()
+
+    async def next(self) -> tuple[str | None, dict] | None:
+        """The next ref to do, waiting while every server with refs left is busy; None when
+        no ref is left."""
+        while self.order:
+            got = self.take()
+            if got is not None:
+                return got
+            self.freed.clear()
+            await self.freed.wait()
+        return None
 
 
 class _Run:
@@ -593,7 +703,9 @@ class _Run:
         }
         self.rows = {i: r for i, r in journal.rows().items() if self._reusable(r)}
         self.resumed = len(self.rows)
-        self.inflight: dict[str, asyncio.Future] = {}
+        self.inflight: dict[str, asyncio.Future] = {}  # by url_key, as outcomes
+        # hosts whose 429/503 asked to wait longer than max_retry_after_s: (until, why)
+        self.paused: dict[str, tuple[float, str]] = {}
         self.requests = 0
         self.pool = ThreadPoolExecutor(
             max_workers=min(4, os.cpu_count() or 1),
@@ -653,6 +765,11 @@ class _Run:
     async def _fetch(self, src: str) -> dict:
         assert self.downloader is not None
         d = self.downloader
+        host = urlsplit(url_key(src)).netloc
+        until, why = self.paused.get(host, (0.0, ""))
+        if time.monotonic() < until:  # its host asked to wait: not asked again before resume
+            error = f"{HOST_PAUSED}: {why}; not requested, a resumed run asks again"
+            return {"drop_reason": "fetch_error", "error": error, "image_training": False}
         while True:
             self.requests += 1
             res = await d.fetch(src, resource_type="image", wanted_types=IMAGE_TYPES)
@@ -661,7 +778,14 @@ class _Run:
                 break
             # robots.txt is down for now: wait for its re-fetch rather than deny (like the crawl).
             await asyncio.sleep(max(0.0, wait - time.monotonic()))
-        reason, error = classify(res)
+        cap = self.cfg.max_retry_after_s
+        reason, error = classify(res, cap)
+        told = told_to_wait(res, cap)
+        if told is not None:
+            self.paused[urlsplit(url_key(res.final_url)).netloc] = (
+                time.monotonic() + told,
+                f"HTTP {res.status} for {res.final_url} asked to wait {told:.0f} s",
+            )
         body_read = len(res.body) if res.ok else sum(len(h.raw_body) for h in res.hops[-1:])
         outcome = {
             "final_url": res.final_url if res.hops else None,
@@ -699,13 +823,16 @@ class _Run:
         return outcome
 
     async def _outcome(self, src: str) -> tuple[dict, bool]:
-        """(outcome, whether this call produced it, so it is journaled once)."""
-        if src in self.outcomes:
-            return self.outcomes[src], False
-        if src in self.inflight:
-            return await asyncio.shield(self.inflight[src]), False
+        """(outcome, whether this call produced it, so it is journaled once). Keyed by the
+        canonical URL (`url_key`): every spelling of one URL shares one fetch, made with the
+        src of the first ref of it in input order (its server's lane is taken in order)."""
+        key = url_key(src)
+        if key in self.outcomes:
+            return self.outcomes[key], False
+        if key in self.inflight:
+            return await asyncio.shield(self.inflight[key]), False
         fut = asyncio.get_running_loop().create_future()
-        self.inflight[src] = fut
+        self.inflight[key] = fut
         try:
             outcome = await self._fetch(src)
         except BaseException as exc:
@@ -713,8 +840,8 @@ class _Run:
             fut.exception()  # retrieved: waiters re-raise it
             raise
         finally:
-            self.inflight.pop(src, None)
-        self.outcomes[src] = outcome
+            self.inflight.pop(key, None)
+        self.outcomes[key] = outcome
         fut.set_result(outcome)
         return outcome, True
 
@@ -728,7 +855,7 @@ class _Run:
             src = ref["src"] or ""
             outcome, fresh = await self._outcome(src)
             row = self._row(ref, outcome, True)
-            self.journal.add(row, src, outcome if fresh else None)
+            self.journal.add(row, url_key(src), outcome if fresh else None)
         self.rows[row["id"]] = row
         if self.journal.pending >= self.cfg.commit_every:
             self.journal.commit()
@@ -741,22 +868,26 @@ class _Run:
             )
 
     async def run(self, todo: list[dict]) -> None:
-        queue: asyncio.Queue[dict] = asyncio.Queue()
-        for ref in todo:
-            queue.put_nowait(ref)
+        # Refs are taken round-robin over their servers (rows are still output in input order).
+        lanes = _Lanes(todo, self.cfg.per_host_connections)
 
         async def worker() -> None:
-            while True:
+            while (got := await lanes.next()) is not None:
+                key, ref = got
                 try:
-                    ref = queue.get_nowait()
-                except asyncio.QueueEmpty:
-                    return
-                await self._one(ref)
+                    await self._one(ref)
+                finally:
+                    lanes.done(key)
 
         gate = HeaderGate(self.cfg.agent, self.cfg.training_agent)
-        async with Downloader(self.cfg.crawl_config(), header_gate=gate) as d:
+        crawl_cfg = self.cfg.crawl_config()
+        async with Downloader(crawl_cfg, header_gate=gate) as d:
             at = next(i for i, layer in enumerate(d.layers) if isinstance(layer, RobotsLayer))
             d.layers.insert(at + 1, TrainingConsentLayer(self.cfg.training_agent))
+            at = next(i for i, layer in enumerate(d.layers) if type(layer) is RetryLayer)
+            d.layers[at] = ImageRetryLayer(
+                crawl_cfg.max_retries, d.politeness, crawl_cfg.max_retry_after
+            )
             self.downloader = d
             workers = [asyncio.create_task(worker()) for _ in range(self.cfg.concurrency)]
             try:
