@@ -210,6 +210,22 @@ class SandboxResult:
 # "SystemError: AST constructor recursion depth mismatch" (python/cpython#106905), so parses are
 # taken one at a time.
 _PARSE_LOCK = threading.Lock()
+_MISMATCH_TRIES = 5
+
+
+def _parse(code: str) -> ast.Module:
+    """`ast.parse` under the lock. The lock orders this module's parses, but any other thread
+    compiling at the same time (an import compiling a module, a library calling compile) shares
+    that state too: its "recursion depth mismatch" SystemError says nothing of `code`, so the
+    parse is tried again (a CI run failed once so, a Dagster thread importing beside it)."""
+    for attempt in range(_MISMATCH_TRIES):
+        try:
+            with _PARSE_LOCK:
+                return ast.parse(code)
+        except SystemError as e:
+            if "mismatch" not in str(e) or attempt == _MISMATCH_TRIES - 1:
+                raise
+    raise AssertionError("unreachable")
 
 
 def check_code(code: str) -> str | None:
@@ -221,8 +237,7 @@ def check_code(code: str) -> str | None:
     if len(code) > CODE_CHARS:
         return f"blocked: code is {len(code)} characters, over the {CODE_CHARS} the check parses"
     try:
-        with _PARSE_LOCK:
-            tree = ast.parse(code)
+        tree = _parse(code)
     except SyntaxError as e:
         return f"blocked: syntax error at line {e.lineno}: {e.msg}"
     except (RecursionError, MemoryError, ValueError, SystemError) as e:

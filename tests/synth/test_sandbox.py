@@ -733,3 +733,29 @@ def test_ast_check_still_allows_names_that_are_not_modules():
         "import pandas as pd\nt = pd.api.types\nfrom math import inf\n"
     )
     assert sandbox.check_code(code) is None
+
+
+def test_a_parse_another_thread_upset_is_tried_again(monkeypatch):
+    """A "recursion depth mismatch" SystemError comes from any other thread compiling at the
+    same time (an import), not from the code: the parse is tried again, and the check agrees
+    with an undisturbed one. A genuine SystemError still blocks."""
+    import ast as ast_mod
+
+    real = ast_mod.parse
+    calls = {"n": 0}
+
+    def upset_once(code, *a, **kw):
+        calls["n"] += 1
+        if calls["n"] == 1:
+            raise SystemError("AST constructor recursion depth mismatch (before=33, after=29)")
+        return real(code, *a, **kw)
+
+    monkeypatch.setattr(sandbox.ast, "parse", upset_once)
+    assert sandbox.check_code("x = [1, 2]\nprint(x)") is None
+    assert calls["n"] == 2
+
+    def always(code, *a, **kw):
+        raise SystemError("something else")
+
+    monkeypatch.setattr(sandbox.ast, "parse", always)
+    assert sandbox.check_code("x = 1").startswith("blocked: code nested too deeply")
