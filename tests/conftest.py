@@ -11,7 +11,18 @@ from pathlib import Path
 # with two active threads on a loaded 2-core machine, 1.6 s passive.
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
+import logging
+
 import pytest
+
+# Dagster's ephemeral instances keep in-memory SQLite connections (sqlalchemy NullPool) that the
+# garbage collector finalizes later, often in another thread, where sqlite3 refuses them and
+# sqlalchemy logs the error with its traceback. Python 3.11 formats a traceback's carets with
+# ast.parse: when that collection runs inside a test's own ast.parse (AST nodes allocate), the
+# nested parse upsets CPython's interpreter-wide AST recursion depth and the test's parse fails
+# with "SystemError: AST constructor recursion depth mismatch" (python/cpython#106905; twice in
+# CI runs). Those finalizer errors say nothing about the code under test: not logged.
+logging.getLogger("sqlalchemy.pool").setLevel(logging.CRITICAL)
 
 # What the default quality models are built by: a change to any of these files (or to the locked
 # packages) gives the cache a new directory, so a test never scores with a set built by older code.
