@@ -178,6 +178,16 @@ def _scheme_of(url: str) -> str:
     return head.strip().lower() if sep and head.strip().isalpha() else ""
 
 
+def document_root(body: bytes | str):
+    """The parsed document of an HTML body; None when it is empty or lxml cannot parse it."""
+    if not body.strip():
+        return None
+    try:
+        return lxml.html.document_fromstring(body)
+    except (etree.ParserError, ValueError):
+        return None
+
+
 def parse_html(
     body: bytes | str,
     base_url: str,
@@ -192,11 +202,8 @@ def parse_html(
     `body` is the bytes a server sent (the crawl) or an already decoded document (the render's
     final DOM, whose links go back to the crawl under these same rules)."""
     info = PageInfo()
-    if not body.strip():
-        return info
-    try:
-        root = lxml.html.document_fromstring(body)
-    except (etree.ParserError, ValueError):
+    root = document_root(body)
+    if root is None:
         return info
     for meta in root.iter("meta"):
         apply_meta_robots(

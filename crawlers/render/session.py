@@ -27,15 +27,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit
 
-import lxml.html
-from lxml import etree
-
 from common.browser import fallback_plan, find_chromium, launch_kwargs, log_once, sandbox_plan
 from common.procs import alive, descendants, is_browser, kill_all
 from crawlers.crawl.config import CrawlConfig
 from crawlers.crawl.downloader import Downloader
 from crawlers.crawl.fetcher import Hop
-from crawlers.crawl.html import Directives, apply_meta_robots, apply_x_robots_tag
+from crawlers.crawl.html import (
+    Directives,
+    apply_meta_robots,
+    apply_x_robots_tag,
+    document_root,
+)
 from crawlers.crawl.robots_policy import ALLOWED, DISALLOWED
 from crawlers.crawl.ssrf import blocked_reason, parse_ip_literal
 from crawlers.render import page_scripts as js
@@ -229,11 +231,8 @@ def meta_noai(body: bytes, agent: str, training_agent: str) -> str | None:
     Read as the crawl reads a page's metas (`apply_meta_robots`: name="robots", a name listing
     one of our tokens, or http-equiv="X-Robots-Tag").
     """
-    if not body.strip():
-        return None
-    try:
-        root = lxml.html.document_fromstring(body)
-    except (etree.ParserError, ValueError):
+    root = document_root(body)
+    if root is None:
         return None
     for meta in root.iter("meta"):
         name, equiv = meta.get("name") or "", meta.get("http-equiv") or ""
