@@ -7,9 +7,9 @@ import pytest
 
 from training.mixture.sampling import (
     cap_targets,
+    cut_at_stages,
     largest_remainder,
     repetition_plan,
-    split_by_stage,
     temperature_shares,
 )
 
@@ -83,5 +83,6 @@ def test_repetition_is_deterministic_for_a_seed():
 
 
 def test_stage_split_follows_stage_tokens():
-    stage = split_by_stage(np.full(100, 10), [800, 200])
+    copy, start, length, stage = cut_at_stages(np.full(100, 10), [800, 200])
+    assert (copy == np.arange(100)).all() and (start == 0).all() and (length == 10).all()
     assert (stage[:80] == 0).all() and (stage[80:] == 1).all()

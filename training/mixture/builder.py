@@ -35,9 +35,9 @@ from training.mixture.packing import (
 from training.mixture.read import check_unit_file, flag_problems, tokenize_unit_batches
 from training.mixture.sampling import (
     cap_targets,
+    cut_at_stages,
     largest_remainder,
     repetition_plan,
-    split_by_stage,
     temperature_shares,
 )
 from training.mixture.sources import (
@@ -791,7 +791,9 @@ def assemble_corpus(
     buckets_out: dict[str, Any] = {}
     sources_out: list[dict[str, Any]] = []
     shortfalls: list[dict[str, Any]] = []
-    stage_copies: list[list[tuple[np.ndarray, np.ndarray]]] = [[] for _ in spans]
+    # per stage: (documents, piece lengths, piece starts within the document) per pool
+    stage_copies: list[list[tuple[np.ndarray, np.ndarray, np.ndarray]]] = [[] for _ in spans]
+    stage_buckets: list[dict[str, int]] = [dict.fromkeys(spec.buckets, 0) for _ in spans]
 
     for bucket in spec.buckets:
         sources_out += _source_entries(spec, bucket, corpus, contaminated, flag_problems)
@@ -820,12 +822,20 @@ def assemble_corpus(
             )
             perm = _rng(spec.seed, "order", bucket, str(k)).permutation(len(d))
             d, n = pool[d[perm]], n[perm]
-            if spec.image_tokens and bs.modality != "text":
+            images = spec.image_tokens and bs.modality != "text"
+            if images:
                 d, n, n_img = _whole_blocks(corpus, d, n, special["image"], spec.image_tokens)
                 bucket_images += n_img
-            stage = split_by_stage(n, stage_want)
+            copy, start, piece, stage = cut_at_stages(n, stage_want)
+            if images:
+                start, piece, keep = _whole_block_cuts(
+                    corpus, d[copy], copy, start, piece, special["image"], spec.image_tokens
+                )
+                copy, start, piece, stage = copy[keep], start[keep], piece[keep], stage[keep]
             for s in range(len(spans)):
-                stage_copies[s].append((d[stage == s], n[stage == s]))
+                at = stage == s
+                stage_copies[s].append((d[copy[at]], piece[at], start[at]))
+                stage_buckets[s][bucket] += int(piece[at].sum())
             g = groups_out.setdefault(k[0], _group_entry())
             g["target_tokens"] += int(int_targets[k])
             g["tokens"] += int(n.sum())
@@ -867,6 +877,7 @@ def assemble_corpus(
     shards, stages_out, stats, shard_images = _write_shards(
         spec, corpus.store, stage_copies, spans, special, out_dir, imgs
     )
+    _stage_accounting(spec, stages_out, stage_buckets)
     evals, eval_images = _write_eval(spec, corpus.store, eval_docs, special, out_dir, imgs)
     manifest = {
         "manifest_version": MANIFEST_VERSION,
@@ -944,7 +955,7 @@ def _archives(corpus: Corpus, stage_copies, eval_docs) -> list[dict[str, Any]]:
     docs = np.zeros(n, np.int64)
     tokens = np.zeros(n, np.int64)
     held = np.zeros(n, np.int64)
-    placed = [(d, k) for copies in stage_copies for d, k in copies if len(d)]
+    placed = [(d, k) for copies in stage_copies for d, k, _ in copies if len(d)]
     if placed:
         d = np.concatenate([d for d, _ in placed])
         k = np.concatenate([k for _, k in placed])
@@ -998,8 +1009,16 @@ def _clean(dirpath: Path) -> None:
     dirpath.mkdir(parents=True, exist_ok=True)
 
 
-def _pack(spec, store, docs, lengths, special, rows, stats, corpus):
-    """pack_sequences, or its image-aware form (yielding (block, ImageRows)) with a corpus."""
+def _pack(spec, store, docs, lengths, special, rows, stats, corpus, starts=None):
+    """pack_sequences, or its image-aware form (yielding (block, ImageRows)) with a corpus;
+    `starts`: where each piece begins in its document (None: every copy is a document's head)."""
+    img_offsets = corpus.img_offsets if corpus is not None else None
+    img_ids = corpus.img_ids if corpus is not None else None
+    if starts is not None:
+        store, img_offsets, img_ids = _piece_view(
+            store, docs, lengths, starts, corpus, special.get("image"), spec.image_tokens
+        )
+        docs = np.arange(len(docs), dtype=np.int64)
     if corpus is None:
         for block in pack_sequences(
             store, docs, lengths, spec.seq_len, special["boundary"], special["pad"], rows, stats
@@ -1017,9 +1036,30 @@ def _pack(spec, store, docs, lengths, special, rows, stats, corpus):
         stats,
         image_id=special["image"],
         image_tokens=spec.image_tokens,
-        img_offsets=corpus.img_offsets,
-        img_ids=corpus.img_ids,
+        img_offsets=img_offsets,
+        img_ids=img_ids,
     )
+
+
+def _piece_view(store, docs, lengths, starts, corpus, image_id, k):
+    """Pieces (document docs[p] from token starts[p]) as documents 0..P-1 over the same tokens,
+    with the images they hold (img_offsets, img_ids; None without a corpus). Packing reads copy p
+    as the first lengths[p] tokens from offsets[p], so a piece's offset is where it begins."""
+    view = TokenStore(store.tokens, np.append(store.offsets[docs] + starts, store.offsets[-1]))
+    if corpus is None:
+        return view, None, None
+    per_doc = np.diff(corpus.img_offsets)[docs]
+    skip, count = np.zeros(len(docs), np.int64), per_doc.copy()
+    partial = (starts > 0) | (lengths < store.lengths[docs])
+    for p in np.flatnonzero(partial & (per_doc > 0)).tolist():
+        at = block_starts(store.doc(int(docs[p])), image_id, k)
+        skip[p] = int((at < starts[p]).sum())
+        count[p] = int(((at >= starts[p]) & (at < starts[p] + lengths[p])).sum())
+    img_offsets = np.zeros(len(docs) + 1, np.int64)
+    np.cumsum(count, out=img_offsets[1:])
+    first = corpus.img_offsets[docs] + skip
+    idx = np.repeat(first - img_offsets[:-1], count) + np.arange(img_offsets[-1])
+    return view, img_offsets, corpus.img_ids[idx]
 
 
 def _write_shards(spec, store, stage_copies, spans, special, out_dir: Path, corpus=None):
@@ -1028,11 +1068,12 @@ def _write_shards(spec, store, stage_copies, spans, special, out_dir: Path, corp
     for s, (name, frac, _) in enumerate(spans):
         d = np.concatenate([c[0] for c in stage_copies[s]] or [np.zeros(0, np.int64)])
         n = np.concatenate([c[1] for c in stage_copies[s]] or [np.zeros(0, np.int64)])
+        at = np.concatenate([c[2] for c in stage_copies[s]] or [np.zeros(0, np.int64)])
         perm = _rng(spec.seed, "shuffle", name).permutation(len(d))  # the global shuffle of a stage
         first = stats.sequences
         before = stats.doc_tokens
         for block, rows in _pack(
-            spec, store, d[perm], n[perm], special, spec.shard_sequences, stats, corpus
+            spec, store, d[perm], n[perm], special, spec.shard_sequences, stats, corpus, at[perm]
         ):
             images.append(rows)
             rel = f"shards/{len(shards):05d}.npy"
@@ -1117,6 +1158,38 @@ def _write_eval(spec, store, eval_docs, special, out_dir: Path, corpus=None):
             }
         )
     return out, images
+
+
+def _stage_accounting(
+    spec: MixtureSpec, stages_out: list[dict[str, Any]], placed: list[dict[str, int]]
+) -> None:
+    """Add each stage's target tokens and, per bucket, its stage weight, target and placed tokens
+    to the manifest's `stages` entries (`report.accounting_checks` holds them to the weights)."""
+    for entry, (_, frac, weights), tokens in zip(
+        stages_out, spec.stage_spans(), placed, strict=True
+    ):
+        targets = largest_remainder({b: frac * weights[b] * spec.total_tokens for b in weights})
+        entry["target_tokens"] = sum(targets.values())
+        entry["buckets"] = {
+            b: {"weight": weights[b], "target_tokens": targets[b], "tokens": tokens[b]}
+            for b in weights
+        }
+
+
+def _whole_block_cuts(corpus, docs, copy, start, length, image_id: int, k: int):
+    """Stage cuts that fall inside an image block moved to the block's end (an image lies whole
+    in one stage); returns (starts, lengths, mask of the pieces left non-empty). `docs` is each
+    piece's document; pieces of one copy are consecutive."""
+    start, stop = start.copy(), start + length
+    per_doc = np.diff(corpus.img_offsets)[docs]
+    for p in np.flatnonzero((start > 0) & (per_doc > 0)).tolist():
+        at = block_starts(corpus.store.doc(int(docs[p])), image_id, k)
+        inside = at[(at < start[p]) & (at + k > start[p])]
+        if len(inside):
+            start[p] = int(inside[0]) + k
+            stop[p - 1] = start[p]  # the copy's previous piece ends where this one begins
+    length = stop - start
+    return start, length, length > 0
 
 
 def _whole_blocks(corpus: Corpus, docs: np.ndarray, lengths: np.ndarray, image_id: int, k: int):

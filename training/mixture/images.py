@@ -31,6 +31,8 @@ import io
 import os
 import stat
 import tempfile
+import threading
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -55,6 +57,10 @@ IMAGE_FORMATS = {
     "BMP": "bmp",
 }
 # resolve_image, BadImagePath, MAX_IMAGE_BYTES: the one image path rule (common.inputs)
+# Pixels (width x height, from the header) an image may have to be decoded by the check: the
+# image crawler's default max_pixels (a larger image is its decompression_bomb); Pillow's own
+# MAX_IMAGE_PIXELS applies as well.
+MAX_IMAGE_PIXELS = 40_000_000
 
 
 @dataclass(frozen=True)
@@ -174,8 +180,13 @@ def _inspect(path: str) -> dict[str, Any] | str:
     try:
         with Image.open(io.BytesIO(data)) as im:
             im.verify()
-        with Image.open(io.BytesIO(data)) as im:
+        with _strict_decoding(), Image.open(io.BytesIO(data)) as im:
             width, height, fmt = im.size[0], im.size[1], im.format
+            if width * height > min(MAX_IMAGE_PIXELS, Image.MAX_IMAGE_PIXELS or MAX_IMAGE_PIXELS):
+                return "image_undecodable"
+            # verify() reads no JPEG or GIF pixel data: decode the frame the loader decodes
+            # (a truncated file raises here, not in training)
+            im.convert("RGB")
     except (UnidentifiedImageError, Image.DecompressionBombError, OSError, ValueError, SyntaxError):
         return "image_undecodable"
     except Exception:  # noqa: BLE001 - Pillow raises many kinds on a bad file: the row's reject
@@ -188,6 +199,32 @@ def _inspect(path: str) -> dict[str, Any] | str:
         "height": int(height),
         "ext": ext,
     }
+
+
+_strict_lock = threading.Lock()
+_strict_depth = 0
+_strict_saved = False
+
+
+@contextmanager
+def _strict_decoding():
+    """Pillow's ImageFile.LOAD_TRUNCATED_IMAGES off while inside (restored by the last thread to
+    leave): a truncated image must fail the check, whatever the process set."""
+    from PIL import ImageFile
+
+    global _strict_depth, _strict_saved
+    with _strict_lock:
+        if _strict_depth == 0:
+            _strict_saved = ImageFile.LOAD_TRUNCATED_IMAGES
+            ImageFile.LOAD_TRUNCATED_IMAGES = False
+        _strict_depth += 1
+    try:
+        yield
+    finally:
+        with _strict_lock:
+            _strict_depth -= 1
+            if _strict_depth == 0:
+                ImageFile.LOAD_TRUNCATED_IMAGES = _strict_saved
 
 
 def qa_text(qa: list[dict] | None, verified_only: bool) -> str:

@@ -18,10 +18,12 @@ def _check(level: str, name: str, target_share: float, share: float, tol: float)
 
 
 def accounting_checks(manifest: dict[str, Any]) -> list[dict[str, Any]]:
-    """Realised vs target token shares per bucket, group and weighted source.
+    """Realised vs target token shares per bucket, group, weighted source and curriculum stage.
 
     Buckets compare their share of the placed tokens with their share of all targets; groups and
     sources compare token counts as shares of all targets, so a shortfall elsewhere does not skew them.
+    With more than one stage, each stage's buckets (`<bucket>[<stage>]`) compare their tokens in
+    the stage with their stage weight, both as shares of the stage's target tokens.
     """
     tol = float(manifest.get("tolerance", 0.01))
     buckets = manifest["buckets"]
@@ -54,6 +56,27 @@ def accounting_checks(manifest: dict[str, Any]) -> list[dict[str, Any]]:
                     tol,
                 )
             )
+    return out + _stage_checks(manifest, tol)
+
+
+def _stage_checks(manifest: dict[str, Any], tol: float) -> list[dict[str, Any]]:
+    stages = manifest.get("stages") or []
+    if len(stages) < 2:  # one stage is the whole run: the bucket checks cover it
+        return []
+    out = []
+    for st in stages:
+        total = st.get("target_tokens") or 0
+        for b, bs in (st.get("buckets") or {}).items():
+            if total > 0:
+                out.append(
+                    _check(
+                        "stage",
+                        f"{b}[{st['name']}]",
+                        bs["target_tokens"] / total,
+                        bs["tokens"] / total,
+                        tol,
+                    )
+                )
     return out
 
 
@@ -137,6 +160,13 @@ def summary_lines(manifest: dict[str, Any]) -> list[str]:
         lines.append(
             f"SHORTFALL {s['bucket']}: {s['reason']} ({s['fraction_missing']:.1%} of its target)"
         )
+    stages = manifest.get("stages") or []
+    unchecked = len(stages) > 1 and any("buckets" not in st for st in stages)
+    if unchecked:
+        lines.append(
+            "STAGE SHARES UNCHECKED: manifest.json stages[] record no per-bucket tokens "
+            "(built before they were recorded); rebuild the mixture to check them"
+        )
     bad = [c for c in manifest.get("checks", []) if not c["ok"]]
     for c in bad:
         lines.append(
@@ -144,7 +174,8 @@ def summary_lines(manifest: dict[str, Any]) -> list[str]:
         )
     if not bad:
         lines.append(
-            f"all shares within tolerance {manifest.get('tolerance', 0.01):g} of their targets"
+            f"all {'checked ' if unchecked else ''}shares within tolerance "
+            f"{manifest.get('tolerance', 0.01):g} of their targets"
         )
     return lines
 

@@ -113,16 +113,45 @@ def repetition_plan(
     return d[keep], n[keep]
 
 
-def split_by_stage(lengths: np.ndarray, stage_tokens: Sequence[float]) -> np.ndarray:
-    """Assign each (already shuffled) copy to a stage so stage token totals follow `stage_tokens`.
+def cut_at_stages(
+    lengths: np.ndarray, stage_tokens: Sequence[float]
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Cut (already shuffled) copies into stage pieces whose token totals follow `stage_tokens`.
 
-    A copy goes to the stage whose cumulative range holds the copy's midpoint. Returns stage index per copy.
+    The copies are laid end to end and cut at the stage boundaries (integer token counts by
+    largest remainder): a copy that straddles a boundary becomes two pieces, its head in one stage
+    and the rest in the next, as packing continues a long document in the next sequence. Returns
+    (copy index, start within the copy, length, stage) per piece, in copy order; no empty pieces.
     """
     lengths = np.asarray(lengths, dtype=np.int64)
-    total = float(lengths.sum())
     want = np.asarray(stage_tokens, dtype=np.float64)
-    if len(lengths) == 0 or want.sum() <= 0:
-        return np.zeros(len(lengths), dtype=np.int64)
-    bounds = np.cumsum(want / want.sum() * total)
-    mid = np.cumsum(lengths) - lengths / 2.0
-    return np.minimum(np.searchsorted(bounds, mid, side="right"), len(want) - 1).astype(np.int64)
+    n = len(lengths)
+    whole = np.arange(n, dtype=np.int64)
+    if n == 0 or want.sum() <= 0:
+        return whole, np.zeros(n, np.int64), lengths.copy(), np.zeros(n, np.int64)
+    total = int(lengths.sum())
+    quota = largest_remainder(dict(enumerate((want / want.sum() * total).tolist())))
+    bounds = np.cumsum([quota[s] for s in range(len(want))]).astype(np.int64)
+    ends = np.cumsum(lengths)
+    starts = ends - lengths
+    cuts: dict[int, list[int]] = {}
+    for b in bounds[:-1].tolist():
+        j = int(np.searchsorted(ends, b, side="right"))
+        if j < n and starts[j] < b:
+            cuts.setdefault(j, []).append(b - int(starts[j]))
+    count = np.ones(n, dtype=np.int64)
+    for j, at in cuts.items():
+        count[j] += len(at)
+    copy = np.repeat(whole, count)
+    start = np.zeros(len(copy), dtype=np.int64)
+    first = np.cumsum(count) - count  # each copy's first piece
+    for j, at in cuts.items():
+        start[first[j] + 1 : first[j] + 1 + len(at)] = at
+    stop = np.append(start[1:], 0)
+    last = np.append(copy[1:] != copy[:-1], True)
+    stop[last] = lengths[copy[last]]
+    length = stop - start
+    stage = np.searchsorted(bounds, starts[copy] + start, side="right")
+    keep = length > 0
+    stage = np.minimum(stage[keep], len(want) - 1).astype(np.int64)
+    return copy[keep], start[keep], length[keep], stage
