@@ -27,7 +27,12 @@ from trafilatura.settings import Extractor
 from trafilatura.utils import is_image_file, load_html
 
 from crawlers.extract.decode import clean_text
-from crawlers.extract.img_sources import absolute_image_sources, http_url, resolve_lazy_images
+from crawlers.extract.img_sources import (
+    absolute_image_sources,
+    http_url,
+    image_url,
+    resolve_lazy_images,
+)
 from crawlers.extract.metadata import page_metadata
 from crawlers.extract.runs import RawTree, main_run, sequence
 from crawlers.extract.tables import ignore_oversized_spans
@@ -144,6 +149,22 @@ def _replace_with_text(el, text: str) -> None:
     parent.remove(el)
 
 
+def drop_sourceless_images(body, base_url: str) -> int:
+    """Remove from `body` (in place) each image with no source a browser loads (missing, blank
+    or no http(s) URL: trafilatura keeps an <img> whose source it dropped as a bare graphic,
+    which Markdown would write as `![]()`), and make the others' sources absolute against
+    `base_url`; how many were removed."""
+    removed = 0
+    for g in list(body.iter("graphic")):
+        src = image_url(base_url, g.get("src"))
+        if src is None:
+            _replace_with_text(g, "")
+            removed += 1
+        elif src != g.get("src"):
+            g.set("src", src)
+    return removed
+
+
 def _split_at_images(el, base_url: str) -> list[dict]:
     el = copy.deepcopy(el)
     images = el.findall(".//graphic")
@@ -155,7 +176,7 @@ def _split_at_images(el, base_url: str) -> list[dict]:
             parts.append({"kind": "text", "text": chunk.strip(), "src": None, "alt": None})
         else:
             g = images[int(chunk)]
-            src = http_url(base_url, g.get("src") or "")
+            src = image_url(base_url, g.get("src"))
             if src:
                 parts.append({"kind": "image", "text": None, "src": src, "alt": g.get("alt") or ""})
     return parts
@@ -163,12 +184,12 @@ def _split_at_images(el, base_url: str) -> list[dict]:
 
 def interleave(body, base_url: str) -> list[dict]:
     """Walk trafilatura's body in order: text blocks and image references (src made absolute
-    against `base_url`; an image whose src is no http(s) URL is left out)."""
+    against `base_url`; an image whose src is missing, blank or no http(s) URL is left out)."""
     blocks: list[dict] = []
 
     def visit(el) -> None:
         if el.tag == "graphic":
-            src = http_url(base_url, el.get("src") or "")
+            src = image_url(base_url, el.get("src"))
             if src:
                 blocks.append(
                     {"kind": "image", "text": None, "src": src, "alt": el.get("alt") or ""}
@@ -476,6 +497,7 @@ def extract_content(html: str, url: str, *, favor: str = "balanced", tree=None) 
                 break
             imaged = _image_body(raw, url, mode, fast=False)
         body = place_images(body, imaged)
+        drop_sourceless_images(body, base)
     # Plain text leaves images out; Markdown keeps them as ![alt](src) in place (xmltotxt
     # formats a copy).
     markdown = xmltotxt(body, include_formatting=True).strip()

@@ -22,6 +22,14 @@ trafilatura reads any attribute starting with `data-src`, `data-srcset` included
 whole srcset ("a-360.jpg 360w, a-1536.jpg 1536w") as one URL, which no server has. The largest
 candidate set as `data-src` is read first instead.
 
+Many lazy loaders also write the image a browser without scripts shows: a <noscript> beside the
+<img> holding an <img src> of its own (Medium: a 60px `?q=20` preview, an empty <img> the script
+fills, then the full-size image in <noscript>). trafilatura drops <noscript>, so where the <img>
+beside it has no image of its own (`src` a placeholder or missing, no lazy attribute) or shows a
+preview of the same file (same file name), the <noscript> image's URL is set as that <img>'s
+`data-src`, and the other <img>s of the same image (the preview beside the empty one) go: one
+image, one reference, at the full URL (`unwrap_noscript_images`).
+
 Only URLs with an image extension are set (trafilatura's test). A `src` that is an image file
 and no placeholder is never replaced, and an <img> trafilatura already reads from `data-src` is
 left as it is. The tree is changed in place (only those `data-src` attributes, and the style that
@@ -40,7 +48,8 @@ from __future__ import annotations
 import re
 from urllib.parse import urljoin, urlsplit
 
-from lxml.etree import XPath
+from lxml import html as lxml_html
+from lxml.etree import ParserError, XPath
 from trafilatura.utils import is_image_file
 
 LAZY_ATTRS = ("data-lazy-src", "data-original", "data-cfsrc", "data-lazy", "data-lsrc")
@@ -137,6 +146,129 @@ def lazy_source(img) -> str | None:
     return None
 
 
+# <noscript>s that may hold an image (libxml2 parses their markup; kept as text, it is parsed).
+_NOSCRIPTS = XPath("//noscript[.//img or contains(., '<img')]")
+_SINGLE_IMAGE_SCAN = 12  # elements read to tell that a wrapper holds one image and no text
+
+
+def _noscript_image(noscript):
+    """The one <img> a <noscript> holds and nothing else (no text), else None."""
+    if len(noscript) == 0 and "<img" in (noscript.text or ""):
+        try:
+            parts = lxml_html.fragments_fromstring(noscript.text)
+        except (ParserError, ValueError):
+            return None
+        if any(isinstance(p, str) and p.strip() for p in parts):
+            return None
+        imgs = [i for p in parts if not isinstance(p, str) for i in p.iter("img")]
+        return imgs[0] if len(imgs) == 1 else None
+    imgs = list(noscript.iter("img"))
+    if len(imgs) != 1 or noscript.text_content().strip():
+        return None
+    return imgs[0]
+
+
+def _single_image(el):
+    """`el` when it is an <img>, or the one <img> of a small wrapper without text (Medium's
+    nested <div>s around its preview); None otherwise."""
+    if el.tag == "img":
+        return el
+    if not isinstance(el.tag, str) or el.tag == "noscript":
+        return None
+    found = None
+    for i, child in enumerate(el.iter()):
+        if i > _SINGLE_IMAGE_SCAN or (child.text or "").strip():
+            return None
+        if child is not el and (child.tail or "").strip():
+            return None
+        if child.tag == "img":
+            if found is not None:
+                return None
+            found = child
+    return found
+
+
+def _own_source(img) -> str | None:
+    """What trafilatura would read as `img`'s image once its lazy source is set (a lazy attribute
+    or srcset where its src is a placeholder, else its data-src or src); None for an <img> with
+    no image of its own (no source, or a placeholder)."""
+    url = lazy_source(img)
+    if url:
+        return url
+    for attr in ("data-src", "src"):
+        value = (img.get(attr) or "").strip()
+        if is_image_file(value) and not is_placeholder(value):
+            return value
+    return None
+
+
+def _file_name(url: str) -> str:
+    return url.split("#", 1)[0].split("?", 1)[0].rstrip("/").rsplit("/", 1)[-1]
+
+
+def _same_image_group(noscript, url: str) -> list:
+    """The <img>s beside `noscript` (its siblings before it, else after it, each an <img> or a
+    wrapper of one) that stand for its image `url`: those with no image of their own, up to
+    and with the first one showing a file of the same name (a preview); in document order."""
+    for step in ("getprevious", "getnext"):
+        group = []
+        sibling = getattr(noscript, step)()
+        while sibling is not None:
+            img = _single_image(sibling)
+            if img is None:
+                break
+            own = _own_source(img)
+            if own is None:
+                group.append(img)
+            elif _file_name(own) == _file_name(url):
+                group.append(img)
+                break
+            else:
+                break
+            if (sibling.tail or "").strip():
+                break
+            sibling = getattr(sibling, step)()
+        if group:
+            return group if step == "getnext" else group[::-1]
+    return []
+
+
+def _remove(el) -> None:
+    """Remove `el` from its tree, its tail kept."""
+    parent = el.getparent()
+    if el.tail:
+        prev = el.getprevious()
+        if prev is not None:
+            prev.tail = (prev.tail or "") + el.tail
+        else:
+            parent.text = (parent.text or "") + el.tail
+    parent.remove(el)
+
+
+def unwrap_noscript_images(tree) -> int:
+    """For each <noscript> of `tree` holding one <img> of an image file, set that image as the
+    `data-src` of the <img> beside it that stands for it (see the module docstring) and remove
+    the others of its group (in place); how many <img>s were set."""
+    n = 0
+    for noscript in _NOSCRIPTS(tree):
+        fallback = _noscript_image(noscript)
+        url = _own_source(fallback) if fallback is not None else None
+        if url is None:
+            continue
+        group = _same_image_group(noscript, url)
+        if not group:
+            continue
+        first, rest = group[0], group[1:]
+        if _own_source(first) != url:
+            first.set("data-src", url)
+            n += 1
+        if not first.get("alt") and fallback.get("alt"):
+            first.set("alt", fallback.get("alt"))
+        for img in rest:
+            _remove(img)
+    return n
+
+
 # What Cloudflare's Rocket Loader writes on an <img> it will load (and show) from data-cfsrc.
 _ROCKET_HIDDEN = re.compile(r"^\s*display\s*:\s*none\s*;\s*visibility\s*:\s*hidden\s*;?\s*$")
 
@@ -144,8 +276,9 @@ _ROCKET_HIDDEN = re.compile(r"^\s*display\s*:\s*none\s*;\s*visibility\s*:\s*hidd
 def resolve_lazy_images(tree) -> int:
     """Set `data-src` on each lazily loaded <img> of `tree` (in place); how many were set. An
     <img> Rocket Loader hides until it loads it loses that style (trafilatura drops hidden
-    elements)."""
-    n = 0
+    elements). An <img> standing for a <noscript>'s image gets that image first
+    (`unwrap_noscript_images`)."""
+    n = unwrap_noscript_images(tree)
     for img in _CANDIDATES(tree):
         url = lazy_source(img)
         if url is None:
@@ -173,6 +306,15 @@ def http_url(base: str, ref: str) -> str | None:
         return None
 
 
+def image_url(base: str, src: str | None) -> str | None:
+    """The http(s) URL a browser loads for an image source `src` against `base`; None where it
+    loads none: a missing or blank source (a blank link is the page itself, a blank image
+    source no image) or one that is no http(s) URL (`http_url`)."""
+    if not (src or "").strip():
+        return None
+    return http_url(base, src)
+
+
 # The <img> attributes trafilatura reads a source from (`image_src`: data-src, src, data-src*),
 # srcsets apart (`resolve_lazy_images` reads them).
 _SOURCE_ATTRS = XPath(
@@ -193,7 +335,7 @@ def absolute_image_sources(tree, base: str) -> int:
                 continue
             if value.startswith(("http://", "https://")) and not _SPACE.search(value):
                 continue  # absolute already (trafilatura keeps such a source as it is)
-            url = http_url(base, value) if value.strip() else None
+            url = image_url(base, value)
             if url is None:
                 del img.attrib[name]
                 removed += 1

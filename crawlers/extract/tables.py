@@ -45,8 +45,28 @@ def _span(cell, name: str) -> int:
         return 1
 
 
+# Elements whose text a browser never shows as the cell's: source code and inert markup.
+_UNSHOWN = {"script", "style", "noscript", "template"}
+
+
 def _cell_text(cell) -> str:
-    return " ".join(cell.text_content().split())
+    """The cell's shown text, whitespace collapsed: without the source of its <script> and
+    <style> (a wiki's inline styles, an ad slot's script), <noscript>, <template> or comments."""
+    parts: list[str] = []
+    stack: list = [cell]  # elements to read, and tails (str) to keep, in reverse order
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            parts.append(item)
+            continue
+        if item.text:
+            parts.append(item.text)
+        for child in reversed(item):
+            if child.tail:
+                stack.append(child.tail)
+            if isinstance(child.tag, str) and child.tag not in _UNSHOWN:
+                stack.append(child)
+    return " ".join("".join(parts).split())
 
 
 def _own_rows(table) -> list:
