@@ -18,6 +18,7 @@ import unicodedata
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from functools import cache
 
 import phonenumbers
 from phonenumbers import PhoneMetadata
@@ -192,7 +193,8 @@ IBAN_LENGTHS = {
 # All patterns run on the ASCII view of the text (see _ascii_view); boundaries are ASCII-only
 # so that letters of other scripts right before or after a value do not hide it.
 # Internationalised addresses (RFC 6531/IDNA) in alphabetic scripts: Latin with diacritics,
-# Greek, Cyrillic. Not CJK/Thai/Arabic..., which run into the surrounding text without spaces.
+# Greek, Cyrillic. CJK, Thai, Arabic... run into the surrounding text without spaces: their
+# addresses need a delimiter (_EMAIL_WIDE below).
 _EAI = "A-Za-z0-9\u00c0-\u00d6\u00d8-\u00f6\u00f8-\u024f\u0370-\u03ff\u0400-\u04ff"
 # The local part is RFC 5322's dot-atom: besides letters, digits and "_.%+-", the atext
 # characters "'&!#$*=?^~" ("o'brien@", "bill&ted@"). "/", "|", "{}" and "`" are atext too but
@@ -205,6 +207,49 @@ _EMAIL = re.compile(
     rf"(?<![{_ATEXT}])[{_ATEXT}]+@(?:[{_EAI}-]+\.)+"
     r"(?:[A-Za-z]{2,24}|[\u0400-\u04ff]{2,24}|xn--[a-z0-9-]{2,59})"
     rf"(?![{_EAI}-])"
+)
+# Addresses in scripts written without spaces between words (Han, kana, Hangul, Thai, Arabic;
+# Hebrew and Devanagari with them): "张伟@例子.中国", "user@例え.jp". Such a local part could run
+# back into the sentence, so it must start the text or follow white space or punctuation
+# (ASCII, full-width, CJK: "邮箱：张伟@…", "（user@例え.jp）"), and it is read back to there
+# ("请发邮件到张伟@…" goes whole; over 64 octets, RFC 5321's limit, it is left alone); a local
+# part of atext alone starts where its run does, as above. The domain ends in an ASCII,
+# punycode or Cyrillic TLD, or an IDN TLD of the list below, which no letter of these scripts
+# may follow ("张伟@例子.中国联系" is left alone: where the address ends cannot be told).
+_WIDE = (
+    "\u3005\u3007\u3041-\u3096\u309d-\u309f\u30a1-\u30fa\u30fc-\u30ff\u3400-\u4dbf"
+    "\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7a3\u0e01-\u0e3a\u0e40-\u0e4e"
+    "\u0620-\u065f\u066e-\u06d3\u06d5\u06fa-\u06ff\u05d0-\u05ea\u05f0-\u05f2"
+    "\u0900-\u0963\u0966-\u097f"
+)
+_WIDE_CHAR = re.compile(f"[{_WIDE}]")
+# What may stand right before such a local part (on the ASCII view: full-width "：，（" are
+# ":,(" there).
+_EMAIL_DELIM = (
+    "\\s:;,<>()\\[\\]{}\"'`|/\\\\!?\u3001\u3002\u300a-\u3011\u3014-\u301f"
+    "\u2018-\u201f\u2039\u203a\u00ab\u00bb\u30fb\u00b7\u060c\u061b\u061f"
+)
+# Such a local part: atext less "'!?" (delimiters here: a scan reads each run once), ending in
+# a letter of those scripts ("张伟@"; after "请发邮件至zhang.wei@" or "QQ邮箱12345@" the address is
+# the ASCII run, as above).
+_WIDE_LOCAL = f"{_EAI}{_WIDE}_.%+#$&*=^~-"
+# IDN top-level domains of those scripts (IANA root zone): country codes, then common generic
+# ones. Cyrillic TLDs (рф, укр, срб...) are read as any Cyrillic label.
+_IDN_TLDS = (
+    "中国 中國 香港 台湾 台灣 新加坡 澳門 澳门 한국 ไทย "
+    "السعودية امارات مصر قطر الاردن الجزائر المغرب تونس سورية عمان البحرين فلسطين عراق "
+    "ایران پاکستان السودان اليمن موريتانيا مليسيا بھارت ڀارت ישראל भारत भारतम् भारोत "
+    "公司 网络 網絡 在线 中文网 网址 网店 网站 商城 商店 商标 集团 移动 手机 游戏 企业 政务 公益 "
+    "信息 世界 我爱你 八卦 时尚 微博 健康 招聘 购物 娱乐 みんな コム クラウド ストア ポイント "
+    "セール ファッション 닷컴 닷넷 삼성 คอม شبكة موقع عرب كوم بيتك ابوظبي همراه بازار कॉम नेट संगठन"
+).split()
+_IDN_TLD = "|".join(sorted(_IDN_TLDS, key=len, reverse=True))
+_WIDE_LEAD = re.compile(f"[^{_EAI}{_WIDE}_@]*")
+_EMAIL_WIDE = re.compile(
+    rf"(?:(?<![^{_EMAIL_DELIM}])[{_WIDE_LOCAL}]*[{_WIDE}]|(?<![{_ATEXT}])[{_ATEXT}]+)"
+    rf"@(?:[{_EAI}{_WIDE}-]+\.)+"
+    rf"(?:(?:[A-Za-z]{{2,24}}|[\u0400-\u04ff]{{2,24}}|xn--[a-z0-9-]{{2,59}})(?![{_EAI}-])"
+    rf"|(?:{_IDN_TLD})(?![{_EAI}{_WIDE}-]))"
 )
 # Grouped by spaces or dashes, upper or lower case ("de89 3704 ...", "GB82-WEST-1234-...").
 _IBAN = re.compile(
@@ -283,6 +328,14 @@ _NATIONAL = re.compile(
     r"(?<![0-9A-Za-z+_])(?<!\d[.,/-])(?:\(0?\d{1,5}\)|0\d{1,5}|8(?=[\s(-])|1[3-9]\d)"
     r"(?:[ .-]?\(?\d{1,5}\)?){1,5}(?![0-9A-Za-z_]|[.,/-]\d)"
 )
+# A number written without a trunk prefix, in groups with single separators ("55 1234 5678" in
+# Mexico, "11 4321-5678" in Buenos Aires, "2345 6789" in Hong Kong, "495 123-45-67" in Moscow):
+# read only in the document's regions whose plan writes numbers so (see _bare_formats).
+_GROUPED = re.compile(
+    r"(?<![0-9A-Za-z+_(])(?<!\d[.,/-])[1-9]\d{0,4}(?:[ .-]\d{1,5}){1,4}(?![0-9A-Za-z_]|[.,/-]\d)"
+)
+# Years side by side ("2019 2020" heading a table's columns) are no phone, whatever the plan.
+_YEARS = re.compile(r"(?:1[5-9]\d\d|20\d\d)(?:[ .-](?:1[5-9]\d\d|20\d\d))+")
 
 
 # Credentials: keys and tokens of a well-known shape (AWS access key ids, GitHub, Stripe,
@@ -483,6 +536,13 @@ def find_pii(text: str, lang: str = "en", *, regions: Sequence[str] | None = Non
         start = _LOCAL_LEAD.match(view, m.start()).end()
         if view[start] != "@":  # a local part of punctuation alone ("'@x.org") is none
             add("email", start, m.end())
+    if "@" in view and _WIDE_CHAR.search(view):  # _non_overlapping drops what both find
+        for m in _EMAIL_WIDE.finditer(view):
+            start = _WIDE_LEAD.match(view, m.start()).end()
+            at = view.index("@", start)
+            # A local part is at most 64 octets (RFC 5321): a longer run is a clause, not a name.
+            if start < at and len(text[start:at].encode()) <= 64:
+                add("email", start, m.end())
     for m in _IBAN.finditer(view) if has_digit else ():
         # Written in one case: "de89 3704 ..." is an IBAN, "Mo12 Abcd ..." is words.
         letters = re.sub(r"[^A-Za-z]", "", m.group())
@@ -554,6 +614,76 @@ _AFTER_CLOCK = re.compile(r"\d:$")  # right after a clock time's digits and colo
 _NANP_SHAPE = re.compile(r"(?:\+?1[\s.-]?)?(?:\(\d{3}\)[\s-]?|\d{3}[\s.-])\d{3}[\s.-]\d{4}")
 
 
+def _format_of(number, meta):
+    """The region's format for a number (libphonenumber's choice: the first whose leading digits
+    and pattern fit its national significant number), or None."""
+    nsn = phonenumbers.national_significant_number(number)
+    for fmt in meta.number_format:
+        lead = fmt.leading_digits_pattern
+        if lead and not re.match(lead[-1], nsn):
+            continue
+        if re.fullmatch(fmt.pattern, nsn):
+            return fmt
+    return None
+
+
+def _written_bare(fmt, prefix: str) -> bool:
+    """Whether the region writes numbers of this format without its trunk prefix: it has none,
+    the format's national rule has none ("(\\1)" in Brazil, China's mobiles) or the metadata
+    marks the prefix optional (Argentina, India's mobiles, Russia)."""
+    rule = (fmt.national_prefix_formatting_rule or "").replace("\\1", "")
+    return (
+        not prefix
+        or not rule
+        or prefix not in rule
+        or bool(fmt.national_prefix_optional_when_formatting)
+    )
+
+
+@cache
+def _bare_formats(region: str) -> tuple[tuple[re.Pattern[str], re.Pattern[str] | None], ...]:
+    """(pattern, leading digits) of the region's formats written without a trunk prefix."""
+    meta = _metadata(region)
+    if meta is None:
+        return ()
+    prefix = meta.national_prefix or ""
+    return tuple(
+        (
+            re.compile(f.pattern),
+            re.compile(f.leading_digits_pattern[-1]) if f.leading_digits_pattern else None,
+        )
+        for f in meta.number_format
+        if _written_bare(f, prefix)
+    )
+
+
+def _may_be_bare(region: str, digits: str, first: str) -> bool:
+    """Whether a format of the region written without its trunk prefix has these digits, in a
+    first group of `first` (a test before parsing: most grouped numbers fail it)."""
+    for pattern, lead in _bare_formats(region):
+        if lead is not None and not lead.match(digits):
+            continue
+        grouped = pattern.fullmatch(digits)
+        if grouped is not None and grouped.group(1) == first:
+            return True
+    return False
+
+
+def _area_fits(raw: str, number, fmt) -> bool:
+    """The first digit group as written is the format's first group (the area code): "55 1234
+    5678" and "(495) 123-45-67" are, "9 876 543 210" (a sum in Russia) and "(2019) 123-45-67"
+    (a citation) are not."""
+    nsn = phonenumbers.national_significant_number(number)
+    grouped = re.fullmatch(fmt.pattern, nsn) if fmt is not None else None
+    first = re.match(r"\(?(\d+)", raw.strip())
+    return (
+        grouped is not None
+        and first is not None
+        and re.sub(r"\D", "", raw) == nsn
+        and first.group(1) == grouped.group(1)
+    )
+
+
 def _national_ok(raw: str, number, region: str, primary: bool) -> bool:
     """A national-format candidate (no '+') is a phone only in a shape people write numbers in.
 
@@ -571,22 +701,38 @@ def _national_ok(raw: str, number, region: str, primary: bool) -> bool:
         return len(digits) >= 8 and (separated or len(digits) >= 10)
     if raw.startswith("(0"):  # bracketed area code: "(030) 1234567", "(0221) 254 4992"
         return len(digits) >= 8 and phonenumbers.is_possible_number(number)
-    if raw.startswith("("):  # "(11) 91234-5678" in Brazil; "(2019) 123-145" is a citation
-        two_digit_area = re.match(r"\(\d{2}\)", raw) is not None
+    if _YEARS.fullmatch(raw.strip()):
+        return False
+    if raw.startswith("("):
+        # A bracketed 2-5 digit area code, in the document's region, on a valid number: "(11)
+        # 91234-5678" in Brazil, "(495) 123-45-67" in Moscow; "(2019) 123-145" is a citation.
+        area = re.match(r"\(\d{2,5}\)", raw) is not None
         return (
             primary
-            and two_digit_area
-            and len(digits) >= 10
+            and area
+            and len(digits) >= 8
             and phonenumbers.is_valid_number(number)
+            and _area_fits(raw, number, _format_of(number, meta))
         )
-    # No trunk prefix: plans without one (Spain "912 345 678", Italy, Poland, Greece...) or
-    # mobiles written without it (India "98765 43210", China "138 1234 5678"). These look like
-    # any grouped number, so they need the document's own region and a valid number.
+    # No trunk prefix: plans without one (Spain "912 345 678", Italy, Poland, Greece, Mexico,
+    # Hong Kong...) or numbers written without it (India "98765 43210", China "138 1234 5678",
+    # Buenos Aires "11 4321-5678"). These look like any grouped number, so they need the
+    # document's own region and a valid number.
     if not primary or not phonenumbers.is_valid_number(number):
         return False
-    if prefix:  # where numbers carry a trunk prefix, only these mobiles are written without
+    if prefix:
         mobile = phonenumbers.number_type(number) == phonenumbers.PhoneNumberType.MOBILE
-        return mobile and (region, len(digits)) in (("CN", 11), ("IN", 10))
+        if mobile and (region, len(digits)) in (("CN", 11), ("IN", 10)):
+            return True  # also unseparated: "13812345678"
+        # Else only where libphonenumber's format writes the number without the prefix, in the
+        # format's own groups.
+        fmt = _format_of(number, meta)
+        return (
+            separated
+            and fmt is not None
+            and _written_bare(fmt, prefix)
+            and _area_fits(raw, number, fmt)
+        )
     return separated and len(digits) >= 8
 
 
@@ -629,6 +775,32 @@ def _phones(
                 view, start, raw, number, region, region in primary, blocked
             ):  # a longer reading ("(11) 91234-5678") replaces the part found before
                 found = [f for f in found if f not in inside] + [(start, start + len(raw))]
+                break
+    # Grouped numbers without a trunk prefix, in the document's regions that write them so.
+    bare = [r for r in order if r in primary and _bare_formats(r)]
+    taken = bytearray(len(view))  # characters of the spans found or blocked (a long number
+    for s, e in found + blocked if bare else ():  # table has thousands: no pairwise test)
+        taken[s:e] = b"\x01" * (e - s)
+    for m in _GROUPED.finditer(view) if bare else ():
+        if 1 in taken[m.start() : m.end()]:
+            continue
+        raw = m.group()
+        digits, first = re.sub(r"\D", "", raw), re.match(r"\d+", raw).group()
+        for region in bare:
+            if not _may_be_bare(region, digits, first):
+                continue
+            try:
+                number = phonenumbers.parse(raw, region)
+            except phonenumbers.NumberParseException:
+                continue
+            # In the groups of the region's format: "5 512 345 678" is a sum, not a number.
+            fmt = _format_of(number, _metadata(region))
+            if (
+                phonenumbers.is_possible_number(number)
+                and _area_fits(raw, number, fmt)
+                and _phone_ok(view, m.start(), raw, number, region, True, ())
+            ):
+                found.append(m.span())
                 break
     return found
 

@@ -321,13 +321,13 @@ def write_cluster_part(
 
 def partial_counts(rows: list[dict]) -> dict:
     """Counts of annotated rows the stage's reports need; `merge_counts` adds them up."""
-    from filters.heuristics import tokens
+    from filters.report import count_tokens
 
     funnel: Counter = Counter()
     hosts: Counter = Counter()
     scored: Counter = Counter()
     contamination: Counter = Counter()  # (eval set, lang) -> documents it marked
-    tokens_kept = 0
+    kept: list[tuple[str, str]] = []  # (text, lang) of the kept rows: tokens_kept
     for r in rows:
         lang, reason = r["lang"], r["drop_reason"]
         funnel[(lang or "und", reason or "kept")] += 1
@@ -335,7 +335,7 @@ def partial_counts(rows: list[dict]) -> dict:
         q = r["quality_score"]
         scored[(lang, q is not None and not math.isnan(q))] += 1
         if reason is None:
-            tokens_kept += len(tokens(r["text"], lang or ""))
+            kept.append((r["text"] or "", lang or "und"))
         for name in (r["contamination_benchmarks"] or "").split(",") if r["contaminated"] else ():
             contamination[(name, lang or "und")] += 1
     return {
@@ -345,7 +345,8 @@ def partial_counts(rows: list[dict]) -> dict:
         "scored": [[k[0], k[1], n] for k, n in scored.items()],
         "contamination": [[k[0], k[1], n] for k, n in contamination.items()],
         "contaminated_docs": sum(bool(r["contaminated"]) for r in rows),
-        "tokens_kept": tokens_kept,
+        # The rule of stats.json's steps, so the dedup step's "tokens out" in funnel.md is this.
+        "tokens_kept": count_tokens([t for t, _ in kept], [lang for _, lang in kept]),
     }
 
 

@@ -136,6 +136,21 @@ def _steps_panel(ax, stats: dict) -> None:
     ax.legend(fontsize=7)
 
 
+def count_tokens(texts: list[str], langs: list[str]) -> int:
+    """Tokens of these texts by the rule funnel.md and stats.json state (`filters.stats.TOKENIZER`:
+    whitespace words; in filters.config.CHAR_LANGS every letter or digit), so `tokens_kept` is the
+    last step's "tokens out"."""
+    import pyarrow.compute as pc
+
+    from filters.config import CHAR_LANGS
+    from filters.stats import tokens_per_row  # the step table's own counter
+
+    if not texts:
+        return 0
+    char_lang = pc.is_in(pa.array(langs, pa.string()), value_set=pa.array(sorted(CHAR_LANGS)))
+    return int(pc.sum(tokens_per_row(pa.array(texts, pa.string()), char_lang)).as_py() or 0)
+
+
 def host_languages(counts: dict) -> pa.Table:
     """host, lang, docs, share: the language mix of each host (all documents, kept or not), from
     the workers' counts (`filters.pipeline.merge_counts`)."""

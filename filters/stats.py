@@ -86,7 +86,7 @@ def _rebatch(batches: Iterator[pa.RecordBatch], size: int) -> Iterator[pa.Table]
         yield pa.Table.from_batches(buf)
 
 
-def _tokens(text: pa.ChunkedArray | pa.Array, char_lang: pa.Array) -> pa.Array:
+def tokens_per_row(text: pa.ChunkedArray | pa.Array, char_lang: pa.Array) -> pa.Array:
     """Tokens per row: one regex pass per row, the one its language needs."""
     text = text.combine_chunks() if isinstance(text, pa.ChunkedArray) else text
     char_lang = char_lang.combine_chunks() if isinstance(char_lang, pa.ChunkedArray) else char_lang
@@ -118,9 +118,9 @@ def _per_row(inp: pa.Table, ann: pa.Table) -> pa.Table:
             "lang": lang,
             "reason": pc.fill_null(ann["drop_reason"], "kept"),
             "chars_in": pc.utf8_length(text_in).cast(pa.int64()),
-            "tokens_in": _tokens(text_in, char_lang).cast(pa.int64()),
+            "tokens_in": tokens_per_row(text_in, char_lang).cast(pa.int64()),
             "chars_out": pc.utf8_length(text_out).cast(pa.int64()),
-            "tokens_out": _tokens(text_out, char_lang).cast(pa.int64()),
+            "tokens_out": tokens_per_row(text_out, char_lang).cast(pa.int64()),
         }
     )
 
