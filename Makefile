@@ -23,8 +23,12 @@ test: bootstrap
 test-fast: bootstrap
 	$(VENV)/bin/python -m pytest -x -q -m "not slow" -n 3 --dist loadfile --no-loadscope-reorder $(PYTEST_ARGS)
 
+# The Dagster instance `make ui` shows: $DAGSTER_HOME when set (where `make demo` then records
+# its runs too), else the project's dagster_home/.
+DAGSTER_HOME ?= $(CURDIR)/dagster_home
+
 ui: bootstrap
-	DAGSTER_HOME=$(CURDIR)/dagster_home $(VENV)/bin/dagster dev -w dagster_home/workspace.yaml -h 127.0.0.1 -p 3000
+	$(VENV)/bin/refinery ui --dagster-home "$(abspath $(DAGSTER_HOME))" --host 127.0.0.1 --port 3000
 
 lint: bootstrap
 	$(VENV)/bin/ruff check . && $(VENV)/bin/ruff format --check .

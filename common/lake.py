@@ -74,14 +74,30 @@ def lake_root() -> Path:
 
     home = os.environ.get("REFINERY_HOME")
     root = Path(home or "lake").resolve()
-    blocker = next((p for p in (root, *root.parents) if p.exists()), None)
-    if blocker is not None and not blocker.is_dir():
+    blocker = file_in_the_way(root)
+    if blocker is not None:
         where = f"REFINERY_HOME={home}" if home else f"the lake root {root} (no REFINERY_HOME)"
         raise NotADirectoryError(
             f"{where}: {blocker} is a file, not a directory; set REFINERY_HOME to a directory "
             "for the lake (created if missing), e.g. REFINERY_HOME=$PWD/lake"
         )
     return root
+
+
+def file_in_the_way(path: Path) -> Path | None:
+    """The file (not a directory) at `path` or at the nearest existing directory above it, which
+    would stop `path` being made as a directory; None when there is none."""
+    blocker = next((q for q in (path, *path.absolute().parents) if q.exists()), None)
+    return blocker if blocker is not None and not blocker.is_dir() else None
+
+
+def check_directory(path: Path, flag: str) -> None:
+    """Refuse a file where the output directory `path` (or one above it) is to be, naming `flag`
+    (e.g. `--out`, `--lake`), before anything is written."""
+    blocker = file_in_the_way(path)
+    if blocker is not None:
+        what = "is a file" if blocker == path else f"{blocker} is a file"
+        raise NotADirectoryError(f"{flag} {path}: {what}; give a directory")
 
 
 def stage_dir(stage: str, root: Path | None = None) -> Path:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any
@@ -221,8 +222,11 @@ def demo(
                 f"--train-steps {train_steps!r}: four positive integers PRETRAIN,CPT,MULTIMODAL,"
                 "LONG (e.g. 300,100,100,100), or three PRETRAIN,CPT,LONG"
             ) from None
+    from common.lake import check_directory
     from pipelines.demo import DemoFailed
 
+    if lake_dir is not None:
+        check_directory(lake_dir, "--lake")
     try:
         run_demo(lake_dir.resolve() if lake_dir else None, train_steps=steps)
     except DemoFailed as failed:
@@ -234,18 +238,27 @@ def demo(
 def ui(
     host: Annotated[str, typer.Option(help="Address the webserver binds.")] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="Port of the webserver.")] = 3000,
-    dagster_home: Annotated[Path, typer.Option(help="DAGSTER_HOME to use.")] = PROJECT_ROOT
-    / "dagster_home",
+    dagster_home: Annotated[
+        Path | None,
+        typer.Option(
+            help="DAGSTER_HOME to use (default: $DAGSTER_HOME, else the project's dagster_home/)."
+        ),
+    ] = None,
 ) -> None:
-    """Start `dagster dev` (webserver + daemon) on dagster_home/ and the project's workspace."""
-    import os
+    """Start `dagster dev` (webserver + daemon) on $DAGSTER_HOME (default: dagster_home/), where
+    `refinery demo` records its runs, and the project's workspace."""
     import subprocess
     import sys
 
-    env = dict(os.environ, DAGSTER_HOME=str(dagster_home.resolve()))
+    from pipelines.demo import prepare_dagster_home
+
+    home = prepare_dagster_home(dagster_home)
+    env = dict(os.environ, DAGSTER_HOME=str(home))
     dagster = Path(sys.executable).with_name("dagster")
-    cmd = [str(dagster), "dev", "-w", str(dagster_home / "workspace.yaml"), "-h", host]
-    raise typer.Exit(subprocess.call([*cmd, "-p", str(port)], env=env, cwd=PROJECT_ROOT))
+    workspace = PROJECT_ROOT / "dagster_home" / "workspace.yaml"
+    cmd = [str(dagster), "dev", "-w", str(workspace), "-h", host]
+    code = subprocess.call([*cmd, "-p", str(port)], env=env, cwd=PROJECT_ROOT)
+    raise SystemExit(code)  # not an Exception: the error wrapper leaves it alone
 
 
 def _register_all() -> None:
@@ -253,7 +266,7 @@ def _register_all() -> None:
 
     add_stage_commands(app, STAGES, GROUPS)
     app.command("demo")(user_errors(demo))
-    app.command("ui")(ui)
+    app.command("ui")(user_errors(ui))
 
 
 _register_all()

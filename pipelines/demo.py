@@ -209,15 +209,26 @@ def plan_runs(defs) -> list[tuple[list[Any], list[str | None]]]:
     return [(keys, parts.get_partition_keys() if parts else [None]) for keys, parts in runs]
 
 
-def _instance(dagster_home: Path | None):
-    from dagster import DagsterInstance
+def prepare_dagster_home(dagster_home: Path | None = None) -> Path:
+    """The Dagster home the demo records its runs in and `refinery ui` shows: `dagster_home`,
+    else $DAGSTER_HOME, else the project's dagster_home/ (created, with the project's
+    dagster.yaml when it has none), as an absolute path."""
+    from common.lake import check_directory
 
     project_home = PROJECT_ROOT / "dagster_home"
     home = Path(dagster_home or os.environ.get("DAGSTER_HOME") or project_home)
+    check_directory(home, "--dagster-home" if dagster_home else "$DAGSTER_HOME")
     home.mkdir(parents=True, exist_ok=True)
     if not (home / "dagster.yaml").exists():  # the project's instance settings (SQLite storage)
         shutil.copyfile(project_home / "dagster.yaml", home / "dagster.yaml")
-    os.environ["DAGSTER_HOME"] = str(home.resolve())
+    return home.resolve()
+
+
+def _instance(dagster_home: Path | None):
+    from dagster import DagsterInstance
+
+    home = prepare_dagster_home(dagster_home)
+    os.environ["DAGSTER_HOME"] = str(home)
     return DagsterInstance.get(), home
 
 

@@ -100,7 +100,33 @@ class RefineryPostgresStorage(DagsterPostgresStorage):
                 f"Postgres storage: export {env}={_EXAMPLE} for every Dagster process "
                 "(webserver, daemon, run workers)"
             )
+        check_connection(url, env)
         return cls(postgres_url=psycopg2_url(url, env), inst_data=inst_data)
+
+
+def check_connection(url: str, env: str = PG_URL_ENV, timeout_s: int = 10) -> None:
+    """One connection to the database at `url` (a `psycopg2_url` input), so that a wrong
+    password, host or database fails as the instance opens, in one line naming `env` and libpq's
+    reason, not after dagster-postgres's retries as "too many retries for DB connection"."""
+    import sqlalchemy
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.pool import NullPool
+
+    parsed = make_url(psycopg2_url(url, env))
+    args = {} if "connect_timeout" in parsed.query else {"connect_timeout": timeout_s}
+    engine = sqlalchemy.create_engine(parsed, poolclass=NullPool, connect_args=args)
+    try:
+        engine.connect().close()
+    except sqlalchemy.exc.DBAPIError as exc:
+        reason = " ".join(str(exc.orig).split())
+        if parsed.password:  # libpq does not echo it, but an error line must never show it
+            reason = reason.replace(str(parsed.password), "***")
+        raise ValueError(
+            f"{env}={_shown(make_url(url.strip()))}: cannot connect ({reason}); fix the user, password, host, "
+            "port or database in the URL, or start the server"
+        ) from None
+    finally:
+        engine.dispose()
 
 
 def storage_defaults(base_dir: str) -> dict[str, ConfigurableClassData | None]:

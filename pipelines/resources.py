@@ -220,7 +220,7 @@ def resources_for(env: str | None = None, root: str | Path | None = None) -> dic
     machine, no teacher). cluster: everything from the environment, so one deployment setting
     switches it: REFINERY_HOME (may be a remote path for the Beam workers), REFINERY_BEAM_RUNNER
     and REFINERY_BEAM_OPTIONS (space-separated, e.g. `--dask_client_address=host:8786`),
-    REFINERY_TEACHER_URL / _MODEL. The Dagster instance itself (runs, events, schedules) lives in
+    REFINERY_TEACHER_URL / _MODEL (optional: unset, no teacher). The Dagster instance itself (runs, events, schedules) lives in
     $DAGSTER_HOME/dagster.yaml: SQLite locally, Postgres on a cluster. `root` overrides the
     local lake root (tests).
     """
@@ -244,8 +244,10 @@ def resources_for(env: str | None = None, root: str | Path | None = None) -> dic
                 options=os.environ.get("REFINERY_BEAM_OPTIONS", "").split(),
             ),
             "browser": BrowserResource(),
+            # optional, as locally: unset or empty is no teacher (the stages that need one say so)
             "teacher": TeacherResource(
-                base_url=EnvVar("REFINERY_TEACHER_URL"), model=EnvVar("REFINERY_TEACHER_MODEL")
+                base_url=os.environ.get("REFINERY_TEACHER_URL", ""),
+                model=os.environ.get("REFINERY_TEACHER_MODEL", ""),
             ),
         }
     raise ValueError(f"REFINERY_ENV={env!r}: choose one of {', '.join(ENVIRONMENTS)}")

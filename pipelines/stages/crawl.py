@@ -18,7 +18,7 @@ from typing import Any
 from common import lake as lake_mod
 from crawlers import checks as crawl_checks
 from crawlers.crawl.config import CrawlConfig
-from pipelines.stage import Check, Lake, Params, Stage, Summary, param
+from pipelines.stage import Check, Lake, Params, Stage, Summary, flag_of, param
 
 CRAWL_SHARDS = 4
 SHARD_PREFIX = "shard="  # crawl/shard=<k>: one host-hash shard (shard=import*: an import)
@@ -157,22 +157,64 @@ def crawl_config(p: CrawlParams, lake: Lake) -> dict[str, Any]:
         except ValueError as exc:
             raise ValueError(f"--shard {p.shard!r}: expected K/N, e.g. 0/4") from exc
         if "shard" in p.model_fields_set or ("shard" not in config and "shards" not in config):
+            if not 0 <= k < n:
+                raise ValueError(
+                    f"--shard {p.shard!r}: K/N needs 0 <= K < N (shard K of N shards), e.g. 0/4"
+                )
             config.update(shard=k, shards=n)
     return config
 
 
-def _validated(config: dict[str, Any], p: CrawlParams):
+def _validated(config: dict[str, Any], p: CrawlParams, lake: Lake) -> CrawlConfig:
+    """`config` as a CrawlConfig; refused in one line naming where each bad value came from: its
+    flag or --config file key (CLI), its run config key (Dagster: `config.max_pages`)."""
     from pydantic import ValidationError
 
-    from crawlers.crawl import CrawlConfig
+    from common.errors import validation_problems
 
     try:
         return CrawlConfig.model_validate(config)
     except ValidationError as exc:
-        where = f"--config {p.config} / flags" if p.config else "flags"
-        from common.errors import validation_problems
+        yaml_keys = set(_yaml(p.config)) if lake.interactive else set()
+        # CrawlConfig's checks across fields raise once, at the root: name the fields compared
+        root = next((e["msg"] for e in exc.errors() if not _loc(e)), "")
+        compared = ["shard", "shards"] if "shard=" in root else ["agent", "training_agent"]
 
-        raise ValueError(f"{where}: {validation_problems(exc, model=CrawlConfig)}") from None
+        def where(loc: list[str]) -> str:
+            fields = [loc[0]] if loc else compared
+            rest = "".join(f".{x}" for x in loc[1:])
+            return _source(fields, p, yaml_keys, lake.interactive) + rest
+
+        raise ValueError(validation_problems(exc, where, model=CrawlConfig)) from None
+
+
+def _loc(error: dict[str, Any]) -> list[str]:
+    return [str(x) for x in error["loc"] if x != "function-after"]
+
+
+def _source(fields: list[str], p: CrawlParams, yaml_keys: set[str], cli: bool) -> str:
+    """Where the values of CrawlConfig `fields` came from, as the user wrote them: the flags
+    (or run config keys) given, the --config file's keys, `extra`'s keys; all of the fields'
+    flags when none was set (a default compared with another default)."""
+    flags: list[str] = []
+    from_yaml: list[str] = []
+    from_extra: list[str] = []
+    for name in fields:
+        param = "shard" if name == "shards" else name  # --shard K/N sets both
+        if name in p.extra:
+            from_extra.append(f"extra.{name}")
+        elif param in p.model_fields_set or (not cli and param in CrawlParams.model_fields):
+            flags.append(flag_of(CRAWL, param) if cli else name)
+        elif name in yaml_keys:
+            from_yaml.append(name)
+    parts = [*dict.fromkeys(flags), *from_extra]
+    if not cli:
+        return "/".join(f"config.{part}" for part in parts or fields)
+    if from_yaml:
+        parts.append(f"--config {p.config}: {'/'.join(from_yaml)}")
+    if not parts:  # defaults only
+        parts = list(dict.fromkeys(flag_of(CRAWL, "shard" if f == "shards" else f) for f in fields))
+    return " and ".join(parts)
 
 
 def run(p: CrawlParams, lake: Lake) -> CrawlSummary:
@@ -186,9 +228,11 @@ def run(p: CrawlParams, lake: Lake) -> CrawlSummary:
         config["allow_private_networks"] = True
     if config.get("delay") is None:
         config["delay"] = 1.0 if seeds else SAMPLE_WEB_DELAY_S
-    # Seeds and config are read and checked before anything in the lake is removed: a typo
-    # leaves the crawl that is there as it was.
-    cfg = _validated(config, p)
+    # Seeds and config are read and checked before anything in the lake is removed or written:
+    # a typo leaves the crawl that is there (or the empty lake) as it was.
+    cfg = _validated(config, p, lake)
+    if seeds and not p.resume:
+        _check_seeds(seeds, p)
     if p.out is not None:
         out = Path(p.out)
     elif lake.partition is not None:
@@ -213,6 +257,25 @@ def run(p: CrawlParams, lake: Lake) -> CrawlSummary:
         details=summary,
         **{k: summary[k] for k in CrawlSummary.model_fields if k in summary},
     )
+
+
+def _check_seeds(seeds: list[str], p: CrawlParams) -> None:
+    """Refuse seeds none of which can be crawled, by the crawl's own test of a seed
+    (`canonicalize`: http(s) and a host), before anything is written: the crawl would refuse
+    them too, but only after creating its frontier and WARC directory. One usable seed is
+    enough (the crawl records the others as skipped)."""
+    from crawlers.crawl.canon import UrlError, canonicalize
+    from crawlers.crawl.config import CrawlError
+
+    problem = None
+    for seed in seeds:
+        try:
+            canonicalize(seed)
+            return
+        except UrlError as exc:
+            problem = problem or exc
+    where = f"--seeds {p.seeds_file}" if p.seeds_file else "config.seeds"
+    raise CrawlError(f"{where}: no usable seed URL ({problem}); give http(s) URLs with a host")
 
 
 def _lake_out(base: Path, k: int, n: int) -> Path:

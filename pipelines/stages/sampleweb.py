@@ -45,6 +45,8 @@ def run_sampleweb_write(out_dir: Path | None = None, *, seed: int = 0) -> dict[s
 
 def write(p: SampleWebParams, lake: Lake) -> SampleWebSummary:
     """Write pages, labels.parquet and sites.json, with manifests."""
+    if p.out is not None:
+        lake_mod.check_directory(Path(p.out), "--out")
     out = Path(p.out) if p.out else lake.dir("sampleweb")
     s = run_sampleweb_write(out, seed=p.seed)
     figures = {k: s[k] for k in SampleWebSummary.model_fields if k in s}
@@ -67,6 +69,8 @@ def serve(p: ServeParams, lake: Lake) -> ServeSummary:
     """Serve every site until Ctrl-C (SIGINT) or SIGTERM."""
     from sampleweb.__main__ import main
 
+    if not 0 <= p.port <= 65535:
+        raise ValueError(f"--port {p.port}: not a TCP port; give 1-65535, or 0 to pick a free one")
     argv = ["serve", "--port", str(p.port), "--first-octet", str(p.first_octet)]
     argv += ["--seed", str(p.seed)]
     if p.seeds_out:
