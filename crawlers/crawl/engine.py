@@ -14,6 +14,7 @@ best-priority first. The engine ties the parts together:
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -27,10 +28,11 @@ from crawlers.crawl.config import CrawlConfig, CrawlError
 from crawlers.crawl.downloader import Downloader
 from crawlers.crawl.fetcher import FetchResult, type_by_extension, type_wanted
 from crawlers.crawl.frontier import Frontier
-from crawlers.crawl.output import write_checkpoint, write_outputs
+from crawlers.crawl.output import CHECKPOINTS, write_checkpoint, write_outputs
 from crawlers.crawl.politeness import RETRY_STATUSES
 from crawlers.crawl.priority import LanguageTracker, TrapDetector, Weights, queued_row
 from crawlers.crawl.record import PageLanguage, describe_page
+from crawlers.crawl.recrawl import RECRAWL_FILE
 from crawlers.crawl.robots_policy import ALLOWED, UNREACHABLE, RobotsFetch
 from crawlers.crawl.routing import OTHER_SHARD, OUTBOX_SCHEMA, ShardRouter, shard_root_of
 from crawlers.crawl.scheduler import DISCOVERED, SEED, SITEMAP, Scheduler
@@ -47,6 +49,7 @@ __all__ = [
     "Crawler",
     "Progress",
     "crawl",
+    "crawl_left_in",
     "shard_root_of",
 ]
 
@@ -56,6 +59,23 @@ GAVE_UP = "host-gave-up: circuit breaker open (re-queued on --resume)"
 SITEMAP_CAP = "sitemap-cap"
 ROBOTS_SITEMAPS = 100  # Sitemap: lines of one robots.txt that are followed
 _RESOLVERS = 32  # DNS lookups in flight at once
+FRONTIER = "frontier.sqlite"
+# What a crawl writes into its directory once it has created its frontier (each dataset also
+# with its manifest): a directory holding none of these was left by a start killed before that.
+CRAWL_ENTRIES = ("pages.parquet", "skipped.parquet", "warc", CHECKPOINTS, RECRAWL_FILE)
+log = logging.getLogger(__name__)
+
+
+def crawl_left_in(out_dir: Path) -> list[str]:
+    """The names of what a crawl left in `out_dir` (its frontier and SQLite side files, outputs,
+    WARCs, checkpoints, manifests); [] when there is nothing of a crawl to resume there."""
+    if not out_dir.is_dir():
+        return []
+    return sorted(
+        e.name
+        for e in out_dir.iterdir()
+        if e.name.startswith(FRONTIER) or e.name.removesuffix(".manifest.json") in CRAWL_ENTRIES
+    )
 
 
 def _failure(exc: BaseException) -> str:
@@ -93,15 +113,26 @@ class Crawler:
         # read before anything is written: a bad list is one line and no half-made crawl directory
         self.blocklist = load_blocklist(config.blocklist) if config.blocklist else None
         self.out_dir.mkdir(parents=True, exist_ok=True)
-        db_path = self.out_dir / "frontier.sqlite"
+        db_path = self.out_dir / FRONTIER
         if db_path.exists() and not resume:
             raise CrawlError(
                 f"{self.out_dir} already holds a crawl (frontier.sqlite); pass --resume to continue it or pick a new --out"
             )
+        self.started_fresh = False  # --resume found nothing of a crawl: started afresh
         if resume and not db_path.exists():
-            raise CrawlError(
-                f"--resume: {db_path} does not exist; start the crawl without --resume"
+            if left := crawl_left_in(self.out_dir):
+                raise CrawlError(
+                    f"--resume: {db_path} does not exist but {self.out_dir} holds "
+                    f"{', '.join(left)} of a crawl; move them away, or pick a new --out"
+                )
+            # killed before its frontier was created (the first second): nothing to lose
+            log.warning(
+                "--resume: %s holds no crawl yet (stopped before frontier.sqlite was created); "
+                "starting it fresh",
+                self.out_dir,
             )
+            self.resume = resume = False
+            self.started_fresh = True
         self.frontier = Frontier(db_path)
         stored = self.frontier.get_meta("config") if resume else None
         if stored and (stored.get("shard", 0), stored.get("shards", 1)) != (
@@ -280,12 +311,11 @@ class Crawler:
             return reason
         base = row["priority"]
         if tier != 0:
-            adjust = self.traps.families.adjustment(url, anchor)
+            adjust = self.traps.families.adjustment(url, anchor, depth)
             if adjust:
                 row["priority"] = round(base + adjust, 4)
-                row["priority_reasons"] += (
-                    f"; link family {adjust:+.2f} ({self.traps.families.why(url, anchor)})"
-                )
+                why = self.traps.families.why(url, anchor, depth)
+                row["priority_reasons"] += f"; link family {adjust:+.2f} ({why})"
         self.per_host[host] += 1
         if again:
             fields = {k: v for k, v in row.items() if k != "url"}
@@ -316,7 +346,8 @@ class Crawler:
     def _reprice(self, row: dict[str, Any]) -> float:
         """A queued discovered URL's priority with its link family's evidence as of now."""
         base = row.get("_base", row["priority"] or 0.0)
-        return round(base + self.traps.families.adjustment(row["url"], row["anchor"] or ""), 4)
+        adjust = self.traps.families.adjustment(row["url"], row["anchor"] or "", row["depth"])
+        return round(base + adjust, 4)
 
     def _discover_link(
         self,
@@ -464,6 +495,8 @@ class Crawler:
             "scheduler_s": round(self.sched_s, 4),
             "scheduler_us_per_page": round(1e6 * self.sched_s / fetched, 1) if fetched else 0.0,
             "recovered": recovered,
+            # --resume found no crawl in out_dir (killed before its frontier existed): fresh
+            "resume_started_fresh": self.started_fresh,
             "requeued": self.stats["requeued"],
             "breaker_probes": self.stats["breaker_probes"],
             "routed_out": self.stats["routed_out"],
@@ -837,7 +870,9 @@ class Crawler:
                 # link their own combinations only multiply themselves
                 new += found == "queued" and shape_of(clean[0]) != own_shape
             unwanted = (res.error or "").startswith("unwanted-content-type")
-            self.traps.families.record(url, row["anchor"] or "", res.status, new, unwanted)
+            self.traps.families.record(
+                url, row["anchor"] or "", res.status, new, unwanted, row["depth"]
+            )
             if copy is not None:
                 self.traps.families.copy(copy, row["anchor"] or "" if copy == url else "")
             for bad, why in page.bad_links:

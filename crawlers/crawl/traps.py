@@ -401,7 +401,13 @@ class FamilyStats:
     serving copies of pages already fetched, loses priority after a few such pages; one that
     served nothing but copies (`cut_copies`+ pages, 90%) or failures (`cut_failed`+, 95%) is not
     fetched any more; one whose pages keep leading to new URLs of other shapes (listing
-    pagination, new ids) gains priority."""
+    pagination, new ids) gains priority.
+
+    Failures are also counted in two coarser groups (`groups`) that shapes keep apart: the site
+    section (first path segment: /wiki/Perceptron and /wiki/BIRCH are two shapes, one section)
+    and, from depth 2, the host's link depth. A group whose fetched pages nearly all failed
+    (`min_fetched`+ failures, `group_fail_share`) sinks below live work, as the dead outlinks of
+    a mirrored or archived site do; a group is never cut: its evidence only reorders."""
 
     def __init__(
         self,
@@ -410,11 +416,14 @@ class FamilyStats:
         hub_links: float = 5.0,
         cut_copies: int = 5,
         cut_failed: int = 10,
+        group_fail_share: float = 0.9,
     ):
         self.min_fetched, self.fail_share, self.hub_links = min_fetched, fail_share, hub_links
         self.cut_copies, self.cut_failed = cut_copies, cut_failed
+        self.group_fail_share = group_fail_share
         # fetched, failed (4xx but 429), new URLs queued, copies of content already fetched
         self.stats: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0, 0])
+        self.groups_seen: dict[str, list[int]] = defaultdict(lambda: [0, 0])  # fetched, failed
 
     @staticmethod
     def families(url: str, anchor: str = "") -> list[str]:
@@ -425,8 +434,27 @@ class FamilyStats:
             fams.append(f"{_split(url)[0]} anchor:{words}")
         return fams
 
+    @staticmethod
+    def groups(url: str, depth: int | None = None) -> list[str]:
+        """The coarse groups a URL's failures count for: its site section ('h/wiki/…', 'h/…' for
+        a one-segment path; none for the home page) and, at depth 2 or more, 'h depth N'."""
+        parts = urlsplit(url)
+        segs = [s for s in parts.path.lower().split("/") if s]
+        out = []
+        if segs:
+            out.append(f"{parts.netloc}/{segs[0]}/…" if len(segs) > 1 else f"{parts.netloc}/…")
+        if depth is not None and depth >= 2:
+            out.append(f"{parts.netloc} depth {depth}")
+        return out
+
     def record(
-        self, url: str, anchor: str, status: int | None, new_urls: int, unwanted: bool = False
+        self,
+        url: str,
+        anchor: str,
+        status: int | None,
+        new_urls: int,
+        unwanted: bool = False,
+        depth: int | None = None,
     ) -> None:
         """Count one fetched page: its status and the new URLs it queued; a response of a type
         the crawl does not take (a feed, a file) counts as a failure, as a 4xx does."""
@@ -436,17 +464,33 @@ class FamilyStats:
             st[0] += 1
             st[1] += failed
             st[2] += new_urls
+        for group in self.groups(url, depth):
+            self.groups_seen[group][0] += 1
+            self.groups_seen[group][1] += failed
+
+    def _dead_groups(self, url: str, depth: int | None) -> list[tuple[str, int, int]]:
+        """(group, fetched, failed) of the URL's groups whose fetched pages nearly all failed."""
+        out = []
+        for group in self.groups(url, depth):
+            fetched, failed = self.groups_seen.get(group, (0, 0))
+            if failed >= self.min_fetched and failed >= self.group_fail_share * fetched:
+                out.append((group, fetched, failed))
+        return out
 
     def copy(self, url: str, anchor: str = "") -> None:
         """A fetched page of these families turned out to be a copy of another page's content."""
         for fam in self.families(url, anchor):
             self.stats[fam][3] += 1
 
-    def adjustment(self, url: str, anchor: str = "") -> float:
-        """Priority change for a URL of these families (quantised to quarters), and 0 before
-        `min_fetched` of a family were fetched."""
+    def adjustment(self, url: str, anchor: str = "", depth: int | None = None) -> float:
+        """Priority change for a URL of these families and groups (quantised to quarters), and 0
+        before `min_fetched` of a family were fetched."""
         fams = self.families(url, anchor)
-        penalty = 0.0
+        # below any live page (depth and URL shape span about -2.5 .. 2.5)
+        penalty = min(
+            [-4.0 * failed / fetched for _, fetched, failed in self._dead_groups(url, depth)]
+            + [0.0]
+        )
         for fam in fams:
             fetched, failed, _, copies = self.stats.get(fam, (0, 0, 0, 0))
             bad = min(fetched, failed + copies)
@@ -479,7 +523,7 @@ class FamilyStats:
                 )
         return None
 
-    def why(self, url: str, anchor: str = "") -> str:
+    def why(self, url: str, anchor: str = "", depth: int | None = None) -> str:
         """The adjustment's evidence, for priority_reasons."""
         parts = []
         for fam in self.families(url, anchor):
@@ -488,6 +532,8 @@ class FamilyStats:
                 parts.append(
                     f"{fam}: {failed} of {fetched} fetched failed, {copies} copies, {new} new URLs"
                 )
+        for group, fetched, failed in self._dead_groups(url, depth):
+            parts.append(f"{group}: {failed} of {fetched} fetched failed")
         return "; ".join(parts)
 
 
