@@ -10,9 +10,10 @@ for the same reason. A document without a URL carries the licence given and is c
 document with a URL goes through the same consent check as an imported page (today's
 robots.txt for both tokens, `crawlers.imports.consent`).
 A row's own consent is kept and can only say no (`source_consent`): when the row has
-`training_allowed`, it must be the boolean true (`common.consent.flag_true`), and a `noai` that
-is on takes the document out (`noai`/`noimageai` are carried to it); `consent_source` names it
-(`licence: cc-by-4.0; source row: training_allowed is false`).
+`training_allowed`, at the top level or nested (`metadata.training_allowed`, `meta.`), each must
+be the boolean true (`common.consent.flag_true`), and a `noai` that is on takes the document
+out (`noai`/`noimageai` are carried to it); `consent_source` names it (`licence: cc-by-4.0;
+source row: metadata.training_allowed is false`).
 Every row read is a document or a recorded skip (`malformed_row`: a line that is no JSON
 object, a Parquet row in a row group that cannot be read or with a string that is not UTF-8;
 `empty_text`, `duplicate_payload`, `duplicate_id`, `id_conflict`: a `--id-field` id that an
@@ -51,6 +52,9 @@ URL_FIELDS = (
 )
 _MISSING = object()
 FLAG = "training_allowed"
+# Where corpora nest a row's own fields (Dolma's `metadata`, RedPajama's `meta`): a consent
+# flag or opt-out there counts as one at the top level does.
+NESTED = ("metadata", "meta")
 CORPUS_FILES = "JSONL/Parquet corpus files, e.g. 'corpus/*.jsonl.gz' or 'data/*.parquet'"
 
 
@@ -100,28 +104,42 @@ def _directive_on(value: object) -> bool:
     return not (t.__module__ == "numpy" and t.__name__ in ("bool", "bool_") and not value)
 
 
+def _own_fields(row: dict, name: str) -> list[tuple[str, object]]:
+    """(where, value) of each place the row states its own `name`: the top level ("") and
+    the nested objects of `NESTED` ("metadata."); absent ones say nothing."""
+    found = [("", row[name])] if name in row else []
+    for nest in NESTED:
+        value = field_value(row, f"{nest}.{name}")
+        if value is not _MISSING:
+            found.append((f"{nest}.", value))
+    return found
+
+
 def source_consent(row: dict) -> tuple[bool, dict[str, bool], list[str]]:
     """(whether the corpus row's own consent permits training, its noai/noimageai, the evidence)
-    from its top-level `training_allowed`, `noai` and `noimageai` (absent ones say nothing).
-    Permits: `training_allowed`, when there, is the boolean true (`common.consent.flag_true`),
-    and `noai` is not on; `noimageai` keeps the text in and is carried to the document."""
+    from its `training_allowed`, `noai` and `noimageai`, at the top level or nested (`NESTED`:
+    `metadata.training_allowed`); absent ones say nothing. Permits: every `training_allowed`
+    there is the boolean true (`common.consent.flag_true`: false, "false", 0, "true" or null
+    anywhere is a no that wins), and no `noai` is on; `noimageai` keeps the text in and is
+    carried to the document."""
     from common.consent import describe_flag, flag_true
 
     ok = True
     evidence: list[str] = []
-    if FLAG in row:
-        if flag_true(row[FLAG]):
-            evidence.append("source row: training_allowed true")
+    for where, value in _own_fields(row, FLAG):
+        if flag_true(value):
+            evidence.append(f"source row: {where}training_allowed true")
         else:
             ok = False
-            evidence.append(f"source row: {describe_flag(row[FLAG])}")
-    flags = {}
-    for name in ("noai", "noimageai"):
-        value = row.get(name)
-        flags[name] = _directive_on(value)
-        if flags[name]:
+            evidence.append(f"source row: {where}{describe_flag(value)}")
+    flags = {"noai": False, "noimageai": False}
+    for name in flags:
+        for where, value in _own_fields(row, name):
+            if not _directive_on(value):
+                continue
+            flags[name] = True
             how = "" if flag_true(value) else f" ({value!r}, not the boolean false: read as {name})"
-            evidence.append(f"source row: {name}{how}")
+            evidence.append(f"source row: {where}{name}{how}")
             ok &= name != "noai"
     return ok, flags, evidence
 

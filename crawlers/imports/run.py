@@ -367,12 +367,16 @@ def _repeats(
     """The first pass over the parts, reading only their key columns, in file order: which rows
     are exact repeats, as {unit index: {row index: (reason, detail)}}, the URLs of the pages
     kept (for the robots.txt fetch) and the opt-outs of the rows not kept (`Carried`). A repeat
-    is a URL seen before (duplicate_url), a payload digest or decoded body seen before
-    (duplicate_payload; archivers differ on what the payload digest covers: a chunked body or
-    not), a revisit whose original is in the import (revisit) or is not
-    (revisit_missing_original). Held: 16-byte hashes of the keys, never a row."""
+    is a URL seen before (duplicate_url), a decoded body seen before (duplicate_payload, by the
+    sha256 the scan computed: an archive's WARC-Payload-Digest is not verified here, may use an
+    algorithm warcio does not know or be malformed, and archivers differ on what it covers, a
+    chunked body or not, so it never makes two different bodies one), a revisit whose
+    WARC-Payload-Digest is that of a page kept (revisit: the archive's own word on which
+    capture it repeats) or of none (revisit_missing_original). Held: 16-byte hashes of the
+    keys, never a row."""
     seen_url: dict[bytes, int] = {}
-    seen_digest: dict[bytes, int] = {}
+    seen_body: dict[bytes, int] = {}  # content_sha256 of the pages kept
+    seen_digest: dict[bytes, int] = {}  # their WARC-Payload-Digest, for the revisits
     revisits: list[tuple[int, int, int, str | None, str, tuple[set[str], str] | None]] = []
     repeats: dict[int, dict[int, tuple]] = {}
     urls: list[str] = []
@@ -392,8 +396,8 @@ def _repeats(
                 kept = None  # the code of the row this one repeats
                 if row["kind"] == "page":
                     ukey = _key(row["url"])
-                    keys = [_key(k) for k in (row["payload_digest"], row["content_sha256"]) if k]
-                    first = next((seen_digest[k] for k in keys if k in seen_digest), None)
+                    body = _key(row["content_sha256"] or "")
+                    first = seen_body.get(body)
                     if ukey in seen_url:
                         kept = seen_url[ukey]
                         detail = f"same URL as {where(kept)}"
@@ -404,8 +408,9 @@ def _repeats(
                         repeats.setdefault(fi, {})[i] = ("duplicate_payload", detail)
                     else:
                         seen_url[ukey] = code
-                        for k in keys:
-                            seen_digest[k] = code
+                        seen_body[body] = code
+                        if row["payload_digest"]:
+                            seen_digest.setdefault(_key(row["payload_digest"]), code)
                         urls.append(row["url"])
                     if kept is not None and optout[0]:
                         reason, detail = repeats[fi][i]

@@ -100,7 +100,10 @@ async def _guarded_client(allow_private: bool, **kwargs: Any):
 
     class Guarded(aiohttp.TCPConnector):
         async def _resolve_host(self, host, port, *args, **kw):  # every hop, literals too
-            results = await super()._resolve_host(host, port, *args, **kw)
+            try:
+                results = await super()._resolve_host(host, port, *args, **kw)
+            except aiohttp.InvalidUrlClientError:  # aiohttp: "is not a canonical IPv4 address"
+                raise RemoteRefused(_not_canonical(host)) from None
             try:
                 check_addresses(host, [r["host"] for r in results], allow_private)
             except BlockedAddressError as exc:
@@ -108,6 +111,21 @@ async def _guarded_client(allow_private: bool, **kwargs: Any):
             return results
 
     return aiohttp.ClientSession(connector=Guarded(), **kwargs)
+
+
+def _not_canonical(host: str) -> str:
+    """Why a host spelling is refused (aiohttp connects to no IPv4 address written other than
+    as four decimal numbers: 2130706433, 0x7f000001, 0177.0.0.1, 127.1, a trailing dot), and
+    the fix: the address written canonically, where it is one."""
+    import ipaddress
+    import socket
+
+    why = f"host {host!r} is not a canonical IPv4 address, so it is refused (aiohttp reads no "
+    try:
+        fix = f"write it as {ipaddress.IPv4Address(socket.inet_aton(host.rstrip('.')))}"
+    except (OSError, ValueError):
+        fix = "write the host as four decimal numbers (127.0.0.1) or as a name"
+    return why + f"numeric, octal, hexadecimal or shortened spelling, nor a trailing dot); {fix}"
 
 
 def remote_info(url: str, allow_private: bool = False) -> dict[str, Any]:

@@ -24,6 +24,7 @@ original WARC headers kept).
 from __future__ import annotations
 
 import base64
+import codecs
 import functools
 import hashlib
 import io
@@ -38,8 +39,8 @@ from warcio.bufferedreaders import ChunkedDataReader
 from warcio.exceptions import ArchiveLoadFailed
 from warcio.recordloader import ArcWarcRecordLoader
 
-from crawlers.crawl.html import Directives, apply_meta_robots, apply_x_robots_tag
-from crawlers.extract.decode import BadPage
+from crawlers.crawl.html import Directives, apply_meta_robots, apply_x_robots_tag, document_root
+from crawlers.extract.decode import BadPage, decode_html, utf16_without_bom
 from crawlers.extract.warc import MAX_DECOMPRESSED_BYTES, decode_content
 from crawlers.imports import wacz
 from crawlers.imports.sources import (
@@ -65,8 +66,7 @@ NOT_PAGES = {  # record types that never are a page, with why
 }
 _READ = 1 << 16
 _GZIP_MAGIC = b"\x1f\x8b\x08"
-_META = re.compile(rb"<meta\b[^>]*>", re.IGNORECASE)
-_ATTR = re.compile(rb"""([a-zA-Z_:.\-]+)\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s"'>]+))""")
+_META = re.compile(rb"<meta\b[^>]*>", re.IGNORECASE)  # a candidate tag (`_meta_elements`)
 
 
 @dataclass
@@ -89,28 +89,28 @@ def html_type(content_type: str | None, body: bytes) -> bool:
 
 
 def archived_directives(
-    x_robots: list[str], body: bytes, agent: str, training_agent: str
+    x_robots: list[str],
+    body: bytes,
+    agent: str,
+    training_agent: str,
+    content_type: str | None = None,
 ) -> tuple[Directives, list[str], list[str]]:
     """The archived response's own opt-outs: X-Robots-Tag header values and `<meta>` robots tags
-    (name=robots / a token / http-equiv), read with the crawler's parsers. Returns the merged
-    directives and which X-Robots-Tag values and meta contents carried noai/noimageai."""
+    (name=robots / a token / http-equiv), read with the crawler's parsers (`_meta_elements`:
+    the body decoded as extraction decodes it, `content_type` its declared charset). Returns
+    the merged directives and which X-Robots-Tag values and meta contents carried
+    noai/noimageai."""
     from_headers = Directives()
     apply_x_robots_tag(from_headers, x_robots, agent, training_agent)
     from_meta = Directives()
-    for tag in _META.findall(body):
-        attrs: dict[str, str] = {}
-        for m in _ATTR.finditer(tag):
-            raw = m.group(2) if m.group(2) is not None else (m.group(3) or m.group(4) or b"")
-            attrs[m.group(1).decode("latin-1").lower()] = raw.decode("utf-8", "replace")
-        if "content" not in attrs or not (attrs.get("name") or attrs.get("http-equiv")):
-            continue
+    for meta in _meta_elements(body, content_type, agent, training_agent):
         apply_meta_robots(
             from_meta,
-            attrs.get("name", ""),
-            attrs["content"],
+            meta.get("name") or "",
+            meta.get("content") or "",
             agent,
             training_agent,
-            http_equiv=attrs.get("http-equiv", ""),
+            meta.get("http-equiv") or "",
         )
     merged = Directives()
     for d in (from_headers, from_meta):
@@ -121,6 +121,99 @@ def archived_directives(
     h = [w for w, on in (("noai", from_headers.noai), ("noimageai", from_headers.noimageai)) if on]
     m = [w for w, on in (("noai", from_meta.noai), ("noimageai", from_meta.noimageai)) if on]
     return merged, h, m
+
+
+def _meta_elements(body: bytes, content_type: str | None, agent: str, training_agent: str):
+    """The `<meta>` elements of an HTML body that may carry robots directives for our tokens,
+    as the crawler's HTML parser reads them (`document_root`: quoting, character references
+    such as `no&#97;i`).
+
+    Fast path (nearly every page): in a body whose markup is ASCII bytes, only the tags that
+    may name robots or one of our tokens (`_may_direct`) are parsed, on their own. The body is
+    decoded as extraction decodes it (`decode_html`: byte order mark, UTF-16 without one,
+    declared and detected charsets) and parsed whole when it is UTF-16/32, or when such a tag
+    holds a non-ASCII byte or a quote left open (a `>` inside a quoted value ends the tag early
+    for a byte pattern)."""
+    if not _wide(body, content_type):
+        keys = (b"robots", agent.lower().encode(), training_agent.lower().encode())
+        tags = [t for t in _META.findall(body) if _may_direct(t, keys)]
+        if not tags:
+            return []
+        if all(t.isascii() and _closed(t) for t in tags):
+            root = document_root("<html><head>" + b"".join(tags).decode("ascii") + "</head>")
+            return [] if root is None else list(root.iter("meta"))
+    try:
+        text: bytes | str = decode_html(body, content_type, max_bytes=max(1, len(body)))
+    except BadPage:  # binary or undecodable: lxml reads what it can of the bytes
+        text = body
+    root = document_root(text)
+    return [] if root is None else list(root.iter("meta"))
+
+
+# name= / http-equiv= in a tag, and its value: what decides whether a meta tag is about robots
+_NAMING = re.compile(rb"""(?:name|http-equiv)\s*=\s*("[^"]*"|'[^']*'|[^\s>]*)""", re.IGNORECASE)
+
+
+def _may_direct(tag: bytes, keys: tuple[bytes, ...]) -> bool:
+    """Whether a `<meta ...>` tag found as bytes may carry robots directives for us: a quote
+    left open (the tag may be cut short), or a name / http-equiv value that names robots or a
+    token, or may hide one (a character reference, a non-ASCII byte)."""
+    if not _closed(tag):
+        return True
+    for value in _NAMING.findall(tag):
+        if not value.isascii() or b"&" in value:
+            return True
+        value = value.lower()
+        if any(k in value for k in keys):
+            return True
+    return False
+
+
+def _closed(tag: bytes) -> bool:
+    """Every quote of the tag is closed."""
+    return not (tag.count(b'"') % 2 or tag.count(b"'") % 2)
+
+
+_WIDE_BOMS = (codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE, codecs.BOM_UTF32_BE)  # UTF-32 LE: as 16
+_CHARSET = re.compile(r"charset\s*=\s*[\"']?\s*([A-Za-z0-9_\-:.]+)", re.IGNORECASE)
+
+
+def _wide(body: bytes, content_type: str | None) -> bool:
+    """Whether the body's markup is not ASCII bytes: UTF-16/32 by a byte order mark, by its
+    byte pattern (`utf16_without_bom`) or by the charset its Content-Type declares."""
+    if body.startswith(_WIDE_BOMS) or utf16_without_bom(body[:4096]):
+        return True
+    m = _CHARSET.search(content_type or "")
+    if m is None:
+        return False
+    try:
+        return codecs.lookup(m.group(1)).name.startswith(("utf-16", "utf-32"))
+    except LookupError:
+        return False
+
+
+def record_damage(record, left: int | None = None) -> tuple[str, str] | None:
+    """Why a record read to its end is not whole, as (skip reason, detail), or None: it ended
+    `left` bytes (default: what its reader still expected) before its Content-Length
+    (`short_record`: warcio stops quietly at a cut gzip member or the end of the file), or its
+    WARC-Block-Digest does not match its bytes (`digest_mismatch`, when the iterator checks
+    digests). `import warc` and `import wet` both skip such a record."""
+    if left is None:
+        left = getattr(record.raw_stream, "limit", 0) or 0
+    if left > 0:
+        return (
+            "short_record",
+            f"the record ends {left} bytes before its Content-Length (a wrong Content-Length or "
+            "a cut file)",
+        )
+    # The block digest covers the record's bytes as written: a mismatch is a cut, corrupt or
+    # mis-measured record (a wrong Content-Length). A payload digest alone is not trusted to
+    # refuse a page: archivers differ on whether it covers the chunked or de-chunked body, and
+    # an algorithm warcio does not know is no evidence against the record.
+    problems = record.digest_checker.problems
+    if any(p.startswith("block digest failed") for p in problems):
+        return "digest_mismatch", "; ".join(problems)[:500]
+    return None
 
 
 def _read_capped(stream, limit: int) -> tuple[bytes, bool]:
@@ -158,6 +251,7 @@ class _Sink:
         uri = record.rec_headers.get_header("WARC-Target-URI") or record.rec_headers.get_header(
             "uri"
         )
+        uri = lower_scheme(uri.strip().strip("<>")) if uri else uri
         keep = {}
         if record.format == "warc":
             for name in ("WARC-Record-ID", "WARC-Date", "WARC-IP-Address", "WARC-Payload-Digest"):
@@ -329,10 +423,20 @@ class _Loader(ArcWarcRecordLoader):
         self.arc_parser.parse = parse
 
     def load_http_headers(self, rec_type, uri, stream, length):
-        return super().load_http_headers(rec_type, uri or "", stream, length)
+        # warcio reads HTTP headers only under a lower-case http:/https: (HTTP://, Https://)
+        return super().load_http_headers(rec_type, lower_scheme(uri or ""), stream, length)
+
+
+def lower_scheme(url: str) -> str:
+    """`url` with an http(s) scheme in lower case (schemes are case-insensitive, RFC 3986
+    3.1: an archive's `HTTP://host/` is `http://host/`); any other URL unchanged."""
+    head, sep, rest = url.partition(":")
+    low = head.lower()
+    return low + sep + rest if sep and low in ("http", "https") and head != low else url
 
 
 _ARC_DATE = re.compile(r"\d{12,14}")
+_STATUS = re.compile(r"[0-9]{3}")  # an HTTP status code: three ASCII digits (RFC 9112 4)
 
 
 def arc_v1_line(line: bytes | str) -> bytes | str:
@@ -416,10 +520,22 @@ def scan_file(
     elif wacz.split(source) and not wacz.stored(source):
         restart = _Restart("deflated WACZ member: records copied (not readable at an offset)")
     else:
+        spill = _Sink(sink_dir / f"{key}.warc.gz", f"warc/{key}.warc.gz")
         try:
-            return _scan(source, opts, None, gunzip=False, mode="referenced", start=start, end=end)
+            return _scan(
+                source,
+                opts,
+                None,
+                gunzip=False,
+                mode="referenced",
+                start=start,
+                end=end,
+                spill=spill,
+            )
         except _Restart as r:
             restart = r
+        finally:
+            spill.close()
     for _ in range(2):
         ranged = is_remote(source) and not restart.gunzip  # gzip members read where they are
         if not ranged and start > 0:
@@ -451,7 +567,11 @@ def _scan(
     mode: str,
     start: int = 0,
     end: int | None = None,
+    spill: _Sink | None = None,
 ) -> list[dict[str, Any]]:
+    """One reading of a file (`scan_file`): `sink` set, every page record is copied into it;
+    else pages are referred to in place, except those extraction could not read there
+    (`_needs_copy`), copied into `spill`."""
     copy = sink is not None
     rows: list[dict[str, Any]] = []
     fh = open_source(source, opts.allow_private_networks)
@@ -475,6 +595,12 @@ def _scan(
             if first is None:
                 return rows  # no record begins in this range
             stream.seek(first)
+        elif seekable and not _opens_with_record(first_bytes := _file_head(stream)):
+            nxt = _resync(stream, 1, gz, end)  # e.g. a text file named .warc: one skip
+            rows.append({**_not_an_archive(stream, source, first_bytes, nxt), "import_mode": mode})
+            if nxt is None:
+                return rows
+            stream.seek(nxt)
         while True:
             # warcio's offsets are the stream's own (tell() where the iterator starts), absolute
             it = _iterator(stream, copy)
@@ -487,10 +613,10 @@ def _scan(
                         if not copy:
                             raise _Restart("ARC file: records converted to WARC and copied")
                         arc = True
-                    row = _record_row(record, it, source, opts, sink, base)
+                    row = _record_row(record, it, source, opts, sink, base, spill)
                     if row is None:  # an empty gzip member between or after records
                         continue
-                    row["import_mode"] = mode
+                    row.setdefault("import_mode", mode)
                     last_end = row["record_offset"] + max(0, row["record_length"] or 0)
                     if gz and seekable and row.get("skip_reason") == "short_record":
                         if _continued(stream, last_end):
@@ -528,6 +654,48 @@ def _scan(
             stream.seek(nxt)
     finally:
         fh.close()
+
+
+def _file_head(stream: BinaryIO) -> bytes | None:
+    """A seekable file's first bytes, its first gzip member's decompressed (None: a gzip
+    member that does not decompress), blank lines dropped; the stream left at 0."""
+    stream.seek(0)
+    head = stream.read(1 << 14)
+    stream.seek(0)
+    if head.startswith(_GZIP_MAGIC):
+        try:
+            head = zlib.decompressobj(31).decompress(head, 1 << 12)
+        except zlib.error:
+            return None
+    return head.lstrip()
+
+
+def _opens_with_record(head: bytes | None) -> bool:
+    """Whether a file's first bytes (`_file_head`) are a WARC or ARC record header, or nothing
+    at all (an empty file). warcio reads any other first line as an ARC record line, so a text
+    file named .warc would give one bogus record per line."""
+    if head is None:
+        return False
+    return not head or head.startswith(b"WARC/") or _ARC_START.match(head) is not None
+
+
+def _not_an_archive(
+    stream: BinaryIO, source: str, head: bytes | None, nxt: int | None
+) -> dict[str, Any]:
+    """The one skip for a file that does not open with a record (`head`: its first bytes), up
+    to the first record start found after it (`nxt`), or the whole file."""
+    first = head if head is not None else stream.read(200)
+    line = first[:200].split(b"\n", 1)[0].strip().decode("latin-1")
+    stream.seek(0, io.SEEK_END)
+    size = stream.tell()
+    length = size if nxt is None else nxt
+    detail = (
+        f"{source}@0: the file does not begin with a WARC or ARC record header (first line "
+        f"{line[:100]!r}); {length} bytes skipped: give WARC/ARC files (a text or other file "
+        "named .warc is not one)"
+    )
+    where = {"source_file": source, "record_offset": 0, "record_length": length}
+    return _skip(where, "malformed_record", detail)
 
 
 def _tail(stream: BinaryIO, last_end: int, source: str, mode: str) -> list[dict[str, Any]]:
@@ -570,7 +738,13 @@ def _skip(row: dict[str, Any], reason: str, detail: str) -> dict[str, Any]:
 
 
 def _record_row(
-    record, it, source: str, opts: ScanOptions, sink: _Sink | None, base: int = 0
+    record,
+    it,
+    source: str,
+    opts: ScanOptions,
+    sink: _Sink | None,
+    base: int = 0,
+    spill: _Sink | None = None,
 ) -> dict[str, Any] | None:
     h = record.rec_headers
     rec_type = record.rec_type
@@ -589,6 +763,7 @@ def _record_row(
     url = h.get_header("WARC-Target-URI") or (
         h.get_header("uri") if record.format != "warc" else None
     )
+    url = lower_scheme(url) if url else url
     row: dict[str, Any] = {
         "source_file": source,
         "record_type": rec_type,
@@ -623,22 +798,23 @@ def _record_row(
             f"segment {segment} of a segmented record (its continuation records hold the rest of "
             "the body; only whole records are read)",
         )
-    url = url.strip().strip("<>")
+    url = lower_scheme(url.strip().strip("<>"))
     row["url"] = url
-    if not url.lower().startswith(("http://", "https://")):
+    if not url.startswith(("http://", "https://")):
         return _skip(place(), "not_http", f"{url[:200]}: only http(s) responses are web pages")
     truncated = h.get_header("WARC-Truncated")
     status, headers = 200, {}
     x_robots: list[str] = []
     if record.http_headers is not None:
         code = record.http_headers.get_statuscode()
-        status = int(code) if code and code.isdigit() else None
+        status = int(code) if _STATUS.fullmatch(code or "") else None
         if status is None:
             line = (record.http_headers.statusline or "")[:100]
             return _skip(
                 place(),
                 "no_http_headers",
-                f"the record's block does not begin with an HTTP status line ({line!r})",
+                f"the record's block does not begin with an HTTP status line of three digits "
+                f"({line!r})",
             )
         for k, v in record.http_headers.headers:
             k = k.lower()
@@ -670,20 +846,9 @@ def _record_row(
     whole = _whole_arc_body(headers, raw) if left > 0 and from_arc else None
     if whole is not None:
         raw, left = raw[:whole], 0
-    if left > 0:
-        return _skip(
-            row,
-            "short_record",
-            f"the record ends {left} bytes before its Content-Length (a wrong Content-Length or "
-            "a cut file)",
-        )
-    # The block digest covers the record's bytes as written: a mismatch is a cut, corrupt or
-    # mis-measured record (a wrong Content-Length). A payload digest alone is not trusted to
-    # refuse a page: archivers differ on whether it covers the chunked or de-chunked body, and
-    # an algorithm warcio does not know is no evidence against the record.
-    problems = record.digest_checker.problems
-    if any(p.startswith("block digest failed") for p in problems):
-        return _skip(row, "digest_mismatch", "; ".join(problems)[:500])
+    damage = record_damage(record, left)
+    if damage is not None:
+        return _skip(row, *damage)
     if status != 200:
         return _skip(row, "http_status", f"HTTP status {status}: only 200 responses are pages")
     body = raw
@@ -702,7 +867,7 @@ def _record_row(
         ctype = (headers.get("content-type") or "none").split(";")[0].strip()
         return _skip(row, "not_html", f"Content-Type {ctype[:100]}: only HTML pages are imported")
     d, from_headers, from_meta = archived_directives(
-        x_robots, body, opts.agent, opts.training_agent
+        x_robots, body, opts.agent, opts.training_agent, headers.get("content-type")
     )
     if not row["payload_digest"]:
         row["payload_digest"] = _sha1_b32(raw)
@@ -720,6 +885,9 @@ def _record_row(
         archived_header_optout=",".join(from_headers) or None,
         archived_meta_optout=",".join(from_meta) or None,
     )
+    if sink is None and spill is not None and _needs_copy(record):
+        sink = spill
+        row["import_mode"] = f"copied: {_UPPER_SCHEME}"
     if sink is not None:
         off, length = sink.write(record, raw)
         row.update(warc_file=sink.rel, warc_offset=off, warc_length=length)
@@ -730,6 +898,19 @@ def _record_row(
             warc_length=row["record_length"],
         )
     return row
+
+
+_UPPER_SCHEME = (
+    "target URI with an upper-case scheme (HTTP://): copied under its lower-case URI, which "
+    "extraction reads"
+)
+
+
+def _needs_copy(record) -> bool:
+    """A page record extraction could not read where it is: its WARC-Target-URI's http(s)
+    scheme is not in lower case (warcio then reads no HTTP headers)."""
+    uri = (record.rec_headers.get_header("WARC-Target-URI") or "").strip().strip("<>")
+    return lower_scheme(uri) != uri
 
 
 def _header_optout(row: dict[str, Any], headers: list[tuple[str, str]], opts: ScanOptions) -> None:

@@ -106,7 +106,7 @@ def iter_wet(source: str, allow_private: bool = False) -> Iterator[tuple[str, di
         stream, done = fh, 0  # done: records read before the stream was read again
         last_end = 0  # where the last record read ends
         while True:
-            it = ArchiveIterator(stream)
+            it = ArchiveIterator(stream, check_digests=True)  # WARC-Block-Digest: `record_damage`
             n = 0
             try:
                 for record in it:
@@ -146,15 +146,21 @@ def iter_wet(source: str, allow_private: bool = False) -> Iterator[tuple[str, di
 
 
 def _wet_row(record, it, source: str) -> tuple[str, dict]:
-    """One WET record as ("doc", row) or ("skip", row)."""
+    """One WET record as ("doc", row) or ("skip", row). A record that ends before its
+    Content-Length (warcio stops quietly at a cut gzip member) or fails its WARC-Block-Digest
+    is a skip (`short_record`, `digest_mismatch`: `crawlers.imports.warc.record_damage`), never a
+    document of part of its text."""
+    from crawlers.imports.warc import lower_scheme, record_damage
+
     h = record.rec_headers
+    url = h.get_header("WARC-Target-URI")
     row = {
         "source_file": source,
         "record_type": record.rec_type,
         "warc_record_id": h.get_header("WARC-Record-ID"),
         "capture_time": h.get_header("WARC-Date"),
         "import_mode": "text",
-        "url": h.get_header("WARC-Target-URI"),
+        "url": lower_scheme(url.strip().strip("<>")) if url else url,
         "payload_digest": h.get_header("WARC-Payload-Digest"),
     }
     raw = record.raw_stream.read(MAX_TEXT_BYTES + 1)
@@ -171,6 +177,9 @@ def _wet_row(record, it, source: str) -> tuple[str, dict]:
         return skip(record.rec_type, "not text")
     if not row["url"]:
         return skip("missing_target_uri", "")
+    damage = record_damage(record)
+    if damage is not None:
+        return skip(damage[0], f"{source}@{row['record_offset']}: {damage[1]}"[:500])
     if len(raw) > MAX_TEXT_BYTES:
         return skip("too_large", "text over 8 MB")
     text, why = decode_text(raw, h.get_header("Content-Type"))
@@ -277,16 +286,24 @@ _SOURCE_NO = "source row: "  # how `crawlers.imports.docs` words a corpus row's 
 
 def _source_optout(d: dict) -> tuple[set[str], str]:
     """A spooled document's own opt-out (a corpus row's noai, noimageai, or training_allowed
-    not the boolean true: `crawlers.imports.docs.source_consent`) and its evidence."""
+    not the boolean true, at the top level or nested: `crawlers.imports.docs.source_consent`)
+    and its evidence."""
     words = {w for w in ("noai", "noimageai") if d.get(w)}
     said = [
         part
         for part in (d.get("consent_source") or "").split("; ")
-        if part.startswith(_SOURCE_NO) and part != _SOURCE_NO + "training_allowed true"
+        if part.startswith(_SOURCE_NO) and not part.endswith("training_allowed true")
     ]
-    if any(p.startswith(_SOURCE_NO + "training_allowed") for p in said):
+    if any(_flag_said(p) for p in said):
         words.add("optout")
     return words, "; ".join(said)
+
+
+def _flag_said(part: str) -> bool:
+    """Whether a `source row: ...` evidence part is about training_allowed (top-level or
+    nested: `source row: metadata.training_allowed is false`)."""
+    where = part[len(_SOURCE_NO) :].split(" ", 1)[0]
+    return where.rsplit(".", 1)[-1] == "training_allowed"
 
 
 def _repeats(
