@@ -3,26 +3,34 @@ the `raw_pages` asset (partitioned into host-hash shards; no host is split acros
 
 Into the lake, a crawl is unsharded (crawl/) or one shard of N (crawl/shard=<k>); extraction
 reads all of crawl/pages.parquet and crawl/shard=*/pages.parquet, so a run removes the builds of
-the other layout and of another N first (`_clear_lake_out`), after its seeds and config are
-checked, so that a stale copy of a page (e.g. consented before a newer opt-out) is not read."""
+the other layout and of another N first (`crawlers.crawl.run.clear_lake_out`), after its seeds
+and config are checked, so that a stale copy of a page (e.g. consented before a newer opt-out) is
+not read. The driver (`run_crawl`) and the lake layout live in `crawlers/crawl/run.py`; this module
+keeps the parameters, their mapping onto a CrawlConfig (and the flag or config key an error names),
+the summary and the Stage."""
 
 from __future__ import annotations
 
-import asyncio
 import json
-import shutil
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from common import lake as lake_mod
 from crawlers import checks as crawl_checks
 from crawlers.crawl.config import CrawlConfig
+from crawlers.crawl.run import (
+    SHARD_PREFIX,
+    CrawlResult,
+    check_seeds,
+    check_start,
+    clear_lake_out,
+    lake_out,
+    read_seeds,
+    run_crawl,
+)
 from pipelines.stage import Check, Lake, Params, Stage, Summary, flag_of, param
 
 CRAWL_SHARDS = 4
-SHARD_PREFIX = "shard="  # crawl/shard=<k>: one host-hash shard (shard=import*: an import)
-OUTBOX = "outbox"  # crawl/outbox/to-<k>/: links the shards route to each other
 SAMPLE_WEB_DELAY_S = 0.05  # the bundled sample web is served on loopback for this run only
 
 
@@ -102,25 +110,6 @@ class CrawlSummary(Summary):
 
     def text(self) -> str:
         return json.dumps(self.details, indent=2, default=str)
-
-
-def read_seeds(path: Path) -> list[str]:
-    """Seed URLs from a text file: one per line, blank lines and '#' comments ignored."""
-    path = Path(path)
-    if not path.exists():
-        raise FileNotFoundError(
-            f"seeds file {path} does not exist (--seeds expects one URL per line)"
-        )
-    # Bytes that are not UTF-8 become U+FFFD: such a line is no URL, and the crawl records it as
-    # a skipped bad seed (with the others crawled) instead of ending on a UnicodeDecodeError.
-    seeds = [
-        ln.strip()
-        for ln in path.read_bytes().decode("utf-8", errors="replace").splitlines()
-        if ln.strip() and not ln.lstrip().startswith("#")
-    ]
-    if not seeds:
-        raise ValueError(f"seeds file {path} lists no URLs (one per line; '#' starts a comment)")
-    return seeds
 
 
 def _yaml(path: Path | None) -> dict[str, Any]:
@@ -232,18 +221,18 @@ def run(p: CrawlParams, lake: Lake) -> CrawlSummary:
     # a typo leaves the crawl that is there (or the empty lake) as it was.
     cfg = _validated(config, p, lake)
     if seeds and not p.resume:
-        _check_seeds(seeds, p)
+        check_seeds(seeds, f"--seeds {p.seeds_file}" if p.seeds_file else "config.seeds")
     if p.out is not None:
         out = Path(p.out)
     elif lake.partition is not None:
         out = lake.dir("crawl") / f"{SHARD_PREFIX}{lake.partition}"
     else:
-        out = _lake_out(lake.dir("crawl"), cfg.shard, cfg.shards)
+        out = lake_out(lake.dir("crawl"), cfg.shard, cfg.shards)
     resume = p.resume and (not lake.partition or (out / "frontier.sqlite").exists())
     if p.out is None:
         if lake.partition is None:  # a CLI run: refuse now what the crawl would refuse later
-            _check_start(out, resume)
-        _clear_lake_out(out, cfg.shards, fresh=lake.partition is not None and not p.resume)
+            check_start(out, resume)
+        clear_lake_out(out, cfg.shards, fresh=lake.partition is not None and not p.resume)
     if seeds:
         summary = _crawl(seeds, out, cfg, resume, lake, p.quiet)
     else:
@@ -259,117 +248,7 @@ def run(p: CrawlParams, lake: Lake) -> CrawlSummary:
     )
 
 
-def _check_seeds(seeds: list[str], p: CrawlParams) -> None:
-    """Refuse seeds none of which can be crawled, by the crawl's own test of a seed
-    (`canonicalize`: http(s) and a host), before anything is written: the crawl would refuse
-    them too, but only after creating its frontier and WARC directory. One usable seed is
-    enough (the crawl records the others as skipped)."""
-    from crawlers.crawl.canon import UrlError, canonicalize
-    from crawlers.crawl.config import CrawlError
-
-    problem = None
-    for seed in seeds:
-        try:
-            canonicalize(seed)
-            return
-        except UrlError as exc:
-            problem = problem or exc
-    where = f"--seeds {p.seeds_file}" if p.seeds_file else "config.seeds"
-    raise CrawlError(f"{where}: no usable seed URL ({problem}); give http(s) URLs with a host")
-
-
-def _lake_out(base: Path, k: int, n: int) -> Path:
-    """The lake's crawl directory of shard k of n: crawl/, or crawl/shard=<k> when n > 1."""
-    return base if n == 1 else base / f"{SHARD_PREFIX}{k}"
-
-
-def _check_start(out: Path, resume: bool) -> None:
-    """The crawl's own refusals of `out` (a crawl there without --resume, --resume with none),
-    raised before `_clear_lake_out` removes anything."""
-    from crawlers.crawl.config import CrawlError
-
-    held = (out / "frontier.sqlite").exists()
-    if held and not resume:
-        raise CrawlError(
-            f"{out} already holds a crawl (frontier.sqlite); pass --resume to continue it or "
-            "pick a new --out"
-        )
-    if resume and not held:
-        raise CrawlError(
-            f"--resume: {out / 'frontier.sqlite'} does not exist; start the crawl without --resume"
-        )
-
-
-def _clear_lake_out(out: Path, n: int, fresh: bool) -> None:
-    """Clear the lake's crawl/ of the builds whose pages would mix with those of `out`
-    (`_lake_out`; extraction reads crawl/pages.parquet and every crawl/shard=*/pages.parquet):
-    an unsharded run (n == 1, out = crawl/) removes the shard=<k> builds and their inboxes
-    (outbox/to-<k>, but to-0: its own, where the render hands on links scripts revealed); a
-    shard run the unsharded build's outputs and state (pages, skipped, warc/, frontier,
-    checkpoints/, recrawl table, manifests) and the shard builds of another shard count. Imports
-    (shard=import*) are datasets of their own and stay. `fresh`: `out` itself is removed too
-    (a raw_pages partition re-materialised without resume is a fresh crawl)."""
-    base = out if n == 1 else out.parent
-    for entry in sorted(base.iterdir()) if base.is_dir() else ():
-        name = entry.name
-        shard = name.startswith(SHARD_PREFIX)
-        if shard and not name[len(SHARD_PREFIX) :].isdigit():
-            continue  # an import (shard=import, shard=import-<k>), or not a crawl shard
-        if n == 1:
-            if shard:
-                _remove(entry)
-            elif name == OUTBOX:  # the shard builds' inboxes; to-0 is this crawl's own (the
-                for box in sorted(entry.iterdir()):  # render hands links on there)
-                    if box.name != "to-0":
-                        _remove(box)
-        elif not shard:
-            if name != OUTBOX:  # the shards' shared outbox stays
-                _remove(entry)  # the unsharded build's
-        elif entry != out and _other_count(entry, n):
-            _remove(entry)
-    if fresh and out.exists():
-        _remove(out)
-
-
-def _other_count(shard_dir: Path, n: int) -> bool:
-    """Whether `shard_dir` (shard=<j>) belongs to a crawl of another shard count than n: j is n
-    or more, or the N its frontier (else its pages.parquet manifest) records is not n. A shard
-    that records nothing (or cannot be read now) stays."""
-    if int(shard_dir.name[len(SHARD_PREFIX) :]) >= n:
-        return True
-    recorded = _recorded_shards(shard_dir)
-    return recorded is not None and recorded != n
-
-
-def _recorded_shards(shard_dir: Path) -> int | None:
-    """The shard count N of the crawl in `shard_dir`, as its frontier.sqlite's config or its
-    pages.parquet manifest's records it; None when neither says."""
-    import sqlite3
-
-    try:
-        uri = (shard_dir / "frontier.sqlite").resolve().as_uri() + "?mode=ro"  # change nothing
-        db = sqlite3.connect(uri, uri=True, timeout=1)
-        try:
-            row = db.execute("SELECT value FROM meta WHERE key='config'").fetchone()
-        finally:
-            db.close()
-        return int(json.loads(row[0])["shards"])
-    except (sqlite3.Error, ValueError, KeyError, TypeError):
-        pass
-    try:
-        return int(lake_mod.read_manifest(shard_dir / "pages.parquet")["config"]["shards"])
-    except (OSError, ValueError, KeyError, TypeError):
-        return None
-
-
-def _remove(path: Path) -> None:
-    if path.is_dir() and not path.is_symlink():
-        shutil.rmtree(path, ignore_errors=True)  # partitions may clear the same path at once
-    else:
-        path.unlink(missing_ok=True)
-
-
-def _crawl(seeds, out: Path, cfg, resume: bool, lake: Lake, quiet: bool) -> dict[str, Any]:
+def _crawl(seeds, out: Path, cfg, resume: bool, lake: Lake, quiet: bool) -> CrawlResult:
     if not lake.interactive or quiet:
         return run_crawl(seeds, out, config=cfg, resume=resume)
     from rich.console import Console
@@ -390,31 +269,6 @@ def _crawl(seeds, out: Path, cfg, resume: bool, lake: Lake, quiet: bool) -> dict
             bar.update(task, completed=ev["fetched"], info=info)
 
         return run_crawl(seeds, out, config=cfg, resume=resume, progress=progress)
-
-
-def run_crawl(
-    seeds: list[str],
-    out_dir: Path,
-    *,
-    config: Any = None,
-    resume: bool = False,
-    progress: Callable[[dict[str, Any]], None] | None = None,
-) -> dict[str, Any]:
-    """Crawl `seeds` into `out_dir` (or resume it); `config` is a CrawlConfig or dict. Returns the summary."""
-    from crawlers.crawl import CrawlConfig, crawl
-
-    cfg = CrawlConfig.from_any(config)
-    out_dir = Path(out_dir)
-    summary = asyncio.run(crawl(seeds, out_dir, cfg, resume=resume, progress=progress))
-    inputs = list(seeds[:50])
-    conf = cfg.model_dump()
-    for name, rows, extra in (
-        ("pages.parquet", summary["pages"], {"summary": summary}),
-        ("skipped.parquet", summary["skipped"], None),
-        ("warc", summary["fetched"], {"format": "WARC/1.1, gzip member per record"}),
-    ):
-        lake_mod.write_manifest(out_dir / name, rows=rows, inputs=inputs, config=conf, extra=extra)
-    return summary
 
 
 def _check(check: Callable[[Path], Any]):

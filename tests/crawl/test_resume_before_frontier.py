@@ -57,3 +57,14 @@ def test_resume_refuses_a_crawl_whose_frontier_is_gone(tmp_path):
     with pytest.raises(CrawlError, match=r"does not exist but .* holds pages.parquet, warc"):
         asyncio.run(crawl(["http://127.0.32.21:9/"], tmp_path, FAST, resume=True))
     assert not (tmp_path / "frontier.sqlite").exists()
+
+
+def test_the_stage_check_lets_resume_start_fresh_only_where_no_crawl_is(tmp_path):
+    from crawlers.crawl.config import CrawlError
+    from crawlers.crawl.run import check_start
+
+    check_start(tmp_path / "missing", resume=True)  # killed before anything was made
+    check_start(tmp_path, resume=True)  # an empty out
+    (tmp_path / "pages.parquet").write_bytes(b"")
+    with pytest.raises(CrawlError, match="holds pages.parquet"):
+        check_start(tmp_path, resume=True)

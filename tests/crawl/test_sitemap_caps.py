@@ -155,8 +155,8 @@ def test_a_resume_killed_before_its_end_leaves_no_old_pages_a_reader_takes_as_wh
     from common.inputs import InputError
     from common.manifest import manifest_path
     from crawlers.crawl import engine
+    from crawlers.crawl.run import run_crawl
     from crawlers.extract.warc import find_pages_files
-    from pipelines.stages.crawl import run_crawl
 
     with SitemapHost() as site:
         run_crawl([site.url("/")], tmp_path, config={**FAST, "max_pages": 3})
