@@ -20,15 +20,21 @@ description"):
 
 Every caption is scored with the project's CLIP: the cosine of the image and the caption (for a
 paragraph, the mean over its sentences, since CLIP reads a few dozen tokens). A caption below
-`min_score` keeps its row with status `low_clip_score`; an empty caption, an undecodable image or a
-teacher failure also keeps its row with that reason (`teacher_error: ...`; any other failure of
-one row's request, `caption_error: <type>: ...`): one row's failure never ends the run. Only pairs
+`min_score` keeps its row with status `low_clip_score`; an empty caption (`empty_caption`), an
+undecodable image (`undecodable_image`) or a teacher failure also keeps its row with that reason
+(`teacher_error: ...`; any other failure of one row's request, `caption_error: <type>: ...`): one
+row's failure never ends the run. A teacher's reply is checked before it is scored
+(`teacher_caption_problem`): JSON or a code fence, a refusal ("I'm sorry", "As an AI", ...), the
+prompt echoed, or fewer words than the level needs (`MIN_WORDS`; two characters of Chinese or
+Japanese count as a word) is `bad_teacher_caption: <why>: <the reply, cut>`, with no caption. Only pairs
 with drop_reason null and training_allowed true are captioned; an opted-out pair is counted and
 never read, let alone sent (the teacher client refuses it too: every request names its pair in
 `items=`).
 
 Output `DIR/captions.parquet`: pair_id, level, caption, clip_score, source, status (`ok` or the
-reason), then image_sha256 and image_path (relative to DIR), and its manifest.
+reason: `low_clip_score`, `empty_caption`, `undecodable_image`, `bad_teacher_caption: ...`,
+`teacher_error: ...`, `caption_error: ...`), then image_sha256 and image_path (relative to DIR),
+and its manifest, whose summary counts the rejects by reason (the part before the first colon).
 Plain Python: never imports Dagster or Beam.
 """
 
@@ -121,6 +127,20 @@ PROMPTS = {
     ),
 }
 TEACHER_PARAMS = {"temperature": 0.0, "max_tokens": 400}
+# The fewest words a teacher's caption of each level has (the prompts ask for five keywords, a
+# sentence, a paragraph); a reply shorter than that is no caption (`teacher_caption_problem`).
+MIN_WORDS = {"keywords": 1, "brief": 3, "detailed": 5}
+# A reply that declines: at its start, in the languages of the project's crawl, or "as an AI"
+# anywhere.
+REFUSAL = re.compile(
+    r"^\W*(?:i'?m sorry|i am sorry|sorry,? (?:but )?i\b|i apologi[sz]e|i can'?t\b|i cannot\b|i'?m unable|"
+    r"i am unable|i'?m not able|i am not able|unfortunately,? i\b|as an ai\b|"
+    r"lo siento|no puedo|désolée?|je ne peux pas|je suis désolée?|es tut mir leid|"
+    r"leider kann ich|ich kann (?:das|dieses|kein)|mi dispiace|non posso|desculpe|não posso|"
+    r"het spijt me|przepraszam|извините|к сожалению|я не могу|抱歉|对不起|我无法|我不能|"
+    r"申し訳|すみません|죄송)|\bas an ai\b|\bas a (?:large )?language model\b",
+    re.IGNORECASE,
+)
 MIN_REGION_SIDE = 8  # pixels: a dense-caption cell smaller than this is no region to describe
 
 
@@ -269,6 +289,56 @@ def _one_line(text: str) -> str:
     return " ".join(text.split())
 
 
+def _folded(text: str) -> str:
+    """Case folded, punctuation dropped, spaces collapsed: how an echo of a prompt is found."""
+    return " ".join(re.sub(r"[^\w\s]", " ", text.casefold()).split())
+
+
+def _prompt_sentences() -> list[str]:
+    """The prompts' fixed sentences of four words or more, folded (their slots left out)."""
+    out = []
+    for prompt in PROMPTS.values():
+        for sentence in sentences_of(re.sub(r"\{\w+\}", " ", prompt)):
+            folded = _folded(sentence)
+            if len(folded.split()) >= 4:
+                out.append(folded)
+    return out
+
+
+def caption_words(text: str) -> int:
+    """How many words a caption has: a run of a script written without spaces (Chinese,
+    Japanese, Thai) counts a word for every two characters."""
+    from synth.textmatch import tokens
+
+    n = 0
+    for word in _words(text):
+        parts = len(tokens(word))
+        unspaced = len(word) > 1 and parts == len(word) and word.isalpha()  # a token a letter
+        n += (parts + 1) // 2 if unspaced else parts
+    return n
+
+
+def teacher_caption_problem(text: str, level: str) -> str | None:
+    """Why a teacher's reply is no caption of `level`, or None (an empty one: `empty_caption`):
+    JSON or a code fence, a refusal, an echo of the prompt, or too few words (`MIN_WORDS`)."""
+    body = text.strip().replace("\u2019", "'")
+    if not body:
+        return None
+    if "```" in body or (body[0] in "{[" and body[-1] in "}]"):
+        return "json_or_code"
+    if REFUSAL.search(body):
+        return "refusal"
+    folded = _folded(body)
+    prompts = [_folded(p) for p in PROMPTS.values()]
+    if any(s in folded for s in _prompt_sentences()) or (
+        len(folded.split()) >= 3 and any(folded in p for p in prompts)
+    ):
+        return "echoes_the_prompt"
+    if caption_words(body) < MIN_WORDS[level]:
+        return f"too_short: under {MIN_WORDS[level]} words"
+    return None
+
+
 def teacher_caption(teacher, pair: dict, data: bytes, level: str, *, dense: int | None) -> str:
     """One caption of `level` by the teacher (dense: regions first, then their summary; an image
     too small for the grid is described whole)."""
@@ -404,6 +474,9 @@ def make_captions(
         except Exception as exc:  # noqa: BLE001 - one row's failure is that row's status
             why = _one_line(f"{type(exc).__name__}: {exc}")[:300]
             return job, (None, f"caption_error: {why}")
+        problem = teacher_caption_problem(text, level)
+        if problem:  # recorded with the reply, never scored nor kept as a caption
+            return job, (None, f"bad_teacher_caption: {problem}: {text.strip()[:80]!r}")
         return job, (text, "ok")
 
     whole = 0  # images the dense grid does not fit: described whole

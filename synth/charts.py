@@ -24,9 +24,14 @@ in the bubblewrap sandbox -> `chart.png` -> QA.
   extremum). A `count` names nothing to check: its question is replaced
   by the template one ("How many <x field>s are shown in the chart?").
 - Code that is blocked or fails in the sandbox gives the chart `status` = the reason, no image and
-  no QA. The image is decoded here (Pillow, on the host) before it is kept: a chart.png that is
-  not a PNG, does not decode, or is over `MAX_CHART_PIXELS` is the chart's status; a good one is
-  stored re-encoded. Teacher values must be finite and within +-`MAX_TEACHER_VALUE` (else the
+  no QA. The sandbox draws with DejaVu Sans and then the installed fonts that draw what it cannot
+  (synth/sandbox.py `font_fallback`: CJK, Arabic, ...); a chart whose text (title, field names,
+  unit, categories, series, labels) has characters no installed font draws (synth/tables.py
+  `missing_glyphs`: fontconfig's coverage) or that matplotlib reported drawing as boxes (its
+  "Glyph ... missing from font(s)" warning) keeps its image but gets status `missing_glyphs: ...`
+  and no QA: its labels cannot be read off the image. The image is decoded here (Pillow, on the
+  host) before it is kept: a chart.png that is not a PNG, does not decode, or is over
+  `MAX_CHART_PIXELS` is the chart's status; a good one is stored re-encoded. Teacher values must be finite and within +-`MAX_TEACHER_VALUE` (else the
   teacher answer fails validation and the chart's status says why). Any failure of one chart
   is that chart's `status` (or a dropped QA item's reason), never the end of the run.
 
@@ -41,6 +46,7 @@ import json
 import math
 import os
 import random
+import re
 import statistics
 import time
 import unicodedata
@@ -93,6 +99,9 @@ MAX_CHART_PIXELS = 40_000_000
 # The largest |value| a teacher data set may hold: sums and differences stay exact to 2 places
 # and finite (1e308 + 1e308 is inf, and fmt(inf) raises).
 MAX_TEACHER_VALUE = 1e12
+
+# matplotlib's warning for a character no font of the fallback list draws (a box is drawn).
+GLYPH_WARNING = re.compile(r"Glyph (\d+) \(.*?\) missing from font")
 
 QA_TYPE = pa.list_(
     pa.struct(
@@ -1081,6 +1090,28 @@ def _render_status(r) -> str:
     return "ok"
 
 
+def chart_text(data: Any) -> str:
+    """Every string of a chart's data (title, field names, unit, categories, series names,
+    labels), one a line: the text the chart draws."""
+    if isinstance(data, str):
+        return data
+    if isinstance(data, dict):
+        data = list(data.values())
+    if isinstance(data, list):
+        return "\n".join(t for t in (chart_text(v) for v in data) if t)
+    return ""
+
+
+def undrawn_glyphs(data: dict, stderr: str) -> list[str]:
+    """The characters of a chart's text that no installed font draws (synth.tables'
+    `missing_glyphs`), and those matplotlib warned it drew as boxes."""
+    from synth.tables import missing_glyphs
+
+    warned = {chr(int(n)) for n in GLYPH_WARNING.findall(stderr or "") if int(n) < 0x110000}
+    warned = {c for c in warned if not c.isspace() and unicodedata.category(c) not in ("Cc", "Cf")}
+    return sorted(set(missing_glyphs(chart_text(data))) | warned)
+
+
 def _decoded_png(data: bytes) -> tuple[bytes | None, str]:
     """(the PNG re-encoded, "ok") or (None, why): the sandbox's output decoded on the host with a
     pixel cap read from the header before any pixel is, then written anew (nothing but pixels)."""
@@ -1159,6 +1190,14 @@ def _render_and_ask(
     rel = f"{IMAGES}/{chart_id}.png"
     (out / rel).write_bytes(png)
     row["image_path"] = rel
+    missing = undrawn_glyphs(data, getattr(r, "stderr", ""))
+    if missing:  # the image is kept to be looked at; its labels cannot be read off it
+        row["status"] = (
+            f"missing_glyphs: no installed font draws {len(missing)} character(s) "
+            f"({''.join(missing[:10])!r}); the image shows boxes for them: install fonts for "
+            "the script (e.g. Debian's fonts-noto-core, fonts-noto-cjk) and rerun"
+        )
+        return
     if teacher is None:
         row["qa"] = make_qa(chart_type, data, rng)
     else:
@@ -1183,7 +1222,8 @@ def make_charts(
     """Generate `n` charts into `out_dir` (charts.parquet + images/); return the summary.
 
     Chart types go round-robin over `types` (default: all of CHART_TYPES; with a teacher, all of
-    TEACHER_TYPES). Summary: charts, rendered, status (counts per status), qa, verified_qa_share,
+    TEACHER_TYPES). Summary: charts, rendered, status (counts per status), rejects (charts not ok,
+    counted by reason: the status before its first colon), qa, verified_qa_share,
     dropped_qa (teacher answers dropped, each with its reason), dropped_qa_reasons, seconds,
     charts_per_s, teacher. `workers` charts are made at once (default: min(4, CPUs)); each
     chart has its own seeded generator, so the rows do not depend on it.
@@ -1231,6 +1271,7 @@ def make_charts(
         "charts": len(rows),
         "rendered": sum(r["image_path"] is not None for r in rows),
         "status": dict(Counter(r["status"] for r in rows)),
+        "rejects": dict(Counter(r["status"].split(":")[0] for r in rows if r["status"] != "ok")),
         "qa": len(qa),
         "verified_qa": verified,
         "verified_qa_share": verified / len(qa) if qa else None,

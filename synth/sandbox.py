@@ -8,9 +8,14 @@ The boundary is Debian's bubblewrap (`bwrap`); the code runs in a fresh process 
 
 - every namespace unshared (network included: no interfaces but a downed loopback), `--die-with-parent`;
 - a read-only view of only the Python runtime (interpreter, libpython, stdlib), the system shared
-  libraries (`/usr/lib/<multiarch>`) and the installed distributions that matplotlib, numpy and pandas need
-  (bound one by one from the venv's site-packages into `/sandbox/site`); no repo, no home, no `/etc`,
-  no `/proc`, no binaries;
+  libraries (`/usr/lib/<multiarch>`), the directories that hold the system's fonts (matplotlib's
+  `font_manager.findSystemFonts`: fontconfig's list and the usual font directories) and the
+  installed distributions that matplotlib, numpy and pandas need (bound one by one from the venv's
+  site-packages into `/sandbox/site`); no repo, no home, no `/etc`, no `/proc`, no binaries;
+- matplotlib's font list built once inside the sandbox and given to every run, with a
+  `matplotlibrc` whose `font.family` is the default sans-serif (DejaVu Sans) followed by the
+  installed families that draw what it cannot (CJK, Arabic, ...: `font_fallback()`), so text in
+  any script an installed font covers is drawn, not shown as boxes;
 - a fresh temporary working directory (`/sandbox/work`) as the only writable place; `inputs` are
   written there first and `outputs` are the regular files the code left there (symlinks, FIFOs and
   anything over the caps are not read);
@@ -185,6 +190,7 @@ WORK = f"{SANDBOX}/work"
 RUN = f"{SANDBOX}/run"
 SITE = f"{SANDBOX}/site"
 MPLCONFIG = ".mplconfig"  # inside the working directory; not an output
+FONT_FALLBACK_MAX = 40  # families after the default one in font.family (each is loaded per run)
 
 BWRAP_FIX = (
     "install bubblewrap (`apt-get install bubblewrap`) and make sure user namespaces are "
@@ -509,6 +515,33 @@ def _runtime_binds() -> tuple[tuple[str, str], ...]:
     return tuple(binds)
 
 
+@lru_cache(maxsize=1)
+def _font_dirs() -> tuple[str, ...]:
+    """The directories that hold the system's font files (matplotlib's `findSystemFonts`:
+    fontconfig's list and the usual font directories), nested ones left out; only paths with a
+    part named for fonts (`/usr/share/fonts/...`, `~/.fonts`), so a font lying loose in `/` or
+    `/usr/share` never exposes it; none where matplotlib cannot list them (the sandbox then
+    draws with matplotlib's own DejaVu only)."""
+    try:
+        from matplotlib import font_manager
+
+        files = font_manager.findSystemFonts()
+    except Exception:  # noqa: BLE001 - no font list is a sandbox with matplotlib's own fonts
+        return ()
+    dirs = set()
+    for f in files:
+        for path in (f, os.path.realpath(f)):  # a link's target must be there too
+            d = os.path.dirname(path)
+            named = any("font" in part.lower() for part in Path(d).parts)
+            if named and os.path.isabs(d) and os.path.isdir(d):
+                dirs.add(d)
+    kept: list[str] = []
+    for d in sorted(dirs):
+        if not any(d.startswith(k.rstrip("/") + "/") for k in kept):
+            kept.append(d)
+    return tuple(kept)
+
+
 def _system_libdir() -> str:
     """The shared libraries: Debian's multiarch /usr/lib/<triplet>, not all of /usr/lib."""
     multiarch = sysconfig.get_config_var("MULTIARCH")
@@ -549,6 +582,8 @@ def _bwrap_args(bwrap: str, workdir: Path, rundir: Path, status_fd: int) -> list
     ]
     for host, dest in _runtime_binds():
         args += ["--ro-bind", host, dest]
+    for font_dir in _font_dirs():
+        args += ["--ro-bind", font_dir, font_dir]
     # the base interpreter's own site-packages (tools, not plotting) is hidden under an empty dir
     base_site = os.path.join(_runtime_binds()[1][0], "site-packages")
     if os.path.isdir(base_site):
@@ -671,6 +706,8 @@ def _run_in(
     (workdir / MPLCONFIG).mkdir()
     for name, data in _FONT_CACHE.items():
         (workdir / MPLCONFIG / name).write_bytes(data)
+    if _FONT_FALLBACK:
+        (workdir / MPLCONFIG / "matplotlibrc").write_text(_matplotlibrc(_FONT_FALLBACK))
     for name, data in inputs.items():
         target = workdir / name
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -765,10 +802,70 @@ def _run_in(
 # would otherwise rebuild it, seconds, in every fresh MPLCONFIGDIR) and planted in each run's
 # MPLCONFIGDIR. Only ever harvested from _warm_font_cache's run, never from model-written code.
 _FONT_CACHE: dict[str, bytes] = {}
+# The families after DejaVu Sans in each run's font.family (font_fallback), found by the same run.
+_FONT_FALLBACK: list[str] = []
+_WARM_LOCK = threading.Lock()
+# Run in the sandbox: the system's font families, most code points first, that draw 16 or more
+# characters no family before them draws (DejaVu Sans first; a family that adds a few symbols
+# is not worth loading in every run), as a JSON list on the last line of stdout.
+# matplotlib's own fonts are left out: its Last Resort font maps every code point to a box
+# (matplotlib adds it last anyway, and warns when it is used), its math fonts map symbols onto
+# letters.
+FALLBACK_PROBE = """
+import json
+import matplotlib
+import matplotlib.font_manager as fm
+from matplotlib.ft2font import FT2Font
+
+
+def coverage(path):
+    try:
+        return set(FT2Font(path).get_charmap())
+    except Exception:  # a font FreeType cannot read draws nothing
+        return set()
+
+
+own = matplotlib.get_data_path()
+files = {}
+for entry in sorted(fm.fontManager.ttflist, key=lambda e: (e.style != "normal", e.fname)):
+    if not entry.fname.startswith(own):
+        files.setdefault(entry.name, entry.fname)
+covered = coverage(fm.findfont("DejaVu Sans"))
+sizes = {name: coverage(path) for name, path in files.items() if name != "DejaVu Sans"}
+families = []
+for name in sorted(sizes, key=lambda n: (-len(sizes[n]), n)):
+    new = sizes[name] - covered
+    if len(new) >= 16 and "," not in name and "#" not in name and len(families) < @MAX@:
+        families.append(name)
+        covered |= new
+print(json.dumps(families))
+""".replace("@MAX@", str(FONT_FALLBACK_MAX))
 
 
 def _warm_font_cache() -> None:
-    _run("import matplotlib.font_manager", None, 120.0, check_ast=True, harvest_fonts=True)
+    with _WARM_LOCK:
+        if _FONT_CACHE:  # another thread warmed it meanwhile
+            return
+        r = _run(FALLBACK_PROBE, None, 120.0, check_ast=True, harvest_fonts=True)
+        try:
+            families = json.loads(r.stdout.strip().splitlines()[-1]) if r.ok else []
+        except (ValueError, IndexError):
+            families = []
+        _FONT_FALLBACK[:] = [f for f in families if isinstance(f, str)]
+
+
+def font_fallback() -> list[str]:
+    """The installed font families each run draws with after DejaVu Sans, in order (a
+    character goes to the first family that has it); [] where only matplotlib's own fonts are
+    there. Found once per process, inside the sandbox."""
+    if not _FONT_CACHE:
+        _warm_font_cache()
+    return list(_FONT_FALLBACK)
+
+
+def _matplotlibrc(fallback: list[str]) -> str:
+    """A matplotlibrc whose font.family draws every character some installed family has."""
+    return "font.family: " + ", ".join(["sans-serif", *fallback]) + "\n"
 
 
 def _safe_name(name: str) -> bool:

@@ -26,7 +26,8 @@ synthetic captions.
   (a quoted or named text the image does not contain: "a sign that reads X", "titled X", "with
   the word X"; "a woman reads a book" names none), `claims_text_but_none_found`, or
   `ignores_dominant_text` (the image is mostly text, the caption names neither the text nor
-  any of its words).
+  any of its content words: a function word such as "the", "over", "die", in the text's or the
+  caption's language, names nothing).
 
 Consent: opted-out pairs (the one rule, `common.consent`: flag, then ledger) are never read,
 never OCR'd and never sent to a teacher; the teacher client refuses them too (`items=`).
@@ -110,6 +111,57 @@ _CLAIM_STOP = frozenset(
     "your my of to no not yes very just only".split()
 )
 _QUOTES = "'\"‘’“”"
+# Function words of the project's languages (crawl's target languages, and Arabic, which OCR
+# reads): an OCR word among them ("the", "over", "with") is no sign that a caption names the
+# image's text (`ignores_dominant_text`). Chinese and Japanese are written without spaces and
+# keep their runs whole; Korean's particles are written onto their words.
+FUNCTION_WORDS: dict[str, frozenset[str]] = {
+    lang: frozenset(words.split())
+    for lang, words in {
+        "en": "a an the and or but nor so yet of to in on at by for from with without into onto "
+        "over under above below near beside besides between among through across along around "
+        "about after before behind beyond during until upon within off out up down than as is "
+        "are was were be been being am do does did done have has had having will would shall "
+        "should can could may might must it its this that these those there here their theirs "
+        "his her hers him he she they them we us our ours you your yours my me mine what which "
+        "who whom whose when where why how all any both each every some such no not only own "
+        "same too very just also more most other another if then else because while again "
+        "once yes one ones",
+        "de": "der die das den dem des ein eine einer eines einem einen und oder aber doch "
+        "sondern denn von vom zu zum zur im in an am auf aus bei beim mit nach seit vor für "
+        "gegen ohne um über unter neben zwischen durch bis ist sind war waren sein bin bist "
+        "wird werden wurde hat haben hatte es er sie wir ihr ich du man sich nicht kein keine "
+        "auch noch nur sehr so wie als wenn dass ob was wer wo hier dort dieser diese dieses "
+        "jener alle alles",
+        "fr": "le la les un une des du de au aux et ou mais donc car ni que qui quoi dont où ce "
+        "cet cette ces son sa ses leur leurs mon ma mes ton ta tes notre nos votre vos il elle "
+        "ils elles on nous vous je tu se en dans sur sous par pour avec sans chez entre vers "
+        "est sont était être ont avoir ne pas plus très aussi comme si tout tous toute toutes",
+        "es": "el la los las un una unos unas lo de del al y e o u pero sino que quien cual "
+        "como cuando donde en con sin por para sobre entre hacia hasta desde es son está están "
+        "era fue ser estar ha han se su sus mi mis tu tus nuestro nuestra este esta estos estas "
+        "ese esa no muy más también ya",
+        "it": "il lo la i gli le un uno una di del della dei degli delle da dal dalla in nel "
+        "nella con su sul sulla per tra fra e ed o ma che chi cui come quando dove è sono era "
+        "essere ha hanno si suo sua suoi sue non più molto anche questo questa quello quella",
+        "pt": "o a os as um uma uns umas de do da dos das em no na nos nas por pelo pela para "
+        "com sem sobre entre e ou mas que quem como quando onde é são era ser estar está foi "
+        "tem se seu sua seus suas não muito mais também este esta esse essa isso ao aos à às",
+        "nl": "de het een en of maar van in op aan met voor naar bij uit over onder door tot om "
+        "te is zijn was waren wordt worden heeft hebben dit dat deze die er hij zij ze we wij "
+        "ik je u niet geen ook nog wel als dan zo",
+        "pl": "i w we z ze na do od o u za po przez dla przy pod nad przed między bez a ale lub "
+        "oraz albo że czy jak gdy gdzie kto co to jest są był była było być się nie tak też "
+        "już ten ta te tego tej jego jej ich",
+        "ru": "и в во на с со к ко по о об от до из за для без под над при через у а но или "
+        "что как когда где кто это этот эта эти то тот та те он она оно они мы вы я ты его её "
+        "их не ни же бы ли есть был была было были быть также уже очень",
+        "ko": "이 그 저 및 등 또는 그리고 하지만 그러나 것 수 있는 있다 없는 그것 이것 저것",
+        "ar": "في من على إلى الى عن مع و أو ثم لا ما هذا هذه ذلك تلك التي الذي هو هي هم أن إن "
+        "كان قد",
+    }.items()
+}
+_ALL_FUNCTION_WORDS = frozenset().union(*FUNCTION_WORDS.values())
 
 BOX = pa.struct(
     [
@@ -475,12 +527,40 @@ def _claim_found(claim: str, verbatim: bool, text: str) -> bool:
     return 2 * sum(found_in(w, text, tolerance=0.25) for w in words) >= len(words)
 
 
+def _caption_language(caption: str) -> str | None:
+    """The language whose function words a caption uses most (ties: the first of
+    FUNCTION_WORDS), or None when it uses none."""
+    words = [normalise(w) for w in caption.split()]
+    hits = {lang: sum(w in fw for w in words) for lang, fw in FUNCTION_WORDS.items()}
+    best = max(hits, key=lambda lang: hits[lang])
+    return best if hits[best] else None
+
+
+def _content_words(text: str, language: str | None, caption: str) -> list[str]:
+    """The words of an image's text whose presence in a caption names that text: not function
+    words of the text's language (every project language's when it is not one of them) nor
+    of the caption's; words of 3 letters or more, numbers of 2 digits or more, and proper
+    tokens of 2 ("UK", "A4"). A run of a script without spaces (Chinese, Japanese) is one word,
+    kept whole when it has 3 characters or more."""
+    stop = set(_CLAIM_STOP) | FUNCTION_WORDS.get(language or "", _ALL_FUNCTION_WORDS)
+    stop |= FUNCTION_WORDS.get(_caption_language(caption) or "", frozenset())
+    out = []
+    for w in re.split(r"\s+", text):
+        n = normalise(w)
+        if n in stop or len(n) < 2:
+            continue
+        core = "".join(ch for ch in w if ch.isalnum())  # 2 characters: a number or "UK", "A4"
+        if len(n) >= 3 or not core.isalpha() or core.isupper():
+            out.append(w)
+    return out
+
+
 def caption_flag(caption: str, ocr: dict | None, sel: Selection) -> str | None:
     """Why a caption and the image's OCR text disagree, or None: a text it names that the image
     does not hold (`_claims`: quoted, or named after "a sign that reads", "titled", "with the
     words"; "a woman reads a book" names none), or an image mostly of text whose caption names
     neither the text (`TEXT_ITSELF`: text, words, lettering...; not a table or a page, which
-    may be furniture or bear no text) nor any of its words."""
+    may be furniture or bear no text) nor any of its content words (`_content_words`)."""
     if ocr is None or not caption:
         return None
     text = ocr["text"]
@@ -496,7 +576,7 @@ def caption_flag(caption: str, ocr: dict | None, sel: Selection) -> str | None:
     if not has_text and TEXT_WORDS.search(caption) and claims:
         return "claims_text_but_none_found"
     if has_text and ocr["text_share"] >= sel.dominant_share and not claims:
-        words = [w for w in re.split(r"\s+", text) if len(normalise(w)) >= 3]
+        words = _content_words(text, ocr.get("language"), caption)
         if not TEXT_ITSELF.search(caption) and not any(found_in(w, caption, 0) for w in words):
             return (
                 f"ignores_dominant_text: text covers {ocr['text_share']:.0%} of the image "

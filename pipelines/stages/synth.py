@@ -133,6 +133,7 @@ class ChartsSummary(TeacherFigures):
     qa: int
     verified_qa_share: float
     dropped_qa_reasons: dict[str, int] = {}
+    rejects: dict[str, int] = {}  # charts not ok, by reason (e.g. missing_glyphs)
     charts_per_s: float
     teacher: str
 

@@ -151,11 +151,19 @@ def test_listing_shows_only_the_sandbox():
     assert "proc" not in top
 
 
-def test_usr_holds_only_the_shared_libraries():
-    r = escape("import os\nprint(sorted(os.listdir('/usr')), len(os.listdir('/usr/lib')))")
+def test_usr_holds_only_the_shared_libraries_and_the_fonts():
+    code = (
+        "import os\nprint(sorted(os.listdir('/usr')), len(os.listdir('/usr/lib')))\n"
+        "print(sorted(os.listdir('/usr/share')) if os.path.isdir('/usr/share') else [])"
+    )
+    r = escape(code)
     assert r.ok, r.stderr
-    assert r.stdout.split("]")[0] + "]" in ("['lib']", "['lib', 'lib64']")
-    assert r.stdout.split("]")[1].strip() == "1"  # /usr/lib/<multiarch> only: no bin, share, jvm
+    usr, share = r.stdout.splitlines()
+    assert set(eval(usr.split("]")[0] + "]")) <= {"lib", "lib64", "share"}  # noqa: S307
+    assert usr.split("]")[1].strip() == "1"  # /usr/lib/<multiarch> only: no bin, jvm
+    # /usr/share only on the way to the font directories (Debian: /usr/share/fonts)
+    for name in eval(share):  # noqa: S307 - our own test's output
+        assert any(d.startswith(f"/usr/share/{name}/") for d in sandbox._font_dirs()), name
 
 
 def test_site_packages_is_only_the_plotting_closure():
