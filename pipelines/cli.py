@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from typer.core import TyperCommand
 
 from pipelines.stage import (
     Lake,
@@ -25,6 +26,7 @@ from pipelines.stage import (
     flag_of,
     is_list_field,
     is_user_error,
+    spread_list_values,
     trace_log,
 )
 
@@ -175,6 +177,16 @@ def _check_extra(stage: Stage, args: list[str]) -> None:
     )
 
 
+class StageCommand(TyperCommand):
+    """A stage's Click command: a list option takes one or more values after one flag
+    (`--decontaminate A B`; `pipelines.stage.spread_list_values`), the repeated form as before."""
+
+    stage: Stage
+
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        return super().parse_args(ctx, spread_list_values(self.stage, args))
+
+
 def add_stage_commands(app: typer.Typer, stages: list[Stage], groups: dict[str, str]) -> None:
     """Register every stage that has a CLI name; `groups` gives the help of command groups."""
     subs: dict[str, typer.Typer] = {}
@@ -191,7 +203,8 @@ def add_stage_commands(app: typer.Typer, stages: list[Stage], groups: dict[str, 
         settings = {}
         if any(field_role(stage.params, n).get("extra_args") for n in stage.params.model_fields):
             settings = {"allow_extra_args": True, "ignore_unknown_options": True}
-        target.command(leaf, context_settings=settings or None)(command_for(stage))
+        cls = type("StageCommand", (StageCommand,), {"stage": stage})
+        target.command(leaf, cls=cls, context_settings=settings or None)(command_for(stage))
     for key, sub in subs.items():
         app.add_typer(sub, name=key)
 

@@ -162,6 +162,62 @@ def is_list_field(model: type[BaseModel], name: str) -> bool:
     return get_origin(annotation) is list or list in map(get_origin, get_args(annotation))
 
 
+def list_item_type(model: type[BaseModel], name: str) -> Any:
+    """The element type of a list field (`list[float] | None` -> float), None for any other."""
+    annotation = model.model_fields[name].annotation
+    for t in (annotation, *get_args(annotation)):
+        if get_origin(t) is list:
+            return (get_args(t) or (str,))[0]
+    return None
+
+
+def _parses_as(token: str, kind: Any) -> bool:
+    try:
+        kind(token)
+    except (TypeError, ValueError):
+        return False
+    return True
+
+
+def spread_list_values(stage: Stage, args: Sequence[str]) -> list[str]:
+    """The command line with each further value after a list option's flag given that flag:
+    `--decontaminate e1.jsonl ev.jsonl` reads as `--decontaminate e1.jsonl --decontaminate
+    ev.jsonl`, so a list option takes one or more values after one flag, and the repeated form
+    reads as before. The flag's first value is the next token, whatever it is (as Click takes
+    it). A further token is a value only where it can be nothing else: never an option (`-...`)
+    or past `--`; for a list of numbers, a number (`--face-angles -25 25` takes both turns, a
+    file name ends the list); for a list of text, any other token, unless the command takes
+    positional arguments (there it stays the argument it was: `mix build --beam-arg=... SPEC`)."""
+    fields = [n for n in stage.params.model_fields if field_role(stage.params, n).get("cli", True)]
+    lists = {
+        flag_of(stage, n): list_item_type(stage.params, n)
+        for n in fields
+        if not field_role(stage.params, n).get("argument") and is_list_field(stage.params, n)
+    }
+    positional = any(field_role(stage.params, n).get("argument") for n in fields)
+
+    def more(token: str, kind: Any) -> bool:
+        if kind in (int, float):
+            return _parses_as(token, kind)
+        return not token.startswith("-") and not positional
+
+    out: list[str] = []
+    rest = list(args)
+    while rest:
+        token = rest.pop(0)
+        out.append(token)
+        if token == "--":
+            return out + rest
+        flag, eq, _ = token.partition("=")
+        if flag not in lists:
+            continue
+        if not eq and rest:
+            out.append(rest.pop(0))
+        while rest and more(rest[0], lists[flag]):
+            out += [flag, rest.pop(0)]
+    return out
+
+
 class Params(BaseModel):
     """Base of every stage's parameters: unknown fields are an error, never ignored."""
 

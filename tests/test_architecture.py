@@ -121,3 +121,70 @@ def test_the_floor_rule_catches_a_sideways_import(tmp_path):
         "filters/x.py:1 imports crawlers (floor 1) from filters (floor 1)",
         "training/y.py:2 imports synth (floor 2) from training (floor 1)",
     ]
+
+
+# Each stage is a vertical slice: its driver lives in its domain package and returns a typed
+# result (a dataclass or TypedDict the reader can look up), never a bare dict; the stage module in
+# pipelines/stages/ keeps the parameters, the summary and the Stage(...), and at most a function
+# that picks where the driver runs (an executor) and calls it.
+DRIVERS = {
+    "filters/run.py": ("run_filter",),
+    "crawlers/extract/run.py": ("run_extract",),
+    "crawlers/crawl/run.py": ("run_crawl",),
+    "training/mixture/run.py": (
+        "run_tokenizer_train",
+        "run_mix_validate",
+        "run_mix_build",
+        "run_mix_report",
+    ),
+}
+STAGE_RUN_FUNCTIONS = {
+    "extract.py": {"run_extract"},  # the Beam executor around crawlers.extract.run.run_extract
+    "filter.py": {"run_filter"},  # the executor the runner names, around filters.run.run_filter
+    "sampleweb.py": {"run_sampleweb_write"},  # still the sample web's writer: sampleweb/ to own it
+}
+UNTYPED = ("dict", "Dict", "Mapping", "Any")
+
+
+def _functions(path: Path) -> dict[str, ast.FunctionDef]:
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    return {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef)}
+
+
+def test_stage_drivers_live_in_their_domain_and_return_typed_results():
+    problems = []
+    for rel, names in DRIVERS.items():
+        defs = _functions(ROOT / rel) if (ROOT / rel).exists() else {}
+        for name in names:
+            fn = defs.get(name)
+            if fn is None:
+                problems.append(f"{rel}: no {name}")
+                continue
+            ret = ast.unparse(fn.returns) if fn.returns is not None else ""
+            if not ret or ret.split("[")[0] in UNTYPED:
+                problems.append(
+                    f"{rel}::{name} returns {ret or 'no annotation'}, not a typed result"
+                )
+    assert not problems, "\n".join(problems)
+
+
+def test_stage_modules_define_no_drivers():
+    extra = []
+    for path in sorted((ROOT / "pipelines" / "stages").glob("*.py")):
+        allowed = STAGE_RUN_FUNCTIONS.get(path.name, set())
+        extra += [
+            f"pipelines/stages/{path.name}::{name}"
+            for name in _functions(path)
+            if name.startswith("run_") and name not in allowed
+        ]
+    assert not extra, "drivers belong in the domain package (e.g. training/mixture/run.py):\n" + (
+        "\n".join(extra)
+    )
+
+
+def test_the_crawl_driver_lives_in_crawlers_crawl_run():
+    """`refinery crawl`'s driver and its manifests are the crawl package's (issue #25): the
+    stage module only imports run_crawl, and it returns a typed result."""
+    driver = _functions(ROOT / "crawlers" / "crawl" / "run.py").get("run_crawl")
+    assert driver is not None and ast.unparse(driver.returns) == "CrawlResult"
+    assert "run_crawl" not in _functions(ROOT / "pipelines" / "stages" / "crawl.py")

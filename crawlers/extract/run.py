@@ -7,6 +7,7 @@ import shutil
 import time
 from collections import Counter
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +15,26 @@ from common import lake
 from crawlers.render.run import RENDERED_FILE, run_render
 
 OUTPUT_NAMES = ("documents", "image_refs", "tables", "interleaved", "rejects")
+
+
+@dataclass(frozen=True)
+class ExtractResult:
+    """What `run_extract` returns: pages in, the rows of each output (pages in = documents +
+    rejects), how many documents came from a rendered DOM, and the render's own summary."""
+
+    pages: int
+    documents: int
+    image_refs: int
+    tables: int
+    interleaved: int
+    rejects: int
+    rendered: int
+    rendered_fraction: float
+    rejects_by_reason: dict[str, int]
+    seconds: float
+    docs_per_s: float
+    render: dict[str, Any] | None  # `run_render`'s summary; None when reusing a render or off
+    out_dir: str
 
 
 def _merge_parts(
@@ -59,7 +80,7 @@ def run_extract(
     favor: str = "balanced",
     teacher: dict | None = None,
     **render_kwargs: Any,
-) -> dict[str, Any]:
+) -> ExtractResult:
     """Extract documents from a crawl with `execute` (the extract steps over the crawl's shards,
     writing parts: the stage passes Beam's `pipelines.beam.extract.run_pipeline`); render first
     (into out_dir/rendered) unless given. Outputs are sorted, so any executor writes the same."""
@@ -110,16 +131,16 @@ def run_extract(
     docs = pq.read_table(out_dir / "documents.parquet", columns=["rendered"]).column("rendered")
     rejects = pq.read_table(out_dir / "rejects.parquet", columns=["reason"]).column("reason")
     n_rendered = sum(1 for v in docs.to_pylist() if v)
-    return {
-        "pages": pages_in,
+    return ExtractResult(
+        pages=pages_in,
         **counts,
-        "rendered": n_rendered,
-        "rendered_fraction": round(n_rendered / counts["documents"], 4)
+        rendered=n_rendered,
+        rendered_fraction=round(n_rendered / counts["documents"], 4)
         if counts["documents"]
         else 0.0,
-        "rejects_by_reason": dict(sorted(Counter(rejects.to_pylist()).items())),
-        "seconds": round(elapsed, 2),
-        "docs_per_s": round(counts["documents"] / elapsed, 2) if elapsed > 0 else 0.0,
-        "render": render_summary,
-        "out_dir": str(out_dir),
-    }
+        rejects_by_reason=dict(sorted(Counter(rejects.to_pylist()).items())),
+        seconds=round(elapsed, 2),
+        docs_per_s=round(counts["documents"] / elapsed, 2) if elapsed > 0 else 0.0,
+        render=render_summary,
+        out_dir=str(out_dir),
+    )

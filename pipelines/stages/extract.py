@@ -5,11 +5,15 @@ drivers are `crawlers/render/run.py` and `crawlers/extract/run.py`, the Beam exe
 from __future__ import annotations
 
 import json
+from dataclasses import asdict
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from common import lake
 from pipelines.stage import Check, Lake, Params, Stage, Summary, param
+
+if TYPE_CHECKING:
+    from crawlers.extract.run import ExtractResult
 
 
 def run_extract(
@@ -19,7 +23,7 @@ def run_extract(
     *,
     pipeline_args: list[str] | None = None,
     **kwargs: Any,
-) -> dict[str, Any]:
+) -> ExtractResult:
     """`crawlers.extract.run.run_extract` on Beam (`pipeline_args`, default the DirectRunner).
     The args are checked first (`pipelines.beam.fs.check_args`): a misspelt runner or a job
     service that does not answer is one line before the render and the parts are touched."""
@@ -257,8 +261,11 @@ def extract(p: ExtractParams, lake_: Lake) -> ExtractSummary:
         teacher=_with_ledger(_teacher(p, lake_), lake_.root, crawl),
         **p.render_kwargs(),
     )
-    figures = {k: s[k] for k in ExtractSummary.model_fields if k in s}
-    return ExtractSummary(outputs={"documents": str(out)}, crawl=str(crawl), details=s, **figures)
+    details = asdict(s)
+    figures = {k: v for k, v in details.items() if k in ExtractSummary.model_fields}
+    return ExtractSummary(
+        outputs={"documents": str(out)}, crawl=str(crawl), details=details, **figures
+    )
 
 
 def _pages_accounted(summary: ExtractSummary, lake_: Lake):

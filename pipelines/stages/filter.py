@@ -88,9 +88,9 @@ class FilterParams(Params):
     )
     decontaminate: list[str] = param(
         [],
-        help="An eval set (JSONL or Parquet; repeatable) to decontaminate against: documents "
-        "sharing 13-grams with it are marked `contaminated` (dropped with decontamination.drop); "
-        "report in decontamination.json.",
+        help="Eval sets (JSONL or Parquet; one or more after the flag, or the flag repeated) to "
+        "decontaminate against: documents sharing 13-grams with one are marked `contaminated` "
+        "(dropped with decontamination.drop); report in decontamination.json.",
     )
     blocklist: Path | None = param(
         None,

@@ -1,192 +1,30 @@
-"""Mixture stage entry points: train the tokenizer, validate / build / report a mixture."""
+"""Mixture stage declarations: `refinery tokenizer train`, `refinery mix validate|build|report`
+and one mixture asset per training stage; their drivers are `training/mixture/run.py`, the Beam
+build `pipelines/beam/mix.py`."""
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
-from common import lake
 from pipelines.stage import Check, Lake, Params, Stage, Summary, param
 
-DEFAULT_TOKENIZER_SOURCES = ("filter/documents.parquet",)
-MIXTURES_DIR = Path(__file__).resolve().parents[2] / "training" / "mixtures"
 
+@dataclass(frozen=True)
+class BeamBuild:
+    """The mixture built as a Beam pipeline on the runner `name` (`pipelines.beam.mix`): the
+    executor the stage hands `training.mixture.run.run_mix_build` when a runner is asked for."""
 
-def run_tokenizer_train(
-    out: str | Path | None = None,
-    *,
-    vocab_size: int = 4096,
-    sources: Sequence[str | Path] | None = None,
-    sample_tokens: int = 2_000_000,
-    seed: int = 0,
-    lake_root: Path | None = None,
-) -> dict[str, Any]:
-    """Train the byte-level BPE tokenizer on a sample of the lake; default out: lake tokenizer/tokenizer.json."""
-    from training.tokenizer import (
-        expand_sources,
-        load_tokenizer,
-        sample_texts,
-        special_token_ids,
-        train_tokenizer,
-    )
+    name: str
+    args: Sequence[str] = ()
 
-    root = lake_root or lake.lake_root()
-    out = Path(out) if out else lake.stage_dir("tokenizer", root) / "tokenizer.json"
-    patterns = list(sources) if sources else [str(root / p) for p in DEFAULT_TOKENIZER_SOURCES]
-    files = expand_sources(patterns)
-    from common.consent import ledger_files_for
-
-    # the shards' consent rule: the row's flag and the consent ledger (the lake's, and that of
-    # the lake each source file lies in)
-    texts = sample_texts(files, sample_tokens, seed=seed, consent=ledger_files_for(root, *files))
-    t0 = time.perf_counter()
-    train_tokenizer(texts, vocab_size, out)
-    tok = load_tokenizer(out)
-    lake.write_manifest(
-        out,
-        rows=None,
-        inputs=files,
-        config={"vocab_size": vocab_size, "sample_tokens": sample_tokens, "seed": seed},
-        extra={"vocab_size": tok.get_vocab_size(), "special_tokens": special_token_ids(tok)},
-    )
-    return {
-        "path": str(out),
-        "vocab_size": tok.get_vocab_size(),
-        "requested_vocab_size": vocab_size,
-        "sample_documents": len(texts),
-        "sample_chars": sum(len(t) for t in texts),
-        "sources": [str(f) for f in files],
-        "special_tokens": special_token_ids(tok),
-        "seconds": round(time.perf_counter() - t0, 2),
-    }
-
-
-def resolve_spec(spec: str | Path) -> Path:
-    """A spec path as given, or a name under training/mixtures (e.g. `tiny/pretrain`)."""
-    p = Path(spec)
-    if p.exists():
-        return p
-    for cand in (MIXTURES_DIR / spec, MIXTURES_DIR / f"{spec}.yaml"):
-        if cand.exists():
-            return cand
-    raise FileNotFoundError(
-        f"mixture spec {spec} not found (neither a file nor a name under {MIXTURES_DIR})"
-    )
-
-
-def run_mix_validate(
-    spec_path: str | Path, *, check_data: bool = True, lake_root: Path | None = None
-) -> dict[str, Any]:
-    """Validate a spec (schema; with check_data also paths, columns and `where` predicates)."""
-    from training.mixture.read import check_spec_data
-    from training.mixture.spec import load_spec
-
-    path = resolve_spec(spec_path)
-    spec = load_spec(path)
-    counts, shortfalls = {}, []
-    if check_data:
-        from training.mixture.builder import plan_mixture
-
-        root = lake_root or lake.lake_root()
-        counts = check_spec_data(spec, path.parent, root)
-        # The sampling plan on the real data: a max_epochs (or data) shortfall fails here, as in build.
-        shortfalls = plan_mixture(path, lake_root=root)["shortfalls"]
-    return {
-        "spec": str(path),
-        "name": spec.name,
-        "buckets": sorted(spec.buckets),
-        "weights": spec.effective_weights(),
-        "rows_offered": counts,
-        "shortfalls": shortfalls,
-    }
-
-
-def run_mix_build(
-    spec_path: str | Path,
-    out_dir: str | Path,
-    *,
-    runner: str | None = None,
-    pipeline_args: Sequence[str] = (),
-    lake_root: Path | None = None,
-    memory_budget_mib: float | None = None,
-) -> dict[str, Any]:
-    """Build a mixture: in process when runner is None, else as a Beam pipeline on that runner.
-
-    `lake/...` paths in the spec resolve against lake_root (default $REFINERY_HOME or ./lake).
-    With `memory_budget_mib` (in process only), the rows read and tokenized at once are as many
-    as fit in the budget (`training.mixture.builder.read_rows_for_budget`); the shards do not
-    change.
-    """
-    path = resolve_spec(spec_path)
-    root = lake_root or lake.lake_root()
-    out_dir = Path(out_dir)
-    t0 = time.perf_counter()
-    budget = None
-    if memory_budget_mib is not None and runner is not None:
-        raise ValueError(
-            f"memory_budget_mib={memory_budget_mib:g} (--memory-budget-mib) applies to the "
-            f"in-process build; drop it or build without --runner ({runner})"
-        )
-    if runner is None:
-        from training.mixture.builder import READ_BATCH_ROWS, build_mixture, read_rows_for_budget
-
-        read_rows = READ_BATCH_ROWS
-        if memory_budget_mib is not None:
-            budget = read_rows_for_budget(path, memory_budget_mib, lake_root=root)
-            read_rows = budget.units
-        manifest = build_mixture(path, out_dir, lake_root=root, read_rows=read_rows)
-    else:
+    def __call__(self, spec_path: Path, out_dir: Path, *, lake_root: Path) -> dict[str, Any]:
         from pipelines.beam.mix import build_mixture_beam
 
-        args = [f"--runner={runner}", *pipeline_args]
-        manifest = build_mixture_beam(path, out_dir, pipeline_args=args, lake_root=root)
-    seconds = time.perf_counter() - t0
-    report = run_mix_report(out_dir)
-    return {
-        "name": manifest["name"],
-        "out_dir": str(out_dir),
-        "num_sequences": manifest["num_sequences"],
-        "tokens": manifest["tokens"],
-        "shards": len(manifest["shards"]),
-        "eval_sets": len(manifest["eval"]),
-        "waste_fraction": manifest["waste_fraction"],
-        "shortfalls": manifest["shortfalls"],
-        "checks_ok": all(c["ok"] for c in manifest["checks"]),
-        "tokens_per_s": manifest["tokens"] / seconds if seconds > 0 else None,
-        "images": (manifest.get("images") or {}).get("count"),
-        "rejects": (manifest.get("rejects") or {}).get("by_reason"),
-        "seconds": round(seconds, 2),
-        "markdown": report["markdown"],
-        "plot": report["plot"],
-        "read_rows": budget.units if budget else None,
-        "memory_budget": budget.as_dict() if budget else None,
-    }
-
-
-def run_mix_report(mix_dir: str | Path) -> dict[str, Any]:
-    """Token accounting of a built mixture: rows, Markdown, summary lines and DIR/report.png."""
-    from training.loader import read_manifest
-    from training.mixture.report import (
-        accounting_rows,
-        markdown_table,
-        plot_composition,
-        summary_lines,
-    )
-
-    mix_dir = Path(mix_dir)
-    manifest = read_manifest(mix_dir)
-    plot = plot_composition(manifest, mix_dir / "report.png")
-    return {
-        "name": manifest["name"],
-        "rows": accounting_rows(manifest),
-        "summary": summary_lines(manifest),
-        "markdown": markdown_table(manifest),
-        "plot": str(plot),
-        "checks": manifest.get("checks", []),
-        "shortfalls": manifest.get("shortfalls", []),
-    }
+        args = [f"--runner={self.name}", *self.args]
+        return build_mixture_beam(spec_path, out_dir, pipeline_args=args, lake_root=lake_root)
 
 
 # --- declarations: `refinery tokenizer train`, `refinery mix validate|build|report`, and the
@@ -226,6 +64,8 @@ class TokenizerSummary(Summary):
 
 def tokenizer_train(p: TokenizerParams, lake_: Lake) -> TokenizerSummary:
     """Train a byte-level BPE tokenizer with the Refinery special tokens."""
+    from training.mixture.run import run_tokenizer_train
+
     s = run_tokenizer_train(
         p.out,
         vocab_size=p.vocab_size,
@@ -234,7 +74,7 @@ def tokenizer_train(p: TokenizerParams, lake_: Lake) -> TokenizerSummary:
         seed=p.seed,
         lake_root=lake_.root,
     )
-    return TokenizerSummary(outputs={"tokenizer": s["path"]}, **s)
+    return TokenizerSummary(outputs={"tokenizer": s.path}, **asdict(s))
 
 
 class MixValidateParams(Params):
@@ -266,8 +106,10 @@ class MixValidateSummary(Summary):
 
 def mix_validate(p: MixValidateParams, lake_: Lake) -> MixValidateSummary:
     """Validate a mixture spec: fields, weights, paths, columns and `where` predicates."""
+    from training.mixture.run import run_mix_validate
+
     out = run_mix_validate(p.spec, check_data=not p.schema_only, lake_root=lake_.root)
-    return MixValidateSummary(**out)
+    return MixValidateSummary(**asdict(out))
 
 
 class MixBuildParams(Params):
@@ -335,42 +177,50 @@ def default_out(mixtures: Path, name: str) -> Path:
     return out
 
 
+def executor_for(p: MixBuildParams) -> BeamBuild | None:
+    """Where the stage builds: on `--runner` with `--beam-arg`s, on the `beam` resource's runner
+    when the asset asks for Beam, else in process (None)."""
+    if p.runner:
+        return BeamBuild(p.runner, tuple(p.beam_arg or ()))
+    if p.use_beam:
+        return BeamBuild(p.beam_runner, tuple(p.beam_options or ()))
+    return None
+
+
 def mix_build(p: MixBuildParams, lake_: Lake) -> MixBuildSummary:
     """Tokenize, sample, pack and shard a mixture."""
+    from training.mixture.run import resolve_spec, run_mix_build
     from training.mixture.spec import load_spec
 
     spec_path = resolve_spec(p.spec)
     out = Path(p.out) if p.out else default_out(lake_.dir("mixtures"), load_spec(spec_path).name)
-    runner = p.runner or (p.beam_runner if p.use_beam else None)
-    args = p.beam_arg if p.runner else p.beam_options
     s = run_mix_build(
         spec_path,
         out,
-        runner=runner,
-        pipeline_args=args or (),
+        executor=executor_for(p),
         lake_root=lake_.root,
         memory_budget_mib=p.memory_budget_mib,
     )
-    lake_.log(f"mixture {s['name']}: {s['num_sequences']} sequences, {s['tokens']} tokens -> {out}")
+    lake_.log(f"mixture {s.name}: {s.num_sequences} sequences, {s.tokens} tokens -> {out}")
     return MixBuildSummary(
         outputs={"mixture": str(out)},
-        name=s["name"],
+        name=s.name,
         spec=str(spec_path),
-        sequences=s["num_sequences"],
-        tokens=s["tokens"],
-        shards=s["shards"],
-        eval_sets=s["eval_sets"],
-        waste_fraction=s["waste_fraction"],
-        shortfalls=len(s["shortfalls"]),
-        shares_within_tolerance=s["checks_ok"],
-        tokens_per_s=s["tokens_per_s"],
-        images=s["images"],
-        rejects=s["rejects"],
-        read_rows=s["read_rows"],
-        memory_budget=s["memory_budget"],
-        seconds=s["seconds"],
-        accounting=s["markdown"],
-        plot=s["plot"],
+        sequences=s.num_sequences,
+        tokens=s.tokens,
+        shards=s.shards,
+        eval_sets=s.eval_sets,
+        waste_fraction=s.waste_fraction,
+        shortfalls=len(s.shortfalls),
+        shares_within_tolerance=s.checks_ok,
+        tokens_per_s=s.tokens_per_s,
+        images=s.images,
+        rejects=s.rejects,
+        read_rows=s.read_rows,
+        memory_budget=s.memory_budget,
+        seconds=s.seconds,
+        accounting=s.markdown,
+        plot=s.plot,
     )
 
 
@@ -415,8 +265,10 @@ class MixReportSummary(Summary):
 
 def mix_report(p: MixReportParams, lake_: Lake) -> MixReportSummary:
     """Print the token accounting as a table and write DIR/report.png."""
+    from training.mixture.run import run_mix_report
+
     r = run_mix_report(p.mix_dir)
-    return MixReportSummary(name=r["name"], rows=r["rows"], summary=r["summary"], plot=r["plot"])
+    return MixReportSummary(name=r.name, rows=r.rows, summary=r.summary, plot=r.plot)
 
 
 def _no_opted_out_rows(summary: Summary, lake_: Lake):

@@ -79,7 +79,7 @@ def test_tables_and_images_come_out_in_page_order(sampleweb_run):
 def test_every_crawled_page_is_accounted_for(sampleweb_run):
     root, summary, _, _ = sampleweb_run
     pages = pq.read_metadata(root / "crawl" / "pages.parquet").num_rows
-    assert summary["documents"] + summary["rejects"] == pages == summary["pages"]
+    assert summary.documents + summary.rejects == pages == summary.pages
     rejects = pq.read_table(root / "extract" / "rejects.parquet").to_pylist()
     assert all(r["reason"] and r["detail"] for r in rejects)
     assert {"robots_denied", "http_status"} <= {r["reason"] for r in rejects}

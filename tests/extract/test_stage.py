@@ -67,8 +67,8 @@ def test_pages_in_equal_documents_plus_rejects(extracted):
     _, out, summary = extracted
     docs = pq.read_table(out / "documents.parquet")
     rejects = pq.read_table(out / "rejects.parquet")
-    assert summary["pages"] == 7 == docs.num_rows + rejects.num_rows
-    assert summary["rejects_by_reason"] == {
+    assert summary.pages == 7 == docs.num_rows + rejects.num_rows
+    assert summary.rejects_by_reason == {
         "binary_body": 1,
         "empty_body": 1,
         "http_status": 1,

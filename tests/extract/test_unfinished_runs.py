@@ -176,7 +176,7 @@ def test_extract_killed_between_two_outputs_leaves_no_manifest_of_the_previous_r
     first, second = _two_crawls(tmp_path)
     out = tmp_path / "out"
     done = run_extract(first, out, "never", execute=in_process)
-    assert done["documents"] == 3 and done["image_refs"] == 3
+    assert done.documents == 3 and done.image_refs == 3
     _killed_after(monkeypatch, lake, "write_parquet", 2)  # documents written, then killed
     with pytest.raises(KeyboardInterrupt):
         run_extract(second, out, "never", execute=in_process)
@@ -225,8 +225,8 @@ def test_a_rerun_after_a_killed_merge_writes_all_five_again(tmp_path, monkeypatc
         run_extract(second, out, "never", execute=in_process)
     monkeypatch.undo()
     summary = run_extract(second, out, "never", execute=in_process)
-    assert summary["documents"] == 1 and summary["rejects"] == 0
+    assert summary.documents == 1 and summary.rejects == 0
     for name in OUTPUT_NAMES:
         man = read_manifest(out / f"{name}.parquet")
-        assert man["inputs"] == [str(second)] and man["rows"] == summary[name], name
+        assert man["inputs"] == [str(second)] and man["rows"] == getattr(summary, name), name
     assert not (out / "_parts").exists()

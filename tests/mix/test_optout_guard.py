@@ -8,9 +8,9 @@ import pyarrow.parquet as pq
 import pytest
 from tokenizers import Tokenizer
 
-from pipelines.stages.mix import run_mix_validate
 from training.mixture.builder import build_mixture
 from training.mixture.read import check_spec_data
+from training.mixture.run import run_mix_validate
 from training.mixture.sources import plan_units, read_unit
 from training.mixture.spec import SpecError, load_spec, normalize_predicate, parse_spec
 from training.tokenizer import sample_texts
@@ -116,9 +116,9 @@ def test_validate_catches_a_max_epochs_shortfall_that_build_would_find(lake, wri
         run_mix_validate(path)
     allowed = write_spec(base_spec(lake, total_tokens=400_000, allow_shortfall=True), "ok.yaml")
     out = run_mix_validate(allowed)
-    assert [s["bucket"] for s in out["shortfalls"]] == ["multilingual"]
+    assert [s["bucket"] for s in out.shortfalls] == ["multilingual"]
     fine = run_mix_validate(write_spec(base_spec(lake), "fine.yaml"))
-    assert fine["shortfalls"] == [] and fine["rows_offered"]
+    assert fine.shortfalls == [] and fine.rows_offered
 
 
 def test_sample_texts_is_picked_in_the_database_and_respects_consent(tmp_path):

@@ -45,8 +45,8 @@ def served_lake(tmp_path_factory):
     from crawlers.crawl import crawl
     from filters.run import run_filter
     from pipelines.stages.extract import run_extract
-    from pipelines.stages.mix import run_tokenizer_train
     from sampleweb import build_web, serve
+    from training.mixture.run import run_tokenizer_train
 
     lake = tmp_path_factory.mktemp("consent-lake")
     with serve(build_web(0), first_octet=170) as web:
@@ -97,7 +97,7 @@ def test_opt_out_after_a_run_removes_the_host_from_the_next_mixture(served_lake,
     from pipelines.graph import materialize_selection
     from pipelines.resources import LakeResource
     from pipelines.sensors import consent_recheck_sensor
-    from pipelines.stages.mix import run_mix_build
+    from training.mixture.run import run_mix_build
 
     web, lake = served_lake
     netloc = web.base_url(OPT_OUT_SITE).removeprefix("http://")

@@ -432,12 +432,12 @@ def test_nothing_opted_out_reaches_a_teacher_a_tokenizer_or_a_shard(walk_lake, s
     from pipelines.beam.extract import ExtractFn
     from pipelines.stage import Lake
     from pipelines.stages.extract import _with_ledger
-    from pipelines.stages.mix import run_tokenizer_train
     from pipelines.stages.synth import input_consent
     from synth.captions import make_captions
     from synth.domain_qa import make_domain_qa
     from synth.tables import make_table_pairs
     from training.mixture.builder import build_mixture
+    from training.mixture.run import run_tokenizer_train
 
     root, p = tmp_path / "lake", walk_lake
     lake = Lake(root=root)
@@ -578,7 +578,7 @@ def test_nothing_opted_out_reaches_a_teacher_a_tokenizer_or_a_shard(walk_lake, s
         sample_tokens=20_000,
         lake_root=root,
     )
-    vocab = json.loads(Path(tok["path"]).read_text())["model"]["vocab"]
+    vocab = json.loads(Path(tok.path).read_text())["model"]["vocab"]
     words = [("allowed", ALLOWED), *((k, m) for k, m in OUT.items() if k != "nan")]
     # (NaN-scored rows are consented: only a predicate turns them away, and tokenizers have none)
     report["tokenizer train"] = {k: sum(m[:6] in v for v in vocab) for k, m in words}

@@ -263,7 +263,7 @@ MIX_CHILD = """
 import json, re, sys
 from pathlib import Path
 from common.memory import PeakMemory
-from pipelines.stages.mix import run_mix_build
+from training.mixture.run import run_mix_build
 spec, lake, out = Path({spec!r}), Path({lake!r}), Path({out!r})
 # The smallest budget is read in the process that then builds: two processes' resident memory
 # differed by 8-16 MiB, more than the ~10 rows this budget leaves. The first attempt loads what
@@ -289,16 +289,17 @@ for attempt in range(3):
         if "give at least" not in str(exc) or attempt == 2:
             raise
         continue
-    if s["read_rows"] >= 4:
+    if s.read_rows >= 4:
         break
-small = {{k: s[k] for k in ("read_rows", "memory_budget", "tokens")}}
+small = {{k: getattr(s, k) for k in ("read_rows", "memory_budget", "tokens")}}
 print(json.dumps([low, peak.mib, small, str(built)]))
 """
 
 
 def test_mixture_build_stays_under_its_budget(mix_lake, tmp_path):
-    from pipelines.stages.mix import run_mix_build
+    from pipelines.stages.mix import BeamBuild
     from training.mixture.builder import read_rows_for_budget
+    from training.mixture.run import run_mix_build
 
     spec = mix_lake / "spec.yaml"
     row_mib = read_rows_for_budget(spec, 1e9, lake_root=mix_lake).unit_mib
@@ -311,8 +312,8 @@ def test_mixture_build_stays_under_its_budget(mix_lake, tmp_path):
     assert 4 <= small["read_rows"] <= 16, small["memory_budget"]
     assert peak_mib < low, (peak_mib, small["memory_budget"])
     big = run_mix_build(spec, tmp_path / "high", lake_root=mix_lake, memory_budget_mib=1e9)
-    assert big["read_rows"] == 2048
-    assert small["tokens"] == big["tokens"] > 100_000
+    assert big.read_rows == 2048
+    assert small["tokens"] == big.tokens > 100_000
     low_manifest = (Path(built) / "manifest.json").read_text()
     assert low_manifest == (tmp_path / "high" / "manifest.json").read_text()
     for f in sorted((tmp_path / "high").glob("*/*.npy")):
@@ -322,7 +323,7 @@ def test_mixture_build_stays_under_its_budget(mix_lake, tmp_path):
         run_mix_build(
             spec,
             tmp_path / "beam",
-            runner="DirectRunner",
+            executor=BeamBuild("DirectRunner"),
             lake_root=mix_lake,
             memory_budget_mib=low,
         )
