@@ -2,21 +2,30 @@
 
 Each stage's Typer command is built from its params model (`command_for`): one option per
 field, the flag and help declared on the field. Heavy imports stay inside the stages' `run`,
-so `refinery --help` is fast. Every command treats user errors alike (`user_errors`): one line
-on stderr naming the file or flag and the fix, exit status 2.
+so `refinery --help` is fast. Every command treats user errors alike (`user_errors`, and
+`usage_errors` for a command line the parser refuses): one line on stderr naming the file or
+flag and the fix, exit status 2.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import inspect
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from typer.core import TyperCommand
+from typer._click.exceptions import (
+    BadParameter,
+    MissingParameter,
+    NoArgsIsHelpError,
+    NoSuchOption,
+    UsageError,
+)
+from typer.core import TyperCommand, TyperGroup
 
 from pipelines.stage import (
     Lake,
@@ -30,8 +39,61 @@ from pipelines.stage import (
     trace_log,
 )
 
+
+def usage_line(exc: UsageError) -> str:
+    """One line for a usage error of the command line parser (a mistyped flag, a bad value, a
+    missing argument): the flag or argument, the closest flag when there is one, the fix."""
+    words = exc.ctx.command_path.split()[1:] if exc.ctx is not None else []
+    command = " ".join(["refinery", *words])
+    if isinstance(exc, NoSuchOption):
+        close = " or ".join(sorted(exc.possibilities or ()))
+        hint = f"did you mean {close}? " if close else ""
+        line = f"unknown option {exc.option_name}: `{command}` does not take it ({hint}see --help)"
+    elif isinstance(exc, BadParameter) and not isinstance(exc, MissingParameter) and exc.param:
+        # as a value the params model refuses (`pipelines.stage.error_line`): `--steps: ...`
+        param = exc.param
+        name = param.opts[0] if param.param_type_name == "option" else param.name.upper()
+        line = f"{name}: {exc.message} (see `{command} --help`)"
+    else:
+        line = f"{exc.format_message()} (see `{command} --help`)"
+    return " ".join(line.split())
+
+
+@contextlib.contextmanager
+def usage_errors() -> Iterator[None]:
+    """Usage errors as every other user error (`user_errors`): one line naming the flag and the
+    fix, and the log file that holds the traceback; exit status 2 (Click's usage box of four
+    lines otherwise). A command group's help when it is given no command stays as it is."""
+    try:
+        yield
+    except NoArgsIsHelpError:
+        raise
+    except UsageError as exc:
+        words = exc.ctx.command_path.split()[1:] if exc.ctx is not None else []
+        log = trace_log(exc, " ".join(words))
+        where = f" (trace: {log})" if log is not None else ""
+        typer.secho(f"error: {usage_line(exc)}{where}", fg="red", err=True)
+        raise typer.Exit(2) from exc
+
+
+class RefineryGroup(TyperGroup):
+    """The `refinery` command group: the command lines it and every command under it fail to
+    parse are reported by `usage_errors`."""
+
+    def make_context(
+        self, info_name: str | None, args: list[str], parent: Any = None, **extra: Any
+    ) -> Any:
+        with usage_errors():
+            return super().make_context(info_name, args, parent=parent, **extra)
+
+    def invoke(self, ctx: Any) -> Any:
+        with usage_errors():
+            return super().invoke(ctx)
+
+
 app = typer.Typer(
     name="refinery",
+    cls=RefineryGroup,
     help="Refinery: build LLM pretraining data and run the training that consumes it.",
     no_args_is_help=True,
     add_completion=False,
@@ -109,6 +171,7 @@ def command_for(stage: Stage, show: Callable[[Any], None] | None = None) -> Call
         for n in names
         if field_role(stage.params, n).get("argument") and is_list_field(stage.params, n)
     ]
+    single = [n for n in names if field_role(stage.params, n).get("argument") and n not in spread]
 
     def command(ctx: typer.Context, **kwargs: Any) -> None:
         values = {k: v for k, v in kwargs.items() if _given(ctx, k)}
@@ -118,6 +181,8 @@ def command_for(stage: Stage, show: Callable[[Any], None] | None = None) -> Call
                 if values.get(name):
                     moved, values[name] = _beam().split_options(values[name])
                     args += moved
+            if single:
+                args = _fill_arguments(stage, single, values, args)
             _check_extra(stage, args)
             values[extra[0]] = args
         params = stage.params(**values)
@@ -155,6 +220,25 @@ def _beam():
     return fs
 
 
+def _fill_arguments(
+    stage: Stage, names: list[str], values: dict[str, Any], args: list[str]
+) -> list[str]:
+    """The undeclared options, with each positional argument (`names`, in order) set from the
+    tokens that are not options: the command line parser gives an argument the first token it
+    does not know, so `mix build --direct_num_workers=2 SPEC` had put the Beam option in SPEC."""
+    given = [str(values[n]) for n in names if n in values]
+    options, rest = _beam().split_options([*given, *args])
+    for name in names:
+        if rest:
+            values[name] = rest.pop(0)
+        elif name in values or stage.params.model_fields[name].is_required():
+            raise ValueError(
+                f"missing argument {name.upper()}: `refinery {stage.name}` takes it besides "
+                "its options (see --help)"
+            )
+    return options + rest
+
+
 def _check_extra(stage: Stage, args: list[str]) -> None:
     """Options the stage does not declare go to Beam; one Beam does not know either is refused
     (Beam would drop it with a warning and the job would run without it: a mistyped
@@ -166,9 +250,12 @@ def _check_extra(stage: Stage, args: list[str]) -> None:
         return
     name, close = bad
     if not name.startswith("-"):
+        fields = stage.params.model_fields
+        takes = [n.upper() for n in fields if field_role(stage.params, n).get("argument")]
+        what = f"argument but {' '.join(takes)}" if takes else "arguments here"
         raise ValueError(
-            f"unexpected argument {name!r}: `refinery {stage.name}` takes no positional "
-            "arguments here; pass inputs with their flags (see --help)"
+            f"unexpected argument {name!r}: `refinery {stage.name}` takes no positional {what}; "
+            "pass inputs with their flags (see --help)"
         )
     hint = f"did you mean {close}? " if close else ""
     raise ValueError(
@@ -177,7 +264,19 @@ def _check_extra(stage: Stage, args: list[str]) -> None:
     )
 
 
-class StageCommand(TyperCommand):
+class RefineryCommand(TyperCommand):
+    """A command whose usage errors all name it (an option without its value is reported by
+    Click's parser without the command's context), for `usage_errors`."""
+
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        try:
+            return super().parse_args(ctx, args)
+        except UsageError as exc:
+            exc.ctx = exc.ctx or ctx
+            raise
+
+
+class StageCommand(RefineryCommand):
     """A stage's Click command: a list option takes one or more values after one flag
     (`--decontaminate A B`; `pipelines.stage.spread_list_values`), the repeated form as before."""
 
@@ -278,8 +377,8 @@ def _register_all() -> None:
     from pipelines.stages import GROUPS, STAGES
 
     add_stage_commands(app, STAGES, GROUPS)
-    app.command("demo")(user_errors(demo))
-    app.command("ui")(user_errors(ui))
+    app.command("demo", cls=RefineryCommand)(user_errors(demo))
+    app.command("ui", cls=RefineryCommand)(user_errors(ui))
 
 
 _register_all()

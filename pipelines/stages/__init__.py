@@ -73,7 +73,8 @@ STAGES: list[Stage] = [
 GROUPS = {
     "mix": "Mixtures: validate a spec, build shards, report token accounting.",
     "tokenizer": "The byte-level BPE tokenizer.",
-    "train": "Train the model: pretrain, cpt, long-context; upcycle a dense checkpoint to MoE.",
+    "train": "Train the model: pretrain, cpt, multimodal, long-context (with its retrieval "
+    "data and eval); upcycle a dense checkpoint to MoE.",
     "quality": "Per-language quality classifiers (fastText).",
     "images": "Image-text pairs, interleaved documents, knowledge-domain images.",
     "synth": "Synthetic data: charts from sandboxed code, tables, domain QA, with verified QA.",

@@ -39,6 +39,12 @@ class CaptionerTrainParams(Params):
     steps: int = param(400, min=1, help="Optimizer steps.")
     batch_size: int = param(16, min=2, help="Pairs per batch.")
     lr: float = param(2e-3, help="Peak learning rate.")
+    warmup: int | None = param(
+        None,
+        min=0,
+        help="Warm-up steps (linear to the peak rate, then cosine to 0); default a tenth of the "
+        "run.",
+    )
     seed: int = param(0)
 
 
@@ -70,6 +76,7 @@ def captioner_train(p: CaptionerTrainParams, lake: Lake) -> CaptionerTrainSummar
         seed=p.seed,
         batch_size=p.batch_size,
         lr=p.lr,
+        warmup=p.warmup,
         device="cpu",
         consent=input_consent(lake, *files),  # the pairs' flags and the consent ledger
     )

@@ -351,6 +351,12 @@ class ClipTrainParams(Params):
     )
     steps: int = param(300, min=1, help="Optimizer steps.")
     batch_size: int = param(64, min=2, help="Pairs per contrastive batch.")
+    warmup: int | None = param(
+        None,
+        min=0,
+        help="Warm-up steps (linear to the peak rate, then cosine to 0); default a tenth of the "
+        "run.",
+    )
     seed: int = param(0)
 
 
@@ -380,7 +386,15 @@ def clip_train(p: ClipTrainParams, lake: Lake) -> ClipTrainSummary:
             f"--pairs {', '.join(map(str, p.pairs))}: {len(pairs)} kept pairs; need 2+"
         )
     out = Path(p.out) if p.out else lake.root / "models" / "clip"
-    s = train_clip(pairs, out, model=p.model, steps=p.steps, batch_size=p.batch_size, seed=p.seed)
+    s = train_clip(
+        pairs,
+        out,
+        model=p.model,
+        steps=p.steps,
+        batch_size=p.batch_size,
+        warmup=p.warmup,
+        seed=p.seed,
+    )
     lake_mod.write_manifest(
         out,
         rows=len(pairs),

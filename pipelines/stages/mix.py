@@ -126,6 +126,9 @@ class MixBuildParams(Params):
     beam_arg: list[str] | None = param(
         None, asset=False, help="Extra Beam pipeline option, repeatable."
     )
+    # options the stage does not declare (`--direct_num_workers=2`), as the other Beam stages
+    # take them; after --beam-arg's
+    beam_args: list[str] = param([], extra_args=True)
     use_beam: bool = param(
         False, cli=False, help="Build with the `beam` resource's runner instead of in process."
     )
@@ -178,10 +181,17 @@ def default_out(mixtures: Path, name: str) -> Path:
 
 
 def executor_for(p: MixBuildParams) -> BeamBuild | None:
-    """Where the stage builds: on `--runner` with `--beam-arg`s, on the `beam` resource's runner
-    when the asset asks for Beam, else in process (None)."""
+    """Where the stage builds: on `--runner` with `--beam-arg`s and the Beam options the stage
+    does not declare, on the `beam` resource's runner when the asset asks for Beam, else in
+    process (None)."""
     if p.runner:
-        return BeamBuild(p.runner, tuple(p.beam_arg or ()))
+        return BeamBuild(p.runner, (*(p.beam_arg or ()), *p.beam_args))
+    if p.beam_arg or p.beam_args:
+        given = " ".join([*(p.beam_arg or ()), *p.beam_args])
+        raise ValueError(
+            f"Beam options {given} without --runner: an in-process build takes none; add "
+            "--runner DirectRunner (or another Beam runner), or drop them"
+        )
     if p.use_beam:
         return BeamBuild(p.beam_runner, tuple(p.beam_options or ()))
     return None
