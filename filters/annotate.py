@@ -19,7 +19,9 @@ is out before de-duplication, so an allowed copy of its text is kept in its plac
 Quality: the language's own model, else the multilingual fallback (`quality_model` says which:
 `de:<sha12>` or `multilingual-fallback:<sha12>`). A row no model can score has
 `quality_score = None` (NULL in Parquet), never NaN: SQL engines order NaN above every number,
-so `quality_score >= 0.5` would be true for it.
+so `quality_score >= 0.5` would be true for it. A row with no text left (empty on input, or
+only boilerplate once stripped) drops as `empty_text` with `lang = "und"`, `lang_score = 0.0`
+and no scores: quality, model and safety are null.
 
 Safety: the toxicity and NSFW classifiers (`filters.toxicity`) score every row whose language
 has a model (null otherwise, never NaN); a row is dropped as `toxic` or `nsfw` only when
@@ -167,14 +169,22 @@ class DocumentAnnotator:
         hcfg = self.cfg.heuristics_for(lang)
         text, heuristic_reason = heuristics.check(text, lang, hcfg)
         out["text"] = text
+        empty = not text.strip()
+        if empty:
+            # Empty on input or once its boilerplate is gone: what is left has no language and
+            # nothing to score (`und` and 0.0, as language ID says of empty text).
+            lang, lang_score = "und", 0.0
+            out["lang"], out["lang_score"] = lang, lang_score
         # No model at all (no own model, no fallback): unscored, NULL, never dropped on quality.
-        scores, name = self.scorer.score([text], lang)
+        scores, name = ([None], None) if empty else self.scorer.score([text], lang)
         out["quality_score"], out["quality_model"] = scores[0], name
         out["contaminated"], out["contamination_benchmarks"], out["contamination_ngrams"] = (
             self.decontam.check(text) if self.decontam is not None else (False, None, 0)
         )
         safety, used = (
-            self.classifiers.score(text, lang) if self.classifiers is not None else ({}, [])
+            self.classifiers.score(text, lang)
+            if self.classifiers is not None and not empty
+            else ({}, [])
         )
         out["toxicity_score"] = safety.get("toxicity")
         out["nsfw_score"] = safety.get("nsfw")

@@ -450,6 +450,7 @@ def _decide_and_write(
         extra={"summary": summary, "sources": files},
     )
     write_manifest(out_dir / "skipped.parquet", rows=skipped.rows, inputs=files[:50], config=conf)
+    write_manifest(out_dir / "hosts.parquet", rows=len(hosts), inputs=files[:50], config=conf)
     return summary
 
 
