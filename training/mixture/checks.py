@@ -257,6 +257,7 @@ def _source_files(manifest: dict[str, Any], mix_dir: Path, lake_root: Path | Non
                         kind=kind,
                         pairs=pairs,
                         image_tokens=int(manifest.get("image_tokens") or 0),
+                        dropped=src.get("dropped") or "exclude",
                     )
                 out.add((f, src.get("text_column") or "text", unit))
     return sorted(out, key=lambda e: (e[0], e[1], repr(e[2])))

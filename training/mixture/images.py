@@ -15,6 +15,13 @@ file: the dataset the image belongs to; see `resolve_image`):
   file carries one) + `caption`.
 - `domain_qa` (synth/domain_qa/domain_qa.parquet): `image_path` (or the `pair_id`'s) + the QA.
 
+Rows the producing stage dropped are left out without a `where` saying so: a pair (and a domain
+image) whose `drop_reason` is set (for `pairs`, settled as every reader of pairs takes it,
+`_settled_source`), a domain candidate not `selected`, a caption, chart, table or domain QA row
+whose `status` is not 'ok' (`sources.UPSTREAM_KEPT`); each is an `upstream_dropped` reject, the
+detail naming the column and value (a row the source's own `where` leaves out is no reject). A
+source that says `dropped: include` takes them.
+
 Consent: rows are read through the same `allowed` relation as text (training_allowed IS TRUE,
 plus the consent ledger); a file without a training_allowed column is accepted only for
 `charts` (generated from seeded generators or a teacher's invented data: nothing crawled is in
@@ -243,7 +250,8 @@ def _select_sql(unit: src_mod.ReadUnit, has_consent_column: bool, opted_out: boo
     """Like the text read path: consent first in `allowed`, the user's predicate on top.
 
     With `opted_out` (for checks), every row instead, flagged `__out` when its own consent is
-    not given (the complement of `allowed`)."""
+    not given (the complement of `allowed`), rows the producing stage dropped included; else
+    those rows are left out (`sources.upstream_kept_sql`; `_dropped_sql` finds them)."""
     if opted_out:
         consent = f"coalesce(NOT ({src_mod.consent_sql(unit, has_consent_column)}), true)"
         allowed = f"SELECT *, {consent} AS __out FROM read_parquet(?, file_row_number=true)"
@@ -253,10 +261,64 @@ def _select_sql(unit: src_mod.ReadUnit, has_consent_column: bool, opted_out: boo
     cases = " ".join(f"WHEN ({normalize_predicate(w)}) THEN {float(t)!r}" for w, t in unit.repeat)
     repeat = f"CASE {cases} ELSE 1.0 END" if cases else "1.0"
     where = src_mod.unit_where_sql(unit)
+    kept = None if opted_out else src_mod.upstream_kept_sql(unit)
+    if kept:  # rows the producing stage dropped: `_dropped_sql` records them instead
+        where = f"{where}AND ({kept}) " if where else f"WHERE ({kept}) "
     return (
         f"WITH allowed AS ({allowed}) SELECT allowed.*, {group} AS __grp, {repeat} AS __rep, "
         f"file_row_number AS __row FROM allowed {where}"
     )
+
+
+ROW_ID_COLUMNS = ("id", "pair_id", "doc_id")  # a reject's `id`: the first the row has
+
+
+def _dropped_sql(unit: src_mod.ReadUnit, has_consent_column: bool) -> str | None:
+    """The rows `_select_sql` offers but for the producing stage's own decision (consented,
+    matching `where`, not contaminated, dropped upstream: `sources.upstream_kept_sql`), with
+    their row number, id columns, and per rule column its value and whether it dropped the row
+    (`__dropped_<i>`); None when no rule applies."""
+    kept = src_mod.upstream_kept_sql(unit)
+    if not kept:
+        return None
+    names = src_mod._schema(unit.file).names
+    rules = src_mod.upstream_kept_columns(unit)
+    cols = [c for c in ROW_ID_COLUMNS if c in names] + rules
+    select = [f"CAST({quote_ident(c)} AS VARCHAR) AS {quote_ident(c)}" for c in cols]
+    select += [
+        f"NOT coalesce(({src_mod.UPSTREAM_KEPT[c].format(col=quote_ident(c))}), false) "
+        f"AS __dropped_{i}"
+        for i, c in enumerate(rules)
+    ]
+    where = src_mod.unit_where_sql(unit)
+    dropped = f"NOT coalesce(({kept}), false)"
+    return (
+        f"WITH allowed AS ({src_mod.allowed_rows_sql(unit, has_consent_column)}) "
+        f"SELECT file_row_number AS __row, {', '.join(select)} FROM allowed "
+        + (f"{where}AND {dropped}" if where else f"WHERE {dropped}")
+    )
+
+
+def _dropped_rejects(unit: src_mod.ReadUnit, rows: list[dict]) -> list[dict[str, Any]]:
+    """`upstream_dropped` rejects of rows `_dropped_sql` found, the detail naming the columns
+    and values that dropped them (e.g. drop_reason = duplicate)."""
+    rules = src_mod.upstream_kept_columns(unit)
+    return [
+        {
+            "bucket": unit.bucket,
+            "source": unit.source,
+            "file": unit.file,
+            "row": int(row["__row"]),
+            "id": next((str(row[c]) for c in ROW_ID_COLUMNS if row.get(c)), ""),
+            "reason": src_mod.UPSTREAM_DROPPED,
+            "detail": "; ".join(
+                f"{c} = {'NULL' if row[c] is None else row[c]}"
+                for i, c in enumerate(rules)
+                if row[f"__dropped_{i}"]
+            ),
+        }
+        for row in rows
+    ]
 
 
 def _resolve(path: str | None, base: Path) -> str | None:
@@ -395,6 +457,15 @@ def read_image_unit_batches(
                     image_id,
                     opted_out,
                 )
+        dropped = None if opted_out else _dropped_sql(unit, consent_column)
+        if dropped:  # the rows the producing stage dropped, after the unit's documents
+            try:
+                reader = con.sql(dropped, params=[source]).to_arrow_reader(rows_per_batch)
+            except duckdb.Error as exc:
+                raise src_mod._where_error(unit, exc) from None
+            for batch in reader:
+                if batch.num_rows:
+                    yield _empty_batch(_dropped_rejects(unit, batch.to_pylist()))
     finally:
         con.close()
         scratch.cleanup()
@@ -564,6 +635,20 @@ def _tokenize_rows(
         rows=np.array([int(r["__row"]) for r in keep_rows], dtype=np.int64),
         img_counts=np.array(img_counts, dtype=np.int64),
         images=images,
+        rejects=rejects,
+    )
+
+
+def _empty_batch(rejects: list[dict]) -> src_mod.DocBatch:
+    """A batch of no document carrying only rejects."""
+    return src_mod.DocBatch(
+        tokens=np.zeros(0, np.uint32),
+        lengths=np.zeros(0, np.int64),
+        groups=[],
+        repeat=np.zeros(0, np.float64),
+        rows=np.zeros(0, np.int64),
+        img_counts=np.zeros(0, np.int64),
+        images=[],
         rejects=rejects,
     )
 

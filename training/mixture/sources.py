@@ -50,6 +50,7 @@ class ReadUnit:
     image_tokens: int = 0  # the mixture's tokens per image (0: a text-only mixture)
     contaminated: str = "exclude"  # the source's `contaminated:` (SourceSpec): exclude or include
     optional: bool = False  # the source's `optional:` (it may be missing, empty or unconsented)
+    dropped: str = "exclude"  # the source's `dropped:`: exclude (UPSTREAM_KEPT) or include
 
 
 @dataclass
@@ -193,6 +194,7 @@ def plan_units(spec: MixtureSpec, spec_dir: Path, lake_root: Path | None = None)
                     image_tokens=spec.image_tokens,
                     contaminated=src.contaminated,
                     optional=src.optional,
+                    dropped=src.dropped,
                 )
             )
     return units
@@ -254,6 +256,47 @@ def contamination_sql(unit: ReadUnit) -> str | None:
             "(filters/decontam.py writes it so) or set `contaminated: include` on the source"
         )
     return f"{quote_ident(CONTAMINATED_COLUMN)} IS NOT TRUE"
+
+
+# What each image kind's producing stage keeps, by the columns it marks its decision in: a row
+# whose column says otherwise was dropped there (a pair's `drop_reason`, settled as every reader
+# of pairs takes it; a synthetic row's `status` other than 'ok', whose caption, Markdown or QA
+# may still be there; a domain candidate not `selected`). A source leaves such rows out unless
+# it says `dropped: include`; they are its recorded `upstream_dropped` rejects. Only the columns
+# a file has apply (interleaved.parquet holds kept documents only: no column, no rule).
+UPSTREAM_KEPT = {
+    "drop_reason": "{col} IS NULL",
+    "status": "CAST({col} AS VARCHAR) = 'ok'",
+    "selected": "{col} IS TRUE",
+}
+UPSTREAM_KEPT_BY_KIND = {
+    "pairs": ("drop_reason",),
+    "interleaved": ("drop_reason",),
+    "domain_images": ("drop_reason", "selected"),
+    "captions": ("status",),
+    "charts": ("status",),
+    "tables": ("status",),
+    "domain_qa": ("status",),
+}
+UPSTREAM_DROPPED = "upstream_dropped"  # the reject reason of a row its stage dropped
+
+
+def upstream_kept_columns(unit: ReadUnit) -> list[str]:
+    """The columns of the unit's file in which its producing stage marked what it kept
+    (UPSTREAM_KEPT_BY_KIND); [] when the source includes dropped rows or the file has none."""
+    if unit.dropped == "include":
+        return []
+    names = set(_schema(unit.file).names)
+    return [c for c in UPSTREAM_KEPT_BY_KIND.get(unit.kind, ()) if c in names]
+
+
+def upstream_kept_sql(unit: ReadUnit) -> str | None:
+    """The SQL condition a row of the unit must meet to be one its producing stage kept (None:
+    no rule applies, `upstream_kept_columns`). NULL (a NULL status) counts as dropped."""
+    cols = upstream_kept_columns(unit)
+    if not cols:
+        return None
+    return " AND ".join(f"({UPSTREAM_KEPT[c].format(col=quote_ident(c))})" for c in cols)
 
 
 def unit_where_sql(unit: ReadUnit) -> str:

@@ -13,7 +13,15 @@ import json
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_serializer,
+    model_validator,
+)
 
 from common import yamlio
 from common.lake import lake_root as common_lake_root
@@ -148,8 +156,20 @@ class SourceSpec(_Strict):
     # Rows the filter marked `contaminated` (they share n-grams with an evaluation set, see
     # filters/decontam.py) are left out unless this says include; the manifest counts them.
     contaminated: Literal["exclude", "include"] = "exclude"
+    # Rows an image kind's producing stage dropped (a pair's `drop_reason`, a synthetic row's
+    # `status` other than 'ok', a domain image not `selected`: sources.UPSTREAM_KEPT) are left
+    # out without a `where` saying so, unless this says include; the manifest counts those
+    # `where` did not leave out as the source's `rejected.upstream_dropped`.
+    dropped: Literal["exclude", "include"] = "exclude"
 
     _where = field_validator("where")(_check_predicate)
+
+    @model_serializer(mode="wrap")
+    def _dump(self, handler: Any) -> dict[str, Any]:
+        data = handler(self)
+        if self.dropped == "exclude":  # a spec without `dropped: include` keeps its hash
+            data.pop("dropped", None)
+        return data
 
     @field_validator("text_column")
     @classmethod
@@ -167,6 +187,11 @@ class SourceSpec(_Strict):
             )
         if self.pairs and self.kind == "text":
             raise ValueError("pairs: only image kinds read pairs; drop it or set `kind`")
+        if self.dropped == "include" and self.kind == "text":
+            raise ValueError(
+                "dropped: only image kinds leave out the rows their stage dropped; a text "
+                "source selects with `where` (e.g. drop_reason IS NULL): drop it or set `kind`"
+            )
         return self
 
 
