@@ -12,8 +12,8 @@ VENVS = Path(__file__).resolve().parent / ".venvs"
 
 # One datatrove venv serves bench/filter.py and bench/mix.py, so it carries what both need.
 DATATROVE = (
-    ["datatrove[processing]", "spacy", "tokenizers", "pyarrow"],
-    "import datatrove, spacy, tokenizers, pyarrow",
+    ["datatrove[processing]", "spacy", "tokenizers", "pyarrow", "orjson"],
+    "import datatrove, spacy, tokenizers, pyarrow, orjson",
 )
 SCRAPY = (["scrapy"], "import scrapy")
 # bench/images.py: the image downloader compared against (download + resize).

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import sys
 import tempfile
 import time
@@ -33,12 +34,18 @@ def _pairs_table(lake: Path, n: int, out: Path) -> Path:
     if not kept:
         raise SystemExit(f"{lake}: no kept image pairs; run `refinery demo --lake {lake}` first")
     rows = []
+    images = out / "images"
+    images.mkdir(parents=True, exist_ok=True)
     for i in range(n):
         src = kept[i % len(kept)]
+        # image paths are relative to the pairs file (an absolute path is refused): a copy here
+        name = Path(src["image_file"]).name
+        if not (images / name).exists():
+            shutil.copyfile(src["image_file"], images / name)
         rows.append(
             {
                 "id": f"{src['pair_id']}~{i}",
-                "image_path": str(Path(src["image_file"]).resolve()),
+                "image_path": f"images/{name}",
                 "image_sha256": src["image_sha256"],
                 "drop_reason": None,
                 "training_allowed": True,

@@ -116,6 +116,7 @@ SPIDER = textwrap.dedent(
         "CONCURRENT_REQUESTS": 64, "CONCURRENT_REQUESTS_PER_DOMAIN": 1, "AUTOTHROTTLE_ENABLED": False,
         "CLOSESPIDER_PAGECOUNT": max_pages, "LOG_LEVEL": "ERROR", "TELNETCONSOLE_ENABLED": False,
         "COOKIES_ENABLED": False, "RETRY_TIMES": 2, "DOWNLOAD_TIMEOUT": 20,
+        "WARN_ON_GENERATOR_RETURN_VALUE": False,  # the spider is code from -c: no source to read
         "FEEDS": {out: {"format": "jsonlines"}},
     })
     p.crawl(Bench)

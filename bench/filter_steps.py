@@ -37,8 +37,8 @@ from filters.decontam import Decontaminator  # noqa: E402
 from filters.urls import UrlFilter  # noqa: E402
 from sampleweb.labels import labelled_documents  # noqa: E402
 
-# A datatrove venv with tldextract, pyahocorasick and fasteners (its URLFilter's dependencies).
-PEER_VENV = "datatrove-warc"
+# The shared datatrove venv (datatrove[processing] brings its URLFilter's tldextract, pyahocorasick).
+PEER_VENV = "datatrove"
 
 
 def cpu() -> float:

@@ -491,7 +491,8 @@ def make_captions(
 
     rows: list[dict[str, Any]] = []
     for i, p in enumerate(pairs):
-        rel = os.path.relpath(p["image_file"], out)
+        # a pair whose image path was refused has no file: it is an undecodable row
+        rel = os.path.relpath(p["image_file"], out) if p["image_file"] else None
         for level, src in plan:
             source = captioner.name if src == "captioner" else teacher_name
             status, caption = "ok", None

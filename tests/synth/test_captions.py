@@ -536,3 +536,24 @@ def test_dagster_assets_train_caption_and_check(tmp_path):
     pq.write_table(pa.Table.from_pylist(rows, schema=table.schema), out)
     assert stage_mod._captions_consent(summary, Lake(root=lake)).passed
     assert stage_mod._captions_accounted(summary, Lake(root=lake)).passed
+
+
+def test_a_pair_whose_image_path_is_refused_is_an_undecodable_row(pairs, tmp_path):
+    """An absolute image_path (refused: paths are relative to the pairs file) is the row's
+    reason, not the end of the run."""
+    import pyarrow as pa
+
+    table = pq.read_table(pairs / "pairs.parquet")
+    rows = table.to_pylist()
+    bad = rows[0]["id"]
+    rows[0]["image_path"] = str((pairs / rows[0]["image_path"]).resolve())
+    odd = tmp_path / "odd"
+    odd.mkdir()
+    for r in rows[1:]:
+        (odd / r["image_path"]).parent.mkdir(parents=True, exist_ok=True)
+        (odd / r["image_path"]).write_bytes((pairs / r["image_path"]).read_bytes())
+    pq.write_table(pa.Table.from_pylist(rows, schema=table.schema), odd / "pairs.parquet")
+    out = tmp_path / "out"
+    make_captions([odd], out, captioner=ScriptedCaptioner(odd), clip=PaletteClip())
+    got = [r for r in _rows(out) if r["pair_id"] == bad]
+    assert got and all(r["status"] != "ok" and r["caption"] is None for r in got), got
