@@ -240,7 +240,11 @@ class _Sink:
         self._fh: BinaryIO | None = None
         self._writer = None
 
-    def write(self, record, raw: bytes) -> tuple[int, int]:
+    def write(
+        self, record, raw: bytes, record_id: str | None = None, date: str | None = None
+    ) -> tuple[int, int]:
+        """Copy `record` (its body `raw`); a record converted from ARC gets `record_id` and
+        `date` (its row's), so a copy is the same bytes every run."""
         from warcio.warcwriter import WARCWriter
 
         if self._fh is None:
@@ -257,6 +261,9 @@ class _Sink:
             for name in ("WARC-Record-ID", "WARC-Date", "WARC-IP-Address", "WARC-Payload-Digest"):
                 if record.rec_headers.get_header(name):
                     keep[name] = record.rec_headers.get_header(name)
+        # the row's id and capture time (from ARC, warcio's conversion would give a random id
+        # and the time of the copy)
+        keep.update({k: v for k, v in (("WARC-Record-ID", record_id), ("WARC-Date", date)) if v})
         new = self._writer.create_warc_record(
             uri,
             rec_type,
@@ -773,9 +780,11 @@ def _record_row(
         "payload_digest": h.get_header("WARC-Payload-Digest"),
     }
 
-    def place() -> dict[str, Any]:
+    def place() -> dict[str, Any]:  # (the offset is known once the record is read)
         row["record_offset"] = it.get_record_offset()
         row["record_length"] = it.get_record_length()
+        if _from_arc(record, it):  # the same id every import (warcio's conversion draws one)
+            row["warc_record_id"] = arc_record_id(source, base + row["record_offset"])
         return row
 
     if rec_type in NOT_PAGES:
@@ -842,7 +851,7 @@ def _record_row(
     if truncated:
         return _skip(row, "truncated", f"WARC-Truncated: {truncated}: the body is not whole")
     left = getattr(record.raw_stream, "limit", 0) or 0
-    from_arc = record.format in ("arc", "arc2warc") or getattr(it.loader, "arc_seen", False)
+    from_arc = _from_arc(record, it)
     whole = _whole_arc_body(headers, raw) if left > 0 and from_arc else None
     if whole is not None:
         raw, left = raw[:whole], 0
@@ -889,7 +898,7 @@ def _record_row(
         sink = spill
         row["import_mode"] = f"copied: {_UPPER_SCHEME}"
     if sink is not None:
-        off, length = sink.write(record, raw)
+        off, length = sink.write(record, raw, row["warc_record_id"], row["capture_time"])
         row.update(warc_file=sink.rel, warc_offset=off, warc_length=length)
     else:
         row.update(
@@ -945,6 +954,19 @@ def _resolved(source: str) -> str:
     """The absolute path of a local source (once per file, not per record: resolve() stats every
     component of the path)."""
     return str(Path(local_path(source)).resolve())
+
+
+def _from_arc(record, it) -> bool:
+    """A record read from an ARC file (warcio converts them to WARC records as it reads)."""
+    return record.format in ("arc", "arc2warc") or getattr(it.loader, "arc_seen", False)
+
+
+def arc_record_id(source: str, offset: int) -> str:
+    """The WARC-Record-ID of an ARC record (ARC has none; warcio's conversion draws a random one):
+    a name-based UUID of the source file and the record's offset, the same every import."""
+    import uuid
+
+    return f"<urn:uuid:{uuid.uuid5(uuid.NAMESPACE_URL, f'{source}#{offset}')}>"
 
 
 def _arc_date(value: str | None) -> str | None:

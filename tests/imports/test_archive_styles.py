@@ -176,3 +176,31 @@ def test_junk_before_gzip_members_is_one_skip_and_the_records_after_it_are_read(
     pages = pq.read_table(tmp_path / "out" / "pages.parquet").to_pylist()
     assert [p["warc_offset"] for p in pages][0] == 12  # referred to in place, after the junk
     assert read_response(pages[0]["warc_file"], pages[0]["warc_offset"]).status == 200
+
+
+@pytest.mark.parametrize("gz", [False, True])
+def test_an_arc_imports_the_same_record_ids_and_copies_every_run(tmp_path, gz):
+    """ARC records have no WARC-Record-ID: warcio's conversion draws a random one and the copy
+    was stamped with the time of the copy; an import is the same every run."""
+    from tests.imports.styles import arc_v1
+
+    path, _ = arc_v1(tmp_path, lambda ip: "http://127.0.0.2", gz)
+    runs = []
+    for k in ("a", "b"):
+        rows = scan_file(str(path), ScanOptions(), tmp_path / k / "warc", "k")
+        copies = sorted((tmp_path / k / "warc").glob("*"))
+        runs.append(([r.get("warc_record_id") for r in rows], [c.read_bytes() for c in copies]))
+    assert runs[0] == runs[1]
+    ids, copies = runs[0]
+    assert copies and all(i and i.startswith("<urn:uuid:") for i in ids)
+    assert len(set(ids)) == len(ids)
+    pages = [
+        r
+        for r in scan_file(str(path), ScanOptions(), tmp_path / "c" / "warc", "k")
+        if r.get("kind") == "page"
+    ]
+    for row in pages:  # the copy carries the row's id and the ARC's capture date
+        rec = read_response(
+            str(tmp_path / "c" / "warc" / Path(row["warc_file"]).name), row["warc_offset"]
+        )
+        assert rec is not None
