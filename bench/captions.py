@@ -79,7 +79,7 @@ def plain_loop(pairs_dir: Path, captioner, clip) -> float:
     model, preprocess, tokenizer = clip.loaded.model, clip.loaded.preprocess, clip.loaded.tokenizer
     started = time.perf_counter()
     for row in pq.read_table(pairs_dir / "pairs.parquet").to_pylist():
-        image = Image.open(row["image_path"]).convert("RGB")
+        image = Image.open(pairs_dir / row["image_path"]).convert("RGB")
         brief = captioner.generate([image])[0]
         texts = [keywords_of(brief) or brief, brief]
         with torch.inference_mode():
