@@ -20,7 +20,9 @@ import dataclasses
 import hashlib
 import json
 import logging
+import math
 import sqlite3
+import time
 import zlib
 from collections.abc import Callable
 from pathlib import Path
@@ -33,7 +35,7 @@ from crawlers.crawl.routing import RENDER_SOURCE, hand_on, shard_root_of
 from crawlers.extract.crawl_io import crawl_shards, iter_crawl_records, iter_shard_records
 from crawlers.extract.decode import BadPage, decode_html
 from crawlers.render.archive import ArchiveLocation, read_page
-from crawlers.render.decide import needs_render
+from crawlers.render.decide import RenderDecision, needs_render, probe_priority
 from crawlers.render.session import RenderConfig, RenderJob, RenderOutcome, render_pages
 
 RENDER_MODES = ("auto", "never", "always")
@@ -114,23 +116,44 @@ def imported(rec: dict) -> bool:
     return str(rec.get("source") or "").startswith("import") or bool(rec.get("import_mode"))
 
 
-def plan_renders(crawl_dir: str | Path, mode: str = "auto") -> tuple[list[dict], list[RenderJob]]:
+def plan_renders(
+    crawl_dir: str | Path,
+    mode: str = "auto",
+    config: RenderConfig | None = None,
+    probe: bool = False,
+) -> tuple[list[dict], list[RenderJob]]:
     """One decision row per fetched HTML page (url, rendered, render_reason) and the jobs to render.
 
-    A job trusts its page's own private origin (`RenderJob.trust_own_origin`) only when its
-    shard's crawl ran with allow_private_networks and the record is no import (`imported`)."""
-    decisions, jobs, _, _ = _plan(crawl_dir, mode)
-    return decisions, jobs
+    With `probe` (what `render_crawl` does in mode auto), the pages whose static evidence is
+    ambiguous are settled by a short probe render in `config`'s browser (`_settle_ambiguous`);
+    without it they stay static. A job trusts its page's own private origin
+    (`RenderJob.trust_own_origin`) only when its shard's crawl ran with allow_private_networks
+    and the record is no import (`imported`)."""
+    plan = _plan(crawl_dir, mode, config, probe)
+    return plan.decisions, plan.jobs
+
+
+@dataclasses.dataclass
+class _RenderPlan:
+    """`plan_renders`, with each job's journal key (`page_key`), by URL the `LinkSource` of
+    each job whose new links go back to its crawl, and the keys of every page that was a
+    candidate (jobs and probed pages: what names the render to its journal, whatever a probe
+    found)."""
+
+    decisions: list[dict]
+    jobs: list[RenderJob]
+    keys: list[str]
+    sources: dict[str, LinkSource]
+    candidates: list[str]
 
 
 def _plan(
-    crawl_dir: str | Path, mode: str
-) -> tuple[list[dict], list[RenderJob], list[str], dict[str, LinkSource]]:
-    """`plan_renders`, with each job's journal key (`page_key`) and, by URL, the `LinkSource`
-    of each job whose new links go back to its crawl."""
+    crawl_dir: str | Path, mode: str, config: RenderConfig | None = None, probe: bool = False
+) -> _RenderPlan:
     if mode not in RENDER_MODES:
         raise ValueError(f"render mode {mode!r}: choose one of {', '.join(RENDER_MODES)}")
-    decisions, jobs, keys, sources = [], [], [], {}
+    planned: list[tuple[dict, RenderJob | None, str, LinkSource | None]] = []
+    ambiguous: list[tuple[dict, RenderJob, RenderDecision]] = []
     seen = set()
     crawls: dict[str, tuple[bool, dict | None]] = {}  # pages file -> (trusted, its routing)
     for pages_file, warc_file in crawl_shards(crawl_dir):
@@ -142,15 +165,73 @@ def _plan(
             )
         told, crawl = crawls[pages_file]
         for rec in iter_shard_records(pages_file, warc_file):
-            decision, job = _plan_one(rec, mode, seen, told and not imported(rec))
-            if decision is not None:
-                decisions.append(decision)
-            if job is not None:
-                jobs.append(job)
-                keys.append(page_key(job, rec["body"]))
-                if (source := _link_source(rec, crawl)) is not None:
-                    sources[job.url] = source
-    return decisions, jobs, keys, sources
+            row, job, decision = _plan_one(rec, mode, seen, told and not imported(rec))
+            if row is None:
+                continue
+            if job is None:
+                planned.append((row, None, "", None))
+                continue
+            planned.append((row, job, page_key(job, rec["body"]), _link_source(rec, crawl)))
+            if decision is not None and decision.ambiguous:
+                ambiguous.append((row, job, decision))
+    if probe and ambiguous:
+        _settle_ambiguous(ambiguous, config, len(planned))
+    plan = _RenderPlan([], [], [], {}, [])
+    for row, job, key, source in planned:
+        plan.decisions.append(row)
+        if job is None:
+            continue
+        plan.candidates.append(key)
+        if row["rendered"]:
+            plan.jobs.append(job)
+            plan.keys.append(key)
+            if source is not None:
+                plan.sources[job.url] = source
+    return plan
+
+
+PROBE_BUDGET_S = 5.0  # seconds of one probe render (crawlers.render.probe.probe_config)
+# Probes per render: at most this share of the crawl's HTML pages, but at least PROBE_MIN_PAGES
+# (real static pages are often ambiguous: a probe of each would send most of them to Chromium).
+PROBE_MAX_SHARE = 0.04
+PROBE_MIN_PAGES = 20
+
+
+def _settle_ambiguous(
+    ambiguous: list[tuple[dict, RenderJob, RenderDecision]],
+    config: RenderConfig | None,
+    pages: int,
+    budget_s: float = PROBE_BUDGET_S,
+) -> None:
+    """Probe the pages whose static evidence was weak (`RenderDecision.ambiguous`): a short
+    render each, no clicks, nothing archived (`crawlers.render.probe`), `pages_in_flight` at
+    once, `budget_s` each; a page scripts added text to is rendered. At most PROBE_MAX_SHARE of
+    the crawl's `pages` (at least PROBE_MIN_PAGES) are probed, thin pages first
+    (`probe_priority`), then in crawl order; the rest stay static and say so. Each row's
+    `rendered` and `render_reason` ("probe: scripts added N chars of text (ambiguous: ...)")
+    are set in place; the probes' time is logged."""
+    from crawlers.render.probe import probe_pages, settle
+
+    cap = max(PROBE_MIN_PAGES, math.ceil(PROBE_MAX_SHARE * pages))
+    order = sorted(range(len(ambiguous)), key=lambda i: (probe_priority(ambiguous[i][2]), i))
+    todo = [ambiguous[i] for i in order[:cap]]
+    start = time.monotonic()
+    results = probe_pages([job for _, job, _ in todo], config, budget_s)
+    for (row, _, decision), result in zip(todo, results, strict=True):
+        settled = settle(decision, result)
+        row["rendered"], row["render_reason"] = settled.render, settled.reason
+    log.info(
+        "render: probed %d of %d ambiguous page(s) in %.1f s (%.2f s of render each); %d to render",
+        len(todo),
+        len(ambiguous),
+        time.monotonic() - start,
+        sum(r.render_ms for r in results) / 1000 / len(results),
+        sum(1 for row, _, _ in todo if row["rendered"]),
+    )
+    for i in order[cap:]:
+        ambiguous[i][0]["render_reason"] += (
+            f" (not probed: over the probe cap of {cap} pages, {PROBE_MAX_SHARE:.0%} of {pages})"
+        )
 
 
 def page_key(job: RenderJob, body: bytes) -> str:
@@ -162,15 +243,17 @@ def page_key(job: RenderJob, body: bytes) -> str:
 
 def _plan_one(
     rec: dict, mode: str, seen: set[str], trust_own_origin: bool
-) -> tuple[dict | None, RenderJob | None]:
-    """One record's decision row and job (None, None: nothing to render or decide)."""
+) -> tuple[dict | None, RenderJob | None, RenderDecision | None]:
+    """One record's decision row, its job (for a page to render, or an ambiguous one a probe may
+    settle) and, in mode auto, the decision (None, None, None: nothing to render or decide)."""
     if rec.get("body") is None or rec.get("status") != 200 or rec["url"] in seen:
-        return None, None  # extraction rejects these with their reason; nothing to render
+        return None, None, None  # extraction rejects these with their reason; nothing to render
     seen.add(rec["url"])
     try:
         html = decode_html(rec["body"], rec.get("content_type"))
     except BadPage:
-        return None, None
+        return None, None, None
+    decision = None
     if mode == "never":
         render, reason = False, "render mode never"
     elif mode == "always":
@@ -179,13 +262,12 @@ def _plan_one(
         decision = needs_render(html)
         render, reason = decision.render, decision.reason
     row = {"url": rec["url"], "rendered": render, "render_reason": reason}
-    if not render:
-        return row, None
+    if not render and not (decision is not None and decision.ambiguous):
+        return row, None, decision
     consent = rec.get("training_allowed")
     consent = consent if isinstance(consent, bool) else None
-    return row, RenderJob(
-        rec["url"], html, training_allowed=consent, trust_own_origin=trust_own_origin
-    )
+    job = RenderJob(rec["url"], html, training_allowed=consent, trust_own_origin=trust_own_origin)
+    return row, job, decision
 
 
 def render_crawl(
@@ -203,8 +285,13 @@ def render_crawl(
     The rows are the same either way, in the same (the plan's) order. With
     `hand_on_to_crawl`, the links only the rendered DOM holds go to the crawl's inboxes
     (`hand_on_links`; journaled pages' too), counted in each row's `links_handed_on`."""
-    decisions, jobs, keys, sources = _plan(crawl_dir, mode)
-    done = journal.open(keys) if journal is not None else {}
+    plan = _plan(crawl_dir, mode, config, probe=mode == "auto")
+    decisions, jobs, keys, sources = plan.decisions, plan.jobs, plan.keys, plan.sources
+    # The journal is named by every candidate, so a probe's verdict never makes a resumed run
+    # look like another crawl's.
+    done = journal.open(plan.candidates) if journal is not None else {}
+    wanted = set(keys)
+    done = {k: o for k, o in done.items() if k in wanted}  # not one the probe left static
     key_of = {j.url: k for j, k in zip(jobs, keys, strict=True)}  # a URL is planned once
     todo = [j for j in jobs if key_of[j.url] not in done]
 

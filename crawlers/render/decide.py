@@ -24,8 +24,9 @@ it carries.
 Weak evidence alone (an empty box mid-article or named only by class next to external scripts,
 as maps, players and share widgets are; a section with a heading and nothing under it; a
 load-more button with nothing to load into; little text) makes a decision `ambiguous`: not
-rendered by `needs_render`, and settled by a short probe render where the caller can afford one
-(`crawlers.render.probe.decide_pages`). Reasons name the evidence; static ones start "static".
+rendered by `needs_render`, and settled by a short probe render (`crawlers.render.probe`; the
+render stage's `--render auto` probes them). Reasons name the evidence; static ones start
+"static".
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from __future__ import annotations
 import html as html_lib
 import json
 import re
+import unicodedata
 from collections import Counter
 from dataclasses import dataclass, field
 
@@ -216,21 +218,151 @@ MORE_NAME_PATTERN = (
 _MORE_NAME = re.compile(MORE_NAME_PATTERN, re.I)
 
 
+def _alt(words: str) -> str:
+    return "|".join(re.escape(w) for w in words.split())
+
+
+# Pager labels in more words than the phrases above say ("Pokaż starsze wpisy", "次の10件",
+# "عرض المزيد من الأخبار", "Show 20 more", "Ältere Beiträge anzeigen"). Matched on the label's
+# words (`label_words`: letters, digits and marks, lower case, one space apart), the same in the
+# browser (`PAGER_PATTERN` is JavaScript syntax too). A word for more, older or further goes with
+# a verb of showing or loading, a content noun or a count; a word for next or previous with a
+# count or a plural noun ("Next 10", not "Next article"); Chinese, Japanese, Korean and Thai
+# labels by their own markers (更多, さらに, 次の10件, 더 보기). A few other words may stand
+# around them, none naming a menu, a setting, details or sharing ("More options").
+_MORE_WORDS = _alt(
+    "more older earlier mehr weitere weiteren ältere älteren frühere früheren "
+    "plus anciens anciennes más mas antiguos antiguas mais antigos antigas altri altre altro più "
+    "meer oudere eerdere więcej wiecej starsze starszych wcześniejsze kolejne kolejnych dalsze "
+    "ещё еще больше старые ще більше fazla thêm cũ lainnya lagi lebih المزيد مزيد أكثر الأقدم "
+    "עוד נוספים další více starší ďalšie viac staršie fler mer äldre flere mere ældre eldre "
+    "lisää vanhemmat több további régebbi multe vechi περισσότερα περισσότερες παλαιότερα अधिक"
+)
+_NEXT_WORDS = _alt(
+    "next previous nächste nächsten vorherige vorherigen suivants suivantes précédents "
+    "précédentes siguientes anteriores próximos próximas seguintes successivi successive "
+    "precedenti vorige następne następnych poprzednie poprzednich следующие предыдущие наступні "
+    "попередні sonraki önceki tiếp trước selanjutnya berikutnya sebelumnya التالية السابقة "
+    "הבאים הקודמים předchozí nästa föregående næste forrige neste seuraavat edelliset "
+    "következő előző următoarele anterioare επόμενα προηγούμενα"
+)
+_VERBS = _alt(
+    "load show see view display get fetch reveal laden nachladen anzeigen zeigen einblenden "
+    "ansehen lade zeige voir afficher charger ver mostrar cargar carregar exibir mostra carica "
+    "vedi visualizza laad toon tonen bekijk bekijken pokaż pokaz załaduj zaladuj wczytaj zobacz "
+    "wyświetl pobierz показать загрузить посмотреть показати завантажити göster yükle gör "
+    "görüntüle xem tải hiển lihat muat tampilkan عرض اعرض تحميل شاهد הצג טען zobrazit načíst "
+    "zobraziť načítať visa ladda vis indlæs hent last näytä lataa mutass betöltése încarcă "
+    "incarca vezi arată φόρτωση εμφάνιση δείτε देखें दिखाएँ दिखाएं"
+)
+_NOUN_WORDS = _alt(
+    "posts articles stories news items entries results comments replies reviews videos photos "
+    "updates headlines answers questions events topics threads messages products listings "
+    "beiträge beitrage artikel einträge meldungen nachrichten ergebnisse kommentare antworten "
+    "bewertungen fotos themen storys actualités actus résultats commentaires billets "
+    "publications nouvelles vidéos avis réponses sujets artículos noticias entradas resultados "
+    "comentarios publicaciones respuestas reseñas opiniones vídeos fotos historias artigos "
+    "notícias publicações comentários respostas histórias articoli notizie post risultati "
+    "commenti risposte recensioni storie artikelen berichten nieuws resultaten reacties verhalen "
+    "wpisy wpisów wpisow posty postów artykuły artykułów wiadomości wiadomosci komentarze "
+    "komentarzy wyniki wyników newsy aktualności opinie odpowiedzi recenzje новости новостей "
+    "статьи статей записи записей публикации публикаций комментарии комментариев результаты "
+    "результатов посты постов отзывы отзывов новини статті коментарі публікації haber haberler "
+    "yazı yazılar yorum yorumlar sonuç sonuçlar gönderi gönderiler bài tin tức luận berita "
+    "postingan komentar hasil tulisan الأخبار أخبار المقالات مقالات التعليقات تعليقات النتائج "
+    "نتائج المنشورات منشورات כתבות פוסטים תגובות תוצאות חדשות články příspěvky zprávy "
+    "komentáře výsledky príspevky správy artiklar inlägg nyheter kommentarer resultat artikler "
+    "indlæg nyheder resultater innlegg artikkelit artikkeleita uutiset uutisia kommentit "
+    "kommentteja tulokset tuloksia cikkek hírek bejegyzések hozzászólások eredmények találatok "
+    "articole știri stiri postări comentarii rezultate άρθρα ειδήσεις σχόλια αποτελέσματα "
+    "αναρτήσεις लेख खबरें समाचार पोस्ट परिणाम"
+)
+# Words that make a "more" label a menu's, a setting's, a share's, an expander's or a paywall's.
+_DENY_WORDS = _alt(
+    "options option settings setting preferences filters filter details detail info infos "
+    "information sharing share menu tools actions languages language less fewer categories "
+    "vendors partners purposes cookies about subscription subscribe premium print drucken slider "
+    "slide slides slideshow carousel karussell carrousel carrusel carosello diashow "
+    "imprimer imprimir stampa afdrukken drukuj печать yazdır optionen "
+    "einstellungen informationen teilen menü sprachen weniger kategorien partner zwecke abo "
+    "abonnieren paramètres réglages filtres détails informations partager partage langues moins "
+    "catégories partenaires finalités abonnement opciones ajustes configuración filtros detalles "
+    "información compartir menú idiomas menos categorías socios opções configurações definições "
+    "detalhes informações compartilhar partilhar categorias parceiros opzioni impostazioni filtri "
+    "dettagli informazioni condividi lingue categorie opties instellingen informatie delen "
+    "talen minder opcje opcji ustawienia filtry szczegóły szczegółów informacje informacji "
+    "udostępnij języki mniej kategorie opcje опции настройки параметры фильтры подробности "
+    "подробнее информация информации поделиться меню языки меньше категории seçenekler ayarlar "
+    "filtreler ayrıntılar detaylar bilgi paylaş menü chọn đặt lọc tiết thông chia ít opsi "
+    "pilihan pengaturan setelan rincian informasi bagikan bahasa sedikit kategori خيارات "
+    "الخيارات إعدادات الإعدادات تفاصيل التفاصيل معلومات المعلومات مشاركة القائمة أقل "
+    "אפשרויות הגדרות פרטים מידע שתף תפריט פחות možnosti nastavení podrobnosti informace sdílet "
+    "méně alternativ inställningar detaljer dela mindre indstillinger muligheder oplysninger "
+    "innstillinger alternativer informasjon asetukset vaihtoehdot lisätiedot tiedot jaa "
+    "vähemmän beállítások lehetőségek részletek információ megosztás kevesebb opțiuni setări "
+    "detalii informații distribuie puțin επιλογές ρυθμίσεις λεπτομέρειες πληροφορίες "
+    "λιγότερα विकल्प सेटिंग्स विवरण जानकारी साझा कम"
+)
+_DENY_MARKS = _alt(
+    "选项 選項 设置 設定 詳細 详情 詳情 詳しく オプション 分享 共有 シェア 操作 菜单 選單 メニュー "
+    "收起 閉じる 옵션 설정 공유 자세히 메뉴 접기 ตัวเลือก ตั้งค่า แชร์"
+)
+_CJK_MORE = (
+    r"更多|さらに|もっと|続きを(?:表示|読|見)|[次前]の ?\d* ?件|\d+ ?件を?(?:表示|読み込|見)|"
+    r"(?:過去|以前|古い)の(?:記事|投稿|ニュース|話題|エントリー|トピック)|"
+    r"(?:次|前)の(?:記事|投稿|ニュース|話題|エントリー|トピック)を(?:表示|読み込|見)|"
+    r"下一?\d+ ?[条條篇]|(?:更早|较早|較早|以前|之前)的|再(?:加载|載入|载入)|"
+    r"더 ?(?:보기|불러오기|읽기|많은)|다음 ?\d+ ?(?:개|건)|\d+ ?(?:개|건) ?더|"
+    r"이전 ?(?:글|게시물|기사|소식|뉴스)|(?:โหลด|ดู|แสดง)\S*เพิ่ม"
+)
+
+
+def _word(words: str) -> str:
+    return rf"(?:^| )(?:{words})(?= |$)"
+
+
+PAGER_PATTERN = (
+    rf"^(?!.*{_word(_DENY_WORDS)})(?!.*(?:{_DENY_MARKS}))"
+    rf"(?:(?=.*{_word(_MORE_WORDS)})(?=.*(?:{_word(_VERBS + '|' + _NOUN_WORDS)}|\d))"
+    rf"|(?=.*{_word(_NEXT_WORDS)})(?=.*(?:{_word(_NOUN_WORDS)}|\d))"
+    rf"|(?=.*(?:{_CJK_MORE})))"
+    r"[^ ]+(?: [^ ]+){0,5}$"
+)
+_PAGER_RE = re.compile(PAGER_PATTERN)
+# What no "more" control says, however it is worded (`label_words`; JavaScript syntax too).
+PAGER_DENY_PATTERN = rf"{_word(_DENY_WORDS)}|{_DENY_MARKS}"
+_PAGER_DENY_RE = re.compile(PAGER_DENY_PATTERN)
+
+
+def label_words(label: str) -> str:
+    """A label's words: letters, digits and combining marks, lower case, one space apart
+    (what `PAGER_PATTERN` reads; the browser side splits the same way)."""
+    text = "".join(c if unicodedata.category(c)[0] in "LNM" else " " for c in label.lower())
+    return " ".join(text.split())
+
+
 def promises_more(label: str) -> bool:
-    """True if a control's label promises more content ("Load more", "Mehr laden", "更多", ...)."""
+    """True if a control's label promises more content ("Load more", "Mehr laden", "更多",
+    "Pokaż starsze wpisy", "次の10件", ...)."""
+    return _promise(label) > 0
+
+
+def _promise(label: str) -> int:
+    """2 if a known phrase says the label promises more ("Load more"), 1 if only its words do
+    (`PAGER_PATTERN`: "Pokaż starsze wpisy"), 0 if it promises nothing."""
     text = " ".join(label.split()).lower()
-    if not text or len(text) >= 60:
-        return False
+    if not text or len(text) >= 60 or _PAGER_DENY_RE.search(label_words(text)):
+        return 0  # "Show more options" opens a menu, "Mehr Informationen" an expander
     if _LOAD_MORE_RE.search(text):
-        return True
+        return 2
     for m in LOAD_MORE_TEXTS:
         if m in text:
             # The phrase is the label, give or take one word ("Show more comments", not "show
             # more sharing options": that opens a menu).
             rest = re.sub(r"[\W\d_]+", " ", text.replace(m, " ", 1)).split()
             if len(rest) <= 1:
-                return True
-    return False
+                return 2
+    return 1 if _PAGER_RE.search(label_words(text)) else 0
 
 
 # "Loading" as a placeholder says in many languages (matched on short element texts only).
@@ -351,6 +483,27 @@ class RenderDecision:
     reason: str
     ambiguous: bool = False
     evidence: tuple[str, ...] = field(default=(), compare=False)
+
+
+# Weak evidence that names a place in the main content where script-made text would go.
+_PLACE_EVIDENCE = (
+    "heading with nothing under it",
+    "empty box",
+    "empty custom element",
+    "loading placeholder mid-content",
+    "load-more control beside",
+    "load-more control mid-content",
+)
+
+
+def probe_priority(decision: RenderDecision) -> int:
+    """Which ambiguous pages a capped probe settles first: 0 thin main content ("little text":
+    what scripts add would be most of the page), 1 a place for content in it (an empty box, a
+    heading with nothing under it, a loader mid-content), 2 the rest (prose in scripts, an
+    inline fetch, a noscript hint beside a page full of text)."""
+    if any(e.startswith("little text") for e in decision.evidence):
+        return 0
+    return 1 if any(e.startswith(_PLACE_EVIDENCE) for e in decision.evidence) else 2
 
 
 def text_weight(text: str) -> int:
@@ -849,6 +1002,20 @@ def _content_named(el, comments: bool = False) -> bool:
     return bool(_CONTENT_NAME.search(names)) and not _ad_named(el)
 
 
+# Boxes a metered or paid article's rest arrives in: named like ads' boxes are, but what loads
+# into them is the article.
+_PAYWALL_NAME = re.compile(
+    r"(^|[-_ .])(paywall|paid\w*|premium|subscribe\w*|subscription|metered|regwall|notice|hint)"
+    r"($|[-_ .\d])"
+)
+# A loading note that says what it loads is not the article: an ad, a comment section, a video.
+_AD_TEXT = re.compile(
+    r"\b(ads?|advert\w*|advertisement|anzeige|werbung|publicit\w*|publicidad|pubblicit\w*|"
+    r"reklam\w*|реклам\w*|comments?|kommentare|commentaires|comentarios|video|player|map)\b|"
+    r"広告|广告|廣告|광고|コメント|评论|評論|댓글"
+)
+
+
 def _placeholders(page: _Page) -> list[tuple[str, object]]:
     found = []
     for el in page.flow_elements():
@@ -870,7 +1037,17 @@ def _placeholders(page: _Page) -> list[tuple[str, object]]:
             continue
         if _hidden(el) or any(a.tag in ("form", "button") for a in el.iterancestors()):
             continue
-        if _ad_named(el) or any(_ad_named(a) for a in el.iterancestors() if page.in_flow(a)):
+        if what.startswith('"'):
+            # A reader sees "Loading the full story…" whatever the note's class says (a
+            # "paywall-hint", a "notice"); an ad's, a widget's or the comments' box around it,
+            # or a note that names one ("Anzeige wird geladen"), is still theirs.
+            if _AD_TEXT.search(_norm(el.text)) or any(
+                _ad_named(a) and not _PAYWALL_NAME.search(_names(a))
+                for a in el.iterancestors()
+                if page.in_flow(a)
+            ):
+                continue
+        elif _ad_named(el) or any(_ad_named(a) for a in el.iterancestors() if page.in_flow(a)):
             continue  # a widget's, an ad's or the comments' own loader
         if any(
             a.get("role") in ("dialog", "alertdialog") or a.get("aria-modal") == "true"
@@ -889,15 +1066,16 @@ def _inside_main(el, page: _Page) -> bool:
     )
 
 
-def _load_more_controls(page: _Page) -> list[tuple[str, object]]:
+def _load_more_controls(page: _Page) -> list[tuple[str, object, bool]]:
     """Controls a reader would click to get more of the page: a button, an <a> that loads rather
-    than navigates, a role=button, labelled "load more" (or "mehr laden", "voir plus", ...)."""
+    than navigates, a role=button, labelled "load more" (or "mehr laden", "voir plus", ...);
+    each with whether only its words say so (`_promise` 1: "Ältere Beiträge anzeigen")."""
     out = []
     for text, el in _controls(page):
-        if promises_more(text):
-            out.append((text, el))
+        if promise := _promise(text):
+            out.append((text, el, promise == 1))
         elif not re.sub(r"[\W\d_]+", "", text) and _MORE_NAME.search(_names(el)):
-            out.append((f"unlabelled {_describe(el)}", el))  # an icon-only "load more" button
+            out.append((f"unlabelled {_describe(el)}", el, False))  # an icon-only "load more"
     return out
 
 
@@ -1119,27 +1297,36 @@ def _evidence(page: _Page) -> tuple[list[str], list[str], list[str]]:
         if missing >= MISSING_PROSE_CHARS:
             prose.append(f"template carries {missing} chars of text a script shows")
     controls = _load_more_controls(page)
-    ending = [] if controls else _feed_end_controls(page)
+    ending = _feed_end_controls(page)
     if ending and scripts:
         strong.append(f"control under a feed ({ending[0][0]})")
     if controls and scripts:
         # In the main content (not beside it, under related links or comments), or on a page
-        # with little text: what it loads is the page's own content.
-        main = [
-            t
-            for t, el in controls
-            if little_text
-            or (
-                page.in_flow(el)
-                and not any(
-                    _ad_named(a)
-                    for a in el.iterancestors()
-                    if page.in_flow(a) and a.tag not in ("nav", "header", "footer")
+        # with little text: what it loads is the page's own content. A label only its words
+        # make a pager ("Ältere Beiträge") counts where the main content ends; mid-content it is
+        # as likely a section's own control.
+        main, mid = [], []
+        for t, el, worded in controls:
+            if not (
+                little_text
+                or (
+                    page.in_flow(el)
+                    and not any(
+                        _ad_named(a)
+                        for a in el.iterancestors()
+                        if page.in_flow(a) and a.tag not in ("nav", "header", "footer")
+                    )
                 )
-            )
-        ]
+            ):
+                continue
+            if little_text or not worded or _ends_flow(el, page):
+                main.append(t)
+            else:
+                mid.append(t)
         if main:
             strong.append(f"load-more control ({main[0]})")
+        elif mid:
+            weak.append(f"load-more control mid-content ({mid[0]})")
         else:
             weak.append(f"load-more control beside the main content ({controls[0][0]})")
     if prose and little_text:

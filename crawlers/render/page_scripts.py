@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import json
 from importlib.resources import files
+
+from crawlers.render.decide import PAGER_DENY_PATTERN, PAGER_PATTERN
 
 INIT_SCRIPT = files("crawlers.render").joinpath("interact.js").read_text(encoding="utf-8")
 
@@ -14,35 +17,60 @@ SETTLE_PROBE = """() => {
   return [performance.now() - s.lastMutation, s.timers.size + s.pending];
 }"""
 
-# Click the first visible, enabled control whose text matches one of the given phrases (or, with
-# no letters in its label, whose class or id names it a load-more control): a button,
-# an <a> that loads rather than navigates (no href, "#..." or "javascript:"), a role=button, in
-# the light DOM or any open shadow root; failing that, the one short-worded control right under
-# a feed (decide._feed_end_controls' evidence, in the live DOM).
+# Click the first visible, enabled control whose label promises more (one of the given phrases,
+# the given pattern, or decide.PAGER_PATTERN on its words: "Pokaż starsze wpisy", "次の10件"; with
+# no letters in its label, a class or id naming it a load-more control): a button, an <a> that
+# loads rather than navigates (no href, "#..." or "javascript:"), a role=button, in the light DOM
+# or any open shadow root, not in a dialog and not saying "options", "settings", "share".
+# Failing that, the one short-worded control right under a feed (decide._feed_end_controls'
+# evidence, in the live DOM); failing that, the one short control that ends the main content
+# (the last interactive element after its text, alone in its box): the caller keeps clicking
+# only while the page's text grows, so a control that loads nothing is clicked once.
 CLICK_LOAD_MORE = """([phrases, pattern, names]) => {
   const re = new RegExp(pattern, 'i'), named = new RegExp(names || '$^', 'i');
+  const pager = new RegExp(__PAGER__, 'u'), deny = new RegExp(__DENY__, 'u');
+  const words = (t) => t.toLowerCase().replace(/[^\\p{L}\\p{N}\\p{M}]+/gu, ' ').trim();
   const sel = 'button, a, [role=button], input[type=button], input[type=submit]';
+  const away = '[role=dialog], [role=alertdialog], [aria-modal=true], [aria-haspopup=true], [aria-haspopup=menu]';
+  const label = (el) => (el.innerText || el.textContent || el.value || el.getAttribute('aria-label') || '')
+    .trim().replace(/\\s+/g, ' ');
+  const shown = (el) => { const r = el.getBoundingClientRect(); return r.width > 0 || r.height > 0; };
+  const off = (el) => el.disabled || el.getAttribute('aria-disabled') === 'true';
+  // A real link navigates away; "#id" of an element in the page jumps to it ("Back to top").
+  const navigates = (el) => {
+    const href = (el.tagName === 'A' && el.getAttribute('href')) || '';
+    if (href.startsWith('#')) return href.length > 1 && !!document.getElementById(href.slice(1));
+    return !!href && !href.startsWith('javascript');
+  };
+  const click = (el, text) => {
+    el.scrollIntoView({block: 'center'}); el.click();
+    if (window.__refinery) window.__refinery.lastMutation = performance.now();
+    return text;
+  };
   const roots = [document];
   for (let i = 0; i < roots.length; i++)
     for (const el of roots[i].querySelectorAll('*')) if (el.shadowRoot) roots.push(el.shadowRoot);
   for (const root of roots) for (const el of root.querySelectorAll(sel)) {
-    const text = (el.innerText || el.textContent || el.value || el.getAttribute('aria-label') || '')
-      .trim().replace(/\\s+/g, ' ').toLowerCase();
+    const text = label(el).toLowerCase();
     // An icon-only control (no letters in its label) says "load more" by its class or id only.
     const unlabelled = !/\\p{L}/u.test(text) &&
       named.test((el.id || '') + ' ' + (typeof el.className === 'string' ? el.className : ''));
-    if ((!text && !unlabelled) || text.length > 60 || el.disabled || el.getAttribute('aria-disabled') === 'true') continue;
+    if ((!text && !unlabelled) || text.length > 60 || off(el)) continue;
     if (el.closest('form') && el.type === 'submit') continue;
-    const rect = el.getBoundingClientRect();
-    if (rect.width === 0 && rect.height === 0) continue;
-    const href = (el.tagName === 'A' && el.getAttribute('href')) || '';
-    if (href && !href.startsWith('#') && !href.startsWith('javascript')) continue;  // a real link navigates away
-    if ((text && (phrases.some(p => text.includes(p)) || re.test(text))) || unlabelled) {
-      el.scrollIntoView({block: 'center'}); el.click();
-      if (window.__refinery) window.__refinery.lastMutation = performance.now();
-      return text || el.className || el.id;
-    }
+    if (!shown(el) || navigates(el) || el.closest(away) || deny.test(words(text))) continue;
+    if ((text && (phrases.some(p => text.includes(p)) || re.test(text) || pager.test(words(text)))) || unlabelled)
+      return click(el, text || el.className || el.id);
   }
+  // A short worded label, one control alone in its box (not carousel arrows, not a pager).
+  const short = (el) => {
+    const text = label(el);
+    const w = text.replace(/[\\p{P}\\p{S}\\d_]+/gu, ' ').trim().split(/\\s+/).filter(Boolean);
+    if (!w.length || w.join('').length < 3 || w.length > 5 || text.length > 40) return false;
+    if (off(el) || el.closest('form, nav, header, footer, aside') || el.closest(away)) return false;
+    if (!shown(el) || navigates(el) || deny.test(words(text))) return false;
+    const box = el.parentElement;
+    return !(box && [...box.querySelectorAll(sel)].some((o) => o !== el && !navigates(o)));
+  };
   // No label in the known phrases: the one control right under a feed (3+ items of one tag and
   // class that each link somewhere) promises more of it, in whatever language it is worded.
   const isItem = (c) => (c.innerText || c.textContent || '').trim() &&
@@ -64,27 +92,35 @@ CLICK_LOAD_MORE = """([phrases, pattern, names]) => {
     }
     return false;
   };
-  for (const root of roots) for (const el of root.querySelectorAll(sel)) {
-    const text = (el.innerText || el.textContent || el.value || el.getAttribute('aria-label') || '')
-      .trim().replace(/\\s+/g, ' ');
-    const words = text.replace(/[\\p{P}\\p{S}\\d_]+/gu, ' ').trim().split(/\\s+/).filter(Boolean);
-    if (!words.length || words.join('').length < 3 || words.length > 5 || text.length > 40) continue;
-    if (el.disabled || el.getAttribute('aria-disabled') === 'true' || el.closest('form, nav, header, footer')) continue;
-    const rect = el.getBoundingClientRect();
-    if (rect.width === 0 && rect.height === 0) continue;
-    const href = (el.tagName === 'A' && el.getAttribute('href')) || '';
-    if (href && !href.startsWith('#') && !href.startsWith('javascript')) continue;
-    const acts = (o) => !(o.tagName === 'A' && /^(?!#|javascript)./.test(o.getAttribute('href') || ''));
-    const box = el.parentElement;  // one of several controls: carousel arrows, a pager
-    if (box && [...box.querySelectorAll(sel)].some((o) => o !== el && acts(o))) continue;
-    if (feedAbove(el)) {
-      el.scrollIntoView({block: 'center'}); el.click();
-      if (window.__refinery) window.__refinery.lastMutation = performance.now();
-      return text.toLowerCase();
-    }
+  for (const root of roots) for (const el of root.querySelectorAll(sel))
+    if (short(el) && feedAbove(el)) return click(el, label(el).toLowerCase());
+  // The control that ends the main content: after its text (no text and no other interactive
+  // element follow it there), in the page's flow (not fixed: a chat launcher, a banner's), not
+  // named for sharing, printing, comments or consent.
+  const main = document.querySelector('main, [role=main]') || document.body;
+  if (!main) return null;
+  const chrome = 'nav, header, footer, aside, form, script, style, noscript, template, ' + away;
+  const last = [...main.querySelectorAll(sel + ', input, select, textarea')]
+    .filter((el) => shown(el) && !el.closest(chrome)).pop();
+  if (!last || !last.matches(sel) || !short(last)) return null;
+  const odd = /(^|[-_ ])(share|sharing|social|print|comments?|cookie|consent|newsletter|subscribe|login|search|menu|modal|popup|chat|top|close|toggle)($|[-_ ])/i;
+  for (let a = last; a && a !== main; a = a.parentElement) {
+    if (odd.test((a.id || '') + ' ' + (typeof a.className === 'string' ? a.className : ''))) return null;
+    const pos = getComputedStyle(a).position;
+    if (pos === 'fixed' || pos === 'sticky') return null;
   }
-  return null;
-}"""
+  const walk = document.createTreeWalker(main, NodeFilter.SHOW_TEXT);
+  let before = 0, after = 0;
+  for (let t = walk.nextNode(); t; t = walk.nextNode()) {
+    const p = t.parentElement;
+    if (!p || p.closest(chrome) || last.contains(t)) continue;
+    const n = t.textContent.trim().length;
+    if (last.compareDocumentPosition(t) & Node.DOCUMENT_POSITION_FOLLOWING) after += n; else before += n;
+  }
+  return before >= 100 && after < 20 ? click(last, label(last).toLowerCase()) : null;
+}""".replace("__PAGER__", json.dumps(PAGER_PATTERN)).replace(
+    "__DENY__", json.dumps(PAGER_DENY_PATTERN)
+)
 
 # Length of the page's visible text, open shadow roots included: what interaction tries to grow.
 CONTENT_SIZE = """() => {

@@ -7,13 +7,15 @@ small budget (no scrolling or clicking, a short settle) and compares the visible
 with the static HTML: if scripts added at least `min_new_chars` of text the page is rendered,
 otherwise it stays static. The probe's reason names what it measured.
 
-How the extract stage uses it (one call replaces the per-page `needs_render` in
-`crawlers.render.crawl.plan_renders` for a `probe` render mode):
+The render stage's `--render auto` (`crawlers.render.crawl.render_crawl`) probes the ambiguous
+pages of a crawl this way before it plans the full renders (`probe_pages`, then `settle` per
+page), with the crawl's own jobs (consent, trust of a private origin); elsewhere:
 
     decisions = decide_pages([(url, html) for url, html in pages], probe=True, config=config)
 
 The full render of the pages that grew still happens afterwards with the normal budget (with
-scrolling and load-more clicks), so the probe never replaces the render itself.
+scrolling and load-more clicks), so the probe never replaces the render itself. A probe costs
+one short render: at most `budget_s` per page (5 s), `pages_in_flight` at once, nothing archived.
 """
 
 from __future__ import annotations
@@ -89,6 +91,7 @@ def probe_config(config: RenderConfig | None = None, budget_s: float = 5.0) -> R
         max_scrolls=1,
         max_clicks=0,
         settle_max_ms=int(budget_s * 800),
+        archive_dir=None,  # a probe's responses are no render of the page: nothing refers to them
     )
 
 
@@ -116,19 +119,40 @@ def probe_pages(
     return results
 
 
+MIN_NEW_CHARS = 80  # text a probe must see scripts add for the page to be rendered
+
+
+def settle(
+    decision: RenderDecision, result: ProbeResult, min_new_chars: int = MIN_NEW_CHARS
+) -> RenderDecision:
+    """An ambiguous decision settled by its page's probe: rendered if scripts added at least
+    `min_new_chars` of text, or if the probe got no DOM at all (the evidence was there, and a
+    full render with the normal budget is the safer way to find out)."""
+    weak = decision.reason.removeprefix("static, ambiguous: ")
+    if not result.got_dom:
+        render, verdict = True, f"probe failed ({result.error}), rendering anyway"
+    else:
+        render = result.grew(min_new_chars)
+        verdict = f"probe: scripts added {result.new_chars} chars of text"
+    prefix = "" if render else "static, "
+    return RenderDecision(
+        render,
+        f"{prefix}{verdict} (ambiguous: {weak})",  # no time: a run's rows are its pages
+        ambiguous=True,
+        evidence=decision.evidence,
+    )
+
+
 def decide_pages(
     pages: Iterable[tuple[str, str]],
     *,
     probe: bool = True,
     config: RenderConfig | None = None,
     budget_s: float = 5.0,
-    min_new_chars: int = 80,
+    min_new_chars: int = MIN_NEW_CHARS,
 ) -> list[RenderDecision]:
-    """`needs_render` for each (url, html); with `probe`, ambiguous pages are settled by a probe render.
-
-    A probe that fails outright (no DOM at all) renders the page: the evidence was there, and a
-    full render with the normal budget is the safer way to find out.
-    """
+    """`needs_render` for each (url, html); with `probe`, ambiguous pages are settled by a probe
+    render (`settle`)."""
     pages = list(pages)
     decisions = [needs_render(html) for _, html in pages]
     if not probe:
@@ -136,18 +160,5 @@ def decide_pages(
     todo = [i for i, d in enumerate(decisions) if d.ambiguous]
     results = probe_pages([RenderJob(*pages[i]) for i in todo], config, budget_s)
     for i, res in zip(todo, results, strict=True):
-        weak = decisions[i].reason.removeprefix("static, ambiguous: ")
-        if not res.got_dom:
-            render, verdict = True, f"probe failed ({res.error}), rendering anyway"
-        elif res.grew(min_new_chars):
-            render, verdict = True, f"probe: scripts added {res.new_chars} chars of text"
-        else:
-            render, verdict = False, f"probe: scripts added {res.new_chars} chars of text"
-        prefix = "" if render else "static, "
-        decisions[i] = RenderDecision(
-            render,
-            f"{prefix}{verdict} in {res.render_ms} ms (ambiguous: {weak})",
-            ambiguous=True,
-            evidence=decisions[i].evidence,
-        )
+        decisions[i] = settle(decisions[i], res, min_new_chars)
     return decisions
