@@ -15,7 +15,7 @@ from crawlers.render.crawl import plan_renders, render_crawl
 from crawlers.render.probe import probe_config
 
 from .conftest import write_crawl
-from .test_render_policies import Site, js, jsn, text_of
+from .test_render_policies import Site, js, jsn, page_record, text_of
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -58,13 +58,7 @@ def test_auto_renders_an_ambiguous_page_a_probe_shows_scripts_fill(tmp_path, no_
     }
     with Site("127.0.0.151", routes) as site:
         records = [
-            {
-                "url": f"{site.base}{path}",
-                "status": 200,
-                "body": html.encode(),
-                "content_type": "text/html",
-                "training_allowed": True,
-            }
+            page_record(f"{site.base}{path}", html)
             for path, html in (("/glacier", TEASER), ("/about", ABOUT))
         ]
         crawl = write_crawl(tmp_path / "crawl", records)

@@ -11,7 +11,7 @@ from crawlers.render import RenderConfig
 from crawlers.render.crawl import render_crawl
 
 from .conftest import write_crawl
-from .test_render_policies import Site, js, jsn, text_of
+from .test_render_policies import Site, js, jsn, page_record, text_of
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -75,14 +75,7 @@ def test_a_control_under_a_feed_is_clicked_whatever_its_language(tmp_path, no_br
     }
     with Site("127.0.0.89", routes) as site:
         records = [
-            {
-                "url": f"{site.base}/{lang}",
-                "status": 200,
-                "body": _page(lang, ctl).encode(),
-                "content_type": "text/html",
-                "training_allowed": True,
-            }
-            for lang, ctl in CONTROLS.items()
+            page_record(f"{site.base}/{lang}", _page(lang, ctl)) for lang, ctl in CONTROLS.items()
         ]
         crawl = write_crawl(tmp_path / "crawl", records)
         config = RenderConfig(

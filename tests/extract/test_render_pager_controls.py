@@ -11,7 +11,7 @@ from crawlers.render import RenderConfig
 from crawlers.render.crawl import render_crawl
 
 from .conftest import write_crawl
-from .test_render_policies import Site, js, jsn, text_of
+from .test_render_policies import Site, js, jsn, page_record, text_of
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -64,16 +64,7 @@ def test_pagers_in_the_pages_language_and_a_lone_end_control_are_clicked(tmp_pat
         },
     }
     with Site("127.0.0.149", routes) as site:
-        records = [
-            {
-                "url": f"{site.base}/{name}",
-                "status": 200,
-                "body": _page(ctl).encode(),
-                "content_type": "text/html",
-                "training_allowed": True,
-            }
-            for name, ctl in CONTROLS.items()
-        ]
+        records = [page_record(f"{site.base}/{name}", _page(ctl)) for name, ctl in CONTROLS.items()]
         crawl = write_crawl(tmp_path / "crawl", records)
         config = RenderConfig(
             pages_in_flight=2,

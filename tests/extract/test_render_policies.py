@@ -109,6 +109,17 @@ def text_of(html: str | None) -> str:
 FAST = {"delay": 0.0, "settle_max_ms": 3000, "idle_ms": 200, "page_timeout_s": 20}
 
 
+def page_record(url: str, html: str) -> dict:
+    """A crawled HTML page (a pages.parquet row for write_crawl), training allowed."""
+    return {
+        "url": url,
+        "status": 200,
+        "body": html.encode(),
+        "content_type": "text/html",
+        "training_allowed": True,
+    }
+
+
 @pytest.fixture(scope="module")
 def internal():
     """The 'internal' endpoint pages must never reach: another loopback host."""
