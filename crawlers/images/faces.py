@@ -20,13 +20,16 @@ Detection runs on a copy (RGB for MTCNN, grey for the cascades) scaled to `detec
 on its longer side (a small image enlarged at most `max_upscale` times); a face is found from
 about `min_face` pixels of that copy. In-plane turns past the detector's own tolerance (about 15
 degrees for the cascades; MTCNN finds real faces turned by 45 but drawn ones less far) are found
-by also searching copies turned by `angles`. Only regions that could hold a face are searched
-(`face_regions`): a colour map of the image at 320 pixels finds skin-toned and grey regions that
-fill much of their box and have detail inside, some of it shading within one colour; flat
-shapes, outlines, backgrounds and a JPEG's colour edges are not searched, and an image whose
-regions cover half of it is searched whole. A photograph toned in one colour (cyanotype,
-night-vision green, a duotone, black and white under a colour cast) is grey measured against its
-own tone (`_toned`): its faces are neither skin-toned nor grey, and were stored unblurred.
+by also searching copies turned by `angles`; by default MTCNN's also on their side and upside
+down (a photograph served turned, a person lying down), those from `side_min_face` smallest
+faces up. MTCNN's boxes need its five landmarks where a face has them (`mtcnn._face_like`).
+Only regions that could hold a face are searched (`face_regions`): a colour map of the image at
+320 pixels finds skin-toned and grey regions that fill much of their box and have detail
+inside, some of it shading within one colour; flat shapes, outlines, backgrounds and a JPEG's
+colour edges are not searched, and an image whose regions cover half of it is searched whole.
+A photograph toned in one colour (cyanotype, night-vision green, a duotone, black and white
+under a colour cast) is grey measured against its own tone (`_toned`): its faces are neither
+skin-toned nor grey, and were stored unblurred.
 """
 
 from __future__ import annotations
@@ -71,14 +74,19 @@ class FaceConfig(BaseModel):
         "(crawlers/images/mtcnn.py); haar: OpenCV's Haar cascades (opencv-python-headless). On "
         "bench/faces.py's full grid MTCNN finds more faces (0.946 against 0.858), fewer false "
         "ones (1 against 7), on dlib's PASCAL VOC photographs 42 of 43 against 39, at "
-        "0.25-0.32x the cascades' CPU",
+        "0.25-0.32x the cascades' CPU with turns -25 25 (its default's copies on their side "
+        "and upside down cost about 1.4x that)",
     )
     mtcnn_thresholds: tuple[float, float, float] = Field(
         (0.5, 0.6, 0.8),
         description="mtcnn: the P-Net, R-Net and O-Net scores a face needs (lower: more faces "
-        "found, more false faces; the mtcnn package's own are 0.6, 0.7, 0.8). On 17 real "
-        "photographs without people (bench/faces.py --real-free) the default blurs 5, mostly "
-        "dogs' faces and flowers; O-Net 0.9 blurs 3, at drawn-face recall 0.889 for 0.944",
+        "found, more false faces; the mtcnn package's own are 0.6, 0.7, 0.8); O-Net's boxes also "
+        "need its landmarks where a face has them, unless it scores them 0.95 or more "
+        "(crawlers/images/mtcnn.py). Of Pillow's 287 face-free test images (bench/faces.py "
+        "--real-free) the default blurs 2, three puppies' faces and a daisy (7 before the "
+        "landmarks were checked, 14 boxes: heather, snow and rock, flowers); of dlib's 7 "
+        "face-free photographs 2, a dog and a giraffe (3, 5 boxes). O-Net 0.9 loses drawn faces: "
+        "recall 0.889 for 0.944",
     )
     detect_side: int = Field(
         480, ge=64, description="longer side of the copy searched (smaller: faster)"
@@ -109,17 +117,20 @@ class FaceConfig(BaseModel):
     scale_factor: float = Field(1.15, gt=1.0, le=1.5, description="haar: cascade pyramid step")
     profile: bool = Field(False, description="haar: also search for faces in profile (both ways)")
     angles: list[float] = Field(
-        default_factory=lambda: [-25.0, 25.0],
+        default_factory=lambda: list(DEFAULT_ANGLES["mtcnn"]),
         description="extra in-plane turns searched, in degrees (0 is always searched); not given: "
-        "the detector's own, mtcnn -25 25 (it finds real faces well past 25 degrees on its own; "
-        "its upright proposals are refined turned, and a turned copy is searched for faces from "
-        "1.5 smallest faces up), haar -15 15 -30 30 (the cascades tolerate about 15). Faces past "
-        "60 degrees (a person lying down, a photograph served on its side) need turns of their "
-        "own: on bench/faces.py --quick --sideways (faces turned 60-180 degrees either way) "
-        "mtcnn's default finds 0.54 of them, -25 25 90 -90 180 finds 0.90 (90 degrees 0.50 -> "
-        "0.97, 180 0.50 -> 0.94) at 1.8x the CPU of each image searched and a few more false "
-        "faces (generated graphics 10 -> 13 of 300 stored changed, dlib's group photographs 3 "
-        "-> 10 boxes off the annotated faces)",
+        "the detector's own, mtcnn -25 25 90 -90 180 (it finds real faces well past 25 degrees "
+        "on its own; its upright proposals are refined turned by each turn up to 45 degrees, and "
+        "a turned copy is searched for faces from turned_min_face smallest faces up, or "
+        "side_min_face on its side or upside down), haar -15 15 -30 30 (the cascades tolerate "
+        "about 15). On bench/faces.py --quick --sideways (faces turned 60-180 degrees either "
+        "way) mtcnn -25 25 finds 0.42 of them (90 degrees 0.34, 180 0.44), the default 0.79 "
+        "(90 0.97, 180 0.75; the former default, before O-Net's landmarks were checked, 0.54, "
+        "90 0.50, 180 0.50) at about "
+        "1.4x the CPU of each image searched (bench/faces.py's face-free images 16.6 -> 23.4 "
+        "ms, dlib's group photographs 106 -> 152, 2400-4000 px photographs 209 -> 250), the same "
+        "false faces on Pillow's face-free photographs and 100 generated graphics; "
+        "-25 25 90 -90 (not upside down) 1.3x, 150 and 180 degrees 0.38 and 0.44",
     )
     turned_min_face: float = Field(
         1.5,
@@ -130,6 +141,19 @@ class FaceConfig(BaseModel):
         "faces are found by refining the upright search's proposals turned. On bench/faces.py, "
         "1.5 against 1: recall 0.946 against 0.950, small faces in large images 0.906 against "
         "0.911, false faces 1 against 4, 75 against 91 ms of CPU an image with a face",
+    )
+    side_min_face: float = Field(
+        2.0,
+        ge=1.0,
+        le=8.0,
+        description="mtcnn: a copy turned more than 45 degrees from upright (90, -90, 180: a face "
+        "on its side or upside down) is searched for faces from this many min_face up, and the "
+        "upright search's proposals are not refined at that turn (P-Net hardly proposes a face "
+        "on its side; refining every proposal again cost a quarter more CPU on dlib's group "
+        "photographs). A face on its side is found from about 40 px of the searched copy up "
+        "(a twelfth of its side). bench/faces.py --sideways (faces turned 60-180 degrees either "
+        "way): 0.80 found with 2, 0.79 with 1.5, 0.73 with 3 (turned 90: 0.96, 0.94, 0.88), at "
+        "62, 70 and 54 ms of CPU an image",
     )
     face_regions: bool = Field(
         True,
@@ -179,7 +203,7 @@ class FaceConfig(BaseModel):
 
 
 # The turned copies searched when `FaceConfig.angles` is not given, by detector.
-DEFAULT_ANGLES = {"mtcnn": (-25.0, 25.0), "haar": (-15.0, 15.0, -30.0, 30.0)}
+DEFAULT_ANGLES = {"mtcnn": (-25.0, 25.0, 90.0, -90.0, 180.0), "haar": (-15.0, 15.0, -30.0, 30.0)}
 
 
 @dataclass(frozen=True)
@@ -250,6 +274,7 @@ class FaceDetector:
     def __init__(self, cfg: FaceConfig | None = None) -> None:
         self.cfg = cfg or FaceConfig()
         self._local = threading.local()
+        self._mtcnns: dict = {}  # smallest face -> Mtcnn (read only once built)
         _cv2()  # loaded here, in the constructing thread, before any worker thread searches
 
     def _cascades(self):
@@ -270,37 +295,45 @@ class FaceDetector:
             self._local.cascades = got
         return got
 
-    def _mtcnn(self, upright: bool = True):
-        name = "_mtcnn_upright" if upright else "_mtcnn_turned"
-        got = getattr(self, name, None)
+    def _mtcnn(self, turn: float = 0.0):
+        """The MTCNN searching the upright copy (turn 0) or a copy turned by `turn` degrees,
+        from its smallest face up (see FaceConfig.turned_min_face, side_min_face)."""
+        if not turn:
+            share = 1.0
+        elif _sideways(turn):
+            share = self.cfg.side_min_face
+        else:
+            share = self.cfg.turned_min_face
+        smallest = round(self.cfg.min_face * share)
+        got = self._mtcnns.get(smallest)
         if got is None:
             from crawlers.images.mtcnn import Mtcnn
 
-            smallest = round(self.cfg.min_face * (1 if upright else self.cfg.turned_min_face))
-            got = Mtcnn(smallest, self.cfg.mtcnn_thresholds)
-            setattr(self, name, got)
+            got = self._mtcnns.setdefault(smallest, Mtcnn(smallest, self.cfg.mtcnn_thresholds))
         return got
 
     def _search(
-        self, grey: np.ndarray, upright: bool = True
+        self, grey: np.ndarray, turn: float = 0.0
     ) -> list[tuple[float, float, float, float]]:
-        """Faces in `grey` (an RGB array for the mtcnn detector) as (x, y, w, h)."""
+        """Faces in `grey` (an RGB array for the mtcnn detector), the upright copy or one turned
+        by `turn` degrees, as (x, y, w, h)."""
         cfg, found = self.cfg, []
         if cfg.detector == "mtcnn":
-            # Upright: P-Net's proposals also refined turned by each angle (Mtcnn.detect); a
-            # turned copy (_turned_search) is searched for faces from cfg.turned_min_face
-            # smallest faces up, the turned faces P-Net does not propose upright.
-            angles = tuple(cfg.angles) if upright else ()
+            # Upright: P-Net's proposals also refined turned by each angle up to 45 degrees
+            # (Mtcnn.detect); a turned copy (_turned_search) is searched for faces from
+            # cfg.turned_min_face smallest faces up (cfg.side_min_face on its side), the turned
+            # faces P-Net does not propose upright.
+            angles = () if turn else tuple(a for a in cfg.angles if not _sideways(a))
             # MTCNN's box is the inner face (brows to chin); widened about its centre to the
             # face box the cascades give (forehead to chin), which the blur then pads.
-            for x1, y1, x2, y2, _score in self._mtcnn(upright).detect(grey, angles):
+            for x1, y1, x2, y2, _score in self._mtcnn(turn).detect(grey, angles):
                 w, h = (x2 - x1) * _MTCNN_WIDEN, (y2 - y1) * _MTCNN_WIDEN
                 cx, cy = (x1 + x2) / 2, (y1 + y2) / 2
                 found.append((float(cx - w / 2), float(cy - h / 2), float(w), float(h)))
             return found
         size = (cfg.min_face, cfg.min_face)
         for name, c in self._cascades().items():
-            if name == "profile" and not upright:
+            if name == "profile" and turn:
                 continue  # turned copies are searched for frontal faces only
             flips = (False, True) if name == "profile" else (False,)
             for flip in flips:
@@ -710,13 +743,19 @@ def _turned_search(det: FaceDetector, g: np.ndarray, angle: float):
     turned = cv2.warpAffine(g, m, (nw, nh), flags=cv2.INTER_LINEAR, borderValue=(128, 128, 128))
     back = cv2.invertAffineTransform(m)
     out = []
-    for x, y, bw, bh in det._search(turned, upright=False):
+    for x, y, bw, bh in det._search(turned, angle):
         corners = np.array([[x, y, 1], [x + bw, y, 1], [x, y + bh, 1], [x + bw, y + bh, 1]])
         pts = corners @ back.T
         x0, y0 = pts.min(axis=0)
         x1, y1 = pts.max(axis=0)
         out.append((x0, y0, x1 - x0, y1 - y0))
     return out
+
+
+def _sideways(angle: float) -> bool:
+    """Whether a turn of `angle` degrees is more than 45 from upright (a face on its side, or
+    upside down)."""
+    return abs((angle + 180) % 360 - 180) > 45
 
 
 def _xywh(box: Box) -> tuple[int, int, int, int]:

@@ -12,7 +12,9 @@ squared, 24x24 bilinear crops scored by R-Net (over `thresholds[1]`, NMS 0.7), s
 O-Net (over `thresholds[2]`, NMS 0.7 on the smaller box). Inputs are RGB uint8 arrays.
 `detect(rgb, angles)` also refines P-Net's upright proposals in crops turned by each angle (a
 turned face that P-Net's weak window proposes upright, for two small crops a proposal), keeping
-what is found turned (over `_TURNED_ONET`) where no upright face is.
+what is found turned (over `_TURNED_ONET`) where no upright face is. O-Net's boxes keep only
+those whose five landmarks lie where a face's do, unless it is sure (`_face_like`): petals, snow
+and rock passed O-Net with "eyes" too close together for the nose and mouth below them.
 
 `Mtcnn.detect` may be called from many threads at once (the nets are read only, built once per
 process under a lock). It leaves torch's thread settings alone: `torch.set_num_threads` also
@@ -92,10 +94,10 @@ def _build():
             k += 3 if dense_head else 0
             self.head = fn.linear if dense_head else fn.conv2d
             head = dense if dense_head else conv
-            self.reg, self.cls = (
-                head(w[k], w[k + 1]),
-                head(w[-2], w[-1]),
-            )  # O-Net: landmarks between
+            self.reg, self.cls = head(w[k], w[k + 1]), head(w[-2], w[-1])
+            # O-Net: the five landmarks' head between (x of each, then y of each, in shares of
+            # the crop's width and height)
+            self.marks = head(w[k + 2], w[k + 3]) if len(w) > k + 4 else None
 
         def __call__(self, x):
             for (weight, bias, a), pool in zip(self.blocks, self.pools, strict=True):
@@ -108,7 +110,8 @@ def _build():
                 x = fn.prelu(
                     fn.linear(x.permute(0, 3, 2, 1).reshape(x.shape[0], -1), weight, bias), a
                 )
-            return self.head(x, *self.reg), fn.softmax(self.head(x, *self.cls), dim=1)
+            marks = self.head(x, *self.marks) if self.marks is not None else None
+            return self.head(x, *self.reg), fn.softmax(self.head(x, *self.cls), dim=1), marks
 
     return (
         Net(_arrays("pnet"), [(2, True), None, None], False),
@@ -261,6 +264,40 @@ _REMAP_ROWS = 32000
 _TURNED_ONET = 0.85
 
 
+# O-Net's landmarks (two eyes, the nose, the mouth's corners) where a face's are, measured down
+# from the line between the eyes (from its midpoint, perpendicular to it: the crop's turn and
+# the face's roll left out) in eye distances: the eyes above the nose, the nose above the mouth's
+# centre, and neither further down than its score allows: (O-Net's score at least, the nose at
+# most, the mouth at most), the first row a box meets keeping it. The surer O-Net, the further
+# from a frontal face's (nose ~0.5, mouth ~1.0) they may lie: a face in three-quarter view has
+# its eyes close together (PASCAL VOC's real faces reach 1.6 to the mouth at O-Net 0.97-1.0), a
+# cartoon's mouth under a caption 1.21 at 0.92. Flowers, snow and rock, a roof's finial passed
+# O-Net at 0.80-0.94 with "eyes" too close together for the nose and mouth below them (mouth
+# 1.22-1.47): on Pillow's 287 face-free test images 14 boxes -> 4 (three puppies' faces, a
+# daisy), the same faces found on bench/faces.py's grid and dlib's PASCAL VOC photographs.
+_LANDMARKS = ((0.95, np.inf, np.inf), (0.9, 0.8, 1.3), (0.85, 0.75, 1.2), (0.0, 0.62, 1.1))
+
+
+def _face_like(marks: np.ndarray, scores: np.ndarray) -> np.ndarray:
+    """Which of O-Net's boxes have their landmarks (rows: x of each of the five, then y of
+    each, in shares of the square crop) where a face's are, for their scores (_LANDMARKS)."""
+    eyes = marks[:, [0, 1]], marks[:, [5, 6]]
+    ex, ey = eyes[0][:, 1] - eyes[0][:, 0], eyes[1][:, 1] - eyes[1][:, 0]
+    apart = np.hypot(ex, ey)
+    mid_x, mid_y = eyes[0].mean(1), eyes[1].mean(1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        # down the face: the eye line turned a quarter clockwise, in eye distances
+        nose = ((marks[:, 7] - mid_y) * ex - (marks[:, 2] - mid_x) * ey) / apart**2
+        mx, my = marks[:, [3, 4]].mean(1), marks[:, [8, 9]].mean(1)
+        mouth = ((my - mid_y) * ex - (mx - mid_x) * ey) / apart**2
+    ordered = (apart > 0) & (nose > 0) & (mouth > nose)
+    sure, *rows = _LANDMARKS
+    keep = scores >= sure[0]
+    for least, nose_most, mouth_most in rows:
+        keep |= ordered & (scores >= least) & (nose <= nose_most) & (mouth <= mouth_most)
+    return keep
+
+
 class Mtcnn:
     """Faces in RGB arrays, as (x1, y1, x2, y2, score) rows; see the module docstring."""
 
@@ -300,7 +337,7 @@ class Mtcnn:
         while min(height, width) * scale >= 12:
             w, h = math.ceil(width * scale), math.ceil(height * scale)
             level = cv2.resize(image, (w, h), interpolation=cv2.INTER_AREA)
-            reg, prob = pnet(torch.from_numpy(level).permute(2, 0, 1)[None])
+            reg, prob, _ = pnet(torch.from_numpy(level).permute(2, 0, 1)[None])
             p, r = prob[0, 1].numpy(), reg[0].numpy()
             ys, xs = np.nonzero(p > self.thresholds[0])
             if len(ys):
@@ -345,13 +382,16 @@ class Mtcnn:
         ):
             if not len(b):
                 return np.empty((0, 5), np.float32)
-            reg, prob = net(_crops(image, b, size, angle))
+            reg, prob, marks = net(_crops(image, b, size, angle))
             b = b.copy()
             b[:, 4] = prob[:, 1].numpy()
             b = _regress(b, reg.numpy())
-            if angle and net is onet:
-                threshold = max(threshold, _TURNED_ONET)
-            b = b[b[:, 4] > threshold]
+            keep = b[:, 4] > threshold
+            if net is onet:
+                if angle:
+                    keep &= b[:, 4] > _TURNED_ONET
+                keep &= _face_like(marks.numpy(), b[:, 4])
+            b = b[keep]
             b = _nms(b, 0.7, smaller=net is onet)
             if net is rnet:
                 b = _square(b)
