@@ -15,7 +15,7 @@ from crawlers.render.crawl import plan_renders, render_crawl
 from crawlers.render.probe import probe_config
 
 from .conftest import write_crawl
-from .test_render_policies import Site, js, jsn, page_record, text_of
+from .test_render_policies import FAST, Site, js, jsn, page_record, text_of
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -64,12 +64,9 @@ def test_auto_renders_an_ambiguous_page_a_probe_shows_scripts_fill(tmp_path, no_
         crawl = write_crawl(tmp_path / "crawl", records)
         config = RenderConfig(
             pages_in_flight=2,
-            delay=0.0,
-            settle_max_ms=3000,
-            idle_ms=200,
-            page_timeout_s=20,
             allow_private_networks=True,
             archive_dir=tmp_path / "render",
+            **FAST,
         )
         planned, _ = plan_renders(crawl, "auto")  # the decision alone
         rows = {r["url"].rsplit("/", 1)[1]: r for r in render_crawl(crawl, "auto", config)}

@@ -11,7 +11,7 @@ from crawlers.render import RenderConfig
 from crawlers.render.crawl import render_crawl
 
 from .conftest import write_crawl
-from .test_render_policies import Site, js, jsn, page_record, text_of
+from .test_render_policies import FAST, Site, js, jsn, page_record, text_of
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -67,12 +67,7 @@ def test_pagers_in_the_pages_language_and_a_lone_end_control_are_clicked(tmp_pat
         records = [page_record(f"{site.base}/{name}", _page(ctl)) for name, ctl in CONTROLS.items()]
         crawl = write_crawl(tmp_path / "crawl", records)
         config = RenderConfig(
-            pages_in_flight=2,
-            delay=0.0,
-            settle_max_ms=3000,
-            idle_ms=200,
-            page_timeout_s=30,
-            allow_private_networks=True,
+            pages_in_flight=2, allow_private_networks=True, **{**FAST, "page_timeout_s": 30}
         )
         rows = {r["url"].rsplit("/", 1)[1]: r for r in render_crawl(crawl, "always", config)}
     for name in ("pl", "ja", "end"):
