@@ -17,6 +17,8 @@ import socket
 import subprocess
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import quote
@@ -189,3 +191,16 @@ def start(user: str = "refinery", password: str = "s3cret@pg/1") -> PgServer:
 def remove(server: PgServer) -> None:
     server.stop()
     shutil.rmtree(server.data_dir, ignore_errors=True)
+
+
+@contextmanager
+def running(database: str = "dagster") -> Iterator[PgServer]:
+    """A started server with `database` created; stopped and removed on the way out, and checked
+    to be gone (no postmaster left behind by a test)."""
+    server = start()
+    try:
+        server.create_database(database)
+        yield server
+    finally:
+        remove(server)
+    assert server.proc.poll() is not None, f"postgres PID {server.pid} still running"

@@ -71,13 +71,8 @@ def test_a_bad_url_fails_when_the_instance_opens(tmp_path, monkeypatch):
 
 @pytest.fixture()
 def postgres():
-    server = pgserver.start()
-    try:
-        server.create_database("dagster")
+    with pgserver.running() as server:
         yield server
-    finally:
-        pgserver.remove(server)
-    assert server.proc.poll() is not None, f"postgres PID {server.pid} still running"
 
 
 READ_BACK = """

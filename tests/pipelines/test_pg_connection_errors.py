@@ -44,12 +44,8 @@ def test_nothing_listening_names_the_variable_and_the_reason(tmp_path, monkeypat
 
 @pytest.fixture()
 def postgres():
-    server = pgserver.start()
-    try:
-        server.create_database("dagster")
+    with pgserver.running() as server:
         yield server
-    finally:
-        pgserver.remove(server)
 
 
 def test_a_wrong_password_on_a_real_server_is_one_line_naming_the_variable(
