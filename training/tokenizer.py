@@ -220,15 +220,20 @@ def sample_texts(
     # the rows whose running length starts inside the budget are fetched, so the driver never holds
     # more than the sample. Same consent rule as shards: opted-out text never shapes the vocabulary.
     ranked, texts = [], []
-    from common.inputs import check_file
+    from common.inputs import InputError, check_file
 
     for f, column in zip(files, columns, strict=True):  # one line naming file and column
-        check_file(
+        schema = check_file(
             f,
             {column: "string"},
             fix=f"give tokenizer sources with a text column {column!r} (e.g. documents.parquet)",
             utf8=[],
         )
+        if "training_allowed" not in {n.lower() for n in schema.names}:  # nor a directory name
+            raise InputError(
+                f"{f}: no training_allowed column; a tokenizer source carries its consent as a "
+                "boolean training_allowed column (e.g. the filter's documents.parquet)"
+            )
     with contextlib.ExitStack() as stack:
         try:
             for i, (f, column) in enumerate(zip(files, columns, strict=True)):
@@ -245,7 +250,7 @@ def sample_texts(
                 )
                 texts.append(
                     f"SELECT {i} AS filename, file_row_number AS r, {col} AS text "
-                    f"FROM read_parquet({read}, file_row_number=true)"
+                    f"FROM read_parquet({read}, file_row_number=true, hive_partitioning=false)"
                 )
         except (OSError, ValueError) as exc:  # pyarrow cannot read a file's schema
             raise ValueError(

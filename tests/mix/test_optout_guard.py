@@ -167,3 +167,54 @@ def test_disk_backed_packing_equals_in_memory(tmp_path, monkeypatch):
         TokenStore(DiskTokens(path, len(tokens)), offsets).doc(5).tolist()
         == tokens[offsets[5] : offsets[6]].tolist()
     )
+
+
+def _hive_source(tmp_path, lake):
+    """The fixture's documents, every 5th opted out (false or NULL) and marked, in a directory
+    named the Hive way: DuckDB would read `training_allowed=true` as a column over the file's."""
+    docs = pq.read_table(lake / "filter" / "documents.parquet").to_pylist()
+    for i, row in enumerate(docs):
+        if i % 5 == 0:
+            row["training_allowed"] = None if i % 10 == 0 else False
+            row["text"] += f" {OPTED_OUT_MARKER}"
+    where = tmp_path / "training_allowed=true" / "lang=en"
+    where.mkdir(parents=True)
+    pq.write_table(pa.Table.from_pylist(docs), where / "documents.parquet")
+    return where / "documents.parquet"
+
+
+def test_a_hive_style_directory_name_never_stands_in_for_the_files_own_flag(
+    lake, write_spec, tmp_path
+):
+    src = _hive_source(tmp_path, lake)
+    spec = base_spec(lake, total_tokens=8_000, allow_shortfall=True)
+    spec["buckets"]["web"]["sources"] = [{"path": str(src), "where": "lang = 'en'"}]
+    out = tmp_path / "mix"
+    manifest = build_mixture(write_spec(spec), out)
+    tok = Tokenizer.from_file(str(out / "tokenizer.json"))
+    text = "".join(
+        tok.decode(row.tolist())
+        for s in manifest["shards"] + manifest["eval"]
+        for row in np.load(out / s["path"])
+    )
+    assert len(text) > 1000 and OPTED_OUT_MARKER not in text
+    sample = sample_texts([src], 10**9)
+    assert sample and all(OPTED_OUT_MARKER not in t for t in sample)
+
+
+def test_a_partitioned_file_without_the_flag_column_is_not_consented_by_its_directory(
+    lake, write_spec, tmp_path
+):
+    # pyarrow's write_to_dataset(partition_cols=["training_allowed"]) leaves the column out of the
+    # files: consent named only by a directory is no consent (the source is refused).
+    table = pq.read_table(lake / "filter" / "documents.parquet").drop(["training_allowed"])
+    where = tmp_path / "parted" / "training_allowed=true"
+    where.mkdir(parents=True)
+    pq.write_table(table, where / "part-0.parquet")
+    spec = base_spec(lake, total_tokens=8_000, allow_shortfall=True)
+    spec["buckets"]["web"]["sources"] = [{"path": str(where / "part-0.parquet")}]
+    path = write_spec(spec)
+    with pytest.raises(Exception, match="training_allowed"):
+        build_mixture(path, tmp_path / "mix")
+    with pytest.raises(ValueError, match=r"part-0\.parquet: no training_allowed column"):
+        sample_texts([where / "part-0.parquet"], 10**9)

@@ -43,7 +43,9 @@ def write_eval_texts(documents: Path, out: Path, lake_root: Path) -> int:
 
     key = _in_eval(False, documents)
     rows = (
-        duckdb.sql(f"SELECT * FROM read_parquet('{documents}') WHERE {key} ORDER BY id")
+        duckdb.sql(
+            f"SELECT * FROM read_parquet('{documents}', hive_partitioning=false) WHERE {key} ORDER BY id"
+        )
         .to_arrow_table()
         .to_pylist()
     )

@@ -97,7 +97,9 @@ class PairIndex:
             # the stored file's hash: stored_sha256 where faces were blurred (crawlers.images)
             sha = "image_sha256"
             try:
-                q = con.execute("DESCRIBE SELECT * FROM read_parquet(?)", [f]).fetchall()
+                q = con.execute(
+                    "DESCRIBE SELECT * FROM read_parquet(?, hive_partitioning=false)", [f]
+                ).fetchall()
                 names = {c[0] for c in q}
                 if "stored_sha256" in names:
                     sha = "COALESCE(stored_sha256, image_sha256)"
@@ -106,7 +108,7 @@ class PairIndex:
             try:
                 rows = con.execute(
                     f"SELECT id, image_path, {sha}, "
-                    f"({src_mod.consent_sql(unit)}) AS ok FROM read_parquet(?)",
+                    f"({src_mod.consent_sql(unit)}) AS ok FROM read_parquet(?, hive_partitioning=false)",
                     [f],
                 ).fetchall()
             except duckdb.Error as exc:
@@ -254,7 +256,7 @@ def _select_sql(unit: src_mod.ReadUnit, has_consent_column: bool, opted_out: boo
     those rows are left out (`sources.upstream_kept_sql`; `_dropped_sql` finds them)."""
     if opted_out:
         consent = f"coalesce(NOT ({src_mod.consent_sql(unit, has_consent_column)}), true)"
-        allowed = f"SELECT *, {consent} AS __out FROM read_parquet(?, file_row_number=true)"
+        allowed = f"SELECT *, {consent} AS __out FROM read_parquet(?, file_row_number=true, hive_partitioning=false)"
     else:  # the one consent rule (flag, ledger), NaN read as NULL (sources.allowed_rows_sql)
         allowed = src_mod.allowed_rows_sql(unit, has_consent_column)
     group = f"CAST({quote_ident(unit.split_by)} AS VARCHAR)" if unit.split_by else "'all'"

@@ -484,7 +484,7 @@ def _ledger_sql(files: Sequence[str], schema, file: str | None = None) -> str:
     latest = (
         "SELECT l.url, l.doc_ids, l.training_allowed, row_number() OVER (PARTITION BY o.lake, "
         "l.url ORDER BY o.seq DESC, l.file_row_number DESC) AS rn "
-        f"FROM read_parquet([{quoted}], filename=true, file_row_number=true) AS l "
+        f"FROM read_parquet([{quoted}], filename=true, file_row_number=true, hive_partitioning=false) AS l "
         f"JOIN (VALUES {order}) AS o(file, lake, seq) ON l.filename = o.file"
     )
     # as common.consent.opted_out: the URLs any lake's latest row does not allow (false, or a
@@ -543,9 +543,7 @@ def allowed_rows_sql(unit: ReadUnit, own_flag: bool = True, source: str = "?") -
         _ledger_sql(unit.consent, schema, unit.file) if unit.consent else ""
     )
     extra = "" if own_flag else ", NULL::BOOLEAN AS training_allowed"
-    return (
-        f"SELECT *{replace}{extra} FROM read_parquet({source}, file_row_number=true) WHERE {where}"
-    )
+    return f"SELECT *{replace}{extra} FROM read_parquet({source}, file_row_number=true, hive_partitioning=false) WHERE {where}"
 
 
 def _select_sql(unit: ReadUnit) -> str:
