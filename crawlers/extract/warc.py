@@ -349,7 +349,13 @@ def _response(record, where: str, limit: int) -> WarcResponse:
     if record.http_headers is not None:
         code = record.http_headers.get_statuscode()
         status = int(code) if code and code.isdigit() else None
-        headers = {k.lower(): v for k, v in record.http_headers.headers}
+        headers = {}  # as the import reads them: the first line of a header, but repeated
+        for k, v in record.http_headers.headers:  # coding lines are one list (gzip, then br)
+            k = k.lower()
+            if k in headers and k in ("content-encoding", "transfer-encoding"):
+                headers[k] = f"{headers[k]}, {v}"
+            else:
+                headers.setdefault(k, v)
         if "chunked" in headers.get("transfer-encoding", "").lower():
             stream = ChunkedDataReader(record.raw_stream)  # de-chunk only, no decompression
     raw = _read_capped(stream, limit, where, "the stored body")

@@ -6,7 +6,9 @@ parts. The driver then reads the parts twice, streamed a batch of rows at a time
 their key columns (which rows are exact repeats; the URLs whose origins need robots.txt), then
 whole rows, decided and written as they come. It holds hashes of the keys and each URL's
 robots.txt outcome, never the rows. An opt-out in any record of a URL (a later capture, a
-revisit, a repeat of the payload, a skipped response) is carried to the page kept (`Carried`).
+revisit, a repeat of the payload, a skipped response) is carried to the page kept (`Carried`);
+a URL is the scan's `warc.import_url` (scheme and host in lower case, no default port, no
+fragment), so `HTTP://Example.com:80/a#top` is another capture of `http://example.com/a`.
 
 Layout of the output directory (the crawl's contract, so `refinery extract --crawl DIR` runs
 unchanged on it):
@@ -159,8 +161,10 @@ def file_key(source: str) -> str:
 Unit = tuple[str, int, int | None]
 SPLIT_BYTES = 256 << 20  # the byte range one scan reads of a large gzip-per-record file
 # What a part holds; a part written by an older scan is read again (2: a skipped response's
-# and a revisit's archived X-Robots-Tag opt-out are kept on their rows).
-SCAN_VERSION = 2
+# and a revisit's archived X-Robots-Tag opt-out are kept on their rows; 3: URLs as
+# `warc.import_url` keys them, repeated Content-Encoding lines joined, HTML sniffed past a
+# byte order mark, comments and an XML declaration).
+SCAN_VERSION = 3
 
 
 def unit_key(unit: Unit) -> str:

@@ -33,12 +33,14 @@ import zlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
+from urllib.parse import urlsplit, urlunsplit
 
 from warcio.archiveiterator import ArchiveIterator
 from warcio.bufferedreaders import ChunkedDataReader
 from warcio.exceptions import ArchiveLoadFailed
 from warcio.recordloader import ArcWarcRecordLoader
 
+from crawlers.crawl.canon import DEFAULT_PORTS
 from crawlers.crawl.html import Directives, apply_meta_robots, apply_x_robots_tag, document_root
 from crawlers.extract.decode import BadPage, decode_html, utf16_without_bom
 from crawlers.extract.warc import MAX_DECOMPRESSED_BYTES, decode_content
@@ -79,13 +81,27 @@ class ScanOptions:
     allow_private_networks: bool = False  # an http(s) archive on a loopback/private address
 
 
+# What may come before the markup of an HTML page: a UTF-8 byte order mark, white space,
+# comments (`<!-- saved from url=... -->`), an XML declaration (XHTML).
+_PROLOGUE = re.compile(rb"(?:\xef\xbb\xbf|\s|<!--.*?-->|<\?xml[^>]*>)*", re.DOTALL)
+# The first tag of an HTML page (the tags WHATWG's MIME sniffing reads as HTML, plus meta).
+_HTML_START = re.compile(
+    rb"<(?:!doctype\s+html|html|head|body|title|meta|script|style|iframe|h1|div|font|table"
+    rb"|a|b|br|p)[\s/>]",
+    re.IGNORECASE,
+)
+_SNIFF_BYTES = 8192  # how far into a body without a Content-Type its first tag is looked for
+
+
 def html_type(content_type: str | None, body: bytes) -> bool:
-    """HTML by its Content-Type, or by sniffing the body when the type is missing."""
+    """HTML by its Content-Type, or by sniffing the body when the type is missing: its first
+    tag is an HTML one, after a byte order mark, white space, comments and an XML declaration
+    (the crawler keeps such a page: a missing type is HTML to it, `crawl.record.HTML_TYPES`)."""
     ctype = (content_type or "").split(";")[0].strip().lower()
     if ctype:
         return ctype in HTML_TYPES
-    head = body[:1024].lstrip().lower()
-    return head.startswith((b"<!doctype html", b"<html"))
+    head = body[:_SNIFF_BYTES]
+    return _HTML_START.match(head, _PROLOGUE.match(head).end()) is not None
 
 
 def archived_directives(
@@ -442,6 +458,35 @@ def lower_scheme(url: str) -> str:
     return low + sep + rest if sep and low in ("http", "https") and head != low else url
 
 
+def import_url(url: str) -> str:
+    """An archived target URI as an import stores it and keys its repeats and carried opt-outs
+    by: one page under one URL, as the crawler's frontier (`crawlers.crawl.canon`) makes it, for
+    the parts an archive's URIs differ in: the scheme and host in lower case, the default port
+    and the fragment dropped (`HTTP://Example.COM:80/a#top` is `http://example.com/a`). The
+    path and query stay as archived (their case, encoding and order may name another page), and
+    so does a URI that is not http(s) or does not parse."""
+    url = lower_scheme(url.strip().strip("<>"))
+    if not url.startswith(("http://", "https://")):
+        return url
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError:
+        return url
+    netloc = parts.netloc
+    userinfo, at, hostport = netloc.rpartition("@")
+    host = hostport.lower()
+    if port is not None and port == DEFAULT_PORTS[parts.scheme]:
+        host = host[: host.rindex(":")]
+    elif hostport.endswith(":"):  # an empty port is the default one
+        host = host[:-1]
+    path = parts.path or "/"  # an empty path is '/' (RFC 9110 4.2.3)
+    return urlunsplit((parts.scheme, userinfo + at + host, path, parts.query, ""))
+
+
+# Headers whose repeated lines are one comma-separated list (RFC 9110 5.3): every coding is
+# undone, in order. (X-Robots-Tag values are all read: `x_robots`.)
+_LIST_HEADERS = ("content-encoding", "transfer-encoding")
 _ARC_DATE = re.compile(r"\d{12,14}")
 _STATUS = re.compile(r"[0-9]{3}")  # an HTTP status code: three ASCII digits (RFC 9112 4)
 
@@ -770,7 +815,7 @@ def _record_row(
     url = h.get_header("WARC-Target-URI") or (
         h.get_header("uri") if record.format != "warc" else None
     )
-    url = lower_scheme(url) if url else url
+    url = import_url(url) if url else url  # the URL every row of it is kept and keyed under
     row: dict[str, Any] = {
         "source_file": source,
         "record_type": rec_type,
@@ -807,8 +852,6 @@ def _record_row(
             f"segment {segment} of a segmented record (its continuation records hold the rest of "
             "the body; only whole records are read)",
         )
-    url = lower_scheme(url.strip().strip("<>"))
-    row["url"] = url
     if not url.startswith(("http://", "https://")):
         return _skip(place(), "not_http", f"{url[:200]}: only http(s) responses are web pages")
     truncated = h.get_header("WARC-Truncated")
@@ -827,6 +870,8 @@ def _record_row(
             )
         for k, v in record.http_headers.headers:
             k = k.lower()
+            if k in _LIST_HEADERS and k in headers:  # `gzip` then `br` is `gzip, br`
+                headers[k] += ", " + v
             headers.setdefault(k, v)
             if k == "x-robots-tag":
                 x_robots.append(v)

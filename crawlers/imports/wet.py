@@ -150,7 +150,7 @@ def _wet_row(record, it, source: str) -> tuple[str, dict]:
     Content-Length (warcio stops quietly at a cut gzip member) or fails its WARC-Block-Digest
     is a skip (`short_record`, `digest_mismatch`: `crawlers.imports.warc.record_damage`), never a
     document of part of its text."""
-    from crawlers.imports.warc import lower_scheme, record_damage
+    from crawlers.imports.warc import import_url, record_damage
 
     h = record.rec_headers
     url = h.get_header("WARC-Target-URI")
@@ -160,7 +160,7 @@ def _wet_row(record, it, source: str) -> tuple[str, dict]:
         "warc_record_id": h.get_header("WARC-Record-ID"),
         "capture_time": h.get_header("WARC-Date"),
         "import_mode": "text",
-        "url": lower_scheme(url.strip().strip("<>")) if url else url,
+        "url": (import_url(url) or None) if url else url,
         "payload_digest": h.get_header("WARC-Payload-Digest"),
     }
     raw = record.raw_stream.read(MAX_TEXT_BYTES + 1)
@@ -174,9 +174,15 @@ def _wet_row(record, it, source: str) -> tuple[str, dict]:
     if record.rec_type is None:
         return skip("record_type", "record without WARC-Type: only conversion records are text")
     if record.rec_type != "conversion":
-        return skip(record.rec_type, "not text")
+        return skip(
+            record.rec_type, f"{record.rec_type} record: only conversion records hold a page's text"
+        )
     if not row["url"]:
-        return skip("missing_target_uri", "")
+        return skip(
+            "missing_target_uri",
+            f"{source}@{row['record_offset']}: conversion record without WARC-Target-URI (a "
+            "document needs the URL of its page)",
+        )
     damage = record_damage(record)
     if damage is not None:
         return skip(damage[0], f"{source}@{row['record_offset']}: {damage[1]}"[:500])
@@ -187,7 +193,10 @@ def _wet_row(record, it, source: str) -> tuple[str, dict]:
         return skip("decode_error", f"{source}@{row['record_offset']}: {why}")
     text = text.strip()
     if not text:
-        return skip("empty_text", "")
+        return skip(
+            "empty_text",
+            f"{source}@{row['record_offset']}: the record's text is empty or whitespace only",
+        )
     return (
         "doc",
         {

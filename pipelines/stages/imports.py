@@ -17,6 +17,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from crawlers.crawl.config import CrawlConfig
 from pipelines.stage import Lake, Params, Stage, Summary, param
 
 IMPORT_SHARD = "shard=import"
@@ -24,6 +25,13 @@ IMPORT_SHARD = "shard=import"
 # (`crawlers.imports.run.shard_of`), imported into crawl/shard=import-<k>/ with their own resume
 # markers; a file added later moves no other file to another partition
 IMPORT_SHARDS = 4
+# A record body over this is skipped as too_large unless --max-record-bytes says otherwise
+# (`crawlers.imports.warc.ScanOptions`: the crawl's cap on a decompressed body).
+MAX_RECORD_BYTES: int = CrawlConfig.model_fields["max_decompressed_bytes"].default
+
+
+def _mib(n: int) -> str:
+    return f"{n >> 20} MiB" if n % (1 << 20) == 0 else f"{n} bytes"
 
 
 class ImportOptions(Params):
@@ -72,7 +80,9 @@ class ImportWarcParams(ImportOptions):
         None, output=True, help="Output directory (default: the lake's crawl/shard=import)."
     )
     max_record_bytes: int | None = param(
-        None, help="Skip (as too_large) a record whose body is over this (default: 64 MiB)."
+        None,
+        help="Skip (as too_large) a record whose body is over this many bytes (default: "
+        f"{_mib(MAX_RECORD_BYTES)}, the crawl's max_decompressed_bytes).",
     )
     files_from: Path | None = param(
         None,
