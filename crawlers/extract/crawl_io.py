@@ -165,7 +165,9 @@ def _record(
                 max_decompressed_bytes=max_decompressed_bytes,
             )
             row["body"] = resp.body
-            row["content_type"] = row.get("content_type") or resp.headers.get("content-type")
+            # the response's own header first: it keeps the charset that pages.parquet's
+            # content_type (a crawl stores the media type alone) has dropped
+            row["content_type"] = resp.headers.get("content-type") or row.get("content_type")
             _provenance(row, base / warc_file, resp)
         except BadPage as bad:  # a stored body we refuse to trust: truncated, bomb, ...
             row["body_reject"] = bad.reason

@@ -11,7 +11,11 @@ Which encoding, in order (`choose_encoding`):
      (WHATWG: iso-8859-1 and ascii are windows-1252, gb2312 is GBK, ...); but bytes that are
      valid UTF-8 with non-ASCII characters are UTF-8 whatever a single-byte label claims (a
      template's stale `<meta charset=iso-8859-1>` on a UTF-8 page), and whatever a multi-byte
-     label claims once there are enough of them that chance is ruled out;
+     label claims once there are enough of them that chance is ruled out. The page's own
+     charset beats the header's where it fits the bytes (a few stray bytes at most) and the
+     header's either does not (PHP's default `charset=UTF-8` on a windows-1251 page) or is a
+     server's default that says nothing about the page (iso-8859-1, windows-1252, us-ascii:
+     Apache's AddDefaultCharset on a Shift_JIS page) and fits no better;
   3. valid UTF-8;
   4. detection (charset_normalizer) on the page's text, not its markup: the runs of non-ASCII
      bytes outside scripts and styles. On a page whose markup outweighs its text, detection over
@@ -86,12 +90,18 @@ _WHATWG = {
     "windows-31j": "cp932",
     "euc-kr": "cp949",
     "ks_c_5601-1987": "cp949",
+    "iso-8859-8-i": "iso8859-8",  # logical order: the same bytes as iso-8859-8
+    "csiso88598i": "iso8859-8",
+    "windows-874": "cp874",
     "utf8": "utf-8",
     "unicode": "utf-8",  # pages that say "unicode" are UTF-8 (UTF-16 ones carry a BOM)
     "utf-16": "utf-8",  # a UTF-16 label on an ASCII-compatible byte stream: WHATWG reads UTF-8
     "utf-16le": "utf-8",
     "utf-16be": "utf-8",
 }
+# Header charsets that servers send whatever the page holds (Apache's AddDefaultCharset, Tomcat,
+# old PHP), as codecs: iso-8859-1, us-ascii and windows-1252 all read as windows-1252.
+_SERVER_DEFAULTS = frozenset({"cp1252"})
 # Non-ASCII bytes that UTF-8 validity must cover before it overrules a multi-byte label (GBK,
 # Big5, Shift_JIS text can be valid UTF-8 by chance over a few characters, not over dozens).
 _UTF8_OVER_MULTIBYTE = 24
@@ -158,7 +168,7 @@ def _utf8_overrules(body: bytes, codec: str) -> bool:
     """Valid UTF-8 with non-ASCII text beats a declared legacy charset (see the module doc)."""
     if codec in ("utf-8", "utf-8-sig"):
         return False
-    non_ascii = len(body) - len(body.decode("ascii", errors="ignore"))
+    non_ascii = _non_ascii(body)
     if not non_ascii:
         return False
     try:
@@ -166,6 +176,38 @@ def _utf8_overrules(body: bytes, codec: str) -> bool:
     except UnicodeDecodeError:
         return False
     return _is_single_byte(codec) or non_ascii >= _UTF8_OVER_MULTIBYTE
+
+
+def _non_ascii(body: bytes) -> int:
+    return len(body) - len(body.decode("ascii", errors="ignore"))
+
+
+def _few_strays(bad: int, non_ascii: int) -> bool:
+    """A right charset with a few stray bytes (a cut multi-byte character, one pasted Latin-1
+    word) leaves at most 2 replacement characters or 1% of the non-ASCII bytes."""
+    return bad <= max(2, 0.01 * non_ascii)
+
+
+def _strays(body: bytes, codec: str) -> int:
+    """Replacement characters `codec` leaves in `body` (0 when it decodes every byte)."""
+    try:
+        body.decode(codec)
+        return 0
+    except UnicodeDecodeError:
+        return body.decode(codec, errors="replace").count("\ufffd")
+
+
+def _page_over_header(body: bytes, header: str, page: str) -> bool:
+    """The page's declared charset beats the header's (see the module doc)."""
+    non_ascii = _non_ascii(body)
+    header_bad = _strays(body, header)
+    header_fits = _few_strays(header_bad, non_ascii)
+    if header_fits and header not in _SERVER_DEFAULTS:
+        return False
+    page_bad = _strays(body, page)
+    if not _few_strays(page_bad, non_ascii) or _utf8_overrules(body, page):
+        return False
+    return not header_fits or page_bad <= header_bad
 
 
 def text_sample(body: bytes, limit: int = 64_000) -> bytes:
@@ -195,11 +237,13 @@ def choose_encoding(body: bytes, content_type: str | None = None) -> tuple[str, 
     if content_type:
         m = _HEADER_CHARSET_RE.search(content_type)
         header = _codec(m.group(1)) if m else None
+    page = _codec(_page_charset(body[: _head_end(body)]))
     if header:
         if _utf8_overrules(body, header):
             return "utf-8", "utf-8 over header " + header
+        if page and page != header and _page_over_header(body, header, page):
+            return page, "page over header " + header
         return header, "header"
-    page = _codec(_page_charset(body[: _head_end(body)]))
     if page:
         if _utf8_overrules(body, page):
             return "utf-8", "utf-8 over page " + page
@@ -315,9 +359,8 @@ def decode_html(
         pass
     # The chosen charset does not fit every byte. A right declaration with a few stray bytes (a
     # cut multi-byte character, one pasted Latin-1 word) is common; a wrong one leaves many.
-    non_ascii = len(body) - len(body.decode("ascii", errors="ignore"))
     text = body.decode(codec, errors="replace")
-    if text.count("\ufffd") <= max(2, 0.01 * non_ascii):
+    if _few_strays(text.count("\ufffd"), _non_ascii(body)):
         return clean_text(text)
     others = [detect_encoding(body) if source != "detected" else None, "utf-8"]
     others = [c for c in dict.fromkeys(others) if c and c != codec]
