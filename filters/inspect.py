@@ -65,10 +65,36 @@ def _annotated(out_dir: str | Path) -> Path:
     return path
 
 
+def check_lang(path: Path, lang: str, found: set[str]) -> None:
+    """`--lang` must be a code the filter writes: one of the file's, `und` or one the language
+    identifier can give, so `nb` (lid.176 says `no`) is refused as `refinery filter` refuses it
+    (`filters.run.check_languages`), not answered with nothing."""
+    if lang in found or lang == "und":
+        return
+    from common.langid import LANGUAGE_ALIASES, LanguageIdentifier
+
+    labels = LanguageIdentifier().labels()
+    if lang in labels:
+        return
+    alias = LANGUAGE_ALIASES.get(lang.lower())
+    fix = (
+        f"it names that language '{alias}'"
+        if alias in labels
+        else f"use one of its {len(labels)} codes (common.langid.LanguageIdentifier().labels())"
+    )
+    raise ValueError(
+        f"--lang {lang!r}: no row of {path} has it and it is not a language the language "
+        f"identifier can give; {fix}"
+    )
+
+
 def outcome_counts(out_dir: str | Path, lang: str | None = None) -> dict[str, int]:
-    """Documents per outcome (`kept` or the drop reason), optionally of one language."""
-    t = pq.read_table(_annotated(out_dir), columns=["lang", "drop_reason"])
+    """Documents per outcome (`kept` or the drop reason), optionally of one language (a code
+    the filter writes, `check_lang`)."""
+    path = _annotated(out_dir)
+    t = pq.read_table(path, columns=["lang", "drop_reason"])
     if lang is not None:
+        check_lang(path, lang, set(pc.unique(t["lang"]).drop_null().to_pylist()))
         t = t.filter(pc.equal(t["lang"], lang))
     reasons = pc.fill_null(t["drop_reason"], KEPT)
     return {r["values"]: r["counts"] for r in pc.value_counts(reasons).to_pylist()}

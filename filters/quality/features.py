@@ -7,6 +7,7 @@ a training line.
 
 from __future__ import annotations
 
+import unicodedata
 from collections.abc import Sequence
 
 from filters.heuristics import is_char_lang, tokens
@@ -23,6 +24,8 @@ def fasttext_line(text: str, lang: str, shape: bool = False) -> str:
     per-line figure would divide the cut count by every line (a Thai page, a token per
     character, would read as short lines).
     """
+    if not unicodedata.is_normalized("NFC", text):  # a decomposed word is the composed one
+        text = unicodedata.normalize("NFC", text)
     toks = tokens(text, lang)
     words = toks[:MAX_TOKENS]
     if shape and words:
