@@ -135,11 +135,30 @@ def is_tracking_param(name: str) -> bool:
     return low in TRACKING_PARAMS or low.startswith(TRACKING_PREFIXES)
 
 
+_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:")
+_TAB_OR_NEWLINE = str.maketrans("", "", "\t\n\r")
+
+
+def browser_slashes(url: str, base: str | None = None) -> str:
+    """`url` with each backslash before its query or fragment read as '/', as browsers read an
+    http(s) URL (WHATWG), so the host decided on is the one a browser connects to:
+    'http://127.0.0.1\\@good.example/' is host 127.0.0.1, path '/@good.example/'."""
+    if "\\" not in url:
+        return url
+    url = url.translate(_TAB_OR_NEWLINE)  # WHATWG (and urlsplit) drop these anywhere
+    scheme = _SCHEME.match(url) or _SCHEME.match((base or "").strip().translate(_TAB_OR_NEWLINE))
+    if not scheme or scheme.group()[:-1].lower() not in DEFAULT_PORTS:
+        return url
+    cut = min((i for i in (url.find("?"), url.find("#")) if i >= 0), default=len(url))
+    return url[:cut].replace("\\", "/") + url[cut:]
+
+
 def canonicalize(url: str, base: str | None = None) -> str:
     """Return the canonical form of `url` (resolved against `base`); UrlError if unusable."""
     url = url.strip()
     if len(url) > MAX_URL:
         raise UrlError(f"{url[:80]!r}...: longer than {MAX_URL} characters")
+    url = browser_slashes(url, base)
     if base:
         try:
             url = urljoin(base, url)

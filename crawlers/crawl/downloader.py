@@ -39,6 +39,7 @@ from crawlers.crawl.politeness import RETRY_STATUSES, Politeness
 from crawlers.crawl.robots_policy import ALLOWED, UNREACHABLE, RobotsFetch, RobotsPolicy
 from crawlers.crawl.ssrf import (
     BlockedAddressError,
+    allowance_lifts,
     blocked_reason,
     check_addresses,
     check_literal,
@@ -99,15 +100,17 @@ class Layer:
 
 
 class SsrfLayer(Layer):
-    """Refuse non-public targets unless private networks are allowed.
+    """Refuse non-public targets; allowing private networks lifts loopback and private ranges
+    only (`ssrf.allowance_lifts`), never link-local (cloud metadata), multicast and the like.
 
     One exception keeps rendering a crawl of loopback/private sites possible without opening
     the whole private network: a request may carry `trusted_origin`, the origin of the page it
     belongs to, when that page's host is a private IP literal and the caller vouches for it
     (the render: a page that a crawl told to allow private networks fetched, never an imported
     record or any URL read from data alone; `RenderJob.trust_own_origin`). Only that exact
-    origin (scheme, literal address and port) is let through; every other private target stays
-    refused. Names are never trusted this way (a name can be rebound).
+    origin (scheme, literal address and port) is let through, and only when its address is one
+    the allowance would lift; every other private target stays refused. Names are never trusted
+    this way (a name can be rebound).
     """
 
     name = "ssrf"
@@ -126,23 +129,26 @@ class SsrfLayer(Layer):
         except ValueError as exc:
             return refusal(request, f"not-fetched: {exc}")
         host = target.raw_host or ""
-        if self.allow_private:
-            return None
         addr = parse_ip_literal(host)
         if addr is not None:
             reason = blocked_reason(addr)
-            if reason is None:
+            if reason is None or (self.allow_private and allowance_lifts(addr)):
                 return None
             origin = origin_of(request.url)
-            if request.trusted_origin and origin == request.trusted_origin:
+            trusted = request.trusted_origin and origin == request.trusted_origin
+            if trusted and allowance_lifts(addr):
                 self.trusted.add(origin)
                 request.meta["ssrf"] = "trusted-origin"
                 return None
             return refusal(request, f"ssrf-blocked: {BlockedAddressError(host, str(addr), reason)}")
         try:
-            check_literal(host, False)  # non-canonical numeric hosts such as 2130706433
+            check_literal(host, self.allow_private)  # non-canonical numeric hosts: 2130706433
         except BlockedAddressError as exc:
             return refusal(request, f"ssrf-blocked: {exc}")
+        if self.allow_private:
+            # A name is judged where the connection resolves it (the Fetcher's GuardedResolver,
+            # under the same allowance), not resolved a second time here.
+            return None
         blocked = await self._resolve_check(host, target.port)
         return refusal(request, f"ssrf-blocked: {blocked}") if blocked else None
 

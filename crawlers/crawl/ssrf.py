@@ -9,6 +9,10 @@ the way aiohttp does (yarl: IDNA/NFKC mapping, so fullwidth, circled or superscr
 ideographic dots become ASCII: `１２７.０.０.１` and `①②⑦.0.0.①` are `127.0.0.1`), and an IP
 literal there is checked like a resolved address, since aiohttp connects to it without asking
 the resolver.
+
+The private-network allowance (`allow_private`, `--allow-private-networks`) lifts only what its
+name says: loopback and private networks (`allowance_lifts`). Link-local (cloud metadata),
+multicast, broadcast, unspecified, reserved and the other special ranges stay refused with it.
 """
 
 from __future__ import annotations
@@ -61,6 +65,23 @@ _NON_GLOBAL: tuple[tuple[str, ipaddress.IPv4Network | ipaddress.IPv6Network], ..
     ("multicast", _V4("224.0.0.0/4")),
     ("reserved", _V4("240.0.0.0/4")),
 )
+# What the private-network allowance lifts: loopback, private networks and the shared address
+# space (carrier-grade NAT), where a lab network or the sample web lives.
+_ALLOWANCE = (
+    _V4("127.0.0.0/8"),
+    _V4("10.0.0.0/8"),
+    _V4("172.16.0.0/12"),
+    _V4("192.168.0.0/16"),
+    _V4("100.64.0.0/10"),
+    _V6("::1/128"),
+    _V6("fc00::/7"),
+)
+# Instance metadata services inside those ranges: never lifted (169.254.169.254 is link-local,
+# which the allowance never lifts either).
+_METADATA = (
+    _V6("fd00:ec2::254/128"),  # AWS IMDS over IPv6
+    _V4("100.100.100.200/32"),  # Alibaba Cloud metadata
+)
 # IPv6 prefixes whose low 32 bits are an IPv4 address that a translator (NAT64/SIIT) or the
 # host's own stack reaches instead: that IPv4 is checked.
 _EMBEDS_V4 = (
@@ -70,14 +91,30 @@ _EMBEDS_V4 = (
 )
 
 
+NON_CANONICAL = "non-canonical numeric"
+
+
 class BlockedAddressError(OSError):
     """Raised when a URL's host is, or resolves to, an address the guard refuses."""
 
     def __init__(self, host: str, address: str, reason: str):
         super().__init__(
-            f"refused {host} -> {address}: {reason} address (use --allow-private-networks)"
+            f"refused {host} -> {address}: {reason} address ({_remedy(address, reason)})"
         )
         self.host, self.address, self.reason = host, address, reason
+
+
+def _remedy(address: str, reason: str) -> str:
+    """The fix a refusal names: the flag where it lifts the refusal, else why nothing does."""
+    if reason == NON_CANONICAL:
+        return "write the host as four decimal numbers (127.0.0.1) or as a name"
+    try:
+        addr = ipaddress.ip_address(address.split("%", 1)[0])
+    except ValueError:
+        return "use --allow-private-networks"
+    if allowance_lifts(addr):
+        return "use --allow-private-networks"
+    return "never fetched, not even with --allow-private-networks"
 
 
 def _embedded_v4(addr: ipaddress.IPv6Address) -> ipaddress.IPv4Address | None:
@@ -116,6 +153,27 @@ def blocked_reason(address: str | IPAddress) -> str | None:
     if not addr.is_global:
         return "non-global"
     return None
+
+
+def allowance_lifts(address: str | IPAddress) -> bool:
+    """Whether --allow-private-networks lets this address through: loopback and private
+    networks only (IPv4-mapped forms judged as their IPv4), never a metadata service."""
+    addr = ipaddress.ip_address(address) if isinstance(address, str) else address
+    if isinstance(addr, ipaddress.IPv6Address):
+        addr = ipaddress.IPv6Address(int(addr))  # drop a zone id for the membership tests
+        if addr.ipv4_mapped is not None:  # ::ffff:a.b.c.d reaches a.b.c.d on this host
+            return allowance_lifts(addr.ipv4_mapped)
+    if any(addr.version == net.version and addr in net for net in _METADATA):
+        return False
+    return any(addr.version == net.version and addr in net for net in _ALLOWANCE)
+
+
+def refused_reason(address: str | IPAddress, allow_private: bool = False) -> str | None:
+    """Why an address must not be fetched under the allowance given (None: fetch it)."""
+    reason = blocked_reason(address)
+    if reason and allow_private and allowance_lifts(address):
+        return None
+    return reason
 
 
 def connect_url(url: str | URL) -> URL:
@@ -182,15 +240,15 @@ def check_literal(host: str, allow_private: bool = False) -> bool:
 
     The host is first mapped as the connection maps it (`connect_host`), so every spelling of an
     address is decided as that address. A host that looks numeric but is not a canonical IP
-    literal is refused. ValueError when the host cannot be encoded at all.
+    literal is refused, allowance or not. ValueError when the host cannot be encoded at all.
     """
     name = connect_host(host)
     addr = parse_ip_literal(name)
     if addr is None:
-        if _numericish(name) and not allow_private:
-            raise BlockedAddressError(host, name, "non-canonical numeric")
+        if _numericish(name):
+            raise BlockedAddressError(host, name, NON_CANONICAL)
         return False
-    reason = None if allow_private else blocked_reason(addr)
+    reason = refused_reason(addr, allow_private)
     if reason:
         raise BlockedAddressError(host, str(addr), reason)
     return True
@@ -217,11 +275,10 @@ def check_addresses(host: str, addresses: list[str], allow_private: bool = False
     """Check every address a host resolved to; any refused one refuses the host."""
     if not addresses:
         raise BlockedAddressError(host, "-", "unresolvable")
-    if not allow_private:
-        for address in addresses:
-            reason = blocked_reason(address.split("%", 1)[0])  # drop an IPv6 zone id
-            if reason:
-                raise BlockedAddressError(host, address, reason)
+    for address in addresses:
+        reason = refused_reason(address.split("%", 1)[0], allow_private)  # drop a zone id
+        if reason:
+            raise BlockedAddressError(host, address, reason)
     return addresses
 
 

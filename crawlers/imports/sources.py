@@ -47,10 +47,11 @@ def check_scheme(url: str, allow_private: bool = False) -> str:
     stores of `STORE_SCHEMES`. Any other fsspec scheme (ftp, sftp, smb, webhdfs, ...) and any
     chained URL (`simplecache::...`, `zip://...::...`) opens connections of its own, with its
     own name resolution, redirects (webhdfs's data nodes) and side channels (FTP's PASV), that
-    no check before connecting can bound: refused unless private networks are allowed (with
-    --allow-private-networks the guard lets every address through anyway)."""
+    no check before connecting can bound: refused whatever `allow_private` says (kept for
+    callers: the allowance lifts loopback and private networks inside the guard, and a
+    connection past the guard could reach the link-local metadata services it never lifts)."""
     scheme = url.split("://", 1)[0].strip().lower()
-    if allow_private or scheme in HTTP_SCHEMES:  # http(s): read whole, never un-chained
+    if scheme in HTTP_SCHEMES:  # http(s): read whole, never un-chained
         return scheme
     if "::" in url:
         reason = "a chained fsspec URL ('::') opens its inner URL past the address guard"
@@ -61,8 +62,8 @@ def check_scheme(url: str, allow_private: bool = False) -> str:
     stores = ", ".join(f"{s}://" for s in STORE_SCHEMES if s != "memory")
     raise RemoteRefused(
         f"{url[:300]}: {reason}; give a local path, an http(s):// URL or an object store URL "
-        f"({stores}), copying the file there first, or pass --allow-private-networks to read "
-        "it unguarded"
+        f"({stores}), copying the file there first (--allow-private-networks does not lift "
+        "this)"
     )
 
 

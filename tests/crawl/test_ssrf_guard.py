@@ -184,7 +184,7 @@ def test_every_spelling_of_a_loopback_host_is_refused(pattern):
 
 @pytest.mark.parametrize(
     ("host", "address"),
-    [("１２７.０.０.１", "127.0.0.1"), ("①⓪.0.0.⑦", "10.0.0.7"), ("[FE80::1]", "fe80::1")],
+    [("１２７.０.０.１", "127.0.0.1"), ("①⓪.0.0.⑦", "10.0.0.7"), ("[FD00::1]", "fd00::1")],
 )
 def test_spelled_literals_are_the_address_they_connect_to(host, address):
     assert str(parse_ip_literal(host)) == address
