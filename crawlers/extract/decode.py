@@ -330,6 +330,18 @@ def mime_type(content_type: str | None) -> str:
     return (content_type or "").split(";", 1)[0].strip().lower()
 
 
+# Where Python's codec and the WHATWG Encoding Standard (what browsers decode) disagree:
+# Shift_JIS 0x8160 is WAVE DASH (U+301C, "10時〜18時") to a browser, FULLWIDTH TILDE to cp932.
+_WHATWG_FIXES = {"cp932": str.maketrans({"\uff5e": "\u301c"})}
+
+
+def _decode(body: bytes, codec: str, errors: str = "strict") -> str:
+    """`body.decode(codec, errors)`, with the characters a browser reads otherwise mended."""
+    text = body.decode(codec, errors=errors)
+    fix = _WHATWG_FIXES.get(codecs.lookup(codec).name)
+    return text.translate(fix) if fix else text
+
+
 def decode_html(
     body: bytes | None,
     content_type: str | None = None,
@@ -354,25 +366,25 @@ def decode_html(
         raise BadPage("binary_body", f"body looks like binary data ({kind}), not HTML")
     codec, source = choose_encoding(body, content_type)
     try:
-        return clean_text(body.decode(codec))
+        return clean_text(_decode(body, codec))
     except UnicodeDecodeError:
         pass
     # The chosen charset does not fit every byte. A right declaration with a few stray bytes (a
     # cut multi-byte character, one pasted Latin-1 word) is common; a wrong one leaves many.
-    text = body.decode(codec, errors="replace")
+    text = _decode(body, codec, "replace")
     if _few_strays(text.count("\ufffd"), _non_ascii(body)):
         return clean_text(text)
     others = [detect_encoding(body) if source != "detected" else None, "utf-8"]
     others = [c for c in dict.fromkeys(others) if c and c != codec]
     for other in others:
         try:
-            return clean_text(body.decode(other))
+            return clean_text(_decode(body, other))
         except (LookupError, UnicodeDecodeError):
             pass
     best_text, best_bad = text, text.count("\ufffd")
     for other in others:
         try:
-            alt = body.decode(other, errors="replace")
+            alt = _decode(body, other, "replace")
         except LookupError:
             continue
         if alt.count("\ufffd") < best_bad:

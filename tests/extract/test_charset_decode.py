@@ -146,3 +146,15 @@ def test_whatwg_labels_python_lacks(label, enc, sentence) -> None:
     body = _page([sentence], f'<meta charset="{label}">').encode(enc)
     assert choose_encoding(body)[1] == "page"
     assert sentence in decode_html(body, "text/html; charset=ISO-8859-1")
+
+
+def test_shift_jis_wave_dash_reads_as_a_browser_reads_it():
+    # Python's cp932 gives 0x8160 as FULLWIDTH TILDE; the WHATWG decoder (browsers) as WAVE DASH.
+    page = (
+        "<html><head><meta charset=shift_jis></head><body><p>営業時間 10時〜18時</p></body></html>"
+    )
+    body = page.encode("cp932")
+    assert b"\x81\x60" in body
+    for content_type in ("text/html; charset=shift_jis", "text/html", None):
+        text = decode_html(body, content_type)
+        assert "10時\u301c18時" in text and "\uff5e" not in text
