@@ -1,15 +1,21 @@
 """robots.txt matching primitives: product tokens, URL paths, percent-encoding, patterns.
 
-Matching follows Google's reference parser (github.com/google/robotstxt, robots.cc): a URL is
-compared as the caller gives it (our crawler's canonicaliser percent-encodes URLs before it
-asks), while an allow/disallow pattern is escaped like Google's ``MaybeEscapePattern``: bytes
-outside ASCII become UTF-8 %XX escapes and existing escapes get upper-case hex, nothing is
-decoded. So ``Allow: /foo/bar/ツ`` matches ``/foo/bar/%E3%83%84`` but not a raw ``/foo/bar/ツ``,
-and ``Allow: /a/%62`` does not match ``/a/b``.
+Matching follows RFC 9309 §2.2.2, with Google's reference parser (github.com/google/robotstxt,
+robots.cc) for what the RFC leaves open. Pattern and URL are both brought to one spelling
+before they are compared:
+- a %XX escape of an unreserved character (``A-Z a-z 0-9 - . _ ~``, RFC 3986 §2.3) is decoded
+  (RFC 9309: "it MUST be unencoded prior to comparison, unless it is a reserved character"), so
+  ``Disallow: /foo/bar/%62%61%7A`` matches ``/foo/bar/baz`` and ``Disallow: /%7Ejoe`` matches
+  ``/~joe/x`` and the other way round; escapes of reserved characters stay escapes (``%2F`` is
+  not ``/``, ``%3D`` not ``=``) with their hex upper-cased (RFC 3986 §6.2.2.1);
+- a character a URI never carries raw (controls, space, ``"<>\\^`{|}``) is escaped, so
+  ``Disallow: /a b`` matches ``/a%20b``;
+- bytes outside ASCII follow Google's ``MaybeEscapePattern``: a pattern's become UTF-8 %XX
+  escapes, a URL's are compared as the caller gives them (our crawler's canonicaliser
+  percent-encodes URLs before it asks). So ``Allow: /foo/bar/ツ`` matches
+  ``/foo/bar/%E3%83%84`` but not a raw ``/foo/bar/ツ``.
 
-Two RFC 9309 refinements that never change an answer on Google-style input remain: hex digits of
-a URL's escapes are compared case-insensitively (``%2f`` == ``%2F``, RFC 3986 §6.2.2.1), and a
-pattern's ``%2A`` / ``%24`` match a literal ``*`` / ``$`` in the URL (RFC 9309 §2.2.3).
+A pattern's ``%2A`` / ``%24`` match a literal ``*`` / ``$`` in the URL (RFC 9309 §2.2.3).
 """
 
 from __future__ import annotations
@@ -27,9 +33,13 @@ __all__ = [
     "robots_line_token",
 ]
 
-# A %XX escape (hex case gets normalised) or a byte outside ASCII (gets escaped); nothing else.
-_PATTERN_ESCAPE_RE = re.compile(r"%[0-9A-Fa-f]{2}|[^\x00-\x7f]+")
-_HEX_ESCAPE_RE = re.compile(r"%[0-9A-Fa-f]{2}")
+# Characters a URI never carries raw (RFC 3986 §2): compared in their escaped spelling.
+_UNSAFE = '\x00-\x20\x7f"<>\\\\^`{|}'
+# A %XX escape (decoded when unreserved, else hex upper-cased), an unsafe ASCII character or
+# (patterns only) a byte outside ASCII, escaped.
+_PATTERN_ESCAPE_RE = re.compile(rf"%[0-9A-Fa-f]{{2}}|[{_UNSAFE}]|[^\x00-\x7f]+")
+_PATH_ESCAPE_RE = re.compile(rf"%[0-9A-Fa-f]{{2}}|[{_UNSAFE}]")
+_UNRESERVED = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
 _URL_SPECIAL_RE = re.compile(r"[*$]")
 # Robots.txt side (Google's ExtractUserAgent): the leading run of letters, '-' and '_'.
 _TOKEN_RE = re.compile(r"[A-Za-z_-]*")
@@ -38,39 +48,33 @@ _AGENT_NAME_RE = re.compile(r"[^\s/;()]*")
 _COMPATIBLE_RE = re.compile(r"compatible;\s*([^\s/;()]+)", re.IGNORECASE)
 
 
-def _pattern_repl(m: re.Match[str]) -> str:
+def _escape_repl(m: re.Match[str]) -> str:
     text = m.group()
-    if text[0] == "%":
-        return text.upper()
+    if text[0] == "%" and len(text) == 3:
+        char = chr(int(text[1:], 16))
+        return char if char in _UNRESERVED else text.upper()
     # surrogateescape lets undecodable robots.txt bytes round-trip to their original octets.
     return "".join(f"%{b:02X}" for b in text.encode("utf-8", "surrogateescape"))
 
 
-def _upper_hex(m: re.Match[str]) -> str:
-    return m.group().upper()
-
-
 def normalize_path(path: str) -> str:
-    """A URL path+query as matched: the caller's bytes, escapes' hex upper-cased.
+    """A URL path+query as matched: escapes of unreserved characters decoded, other escapes'
+    hex upper-cased, unsafe ASCII escaped; bytes outside ASCII are compared as given.
 
-    Nothing is encoded or decoded (Google compares the URL as given, so pass URLs already
-    percent-encoded, as a canonicaliser produces them); a literal ``*`` / ``$`` is spelled
-    ``%2A`` / ``%24`` so that only an escaped pattern matches it (RFC 9309 §2.2.3).
+    A literal ``*`` / ``$`` is spelled ``%2A`` / ``%24`` so that only an escaped pattern
+    matches it (RFC 9309 §2.2.3).
     """
-    if "%" in path:
-        path = _HEX_ESCAPE_RE.sub(_upper_hex, path)
+    if "%" in path or _PATH_ESCAPE_RE.search(path) is not None:
+        path = _PATH_ESCAPE_RE.sub(_escape_repl, path)
     if _URL_SPECIAL_RE.search(path) is None:
         return path
     return path.replace("*", "%2A").replace("$", "%24")
 
 
 def normalize_pattern(pattern: str) -> str:
-    """Escape a pattern like Google's MaybeEscapePattern; '*' and a final '$' stay special."""
-    canon = (
-        pattern
-        if pattern.isascii() and "%" not in pattern
-        else (_PATTERN_ESCAPE_RE.sub(_pattern_repl, pattern))
-    )
+    """A pattern as matched, spelled like `normalize_path` spells a URL, with bytes outside
+    ASCII escaped (Google's MaybeEscapePattern); '*' and a final '$' stay special."""
+    canon = _PATTERN_ESCAPE_RE.sub(_escape_repl, pattern)
     body, end = (canon[:-1], "$") if canon.endswith("$") else (canon, "")
     return body.replace("$", "%24") + end
 

@@ -33,7 +33,16 @@ from crawlers.crawl.politeness import RETRY_STATUSES
 from crawlers.crawl.priority import LanguageTracker, TrapDetector, Weights, queued_row
 from crawlers.crawl.record import PageLanguage, describe_page
 from crawlers.crawl.recrawl import RECRAWL_FILE
-from crawlers.crawl.robots_policy import ALLOWED, UNREACHABLE, RobotsFetch
+from crawlers.crawl.robots_policy import (
+    ALLOWED,
+    AS_FOUND_KEY,
+    MAX_SPELLINGS,
+    UNREACHABLE,
+    RobotsFetch,
+    as_found,
+    decision,
+    spellings,
+)
 from crawlers.crawl.routing import OTHER_SHARD, OUTBOX_SCHEMA, ShardRouter, shard_root_of
 from crawlers.crawl.scheduler import DISCOVERED, SEED, SITEMAP, Scheduler
 from crawlers.crawl.sitemaps import Sitemap, parse_sitemap
@@ -257,12 +266,17 @@ class Crawler:
         *,
         tier: int = 1,
         routed: bool = False,
+        found: str | tuple[str, ...] = (),
     ) -> str:
-        """Add a URL (inside the caller's transaction); returns 'queued', 'known' or the skip reason.
+        """Add a URL (inside the caller's transaction); returns 'queued', 'known' or the skip
+        reason ('robots disallowed' when robots.txt refuses a spelling it was `found` under).
 
         A URL skipped for max-depth is looked at again when a later link reaches it within
         max_depth (links are found in fetch order, not shortest path first); so is a sitemap URL
-        a sitemap cap skipped, when anything but a sitemap finds it."""
+        a sitemap cap skipped, when anything but a sitemap finds it. `found` is the URL as found
+        (the absolute link, seed, sitemap entry or redirect Location before canonicalisation);
+        robots.txt must allow it too (`_found_as`)."""
+        verdict = self._found_as(url, found) if found else None
         again = (url in self.too_deep and depth <= self.cfg.max_depth) or (
             url in self.capped and source != "sitemap"
         )
@@ -309,6 +323,8 @@ class Crawler:
                 self.stats["skipped"] += 1
             self._finished.append(url)
             return reason
+        if verdict is not None:
+            return self._deny_found(row, verdict, again)
         base = row["priority"]
         if tier != 0:
             adjust = self.traps.families.adjustment(url, anchor, depth)
@@ -328,6 +344,65 @@ class Crawler:
         row["_base"] = base  # the priority before the family's evidence (it is re-read at pop)
         self.sched.push(row)
         return "queued"
+
+    def _found_as(self, url: str, found: str | tuple[str, ...]) -> tuple[str, str] | None:
+        """Remember the spellings `url` was found under (inside the caller's transaction);
+        (crawl, training) decisions when the origin's robots.txt, cached and final, refuses to
+        let the URL be crawled under one of them, else None (decided when it is visited).
+
+        The rule: robots.txt must allow a URL as found (the absolute link, seed, sitemap entry
+        or redirect Location, fragment dropped, before canonicalisation sorts its query and
+        re-encodes it) and as requested (its canonical form), for each token; a disallowed
+        spelling wins over allowed ones. The frontier keeps one row per canonical URL, so the
+        spellings robots.txt could judge otherwise than the canonical form are kept beside it
+        (frontier meta `robots-as-found:<url>`, at most `MAX_SPELLINGS`, so a resumed crawl
+        still has them) and `_visit` asks robots.txt about the URL and all of them at once. A
+        new URL refused under its spelling is recorded denied here, as a visit would; a spelling
+        found after the URL was fetched can no longer undo that fetch.
+        """
+        new = spellings(url, found)
+        if not new:
+            return None
+        key = AS_FOUND_KEY + url
+        stored: list[str] = self.frontier.get_meta(key) or []
+        added = [s for s in new if s not in stored][: max(0, MAX_SPELLINGS - len(stored))]
+        if added:
+            stored += added
+            self.frontier.set_meta(key, stored)
+        policy = self.downloader.robots
+        robots = policy.cached(url)
+        if robots is None or policy.retry_at(url) is not None:
+            return None  # not known yet, or an outage that may pass: decided at the visit
+        crawl = decision(robots, policy.agent, url, new)
+        if crawl == ALLOWED:
+            return None
+        return crawl, decision(robots, policy.training_agent, url, [*stored, *new])
+
+    def _found_spellings(self, url: str) -> tuple[str, ...]:
+        """The spellings `_found_as` kept for `url`."""
+        return tuple(self.frontier.get_meta(AS_FOUND_KEY + url) or ())
+
+    def _deny_found(self, row: dict[str, Any], verdict: tuple[str, str], again: bool) -> str:
+        """Record a URL robots.txt refuses under a spelling it was found under as denied, as
+        `_visit` records one refused as requested (inside the caller's transaction)."""
+        url, (crawl, training) = row["url"], verdict
+        row.update(
+            state="denied",
+            crawl_allowed=0,
+            training_allowed=0,
+            robots_crawl=crawl,
+            robots_training=training,
+        )
+        if again:
+            fields = {k: v for k, v in row.items() if k != "url"}
+            self.frontier.update(url, {**fields, "skip_reason": None})
+            self.stats["skipped"] -= 1
+        else:
+            self.frontier.add(row)
+        self.per_host[row["host"]] += 1
+        self.stats["denied"] += 1
+        self._finished.append(url)
+        return f"robots {crawl}"
 
     def _unwanted_type(self, url: str) -> str | None:
         """'unwanted-type: ...' for a link whose file extension names a type `wanted_types` does
@@ -357,6 +432,7 @@ class Crawler:
         anchor: str,
         parent_topic: str,
         canonical: tuple[str, str | None] | None = None,
+        found: tuple[str, ...] = (),
     ) -> str:
         """Discover an outlink by its canonical address (`TrapDetector.canonical`, or as given): a
         URL that only re-presents a document (session id, sort/view parameter) is recorded as
@@ -366,7 +442,7 @@ class Crawler:
             if url not in self.known:
                 self._skip_variant(url, depth, parent, anchor, parent_topic, clean, why or "")
             url = clean
-        return self._discover(url, depth, "link", parent, anchor, parent_topic)
+        return self._discover(url, depth, "link", parent, anchor, parent_topic, found=found)
 
     def _skip_variant(
         self,
@@ -428,7 +504,7 @@ class Crawler:
             bad_seeds = []
             for seed in self.seeds:
                 try:
-                    self._discover(canonicalize(seed), 0, "seed")
+                    self._discover(canonicalize(seed), 0, "seed", found=as_found(seed))
                 except UrlError as exc:
                     bad_seeds.append((seed, exc))
             if bad_seeds and len(bad_seeds) == len(self.seeds) and not self.resume:
@@ -694,7 +770,7 @@ class Crawler:
                 continue
             if why := self._sitemap_cap(host):
                 self._skip_capped(target, 1, url, why)
-            elif self._discover(target, 1, "sitemap", parent=url) == "queued":
+            elif self._discover(target, 1, "sitemap", parent=url, found=as_found(loc)) == "queued":
                 found += 1
                 self.sitemap_urls[host] += 1
         return found
@@ -776,11 +852,13 @@ class Crawler:
                         row["parent"],
                         row["anchor"] or "",
                         row["topic"] or "other",
+                        found=(url, *self._found_spellings(url)),
                     )
                 self.stats["skipped"] += 1
                 self._finished.append(url)
                 return
-        crawl, training, robots = await self.robots.decide(url)
+        # robots.txt must allow the URL as requested and every spelling it was found under
+        crawl, training, robots = await self.robots.decide(url, self._found_spellings(url))
         self.politeness.set_crawl_delay(host, robots.crawl_delay(self.cfg.agent))
         if self._robots_wait(host, url, crawl):
             self.sched.push(row)  # queued, not denied: robots.txt is asked again after a backoff
@@ -865,7 +943,9 @@ class Crawler:
                 clean = self.traps.canonical(lk.url)  # the address it is queued under
                 step = pagination_step(clean[0], url, self.traps.paged_listings)
                 depth = row["depth"] + (not step)
-                found = self._discover_link(lk.url, depth, url, lk.anchor, page.topic, clean)
+                found = self._discover_link(
+                    lk.url, depth, url, lk.anchor, page.topic, clean, lk.found
+                )
                 # a family is a hub for what it leads to elsewhere: facet and filter pages that
                 # link their own combinations only multiply themselves
                 new += found == "queued" and shape_of(clean[0]) != own_shape
@@ -879,7 +959,7 @@ class Crawler:
                 self._skip_bad_url(bad, why, row["depth"] + 1, "link", url)
             if fields.get("redirect_to"):
                 self.traps.note_redirect(url, fields["redirect_to"])
-                self._follow_redirect(row, fields, page.topic)
+                self._follow_redirect(row, fields, page.topic, as_found(res.location() or "", url))
                 if (fields.get("error") or "").startswith("redirect to an already-known"):
                     # an alias of a page already known (shortlink, old permalink): for its link
                     # family, a copy
@@ -889,7 +969,9 @@ class Crawler:
             self.frontier.update(url, fields)
         self._finish(url, res.status)
 
-    def _follow_redirect(self, row: dict[str, Any], fields: dict[str, Any], topic: str) -> None:
+    def _follow_redirect(
+        self, row: dict[str, Any], fields: dict[str, Any], topic: str, location: str = ""
+    ) -> None:
         """Queue a redirect's target (inside the caller's transaction); errors go to `fields`.
 
         Redirects go through the frontier so robots, politeness and de-duplication apply to
@@ -913,6 +995,7 @@ class Crawler:
             topic,
             hops,
             tier=row.get("tier", 1),  # a seed's redirect keeps the seed's place
+            found=location,  # the Location as given: robots.txt must allow it too
         )
         if found == "known":
             fields["error"] = (

@@ -12,6 +12,7 @@ import lxml.html
 from lxml import etree
 
 from crawlers.crawl.canon import UrlError, canonicalize
+from crawlers.crawl.robots_policy import as_found
 
 # Directive names that contain a colon themselves, so 'name: value' is not a user-agent scope.
 _VALUED = ("unavailable_after", "max-snippet", "max-image-preview", "max-video-preview")
@@ -48,11 +49,14 @@ class Directives:
 
 @dataclass
 class Link:
-    """An outlink: canonical URL, its anchor text and whether rel=nofollow marked it."""
+    """An outlink: canonical URL, its anchor text and whether rel=nofollow marked it; `found`
+    holds the spellings the page wrote it in (absolute, fragment dropped, not canonicalised),
+    which robots.txt must allow too."""
 
     url: str
     anchor: str
     nofollow: bool
+    found: tuple[str, ...] = ()
 
 
 @dataclass
@@ -224,7 +228,13 @@ def parse_html(
             break
     title = root.find(".//title")
     info.title = " ".join((title.text_content() if title is not None else "").split())
-    seen: set[str] = set()
+    seen: dict[str, Link] = {}
+
+    def spelled(url: str, href: str) -> None:
+        """Note one more spelling of a link already added (robots.txt is asked about each)."""
+        found = as_found(href, base)
+        if found and found not in seen[url].found:
+            seen[url].found += (found,)
 
     def follow(href: str, anchor: str, nofollow: bool) -> None:
         """Add `href` as a link once, or record it as a bad link when it names no web page."""
@@ -235,8 +245,9 @@ def parse_html(
                 info.bad_links.append((bad, str(exc)))
             return
         if url not in seen:
-            seen.add(url)
-            info.links.append(Link(url, anchor, nofollow))
+            seen[url] = Link(url, anchor, nofollow)
+            info.links.append(seen[url])
+        spelled(url, href)
 
     for a in root.iter("a"):
         href = (a.get("href") or "").strip()
@@ -258,8 +269,9 @@ def parse_html(
         if "canonical" in rel:
             info.canonical = info.canonical or url
         if url not in seen:  # a page's canonical address is a link too (often the only one)
-            seen.add(url)
-            info.links.append(Link(url, "", "nofollow" in rel))
+            seen[url] = Link(url, "", "nofollow" in rel)
+            info.links.append(seen[url])
+        spelled(url, href)
     # A meta refresh sends the reader on like a link does (old redirects, moved pages): the
     # target is a link, under the same rules and checks as any other.
     for meta in root.iter("meta"):

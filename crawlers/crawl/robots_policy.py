@@ -21,15 +21,18 @@ from __future__ import annotations
 import asyncio
 import re
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from urllib.parse import urlsplit, urlunsplit
 
 from crawlers.crawl.fetcher import ROBOTS_MAX_BYTES, Fetcher, FetchResult
 from crawlers.crawl.politeness import parse_retry_after
 from crawlers.robots import RobotsCache, RobotsTxt, origin_of
+from crawlers.robots_match import normalize_path, path_params_query
 
 ALLOWED, DISALLOWED, UNREACHABLE = "allowed", "disallowed", "unreachable"
+AS_FOUND_KEY = "robots-as-found:"  # frontier meta key prefix: + canonical URL -> its spellings
+MAX_SPELLINGS = 64  # spellings remembered per canonical URL
 
 
 @dataclass
@@ -45,15 +48,24 @@ class RobotsFetch:
     truncated: bool = False  # body is the first 500 KiB of a longer file (cut to a whole line)
 
 
-def decision(robots: RobotsTxt, agent: str, url: str) -> str:
+def decision(robots: RobotsTxt, agent: str, url: str, found: Iterable[str] = ()) -> str:
     """'allowed', 'disallowed', or 'unreachable' for one agent and URL: allowed only when
     robots.txt allows the URL as requested, in the crawler's canonical form
     (`crawlers.crawl.canon.canonicalize`, the form frontier URLs and consent recheck are
     matched in) and with its path's slashes merged: an image's or a redirect's `/%70rivate/x`
     or `/a/../private/x` meets `Disallow: /private`, so does `//private/x` (servers such as
     nginx merge slashes and serve `/private/x` for it), and a rule on what canonicalizing drops
-    (`Disallow: /*?sid=`) still holds for the URL as requested."""
-    if robots.allows(agent, url) and all(robots.allows(agent, u) for u in _other_forms(url)):
+    (`Disallow: /*?sid=`) still holds for the URL as requested.
+
+    `found` are the spellings the URL was found under (a link, seed, sitemap entry or
+    redirect's Location as written, before canonicalisation, which sorts query parameters):
+    robots.txt must allow each of them too, so `Disallow: /search?q=` holds for a link to
+    `/search?q=a&page=2` that is requested as `/search?page=2&q=a`."""
+    forms = (url, *found)
+    if all(
+        robots.allows(agent, f) and all(robots.allows(agent, u) for u in _other_forms(f))
+        for f in forms
+    ):
         return ALLOWED
     unreachable = robots.kind.startswith("unreachable") or robots.kind == "network-error"
     return UNREACHABLE if unreachable else DISALLOWED
@@ -86,6 +98,34 @@ def _other_forms(url: str) -> list[str]:
         pass
     forms += [merged_slashes(f) for f in forms]
     return [f for f in dict.fromkeys(forms) if f != url]
+
+
+def as_found(url: str, base: str | None = None) -> str:
+    """A URL as found, for `decision`'s `found`: resolved against `base` as
+    `crawlers.crawl.canon.canonicalize` resolves it (backslashes as browsers read them), its
+    fragment dropped, nothing else changed; '' when it cannot be resolved."""
+    from urllib.parse import urljoin
+
+    from crawlers.crawl.canon import browser_slashes
+
+    url = browser_slashes(url.strip(), base)
+    try:
+        url = urljoin(base, url) if base else url
+    except ValueError:  # 'http://[::1': canonicalize refuses it too
+        return ""
+    return url.split("#", 1)[0]
+
+
+def spellings(url: str, found: str | Iterable[str]) -> list[str]:
+    """The spellings in `found` (fragment dropped) that robots.txt could judge otherwise than
+    the canonical `url`: those whose path and query, as matched, differ from the URL's."""
+    own = normalize_path(path_params_query(url))
+    out: list[str] = []
+    for f in (found,) if isinstance(found, str) else found:
+        f = f.split("#", 1)[0]
+        if f and f not in out and normalize_path(path_params_query(f)) != own:
+            out.append(f)
+    return out
 
 
 def transient(status: int | None, error: str | None) -> bool:
@@ -224,7 +264,10 @@ class RobotsPolicy:
         # The parser drops the cut's partial last line and reports the truncation.
         return RobotsFetch(origin, status, body, time.time(), res.error, res, truncated)
 
-    async def decide(self, url: str) -> tuple[str, str, RobotsTxt]:
-        """(crawl decision, training decision, policy) for a URL."""
+    async def decide(self, url: str, found: Iterable[str] = ()) -> tuple[str, str, RobotsTxt]:
+        """(crawl decision, training decision, policy) for a URL and the spellings it was
+        found under (`decision`)."""
         robots = await self.get(url)
-        return decision(robots, self.agent, url), decision(robots, self.training_agent, url), robots
+        found = tuple(found)
+        crawl = decision(robots, self.agent, url, found)
+        return crawl, decision(robots, self.training_agent, url, found), robots

@@ -196,9 +196,9 @@ def test_sitemaps_collected_anywhere_in_order_without_duplicates() -> None:
 def test_invalid_utf8_and_control_bytes_do_not_break_parsing() -> None:
     robots = RobotsTxt.parse(b"User-agent: *\nDisallow: /caf\xe9\nDisallow: /a\x00b\n")
     assert not robots.allows(BOT, "/caf%E9")  # a non-UTF-8 byte is escaped as that octet
-    # Control bytes are not escaped (Google's MaybeEscapePattern): the raw byte matches.
+    # A control byte is no URI character: raw or escaped, it is compared as its escape.
     assert not robots.allows(BOT, "/a\x00b")
-    assert robots.allows(BOT, "/a%00b")
+    assert not robots.allows(BOT, "/a%00b")
     assert robots.allows(BOT, "/cafe")
 
 

@@ -50,11 +50,12 @@ def test_path_params_query_matches_googles_extraction(url: str, path: str) -> No
         ("/foo/bar?baz=https%3A%2F%2Ffoo.bar", "/foo/bar?baz=https%3A%2F%2Ffoo.bar"),
         ("/foo/bar/ツ", "/foo/bar/%E3%83%84"),
         ("/foo/bar/%E3%83%84", "/foo/bar/%E3%83%84"),
-        ("/foo/bar/%62%61%7A", "/foo/bar/%62%61%7A"),  # nothing is decoded
+        ("/foo/bar/%62%61%7A", "/foo/bar/baz"),  # unreserved escapes decoded (RFC 9309)
+        ("/%7ejoe/%2f%3d", "/~joe/%2F%3D"),  # reserved escapes stay escapes
         ("/a$b$", "/a%24b$"),
         ("/*.gif$", "/*.gif$"),
         ("/100%", "/100%"),
-        ("/a b", "/a b"),  # only bytes outside ASCII are escaped (MaybeEscapePattern)
+        ("/a b", "/a%20b"),  # a character no URI carries raw is compared escaped
         ("/a%2fb\xe9", "/a%2Fb%C3%A9"),
     ],
 )
@@ -67,7 +68,9 @@ def test_normalize_pattern(pattern: str, normalised: str) -> None:
     [
         ("/foo/bar/ツ", "/foo/bar/ツ"),  # compared as given: callers pass encoded URLs
         ("/a%2fb", "/a%2Fb"),
-        ("/%7Euser", "/%7Euser"),
+        ("/%7Euser", "/~user"),
+        ("/%41%2d%5F%2E", "/A-_."),
+        ("/a b\t<x>", "/a%20b%09%3Cx%3E"),
         ("/file-with-a-*.html", "/file-with-a-%2A.html"),
         ("/foo-$", "/foo-%24"),
         ("/plain/path?q=1", "/plain/path?q=1"),

@@ -22,6 +22,8 @@ DEVIATIONS = {
     "stress/369883/5": "RFC 9309 §2.2.2: /robots.txt is implicitly allowed",
     "stress/369883/9": "RFC 9309 §2.2.2: /robots.txt is implicitly allowed",
     "stress/860237/9": "RFC 9309 §2.2.2: /robots.txt is implicitly allowed",
+    "non-ascii-paths/5": "RFC 9309 §2.2.2: escaped unreserved characters are unencoded "
+    "before comparison (/foo/bar/%62%61%7A is /foo/bar/baz, the RFC's own example)",
 }
 STANDARD = [c for c in SPEC_CASES if c.standard]
 
@@ -55,7 +57,7 @@ def test_score_and_googles_parser_agree_with_the_port() -> None:
     assert sorted(google_fails) == sorted(GOOGLE_DISAGREES)
     ours_fails = sorted(c.id for c in STANDARD if _ours(c) is not c.allowed)
     assert ours_fails == sorted(DEVIATIONS)
-    assert len(STANDARD) - len(ours_fails) == 353  # gpyrobotstxt: 357 of these 359
+    assert len(STANDARD) - len(ours_fails) == 352  # gpyrobotstxt: 357 of these 359
 
 
 @pytest.mark.parametrize("case", [c for c in SPEC_CASES if not c.standard], ids=lambda c: c.id)
