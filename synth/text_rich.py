@@ -660,6 +660,8 @@ def make_text_rich(
     for p, (res, why) in zip(kept, results, strict=True):
         ocr = _ocr_row(res, engine_name) if res is not None else None
         reason = why or select(ocr, sel)
+        if reason == "no_text":  # too few letters to be text: no language (docs: `und`)
+            ocr["language"], ocr["script"] = "und", ""
         rel = None
         if reason is None:
             try:  # the transcription and QA pairs name the copy, inside this dataset

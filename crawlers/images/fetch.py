@@ -59,7 +59,7 @@ from collections import Counter, deque
 from collections.abc import Callable, Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
-from urllib.parse import urlsplit
+from urllib.parse import urlsplit, urlunsplit
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -72,7 +72,7 @@ from common.phash import colour_thumbnail
 from crawlers.crawl.canon import UrlError, canonicalize
 from crawlers.crawl.downloader import TRANSIENT_ERRORS, Downloader, RetryLayer, RobotsLayer
 from crawlers.crawl.fetcher import FetchResult, mime_of
-from crawlers.crawl.politeness import parse_retry_after
+from crawlers.crawl.politeness import ip_literal, parse_retry_after
 from crawlers.crawl.robots_policy import ALLOWED, UNREACHABLE
 from crawlers.images.config import IMAGE_TYPES, ImageFetchConfig
 from crawlers.images.consent import (
@@ -84,7 +84,7 @@ from crawlers.images.consent import (
 from crawlers.images.decode import decode_image
 from crawlers.images.faces import FaceDetector, ImageFault, image_step, redact
 from crawlers.images.journal import open_journal
-from crawlers.images.shards import server_key
+from crawlers.images.shards import ip_host, server_key
 
 FETCHED = "fetched.parquet"
 IMAGES = "images"
@@ -629,12 +629,39 @@ def _transient(outcome: dict) -> bool:
     )
 
 
-def url_key(src: str) -> str:
-    """What a run keys one URL's outcome by: its canonical form (`crawlers.crawl.canon`), so
-    '…/a.png', '…/a.png#top', 'HTTP://…' and ' …/a.png ' are fetched once; the src itself
-    when it has none."""
+def _dotted_host(url: str) -> str | None:
+    """The dotted-decimal address of a URL whose host is a numeric IPv4 address spelled
+    otherwise ('2130706438', '0177.0.0.6', '127.6', '127.0.0.06': '127.0.0.6', `shards.ip_host`),
+    else None (a name, an address already so spelled, an IPv6 literal, no canonical form)."""
     try:
-        return canonicalize(src)
+        host = urlsplit(canonicalize(url)).hostname or ""
+    except (UrlError, ValueError):
+        return None
+    return None if ip_literal(host) is not None else ip_host(host)
+
+
+def request_url(src: str) -> str:
+    """The URL a src is requested at: the src as written, but a numeric IPv4 host spelled other
+    than dotted-decimal rewritten to that form (the connection refuses the others, while
+    `shards` and browsers take them as that address), port and userinfo kept."""
+    address = _dotted_host(src)
+    if address is None:
+        return src
+    parts = urlsplit(src.strip())
+    userinfo, at, hostport = parts.netloc.rpartition("@")
+    host, colon, port = hostport.partition(":")  # an IPv4 host: the first ':' starts the port
+    if _dotted_host(f"http://{host}/") != address:  # the src as split names another host
+        return src
+    return urlunsplit(parts._replace(netloc=f"{userinfo}{at}{address}{colon}{port}"))
+
+
+def url_key(src: str) -> str:
+    """What a run keys one URL's outcome by: its canonical form (`crawlers.crawl.canon`) with a
+    numeric IPv4 host dotted (`request_url`), so '…/a.png', '…/a.png#top', 'HTTP://…',
+    ' …/a.png ' and 'http://2130706437/…' for 'http://127.0.0.5/…' are fetched once; the src
+    itself when it has none."""
+    try:
+        return request_url(canonicalize(src))
     except UrlError:
         return src
 
@@ -772,7 +799,7 @@ class _Run:
             return {"drop_reason": "fetch_error", "error": error, "image_training": False}
         while True:
             self.requests += 1
-            res = await d.fetch(src, resource_type="image", wanted_types=IMAGE_TYPES)
+            res = await d.fetch(request_url(src), resource_type="image", wanted_types=IMAGE_TYPES)
             wait = d.robots.retry_at(res.final_url) if res.error else None
             if wait is None or not res.error.startswith("robots-unreachable"):
                 break
@@ -825,7 +852,8 @@ class _Run:
     async def _outcome(self, src: str) -> tuple[dict, bool]:
         """(outcome, whether this call produced it, so it is journaled once). Keyed by the
         canonical URL (`url_key`): every spelling of one URL shares one fetch, made with the
-        src of the first ref of it in input order (its server's lane is taken in order)."""
+        src of the first ref of it in input order (its server's lane is taken in order), its
+        numeric host dotted (`request_url`)."""
         key = url_key(src)
         if key in self.outcomes:
             return self.outcomes[key], False

@@ -87,7 +87,6 @@ from crawlers.images.ocr_scripts import (
     _RIVAL_CONF,
     _SCRIPT_LETTERS,
     _WEAK_RIVALS,
-    ISO,
     LANG_SCRIPT,
     OSD_SCRIPT,
     _char_conf,
@@ -101,6 +100,7 @@ from crawlers.images.ocr_scripts import (
     _spells_its_script,
     _weight,
     _words_weight,
+    reading_labels,
     traditional_margins,
 )
 
@@ -1076,10 +1076,11 @@ class OcrEngine:
             for w in words
         ]
         turn_total = sum(a for a, _, _ in steps if a in (90, 180, 270))
+        language, script = reading_labels(lang, text)
         return OcrResult(
             text=text,
-            language=ISO.get(lang, "und") if text else "und",
-            script=LANG_SCRIPT.get(lang, "") if text else "",
+            language=language,
+            script=script,
             tesseract_lang=lang if text else "",
             confidence=round(conf, 4),
             text_share=round(text_share([w.box for w in mapped], size), 4),

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import re
+import unicodedata
 from typing import Protocol
 
 
@@ -77,6 +78,17 @@ _MODELS = {
 }
 LANG_SCRIPT = {lang: script for lang, (script, _iso) in _MODELS.items()}
 ISO = {lang: iso for lang, (_script, iso) in _MODELS.items()}
+
+
+def reading_labels(lang: str, text: str) -> tuple[str, str]:
+    """(ISO 639-1 language, script) of `text` read in the Tesseract language `lang`: ('und', '')
+    for a reading without a letter (Unicode category L*), whatever model read it: digits and
+    signs are no language's ('540' read by ara is not Arabic), nor is an empty reading."""
+    if not any(unicodedata.category(ch)[0] == "L" for ch in text):
+        return "und", ""
+    return ISO.get(lang, "und"), LANG_SCRIPT.get(lang, "")
+
+
 # OSD's script for a page is often a wrong one of these (on rendered pages of lingua-py's test
 # sentences: Chinese named Korean or Japanese, English Cyrillic, Greek Latin): a page named one
 # is also read in its rivals, the most confident characters kept (OcrEngine._read).

@@ -25,8 +25,10 @@ import hashlib
 import ipaddress
 import re
 from collections.abc import Iterable
+from urllib.parse import urlsplit
 
 from common.inputs import url_netloc
+from crawlers.crawl.canon import canonicalize
 from crawlers.crawl.politeness import hostname_of, ip_literal, registered_domain
 
 # One part of a numeric IPv4 host as inet_aton and the WHATWG URL parser read it: hex, octal, decimal.
@@ -65,10 +67,17 @@ def ip_host(name: str) -> str | None:
 
 def server_key(src: object) -> str:
     """The server an image URL names: its IP address (`ip_host`), or the registered domain of its
-    host ('' when the URL does not parse)."""
+    host ('' when the URL does not parse). The host is taken as the URL's canonical form spells it
+    (`canonicalize`: lower case, IDNA-encoded, no trailing dot), so 'bücher.example',
+    'BÜCHER.example.' and 'xn--bcher-kva.example' are one server; a src with no canonical form
+    (never fetched: a bad-url row) keys on its host as written."""
     netloc = url_netloc(src)
     if not netloc:
         return ""
+    try:
+        netloc = urlsplit(canonicalize(str(src))).netloc
+    except ValueError:  # UrlError among them
+        pass
     name = hostname_of(netloc.rsplit("@", 1)[-1]).rstrip(".")
     return ip_host(name) or registered_domain(name)
 

@@ -8,6 +8,7 @@ Also the text form of interleaved documents: each kept image block becomes `<|im
 
 from __future__ import annotations
 
+from collections import defaultdict
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -16,7 +17,7 @@ import pyarrow as pa
 
 from filters.images.captions import caption_rows
 from filters.images.config import ImageFilterConfig
-from filters.images.dedup import dedup_rows, phash_bytes
+from filters.images.dedup import DUPLICATE, dedup_rows, phash_bytes
 
 LOW_CLIP_SCORE = "low_clip_score"
 IMAGE_TOKEN = "<|image|>"
@@ -90,6 +91,33 @@ def score_cut(
     return float(np.sort(finite)[::-1][keep - 1])
 
 
+def apply_score_cut(rows: Sequence[dict], cut: float) -> None:
+    """Drop the kept rows scored under `cut` (LOW_CLIP_SCORE), in place, so that `duplicate_of`
+    still names a kept row: a cut representative's duplicates under the cut are cut too (no
+    `duplicate_of`), and the best of those not under it (highest score, then smallest id, as
+    `find_duplicates` picks) is kept in its place, the others its duplicates."""
+    members: dict[str, list[dict]] = defaultdict(list)
+    for r in rows:
+        if r["drop_reason"] == DUPLICATE and r.get("duplicate_of") is not None:
+            members[r["duplicate_of"]].append(r)
+    for r in rows:
+        if r["drop_reason"] is not None or r["clip_score"] >= cut:
+            continue
+        r["drop_reason"] = LOW_CLIP_SCORE
+        passing = []
+        for m in members.get(r["id"], ()):
+            if m["clip_score"] is not None and m["clip_score"] >= cut:
+                passing.append(m)
+            else:
+                m["drop_reason"], m["duplicate_of"] = LOW_CLIP_SCORE, None
+        if passing:
+            head = min(passing, key=lambda m: (-m["clip_score"], m["id"]))
+            for m in passing:
+                m["drop_reason"], m["duplicate_of"] = (
+                    (None, None) if m is head else (DUPLICATE, head["id"])
+                )
+
+
 def build_pairs(
     fetched: Sequence[dict],
     image_root: str | Path,
@@ -124,9 +152,7 @@ def build_pairs(
         live = [r for r in rows if r["drop_reason"] is None]
         cut = score_cut([r["clip_score"] for r in live], min_score, top_fraction)
         if cut is not None:
-            for r in live:
-                if r["clip_score"] < cut:
-                    r["drop_reason"] = LOW_CLIP_SCORE
+            apply_score_cut(rows, cut)
     names = PAIRS_SCHEMA.names
     return [{k: r.get(k) for k in names} for r in rows]
 

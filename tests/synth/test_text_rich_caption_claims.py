@@ -129,3 +129,23 @@ def test_each_missing_or_refused_image_has_its_own_reason(tmp_path):
     assert reason["absolute"].startswith("image_path_outside: ")
     assert reason["none"].startswith("no_image")
     assert s["not_text_rich"]["image_path_outside"] == 2 and s["not_text_rich"]["no_image"] == 2
+
+
+class _FewLetters:
+    """A reading with a couple of Arabic letters and a number: too little to be text."""
+
+    version = "test"
+
+    def read(self, image):
+        from crawlers.images.ocr import OcrResult
+
+        return OcrResult('يه"\n12', "ar", "Arabic", "ara", 0.4, 0.001)
+
+
+def test_a_no_text_row_has_no_language(tmp_path):
+    # docs/images.md: `language` is `und` without text, whatever the model that read the marks
+    pairs = _pairs(tmp_path / "pairs", [("ok", "blank.png")])
+    make_text_rich([pairs], tmp_path / "out", engine=_FewLetters(), workers=1)
+    (row,) = pq.read_table(tmp_path / "out" / "ocr.parquet").to_pylist()
+    assert row["drop_reason"] == "no_text"
+    assert (row["ocr"]["language"], row["ocr"]["script"]) == ("und", "")
