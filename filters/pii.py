@@ -322,6 +322,77 @@ _PHONE_LABEL = re.compile(
     r"(?i)(?<![a-z])(?:tel|phone|fax|mobile?|cell|call|handy|t[eé]l[eé]fono?|t[eé]l[eé]phone|"
     r"telefone|телефон|тел|電話|电话|전화)\w*\.?[\s:.]*$|[☎📞]\s*$"
 )
+# Phone labels in many languages and scripts, for the numbers written right after one (see
+# _labelled_phones): words of cased and spaced scripts stand alone (no letter on either side);
+# those of scripts written without spaces may be glued to the text before them
+# ("...รังสิตโทรศัพท์ : 02 997 2222"). "No."/"Nr."/"number" may follow ("Tel.-Nr.", "Phone No:"),
+# and a second label after "/" ("tel/faks:").
+_LABEL_SPACED = (
+    r"tel|tlf|tfn|telp|tlp|tel[eéè]?f(?:on|ax)\w{0,8}|t[eé]l[eé]phone|telem[oó]vel|phone|ph\.|fon"
+    r"|fax|faks\w{0,3}|mob(?:\.|il(?:e|n[ií]|n[yý]|telefon)?|iil|iel|itel)?|cell(?:ulare?|phone)?"
+    r"|cel\.|celular|m[oó]vil|handy|hotline|helpline|whatsapp|puh\.|puhelin\w{0,3}|t[aā]lr\."
+    r"|t[aā]lru[nņ]\w{0,3}|điện thoại|s?đt|тел|тэл|тлф|т\.|тел[еэ]фон\w{0,4}|тэлефон\w{0,4}"
+    r"|моб(?:\.|ил\w{0,6})?|сот\.|факс|τηλ\.?|τηλ[εέ]φων\w{0,3}|κιν\.|φαξ|հեռ\.|հեռախոս\w{0,4}"
+    r"|ტელ\.?|ტელეფონ\w{0,2}|טלפון|טל[׳'\".]|פקס|נייד|फोन|फ़ोन|मोबाइल|दूरभाष|ফোন|মোবাইল"
+)
+_LABEL_GLUED = (
+    r"(?:ال)?هاتف|تلفون|تلفن|جوال|موبايل|موبایل|فاكس|โทร(?:ศัพท์|สาร)?|แฟกซ์|มือถือ"
+    r"|(?:電話|电话|手机|手機|携帯|傳真|传真|전화|휴대폰|핸드폰|팩스)(?:号码|號碼|番号|번호)?"
+)
+_LABEL = (
+    rf"(?:(?<![^\W\d_])(?:{_LABEL_SPACED})(?![^\W\d_])|{_LABEL_GLUED})"
+    r"(?:\s?[/&]\s?(?:fax|faks|факс|mob\.?|моб\.?)(?![^\W\d_]))?"
+    r"(?:[\s.-]{0,2}(?:no|nr|n[º°]|number|nummer|numer|n[uú]mero|numéro|č|číslo|номер|№)"
+    r"(?![^\W\d_])\.?)?"
+)
+# A label, or a word that leads to a number ("CALL US 0800 ..."), anywhere shortly before.
+_LABEL_NEAR = re.compile(
+    rf"(?i){_LABEL}|(?<![^\W\d_])(?:call|contact|kontakt|info|ring)(?![^\W\d_])"
+)
+_LABEL_BEFORE = re.compile(rf"(?i){_LABEL}[\s.:：=\-\u2013\u2014]{{0,4}}\(?$")
+# A run of digits and the characters phone numbers are written with, from which a number after
+# a label is read (a space only before more of the number: "0220 - 456 48", "8 (41) 523 575").
+_NUMBER_RUN = re.compile(r"\+?\(?\d(?:[\d().\-/]|\s(?=\s?[-/]?\s?[\d(]))*")
+# No phone, even after a label: two separators in a row ("09-.00-16.30", a garbled time range), an
+# amount in thousands.
+_MIXED_PUNCT = re.compile(r"[-./]{2}")
+_DECIMAL_AFTER = re.compile(r"[.,]\d")  # "1.234.567,89": an amount
+_AMOUNT = re.compile(r"[1-9]\d{0,2}(?:([.,])\d{3})(?:\1\d{3})+")  # "1.234.567", "12,345,678"
+# A catalogue's or a register's identifier: after a code of 2-5 capitals ("IRAS 05264-6347",
+# "ESO 111-12", "ИНН 7707083893"), of two Thai consonants (a government letter's number, "ศธ
+# 0506(2)/15546"), or a code word ("ID", "Ref.", "код", "коды —", "№"). Not for "+" numbers or
+# NANP's shapes ("Springfield, IL (217) 555-0123").
+_CODE_BEFORE = re.compile(
+    r"(?:(?<!\w)[A-ZÀ-ÖØ-ÞΑ-ΩА-ЯЁЄІЇЎ]{2,5}|(?<![\u0e01-\u0e4e])[\u0e01-\u0e2e]{2}) $"
+    r"|(?i:(?<![^\W\d_])(?:id|ref|code|kod|код\w{0,2}|№)[\s:#.№\-\u2013\u2014]*$)"
+)
+# Germany's municipality keys (Amtlicher Gemeindeschlüssel "03 2 56 001", with the association
+# "05 3 15 0000 000"): no phone is grouped 2-1-2-3.
+_ADMIN_CODE = re.compile(r"\d{2} \d \d{2} (?:\d{3}|\d{4} \d{3})")
+# A day of the month after a number ("0875975877 25 มี.ค.", "... 3 mai", "... 12 日"): read up
+# to the month's name, abbreviation or the day's sign, the day is not part of the number.
+_MONTHS = (
+    r"jan(?:uary?|uar|vier|eiro)?|feb(?:ruary?|ruar|braio)?|mar(?:ch|s|ts|zo|ço|et)?|apr(?:il|ile)?"
+    r"|may(?:o|ıs)?|ma[ij]o?|june?|july?|aug(?:ust|usti|ustus)?|sept?(?:ember)?|o[ck]t(?:ober)?"
+    r"|nov(?:ember)?|de[cz](?:ember)?|jänner|märz?|juni|juli|dezember|desember|janv(?:ier)?"
+    r"|f[eé]vr?(?:ier)?|avr(?:il)?|juin|juil(?:let)?|ao[uû]t|septembre|octobre|novembre"
+    r"|d[eé]cembre|ene(?:ro)?|febrero|abr(?:il)?|agosto|ago(?=\.)|junio|julio|se?tiembre|octubre"
+    r"|noviembre|dic(?:iembre)?|genn?(?:aio)?|mag(?:gio)?|giu(?:gno)?|lug(?:lio)?|settembre"
+    r"|ott(?:obre)?|fevereiro|junho|julho|setembro|outubro|(?:set|out)(?=\.)|mei|mrt|maart|ocak|[şs]ubat"
+    r"|nisan|haziran|temmuz|a[ğg]ustos|eyl[üu]l|ekim|kas[ıi]m|aral[ıi]k|stycz\w*|lutego|marca"
+    r"|kwietni\w*|czerwc\w*|lipc\w*|sierpni\w*|wrze[sś]ni\w*|pa[źz]dziernik\w*|listopad\w*"
+    r"|grudni\w*|ledna|února|března|dubna|května|června|července|srpna|září|října|prosince"
+    r"|январ\w*|феврал\w*|март\w*|апрел\w*|ма[йя]|июн[ья]?|июл[ья]?|август\w*|сентябр\w*"
+    r"|октябр\w*|ноябр\w*|декабр\w*|янв|фев|мар|апр|авг|сент?|окт|ноя|дек|січ\w*|лют\w*"
+    r"|берез\w*|квіт\w*|травн\w*|червн\w*|липн\w*|серпн\w*|верес\w*|жовт\w*|грудн\w*|th[áa]ng"
+)
+# A last group of one or two digits after white space: a day, a count, rarely a number's end.
+_SHORT_TAIL = re.compile(r"\s+\d{1,2}\.?$")
+_MONTH_NEXT = re.compile(
+    rf"\.?\s*(?:(?i:(?:de\s+)?(?:{_MONTHS})\.?(?![^\W\d_]))"
+    r"|(?:ม\.ค|ก\.พ|มี\.ค|เม\.ย|พ\.ค|มิ\.ย|ก\.ค|ส\.ค|ก\.ย|ต\.ค|พ\.ย|ธ\.ค)\."
+    r"|มกรา|กุมภา|มีนา|เมษา|พฤษภา|มิถุนา|กรกฎา|สิงหา|กันยา|ตุลา|พฤศจิกา|ธันวา|[日일号號])"
+)
 # A national-format number: trunk prefix 0 (or Russia's 8), a bracketed area code, or a Chinese
 # mobile (1[3-9]x), then digit groups with single separators.
 _NATIONAL = re.compile(
@@ -604,6 +675,7 @@ def _metadata(region: str):
 
 _GROUP_BEFORE = re.compile(r"\d[ .-]?$")
 _GROUP_AFTER = re.compile(r"[ .-]?\d")
+_TAIL_AFTER = re.compile(r"\s+\d{1,2}(?!\d|[ .,:/-]\d)")  # "... 25 มี.ค.", "... 2 persons"
 _GLUED = re.compile(r"[A-Za-z0-9_]")  # a number glued to a word ("70924_0.54804700.jpg")
 _DATE_LIKE = re.compile(r"\d{4}-\d{2}-\d{2}|\d{1,2}[./-]\d{1,2}[./-]\d{2,4}")
 # A calendar date anywhere in a candidate (a page's timestamps run together as "10:00:002022-
@@ -771,6 +843,11 @@ def _phones(
                 number = phonenumbers.parse(raw, region)
             except phonenumbers.NumberParseException:
                 continue
+            # "0875975877 25 มี.": a number found and a day or a count after it, unless the
+            # whole is a valid number of the document's own regions.
+            if inside and _SHORT_TAIL.search(raw):
+                if region not in primary or not phonenumbers.is_valid_number(number):
+                    continue
             if phonenumbers.is_possible_number(number) and _phone_ok(
                 view, start, raw, number, region, region in primary, blocked
             ):  # a longer reading ("(11) 91234-5678") replaces the part found before
@@ -802,7 +879,63 @@ def _phones(
             ):
                 found.append(m.span())
                 break
-    return found
+    found += _labelled_phones(view, found, blocked)
+    return [span for s, e in found if (span := _trim_day(view, s, e))]
+
+
+def _labelled_phones(
+    view: str, found: list[tuple[int, int]], blocked: list[tuple[int, int]]
+) -> list[tuple[int, int]]:
+    """Numbers right after a phone's label ("tlf. 57641686", "telefon: 068/5229380", "tel. 8 (41)
+    523 575", "TEL 655 8244"): phones whatever the region's plan says, with 7-15 digits written
+    as numbers are (no two separators in a row, at most one one-digit group, not years or a
+    date), where nothing else was found."""
+    out: list[tuple[int, int]] = []
+    taken = bytearray(len(view))  # the spans found or blocked (a number table has thousands)
+    for s, e in found + blocked:
+        taken[s:e] = b"\x01" * (e - s)
+    for m in _NUMBER_RUN.finditer(view):
+        start, raw = m.start(), re.split(r"\s/\s", m.group())[0].rstrip(" .-/(")
+        if sum(map(str.isdigit, raw)) < 7 or not _LABEL_BEFORE.search(
+            view[max(0, start - 40) : start]
+        ):
+            continue
+        start, raw = _balanced(start, raw)
+        if raw.startswith("(") and raw.endswith(")") and raw.count("(") == 1:
+            start, raw = start + 1, raw[1:-1]  # the whole number in brackets: "(606/262590)"
+        raw = re.sub(r"\s\d$", "", raw)  # a one-digit count after it: "... 2 persons"
+        end = start + len(raw)
+        digits = re.sub(r"\D", "", raw)
+        groups = re.findall(r"\d+", raw)
+        if (
+            not 7 <= len(digits) <= 15
+            or sum(len(g) == 1 for g in groups) > 1
+            or _YEARS.fullmatch(raw)
+            or _DATE_LIKE.fullmatch(raw)
+            or _ISO_DATE_IN.search(raw)
+            or _MIXED_PUNCT.search(raw)
+            or _AMOUNT.fullmatch(raw)
+            or _GLUED.match(view, end)
+            or _DECIMAL_AFTER.match(view, end)
+            or _in_address(view, start)
+            or 1 in taken[start:end]
+        ):
+            continue
+        out.append((start, end))
+    return out
+
+
+def _trim_day(view: str, start: int, end: int) -> tuple[int, int] | None:
+    """A span without the white space at its ends, nor a day of the month the matcher read on
+    ("0875975877 25 มี.ค.", "... 3 mai"); None when fewer than 7 digits are left."""
+    day = _SHORT_TAIL.search(view, start, end)
+    if day is not None and _MONTH_NEXT.match(view, end):
+        end = day.start()
+    while start < end and view[start].isspace():
+        start += 1
+    while end > start and view[end - 1].isspace():
+        end -= 1
+    return (start, end) if sum(map(str.isdigit, view[start:end])) >= 7 else None
 
 
 def _balanced(start: int, raw: str) -> tuple[int, str]:
@@ -824,7 +957,14 @@ def _phone_ok(view: str, start: int, raw: str, number, region: str, primary: boo
     end = start + len(raw)
     if _overlaps(start, end, blocked) or _context_blocks(view, start):
         return False
-    if _in_address(view, start):
+    if _in_address(view, start) or _MIXED_PUNCT.search(raw):
+        return False
+    # A catalogue's or register's code before the digits, or a municipality key's grouping: no
+    # phone, unless a phone's label stands near ("CALL US 0800 ...").
+    shape = raw.strip()
+    plain = not shape.startswith("+") and not _NANP_SHAPE.fullmatch(shape)
+    code = _CODE_BEFORE.search(view[max(0, start - 16) : start]) or _ADMIN_CODE.fullmatch(shape)
+    if plain and code and not _LABEL_NEAR.search(view[max(0, start - 30) : start]):
         return False
     if _DATE_LIKE.fullmatch(raw.strip()) or _ISO_DATE_IN.search(raw):
         return False
@@ -832,8 +972,13 @@ def _phone_ok(view: str, start: int, raw: str, number, region: str, primary: boo
         return False
     if (start and _GLUED.match(view, start - 1)) or _GLUED.match(view, end):
         return False
-    # Digit groups of a longer grouped number (an IBAN body, an account number) are no phone.
-    if _GROUP_BEFORE.search(view, max(0, start - 2), start) or _GROUP_AFTER.match(view, end):
+    # Digit groups of a longer grouped number (an IBAN body, an account number) are no phone;
+    # a valid number followed by a day or a count alone ("0875975877 25 มี.ค.") is one.
+    if _GROUP_BEFORE.search(view, max(0, start - 2), start):
+        return False
+    if _GROUP_AFTER.match(view, end) and not (
+        _TAIL_AFTER.match(view, end) and phonenumbers.is_valid_number(number)
+    ):
         return False
     digits = re.sub(r"\D", "", raw)
     if not 7 <= len(digits) <= 15:
