@@ -47,7 +47,9 @@ import tempfile
 import textwrap
 import time
 from collections import defaultdict
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from _peers import SCRAPY, peer_python
 
@@ -395,22 +397,21 @@ def many_hosts_main(counts: list[int], max_pages: int, concurrency: int, delay: 
 
 def scheduler_only(counts: list[int], per_host: int = 3) -> None:
     """The scheduler alone, no network: queue `per_host` URLs on each of N hosts (one a seed),
-    then pick, start and finish every item; prints CPU microseconds per pick + reschedule."""
+    then pick, start and finish every item; prints CPU microseconds per pick + reschedule, with
+    each host on its own server and with all N hosts on one (subdomains behind one address)."""
     import sys
 
     sys.path.insert(0, str(ROOT))
     from crawlers.crawl.config import CrawlConfig
     from crawlers.crawl.engine import Crawler
 
-    print(f"{'hosts':>7} {'items':>8} {'us/pick':>8}")
-    for n in counts:
+    def run(n: int, url: Callable[[int, int], str], **cfg: Any) -> tuple[int, float]:
         with tempfile.TemporaryDirectory(prefix="bench-sched-") as tmp:
-            c = Crawler([], Path(tmp), CrawlConfig(delay=0.0, allow_private_networks=True))
+            c = Crawler([], Path(tmp), CrawlConfig(delay=0.0, allow_private_networks=True, **cfg))
             with c.frontier:
                 for i in range(n):
                     for j in range(per_host):
-                        url = f"http://{many_host_ip(i)}:80/p{j}"
-                        c._discover(url, min(j, 1), "link" if j else "seed")
+                        c._discover(url(i, j), min(j, 1), "link" if j else "seed")
             t0, picks = time.thread_time(), 0
             while True:
                 key, host, _tier, _wait = c.sched.pick()
@@ -422,7 +423,13 @@ def scheduler_only(counts: list[int], per_host: int = 3) -> None:
                 picks += 1
             dt = time.thread_time() - t0
             c.frontier.close()
-        print(f"{n:7d} {picks:8d} {1e6 * dt / picks:8.1f}", flush=True)
+        return picks, 1e6 * dt / picks
+
+    print(f"{'hosts':>7} {'items':>8} {'us/pick':>8} {'one key':>8}")
+    for n in counts:
+        picks, us = run(n, lambda i, j: f"http://{many_host_ip(i)}:80/p{j}")
+        _, shared = run(n, lambda i, j: f"http://h{i}.shared.example/p{j}", politeness_key="domain")
+        print(f"{n:7d} {picks:8d} {us:8.1f} {shared:8.1f}", flush=True)
 
 
 def news_main(n_articles: int, max_pages: int | None) -> None:

@@ -12,6 +12,12 @@ a ready heap ordered by their best item (tier, then effective priority: stored p
 refreshed language signal, topic-quota penalty; refreshed when it reaches the top), so starting
 a request costs O(log keys), not a scan of every host. Keys the circuit breaker abandoned wait
 in a third heap until their cool-down ends and they are probed again.
+
+Within a key, hosts are ranked by heaps as well (`_KeyHosts`): a host is ranked again only when
+its work, its hold or its language signal changed, and the topic quotas are applied per topic
+when the key is looked at, so finding a key's best host costs O(log hosts on the key), not a
+scan of them. Ties go to the host whose URL was queued first (for a sitemap: the host with the
+fewest URLs queued), then to the host name, so the same inputs give the same order.
 """
 
 from __future__ import annotations
@@ -27,6 +33,44 @@ from crawlers.crawl.politeness import Politeness
 from crawlers.crawl.priority import LanguageTracker, Weights, topic_quota_penalty
 
 SEED, SITEMAP, DISCOVERED = 0, 1, 2  # item tiers, best first
+
+
+class _KeyHosts:
+    """The hosts of one politeness key, ranked: seeds by priority, hosts with sitemaps by the URLs
+    they hold, discovered work per topic by its score before the topic quota, held hosts by the
+    end of their hold. An entry is never removed in place: one whose version is not its host's
+    current version is stale and is dropped when it reaches the top (or when the heaps are
+    compacted)."""
+
+    def __init__(self) -> None:
+        self.seeds: list[tuple[float, int, str, int]] = []  # (-priority, seq, host, version)
+        self.sitemaps: list[tuple[int, str, int]] = []  # (URLs queued, host, version)
+        # topic -> heap of (-score before the topic's quota penalty, seq, host, version)
+        self.topics: dict[str, list[tuple[float, int, str, int]]] = {}
+        self.held: list[tuple[float, str, int]] = []  # (hold ends, host, version)
+        self.entries = 0  # in all heaps, stale ones included
+        self.dirty: set[str] = set()  # hosts whose work, hold or language signal changed
+        self.now = float("-inf")  # when the key was last looked at
+
+    def push(self, heap: list, entry: tuple) -> None:
+        heapq.heappush(heap, entry)
+        self.entries += 1
+
+    def top(self, heap: list, versions: dict[str, int]) -> tuple | None:
+        """The heap's best entry that is not stale, or None."""
+        while heap and versions.get(heap[0][-2]) != heap[0][-1]:
+            heapq.heappop(heap)
+            self.entries -= 1
+        return heap[0] if heap else None
+
+    def compact(self, versions: dict[str, int]) -> None:
+        """Drop every stale entry (they outnumber the live ones)."""
+        heaps = [self.seeds, self.sitemaps, self.held, *self.topics.values()]
+        for heap in heaps:
+            heap[:] = [e for e in heap if versions.get(e[-2]) == e[-1]]
+            heapq.heapify(heap)
+        self.topics = {t: heap for t, heap in self.topics.items() if heap}
+        self.entries = sum(len(heap) for heap in heaps)
 
 
 class Scheduler:
@@ -63,6 +107,8 @@ class Scheduler:
         self.probing: list[tuple[float, int, str]] = []  # abandoned keys, by end of cool-down
         self.ready: list[tuple[int, float, int, str]] = []
         self._ver: dict[str, int] = {}
+        self._ranked: defaultdict[str, _KeyHosts] = defaultdict(_KeyHosts)  # key -> its hosts
+        self._host_ver: dict[str, int] = {}  # host -> version of its entries in _ranked
         self._in_heap: set[str] = set()
         self._tick = 0
         self.to_resolve: deque[str] = deque()  # hosts whose key (address) is not known yet
@@ -101,6 +147,7 @@ class Scheduler:
                     heapq.heappush(heap, (tier, -now, seq, url))
                     continue
             self.queued -= 1
+            self._touch(host)
             return self.rows.pop(url)
 
     def unreserve(self, row: dict[str, Any]) -> None:
@@ -129,15 +176,26 @@ class Scheduler:
 
     def next_sitemap(self, host: str) -> tuple[str, int] | None:
         queue = self.sitemap_queue.get(host)
-        return queue.popleft() if queue else None
+        if not queue:
+            return None
+        self._touch(host)
+        return queue.popleft()
 
     def requeue_sitemap(self, host: str, url: str, depth: int) -> None:
         """Put a sitemap back first in its host's queue (its robots.txt is asked again first)."""
         self.sitemap_queue[host].appendleft((url, depth))
+        self._touch(host)
 
     def hold_host(self, host: str, until: float) -> None:
         """Start nothing on the host before `until` (monotonic), e.g. while robots.txt is retried."""
         self.hold[host] = until
+        self._touch(host)
+
+    def observe_lang(self, host: str, lang: str) -> None:
+        """Count a page of the host identified as `lang`: its language signal changes, and the
+        host is ranked again (call this, not `LanguageTracker.observe`, while URLs are queued)."""
+        self.langs.observe(host, lang)
+        self._touch(host)
 
     # --- budget -------------------------------------------------------------------------
     def limit_reached(self) -> bool:
@@ -189,6 +247,7 @@ class Scheduler:
                 return
             self.host_key[host] = key
         self.key_hosts[key].add(host)
+        self._ranked[key].dirty.add(host)
         self.schedule(key)
 
     async def resolve(self, host: str) -> None:
@@ -196,7 +255,15 @@ class Scheduler:
         self._unresolved.discard(host)
         self.host_key[host] = key
         self.key_hosts[key].add(host)
+        self._ranked[key].dirty.add(host)
         self.schedule(key)
+
+    def _touch(self, host: str) -> None:
+        """The host's work, hold or language signal changed: rank it again when its key is next
+        looked at."""
+        key = self.host_key.get(host)
+        if key is not None:
+            self._ranked[key].dirty.add(host)
 
     def start(self, key: str) -> None:
         """A request to the key's server starts (more may start while K > 1 are allowed)."""
@@ -212,47 +279,89 @@ class Scheduler:
         """Monotonic time the next abandoned server is probed again; None when none is."""
         return self.probing[0][0] if self.probing else None
 
-    def _host_item(self, host: str) -> tuple[int, float] | None:
-        """(tier, -score) of a host's next piece of work; None when it has none."""
-        heap = self.heaps.get(host)
-        if heap and heap[0][0] == 0:
-            return SEED, heap[0][1]
-        if self.sitemap_queue.get(host) and not (heap and self.queue_full(host)):
-            # sitemaps before discovered URLs (they feed the frontier), unless the host's queue
-            # already holds several times what max_pages leaves: its URLs go first then
-            return SITEMAP, float("-inf")
-        if not heap:
-            return None
-        prio, url = -heap[0][1], heap[0][3]
-        row = self.rows[url]
-        score = prio + self.weights.lang * (self.langs.signal(host) - (row["lang_signal"] or 0))
-        score -= topic_quota_penalty(
-            row["topic"] or "other", self.topics_fetched, self.cfg.topic_max_share
-        )
-        return DISCOVERED, -score
+    def _rank(self, ranked: _KeyHosts, hosts: set[str], host: str, now: float) -> None:
+        """Enter the host's next piece of work (or its hold) in its key's heaps, superseding its
+        earlier entries; a host without work leaves the key."""
+        version = self._host_ver[host] = self._host_ver.get(host, 0) + 1
+        heap, sitemaps = self.heaps.get(host), self.sitemap_queue.get(host)
+        if not heap and not sitemaps:
+            hosts.discard(host)
+            return
+        hold = self.hold.get(host, 0.0)
+        if hold > now:
+            ranked.push(ranked.held, (hold, host, version))
+            return
+        if sitemaps:
+            ranked.push(ranked.sitemaps, (len(heap or ()), host, version))
+        if heap:
+            tier, neg, seq, url = heap[0]
+            if tier == 0:
+                ranked.push(ranked.seeds, (neg, seq, host, version))
+            else:
+                row = self.rows[url]
+                score = -neg + self.weights.lang * (
+                    self.langs.signal(host) - (row["lang_signal"] or 0)
+                )
+                topic = ranked.topics.setdefault(row["topic"] or "other", [])
+                ranked.push(topic, (-score, seq, host, version))
+
+    def _best(self, ranked: _KeyHosts) -> tuple[tuple[int, float] | None, str | None]:
+        """(tier, -score) of the key's best piece of work that may start now, and its host.
+
+        Seeds come first; then sitemaps (before discovered URLs: they feed the frontier) unless
+        the host's queue already holds several times what max_pages leaves, and as that limit
+        is on the queue's length, the host with the fewest URLs queued is the one to ask; then
+        discovered URLs by score: stored priority, refreshed language signal, topic penalty."""
+        versions = self._host_ver
+        if ranked.seeds and (seed := ranked.top(ranked.seeds, versions)):
+            return (SEED, seed[0]), seed[2]
+        if ranked.sitemaps and (sitemap := ranked.top(ranked.sitemaps, versions)):
+            room = self.room()
+            if not sitemap[0] or room is None or sitemap[0] <= self.cfg.sitemap_queue_factor * room:
+                return (SITEMAP, float("-inf")), sitemap[1]
+        best: tuple[float, int, str] | None = None
+        for topic, heap in list(ranked.topics.items()):
+            top = ranked.top(heap, versions)
+            if top is None:
+                del ranked.topics[topic]
+                continue
+            score = -top[0]
+            score -= topic_quota_penalty(topic, self.topics_fetched, self.cfg.topic_max_share)
+            if best is None or (-score, top[1], top[2]) < best:
+                best = (-score, top[1], top[2])
+        return ((DISCOVERED, best[0]), best[2]) if best is not None else (None, None)
 
     def _key_entry(
         self, key: str, now: float
     ) -> tuple[float, tuple[int, float] | None, str | None] | None:
         """(time the key may start, its best item, that item's host), or None without work."""
         hosts = self.key_hosts.get(key)
-        best: tuple[int, float] | None = None
-        best_host, held_until = None, float("inf")
-        for host in list(hosts or ()):
-            item = self._host_item(host)
-            if item is None:
-                hosts.discard(host)
-                continue
-            hold = self.hold.get(host, 0.0)
-            if hold > now:
-                held_until = min(held_until, hold)
-            elif best is None or item < best:
-                best, best_host = item, host
+        if hosts:
+            ranked = self._ranked[key]
+            if now < ranked.now:  # the clock went back: holds are compared again
+                ranked.dirty.update(hosts)
+            ranked.now = now
+            while ranked.held and ranked.held[0][0] <= now:  # holds that ended
+                _, host, version = heapq.heappop(ranked.held)
+                ranked.entries -= 1
+                if self._host_ver.get(host) == version:
+                    ranked.dirty.add(host)
+            for host in ranked.dirty:
+                if host in hosts:
+                    self._rank(ranked, hosts, host, now)
+            ranked.dirty.clear()
+            if ranked.entries > 4 * len(hosts) + 64:
+                ranked.compact(self._host_ver)
         if not hosts:
             self.key_hosts.pop(key, None)
+            self._ranked.pop(key, None)
             return None
+        best, best_host = self._best(ranked)
         at = self.politeness.next_time(key)
-        return (at, best, best_host) if best is not None else (max(at, held_until), None, None)
+        if best is not None:
+            return at, best, best_host
+        held = ranked.top(ranked.held, self._host_ver)  # every host with work is held
+        return max(at, held[0] if held else float("inf")), None, None
 
     def schedule(self, key: str) -> None:
         """Put a key with work in the ready or the waiting heap (unless it is there or busy)."""
