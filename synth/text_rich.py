@@ -31,18 +31,28 @@ synthetic captions.
 
 Consent: opted-out pairs (the one rule, `common.consent`: flag, then ledger) are never read,
 never OCR'd and never sent to a teacher; the teacher client refuses them too (`items=`).
+
+Resume: each image's reading is committed to `ocr_journal.sqlite` in `out` as it is read (keyed
+by the sha256 of the file's bytes, under a fingerprint of the engine: its code, Tesseract's
+version and models, its configuration); a run killed part way is continued by running it again,
+which reads only the images not journaled and writes what a clean run writes. The teacher's
+answers are cached on disk (`out/_teacher`), so its QA pairs are not asked for twice.
 """
 
 from __future__ import annotations
 
+import hashlib
 import io
+import json
 import re
 import shutil
+import sqlite3
+import sys
 import time
 import unicodedata
 from collections import Counter
 from collections.abc import Callable, Iterable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 from typing import Any
 
@@ -60,6 +70,9 @@ OCR_FILE, PAIRS_FILE, QA_FILE, QA_REJECTS_FILE = (
     "qa_rejects.parquet",
 )
 FLAGS_FILE = "caption_flags.parquet"
+# The OCR's resume journal (crawlers.images.journal's tables): each image's reading, committed as
+# it is read, keyed by the sha256 of the file's bytes; removed once the outputs are written.
+OCR_JOURNAL = "ocr_journal.sqlite"
 NO_TEACHER = "no_teacher: QA pairs need a teacher (--teacher-url and --teacher-model)"
 TEXT_WORDS = re.compile(
     r"\b(text|texts|reads?|reading|says?|saying|written|writing|words?|letters?|lettering|"
@@ -636,29 +649,11 @@ def make_text_rich(
     out.mkdir(parents=True, exist_ok=True)
     kept, opted_out = read_pairs(pairs, consent)
     on_progress(f"ocr: {len(kept)} kept pairs ({opted_out} opted out, never read)")
-
-    def read_one(p: dict):
-        if p.get("image_error"):
-            return None, p["image_error"]
-        if not p["image_file"]:
-            return None, "no_image: the pair names no image_path"
-        if not Path(p["image_file"]).is_file():  # a file not there is no image, not a bad one
-            return None, f"no_image: {p['image_path']!r} is not a file beside {p['pairs_file']}"
-        image = open_image(p["image_file"])
-        if image is None:
-            return None, "undecodable_image"
-        try:
-            return engine.read(image), None
-        except Exception as exc:  # noqa: BLE001 - one image's failure is its row's reason
-            return None, f"ocr_error: {type(exc).__name__}: {' '.join(str(exc).split())[:200]}"
-
-    with ThreadPoolExecutor(max(1, workers)) as pool:
-        results = list(pool.map(read_one, kept))
+    results, resumed = _read_all(kept, engine, engine_name, out, workers, on_progress)
 
     rows, transcriptions, images_dir = [], [], out / "images"
     shutil.rmtree(images_dir, ignore_errors=True)
-    for p, (res, why) in zip(kept, results, strict=True):
-        ocr = _ocr_row(res, engine_name) if res is not None else None
+    for p, (ocr, seconds, why) in zip(kept, results, strict=True):
         reason = why or select(ocr, sel)
         if reason == "no_text":  # too few letters to be text: no language (docs: `und`)
             ocr["language"], ocr["script"] = "und", ""
@@ -679,7 +674,7 @@ def make_text_rich(
                 "modality": "text_rich" if reason is None else "image",
                 "text_rich": reason is None,
                 "drop_reason": reason,
-                "seconds": round(res.seconds, 4) if res is not None else None,
+                "seconds": seconds,
             }
         )
         if reason is None:
@@ -748,6 +743,7 @@ def make_text_rich(
                 (f["ocr_flag"] or "").split(":")[0] for f in flags if f["ocr_flag"]
             ),
         }
+    _remove_journal(out)  # every output is written: a rerun reads afresh
     reasons = Counter(r["drop_reason"].split(":")[0] for r in rows if r["drop_reason"])
     secs = [r["seconds"] for r in rows if r["seconds"] is not None]
     status = Counter(q["status"].split(":")[0] for q in qa_rows)
@@ -766,9 +762,121 @@ def make_text_rich(
         "models": models.get("languages", []),
         "vertical_models": models.get("vertical_languages", []),
         "traditional_model": models.get("traditional"),
+        "resumed_images": resumed,
         "seconds": round(time.perf_counter() - started, 3),
         "outputs": outputs,
     }
+
+
+def _read_all(
+    kept: list[dict], engine: Any, engine_name: str, out: Path, workers: int, on_progress
+) -> tuple[list[tuple[dict | None, float | None, str | None]], int]:
+    """(each kept pair's (ocr annotation, seconds, reason it has none), in input order; how many
+    readings were taken from the journal of a killed earlier run). Each new reading is committed
+    to the journal as it completes, so a kill loses at most the images being read."""
+    journal = _open_journal(out, _engine_fingerprint(engine), on_progress)
+    done = journal.rows()  # sha256 of the file's bytes -> {"ocr", "seconds"}
+    journaled = set(done)
+    if done:
+        on_progress(f"ocr: {len(done)} readings of a killed run taken from {OCR_JOURNAL}")
+
+    def read_one(p: dict):
+        if p.get("image_error"):
+            return None, None, None, p["image_error"]
+        if not p["image_file"]:
+            return None, None, None, "no_image: the pair names no image_path"
+        if not Path(p["image_file"]).is_file():  # a file not there is no image, not a bad one
+            why = f"no_image: {p['image_path']!r} is not a file beside {p['pairs_file']}"
+            return None, None, None, why
+        try:
+            data = Path(p["image_file"]).read_bytes()
+        except OSError:
+            return None, None, None, "undecodable_image"
+        key = hashlib.sha256(data).hexdigest()
+        if key in done:
+            return key, done[key]["ocr"], done[key]["seconds"], None
+        image = open_image(data)
+        if image is None:
+            return None, None, None, "undecodable_image"
+        try:
+            res = engine.read(image)
+        except Exception as exc:  # noqa: BLE001 - one image's failure is its row's reason
+            why = f"ocr_error: {type(exc).__name__}: {' '.join(str(exc).split())[:200]}"
+            return None, None, None, why  # not journaled: a resumed run tries it again
+        return key, _ocr_row(res, engine_name), round(res.seconds, 4), None
+
+    results: list = [None] * len(kept)
+    resumed = 0
+    pool = ThreadPoolExecutor(max(1, workers))
+    try:
+        futures = {pool.submit(read_one, p): i for i, p in enumerate(kept)}
+        for future in as_completed(futures):
+            key, ocr, seconds, why = future.result()
+            results[futures[future]] = (ocr, seconds, why)
+            if key is None:
+                continue
+            if key in done:  # a killed run's reading (or an image met twice in this run)
+                resumed += key in journaled
+                continue
+            done[key] = {"id": key, "ocr": ocr, "seconds": seconds}
+            journal.add(done[key])
+            journal.commit()
+    finally:  # interrupted: the images not started are not waited for
+        pool.shutdown(wait=True, cancel_futures=True)
+        journal.close()
+    # each row its own annotation, as the journal gives a reading back: a resumed run's values
+    # are a clean run's, and rows of one image share no dict (a row's language is set later)
+    return [(json.loads(json.dumps(o)) if o else o, s, w) for o, s, w in results], resumed
+
+
+def _engine_fingerprint(engine: Any) -> str:
+    """What a journaled reading must share with the run that takes it: the engine's class and the
+    source of its modules (crawlers/images/ocr*.py), Tesseract's version, the configuration, the
+    model files (names, sizes, times) and Pillow's version."""
+    import PIL
+
+    cls = type(engine)
+    parts = [f"{cls.__module__}.{cls.__qualname__}", str(getattr(engine, "version", ""))]
+    source = getattr(sys.modules.get(cls.__module__), "__file__", None)
+    if source:
+        stem = Path(source).stem
+        for f in sorted(Path(source).parent.glob(f"{stem}*.py")):
+            parts.append(f"{f.name}:{hashlib.sha256(f.read_bytes()).hexdigest()}")
+    config = getattr(engine, "config", None)
+    parts.append(config.model_dump_json() if hasattr(config, "model_dump_json") else repr(config))
+    tessdata = getattr(engine, "tessdata", None)
+    if tessdata and Path(tessdata).is_dir():
+        for f in sorted(Path(tessdata).glob("*.traineddata")):
+            st = f.stat()
+            parts.append(f"{f.name}:{st.st_size}:{st.st_mtime_ns}")
+    parts.append(f"PIL {PIL.__version__}")
+    return hashlib.sha256("\n".join(parts).encode()).hexdigest()
+
+
+def _open_journal(out: Path, fingerprint: str, on_progress):
+    """The OCR's resume journal in `out` (`crawlers.images.journal.Journal`), holding readings
+    of this engine only: those of another (or an unreadable journal) are dropped."""
+    from crawlers.images.journal import Journal
+
+    path = out / OCR_JOURNAL
+    try:
+        journal = Journal(path)
+        stored = journal.get_meta("fingerprint")
+    except sqlite3.DatabaseError as exc:
+        on_progress(f"ocr: {path} is unreadable ({exc}); reading every image again")
+        _remove_journal(out)
+        journal, stored = Journal(path), None
+    if stored != fingerprint:
+        if stored is not None:
+            on_progress(f"ocr: {path} holds another engine's readings; reading every image again")
+        journal.con.execute("DELETE FROM rows")
+        journal.set_meta("fingerprint", fingerprint)
+    return journal
+
+
+def _remove_journal(out: Path) -> None:
+    for suffix in ("", "-wal", "-shm"):
+        (out / f"{OCR_JOURNAL}{suffix}").unlink(missing_ok=True)
 
 
 def _copy_image(pair: dict, images_dir: Path) -> str:

@@ -75,6 +75,7 @@ class OcrSummary(TeacherFigures):
     models: list[str] = []  # the Tesseract models read with (--languages)
     vertical_models: list[str] = []  # and those of text written in columns (--vertical)
     traditional_model: str | None = None  # and of Traditional Chinese (--traditional)
+    resumed_images: int = 0  # readings a killed earlier run left in its journal, not read again
     seconds: float
 
 
