@@ -7,8 +7,8 @@ them. A document is scored sentence by sentence (windows of at most `WINDOW` tok
 score is taken from its worst windows, never their average (`document_score`): a post or a
 short comment of up to `SHORT` windows scores its worst; a longer page its second worst, and
 a very long one its k-th worst, one per `PER_WINDOWS` windows. So toxic text is not averaged
-away by the prose around it, and one sentence the model misreads (at the 0.9 cut, 27 in 1,000
-ordinary German sentences) does not make an ordinary page toxic. Languages without a model get
+away by the prose around it, and one sentence the model misreads (at the 0.9 cut, 2 in 1,000
+ordinary German sentences, 27 before toxicity.de learnt from German web prose) does not make an ordinary page toxic. Languages without a model get
 no score (None, NULL in Parquet, never NaN) and keep the word lists (`filters.safety`).
 """
 
