@@ -99,7 +99,7 @@ def _specials(b: Builder, n: int) -> list[dict]:
         return [
             b.asset(
                 SITE,
-                "/img/spacer.png",
+                "/img/hairline.png",
                 solid_png(1, 400, (255, 255, 255)),
                 alt="spacer",
                 kind="spacer",

@@ -31,8 +31,11 @@ from crawlers.extract.img_sources import (
     absolute_image_sources,
     http_url,
     image_url,
+    is_stand_in,
     resolve_lazy_images,
+    unmark_image,
 )
+from crawlers.extract.md_tables import body_markdown
 from crawlers.extract.metadata import page_metadata
 from crawlers.extract.runs import RawTree, main_run, sequence
 from crawlers.extract.tables import ignore_oversized_spans
@@ -289,7 +292,8 @@ _IMG_SOURCES = XPath(
 
 def _has_images(tree) -> bool:
     # An <img> becomes a graphic of trafilatura's output only with an image file as its source
-    # (`image_src` is not None); read as attribute values, without an element object per <img>.
+    # (`image_src` is not None; `resolve_lazy_images` has marked every other image URL as one);
+    # read as attribute values, without an element object per <img>.
     return any(is_image_file(src) for src in _IMG_SOURCES(tree))
 
 
@@ -311,82 +315,236 @@ def _plain(doc, tree=None) -> str:
     return xmltotxt(_without_images(doc.body), include_formatting=False).strip()
 
 
+# Blocks matched between the two runs: the text blocks, and a table's rows and cells.
+_PLACE_TAGS = _TEXT_TAGS | {"row", "cell"}
+_INSIDE = {"item", "cell"}  # an image next to one goes into it (a list or a table holds no image)
+_MIN_INSIDE = 40  # a main block found inside longer text of the image run has this many chars
+
+
+def _has_words(text: str) -> bool:
+    """Whether a block's text has more than list and table marks (`- `, `| |`)."""
+    return any(c.isalnum() for c in text)
+
+
+def _parts(el) -> list:
+    """The parts of a block in order: runs of its own text (str), its images and the blocks
+    inside it (an item's nested list, a row's cells), each (but text) as the element of `el`."""
+    found: list = []
+    copied: list = []
+
+    def collect(original, copy_) -> None:
+        for child, child_copy in zip(original, copy_, strict=True):
+            if child.tag == "graphic" or child.tag in _PLACE_TAGS:
+                found.append(child)
+                copied.append(child_copy)
+            else:
+                collect(child, child_copy)
+
+    clone = copy.deepcopy(el)
+    collect(el, clone)
+    for i, x in enumerate(copied):
+        _replace_with_text(x, f" {_MARK}{i}{_MARK} ")
+    parts: list = []
+    for j, chunk in enumerate(_block_text(clone).split(_MARK)):
+        parts.append(chunk.strip() if j % 2 == 0 else found[int(chunk)])
+    return parts
+
+
+def _cell_of(row, last: bool):
+    """The first or last cell of a table row (a new one where it has none)."""
+    cells = row.findall("cell")
+    return cells[-1 if last else 0] if cells else SubElement(row, "cell")
+
+
+def _put_after(anchor, image) -> None:
+    """Put `image` right after `anchor` of the main content: at the end of a list item or table
+    cell (a row's last cell), after any other element."""
+    if anchor.tag == "row":
+        anchor = _cell_of(anchor, last=True)
+    if anchor.tag in _INSIDE:
+        anchor.append(image)
+    else:
+        anchor.addnext(image)
+
+
+def _put_before(target, images: list) -> None:
+    """Put `images` (in order) right before `target` of the main content: at the start of a list
+    item or table cell (a row's first cell), before any other element."""
+    if target.tag == "row":
+        target = _cell_of(target, last=False)
+    if target.tag in _INSIDE:
+        images[-1].tail, target.text = target.text, None
+        for i, image in enumerate(images):
+            target.insert(i, image)
+    else:
+        for image in images:
+            target.addprevious(image)
+
+
+class _Placer:
+    """place_images' walk over the image run: the main blocks by text, and where the next image
+    goes (after `anchor`, or, none, before the next main block found)."""
+
+    def __init__(self, out):
+        self.out = out
+        self.texts: dict = {}  # block texts of `out`, until a change inside them
+        self.index: dict[str, list] = {}
+        self.key_of: dict = {}  # each main block's text, as it is before images go in
+        for el in out.iter(*_PLACE_TAGS):
+            key = self.text_of(el)
+            if key:
+                self.index.setdefault(key, []).append(el)
+                self.key_of[el] = key
+        self.anchor = None  # the main element (or image placed) the next image goes after
+        self.last = None  # the main block last found
+        self.waiting: list = []  # images for before the next main block found
+        self.depth = 0  # how many blocks being split hold the element visited
+
+    def text_of(self, el) -> str:
+        if el not in self.texts:
+            self.texts[el] = _block_text(el)
+        return self.texts[el]
+
+    def changed(self, el) -> None:
+        """`el` was put into `out`: the texts of the blocks around it are no longer known."""
+        for x in (el, *el.iterancestors()):
+            self.texts.pop(x, None)
+
+    def visit(self, el) -> None:
+        if el.tag == "graphic":
+            self.image(el)
+        elif el.tag in _PLACE_TAGS:
+            self.block(el)
+        else:
+            for child in el:
+                self.visit(child)
+
+    def image(self, graphic) -> None:
+        image = copy.deepcopy(graphic)
+        image.tail = None
+        if self.anchor is None:
+            self.waiting.append(image)
+        else:
+            _put_after(self.anchor, image)
+            self.anchor = image
+            self.changed(image)
+
+    def take(self, key: str):
+        """The first main block of text `key` not yet found and still in `out`; None if none."""
+        hits = self.index.get(key)
+        while hits:
+            el = hits.pop(0)
+            # a block inside one replaced by its image-run copy is no longer in `out`
+            if el.getroottree().getroot() is self.out:
+                return el
+        return None
+
+    def block(self, el) -> None:
+        has_images = el.find(".//graphic") is not None
+        key = _block_text(_without_images(el) if has_images else el)
+        if not _has_words(key):
+            # images only (WordPress wraps each image in its own <p>; an image row of a table):
+            # no text to find in the main content, so its images stand alone, like ones between
+            # blocks; a block of no text and no image changes nothing
+            for graphic in el.iter("graphic"):
+                self.image(graphic)
+            return
+        target = self.take(key)
+        if target is not None:
+            self.found(target, el if has_images else None)
+        elif not has_images:
+            self.follow(key)
+        else:
+            self.split(el)
+
+    def found(self, target, imaged) -> None:
+        """`target`, a main block, is the image run's `imaged` (None: a block without images)."""
+        if imaged is not None and target.find(".//graphic") is None:
+            inline = copy.deepcopy(imaged)
+            inline.tail = target.tail
+            target.getparent().replace(target, inline)
+            target = inline
+            self.changed(target)
+        if self.waiting:
+            _put_before(target, self.waiting)
+            self.changed(target)
+        self.anchor = self.last = target
+        self.waiting = []
+
+    def follow(self, key: str) -> None:
+        """Text of the image run that is no main block of its own."""
+        # Inside a bigger main block (trafilatura's baseline keeps a short page as one
+        # paragraph): the images after it go after that block, in order.
+        holder = next((x for x in self.out.iter(*_TEXT_TAGS) if key in self.text_of(x)), None)
+        if holder is not None:
+            if holder is not self.last:
+                self.anchor = self.last = holder
+            return
+        # A main block inside it (the image run glues a caption to its paragraph): found.
+        inside = next(
+            (
+                x
+                for x, text in self.key_of.items()
+                if len(text) >= _MIN_INSIDE and text in key and x in self.index[text]
+            ),
+            None,
+        )
+        if inside is not None:
+            self.index[self.key_of[inside]].remove(inside)
+            self.found(inside, None)
+        else:  # not main content: the images after it wait for the next block
+            self.anchor = None
+
+    def split(self, el) -> None:
+        """A block holding images whose text is no main block's (the image run splits a list or
+        a table otherwise, adds an image row, or keeps a caption the main run drops): its parts
+        in order (runs of its own text, images, items, rows, cells, nested blocks), each found
+        on its own; an image goes after the nearest main text before it in the outermost such
+        block, else before the main text after it there. Images of it that find neither are not
+        main content (a list of related posts, each an image and a title): dropped."""
+        waiting, n = self.waiting, len(self.waiting)
+        if self.depth == 0:
+            self.anchor = None
+        self.depth += 1
+        for part in _parts(el):
+            if not isinstance(part, str):
+                self.visit(part)
+            elif _has_words(part):
+                target = self.take(part)
+                if target is not None:
+                    self.found(target, None)
+                else:
+                    self.follow(part)
+        self.depth -= 1
+        if self.waiting is waiting:
+            del waiting[n:]
+        else:
+            self.waiting = []
+
+
 def place_images(body, imaged):
     """A copy of `body` (the main content) with the images of `imaged` (the same page extracted
     with images) placed where they are there: a text block holding images replaces its equal in
     `body` (images inline); an image between blocks (or alone in a block of its own, as
     WordPress wraps images in <p>) goes after the main block just before it, else
-    (it leads, or follows text that is not main content) before the next main block. Images after
-    the last main block are dropped, and so is the caption text trafilatura hangs on images."""
+    (it leads, or follows text that is not main content) before the next main block. A list,
+    table or block whose text differs between the runs is matched by its parts (items, rows,
+    cells, nested blocks), so an image in it goes after the nearest main text before it. Images
+    after the last main block are dropped, and so is the caption text trafilatura hangs on
+    images, and an image whose source is still a placeholder (`is_stand_in`); sources lose the
+    mark `img_sources.mark_image` set."""
     out = copy.deepcopy(body)
     if imaged is None or imaged.find(".//graphic") is None:
         return out
-    texts: dict = {}  # block texts of `out`, until it changes
-
-    def text_of(el) -> str:
-        if el not in texts:
-            texts[el] = _block_text(el)
-        return texts[el]
-
-    index: dict[str, list] = {}
-    for el in out.iter(*_TEXT_TAGS):
-        key = text_of(el)
-        if key:
-            index.setdefault(key, []).append(el)
-    sequence: list = []
-
-    def visit(el) -> None:
-        if el.tag == "graphic":
-            sequence.append(el)
-            return
-        if el.tag in _TEXT_TAGS:
-            if el.find(".//graphic") is not None and not _block_text(_without_images(el)):
-                # a block of images only (WordPress wraps each image in its own <p>): no text to
-                # find in the main content, so its images stand alone, like ones between blocks
-                sequence.extend(el.iter("graphic"))
-            else:
-                sequence.append(el)
-            return
-        for child in el:
-            visit(child)
-
+    placer = _Placer(out)
     for child in imaged:
-        visit(child)
-    anchor, last, waiting = None, None, []
-    for el in sequence:
-        if el.tag == "graphic":
-            image = copy.deepcopy(el)
-            image.tail = None
-            if anchor is None:
-                waiting.append(image)
-            else:
-                anchor.addnext(image)
-                anchor = image
-                texts.clear()
-            continue
-        has_images = el.find(".//graphic") is not None
-        key = _block_text(_without_images(el) if has_images else el)
-        hits = index.get(key)
-        if not hits:
-            # Inside a bigger main block (trafilatura's baseline keeps a short page as one
-            # paragraph): the images go after that block, in order.
-            holder = next((x for x in out.iter(*_TEXT_TAGS) if key and key in text_of(x)), None)
-            if holder is None:  # not main content: the images after it wait for the next block
-                anchor = None
-            elif holder is not last:
-                anchor = last = holder
-            continue
-        target = last = hits.pop(0)
-        if has_images and target.find(".//graphic") is None:
-            inline = copy.deepcopy(el)
-            inline.tail = target.tail
-            target.getparent().replace(target, inline)
-            target = inline
-            texts.clear()
-        for image in waiting:
-            target.addprevious(image)
-            texts.clear()
-        anchor, waiting = target, []
+        placer.visit(child)
+    for graphic in list(out.iter("graphic")):
+        src = unmark_image(graphic.get("src"))
+        if src is not None and is_stand_in(src):
+            _replace_with_text(graphic, "")
+        elif src is not None:
+            graphic.set("src", src)
     return out
 
 
@@ -498,9 +656,9 @@ def extract_content(html: str, url: str, *, favor: str = "balanced", tree=None) 
             imaged = _image_body(raw, url, mode, fast=False)
         body = place_images(body, imaged)
         drop_sourceless_images(body, base)
-    # Plain text leaves images out; Markdown keeps them as ![alt](src) in place (xmltotxt
-    # formats a copy).
-    markdown = xmltotxt(body, include_formatting=True).strip()
+    # Plain text leaves images out; Markdown keeps them as ![alt](src) in place, and its
+    # tables are written by `md_tables` (layout tables unwrapped; `body` is left as it is).
+    markdown = body_markdown(body).strip()
     text = normalize_unicode(text)
     meta = page_metadata(tree, url)
     return Content(

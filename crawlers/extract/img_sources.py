@@ -12,11 +12,18 @@ placeholder in `src`, and 166 only in a `srcset`.
 first) to the URL the browser would load:
 
 - where `src` is a placeholder (empty, a `data:` URI, or named like one: `1x1.trans.gif`,
-  `blank.gif`, `placeholder.png`) or no image URL trafilatura reads: a lazy attribute, by the
-  libraries that write them: `data-lazy-src` (WP Rocket, Jetpack), `data-original` (jQuery
-  lazyload), `data-cfsrc` (Cloudflare Rocket Loader), `data-lazy`, `data-lsrc`;
+  `blank.gif`, `placeholder.png`, `clear.gif`) or no image URL trafilatura reads: `data-src`
+  or a lazy attribute, by the libraries that write them: `data-lazy-src` (WP Rocket, Jetpack),
+  `data-original` (jQuery lazyload), `data-cfsrc` (Cloudflare Rocket Loader), `data-lazy`,
+  `data-lsrc`, when it holds a URL (a path, not a JSON object or a flag);
 - else the largest candidate of the <img>'s `data-lazy-srcset`, `data-srcset` or `srcset`, or
-  of its <picture>'s first <source> (the browser's own fallback order).
+  of its <picture>'s first <source> (the browser's own fallback order);
+- else, `src` a placeholder, any other `data-*` attribute holding an image file's URL (SVG
+  included): lazy loaders name theirs as they like (`data-pagespeed-lazy-src`, `data-img-url`,
+  `data-gt-lazy-src`, `data-m-lazyloader-src` on trafilatura's evaluation pages);
+- else its `src`, but a stand-in (`is_stand_in`) or a tracking pixel's (width and height
+  attributes of at most 1): what an <img> shows is an image whatever its name (an SVG, a CDN's
+  `/photo-123?w=800`, msn's `AAkk5fh.img?h=820`), which trafilatura's extension test misses.
 
 trafilatura reads any attribute starting with `data-src`, `data-srcset` included: it took a
 whole srcset ("a-360.jpg 360w, a-1536.jpg 1536w") as one URL, which no server has. The largest
@@ -30,10 +37,15 @@ preview of the same file (same file name), the <noscript> image's URL is set as 
 `data-src`, and the other <img>s of the same image (the preview beside the empty one) go: one
 image, one reference, at the full URL (`unwrap_noscript_images`).
 
-Only URLs with an image extension are set (trafilatura's test). A `src` that is an image file
-and no placeholder is never replaced, and an <img> trafilatura already reads from `data-src` is
-left as it is. The tree is changed in place (only those `data-src` attributes, and the style that
-hides an <img> until Rocket Loader loads it).
+trafilatura keeps only a source with an image extension: a URL without one is set with
+`IMAGE_MARK` after it (a fragment, which no server sees) and `unmark_image` takes it off the
+image trafilatura keeps. A `src` that is an image file and no placeholder is never replaced,
+and an <img> trafilatura already reads from `data-src` is left as it is. A source that still
+only holds a place once the lazy one is looked for (`is_stand_in`: `pixel.gif`,
+`placeholder.png`, Yahoo's `clear.gif`), and every source of a tracking pixel (width and height
+attributes of at most 1), is removed: a spacer is no image of the page. The tree
+is changed in place (only those `data-src` and stand-in attributes, and the style that hides an
+<img> until Rocket Loader loads it).
 
 `absolute_image_sources(tree, base)` then makes each source trafilatura reads (`src`,
 `data-src*` but srcsets) absolute as a browser does: ASCII whitespace around it stripped, tabs
@@ -57,14 +69,25 @@ LAZY_ATTRS = ("data-lazy-src", "data-original", "data-cfsrc", "data-lazy", "data
 # 1x1.trans.gif, jQuery lazyload's grey.gif, themes' placeholder.png, ...).
 _PLACEHOLDER_NAME = re.compile(
     r"(?:^|[_.\-])(placeholder|blank|spacer|lazy|loading|loader|transparent|trans|pixel|1x1|"
-    r"dummy|empty|gr[ae]y)(?:[_.\-]|$)",
+    r"dummy|empty|gr[ae]y|clear)(?:[_.\-]|$)",
     re.IGNORECASE,
 )
-SRCSET_ATTRS = ("data-lazy-srcset", "data-srcset", "srcset")
-# <img> elements that may need it: one XPath over attribute names, no Python per element.
-_CANDIDATES = XPath(
-    "//img[" + " or ".join(f"@{a}" for a in (*LAZY_ATTRS, *SRCSET_ATTRS)) + " or ancestor::picture]"
+# A file named for holding a place and nothing else (placeholder.png, 1x1.trans.gif, lazy-load.svg):
+# its stem is placeholder words, sizes and separators only.
+_STAND_IN_STEM = re.compile(
+    r"(?:placeholder|blank|spacer|lazy|load|loading|loader|transparent|trans|pixel|px|dummy|"
+    r"empty|gr[ae]y|clear|\d+x\d+|[_.\-])+",
+    re.IGNORECASE,
 )
+# A GIF with one of these anywhere in its name holds a place (spacer_2.gif, clearpixel.gif).
+_STAND_IN_GIF = re.compile(r"pixel|spacer|blank|transparent|placeholder|1x1", re.IGNORECASE)
+SRCSET_ATTRS = ("data-lazy-srcset", "data-srcset", "srcset")
+# An image file's URL trafilatura's extension test misses: an SVG.
+_SVG_FILE = re.compile(r"[^\s]+\.svgz?(\b|$)", re.IGNORECASE)
+# Set after a source without an image extension, so that trafilatura keeps it (a fragment: the
+# URL fetched is the same); `unmark_image` takes it off again.
+IMAGE_MARK = "#refinery-image.png"
+_IMGS = XPath("//img")
 _DESCRIPTOR = re.compile(r"^(\d+(?:\.\d+)?)([wx])$")
 
 
@@ -109,31 +132,65 @@ def largest_candidate(srcset: str) -> str | None:
     return best
 
 
-def is_placeholder(src: str | None) -> bool:
-    """No image of its own: empty, a data: URI, or a placeholder by its file name."""
-    src = (src or "").strip()
-    if not src or src.startswith("data:"):
+def _no_host(src: str) -> bool:
+    """A URL naming a host, and that one empty (`//:0`, an image that loads nothing)."""
+    try:
+        return "//" in src[:8] and not urlsplit(src).hostname
+    except ValueError:
         return True
-    name = src.split("?", 1)[0].split("#", 1)[0].rstrip("/").rsplit("/", 1)[-1]
-    return bool(_PLACEHOLDER_NAME.search(name))
 
 
-def lazy_source(img) -> str | None:
-    """The image URL a browser would load for `img` where its `src` is not it (see the module
-    docstring), when that URL ends in an image extension; None otherwise."""
-    if is_image_file(img.get("data-src")):
-        return None  # trafilatura reads it first already
-    src = img.get("src")
-    if not is_placeholder(src) and is_image_file(src):
-        return None  # its src is the image trafilatura reads
-    for attr in LAZY_ATTRS:
-        value = (img.get(attr) or "").strip()
-        if value and not value.startswith("data:") and is_image_file(value):
-            return value
-    for attr in SRCSET_ATTRS:
-        url = largest_candidate(img.get(attr) or "")
-        if url and is_image_file(url):
-            return url
+def is_placeholder(src: str | None) -> bool:
+    """No image of its own: empty, a data: URI, a URL of no host (`//:0`), or a placeholder by
+    its file name."""
+    src = (src or "").strip()
+    if not src or src.startswith("data:") or _no_host(src):
+        return True
+    return bool(_PLACEHOLDER_NAME.search(_file_name(src)))
+
+
+def is_stand_in(src: str | None) -> bool:
+    """A placeholder no page means as its image: empty, a data: URI, a URL of no host, a GIF
+    named like a placeholder (`pixel.gif`, `1x1.trans.gif`, `clear.gif`, `clearpixel.gif`) or
+    a file named for nothing else (`placeholder.png`, `lazy-load.svg`); a photo whose name only
+    has such a word in it (`grey-heron.jpg`) is none."""
+    src = (src or "").strip()
+    name = _file_name(src)
+    if name.lower().endswith(".gif") and _STAND_IN_GIF.search(name):
+        return True
+    if not is_placeholder(src):
+        return False
+    if not name or src.startswith("data:") or _no_host(src) or name.lower().endswith(".gif"):
+        return True
+    return bool(_STAND_IN_STEM.fullmatch(name.rsplit(".", 1)[0]))
+
+
+def is_image_path(value: str | None) -> bool:
+    """Whether `value` is the URL of an image file by its name: trafilatura's extensions
+    (`is_image_file`) or an SVG."""
+    return is_image_file(value) or bool(value and len(value) <= 8192 and _SVG_FILE.search(value))
+
+
+def _url_like(value: str) -> bool:
+    """Whether an attribute's value can be a URL: a path or an image file's name, not a JSON
+    object, a flag (`data-lazy="true"`) or a data: URI."""
+    if not value or value.startswith(("data:", "{", "[", "<")) or _SPACE.search(value):
+        return False
+    return "/" in value or is_image_path(value)
+
+
+def _pixel_sized(img) -> bool:
+    """Whether `img`'s width and height attributes, those it has (one at least), are at most 1
+    (a tracking pixel: `<img src="/track?u=1" width="1">`)."""
+    sizes = [img.get(a) for a in ("width", "height") if img.get(a) is not None]
+    try:
+        return bool(sizes) and all(float(v.strip().removesuffix("px")) <= 1 for v in sizes)
+    except ValueError:
+        return False
+
+
+def _picture_source(img) -> str | None:
+    """The largest candidate of the first <source> of `img`'s <picture> that has one."""
     # libxml2's HTML parser does not know <source> is empty: the <img> after it ends up inside
     # it, so the <picture> is an ancestor, its <source>s in document order
     picture = next(img.iterancestors("picture"), None)
@@ -141,9 +198,64 @@ def lazy_source(img) -> str | None:
         for source in picture.iter("source"):
             for attr in SRCSET_ATTRS:
                 url = largest_candidate(source.get(attr) or "")
-                if url and is_image_file(url):
+                if url:
                     return url
     return None
+
+
+def _data_image(img) -> str | None:
+    """The first other `data-*` attribute of `img` holding an image file's URL (or a srcset of
+    them: its largest candidate), whatever the lazy loader named it."""
+    for name, value in img.attrib.items():
+        if not name.startswith("data-") or name in LAZY_ATTRS or name in SRCSET_ATTRS:
+            continue
+        url = largest_candidate(value.strip()) if "srcset" not in name else None
+        if url and _url_like(url) and is_image_path(url) and not is_placeholder(url):
+            return url
+    return None
+
+
+def lazy_source(img) -> str | None:
+    """The image URL a browser would load for `img` where trafilatura would not read it (see
+    the module docstring: a lazy attribute, a srcset, an image URL without an image extension);
+    None where trafilatura reads it already or `img` shows none."""
+    if is_image_file(img.get("data-src")):
+        return None  # trafilatura reads it first already
+    src = (img.get("src") or "").strip()
+    placeholder = is_placeholder(src)
+    if not placeholder and is_image_file(src):
+        return None  # its src is the image trafilatura reads
+    for attr in ("data-src", *LAZY_ATTRS):
+        value = (img.get(attr) or "").strip()
+        if _url_like(value):
+            return value
+    for attr in SRCSET_ATTRS:
+        url = largest_candidate(img.get(attr) or "")
+        if url:
+            return url
+    url = _picture_source(img)
+    if url:
+        return url
+    if placeholder:
+        url = _data_image(img)
+        if url or is_stand_in(src):
+            return url
+    # an <img>'s own source is its image, whatever its name (a photo named like a placeholder,
+    # `grey-heron`, too), but a tracking pixel's
+    return None if _pixel_sized(img) or is_image_file(src) else src
+
+
+def mark_image(url: str) -> str:
+    """`url` as trafilatura keeps it as an image's source: `IMAGE_MARK` after it where it has
+    no image extension trafilatura knows."""
+    return url if is_image_file(url) else url + IMAGE_MARK
+
+
+def unmark_image(src: str | None) -> str | None:
+    """An image source trafilatura kept, without the `IMAGE_MARK` `mark_image` set."""
+    if src and src.endswith(IMAGE_MARK):
+        return src[: -len(IMAGE_MARK)]
+    return src
 
 
 # <noscript>s that may hold an image (libxml2 parses their markup; kept as text, it is parsed).
@@ -196,8 +308,8 @@ def _own_source(img) -> str | None:
     if url:
         return url
     for attr in ("data-src", "src"):
-        value = (img.get(attr) or "").strip()
-        if is_image_file(value) and not is_placeholder(value):
+        value = unmark_image((img.get(attr) or "").strip())
+        if is_image_path(value) and not is_placeholder(value):
             return value
     return None
 
@@ -260,7 +372,7 @@ def unwrap_noscript_images(tree) -> int:
             continue
         first, rest = group[0], group[1:]
         if _own_source(first) != url:
-            first.set("data-src", url)
+            first.set("data-src", mark_image(url))
             n += 1
         if not first.get("alt") and fallback.get("alt"):
             first.set("alt", fallback.get("alt"))
@@ -273,17 +385,29 @@ def unwrap_noscript_images(tree) -> int:
 _ROCKET_HIDDEN = re.compile(r"^\s*display\s*:\s*none\s*;\s*visibility\s*:\s*hidden\s*;?\s*$")
 
 
+def _drop_stand_ins(img) -> None:
+    """Remove each source trafilatura reads (`src`, `data-src*` but srcsets) of `img` that only
+    holds a place (`is_stand_in`), or every one of a tracking pixel (`_pixel_sized`)."""
+    pixel = _pixel_sized(img)
+    for name, value in list(img.attrib.items()):
+        if name == "src" or (name.startswith("data-src") and "srcset" not in name):
+            if pixel or is_stand_in(value):
+                del img.attrib[name]
+
+
 def resolve_lazy_images(tree) -> int:
-    """Set `data-src` on each lazily loaded <img> of `tree` (in place); how many were set. An
-    <img> Rocket Loader hides until it loads it loses that style (trafilatura drops hidden
-    elements). An <img> standing for a <noscript>'s image gets that image first
-    (`unwrap_noscript_images`)."""
+    """Set `data-src` on each <img> of `tree` whose image trafilatura would not read (lazily
+    loaded, or without an image extension: `mark_image`), in place; how many were set. An <img>
+    with no image but a stand-in (`is_stand_in`) loses that source. An <img> Rocket Loader
+    hides until it loads it loses that style (trafilatura drops hidden elements). An <img>
+    standing for a <noscript>'s image gets that image first (`unwrap_noscript_images`)."""
     n = unwrap_noscript_images(tree)
-    for img in _CANDIDATES(tree):
+    for img in _IMGS(tree):
         url = lazy_source(img)
         if url is None:
+            _drop_stand_ins(img)
             continue
-        img.set("data-src", url)
+        img.set("data-src", mark_image(url))
         if url == img.get("data-cfsrc") and _ROCKET_HIDDEN.match(img.get("style") or ""):
             del img.attrib["style"]
         n += 1

@@ -1,4 +1,8 @@
-"""HTML tables as grids: merged cells expanded, a header row when the page marks one, Markdown."""
+"""HTML tables as grids: merged cells expanded, a header row when the page marks one, Markdown.
+
+Only data tables: a layout table (the page's columns, a code sample beside its line numbers,
+a menu, a navigation box) is told apart by its structure (`layout_table`); the data tables
+nested in one are read on their own."""
 
 from __future__ import annotations
 
@@ -47,11 +51,25 @@ def _span(cell, name: str) -> int:
 
 # Elements whose text a browser never shows as the cell's: source code and inert markup.
 _UNSHOWN = {"script", "style", "noscript", "template"}
+# Elements a browser lays out on lines of their own: their edges (and a <br>) separate words.
+_LINE_BREAKING = {
+    *("address", "article", "aside", "blockquote", "br", "caption", "dd", "details", "div"),
+    *("dl", "dt", "figcaption", "figure", "footer", "form", "h1", "h2", "h3", "h4", "h5", "h6"),
+    *("header", "hr", "li", "main", "nav", "ol", "optgroup", "option", "p", "pre", "section"),
+    *("summary", "table"),
+    *("tbody", "td", "tfoot", "th", "thead", "tr", "ul"),
+}
+# What a cell of a layout table holds (`layout_table`): in the page's HTML and in trafilatura's
+# XML, where headings are <head>, lists <list>, quotes <quote>, links <ref>.
+HTML_SECTIONS = {"table", "h1", "h2", "h3", "h4", "h5", "h6"}
+HTML_BLOCKS = {"ul", "ol", "dl", "pre", "blockquote"}
+HTML_PARAGRAPHS = {"p"}
 
 
 def _cell_text(cell) -> str:
     """The cell's shown text, whitespace collapsed: without the source of its <script> and
-    <style> (a wiki's inline styles, an ad slot's script), <noscript>, <template> or comments."""
+    <style> (a wiki's inline styles, an ad slot's script), <noscript>, <template> or comments;
+    a <br> and the edges of a paragraph, list item or other block are a space."""
     parts: list[str] = []
     stack: list = [cell]  # elements to read, and tails (str) to keep, in reverse order
     while stack:
@@ -65,7 +83,10 @@ def _cell_text(cell) -> str:
             if child.tail:
                 stack.append(child.tail)
             if isinstance(child.tag, str) and child.tag not in _UNSHOWN:
-                stack.append(child)
+                if child.tag in _LINE_BREAKING:
+                    stack.extend((" ", child, " "))
+                else:
+                    stack.append(child)
     return " ".join("".join(parts).split())
 
 
@@ -79,6 +100,45 @@ def _nearest_table(el):
     while parent is not None and parent.tag != "table":
         parent = parent.getparent()
     return parent
+
+
+def layout_table(
+    rows: list[list], text, *, sections: set[str], blocks: set[str], paragraphs: set[str], link: str
+) -> bool:
+    """Whether a table whose rows hold the cells `rows` (elements; `text(cell)` their text) lays
+    out a page rather than data: one column; a cell holding a nested table or a heading (a tag
+    of `sections`); a single row holding block content (`blocks`, `paragraphs`) or links only
+    (the page's two columns, a code sample beside its line numbers, a menu); half of its cells
+    or more holding block content (`blocks`: lists, quotes, code; a navigation box's labels
+    beside their link lists). A paragraph is no block content in a table of several rows
+    (office suites write one in every cell; trafilatura makes one of a cell's <br>)."""
+    # first, as it reads no text: a page nested in layout tables is not read once per level
+    if any(next(c.iter(*sections), None) is not None for row in rows for c in row):
+        return True
+    filled = [[(c, t) for c in row if (t := text(c))] for row in rows]
+    filled = [row for row in filled if row]
+    if len(filled) > 1 and len(filled[0]) == 1:
+        filled = filled[1:]  # a title row above the table's columns
+    if max((len(row) for row in filled), default=0) < 2:
+        return True
+    cells = [c for row in filled for c, _ in row]
+    if len(filled) == 1:
+        return any(next(c.iter(*blocks, *paragraphs), None) is not None for c in cells) or all(
+            _links_only(c, t, text, link) for c, t in filled[0]
+        )
+    return 2 * sum(next(c.iter(*blocks), None) is not None for c in cells) >= len(cells)
+
+
+def _links_only(cell, cell_text: str, text, link: str) -> bool:
+    return " ".join(" ".join(text(a) for a in cell.iter(link)).split()) == cell_text
+
+
+def _calendar(cells: list[list[str]]) -> bool:
+    """Whether a grid is a month's calendar (navigation: a blog's archive, a booking plan):
+    seven columns, two thirds of its filled cells or more day numbers."""
+    filled = [c for row in cells for c in row if c]
+    days = sum(len(c) <= 2 and c.isascii() and c.isdigit() and 1 <= int(c) <= 31 for c in filled)
+    return max(len(row) for row in cells) == 7 and 3 * days >= 2 * len(filled) > 0
 
 
 def _layout(rows: list) -> list[list[tuple]]:
@@ -156,20 +216,30 @@ def expand_grid(table) -> tuple[list[list[str]], bool]:
     A table whose expanded grid could exceed MAX_GRID_CELLS cells or MAX_GRID_COLS columns
     (spans written to blow it up, or broken markup) is laid out without its spans: each cell
     once, in its row, rows padded to the widest. One still past MAX_GRID_CELLS that way is no
-    grid (empty): its text stays in the document's."""
+    grid (empty): its text stays in the document's. A first row of one cell spanning every
+    column above other rows is the table's title, not its header: it is left out (`read_grid`
+    gives it), and the header is looked for in the row below."""
+    _, cells, has_header = read_grid(table)
+    return cells, has_header
+
+
+def _header_row(tr, cells: list) -> bool:
+    in_thead = tr.getparent() is not None and tr.getparent().tag == "thead"
+    return in_thead or (bool(cells) and all(c.tag == "th" for c in cells))
+
+
+def read_grid(table) -> tuple[str, list[list[str]], bool]:
+    """`expand_grid`'s grid and header flag, with the table's title: its <caption>, or the
+    text of a first row of one cell spanning every column (then not in the grid); "" if none."""
     rows = _own_rows(table)
     layout = _layout(rows)
-    first_is_header = False
-    if rows:
-        cells = [c for c, _, _ in layout[0]]
-        in_thead = rows[0].getparent() is not None and rows[0].getparent().tag == "thead"
-        first_is_header = in_thead or (bool(cells) and all(c.tag == "th" for c in cells))
+    caption = " ".join(_cell_text(c) for c in table if c.tag == "caption").strip()
     if _oversized(layout):
         layout = [[(c, 1, 1) for c, _, _ in cells] for cells in layout]
         filled = [r for r, cells in enumerate(layout) if cells]
         width = max((len(cells) for cells in layout), default=0)
         if filled and (filled[-1] + 1) * width > MAX_GRID_CELLS:
-            return [], False
+            return caption, [], False
     grid: dict[tuple[int, int], str] = {}
     for r, cells in enumerate(layout):
         c = 0
@@ -182,11 +252,26 @@ def expand_grid(table) -> tuple[list[list[str]], bool]:
                     grid[(r + dr, c + dc)] = text
             c += colspan
     if not grid:
-        return [], False
+        return caption, [], False
     n_rows = max(r for r, _ in grid) + 1
     n_cols = max(c for _, c in grid) + 1
     out = [[grid.get((r, c), "") for c in range(n_cols)] for r in range(n_rows)]
-    return out, first_is_header
+    first = 0
+    if (
+        len(layout[0]) == 1
+        and layout[0][0][1] == 1
+        and n_cols > 1
+        and n_rows > 1
+        and len(set(out[0])) == 1
+    ):
+        # a title row (a Wikipedia navbox's, an infobox's): colspan over the whole width
+        title = out[0][0]
+        caption = f"{caption} {title}".strip() if title not in caption else caption
+        out, first = out[1:], 1
+    if first >= len(rows):
+        return caption, out, False
+    header_cells = [c for c, _, _ in layout[first]]
+    return caption, out, _header_row(rows[first], header_cells)
 
 
 def to_markdown(cells: list[list[str]], has_header: bool) -> str:
@@ -205,18 +290,30 @@ def to_markdown(cells: list[list[str]], has_header: bool) -> str:
 
 
 def extract_tables(tree: lxml_html.HtmlElement) -> list[Table]:
-    """Every top-level data table of a parsed page, in document order."""
+    """Every data table of a parsed page, in document order: a layout table (`layout_table`)
+    is left out, the data tables nested in it are read on their own."""
     tables: list[Table] = []
     for el in tree.iter("table"):
-        if _nearest_table(el) is not None:
-            continue
         if any(a.tag in _CHROME for a in el.iterancestors()):
             continue
         if el.get("role") == "presentation":
             continue
-        cells, has_header = expand_grid(el)
-        if not cells or all(not any(row) for row in cells):
+        rows = [[c for c in tr if c.tag in ("td", "th")] for tr in _own_rows(el)]
+        if layout_table(
+            rows,
+            _cell_text,
+            sections=HTML_SECTIONS,
+            blocks=HTML_BLOCKS,
+            paragraphs=HTML_PARAGRAPHS,
+            link="a",
+        ):
+            continue
+        caption, cells, has_header = read_grid(el)
+        if not cells or all(not any(row) for row in cells) or _calendar(cells):
             continue
         header = cells[0] if has_header else []
-        tables.append(Table(len(tables), header, cells, to_markdown(cells, has_header)))
+        markdown = to_markdown(cells, has_header)
+        if caption:
+            markdown = f"{caption}\n\n{markdown}"
+        tables.append(Table(len(tables), header, cells, markdown))
     return tables

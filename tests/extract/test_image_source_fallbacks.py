@@ -1,6 +1,7 @@
 """Images whose source is not where trafilatura reads it: an <img> that keeps no source a browser
-loads (a JSON data-src beside a script URL, a file: spacer) is no reference, no interleaved
-block and no `![]()` in the Markdown, never one at the page's own URL; an <img> whose real image
+loads (a file: spacer) is no reference, no interleaved block and no `![]()` in the Markdown,
+never one at the page's own URL; an <img> whose src has no image extension (msn's
+`AAkk5fh.img?h=820` beside a JSON data-src) is that image; an <img> whose real image
 is only in the <noscript> beside it (Medium's blurred preview, a data: placeholder) is that
 image, once, at its full URL. Markup modelled on readability's msn, hukumusume and
 lazy-image-1 test pages."""
@@ -55,14 +56,22 @@ _JSON = (
     "&quot;src&quot;:&quot;//img-s-msn-com.akamaized.net/tenant/amp/entityid/AAkk5fh.img?"
     "h=410&amp;w=728&amp;m=6&quot;}}"
 )
+# msn: a JSON data-src beside the image's URL in src, which has no image extension
+MSN = (
+    '<p><span class="storyimage"><span class="image"><img alt="Nintendo/Apple" '
+    f'data-src="{_JSON}" src="http://img-s-msn-com.akamaized.net/tenant/amp/entityid/'
+    'AAkk5fh.img?h=820&amp;w=1456"></span><span class="caption"><span>© Provided by '
+    f"Business Insider Inc</span> <span>Nintendo/Apple</span></span></span> {PARA}</p>"
+)
+MSN_SRC = "http://img-s-msn-com.akamaized.net/tenant/amp/entityid/AAkk5fh.img?h=820&w=1456"
+
+
+def test_an_image_src_without_an_image_extension_is_the_image_not_its_json_data_src():
+    refs, blocks, md = _image_srcs(_extract(MSN))
+    assert refs == blocks == md == [MSN_SRC, REAL], (refs, blocks, md)
+
+
 SOURCELESS = {
-    # msn: the image URL only in a JSON data-src, its src a script URL (no image file)
-    "msn-json-data-src": (
-        '<p><span class="storyimage"><span class="image"><img alt="Nintendo/Apple" '
-        f'data-src="{_JSON}" src="http://img-s-msn-com.akamaized.net/tenant/amp/entityid/'
-        'AAkk5fh.img?h=820&amp;w=1456"></span><span class="caption"><span>© Provided by '
-        f"Business Insider Inc</span> <span>Nintendo/Apple</span></span></span> {PARA}</p>"
-    ),
     # hukumusume: a spacer GIF on the author's disk, inside bold text
     "file-spacer": (
         "<p><b>Today in history<img src='file:///C|/Documents%20and%20Settings/user/spacer.gif' "
