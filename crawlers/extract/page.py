@@ -15,6 +15,8 @@ from common.consent import flag_true
 from common.schemas import PROVENANCE
 from crawlers.extract.content import extract_content, image_refs, parse_html
 from crawlers.extract.decode import BadPage, clean_text, decode_html
+from crawlers.extract.prune import prepare_tree
+from crawlers.extract.reject import notice_reject
 from crawlers.extract.tables import extract_tables
 
 # Crawl-record fields that travel unchanged to every document (robots decisions included).
@@ -195,10 +197,14 @@ def _parse(html: str, config: ExtractConfig):
 
 def _content(html: str, url: str, config: ExtractConfig):
     """(tree, content, opt-outs) of one HTML text: content None where trafilatura finds none;
-    the opt-outs read before extraction prunes the tree (a meta robots counts wherever it is)."""
+    the opt-outs read before extraction prunes the tree (a meta robots counts wherever it is),
+    forum and wiki chrome pruned and loose text made paragraphs before (`prune.prepare_tree`)."""
     tree, readable = _parse(html, config)
     opt_outs = _meta_opt_outs(tree, config)
-    content = extract_content(html, url, favor=config.favor, tree=tree) if readable else None
+    content = None
+    if readable:
+        prepare_tree(tree)
+        content = extract_content(html, url, favor=config.favor, tree=tree)
     return tree, content, opt_outs
 
 
@@ -301,6 +307,9 @@ def _extract(record: dict, config: ExtractConfig) -> ExtractResult:
     record = _page_opt_outs(record, opt_outs)
     if content is None:
         raise BadPage("no_main_content", "trafilatura found no main content")
+    notice = notice_reject(tree, content.text)
+    if notice is not None:  # a 200 page that only says it cannot be shown: no document
+        raise BadPage(*notice)
     method, llm_error = "trafilatura", None
     if config.llm is not None and config.llm.applies_to(url):
         try:
