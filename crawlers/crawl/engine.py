@@ -46,7 +46,7 @@ from crawlers.crawl.robots_policy import (
 from crawlers.crawl.routing import OTHER_SHARD, OUTBOX_SCHEMA, ShardRouter, shard_root_of
 from crawlers.crawl.scheduler import DISCOVERED, SEED, SITEMAP, Scheduler
 from crawlers.crawl.sitemaps import Sitemap, parse_sitemap
-from crawlers.crawl.traps import main_text, pagination_step, shape_of
+from crawlers.crawl.traps import main_text, own_variant, pagination_step, shape_of
 from crawlers.crawl.warc import WarcStore
 from crawlers.robots import RobotsTxt
 
@@ -235,7 +235,7 @@ class Crawler:
                 self.sched.fetched += 1
                 self.topics_fetched[row["topic"] or "other"] += 1
                 if row["lang"]:
-                    self.langs.observe(host, row["lang"])
+                    self.sched.observe_lang(host, row["lang"])
         if requeue:
             with self.frontier:
                 for url in requeue:
@@ -919,14 +919,13 @@ class Crawler:
         self.stats["errors"] += res.error is not None
         self.stats["bytes"] += fields.get("content_length", 0)
         if page.lang:
-            self.langs.observe(host, page.lang)
-        copy = None
+            self.sched.observe_lang(host, page.lang)
+        copy = words = None
         if page.info is not None:
+            text = main_text(res.body)
+            words = len(text.split())
             copy = self.traps.observe(
-                url,
-                main_text(res.body),
-                [lk.url for lk in page.info.links],
-                page.info.canonical,
+                url, text, [lk.url for lk in page.info.links], page.info.canonical, res.body
             )
         loc = None
         if res.hops:
@@ -937,7 +936,7 @@ class Crawler:
             if loc is not None:
                 self.frontier.commit_warc(loc.file, loc.end)
             fields["outlinks"] = len(page.links)
-            new = 0
+            leads: list[str] = []  # shapes of the new URLs it led to
             own_shape = shape_of(url)
             for lk in page.links:
                 clean = self.traps.canonical(lk.url)  # the address it is queued under
@@ -947,11 +946,21 @@ class Crawler:
                     lk.url, depth, url, lk.anchor, page.topic, clean, lk.found
                 )
                 # a family is a hub for what it leads to elsewhere: facet and filter pages that
-                # link their own combinations only multiply themselves
-                new += found == "queued" and shape_of(clean[0]) != own_shape
+                # link their own combinations, listings their own sort orders and next pages
+                # only multiply themselves
+                shape = shape_of(clean[0])
+                if found == "queued" and shape != own_shape and not own_variant(clean[0], url):
+                    leads.append(shape)
             unwanted = (res.error or "").startswith("unwanted-content-type")
             self.traps.families.record(
-                url, row["anchor"] or "", res.status, new, unwanted, row["depth"]
+                url,
+                row["anchor"] or "",
+                res.status,
+                len(leads),
+                unwanted,
+                row["depth"],
+                words,
+                leads,
             )
             if copy is not None:
                 self.traps.families.copy(copy, row["anchor"] or "" if copy == url else "")

@@ -19,7 +19,9 @@ trap is instead recognised by what makes a URL space unbounded and worthless:
   reached from. Links out of a chain of `max_dup_run` look-alikes are not followed, nor links
   from a shape to itself once most of its pages reached that way (`min_dup_sample`+, of
   `min_words`+ words: a few words are too little to judge) are look-alikes. A page that led to
-  new URLs of another shape (an index listing articles) is never a look-alike.
+  new URLs of another shape (an index listing articles) is never a look-alike; links to its own
+  path with its parameters re-valued or added (`own_variant`: its next page, its sort orders)
+  lead nowhere new.
 
 `check(url, parent)` is asked once per new URL and returns None (the URL is counted) or a
 `trap: ...` reason naming the family and its evidence; `observe(url, text, links)` feeds each
@@ -159,11 +161,26 @@ _WORD = re.compile(r"\w+", re.UNICODE)
 _SHAPE_LITERAL = re.compile(r"[a-z]{1,24}")
 
 
+# A namespace before a colon (MediaWiki's Talk:, User:, Category:, Kategoria:): a family of its own.
+_NAMESPACE = re.compile(r"([^\W\d][\w -]{0,23}):.+")
+
+
+def _shape_segment(seg: str) -> str:
+    if _SHAPE_LITERAL.fullmatch(seg):
+        return seg
+    if ":" in seg or "%3a" in seg:
+        named = _NAMESPACE.fullmatch(unquote(seg))
+        if named:
+            return f"{named.group(1)}:*"
+    return "*"
+
+
 @lru_cache(maxsize=1 << 14)  # pages repeat their parents' and neighbours' URLs
 def shape_of(url: str) -> str:
-    """A URL's family: host, path with id-like segments as '*', and the query's keys."""
+    """A URL's family: host, path with id-like segments as '*' (a segment `Word:rest`, a wiki's
+    namespace, as 'word:*': /wiki/Talk:X and /wiki/X are two families), and the query's keys."""
     parts = urlsplit(url)
-    segs = [s if _SHAPE_LITERAL.fullmatch(s) else "*" for s in parts.path.lower().split("/") if s]
+    segs = [_shape_segment(s) for s in parts.path.lower().split("/") if s]
     keys = ",".join(sorted({k for k, _ in parse_qsl(parts.query, keep_blank_values=True)}))
     return f"{parts.netloc}/{'/'.join(segs)}" + (f"?{keys}" if keys else "")
 
@@ -321,6 +338,50 @@ def pagination_step(url: str, parent: str, listings: set[str] | None = None) -> 
     return False
 
 
+def own_variant(url: str, page: str) -> bool:
+    """True for a link from a page with a query to its own path that keeps every parameter name
+    of the page (`?start=50` or `?sk=a&sd=d&start=25` from `?start=25`): another page, sort order
+    or view of the same listing, never a new document the page leads to."""
+    host, path, pairs = _split(url)
+    p_host, p_path, p_pairs = _split(page)
+    if (host, path) != (p_host, p_path) or not p_pairs:
+        return False
+    return {k for k, _ in p_pairs} <= {k for k, _ in pairs}
+
+
+def _variants(a: str, b: str) -> bool:
+    """Whether two URLs of a host read as two addresses of one document: the same path with one's
+    parameter names among the other's, or the same query with one's path segments in order among
+    the other's (/amp/story/5 and /story/5, /story/5/print)."""
+    host, path, pairs = _split(a)
+    b_host, b_path, b_pairs = _split(b)
+    if host != b_host:
+        return False
+    if path == b_path:
+        keys, b_keys = {k for k, _ in pairs}, {k for k, _ in b_pairs}
+        return keys <= b_keys or b_keys <= keys
+    if sorted(pairs) != sorted(b_pairs):
+        return False
+    segs, b_segs = [s for s in path.split("/") if s], [s for s in b_path.split("/") if s]
+    short, long = (segs, b_segs) if len(segs) <= len(b_segs) else (b_segs, segs)
+    rest = iter(long)
+    return all(seg in rest for seg in short)
+
+
+def visible_text(body: bytes | str) -> str:
+    """All text a reader sees on the page, title and link text included (no scripts or styles),
+    whitespace collapsed: what tells two short pages (a sign-in form, a member list of names as
+    links) apart when their main text is a few words."""
+    if not body or not body.strip():
+        return ""
+    try:
+        root = lxml.html.document_fromstring(body)
+    except (etree.ParserError, ValueError):
+        return ""
+    etree.strip_elements(root, "script", "style", "noscript", "template", with_tail=False)
+    return " ".join(root.text_content().split())
+
+
 def is_token(value: str) -> bool:
     """A long random-looking token (session ids, cache busters): 16+ word characters, 2+ digits."""
     return (
@@ -401,7 +462,14 @@ class FamilyStats:
     serving copies of pages already fetched, loses priority after a few such pages; one that
     served nothing but copies (`cut_copies`+ pages, 90%) or failures (`cut_failed`+, 95%) is not
     fetched any more; one whose pages keep leading to new URLs of other shapes (listing
-    pagination, new ids) gains priority.
+    pagination, new ids) gains priority. When `record` is told the shapes of those new URLs
+    (`leads`), only the ones of shapes whose fetched pages proved to have content count: a talk
+    page's revision links or a thread's reply forms do not make a hub.
+
+    Thin families: when `record` is told the words of each page's main text, a family whose
+    pages (`min_fetched`+) average under `thin_share` of the host's average (`min_host_pages`+
+    pages) and that is no hub sinks by one (talk, user and profile pages, sign-in forms, a member
+    list's pages: reordered behind the content, never cut).
 
     Failures are also counted in two coarser groups (`groups`) that shapes keep apart: the site
     section (first path segment: /wiki/Perceptron and /wiki/BIRCH are two shapes, one section)
@@ -417,13 +485,20 @@ class FamilyStats:
         cut_copies: int = 5,
         cut_failed: int = 10,
         group_fail_share: float = 0.9,
+        thin_share: float = 0.25,
+        min_host_pages: int = 5,
     ):
         self.min_fetched, self.fail_share, self.hub_links = min_fetched, fail_share, hub_links
         self.cut_copies, self.cut_failed = cut_copies, cut_failed
         self.group_fail_share = group_fail_share
+        self.thin_share, self.min_host_pages = thin_share, min_host_pages
         # fetched, failed (4xx but 429), new URLs queued, copies of content already fetched
         self.stats: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0, 0])
         self.groups_seen: dict[str, list[int]] = defaultdict(lambda: [0, 0])  # fetched, failed
+        # family / host -> [pages whose main-text words were counted, words]
+        self.words: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+        self.host_words: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+        self.leads: dict[str, Counter[str]] = {}  # family -> shapes of the new URLs it queued
 
     @staticmethod
     def families(url: str, anchor: str = "") -> list[str]:
@@ -455,15 +530,32 @@ class FamilyStats:
         new_urls: int,
         unwanted: bool = False,
         depth: int | None = None,
+        words: int | None = None,
+        leads: list[str] | None = None,
     ) -> None:
-        """Count one fetched page: its status and the new URLs it queued; a response of a type
-        the crawl does not take (a feed, a file) counts as a failure, as a 4xx does."""
+        """Count one fetched page: its status and the new URLs it queued (`leads`: their shapes,
+        when known), and the words of its main text; a response of a type the crawl does not take
+        (a feed, a file) counts as a failure, as a 4xx does."""
         failed = unwanted or (status is not None and 400 <= status < 500 and status != 429)
+        counted = words is not None and not failed and status is not None and status < 300
+        if counted:
+            host_words = self.host_words[_split(url)[0]]
+            host_words[0] += 1
+            host_words[1] += words
         for fam in self.families(url, anchor):
             st = self.stats[fam]
             st[0] += 1
             st[1] += failed
             st[2] += new_urls
+            if counted:
+                fam_words = self.words[fam]
+                fam_words[0] += 1
+                fam_words[1] += words
+            if leads is not None:
+                shapes = self.leads.setdefault(fam, Counter())
+                for shape in leads:
+                    if shape in shapes or len(shapes) < 64:
+                        shapes[shape] += 1
         for group in self.groups(url, depth):
             self.groups_seen[group][0] += 1
             self.groups_seen[group][1] += failed
@@ -494,15 +586,49 @@ class FamilyStats:
         for fam in fams:
             fetched, failed, _, copies = self.stats.get(fam, (0, 0, 0, 0))
             bad = min(fetched, failed + copies)
-            if fetched >= self.min_fetched and bad >= self.fail_share * fetched:
+            # `min_fetched` bad pages, not merely a share of a few: a URL queued while its family
+            # is down stays ranked so until it is next looked at
+            if bad >= max(self.min_fetched, self.fail_share * fetched):
                 # below any live page (depth and URL shape span about -2.5 .. 2.5)
                 penalty = min(penalty, -4.0 * bad / fetched)
         if penalty < 0:
             return round(penalty * 4) / 4
-        fetched, _, new, _ = self.stats.get(fams[0], (0, 0, 0, 0))
-        if fetched >= 2 and new >= self.hub_links * fetched:
+        if self._hub(fams[0]):
             return 0.5
+        host = _split(url)[0]
+        if any(self._thin(fam, host) and not self._hub(fam) for fam in fams):
+            return -1.0
         return 0.0
+
+    def _mean_words(self, key: str, host: bool = False) -> float | None:
+        pages, words = (self.host_words if host else self.words).get(key, (0, 0))
+        enough = self.min_host_pages if host else self.min_fetched
+        return words / pages if pages >= enough else None
+
+    def _thin(self, fam: str, host: str) -> bool:
+        """Whether the family's pages carry little main text for this host."""
+        mine, theirs = self._mean_words(fam), self._mean_words(host, host=True)
+        return mine is not None and theirs is not None and mine < self.thin_share * theirs
+
+    def _hub(self, fam: str) -> bool:
+        """Whether the family's pages keep leading to new URLs (`hub_links` a page), counting
+        only new URLs of shapes shown to have content when their shapes were recorded."""
+        fetched, _, new, _ = self.stats.get(fam, (0, 0, 0, 0))
+        if fetched < 2:
+            return False
+        leads = self.leads.get(fam)
+        if leads is not None:
+            host = fam.split("/", 1)[0].split(" ", 1)[0]
+            new = sum(n for shape, n in leads.items() if self._rich(shape, host))
+        return new >= self.hub_links * fetched
+
+    def _rich(self, shape: str, host: str) -> bool:
+        """A shape whose fetched pages (`min_fetched`+) had content: not thin, mostly no failures
+        or copies."""
+        fetched, failed, _, copies = self.stats.get(shape, (0, 0, 0, 0))
+        if fetched < self.min_fetched or failed + copies >= self.fail_share * fetched:
+            return False
+        return self._mean_words(shape) is not None and not self._thin(shape, host)
 
     def cut(self, url: str, anchor: str = "") -> str | None:
         """Why a URL of a family that served only copies, or only failures, is not worth
@@ -529,8 +655,11 @@ class FamilyStats:
         for fam in self.families(url, anchor):
             fetched, failed, new, copies = self.stats.get(fam, (0, 0, 0, 0))
             if fetched:
+                pages, words = self.words.get(fam, (0, 0))
+                mean = f", {words // pages} words a page" if pages else ""
                 parts.append(
-                    f"{fam}: {failed} of {fetched} fetched failed, {copies} copies, {new} new URLs"
+                    f"{fam}: {failed} of {fetched} fetched failed, {copies} copies, {new} new "
+                    f"URLs{mean}"
                 )
         for group, fetched, failed in self._dead_groups(url, depth):
             parts.append(f"{group}: {failed} of {fetched} fetched failed")
@@ -594,6 +723,7 @@ class TrapDetector:
         self.key_tokens: dict[tuple[str, str], tuple[set[str], set[str]]] = {}  # values, paths
         self.families = FamilyStats()
         self.host_prints: dict[str, dict[int, str]] = {}  # host -> main-content simhash -> URL
+        self.short_prints: dict[str, dict[int, str]] = {}  # host -> visible-text hash -> URL
         self.host_blocks: dict[str, Counter[int]] = {}  # host -> block hash -> pages with it
         self.variant_prints: dict[int, int] = {}  # hash(URL key minus a parameter) -> simhash
         self.deepening: dict[str, int] = {}
@@ -1112,11 +1242,14 @@ class TrapDetector:
         text: str,
         links: list[str] | tuple[str, ...] = (),
         canonical: str | None = None,
+        body: bytes | str | None = None,
     ) -> str | None:
         """Feed a fetched page's main text (`main_text`), outlinks (before its outlinks are
-        checked) and `<link rel=canonical>`. When its main content (10+ words) is one this host
-        already served under another URL, returns the URL that is the copy (print, AMP, view or
-        session variant): the longer of the two."""
+        checked), `<link rel=canonical>` and markup (`body`, optional). When its main content
+        (10+ words) is one this host already served under another URL, returns the URL that is
+        the copy (print, AMP, view or session variant): the longer of the two. A page with a
+        shorter main text (a sign-in form, a list of names as links) is judged so by its whole
+        visible text (`visible_text` of `body`, 10+ words), which must be the same."""
         host, path, pairs = _split(url)
         self._learn_tokens(host, links)
         self._learn_return_addresses(url, links)
@@ -1150,9 +1283,14 @@ class TrapDetector:
         # A page that led to new URLs of another shape (an index page listing articles) is
         # doing its job even if its text looks like its neighbours' ("Story 17", "Story 18"):
         # it is never evidence of a trap.
+        # Links to the page's own path with its parameters re-valued or others added (the next
+        # page, sort orders of one listing: `own_variant`) lead nowhere else.
         shape = shape_of(url)
         productive = any(
-            link not in self.seen and _split(link)[0] == host and shape_of(link) != shape
+            link not in self.seen
+            and _split(link)[0] == host
+            and shape_of(link) != shape
+            and not own_variant(link, url)
             for link in links
         )
         # Parameters: does a variant differing in one parameter look like an earlier variant?
@@ -1191,22 +1329,50 @@ class TrapDetector:
                 stats[1] += near
         self.page_prints[url] = fp
         if not judged:
-            return None
+            return self._short_copy(url, host, body)
         # copies are judged on the whole main text: which blocks count as the host's boilerplate
         # changes as pages come in, a copy's text does not
         whole = fingerprint(text)[0] if "\n" in text else fp
-        prints = self.host_prints.setdefault(host, {})
+        return self._copy(url, self.host_prints.setdefault(host, {}), whole)
+
+    def _short_copy(self, url: str, host: str, body: bytes | str | None) -> str | None:
+        """`observe`'s copy for a page of a few words of main text: the same whole visible text
+        (`min_words`+ words, compared exactly) as a page the host served under another URL."""
+        if body is None:
+            return None
+        seen = visible_text(body)
+        if len(_WORD.findall(seen, 0, 4000)) < self.min_words:
+            return None
+        digest = hashlib.blake2b(seen.lower().encode(), digest_size=8).digest()
+        return self._copy(url, self.short_prints.setdefault(host, {}), int.from_bytes(digest))
+
+    def _copy(self, url: str, prints: dict[int, str], whole: int) -> str | None:
         first = prints.get(whole)
+        if first == url:
+            return None  # the same page fetched again
         if first is None:
             if len(prints) < 200_000:
                 prints[whole] = url
             return None
         # The copy is the page that names the other one canonical, or names none where the other
-        # names itself; else the longer address.
+        # names itself; else, of two addresses of one document (`_variants`: /amp/story/5 and
+        # /story/5, ?id=5&view=print and ?id=5), the longer; else the one of a shape with twice
+        # the other's URLs (a forum's ?p=N, one per post, against its thread's pages); else the
+        # one fetched later (neither address says which is the document).
         mine, theirs = url in self.self_canonical, first in self.self_canonical
         if self.canonical_of.get(url) == first or (theirs and not mine):
             return url
-        if self.canonical_of.get(first) == url or (mine and not theirs) or len(first) > len(url):
+        if (
+            self.canonical_of.get(first) == url
+            or (mine and not theirs)
+            or self._multiplies(first, url)
+        ):
             prints[whole] = url
             return first
         return url
+
+    def _multiplies(self, first: str, then: str) -> bool:
+        """Whether `first`, fetched before `then` with the same content, is the copy of the two."""
+        if _variants(first, then):
+            return len(first) > len(then)
+        return self.shape_urls[shape_of(first)] >= 2 * self.shape_urls[shape_of(then)]
