@@ -6,6 +6,9 @@
   those graded `low` negatives; `medium` ones train nothing.
 - `reference+shuffled`, `graded+shuffled`: the same plus a word-order shuffle of every positive
   passage as a negative, with layout tokens (the default models' recipes, `filters.quality.default`).
+- `reference+layout`, `graded+layout`: the same with plain shuffles, plus every positive passage
+  relaid (one sentence per line, titled paragraphs) as a positive and a keyword list and a
+  navigation dump of its words as negatives (the multilingual fallback's recipes).
 - `llm`: an LLM grader (OpenAI-compatible endpoint) grades documents; grades are distilled
   into the fastText model (grade >= min_grade is positive).
 - `benchmark`: documents are ranked by cosine similarity to a few target examples with the
@@ -226,6 +229,90 @@ def with_shuffles(
     return ts
 
 
+# A sentence ends (Latin, CJK, Devanagari danda, Arabic and Urdu marks) before the space that
+# follows it; CJK sentences need no space.
+_SENTENCE_SPLIT = re.compile(r"(?<=[.!?\u0964\u061f\u06d4])\s+|(?<=[。！？])")
+
+
+def _word_units(text: str, lang: str, rng: random.Random) -> list[str]:
+    """The text's words without their punctuation (CJK-like: seeded runs of 2-4 letters)."""
+    if is_char_lang(lang):
+        letters = tokens(text, lang)
+        out, i = [], 0
+        while i < len(letters):
+            k = rng.randint(2, 4)
+            out.append("".join(letters[i : i + k]))
+            i += k
+        return out
+    return [core for w in text.split() if (core := _WORD_CORE.match(w).group(2))]
+
+
+def relaid(text: str, lang: str, rng: random.Random) -> list[str]:
+    """The text as web pages also lay prose out: one sentence per line (when it has >= 3), and
+    a short title line (the paragraph's first words, no full stop) before every paragraph."""
+    out = []
+    sents = [s for line in text.splitlines() for s in _SENTENCE_SPLIT.split(line.strip()) if s]
+    if len(sents) >= 3:
+        out.append("\n".join(sents))
+    titled = []
+    for para in (p.strip() for p in text.splitlines()):
+        if not para:
+            continue
+        words = _word_units(para, lang, rng)
+        if len(words) > 6:
+            titled.append(("" if is_char_lang(lang) else " ").join(words[: rng.randint(2, 5)]))
+        titled.append(para)
+    out.append("\n".join(titled))
+    return out
+
+
+def layout_junk(text: str, lang: str, rng: random.Random) -> list[str]:
+    """Two junk pages from the text's own words, in any language: a keyword list (a few of its
+    words repeated on lines) and a navigation dump (many short lines of one to three words)."""
+    words = _word_units(text, lang, rng)
+    if len(words) < 8:
+        return []
+    sep = "" if is_char_lang(lang) else " "
+    kw = rng.sample(words, rng.randint(3, 8))
+    keywords = "\n".join(
+        sep.join(rng.choice(kw) for _ in range(rng.randint(5, 12))) + rng.choice(("", "", "."))
+        for _ in range(rng.randint(4, 9))
+    )
+    items = [sep.join(rng.sample(words, rng.randint(1, 3))) for _ in range(rng.randint(6, 14))]
+    nav = [rng.choice(items) for _ in range(rng.randint(12, 40))]
+    if rng.random() < 0.5:
+        nav.append(" | ".join(rng.sample(items, 5)))
+    return [keywords, "\n".join(nav)]
+
+
+def with_layout(ts: TrainingSet, lang: str, opts: LabelOptions, source: str) -> TrainingSet:
+    """`ts` plus, for every positive passage, its plain shuffle (`with_shuffles`), its layouts
+    of `relaid` as positives and the two `layout_junk` pages as negatives; layout tokens on.
+
+    For the multilingual fallback, which scores languages whose words it never saw, so that only
+    the layout tokens speak: a model trained on reference pages alone learns their layout (long
+    paragraphs, every line a sentence) and scored prose under headings or one sentence per line
+    near 0 in an unseen language. Relaid passages are positives in their own group
+    (`<group>|layout`): the out-of-fold recall cut (`filters.quality.train`) then counts each
+    document as written and relaid, never the two joined."""
+    rng = random.Random(opts.seed + 202)
+    pos = [(t, g) for t, y, g in zip(ts.texts, ts.labels, ts.groups or [], strict=True) if y]
+    good = [(v, f"{g}|layout") for t, g in pos for v in relaid(t, lang, rng)]
+    junk = [(v, g) for t, g in pos for v in layout_junk(t, lang, rng)]
+    ts = with_shuffles(ts, lang, opts, source)
+    ts.texts += [t for t, _ in good] + [t for t, _ in junk]
+    ts.labels += [1] * len(good) + [0] * len(junk)
+    ts.groups = (ts.groups or []) + [g for _, g in good] + [g for _, g in junk]
+    return ts
+
+
+@register_label_source("reference+layout")
+def reference_layout_labels(rows: list[dict], lang: str, opts: LabelOptions) -> TrainingSet:
+    """`reference` labels plus the shuffles, relaid positives and junk pages of `with_layout`
+    (the multilingual fallback's recipe for a language without grades)."""
+    return with_layout(reference_labels(rows, lang, opts), lang, opts, "reference+layout")
+
+
 @register_label_source("reference+shuffled")
 def reference_shuffled_labels(rows: list[dict], lang: str, opts: LabelOptions) -> TrainingSet:
     """`reference` labels plus the shuffles of `with_shuffles`, with layout tokens on.
@@ -285,6 +372,15 @@ def graded_shuffled_labels(rows: list[dict], lang: str, opts: LabelOptions) -> T
     broken sentence ends; the in-layout shuffles teach word order whatever the layout."""
     ts = graded_labels(rows, lang, opts)
     return with_shuffles(ts, lang, opts, "graded+shuffled", in_layout=True)
+
+
+@register_label_source("graded+layout")
+def graded_layout_labels(rows: list[dict], lang: str, opts: LabelOptions) -> TrainingSet:
+    """`graded` labels plus the shuffles, relaid positives and junk pages of `with_layout` (the
+    multilingual fallback's recipe). Grades, not reference pages against the crawl: in a
+    language it cannot read the fallback sees only layout, and the crawl's good pages
+    (recipes, galleries, forums) taught it that any layout but a reference page's is bad."""
+    return with_layout(graded_labels(rows, lang, opts), lang, opts, "graded+layout")
 
 
 @register_label_source("llm")

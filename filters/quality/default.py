@@ -14,8 +14,14 @@ The recipe: per language a label source (`RECIPES`, else `RECIPE`; see `filters.
 the same fastText training. `reference+shuffled`: passages of the reference pages against
 passages of the crawl, plus a word-order shuffle of every reference passage as a negative, with
 layout tokens. `graded+shuffled` (English since recipe version 4): pages graded `high` against
-pages graded `low`, with the same shuffles and layout tokens. The multilingual model pools every
-language's examples, each tokenised as its own language. Choices were made on the `dev` split
+pages graded `low`, with the same shuffles and layout tokens.
+
+The multilingual fallback scores languages whose words it never saw, so it is trained and cut
+for that case: it pools every language's examples of `fallback_recipe` (each tokenised as its
+own language), its fold models leave one language out each (they are its ensemble), and its cut
+keeps DEFAULT_POSITIVE_RECALL of the positive documents as scored by the model that never saw
+their language (`threshold_method` `positive_recall_lolo`; `oof.auc_by_language` in its
+metadata). Choices were made on the `dev` split
 of `tests/filters/heldout_quality.py` (never on its `test` split) and, for English, on real
 pages (`bench/ablate_quality.py`: readability's hand-extracted pages against the rest of their
 text). `quality.default_label_sources` in the filter config names other label sources per
@@ -44,8 +50,13 @@ RECIPE = "reference+shuffled"
 # crawl, which take good crawl pages as negatives.
 RECIPES: dict[str, str] = {"en": "graded+shuffled"}
 # 6: layout tokens read the whole text, not its first MAX_TOKENS tokens.
-RECIPE_VERSION = 6
+# 7: the fallback trains on FALLBACK_RECIPES with leave-one-language-out folds and cut.
+RECIPE_VERSION = 7
 FALLBACK_NAME = "multilingual"
+# The fallback's label source per language, whatever the language's own model uses: graded
+# pages where the language has >= 3 graded high and >= 3 graded low (else reference pages
+# against the crawl), with relaid positives and junk-page negatives (`filters.labels.with_layout`).
+FALLBACK_RECIPES = ("graded+layout", "reference+layout")
 ENV_ROOT = "REFINERY_QUALITY_DEFAULTS"
 COMPLETE = "build.json"
 
@@ -132,14 +143,27 @@ def training_key(
     return h.hexdigest()
 
 
+def fallback_recipe(rows: list[dict], lang: str) -> str:
+    """The label source of `lang`'s examples in the fallback: FALLBACK_RECIPES[0] (graded) when
+    `lang` has >= 3 documents graded high and >= 3 graded low, else FALLBACK_RECIPES[1]."""
+    grades = [
+        r.get("quality") for r in rows if r.get("lang") == lang and (r.get("text") or "").strip()
+    ]
+    graded = grades.count("high") >= 3 and grades.count("low") >= 3
+    return FALLBACK_RECIPES[0] if graded else FALLBACK_RECIPES[1]
+
+
 def multilingual_training_set(
     rows: list[dict],
     langs: Sequence[str],
     seed: int = 0,
     label_sources: Mapping[str, str] | None = None,
 ) -> TrainingSet:
-    """Every language's default training set pooled (each with its own recipe); each example
-    keeps its language."""
+    """Every language's fallback training set (`fallback_recipe`) pooled; each example keeps its
+    language. `label_sources` choose the languages' own models, not the fallback's examples:
+    in a language it cannot read the fallback learns layout, and reference pages against the
+    crawl taught it that every layout but a reference page's is bad (prose under headings, one
+    sentence per line, scored near 0)."""
     from filters.labels import LabelOptions, build_training_set
 
     texts: list[str] = []
@@ -148,10 +172,9 @@ def multilingual_training_set(
     text_langs: list[str] = []
     calib: list[str] = []
     calib_langs: list[str] = []
+    sources = {lang: fallback_recipe(rows, lang) for lang in langs}
     for lang in langs:
-        ts = build_training_set(
-            rows, lang, recipe_for(lang, label_sources), LabelOptions(seed=seed)
-        )
+        ts = build_training_set(rows, lang, sources[lang], LabelOptions(seed=seed))
         texts += ts.texts
         labels += ts.labels
         groups += [f"{lang}:{g}" for g in ts.groups or [str(i) for i in range(len(ts.texts))]]
@@ -162,7 +185,7 @@ def multilingual_training_set(
         FALLBACK_NAME,
         texts,
         labels,
-        "pooled:" + ",".join(f"{lang}={recipe_for(lang, label_sources)}" for lang in langs),
+        "pooled:" + ",".join(f"{lang}={sources[lang]}" for lang in langs),
         calib,
         groups=groups,
         shape_features=True,
@@ -186,10 +209,12 @@ def _build_one(
     t = time.perf_counter()
     if name == FALLBACK_NAME:
         ts = multilingual_training_set(rows, langs, seed, label_sources)
+        # its folds leave one language out each: it is cut on languages it never saw
+        train_model(ts, out / f"{name}.bin", seed=seed, by_language=True)
     else:
         source = recipe_for(name, label_sources)
         ts = build_training_set(rows, name, source, LabelOptions(seed=seed))
-    train_model(ts, out / f"{name}.bin", seed=seed)
+        train_model(ts, out / f"{name}.bin", seed=seed)
     return round(time.perf_counter() - t, 2)
 
 
@@ -249,6 +274,7 @@ def build_default_models(
         "recipe_version": RECIPE_VERSION,
         "languages": langs,
         "fallback": f"{FALLBACK_NAME}.bin",
+        "fallback_recipes": {lang: fallback_recipe(rows, lang) for lang in langs},
         "seed": seed,
         "build_seconds": round(time.perf_counter() - t0, 2),
         "seconds": {name: seconds[name] for name in sorted(seconds)},

@@ -113,21 +113,41 @@ def _grouped_split(
     return train, test
 
 
+def language_folds(ts: TrainingSet, k: int) -> tuple[list[int], list[int]]:
+    """Leave-one-language-out folds: the fold of every labelled text and calibration document
+    is its language's (with more languages than `k`, whole languages are spread over k folds,
+    balanced by class counts). A fold's model has never seen the languages it scores, as the
+    multilingual fallback has never seen the languages it is used for."""
+    langs = [ts.lang_of(i) for i in range(len(ts.texts))]
+    order = sorted(set(langs))
+    fold_of = _assign_folds([order.index(x) for x in langs], ts.labels, k, 0)
+    cfold = []
+    for j in range(len(ts.calibration)):
+        lang = ts.calibration_lang(j)
+        cfold.append(fold_of[order.index(lang)] if lang in order else j % k)
+    return [fold_of[order.index(x)] for x in langs], cfold
+
+
 def out_of_fold_scores(
-    ts: TrainingSet, seed: int, k: int, tmp: Path
+    ts: TrainingSet, seed: int, k: int, tmp: Path, by_language: bool = False
 ) -> tuple[list[float], list[float], dict, list[float]] | None:
     # The fold models stay in `tmp` as oof<f>.bin (train_model keeps them as the ensemble).
     """OOF scores of the labelled texts, of the calibration documents, fold info, and the OOF
     scores of the positive units (documents when `ts.groups` is given, else examples).
 
-    None when the folds cannot each leave >= MIN_PER_CLASS of both classes to train on.
+    `by_language`: the folds are languages (`language_folds`), so every score is that of a
+    model that never saw the text's language. None when the folds cannot each leave
+    >= MIN_PER_CLASS of both classes to train on.
     """
     groups, calib_groups = _oof_groups(ts, k)
-    fold_of = _assign_folds(groups, ts.labels, k, seed)
-    # Calibration documents outside every labelled group: spread by position (any fold's model
-    # is out of sample for them).
-    cfold = [fold_of.get(g, j % k) for j, g in enumerate(calib_groups)]
-    tfold = [fold_of[g] for g in groups]
+    if by_language:
+        tfold, cfold = language_folds(ts, k)
+    else:
+        fold_of = _assign_folds(groups, ts.labels, k, seed)
+        # Calibration documents outside every labelled group: spread by position (any fold's
+        # model is out of sample for them).
+        cfold = [fold_of.get(g, j % k) for j, g in enumerate(calib_groups)]
+        tfold = [fold_of[g] for g in groups]
     for f in range(k):
         tr = [ts.labels[i] for i in range(len(ts.texts)) if tfold[i] != f]
         if sum(tr) < MIN_PER_CLASS or len(tr) - sum(tr) < MIN_PER_CLASS:
@@ -166,4 +186,9 @@ def out_of_fold_scores(
         "grouped_by": "key" if ts.groups else "inferred",
         "positive_units": "groups" if ts.groups is not None else "examples",
     }
+    if by_language:
+        info["folds_by"] = "language"
+        info["fold_languages"] = [
+            sorted({ts.lang_of(i) for i in range(len(ts.texts)) if tfold[i] == f}) for f in range(k)
+        ]
     return oof, coof, info, [unit_scores[u] for u in sorted(unit_scores)]

@@ -72,6 +72,7 @@ def train_model(
     positive_recall: float | None = None,
     test_frac: float = 0.2,
     folds: int = OOF_FOLDS,
+    by_language: bool = False,
 ) -> dict:
     """Train, evaluate on a held-out split, calibrate out of fold and save a model; return its metadata.
 
@@ -82,6 +83,13 @@ def train_model(
     A rule with fewer than MIN_CALIBRATION OOF scores falls back: keep_rate on OOF crawl scores
     -> keep_rate on the final model's in-sample crawl quantiles; an explicit positive_recall
     with fewer OOF positives is an error. `threshold_method` in the metadata names the rule used.
+
+    `by_language` (the multilingual fallback): the folds are the training set's languages
+    (`folds` is their number, at most 10) and the default cut is the DEFAULT_POSITIVE_RECALL cut
+    on those leave-one-language-out scores alone (`positive_recall_lolo`): what the fallback
+    is for, a language it never saw. Out of fold by document, the fallback had seen the
+    language's other pages, its crawl negatives scored near 0 and the keep-rate cut was 1e-5,
+    which dropped nothing. `oof.auc_by_language` is each language's AUC when left out.
     """
     n_pos = sum(ts.labels)
     if n_pos < MIN_PER_CLASS or len(ts.labels) - n_pos < MIN_PER_CLASS:
@@ -93,6 +101,10 @@ def train_model(
         raise ValueError("give at most one of threshold, keep_rate or positive_recall")
     if positive_recall is not None and not 0 < positive_recall <= 1:
         raise ValueError(f"positive_recall must be in (0, 1], got {positive_recall}")
+    langs = sorted({ts.lang_of(i) for i in range(len(ts.texts))})
+    by_language = by_language and len(langs) >= 2
+    if by_language:
+        folds = min(len(langs), 10)
     if not 2 <= folds <= 10:
         raise ValueError(f"folds must be in [2, 10], got {folds}")
     if not 0 < test_frac <= 0.5:
@@ -114,7 +126,7 @@ def train_model(
     with tempfile.TemporaryDirectory() as tmp:
         params = _fit(tr, range(len(tr.texts)), seed, Path(tmp), out)
         # OOF scores: the same recipe on the training split, k times, each group held out once.
-        oof = out_of_fold_scores(tr, seed, folds, Path(tmp))
+        oof = out_of_fold_scores(tr, seed, folds, Path(tmp), by_language)
         if oof is not None:
             # The k fold models become the scorer (bagging): each saw (k-1)/k of the labels,
             # and the cut below is read off their out-of-fold scores, i.e. on their scale. A
@@ -157,6 +169,16 @@ def train_model(
                 "auc": _finite(roc_auc(tr.labels, scores)),
             }
         )
+        if by_language:
+            oof_meta["auc_by_language"] = {
+                lang: _finite(
+                    roc_auc(
+                        [y for i, y in enumerate(tr.labels) if tr.lang_of(i) == lang],
+                        [s for i, s in enumerate(scores) if tr.lang_of(i) == lang],
+                    )
+                )
+                for lang in langs
+            }
     meta["calibration_quantiles"] = quantiles
     # OOF score quantiles of the positive class: what `positive_recall` maps through at
     # annotation time (FilterConfig quality.thresholds.<lang>.positive_recall).
@@ -177,6 +199,13 @@ def train_model(
                 f"{ts.lang!r}, got {len(pos_oof)}; give keep_rate or threshold instead"
             )
         method, threshold = "positive_recall_oof", _cut_for_recall(pos_oof, positive_recall)
+    elif by_language and len(pos_oof) >= MIN_PER_CLASS:
+        # The recall cut on unseen-language scores alone: no keep-rate on the crawl, whose good
+        # pages (galleries, recipes) a model that cannot read the words tells from junk by
+        # layout only; the relaid positives (filters.labels.with_layout) are in the recall.
+        positive_recall = DEFAULT_POSITIVE_RECALL
+        method = "positive_recall_lolo"
+        threshold = _cut_for_recall(pos_oof, positive_recall)
     else:
         # Default: the lower of the two OOF cuts, i.e. the cut must both keep DEFAULT_KEEP_RATE
         # of the crawl and DEFAULT_POSITIVE_RECALL of the positives. Either alone misfires on
