@@ -41,6 +41,15 @@ LANGUAGE_ALIASES = {
     "als": "gsw",
 }
 
+
+def code_fix(lang: str, labels: Sequence[str] | set[str]) -> str:
+    """How to write `lang`, a code the identifier never gives: its alias, else where the codes are."""
+    alias = LANGUAGE_ALIASES.get(lang.lower())
+    if alias in labels:
+        return f"it names that language '{alias}'"
+    return f"use one of its {len(labels)} codes (common.langid.LanguageIdentifier().labels())"
+
+
 # lid.176 labels whose code means something else, or is deprecated, in BCP-47: its `als` is
 # Alemannic (ISO 639-3 `als` is Tosk Albanian), its `sh` the retired ISO 639-1 code of
 # Serbo-Croatian (ISO 639-3 `hbs`). Every other label is already the ISO 639-1 code, or the

@@ -71,20 +71,14 @@ def check_lang(path: Path, lang: str, found: set[str]) -> None:
     (`filters.run.check_languages`), not answered with nothing."""
     if lang in found or lang == "und":
         return
-    from common.langid import LANGUAGE_ALIASES, LanguageIdentifier
+    from common.langid import LanguageIdentifier, code_fix
 
     labels = LanguageIdentifier().labels()
     if lang in labels:
         return
-    alias = LANGUAGE_ALIASES.get(lang.lower())
-    fix = (
-        f"it names that language '{alias}'"
-        if alias in labels
-        else f"use one of its {len(labels)} codes (common.langid.LanguageIdentifier().labels())"
-    )
     raise ValueError(
         f"--lang {lang!r}: no row of {path} has it and it is not a language the language "
-        f"identifier can give; {fix}"
+        f"identifier can give; {code_fix(lang, labels)}"
     )
 
 

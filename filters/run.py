@@ -232,22 +232,16 @@ def check_languages(
     unsupported_language under `nb`, which lid.176 calls `no`; `heuristics_by_lang.nb` ignored).
     Checked over `languages` and every per-language key and list
     (`FilterConfig.language_fields`)."""
-    from common.langid import LANGUAGE_ALIASES, LanguageIdentifier
+    from common.langid import LanguageIdentifier, code_fix
 
     if labels is None:
         labels = LanguageIdentifier().labels()
     for field, lang, cost in cfg.language_fields():
         if lang in labels:
             continue
-        alias = LANGUAGE_ALIASES.get(lang.lower())
-        fix = (
-            f"it names that language '{alias}'"
-            if alias in labels
-            else f"use one of its {len(labels)} codes (common.langid.LanguageIdentifier().labels())"
-        )
         raise ConfigError(
             f"{source}: {field}: {lang!r} is not a language the language identifier can "
-            f"give, so {cost}; {fix}"
+            f"give, so {cost}; {code_fix(lang, labels)}"
         )
 
 

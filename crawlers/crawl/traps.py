@@ -368,15 +368,22 @@ def _variants(a: str, b: str) -> bool:
     return all(seg in rest for seg in short)
 
 
+def _document(body: bytes | str):
+    """The parsed page, or None for an empty or unparseable body."""
+    if not body or not body.strip():
+        return None
+    try:
+        return lxml.html.document_fromstring(body)
+    except (etree.ParserError, ValueError):
+        return None
+
+
 def visible_text(body: bytes | str) -> str:
     """All text a reader sees on the page, title and link text included (no scripts or styles),
     whitespace collapsed: what tells two short pages (a sign-in form, a member list of names as
     links) apart when their main text is a few words."""
-    if not body or not body.strip():
-        return ""
-    try:
-        root = lxml.html.document_fromstring(body)
-    except (etree.ParserError, ValueError):
+    root = _document(body)
+    if root is None:
         return ""
     etree.strip_elements(root, "script", "style", "noscript", "template", with_tail=False)
     return " ".join(root.text_content().split())
@@ -413,11 +420,8 @@ def main_text(body: bytes | str, max_chars: int = 20000) -> str:
     most of their full text, so near-identity is judged on this. Blocks (paragraphs, list items,
     cells, headings, divs) are separated by newlines, so repeated blocks can be told apart
     (`TrapDetector.observe` drops blocks the host serves on many pages)."""
-    if not body or not body.strip():
-        return ""
-    try:
-        root = lxml.html.document_fromstring(body)
-    except (etree.ParserError, ValueError):
+    root = _document(body)
+    if root is None:
         return ""
     top = root.find("body")
     out: list[str] = []
