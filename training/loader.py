@@ -42,6 +42,10 @@ def read_manifest(mix_dir: str | Path) -> dict[str, Any]:
             f"{marker}: a mixture build into {mix_dir} did not finish (killed or failed), so its "
             f"files are not the manifest's; rebuild it with `refinery mix build SPEC --out {mix_dir}`"
         )
+    if not Path(mix_dir).is_dir():  # a mixture is a directory: name its manifest, not a sidecar
+        raise FileNotFoundError(
+            f"{mix_dir}: no mixture directory (no {Path(mix_dir) / 'manifest.json'}); {fix}"
+        )
     return read_dataset_manifest(Path(mix_dir), fix)
 
 

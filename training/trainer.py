@@ -143,9 +143,14 @@ def check_compatible(saved: dict[str, Any], model_cfg: ModelConfig, source: Path
     # A checkpoint written before a field existed was built with its default (e.g. tracks: 1).
     saved = {**{f.name: f.default for f in dataclasses.fields(ModelConfig)}, **saved}
     diff = [k for k in ours if k not in ADJUSTABLE_FIELDS and saved.get(k) != ours[k]]
+    if not saved.get("moe_experts") and not ours["moe_experts"]:  # MoE off on both sides
+        diff = [k for k in diff if not k.startswith("moe_")]
     if diff:
         pairs = ", ".join(f"{k}: checkpoint {saved.get(k)!r} vs config {ours[k]!r}" for k in diff)
-        raise TrainError(f"checkpoint {source} does not match the config's model ({pairs})")
+        raise TrainError(
+            f"checkpoint {source} does not match the config's model ({pairs}); use the model "
+            "settings the checkpoint was trained with (its run's run.json `config`)"
+        )
 
 
 def check_tokenizer(saved: dict[str, Any], source: Path, mix_dir: Path, manifest: dict) -> None:
