@@ -625,10 +625,22 @@ def recompute(
 
 
 def answers_agree(given: str, expected: str) -> bool:
-    """Numbers within 0.01 (or 0.1%); other answers equal ignoring case and spaces."""
+    """Numbers within 0.01 (or 0.1%); other answers equal ignoring case and spaces. The given
+    number is read as synth.textmatch reads numbers ("7,5" is 7.5, "1,000" is 1000: never a
+    decimal comma taken for grouping); one without a comma may also be Python's ("1e+308")."""
+    from synth.textmatch import number_value
+
+    text = str(given).strip().rstrip(".")
+    g = number_value(text)
     try:
-        g, e = float(str(given).replace(",", "")), float(expected)
+        g = float(text) if g is None and "," not in text else g
     except ValueError:
+        g = None
+    try:
+        e = float(expected)
+    except ValueError:
+        e = None
+    if g is None or e is None:
         return str(given).strip().lower().rstrip(".") == expected.strip().lower()
     return math.isclose(g, e, rel_tol=1e-3, abs_tol=0.01)
 

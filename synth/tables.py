@@ -12,9 +12,12 @@ draw (fontconfig's coverage) keeps its image but gets status `missing_glyphs: ..
 
 QA (programmatic, `verified=True` only where the answer is recomputed from the cells):
 - `lookup`: the cell at a row header (first column of unique labels) and a column header;
-- `max`, `min`, `argmax`: over a numeric column (numbers with units, commas, percent signs,
+- `max`, `min`, `argmax`: over a numeric column (numbers with units, grouping, percent signs,
   currency and Unicode minus are parsed; a column counts as numeric when its cells share one
-  unit and at least 80% of them parse);
+  unit and at least 80% of them parse). The decimal separator is decided per column from all its
+  cells (`column_decimal`): "12,5", "1.234,5" and "3.645.000" say ',', "3.5" and "1,234,567" say
+  '.'; a trailing currency ("1.299 €") says ','. A column whose only evidence is "1.299"
+  (1.299 or 1299) is not numeric: no computed QA rather than a guess. "1,234" alone reads 1234;
 - `sum`, `average` of a numeric column; `count` of data rows; `difference` between two cells;
 - one `unanswerable` question per table (a row that is not in the table).
 Tables with no header row get only `count` and `unanswerable`; without a row-header column there
@@ -22,7 +25,13 @@ is no `lookup`/`argmax`/`difference`.
 
 Teacher (optional, `common.teacher.TeacherClient`): asked for QA with references (row label,
 column, second row); each answer is recomputed from the cells; one that disagrees is dropped
-with its reason, one that cannot be checked (kind `other`) is kept with `verified=False`. The
+with its reason, one that cannot be checked (kind `other`) is kept with `verified=False`. A
+number agrees when its value does (read with the column's decimal separator) and it carries the
+same magnitude word (thousand, million, bn, Mio., Mrd., 万, 亿, млн...) and no unit (%, currency,
+words) that the cell or column does not: "4,259.9 trillion" for a cell "4,259.9" disagrees, "1.5"
+for "1.5 %" agrees. Every dropped item is a row of `table_qa_rejects.parquet` (REJECTS: id,
+row_id, doc_id, question, answer, kind, reason; a failed teacher call is one row, reason
+`teacher_error: ...`). The
 teacher's own question is kept (its varied wording is what it adds), so it must name what the
 answer was recomputed from: the column, and the row (and row_b) for lookup and difference, the
 absent row for unanswerable, compared as whole tokens (synth/textmatch.py: case, accents and
@@ -60,6 +69,7 @@ from pydantic import BaseModel, Field
 log = logging.getLogger("synth.tables")
 
 OUTPUT_NAME = "table_pairs.parquet"
+REJECTS_NAME = "table_qa_rejects.parquet"
 INPUT_NAME = "tables.parquet"
 IMAGES_DIR = "images"
 UNANSWERABLE = "unanswerable"
@@ -85,6 +95,17 @@ TABLE_PAIRS = pa.schema(
         ("status", pa.string()),
     ]
 )
+REJECTS = pa.schema(
+    [
+        ("id", pa.string()),  # "<row id>#r<k>": the k-th item dropped for that table
+        ("row_id", pa.string()),  # the table_pairs row
+        ("doc_id", pa.string()),
+        ("question", pa.string()),
+        ("answer", pa.string()),
+        ("kind", pa.string()),
+        ("reason", pa.string()),
+    ]
+)
 _REQUIRED = {
     "doc_id": "string",
     "table_index": "int",
@@ -108,21 +129,32 @@ th { background: #eeeeee; font-weight: bold; }
 
 _NUM = re.compile(
     r"^(?P<pre>[^\d\s+\-−.,]{0,4}?)\s*(?P<sign>[+\-−]?)\s*(?P<pre2>[$€£¥₹]?)\s*"
-    r"(?P<num>\d{1,3}(?:[,\u00a0\u202f ]\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?|\.\d+)"
+    r"(?P<num>\d[\d.,'’\u00a0\u202f\u2009 ]*\d|\d|[.,]\d+)"
     r"\s*(?P<unit>[^\d]{0,16})$"
 )
+# Currencies written after the number in the decimal-comma style ("1.299 €", "12,50 zł").
+_COMMA_CURRENCY = {"€", "eur", "chf", "kr", "zł", "kč", "ft", "lei", "₽", "руб", "₺", "₴"}
 
 
 @dataclass(frozen=True)
 class Number:
-    """A parsed numeric cell: its value and the unit around it (prefix, suffix), normalised."""
+    """A parsed numeric cell: its value and the unit around it (prefix, suffix), normalised;
+    `decimals`: the decimal separators its spelling allows; `ambiguous`: the one separator of a
+    spelling both allow with different values ("1.299": '.'), else ''."""
 
     value: float
     unit: str
+    decimals: frozenset[str] = frozenset(".,")
+    ambiguous: str = ""
 
 
-def parse_number(text: str) -> Number | None:
-    """The number in a cell such as '1,234', '$12.50', '−3', '45 %', '12 kg'; None if not one."""
+def parse_number(text: str, decimal: str | None = None) -> Number | None:
+    """The number in a cell such as '1,234', '$12.50', '−3', '45 %', '12 kg', '1.234,5 €';
+    None if not one. `decimal` ('.' or ','): the column's decimal separator, used where the
+    spelling allows it; None (or a spelling that allows only the other): the spelling's own
+    reading, one separator before 3 digits grouping ("1.299" is 1299: synth.textmatch)."""
+    from synth.textmatch import number_readings
+
     s = " ".join((text or "").split())
     if not s:
         return None
@@ -136,11 +168,50 @@ def parse_number(text: str) -> Number | None:
     # A trailing unit must be a unit, not more prose or another number's punctuation.
     if unit and (len(unit.split()) > 2 or unit[0] in ",.-/:" or "(" in unit):
         return None
-    digits = re.sub(r"[,\u00a0\u202f ]", "", m.group("num"))
-    value = float(digits)
+    num = m.group("num")
+    readings = number_readings("0" + num if num[0] in ".," else num)
+    if not readings:
+        return None
+    values = {d: float(v) for d, v in readings.items()}
+    if decimal in values:
+        value = values[decimal]
+    elif len(set(values.values())) == 1:
+        value = next(iter(values.values()))
+    else:  # "1.299": the separator in it groups
+        value = next(v for d, v in values.items() if d not in num)
+    ambiguous = ""
+    if len(set(values.values())) > 1:
+        ambiguous = next(c for c in num if c in ".,")
     if m.group("sign") in ("-", "−"):
         value = -value
-    return Number(value, f"{pre}|{unit.lower()}")
+    return Number(value, f"{pre}|{unit.lower()}", frozenset(values), ambiguous)
+
+
+def column_decimal(cells: Sequence[str]) -> str | None:
+    """The decimal separator ('.' or ',') of a column's numbers, from all its cells: what every
+    number's spelling allows; if both, a trailing currency ("1.299 €") says ',' and a leading one
+    '.'; "1,234" alone reads as grouping ('.'); None when undecidable (cells that allow only
+    different separators, or only "1.299"-like evidence: 1.299 or 1299)."""
+    allowed = {".", ","}
+    ambiguous: set[str] = set()
+    currency = set()
+    for c in cells:
+        n = parse_number(c)
+        if n is None:
+            continue
+        allowed &= n.decimals
+        if n.ambiguous:
+            ambiguous.add(n.ambiguous)
+        pre, _, suf = n.unit.partition("|")
+        if suf.strip(" .") in _COMMA_CURRENCY:
+            currency.add(",")
+        elif any(unicodedata.category(ch) == "Sc" for ch in pre):
+            currency.add(".")
+    if len(allowed) < 2:
+        return next(iter(allowed), None)
+    if not ambiguous or ambiguous == {","}:
+        return "."
+    return next(iter(currency)) if len(currency) == 1 else None
 
 
 def format_number(x: float) -> str:
@@ -199,8 +270,12 @@ class Grid:
         return None
 
     def numeric(self, j: int) -> list[Number | None] | None:
-        """The column's numbers if it is numeric (>= 2 rows, >= 80% parse, one shared unit)."""
-        nums = [parse_number(c) for c in self.column(j)]
+        """The column's numbers if it is numeric (>= 2 rows, >= 80% parse, one shared unit, a
+        decidable decimal separator: `column_decimal`)."""
+        decimal = column_decimal(self.column(j))
+        if decimal is None:
+            return None
+        nums = [parse_number(c, decimal) for c in self.column(j)]
         got = [n for n in nums if n is not None]
         if len(got) < 2 or len(got) < 0.8 * len(nums) or len({n.unit for n in got}) != 1:
             return None
@@ -343,13 +418,43 @@ def compute_answer(spec: QASpec, grid: Grid) -> str | None:
     return None
 
 
-def answers_agree(answer: str, truth: str) -> bool:
-    """A given answer against the recomputed one: numbers up to rounding, text up to case and
-    whitespace (and the unit a numeric cell carries)."""
+def _unit_parts(text: str) -> tuple[set[int], set[str]]:
+    """A unit's magnitude words (as powers of ten) and its other parts (%, currency symbols,
+    words such as points or kg)."""
+    from synth.textmatch import MAGNITUDES, tokens
+
+    words = tokens(text.replace(".", " "))
+    symbols = {ch for ch in text if ch in "%‰" or unicodedata.category(ch) == "Sc"}
+    return {MAGNITUDES[w] for w in words if w in MAGNITUDES}, symbols | {
+        w for w in words if w not in MAGNITUDES and not w[:1].isdigit()
+    }
+
+
+def answers_agree(
+    answer: str,
+    truth: str,
+    decimal: str | None = None,
+    unit: str | None = None,
+    column: str = "",
+) -> bool:
+    """A given answer against the recomputed one: text up to case and whitespace; numbers up to
+    rounding, read with the column's decimal separator `decimal` (None: each spelling's own),
+    with the truth's magnitude word (million, bn, Mio., 万, млн...; none if it has none) and no
+    unit (%, currency, words) the truth does not carry (it may leave one out). `unit`: the unit
+    ("pre|suf") of the column a computed truth (a plain number: max, sum...) comes from;
+    `column`: its header, whose units an answer may also carry ("GDP (US$ bn)")."""
     if _norm(answer) == _norm(truth):
         return True
-    a, t = parse_number(answer), parse_number(truth)
-    return a is not None and t is not None and numbers_agree(a.value, t.value)
+    a = parse_number(answer, decimal)
+    t = parse_number(truth, "." if unit is not None else decimal)
+    if a is None or t is None or not numbers_agree(a.value, t.value):
+        return False
+    a_mag, a_other = _unit_parts(a.unit.replace("|", " "))
+    t_mag, t_other = _unit_parts((t.unit if unit is None else unit).replace("|", " "))
+    c_mag, c_other = _unit_parts(column)
+    if a_mag != t_mag and (t_mag or not a_mag <= c_mag):
+        return False
+    return a_other <= t_other | c_other
 
 
 def question_for(spec: QASpec, grid: Grid) -> str:
@@ -472,12 +577,31 @@ def _unnamed(question: str, spec: QASpec) -> list[str]:
     return [label for label in need if label and not names(question, label)]
 
 
+def _agrees(answer: str, truth: str, spec: QASpec, grid: Grid) -> bool:
+    """answers_agree with the column's decimal separator and, for a computed truth, its unit."""
+    j = grid.find_column(spec.column) if spec.column is not None else None
+    if j is None or spec.kind in ("count", "argmax", UNANSWERABLE):
+        return answers_agree(answer, truth)
+    decimal = column_decimal(grid.column(j))
+    if spec.kind == "lookup":
+        return answers_agree(answer, truth, decimal, column=grid.header[j])
+    nums = [n for n in grid.numeric(j) or [] if n is not None]
+    unit = nums[0].unit if nums else "|"
+    return answers_agree(answer, truth, decimal, unit, grid.header[j])
+
+
 def teacher_qa(
-    teacher: Any, row: dict[str, Any], grid: Grid, n: int, rejects: Counter
+    teacher: Any,
+    row: dict[str, Any],
+    grid: Grid,
+    n: int,
+    rejects: Counter,
+    dropped: list[dict[str, Any]] | None = None,
 ) -> list[dict[str, Any]]:
     """The teacher's QA for one table, each checked against the cells (the answer recomputed,
     the question naming what it was recomputed from); disagreeing, unresolvable or mismatched
-    items are dropped and counted in `rejects` by reason."""
+    items are dropped and counted in `rejects` by reason (and, given `dropped`, appended to it
+    as {question, answer, kind, reason})."""
     messages = [
         {"role": "user", "content": TEACHER_PROMPT.format(n=n, markdown=row["markdown"] or "")}
     ]
@@ -486,26 +610,29 @@ def teacher_qa(
     kept = []
     for qa in answer.items[:n]:
         kind = (qa.kind or "").strip().lower()
+        reason = ""
         if kind == "other":
             verified = False
         elif kind in TEACHER_KINDS or kind == UNANSWERABLE:
             spec = QASpec(kind, qa.column, qa.row, qa.row_b)
             truth = compute_answer(spec, grid)
-            if truth is None:
-                rejects["teacher_unresolvable_reference"] += 1
-                continue
-            if not answers_agree(qa.answer, truth):
-                rejects["teacher_answer_disagrees"] += 1
-                continue
-            if kind == "count":  # names nothing; programmatic_qa asks it already
-                rejects["teacher_count_duplicate"] += 1
-                continue
-            if _unnamed(qa.question, spec):
-                rejects["teacher_question_mismatch"] += 1
-                continue
             verified = True
+            if truth is None:
+                reason = "teacher_unresolvable_reference"
+            elif not _agrees(qa.answer, truth, spec, grid):
+                reason = "teacher_answer_disagrees"
+            elif kind == "count":  # names nothing; programmatic_qa asks it already
+                reason = "teacher_count_duplicate"
+            elif _unnamed(qa.question, spec):
+                reason = "teacher_question_mismatch"
         else:
-            rejects["teacher_unknown_kind"] += 1
+            reason = "teacher_unknown_kind"
+        if reason:
+            rejects[reason] += 1
+            if dropped is not None:
+                dropped.append(
+                    {"question": qa.question, "answer": qa.answer, "kind": kind, "reason": reason}
+                )
             continue
         kept.append(
             {"question": qa.question, "answer": qa.answer, "kind": kind, "verified": verified}
@@ -768,7 +895,8 @@ def make_table_pairs(
     max_render_cols: int = 40,
     consent: Any = None,
 ) -> Summary:
-    """Write `out_dir/table_pairs.parquet` (TABLE_PAIRS) from an extract output's tables.
+    """Write `out_dir/table_pairs.parquet` (TABLE_PAIRS) from an extract output's tables, and
+    `out_dir/table_qa_rejects.parquet` (REJECTS): every teacher item dropped, with its reason.
 
     An existing table_pairs.parquet is not overwritten (FileExistsError). A table that cannot be
     used keeps its row with the reason in `status`; a failed render keeps Markdown and QA with
@@ -794,6 +922,7 @@ def make_table_pairs(
     out.mkdir(parents=True, exist_ok=True)
     summary = Summary(out_path=str(out_path))
     rejects: Counter = Counter()
+    dropped_rows: list[dict[str, Any]] = []
     records: list[dict[str, Any]] = []
     prepared: list[tuple[dict[str, Any], Grid | None]] = []
     for row in rows:
@@ -823,12 +952,20 @@ def make_table_pairs(
         if teacher is not None:
             if rule.allows(rec):
                 summary.teacher_sent += 1
+                dropped: list[dict[str, Any]] = []
                 try:
-                    qa += teacher_qa(teacher, rec, grid, teacher_questions, rejects)
+                    qa += teacher_qa(teacher, rec, grid, teacher_questions, rejects, dropped)
                 except Exception as exc:  # noqa: BLE001 - the reason is kept, the stage goes on
                     reason = f"{type(exc).__name__}: {str(exc)[:200]}"
                     rejects["teacher_error"] += 1
                     log.warning("teacher failed on table %s: %s", rec["id"], reason)
+                    dropped.append(
+                        {"question": None, "answer": None, "kind": None}
+                        | {"reason": f"teacher_error: {reason}"}
+                    )
+                for r, d in enumerate(dropped):
+                    ids = {"id": f"{rec['id']}#r{r}", "row_id": rec["id"], "doc_id": rec["doc_id"]}
+                    dropped_rows.append(ids | d)
             else:
                 summary.teacher_skipped_opted_out += 1
         rec["qa"] = qa
@@ -868,6 +1005,10 @@ def make_table_pairs(
             summary.blocked_requests = len(renderer.blocked_requests)
 
     records.sort(key=lambda r: (r["doc_id"], r["table_index"]))
+    dropped_rows.sort(key=lambda d: d["id"])
+    tmp = out / f".{REJECTS_NAME}.tmp"
+    pq.write_table(pa.Table.from_pylist(dropped_rows, schema=REJECTS), tmp)
+    tmp.replace(out / REJECTS_NAME)
     tmp = out / f".{OUTPUT_NAME}.tmp"
     pq.write_table(pa.Table.from_pylist(records, schema=TABLE_PAIRS), tmp)
     tmp.replace(out_path)
@@ -888,12 +1029,14 @@ def make_table_pairs(
 __all__: Sequence[str] = (
     "TABLE_PAIRS",
     "QA_STRUCT",
+    "REJECTS",
     "Grid",
     "QASpec",
     "Summary",
     "TableRenderer",
     "TableError",
     "answers_agree",
+    "column_decimal",
     "compute_answer",
     "grid_from_row",
     "make_table_pairs",

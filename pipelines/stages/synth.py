@@ -26,7 +26,12 @@ class TeacherOptions(Params):
         help="OpenAI-compatible base URL of the teacher (default: none: charts and tables are "
         "programmatic, domain QA rows say no_teacher).",
     )
-    teacher_model: str = param("", envvar="REFINERY_TEACHER_MODEL", resource="teacher.model")
+    teacher_model: str = param(
+        "",
+        envvar="REFINERY_TEACHER_MODEL",
+        resource="teacher.model",
+        help="Model name the teacher serves (with --teacher-url).",
+    )
     teacher_price_prompt: float | None = param(
         None,
         min=0,
@@ -165,7 +170,7 @@ class TablesParams(TeacherOptions):
     out: Path | None = param(
         None,
         output=True,
-        help="Output directory (table_pairs.parquet, images/); default: lake synth/tables.",
+        help="Output directory (table_pairs.parquet, table_qa_rejects.parquet, images/); default: lake synth/tables.",
     )
 
 
@@ -178,6 +183,7 @@ class TablesSummary(TeacherFigures):
     verified_share: float
     teacher_sent: int
     teacher_skipped_opted_out: int
+    teacher_rejects: dict[str, int] = {}  # teacher items dropped, by reason (table_qa_rejects)
     blocked_requests: int
 
 
@@ -192,9 +198,19 @@ def tables(p: TablesParams, lake: Lake) -> TablesSummary:
     client = p.teacher(out / "_teacher", consent)
     if p.out is None:
         _fresh(out, "table_pairs.parquet")  # the lake's dataset is rewritten by a new run
+        (out / "table_qa_rejects.parquet").unlink(missing_ok=True)
     s = make_table_pairs(source, out, teacher=client, consent=consent).as_dict()
     lake_mod.write_manifest(
-        out / "table_pairs.parquet", rows=s["tables"], inputs=[str(source / "tables.parquet")]
+        out / "table_pairs.parquet",
+        rows=s["tables"],
+        inputs=[str(source / "tables.parquet")],
+        extra={"rejects": "table_qa_rejects.parquet", "teacher_rejects": s["teacher_rejects"]},
+    )
+    lake_mod.write_manifest(
+        out / "table_qa_rejects.parquet",
+        rows=sum(s["teacher_rejects"].values()),
+        inputs=[str(out / "table_pairs.parquet")],
+        extra={"kind": "table-qa-rejects"},
     )
     figures: dict[str, Any] = {k: s[k] for k in TablesSummary.model_fields if k in s}
     figures.update(teacher_figures(client))
