@@ -74,6 +74,13 @@ def lake_root() -> Path:
 
     home = os.environ.get("REFINERY_HOME")
     root = Path(home or "lake").resolve()
+    try:  # the lake's manifests and Parquet files name their paths in UTF-8
+        str(root).encode("utf-8")
+    except UnicodeEncodeError:
+        where = (
+            f"REFINERY_HOME={_escaped(home)}" if home else f"the lake root {_escaped(str(root))}"
+        )
+        raise ValueError(f"{where}: not a UTF-8 path; rename it") from None
     blocker = file_in_the_way(root)
     if blocker is not None:
         where = f"REFINERY_HOME={home}" if home else f"the lake root {root} (no REFINERY_HOME)"
@@ -98,6 +105,28 @@ def check_directory(path: Path, flag: str) -> None:
     if blocker is not None:
         what = "is a file" if blocker == path else f"{blocker} is a file"
         raise NotADirectoryError(f"{flag} {path}: {what}; give a directory")
+
+
+def check_writable(path: Path, flag: str) -> None:
+    """Refuse an output directory `path` that cannot be written (a read-only file system, no
+    permission on it or on the nearest existing directory above it), naming `flag`, before
+    anything is written."""
+    import os
+
+    existing = next((q for q in (path, *path.absolute().parents) if q.exists()), None)
+    if existing is None or not existing.is_dir() or os.access(existing, os.W_OK):
+        return
+    readonly = os.statvfs(existing).f_flag & os.ST_RDONLY
+    why = "a read-only file system" if readonly else "no permission to write there"
+    where = "it" if existing == path else str(existing)
+    raise PermissionError(
+        f"{flag} {path}: {where} is not writable ({why}); choose a writable directory"
+    )
+
+
+def _escaped(text: str) -> str:
+    """`text` with the bytes of a non-UTF-8 file name written as \\xff escapes."""
+    return text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
 
 
 def stage_dir(stage: str, root: Path | None = None) -> Path:

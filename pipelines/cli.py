@@ -27,6 +27,7 @@ from typer._click.exceptions import (
 )
 from typer.core import TyperCommand, TyperGroup
 
+from common.lake import check_directory, check_writable
 from pipelines.stage import (
     Lake,
     Stage,
@@ -35,6 +36,7 @@ from pipelines.stage import (
     flag_of,
     is_list_field,
     is_user_error,
+    printable,
     spread_list_values,
     trace_log,
 )
@@ -72,7 +74,7 @@ def usage_errors() -> Iterator[None]:
         words = exc.ctx.command_path.split()[1:] if exc.ctx is not None else []
         log = trace_log(exc, " ".join(words))
         where = f" (trace: {log})" if log is not None else ""
-        typer.secho(f"error: {usage_line(exc)}{where}", fg="red", err=True)
+        typer.secho(printable(f"error: {usage_line(exc)}{where}"), fg="red", err=True)
         raise typer.Exit(2) from exc
 
 
@@ -121,7 +123,7 @@ def user_errors(fn: Callable[..., Any], stage: Stage | None = None) -> Callable[
             where = f" (trace: {log})" if log is not None else ""
             if not user:
                 where = f" (unexpected error{'; trace: ' + str(log) if log else ''})"
-            typer.secho(f"error: {line}{where}", fg="red", err=True)
+            typer.secho(printable(f"error: {line}{where}"), fg="red", err=True)
             raise typer.Exit(2 if user else 1) from exc
 
     return wrapper
@@ -132,8 +134,9 @@ def _option(stage: Stage, name: str) -> tuple[Any, Any]:
     info = stage.params.model_fields[name]
     role = field_role(stage.params, name)
     kwargs: dict[str, Any] = {"help": info.description or None}
-    if role.get("min") is not None:
-        kwargs["min"] = role["min"]
+    for bound in ("min", "max"):
+        if role.get(bound) is not None:
+            kwargs[bound] = role[bound]
     if role.get("argument"):
         marker = typer.Argument(**kwargs)
     else:
@@ -186,6 +189,7 @@ def command_for(stage: Stage, show: Callable[[Any], None] | None = None) -> Call
             _check_extra(stage, args)
             values[extra[0]] = args
         params = stage.params(**values)
+        _check_paths(stage, params, values)
         summary = stage.run(params, Lake(interactive=True))
         (show or stage.show or (lambda s: typer.echo(s.text())))(summary)
 
@@ -204,6 +208,36 @@ def command_for(stage: Stage, show: Callable[[Any], None] | None = None) -> Call
     command.__doc__ = stage.description
     command.__name__ = stage.name.replace(" ", "_").replace("-", "_")
     return user_errors(command, stage)
+
+
+def _check_paths(stage: Stage, params: Any, given: dict[str, Any]) -> None:
+    """Refuse, before the stage runs, a path given on the command line that it cannot use: a
+    name that is not UTF-8 (the lake's manifests and Parquet columns are UTF-8), a file where
+    the output directory is to be, an output directory that cannot be written, a directory
+    given for a config file."""
+    for name, value in given.items():
+        paths = value if isinstance(value, list) else [value]
+        for path in paths:
+            if isinstance(path, Path):
+                _check_utf8(path, flag_of(stage, name))
+    for name in stage.params.model_fields:
+        path = getattr(params, name)
+        if not isinstance(path, Path):
+            continue
+        flag, role = flag_of(stage, name), field_role(stage.params, name)
+        if role.get("file") and path.is_dir():
+            raise IsADirectoryError(f"{flag} {path}: is a directory; give a file")
+        if role.get("output"):
+            directory = path.parent if role.get("file") else path
+            check_directory(directory, flag)
+            check_writable(directory, flag)
+
+
+def _check_utf8(path: Path, flag: str) -> None:
+    try:
+        str(path).encode("utf-8")
+    except UnicodeEncodeError:
+        raise ValueError(f"{flag} {path}: not a UTF-8 path; rename it") from None
 
 
 def _beam():
@@ -334,11 +368,11 @@ def demo(
                 f"--train-steps {train_steps!r}: four positive integers PRETRAIN,CPT,MULTIMODAL,"
                 "LONG (e.g. 300,100,100,100), or three PRETRAIN,CPT,LONG"
             ) from None
-    from common.lake import check_directory
     from pipelines.demo import DemoFailed
 
     if lake_dir is not None:
         check_directory(lake_dir, "--lake")
+        check_writable(lake_dir, "--lake")
     try:
         run_demo(lake_dir.resolve() if lake_dir else None, train_steps=steps)
     except DemoFailed as failed:

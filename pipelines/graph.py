@@ -96,11 +96,16 @@ def config_class(
         default = defaults.get(name, info.default)
         if info.is_required() and name not in defaults:
             default = ...
+        bounds = {}  # the params field's own limits (ge/gt/le/finite), so a launch refuses alike
+        for limit in info.metadata:
+            for key in ("ge", "gt", "le", "lt", "allow_inf_nan"):
+                if getattr(limit, key, None) is not None:
+                    bounds[key] = getattr(limit, key)
+        if "ge" not in bounds and field_role(stage.params, name).get("min") is not None:
+            bounds["ge"] = field_role(stage.params, name)["min"]
         fields[name] = (
             _config_type(info.annotation),
-            pydantic.Field(
-                default, description=info.description, ge=field_role(stage.params, name).get("min")
-            ),
+            pydantic.Field(default, description=info.description, **bounds),
         )
     cls_name = "".join(w.title() for w in asset_name.split("_")) + "Config"
     cls = pydantic.create_model(cls_name, __base__=StageConfig, __doc__=stage.description, **fields)

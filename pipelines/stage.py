@@ -18,7 +18,9 @@ the params model. Neither import of Typer nor Dagster happens here.
 
 from __future__ import annotations
 
+import errno
 import json
+import os
 import unicodedata
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -39,6 +41,19 @@ USER_ERRORS: tuple[type[BaseException], ...] = (
     ValueError,
     KeyError,
 )
+# OS errors a user can fix, by errno, with the fix the one line gives: a read-only or full disk,
+# a directory without permission, a file where a directory is to be (or the reverse).
+USER_ERRNOS = {
+    errno.EROFS: "choose a writable directory",
+    errno.EACCES: "choose a writable directory (or one you may read)",
+    errno.EPERM: "choose a writable directory (or one you may read)",
+    errno.ENOSPC: "free some space or choose another directory",
+    errno.EDQUOT: "free some space or choose another directory",
+    errno.EEXIST: "a file is in the way: give a directory",
+    errno.ENOTDIR: "a file is in the way: give a directory",
+    errno.EISDIR: "it is a directory: give a file",
+    errno.ENOENT: "check the path",
+}
 # Domain errors that are the user's to fix, by module (looked up only once raised, so the CLI
 # never imports a heavy module just to name its error class).
 USER_ERROR_CLASSES = (
@@ -53,6 +68,8 @@ def is_user_error(exc: BaseException) -> bool:
     import sys
 
     if isinstance(exc, USER_ERRORS):
+        return True
+    if isinstance(exc, OSError) and exc.errno in USER_ERRNOS:
         return True
     for module, name in USER_ERROR_CLASSES:
         cls = getattr(sys.modules.get(module), name, None)
@@ -82,13 +99,35 @@ def error_line(exc: BaseException, stage: Stage | None = None) -> str:
         if key.isidentifier():  # a bare dict/column lookup that missed: say what is missing
             return f"missing field {key!r} in the input (re-run the stage that writes it)"
         return key
-    return str(exc)
+    if isinstance(exc, OSError) and exc.errno in USER_ERRNOS and exc.filename is not None:
+        return os_error_line(exc)
+    return printable(str(exc))
+
+
+def os_error_line(exc: OSError) -> str:
+    """'<path>: read-only file system; choose a writable directory', the path named as the user
+    gave it: REFINERY_HOME=... for a path in the lake."""
+    path = Path(os.fsdecode(exc.filename))
+    where = printable(str(path))
+    home = os.environ.get("REFINERY_HOME")
+    if home and (path == Path(home).resolve() or Path(home).resolve() in path.parents):
+        where = f"{where} (in REFINERY_HOME={printable(home)})"
+    what = (exc.strerror or type(exc).__name__).lower()
+    return f"{where}: {what}; {USER_ERRNOS[exc.errno]}"
+
+
+def printable(text: str) -> str:
+    """`text` with the bytes of a non-UTF-8 file name (surrogates, as Python decodes them)
+    written as \\xff escapes, so that it can be printed and logged."""
+    try:
+        return text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    except UnicodeError:  # a surrogate no file name decodes to
+        return text.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 def trace_log(exc: BaseException, command: str = "") -> Path | None:
     """Write the exception's traceback to a log file ($REFINERY_LOG_DIR, default
     <tmp>/refinery-logs) and return its path (None when it cannot be written)."""
-    import os
     import tempfile
     import time
     import traceback
@@ -98,8 +137,9 @@ def trace_log(exc: BaseException, command: str = "") -> Path | None:
     path = root / f"{name}-{time.strftime('%Y%m%dT%H%M%S', time.gmtime())}-{os.getpid()}.log"
     try:
         root.mkdir(parents=True, exist_ok=True)
-        path.write_text("".join(traceback.format_exception(exc)), encoding="utf-8")
-    except OSError:
+        text = "".join(traceback.format_exception(exc))
+        path.write_text(text, encoding="utf-8", errors="backslashreplace")
+    except (OSError, UnicodeError):  # an unwritable or non-UTF-8 $REFINERY_LOG_DIR
         return None
     return path
 
@@ -116,6 +156,10 @@ def param(
     resource: str | None = None,
     envvar: str | None = None,
     min: float | None = None,
+    max: float | None = None,
+    gt: float | None = None,
+    finite: bool = False,
+    file: bool = False,
     argument: bool = False,
     extra_args: bool = False,
 ) -> Any:
@@ -128,6 +172,10 @@ def param(
     resource: `<resource>.<attribute>` whose value Dagster passes in (e.g. `beam.pipeline_args`).
     min: the smallest value: the params model refuses less (so the CLI, the Dagster config and
     a stage called from code all refuse it alike); the CLI also shows it in --help.
+    max: the largest value, likewise. gt: a bound the value must exceed (a timeout: gt=0).
+    finite: a float that is a number (nan and inf refused).
+    file: the path names a file, not a directory (the CLI refuses a directory for it, and checks
+    an output file's directory instead of the path itself).
     argument: a positional CLI argument. extra_args: unknown CLI options are collected here.
     """
     extra = {
@@ -139,13 +187,19 @@ def param(
         "resource": resource,
         "envvar": envvar,
         "min": min,
+        "max": max,
+        "file": file or None,
         "argument": argument or None,
         "extra_args": extra_args or None,
     }
     return Field(
         default,
         description=help,
-        ge=min,  # the params model enforces it wherever the values come from (CLI, Dagster, code)
+        # the params model enforces the bounds wherever the values come from (CLI, Dagster, code)
+        ge=min,
+        le=max,
+        gt=gt,
+        allow_inf_nan=False if finite else None,
         json_schema_extra={k: v for k, v in extra.items() if v is not None},
     )
 

@@ -79,6 +79,8 @@ def score_cut(
     if min_score is not None and top_fraction is not None:
         raise ValueError("--min-score and --top-fraction exclude each other: give one")
     if min_score is not None:
+        if not np.isfinite(min_score):
+            raise ValueError(f"--min-score {min_score}: give a number")
         return float(min_score)
     if top_fraction is None:
         return None

@@ -45,7 +45,7 @@ class CaptionerTrainParams(Params):
         help="Warm-up steps (linear to the peak rate, then cosine to 0); default a tenth of the "
         "run.",
     )
-    seed: int = param(0)
+    seed: int = param(0, help="Seed of the model's initial weights and the batch order.")
 
 
 class CaptionerTrainSummary(Summary):

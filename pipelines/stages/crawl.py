@@ -59,8 +59,12 @@ class CrawlParams(Params):
     )
     allow_private_networks: bool = param(False, help="Allow loopback/private addresses.")
     resume: bool = param(False, help="Continue a crawl in --out.")
-    concurrency: int = param(64, help="Requests in flight at once (all servers).")
-    per_host_connections: int = param(1, min=1, help="Requests in flight at once to one server.")
+    concurrency: int = param(
+        64, min=1, max=100_000, help="Requests in flight at once (all servers)."
+    )
+    per_host_connections: int = param(
+        1, min=1, max=1000, help="Requests in flight at once to one server."
+    )
     politeness_key: str = param(
         "ip",
         help="What one politeness slot covers: ip (resolved address), domain (registered "
@@ -78,7 +82,9 @@ class CrawlParams(Params):
         help="Directory of URL blocklists in the UT1 layout (<category>/domains, "
         "<category>/urls): listed URLs are never fetched, recorded as skipped with the category.",
     )
-    config: Path | None = param(None, help="YAML file with more CrawlConfig fields.", asset=False)
+    config: Path | None = param(
+        None, file=True, help="YAML file with more CrawlConfig fields.", asset=False
+    )
     extra: dict[str, Any] = param({}, cli=False, help="Any other CrawlConfig field.")
     quiet: bool = param(False, help="No progress bar.", asset=False)
 

@@ -52,7 +52,11 @@ class RenderOptions(Params):
         4, min=1, resource="browser.pages_in_flight", help="Pages rendered at once."
     )
     page_timeout: float = param(
-        20.0, resource="browser.page_timeout_s", help="Seconds per page before giving up."
+        20.0,
+        gt=0,
+        finite=True,
+        resource="browser.page_timeout_s",
+        help="Seconds per page before giving up.",
     )
     chromium: str | None = param(
         None,
@@ -186,7 +190,12 @@ class ExtractParams(RenderOptions):
         resource="teacher.base_url",
         help="OpenAI-compatible base URL; enables LLM extraction.",
     )
-    llm_model: str = param("", envvar="REFINERY_TEACHER_MODEL", resource="teacher.model")
+    llm_model: str = param(
+        "",
+        envvar="REFINERY_TEACHER_MODEL",
+        resource="teacher.model",
+        help="Model name the LLM server serves (with --llm-url).",
+    )
     llm_hosts: str = param("", help="Comma-separated hosts whose pages go to the LLM.")
 
 

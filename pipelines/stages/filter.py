@@ -79,7 +79,9 @@ class FilterParams(Params):
         "InProcess (the same steps in this process, no Beam).",
     )
     beam_args: list[str] = param([], extra_args=True, resource="beam.options")
-    config: Path | None = param(None, help="Filter config YAML (default: built-in defaults).")
+    config: Path | None = param(
+        None, file=True, help="Filter config YAML (default: built-in defaults)."
+    )
     models: Path | None = param(
         None,
         input="quality_models",

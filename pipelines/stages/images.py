@@ -32,9 +32,13 @@ class ImagesBuildParams(Params):
         help="CLIP model: a `refinery clip train` directory, or an open_clip NAME:PRETRAINED / "
         "hf-hub id (default: none, clip_score is null and no score cut applies).",
     )
-    min_score: float | None = param(None, help="Drop kept pairs scoring below this.")
+    min_score: float | None = param(None, finite=True, help="Drop kept pairs scoring below this.")
     top_fraction: float | None = param(
-        None, help="Keep the top share of the scored pairs (DataComp: 0.3)."
+        None,
+        gt=0,
+        max=1,
+        finite=True,
+        help="Keep the top share, in (0, 1], of the scored pairs (DataComp: 0.3).",
     )
     agent: str = param("RefineryBot", help="Crawl product token (robots.txt, User-Agent).")
     training_agent: str = param("RefineryBot-Extended", help="Training product token.")
@@ -64,7 +68,9 @@ class ImagesBuildParams(Params):
         asset=False,
     )
     resume: bool = param(False, help="Continue a build in --out after a kill.")
-    config: Path | None = param(None, help="Image filter config YAML (captions, dedup, ...).")
+    config: Path | None = param(
+        None, file=True, help="Image filter config YAML (captions, dedup, ...)."
+    )
     runner: str | None = param(
         None,
         resource="beam.runner_or_none",
@@ -309,7 +315,7 @@ class InterleavedParams(Params):
     docs: Path | None = param(None, input="documents", help="An `extract` output directory.")
     pairs: Path | None = param(None, input="image_pairs", help="An `images build` output.")
     out: Path | None = param(None, output=True, help="Output directory.")
-    config: Path | None = param(None, help="Image filter config YAML.")
+    config: Path | None = param(None, file=True, help="Image filter config YAML.")
 
 
 class InterleavedSummary(Summary):
@@ -359,7 +365,7 @@ class ClipTrainParams(Params):
         help="Warm-up steps (linear to the peak rate, then cosine to 0); default a tenth of the "
         "run.",
     )
-    seed: int = param(0)
+    seed: int = param(0, help="Seed of the model's initial weights and the batch order.")
 
 
 class ClipTrainSummary(Summary):

@@ -33,7 +33,10 @@ class BeamBuild:
 
 class TokenizerParams(Params):
     out: Path | None = param(
-        None, output=True, help="tokenizer.json path to write (default: lake tokenizer/)."
+        None,
+        output=True,
+        file=True,
+        help="tokenizer.json path to write (default: lake tokenizer/).",
     )
     vocab_size: int = param(4096, help="Vocabulary size (150000 at scale).")
     sources: list[str] | None = param(
@@ -42,7 +45,7 @@ class TokenizerParams(Params):
         help="Parquet file or glob, repeatable (default: lake filter/documents.parquet).",
     )
     sample_tokens: int = param(2_000_000, help="About how many tokens of text to sample.")
-    seed: int = param(0)
+    seed: int = param(0, help="Seed of the text sample: the same seed samples the same text.")
 
 
 class TokenizerSummary(Summary):

@@ -21,7 +21,7 @@ class QualityTrainParams(Params):
         "graded+shuffled (English's default recipe; a `quality` column: high/medium/low), llm or "
         "benchmark.",
     )
-    seed: int = param(0)
+    seed: int = param(0, help="Seed of the folds and the model's training.")
     threshold: float | None = param(None, help="Score cut in [0,1].")
     keep_rate: float | None = param(
         None, help="Share of the crawl to keep, on out-of-fold scores (sets the cut)."
@@ -34,7 +34,9 @@ class QualityTrainParams(Params):
     teacher_url: str = param(
         "", envvar="REFINERY_TEACHER_URL", help="OpenAI-compatible base URL (llm source)."
     )
-    teacher_model: str = param("", envvar="REFINERY_TEACHER_MODEL")
+    teacher_model: str = param(
+        "", envvar="REFINERY_TEACHER_MODEL", help="Model name the teacher serves (llm source)."
+    )
     targets: Path | None = param(None, help="Target examples, one per line (benchmark source).")
     top_frac: float = param(
         0.3, help="Share of top-ranked documents used as positives (benchmark)."
@@ -149,6 +151,7 @@ class QualityModelsParams(Params):
     )
     config: Path | None = param(
         None,
+        file=True,
         help="Filter config YAML whose quality.default_label_sources (a label source per "
         "language, '*' for the rest) trains the set; default: the built-in table (English "
         "graded+shuffled, the rest reference+shuffled).",

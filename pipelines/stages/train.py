@@ -53,7 +53,9 @@ class RetrievalOptions(Params):
     seed: int = param(0, help="Generator seed.")
     facts: int = param(6, min=1, help="Facts stated early.")
     queries: int = param(4, min=1, help="Late queries.")
-    filler_min: int = param(20, min=0)
+    filler_min: int = param(
+        20, min=0, help="Fewest filler sentences between facts and queries (see --filler-max)."
+    )
     filler_max: int = param(30, min=0, help="Filler sentences between facts and queries.")
     values: str = param("digits", help="digits or words.")
 
@@ -68,7 +70,10 @@ class RetrievalOptions(Params):
 
 class RetrievalDataParams(RetrievalOptions):
     out: Path | None = param(
-        None, output=True, help="Parquet to write (default: lake synth/long/retrieval.parquet)."
+        None,
+        output=True,
+        file=True,
+        help="Parquet to write (default: lake synth/long/retrieval.parquet).",
     )
 
 
