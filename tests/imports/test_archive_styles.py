@@ -20,17 +20,10 @@ from tests.imports.archives import (
     ALLOW,
     DENY_TRAINING,
     TEST_CONFIG,
-    RobotsServer,
     base,
     page,
 )
 from tests.imports.styles import HTML, STYLES, http, record, segmented
-
-
-@pytest.fixture(scope="module")
-def robots():
-    with RobotsServer() as server:
-        yield server
 
 
 def _reasons(rows: list[dict]) -> dict[str, int]:

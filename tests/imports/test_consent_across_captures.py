@@ -8,7 +8,6 @@ import json
 from pathlib import Path
 
 import pyarrow.parquet as pq
-import pytest
 from warcio.statusandheaders import StatusAndHeaders
 
 from crawlers.imports import run
@@ -17,7 +16,6 @@ from crawlers.imports.run import import_warc, is_done, scan_to_part
 from tests.imports.archives import (
     ALLOW,
     TEST_CONFIG,
-    RobotsServer,
     base,
     page,
     response,
@@ -25,12 +23,6 @@ from tests.imports.archives import (
 )
 
 HTML = [("Content-Type", "text/html")]
-
-
-@pytest.fixture(scope="module")
-def robots():
-    with RobotsServer() as server:
-        yield server
 
 
 def _captures(path: Path, a: str) -> Path:

@@ -16,7 +16,6 @@ from warcio.warcwriter import WARCWriter
 from tests.imports.archives import (
     ALLOW,
     DENY_TRAINING,
-    RobotsServer,
     base,
     page,
     response,
@@ -24,12 +23,6 @@ from tests.imports.archives import (
 )
 
 FLAGS = ["--allow-private-networks", "--delay", "0"]
-
-
-@pytest.fixture(scope="module")
-def robots():
-    with RobotsServer() as server:
-        yield server
 
 
 def _cli(args: list[str]) -> tuple[int, str]:

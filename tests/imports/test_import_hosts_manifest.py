@@ -8,20 +8,13 @@ import json
 from pathlib import Path
 
 import pyarrow.parquet as pq
-import pytest
 from typer.testing import CliRunner
 from warcio.warcwriter import WARCWriter
 
 from common.manifest import read_manifest
-from tests.imports.archives import ALLOW, DENY_TRAINING, RobotsServer, base
+from tests.imports.archives import ALLOW, DENY_TRAINING, base
 
 FLAGS = ["--allow-private-networks", "--delay", "0"]
-
-
-@pytest.fixture(scope="module")
-def robots():
-    with RobotsServer() as server:
-        yield server
 
 
 def _import(args: list[str]) -> dict:

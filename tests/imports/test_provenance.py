@@ -9,7 +9,6 @@ from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
-import pytest
 import yaml
 from warcio.archiveiterator import ArchiveIterator
 
@@ -18,16 +17,10 @@ from crawlers.crawl.fetcher import Hop
 from crawlers.crawl.output import PAGES_SCHEMA
 from crawlers.crawl.warc import WarcStore
 from crawlers.imports.run import import_warc
-from tests.imports.archives import ALLOW, TEST_CONFIG, RobotsServer, base, page, response
+from tests.imports.archives import ALLOW, TEST_CONFIG, base, page, response
 from tests.imports.archives import write_warc as write_archive
 
 CRAWLED_AT = "2026-01-02T03:04:05Z"
-
-
-@pytest.fixture(scope="module")
-def robots():
-    with RobotsServer() as server:
-        yield server
 
 
 def _crawl(out: Path, urls: list[str]) -> Path:

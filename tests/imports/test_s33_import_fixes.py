@@ -11,7 +11,6 @@ from pathlib import Path
 
 import brotli
 import pyarrow.parquet as pq
-import pytest
 
 from crawlers.imports.run import import_warc
 from crawlers.imports.warc import ScanOptions, html_type, import_url
@@ -19,7 +18,6 @@ from crawlers.imports.wet import import_wet
 from tests.imports.archives import (
     ALLOW,
     TEST_CONFIG,
-    RobotsServer,
     base,
     page,
     response,
@@ -27,12 +25,6 @@ from tests.imports.archives import (
 )
 
 HTML = [("Content-Type", "text/html; charset=utf-8")]
-
-
-@pytest.fixture(scope="module")
-def robots():
-    with RobotsServer() as server:
-        yield server
 
 
 def _rows(out: Path, name: str) -> list[dict]:

@@ -18,7 +18,6 @@ from tests.imports.archives import (
     DOWN,
     NO_ROBOTS,
     TEST_CONFIG,
-    RobotsServer,
     base,
     chunked,
     page,
@@ -27,12 +26,6 @@ from tests.imports.archives import (
     whole_file_gzip,
     write_warc,
 )
-
-
-@pytest.fixture(scope="module")
-def robots():
-    with RobotsServer() as server:
-        yield server
 
 
 def _archives(tmp: Path, port: int) -> dict[str, Path]:

@@ -76,6 +76,16 @@ def test_valid_but_greedy_predicates_still_see_only_allowed_rows(lake, write_spe
         assert all(OPTED_OUT_MARKER not in t for t in texts.to_pylist())
 
 
+def _shard_text(out, manifest) -> str:
+    """Every training and eval sequence of a built mixture, decoded with its tokenizer."""
+    tok = Tokenizer.from_file(str(out / "tokenizer.json"))
+    return "".join(
+        tok.decode(row.tolist())
+        for s in manifest["shards"] + manifest["eval"]
+        for row in np.load(out / s["path"])
+    )
+
+
 def test_opted_out_rows_with_null_flag_and_hostile_where_never_reach_shards(
     lake, write_spec, tmp_path
 ):
@@ -93,12 +103,7 @@ def test_opted_out_rows_with_null_flag_and_hostile_where_never_reach_shards(
     ]
     out = tmp_path / "mix"
     manifest = build_mixture(write_spec(spec), out)
-    tok = Tokenizer.from_file(str(out / "tokenizer.json"))
-    text = "".join(
-        tok.decode(row.tolist())
-        for s in manifest["shards"] + manifest["eval"]
-        for row in np.load(out / s["path"])
-    )
+    text = _shard_text(out, manifest)
     assert len(text) > 1000 and OPTED_OUT_MARKER not in text
 
 
@@ -191,12 +196,7 @@ def test_a_hive_style_directory_name_never_stands_in_for_the_files_own_flag(
     spec["buckets"]["web"]["sources"] = [{"path": str(src), "where": "lang = 'en'"}]
     out = tmp_path / "mix"
     manifest = build_mixture(write_spec(spec), out)
-    tok = Tokenizer.from_file(str(out / "tokenizer.json"))
-    text = "".join(
-        tok.decode(row.tolist())
-        for s in manifest["shards"] + manifest["eval"]
-        for row in np.load(out / s["path"])
-    )
+    text = _shard_text(out, manifest)
     assert len(text) > 1000 and OPTED_OUT_MARKER not in text
     sample = sample_texts([src], 10**9)
     assert sample and all(OPTED_OUT_MARKER not in t for t in sample)
