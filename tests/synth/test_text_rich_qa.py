@@ -75,12 +75,13 @@ def test_numbers_are_never_misread_and_scripts_without_spaces_match_by_character
     assert not names("What is the population of Osloby?", "Oslo")
 
 
-def _stub_pairs(root, n: int = 3, doc_url: bool = False) -> object:
+def _stub_pairs(root, n: int = 3, shade=lambda i: (40 * i, 90, 200)) -> object:
+    """`n` kept, consented pairs of one-colour PNGs (colour `shade(i)`), as `images build` writes them."""
     (root / "images").mkdir(parents=True, exist_ok=True)
     rows = []
     for i in range(n):
         buf = io.BytesIO()
-        Image.new("RGB", (64, 48), (40 * i, 90, 200)).save(buf, format="PNG")
+        Image.new("RGB", (64, 48), shade(i)).save(buf, format="PNG")
         sha = hashlib.sha256(buf.getvalue()).hexdigest()
         (root / f"images/{sha}.png").write_bytes(buf.getvalue())
         rows.append(

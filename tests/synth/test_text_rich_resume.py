@@ -7,8 +7,6 @@ taken from the wrong image would show."""
 
 from __future__ import annotations
 
-import hashlib
-import io
 import json
 import os
 import signal
@@ -19,12 +17,11 @@ import time
 from pathlib import Path
 from types import SimpleNamespace
 
-import pyarrow as pa
-import pyarrow.parquet as pq
 import pytest
-from PIL import Image
 
 from synth.text_rich import OCR_JOURNAL, make_text_rich
+
+from .test_text_rich_qa import _stub_pairs
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -92,27 +89,7 @@ def _wait_for_rows(path: Path, k: int, limit_s: float = 20.0) -> int:
 
 
 def _pairs(root: Path, n: int = N) -> Path:
-    (root / "images").mkdir(parents=True, exist_ok=True)
-    rows = []
-    for i in range(n):
-        buf = io.BytesIO()
-        Image.new("RGB", (64, 48), (10 * i + 5, 90, 200)).save(buf, format="PNG")
-        sha = hashlib.sha256(buf.getvalue()).hexdigest()
-        (root / f"images/{sha}.png").write_bytes(buf.getvalue())
-        rows.append(
-            {
-                "id": f"d{i}-0",
-                "doc_id": f"d{i}",
-                "url": f"http://site.test/d{i}",
-                "caption": "a sign",
-                "image_sha256": sha,
-                "image_path": f"images/{sha}.png",
-                "training_allowed": True,
-                "drop_reason": None,
-            }
-        )
-    pq.write_table(pa.Table.from_pylist(rows), root / "pairs.parquet")
-    return root
+    return _stub_pairs(root, n, shade=lambda i: (10 * i + 5, 90, 200))
 
 
 def _snapshot(out: Path) -> dict[str, bytes]:
