@@ -358,7 +358,8 @@ class Crawler:
         (frontier meta `robots-as-found:<url>`, at most `MAX_SPELLINGS`, so a resumed crawl
         still has them) and `_visit` asks robots.txt about the URL and all of them at once. A
         new URL refused under its spelling is recorded denied here, as a visit would; a spelling
-        found after the URL was fetched can no longer undo that fetch.
+        found after the URL was fetched can no longer undo that fetch. A URL routed to another
+        shard goes with its spellings (`ShardRouter.flush_outbox`), again when a new one is found.
         """
         new = spellings(url, found)
         if not new:
@@ -369,6 +370,8 @@ class Crawler:
         if added:
             stored += added
             self.frontier.set_meta(key, stored)
+            if url in self.known:  # routed to another shard already: it must hear of them too
+                self.router.respelled(url)
         policy = self.downloader.robots
         robots = policy.cached(url)
         if robots is None or policy.retry_at(url) is not None:

@@ -3,6 +3,11 @@
 Each shard appends them to `<shard_root>/outbox/to-<j>/part-<k>-<first>-<last>.parquet` and
 reads its own `outbox/to-<k>/` at start and on --resume (each part once, recorded in the
 frontier). A part is written to a temporary name and renamed, so a reader never sees half of one.
+Each row carries the spellings its link was found under (`found`: as written, before
+canonicalisation sorts the query or decodes `%7E`), so the receiving shard asks robots.txt about
+them as the sender would have (`crawlers.crawl.robots_policy.decision`); a spelling found after
+its URL was routed is routed again with it at the next flush (in a part named
+`part-<k>-<last>-<last>-<hash>` when no new link goes with it). Parts without `found` still read.
 
 The render stage hands the links only a page's scripts revealed ("Load more", infinite scroll)
 back the same way (`hand_on`: `part-render-<hash>.parquet`, source `render`), also to an
@@ -22,9 +27,10 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from crawlers.crawl.canon import UrlError, canonicalize
+from crawlers.crawl.canon import UrlError, canonicalize, host_of
 from crawlers.crawl.config import CrawlConfig, CrawlError, shard_of
 from crawlers.crawl.frontier import Frontier
+from crawlers.crawl.robots_policy import AS_FOUND_KEY, MAX_SPELLINGS
 
 OTHER_SHARD = "other-shard"
 RENDER_SOURCE = "render"  # an outbox row the render found in a page's final DOM
@@ -36,8 +42,19 @@ OUTBOX_SCHEMA = pa.schema(
         ("parent", pa.string()),
         ("anchor", pa.string()),
         ("from_shard", pa.int32()),
+        # the link as found (absolute, before canonicalisation): robots.txt must allow these too
+        ("found", pa.list_(pa.string())),
     ]
 )
+RESPELLED_KEY = "outbox_respelled"  # frontier meta: routed URLs found under new spellings since
+
+
+def found_of(value: Any) -> tuple[str, ...]:
+    """An outbox row's `found` as spellings: its strings, at most MAX_SPELLINGS (an old part
+    without the column, or a null: none)."""
+    if not isinstance(value, (list, tuple)):
+        return ()
+    return tuple(f for f in value if isinstance(f, str) and f)[:MAX_SPELLINGS]
 
 
 def shard_root_of(out_dir: Path, config: CrawlConfig | Mapping[str, Any]) -> Path:
@@ -59,9 +76,10 @@ def _write_part(path: Path, table: pa.Table) -> None:
 
 
 def hand_on(shard_root: Path, shard: int, rows: list[dict[str, Any]]) -> Path | None:
-    """Put the links the render found (OUTBOX_SCHEMA rows, source `render`) in shard `shard`'s
-    inbox as one part named by a hash of its rows, so a render run again (or resumed) with the
-    same links writes the same part, never a second; the part's path (None: no rows)."""
+    """Put the links the render found (OUTBOX_SCHEMA rows, source `render`, with the spellings
+    the page wrote each in `found`) in shard `shard`'s inbox as one part named by a hash of its
+    rows, so a render run again (or resumed) with the same links writes the same part, never a
+    second; the part's path (None: no rows)."""
     if not rows:
         return None
     table = pa.Table.from_pylist(rows, schema=OUTBOX_SCHEMA)
@@ -97,10 +115,13 @@ class ShardRouter:
     def read_inbox(self, discover: Callable[..., str]) -> None:
         """Queue the URLs other shards routed here (each part file once, also across --resume).
 
-        `discover(url, depth, source, parent, anchor, routed=...)` adds one URL to the frontier.
-        An unsharded crawl reads `outbox/to-0/` too: the render hands it the links a page's
-        scripts revealed. Those are links of the rendered page (`parent`): discovered as source
-        `link`, not `routed`, so every link rule applies (scope, depth, type, traps; robots.txt
+        `discover(url, depth, source, parent, anchor, routed=..., found=...)` adds one URL to
+        the frontier; `found` holds the spellings the link was found under (the row's `found`,
+        and its `url` when that is not canonical), which robots.txt must allow too, as when the
+        sending shard or the page itself had queued it. An unsharded crawl reads
+        `outbox/to-0/` too: the render hands it the links a page's scripts revealed. Those are
+        links of the rendered page (`parent`): discovered as source `link`, not `routed`, so
+        every link rule applies (scope, depth, type, traps; robots.txt, under every spelling,
         when fetched), as to a link of the page's static HTML.
         """
         inbox = self.shard_root / "outbox" / f"to-{self.cfg.shard}"
@@ -127,6 +148,9 @@ class ShardRouter:
                     source = r.get("source") or "link"
                     rendered = source == RENDER_SOURCE and bool(r.get("parent"))
                     self.stats["inbox_render"] += rendered
+                    found = found_of(r.get("found"))
+                    if r["url"] != url and r["url"] not in found:
+                        found = (r["url"], *found)[:MAX_SPELLINGS]
                     discover(
                         url,
                         int(r.get("depth") or 0),
@@ -134,23 +158,46 @@ class ShardRouter:
                         r.get("parent"),
                         r.get("anchor") or "",
                         routed=not rendered,
+                        found=found,
                     )
                 consumed.add(part.name)
                 self.frontier.set_meta("inbox_consumed", sorted(consumed))
 
+    def respelled(self, url: str) -> None:
+        """Note (inside the caller's transaction) that `url`, already known, was found under a
+        new spelling: when it was routed to another shard, the next flush routes it again with
+        all its spellings, so the shard that fetches it asks robots.txt about the new one too."""
+        if self.cfg.shards == 1 or self.in_shard(host_of(url)):
+            return
+        noted: list[str] = self.frontier.get_meta(RESPELLED_KEY) or []
+        if url not in noted:
+            self.frontier.set_meta(RESPELLED_KEY, [*noted, url])
+
     def flush_outbox(self) -> None:
-        """Append the links routed to other shards since the last flush to their inboxes."""
+        """Append the links routed to other shards since the last flush to their inboxes, each
+        with the spellings it was found under (frontier meta `AS_FOUND_KEY + url`), and again
+        the routed links found under a new spelling since (`respelled`)."""
         if self.cfg.shards == 1:
             return
         last = self.frontier.get_meta("outbox_seq") or 0
         rows = self.frontier.skipped_since(last, OTHER_SHARD)
-        if not rows:
+        noted: list[str] = self.frontier.get_meta(RESPELLED_KEY) or []
+        new = {r["url"] for r in rows}
+        again = [
+            r
+            for r in self.frontier.rows_by_url([u for u in noted if u not in new])
+            if r["state"] == "skipped" and (r["skip_reason"] or "").startswith(OTHER_SHARD)
+        ]
+        if not rows and not again:
+            if noted:
+                with self.frontier:
+                    self.frontier.set_meta(RESPELLED_KEY, [])
             return
         by_shard: dict[int, list[dict[str, Any]]] = defaultdict(list)
-        for r in rows:
+        for r in rows + again:
             by_shard[shard_of(r["host"], self.cfg.shards)].append(r)
         k = self.cfg.shard
-        first, end = rows[0]["seq"], rows[-1]["seq"]
+        first, end = (rows[0]["seq"], rows[-1]["seq"]) if rows else (last, last)
         for j, rs in sorted(by_shard.items()):
             box = self.shard_root / "outbox" / f"to-{j}"
             table = pa.table(
@@ -161,10 +208,20 @@ class ShardRouter:
                     "parent": [r["parent"] for r in rs],
                     "anchor": [r["anchor"] for r in rs],
                     "from_shard": [k] * len(rs),
+                    "found": [
+                        list(found_of(self.frontier.get_meta(AS_FOUND_KEY + r["url"]))) for r in rs
+                    ],
                 },
                 schema=OUTBOX_SCHEMA,
             )
-            _write_part(box / f"part-{k}-{first:012d}-{end:012d}.parquet", table)
+            name = f"part-{k}-{first:012d}-{end:012d}"
+            if not rows:  # only links routed again: named by their rows (the same rows, once)
+                digest = hashlib.sha256(json.dumps(table.to_pylist()).encode()).hexdigest()
+                name += f"-{digest[:12]}"
+            _write_part(box / f"{name}.parquet", table)
             self.stats["routed_out"] += len(rs)
+        if again:
+            self.stats["routed_again"] += len(again)
         with self.frontier:
             self.frontier.set_meta("outbox_seq", end)
+            self.frontier.set_meta(RESPELLED_KEY, [])

@@ -31,6 +31,7 @@ from typing import Any
 from crawlers.crawl.canon import host_of
 from crawlers.crawl.config import shard_of
 from crawlers.crawl.html import parse_html
+from crawlers.crawl.robots_policy import MAX_SPELLINGS, spellings
 from crawlers.crawl.routing import RENDER_SOURCE, hand_on, shard_root_of
 from crawlers.extract.crawl_io import crawl_shards, iter_crawl_records, iter_shard_records
 from crawlers.extract.decode import BadPage, decode_html
@@ -341,7 +342,8 @@ def new_links(html: str, url: str, source: LinkSource) -> list[dict[str, Any]]:
     """The links of a page's rendered DOM its static HTML lacks, as OUTBOX_SCHEMA rows: read as
     the crawl reads a page's links (`parse_html`: canonical URLs, <a href>, <link rel=next...>,
     meta refresh, <base>), none when the DOM says nofollow to the crawl token, none marked
-    rel=nofollow, in document order."""
+    rel=nofollow, in document order; `found` holds the spellings the DOM wrote a link in that
+    robots.txt could judge otherwise than its canonical URL (the crawl asks about each)."""
     try:
         info = parse_html(html, url, agent=source.agent, training_agent=source.training_agent)
     except Exception as exc:  # one page's markup never ends the render: logged, nothing handed on
@@ -358,6 +360,7 @@ def new_links(html: str, url: str, source: LinkSource) -> list[dict[str, Any]]:
             "parent": url,
             "anchor": lk.anchor,
             "from_shard": source.shard,
+            "found": spellings(lk.url, lk.found)[:MAX_SPELLINGS],
         }
         for lk in info.links
         if not lk.nofollow and lk.url not in source.static
@@ -370,8 +373,9 @@ def hand_on_links(
     """Write the links only rendered DOMs hold to the inboxes of the crawl that fetched each page
     (the link's host decides the shard: `shard_of`), one part per target shard
     (`crawlers.crawl.routing.hand_on`: named by its rows, so running the render again adds no
-    second part); the crawl queues them on its next --resume under its own rules. Returns, per
-    page URL, how many links it handed on (a link two pages reveal counts for the first)."""
+    second part); the crawl queues them on its next --resume under its own rules, robots.txt
+    judging each under every spelling the pages wrote it in. Returns, per page URL, how many
+    links it handed on (a link two pages reveal counts for the first)."""
     parts: dict[tuple[Path, int], dict[str, dict[str, Any]]] = {}
     handed: dict[str, int] = {}
     for d in decisions:  # the plan's order: the same parts whatever order pages finished in
@@ -385,6 +389,10 @@ def hand_on_links(
             if row["url"] not in box:
                 box[row["url"]] = row
                 handed[url] = handed.get(url, 0) + 1
+            else:  # another page's spellings of it: robots.txt must allow those too
+                had = box[row["url"]]["found"]
+                more = [f for f in row["found"] if f not in had]
+                box[row["url"]]["found"] = [*had, *more][:MAX_SPELLINGS]
     for (root, shard), rows in parts.items():
         hand_on(root, shard, sorted(rows.values(), key=lambda r: r["url"]))
     if handed:
