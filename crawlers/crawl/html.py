@@ -11,7 +11,7 @@ from urllib.parse import urljoin
 import lxml.html
 from lxml import etree
 
-from crawlers.crawl.canon import UrlError, canonicalize
+from crawlers.crawl.canon import UrlError, canonicalize, host_of
 from crawlers.crawl.robots_policy import as_found
 
 # Directive names that contain a colon themselves, so 'name: value' is not a user-agent scope.
@@ -255,6 +255,22 @@ def parse_html(
             continue
         rel = {r.lower() for r in (a.get("rel") or "").split()}
         follow(href, " ".join(a.text_content().split())[:200], "nofollow" in rel)
+    # A framed document of the page's own host is a page of its own (an embedded article, a
+    # reader view): its address is a link, under the same rules. Other hosts' frames (video
+    # players, ads, widgets) are not. The render inlines a same-origin frame's content in a
+    # <div data-refinery-frame src=...>, which names it the same way.
+    for el in root.iter("iframe", "frame", "div"):
+        if el.tag == "div" and el.get("data-refinery-frame") is None:
+            continue
+        src = (el.get("src") or "").strip()
+        if not src or src.lower().startswith(("#", "javascript:", "data:", "about:", "blob:")):
+            continue
+        try:
+            if host_of(canonicalize(src, base)) != host_of(canonicalize(base_url)):
+                continue
+        except (UrlError, ValueError):
+            continue
+        follow(src, " ".join((el.get("title") or "").split())[:200], False)
     # A listing's further pages may be announced only in the head (infinite-scroll themes put a
     # "load more" button in the body and <link rel=next> in the head): those are links too.
     for el in root.iter("link"):

@@ -10,8 +10,10 @@ and data never grants a fetch (`plan_renders`, `RenderJob.trust_own_origin`).
 
 Links only a page's scripts revealed ("Load more", infinite scroll) go back to the crawl that
 fetched it (`hand_on_links`): the rendered DOM's links, read as the crawl reads links, less those
-of the page's static HTML, are written to that crawl's inboxes (`crawlers.crawl.routing.hand_on`)
-and fetched by its next `--resume`. Never for an imported page (data never grants a fetch).
+of the page's static HTML, and the same-origin URLs its scripts pushed into the history (a
+client-side pager's "?page=2": `RenderOutcome.history_urls`), are written to that crawl's
+inboxes (`crawlers.crawl.routing.hand_on`) and fetched by its next `--resume`. Never for an
+imported page (data never grants a fetch).
 """
 
 from __future__ import annotations
@@ -24,11 +26,11 @@ import math
 import sqlite3
 import time
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-from crawlers.crawl.canon import host_of
+from crawlers.crawl.canon import UrlError, canonicalize, host_of
 from crawlers.crawl.config import shard_of
 from crawlers.crawl.html import parse_html
 from crawlers.crawl.robots_policy import MAX_SPELLINGS, spellings
@@ -41,7 +43,7 @@ from crawlers.render.session import RenderConfig, RenderJob, RenderOutcome, rend
 
 RENDER_MODES = ("auto", "never", "always")
 JOURNAL_FILE = "render-journal.sqlite"
-JOURNAL_VERSION = 1  # bump when a journaled outcome would no longer equal a fresh render's
+JOURNAL_VERSION = 2  # bump when a journaled outcome would no longer equal a fresh render's
 log = logging.getLogger(__name__)
 
 
@@ -338,12 +340,16 @@ def render_crawl(
     return rows
 
 
-def new_links(html: str, url: str, source: LinkSource) -> list[dict[str, Any]]:
+def new_links(
+    html: str, url: str, source: LinkSource, history: Iterable[str] = ()
+) -> list[dict[str, Any]]:
     """The links of a page's rendered DOM its static HTML lacks, as OUTBOX_SCHEMA rows: read as
     the crawl reads a page's links (`parse_html`: canonical URLs, <a href>, <link rel=next...>,
     meta refresh, <base>), none when the DOM says nofollow to the crawl token, none marked
     rel=nofollow, in document order; `found` holds the spellings the DOM wrote a link in that
-    robots.txt could judge otherwise than its canonical URL (the crawl asks about each)."""
+    robots.txt could judge otherwise than its canonical URL (the crawl asks about each); then
+    the same-origin URLs the page pushed into its history (`history`: a client-side pager's
+    "?page=2"), canonicalised the same way, in the order pushed."""
     try:
         info = parse_html(html, url, agent=source.agent, training_agent=source.training_agent)
     except Exception as exc:  # one page's markup never ends the render: logged, nothing handed on
@@ -352,18 +358,28 @@ def new_links(html: str, url: str, source: LinkSource) -> list[dict[str, Any]]:
     if info.directives.nofollow:
         return []
     depth = source.depth + 1 if source.depth is not None else None
+    links = [(lk.url, lk.anchor, lk.found) for lk in info.links if not lk.nofollow]
+    known = {u for u, _, _ in links}
+    for href in history:
+        try:
+            canon = canonicalize(href, url)
+        except UrlError:
+            continue
+        if canon not in known:
+            known.add(canon)
+            links.append((canon, "", (href.split("#", 1)[0],)))
     return [
         {
-            "url": lk.url,
+            "url": link,
             "depth": depth,
             "source": RENDER_SOURCE,
             "parent": url,
-            "anchor": lk.anchor,
+            "anchor": anchor,
             "from_shard": source.shard,
-            "found": spellings(lk.url, lk.found)[:MAX_SPELLINGS],
+            "found": spellings(link, found)[:MAX_SPELLINGS],
         }
-        for lk in info.links
-        if not lk.nofollow and lk.url not in source.static
+        for link, anchor, found in links
+        if link not in source.static
     ]
 
 
@@ -382,7 +398,7 @@ def hand_on_links(
         url, source, o = d["url"], sources.get(d["url"]), outcomes.get(d["url"])
         if source is None or o is None or not o.html:
             continue
-        for row in new_links(o.html, url, source):
+        for row in new_links(o.html, url, source, o.history_urls):
             box = parts.setdefault(
                 (source.shard_root, shard_of(host_of(row["url"]), source.shards)), {}
             )

@@ -28,7 +28,30 @@
       try { return origSend.apply(this, args); } catch (e) { fin(); throw e; }
     };
   }
+  // Same-origin URLs the page gave itself with history.pushState/replaceState (a client-side
+  // pager's "?page=2"): the renderer reports them, so the crawl can fetch those states too.
+  state.history = [];
+  if (window.History && window.location) {
+    const H = window.History.prototype, start = String(location.href).split("#")[0];
+    for (const name of ["pushState", "replaceState"]) {
+      const orig = H[name];
+      if (typeof orig !== "function") continue;
+      H[name] = function (data, title, url) {
+        try {
+          if (url !== undefined && url !== null && state.history.length < 200) {
+            const u = new URL(String(url), location.href);
+            const href = u.href.split("#")[0];
+            if (u.origin === location.origin && href !== start && !state.history.includes(href))
+              state.history.push(href);
+          }
+        } catch (e) { /* an unparsable URL: the call below throws as it would have */ }
+        return orig.apply(this, arguments);
+      };
+    }
+  }
   const origSet = window.setTimeout, origClear = window.clearTimeout;
+  // The renderer's own pauses (stepped scrolling): not counted as the page's pending timers.
+  state.sleep = (ms) => new Promise((resolve) => origSet.call(window, resolve, ms));
   window.setTimeout = function (fn, delay, ...args) {
     const short = (Number(delay) || 0) <= 5000;
     let id;

@@ -1,11 +1,12 @@
-"""JavaScript run inside rendered pages: settle probes, interaction steps and shadow-DOM flattening."""
+"""JavaScript run inside rendered pages: settle probes, interaction steps (scrolling, load-more,
+pagers, tabs), keeping content clicks replace, shadow-DOM flattening and frame inlining."""
 
 from __future__ import annotations
 
 import json
 from importlib.resources import files
 
-from crawlers.render.decide import PAGER_DENY_PATTERN, PAGER_PATTERN
+from crawlers.render.decide import _NOUN_WORDS, PAGER_DENY_PATTERN, PAGER_PATTERN
 
 INIT_SCRIPT = files("crawlers.render").joinpath("interact.js").read_text(encoding="utf-8")
 
@@ -313,4 +314,320 @@ UNHIDE_PANELS = """() => {
     if (el.hidden || el.style.display === 'none') { el.hidden = false; el.style.display = ''; n++; }
   });
   return n;
+}"""
+
+# Scroll the page down one viewport at a time (its main scroller: the window, or the tallest
+# scrolled box of an app shell whose window does not scroll), pausing two frames and `pause_ms`
+# after each step, so IntersectionObserver sections a jump to the end would pass over (lazy
+# modules mid-page) come into view and start loading; at most `steps` steps and `max_ms` in all.
+# Then each observed target the steps did not reach is scrolled into view the same way (at most
+# 20). Returns the steps taken. The pauses are the renderer's own timers (not the page's).
+SCROLL_THROUGH = """async ([steps, maxMs, pauseMs]) => {
+  const s = window.__refinery;
+  const sleep = (ms) => (s && s.sleep) ? s.sleep(ms) : new Promise((r) => setTimeout(r, ms));
+  const frame = () => new Promise((resolve) => {
+    let done = false;
+    const fin = () => { if (!done) { done = true; resolve(); } };
+    requestAnimationFrame(() => requestAnimationFrame(fin));
+    sleep(100).then(fin);
+  });
+  const t0 = performance.now();
+  const root = document.scrollingElement || document.documentElement;
+  let box = null;
+  if (root.scrollHeight <= window.innerHeight + 20) {
+    let best = 0;
+    for (const el of document.querySelectorAll('body *')) {
+      if (el.scrollHeight > el.clientHeight + 20 && el.clientHeight > best) {
+        const oy = getComputedStyle(el).overflowY;
+        if (oy === 'auto' || oy === 'scroll') { box = el; best = el.clientHeight; }
+      }
+    }
+  }
+  const view = box ? box.clientHeight : window.innerHeight;
+  const step = Math.max(200, Math.floor(view * 0.85));
+  const at = () => box ? box.scrollTop : window.scrollY;
+  const go = (y) => box ? box.scrollTo({top: y, behavior: 'instant'})
+    : window.scrollTo({top: y, behavior: 'instant'});
+  let n = 0, y = at();
+  while (n < steps && performance.now() - t0 < maxMs) {
+    const end = (box ? box.scrollHeight : root.scrollHeight) - view;
+    if (y >= end) break;
+    y = Math.min(end, y + step); go(y); n++;
+    if (s) s.lastMutation = performance.now();
+    await frame(); await sleep(pauseMs);
+  }
+  if (s && s.observed) {
+    let k = 0;
+    const reached = (box ? box.getBoundingClientRect().top : 0) + view;
+    for (const [, t] of s.observed.slice()) {
+      if (k >= 20 || performance.now() - t0 >= maxMs) break;
+      if (!t.isConnected || t.getBoundingClientRect().top <= reached) continue;
+      t.scrollIntoView({block: 'center', behavior: 'instant'}); k++;
+      s.lastMutation = performance.now();
+      await frame(); await sleep(pauseMs);
+    }
+  }
+  return n;
+}"""
+
+# While the renderer cycles tabs and pagers, content a click takes out of the page (a shared
+# panel's previous tab, a list's previous page) is kept: each mutation's removed nodes (in the
+# body, not moved elsewhere, 20+ characters of text, not a loading placeholder: a skeleton, a
+# spinner, aria-busy) and each text node's previous value (a framework updating text in place).
+# `KEEP_FINISH` puts the kept content back.
+KEEP_START = """() => {
+  const s = window.__refinery;
+  if (!s) return false;
+  if (s.keeper) return true;
+  s.kept = s.kept || []; s.keptChars = s.keptChars || 0;
+  const esc = (t) => t.replace(/[&<>]/g, (c) => ({'&': '&amp;', '<': '&lt;', '>': '&gt;'})[c]);
+  const skip = /^(SCRIPT|STYLE|NOSCRIPT|TEMPLATE|LINK|META)$/i;
+  const waiting = '[aria-busy=true], [role=progressbar], [class*=skeleton], [class*=spinner], ' +
+    '[class*=loading], [class*=placeholder], [class*=shimmer]';
+  const grab = (html, text, anchor) => {
+    text = text.replace(/\\s+/g, ' ').trim();
+    if (text.length < 20 || s.keptChars > 2000000) return;
+    s.kept.push({html, text, anchor}); s.keptChars += html.length;
+  };
+  s.keepRecords = (records) => {
+    const body = document.body;
+    for (const r of records) {
+      if (!body || !r.target.isConnected || !body.contains(r.target)) continue;
+      if (r.type === 'characterData') {
+        const p = r.target.parentElement;
+        if (p && r.oldValue && !p.closest('script, style, noscript, template'))
+          grab('<p>' + esc(r.oldValue) + '</p>', r.oldValue, p);
+        continue;
+      }
+      let html = '', text = '';
+      for (const n of r.removedNodes) {
+        if (n.isConnected) continue;  // moved, not removed
+        if (n.nodeType === 1 && !skip.test(n.tagName) && !n.matches(waiting)) {
+          html += n.outerHTML; text += ' ' + n.textContent;
+        }
+        else if (n.nodeType === 3) { html += esc(n.data); text += ' ' + n.data; }
+      }
+      if (html) grab(html, text, r.target);
+    }
+  };
+  s.keeper = new MutationObserver(s.keepRecords);
+  s.keeper.observe(document, {childList: true, subtree: true, characterData: true,
+                              characterDataOldValue: true});
+  return true;
+}"""
+
+# Put kept content (KEEP_START) back, each piece in a <div data-refinery-panel> just before the
+# box it was taken from (or at the end of the main content when that box is gone), in the order
+# it was taken: page 1 before page 2 before the live page 3. Content the final page still shows
+# (a pane that was only hidden, a list re-rendered with the same items) is not copied again.
+KEEP_FINISH = """() => {
+  const s = window.__refinery;
+  if (!s || !s.keeper) return 0;
+  s.keepRecords(s.keeper.takeRecords()); s.keeper.disconnect(); s.keeper = null;
+  const kept = s.kept || []; s.kept = [];
+  if (!kept.length || !document.body) return 0;
+  const live = document.body.textContent.replace(/\\s+/g, ' ');
+  const seen = new Set();
+  const main = document.querySelector('main, [role=main]') || document.body;
+  let n = 0;
+  for (const k of kept) {
+    if (seen.has(k.text) || live.includes(k.text)) continue;
+    seen.add(k.text);
+    const box = document.createElement('div');
+    box.setAttribute('data-refinery-panel', '');
+    box.innerHTML = k.html;
+    const a = k.anchor;
+    if (a && a.isConnected && a.parentNode && a !== main && !a.contains(main) && main.contains(a))
+      a.parentNode.insertBefore(box, a);
+    else main.appendChild(box);
+    n++;
+  }
+  return n;
+}"""
+
+# Tab groups, tagged for `TAB_CLICK` (data-refinery-tab="g.i"): tabs (role=tab, Bootstrap's
+# data-*-toggle=tab/pill, .tabs/.nav-tabs buttons) and button groups whose members say where
+# their content comes from or goes (data-src, data-url, hx-get, aria-controls, data-target,
+# data-bs-target): two or more such controls in one box (a tablist, or the nearest of three
+# ancestors holding two). Not a control that navigates (a real href), opens a menu, a dialog, a
+# collapse or a carousel slide, nor one in a form or a dialog. Returns the groups' tag lists.
+TAB_GROUPS = """([maxGroups, maxTabs]) => {
+  const tabs = '[role=tab], [data-toggle=tab], [data-bs-toggle=tab], [data-toggle=pill], ' +
+    '[data-bs-toggle=pill], .tabs button, .nav-tabs button, .nav-tabs a, .nav-pills button, ' +
+    '.nav-pills a, button.tab, a.tab, [role=tab][data-tab], button[data-tab]';
+  const says = ['data-src', 'data-url', 'data-href', 'hx-get', 'aria-controls', 'data-target',
+                'data-bs-target'];
+  const ctl = 'button, [role=button], a, [role=tab]';
+  const widened = says.map((a) => ctl.split(', ').map((c) => c + '[' + a + ']').join(', ')).join(', ');
+  const away = 'form, [role=dialog], [role=alertdialog], [aria-modal=true], .carousel, .slider, ' +
+    '.swiper, .slick-slider, .splide, .glide';
+  const other = /^(collapse|modal|dropdown|offcanvas|tooltip|popover|button)$/i;
+  const shown = (el) => { const r = el.getBoundingClientRect(); return r.width > 0 || r.height > 0; };
+  const ok = (el, wide) => {
+    if (el.disabled || el.getAttribute('aria-disabled') === 'true' || !shown(el)) return false;
+    if (el.closest(away)) return false;
+    const href = el.tagName === 'A' ? (el.getAttribute('href') || '') : '';
+    if (href && !href.startsWith('#') && !href.startsWith('javascript')) return false;
+    const tog = el.getAttribute('data-toggle') || el.getAttribute('data-bs-toggle') || '';
+    if (other.test(tog) || el.matches('[data-slide], [data-bs-slide], [data-slide-to], [data-bs-slide-to]'))
+      return false;
+    if (wide && el.matches('[aria-expanded], [aria-haspopup]')) return false;
+    const text = (el.innerText || el.textContent || '').trim();
+    return text.length <= 60;
+  };
+  const cands = new Set();
+  document.querySelectorAll(tabs).forEach((el) => { if (ok(el, false)) cands.add(el); });
+  document.querySelectorAll(widened).forEach((el) => { if (ok(el, true)) cands.add(el); });
+  const groups = [], used = new Set();
+  for (const el of cands) {
+    if (used.has(el) || groups.length >= maxGroups) continue;
+    let box = el.closest('[role=tablist]');
+    for (let a = el.parentElement, d = 0; !box && a && d < 3; a = a.parentElement, d++)
+      if ([...cands].filter((c) => a.contains(c)).length >= 2) box = a;
+    if (!box) continue;
+    const members = [...cands].filter((c) => box.contains(c) && !used.has(c));
+    if (members.length < 2) continue;
+    const g = groups.length, ids = [];
+    members.slice(0, maxTabs).forEach((c, i) => {
+      used.add(c); c.setAttribute('data-refinery-tab', g + '.' + i); ids.push(g + '.' + i);
+    });
+    members.forEach((c) => used.add(c));
+    groups.push(ids);
+  }
+  return groups;
+}"""
+
+# Click one tagged tab (TAB_GROUPS), marking it opened so OPEN_EXPANDERS leaves it alone.
+TAB_CLICK = """(id) => {
+  const el = document.querySelector('[data-refinery-tab="' + id + '"]');
+  if (!el || !el.isConnected || el.disabled) return false;
+  el.setAttribute('data-refinery-opened', '1');
+  el.click();
+  if (window.__refinery) window.__refinery.lastMutation = performance.now();
+  return true;
+}"""
+
+# "Next page" in words (a label's `label_words`, whole), in the languages decide.py's pager words
+# cover: next (page), page next, older/earlier posts. A bare "next" or an arrow needs a pager
+# around it (NEXT_PAGE_BOX) or rel=next; a label here is a pager anywhere outside forms, dialogs
+# and carousels.
+_NEXT = (
+    "next|nächste|naechste|weiter|suivant|suivante|siguiente|próximo|próxima|proximo|proxima|"
+    "seguinte|successivo|successiva|avanti|volgende|następna|nastepna|dalej|следующая|далее|"
+    "вперёд|вперед|наступна|далі|sonraki|ileri|tiếp|tiếp theo|berikutnya|selanjutnya|التالي|"
+    "التالية|הבא|הבאה|další|ďalšia|ďalej|nästa|næste|neste|seuraava|következő|tovább|"
+    "următoarea|urmatoarea|επόμενη|επόμενο|अगला|अगले|次へ|次|下一页|下一頁|下页|다음"
+)
+_PAGE = (
+    "page|seite|pagina|página|strona|страница|сторінка|sayfa|trang|halaman|صفحة|"
+    "الصفحة|עמוד|strana|stránka|sida|side|sivu|oldal|σελίδα|पृष्ठ|पेज|ページ|页|頁|페이지"
+)
+_OLDER = (
+    "older|earlier|ältere|älteren|frühere|anciens|anciennes|antiguas|antiguos|antigos|antigas|"
+    "precedenti|oudere|starsze|starszych|старые|eski|cũ|lama|الأقدم|starší|äldre|ældre|eldre|"
+    "vanhemmat|régebbi|vechi|παλαιότερα|पुराने"
+)
+NEXT_PAGE_PATTERN = (
+    rf"^(?:(?:{_NEXT})(?: (?:{_PAGE}))?|(?:{_PAGE}) (?:{_NEXT})|(?:{_NEXT}) \d+|"
+    rf"(?:{_OLDER}) (?:{_NOUN_WORDS})|次のページ|下一 ?[页頁]|다음 ?페이지)$"
+)
+NEXT_WORD_PATTERN = rf"^(?:{_NEXT})$"
+# A pager's box: a nav, or a box whose class or id names a pager ("pagination", "pager",
+# "page-numbers") or whose aria-label speaks of pages ("Pagination", "Seitennavigation").
+NEXT_PAGE_BOX = (
+    r"(^|[-_ ])(pagination|paginate|paginator|pager|pagenav|page-?nav|page-?numbers|paging|"
+    r"pages-?nav)($|[-_ ])"
+)
+NEXT_PAGE_LABEL = r"pag|seite|страниц|sayfa|ページ|页|頁|페이지"
+
+# Click the control that shows a listing's next page in place (a client-side pager: its script
+# fetches the next page, replaces the list and may call history.pushState): a button, an <a>
+# that does not navigate, a role=button, labelled "Next page", "Nächste Seite", "Older posts"
+# (NEXT_PAGE_PATTERN), or a bare "Next", an arrow (›, », →) or rel=next inside a pager box; or,
+# failing those, the page number after the current one (aria-current, .active) in a pager box.
+# Never in a form, a dialog or a carousel, never a control saying "slide". Returns its label.
+CLICK_NEXT_PAGE = """([pattern, bare, boxPattern, boxLabel, deny]) => {
+  const re = new RegExp(pattern, 'u'), word = new RegExp(bare, 'u');
+  const boxRe = new RegExp(boxPattern, 'i'), boxSays = new RegExp(boxLabel, 'i');
+  const denyRe = new RegExp(deny, 'u');
+  const words = (t) => t.toLowerCase().replace(/[^\\p{L}\\p{N}\\p{M}]+/gu, ' ').trim();
+  const label = (el) => (el.innerText || el.textContent || el.value || '').trim().replace(/\\s+/g, ' ');
+  const aria = (el) => (el.getAttribute('aria-label') || el.getAttribute('title') || '').trim();
+  const sel = 'button, a, [role=button], [role=link], input[type=button]';
+  const away = 'form, [role=dialog], [role=alertdialog], [aria-modal=true], .carousel, .slider, ' +
+    '.swiper, .slick-slider, .splide, .glide, [aria-roledescription=carousel]';
+  const shown = (el) => { const r = el.getBoundingClientRect(); return r.width > 0 || r.height > 0; };
+  const off = (el) => el.disabled || el.getAttribute('aria-disabled') === 'true' ||
+    /(^|\\s)disabled(\\s|$)/.test(typeof el.className === 'string' ? el.className : '');
+  const navigates = (el) => {
+    const href = (el.tagName === 'A' && el.getAttribute('href')) || '';
+    return !!href && !href.startsWith('#') && !href.startsWith('javascript');
+  };
+  const inBox = (el) => {
+    for (let a = el.parentElement, d = 0; a && d < 4; a = a.parentElement, d++) {
+      const cls = (a.id || '') + ' ' + (typeof a.className === 'string' ? a.className : '');
+      if (boxRe.test(cls) || boxSays.test(a.getAttribute('aria-label') || '')) return a;
+      if ((a.tagName === 'NAV' || a.getAttribute('role') === 'navigation') && d < 3) return a;
+    }
+    return null;
+  };
+  const usable = (el) => shown(el) && !off(el) && !navigates(el) && !el.closest(away);
+  const click = (el, text) => {
+    el.scrollIntoView({block: 'center'}); el.click();
+    if (window.__refinery) window.__refinery.lastMutation = performance.now();
+    return text || '(next page)';
+  };
+  const all = [...document.querySelectorAll(sel)].filter(usable);
+  for (const el of all) {
+    const own = label(el), said = words(own) || words(aria(el));
+    if (said.length > 40 || denyRe.test(said)) continue;
+    const arrow = !/[\\p{L}\\p{N}]/u.test(own) && /^[›»→>⟩❯▶⇒]+$/u.test(own.replace(/\\s+/g, ''));
+    const rel = /(^|\\s)next(\\s|$)/i.test(el.getAttribute('rel') || '');
+    const named = /(^|[-_ ])(next|next-?page|page-?next|pagination-?next|pager-?next)($|[-_ ])/i
+      .test((el.id || '') + ' ' + (typeof el.className === 'string' ? el.className : ''));
+    if (said && re.test(said) && !word.test(said)) return click(el, own || aria(el));
+    if ((rel || arrow || named || (said && word.test(said))) && inBox(el))
+      return click(el, own || aria(el));
+  }
+  // Page numbers: the one after the current page, in a pager box.
+  for (const el of all) {
+    const box = inBox(el);
+    if (!box) continue;
+    const current = box.querySelector('[aria-current=page], [aria-current=true], .active, .current, ' +
+      '.is-active, .is-current, .selected, [aria-pressed=true], [aria-selected=true]');
+    const cur = current ? parseInt(label(current), 10) : 1;
+    if (!Number.isFinite(cur)) continue;
+    if (label(el) === String(cur + 1)) return click(el, label(el));
+  }
+  return null;
+}"""
+
+# How many pieces of removed content KEEP_START holds so far.
+KEPT_COUNT = """() => (window.__refinery && window.__refinery.kept || []).length"""
+
+# A cheap fingerprint of the page's visible text (did a click change what the page shows?).
+TEXT_PRINT = """() => {
+  const t = document.body ? (document.body.innerText || '') : '';
+  let h = 0;
+  for (let i = 0; i < t.length; i++) h = (h * 31 + t.charCodeAt(i)) | 0;
+  return t.length + ':' + h;
+}"""
+
+# The same-origin URLs the page gave itself with history.pushState/replaceState (interact.js).
+HISTORY_URLS = """() => (window.__refinery && window.__refinery.history || []).slice(0, 200)"""
+
+# A framed document's content, for inlining into its <iframe>'s place: its body's HTML (open
+# shadow roots copied out first, as FLATTEN_SHADOW does for the page).
+FRAME_HTML = """() => document.body ? document.body.innerHTML : ''"""
+
+# Replace an <iframe>/<frame> element with its document's content (FRAME_HTML), in a
+# <div data-refinery-frame src=...> the extraction reads like the page's own markup.
+INLINE_FRAME = """(el, [html, src]) => {
+  if (!el || !el.parentNode) return false;
+  const box = document.createElement('div');
+  box.setAttribute('data-refinery-frame', '');
+  box.setAttribute('src', src);
+  box.innerHTML = html;
+  el.replaceWith(box);
+  return true;
 }"""

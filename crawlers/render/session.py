@@ -7,7 +7,9 @@ with `route.fulfill` from the crawl's `Downloader`, so robots.txt (both tokens),
 per-host politeness, retries and caps apply to sub-requests, JS/meta navigations and redirects
 exactly as they do to the crawl. The main document is served from the crawl's WARC. Every
 response a page used can be archived (`RenderArchive`) and a render replayed from those records
-with no network at all (`RenderJob.archive`). Every Chromium process started here is tracked by
+with no network at all (`RenderJob.archive`). A same-origin frame whose document the render
+served itself (so those rules applied to it) is inlined into the page's DOM; a frame they
+blocked never loaded and is left as it is. Every Chromium process started here is tracked by
 PID and killed if a graceful close fails, times out, or is interrupted; a browser that crashes
 is relaunched and the pages it took down are rendered once more.
 """
@@ -48,7 +50,12 @@ from crawlers.render.archive import (
     RenderArchive,
     browser_headers,
 )
-from crawlers.render.decide import LOAD_MORE_PATTERN, LOAD_MORE_TEXTS, MORE_NAME_PATTERN
+from crawlers.render.decide import (
+    LOAD_MORE_PATTERN,
+    LOAD_MORE_TEXTS,
+    MORE_NAME_PATTERN,
+    PAGER_DENY_PATTERN,
+)
 from crawlers.robots import origin_of
 
 MEDIA_TYPES = {"image", "media", "font"}
@@ -97,6 +104,17 @@ class RenderConfig:
     archive_dir: str | Path | None = None  # where render WARCs go (None: not archived)
     max_scrolls: int = 8
     max_clicks: int = 8
+    # The first scroll goes down a viewport at a time (lazy sections mid-page), at most this
+    # many steps and this long (and a fifth of page_timeout_s); then it jumps to the end as
+    # every later scroll does.
+    scroll_steps: int = 24
+    scroll_pass_ms: int = 3000
+    # Client-side pagers clicked through (states after the first), and tabs clicked one at a
+    # time (each settled, the content it replaced kept); each of the two within cycle_max_ms
+    # (and a fifth of page_timeout_s).
+    max_pager_states: int = 5
+    max_tab_clicks: int = 12
+    cycle_max_ms: int = 5000
     idle_ms: int = 300
     settle_max_ms: int = 4000
     viewport: tuple[int, int] = (1280, 1600)
@@ -177,6 +195,9 @@ class RenderOutcome:
     opted_out: list[str] = field(default_factory=list)
     # Where a script or meta refresh tried to take the page (not followed; the DOM stays the page's).
     navigated_to: str | None = None
+    # Same-origin URLs the page gave itself with history.pushState/replaceState (a client-side
+    # pager's "?page=2"), in the order given: addresses of states the crawl may fetch itself.
+    history_urls: list[str] = field(default_factory=list)
 
 
 async def _refuse(route) -> None:
@@ -425,15 +446,18 @@ class Renderer:
         key = f"{job.url}#{self._serial}"  # the same URL may be rendered twice at once
         start = time.monotonic()
         ctx = page = None
+        # The main document served yet; the framed documents served (URLs), the only frames
+        # whose content may be inlined into the page.
+        served: dict = {"main": False, "frames": set()}
         try:
             ctx = await self._new_context(browser)
             page = await ctx.new_page()
             await asyncio.wait_for(
-                self._drive(page, job, out, captured, key), self.config.page_timeout_s
+                self._drive(page, job, out, captured, key, served), self.config.page_timeout_s
             )
         except TimeoutError:
             out.error = f"timeout after {self.config.page_timeout_s:g}s"
-            out.html = await self._snapshot(page, out)
+            out.html = await self._snapshot(page, out, job, served)
         except asyncio.CancelledError:
             raise
         except Exception as exc:  # noqa: BLE001 - one bad page must not stop the others
@@ -515,16 +539,25 @@ class Renderer:
                 self._track_new(before)
             return True
 
-    async def _snapshot(self, page, out: RenderOutcome) -> str | None:
+    async def _snapshot(self, page, out: RenderOutcome, job: RenderJob, served: dict) -> str | None:
         # A page that ran out of time may still have most of its content: keep what is there,
-        # prepared as a finished render's is (panels shown, open shadow roots copied out).
+        # prepared as a finished render's is (content clicks replaced put back, panels shown,
+        # open shadow roots copied out, same-origin frames inlined).
         if page is None:
             return None
-        for script in (js.UNHIDE_PANELS, js.FLATTEN_SHADOW):
+        for script in (js.KEEP_FINISH, js.UNHIDE_PANELS, js.FLATTEN_SHADOW):
             try:
                 await asyncio.wait_for(page.evaluate(script), 1)
             except BaseException:  # noqa: BLE001 - the DOM as it is, then
                 pass
+        try:
+            await asyncio.wait_for(self._inline_frames(page, job, served), 2)
+        except BaseException:  # noqa: BLE001 - frames left as they are, then
+            pass
+        try:
+            out.history_urls = await asyncio.wait_for(self._history(page), 1)
+        except BaseException:  # noqa: BLE001 - none recorded, then
+            pass
         try:
             return await asyncio.wait_for(self._serialise(page, out), 3)
         except BaseException:  # noqa: BLE001 - no snapshot is an acceptable outcome
@@ -541,13 +574,20 @@ class Renderer:
         return await page.content()
 
     async def _drive(
-        self, page, job: RenderJob, out: RenderOutcome, captured: list[Captured], key: str
+        self,
+        page,
+        job: RenderJob,
+        out: RenderOutcome,
+        captured: list[Captured],
+        key: str,
+        served: dict,
     ) -> None:
-        inflight = {"n": 0}
-        page.on("request", lambda r: inflight.__setitem__("n", inflight["n"] + 1))
+        inflight = {"n": 0, "total": 0}
+        page.on(
+            "request", lambda r: inflight.update(n=inflight["n"] + 1, total=inflight["total"] + 1)
+        )
         for ev in ("requestfinished", "requestfailed"):
             page.on(ev, lambda r: inflight.__setitem__("n", max(0, inflight["n"] - 1)))
-        served = {"main": False}
         # Trust is the caller's (a crawl explicitly allowed private networks), never the URL's.
         trusted = None
         if job.trust_own_origin and not self.config.allow_private_networks:
@@ -574,14 +614,22 @@ class Renderer:
             out.interactions += 1  # some sites load their content once the visitor has chosen
             await self._settle(page, inflight)
         await self._interact(page, inflight, out)
+        # From here on, what a click takes out of the page (a list's previous page, a shared
+        # panel's previous tab) is kept and put back before the DOM is serialised.
+        await page.evaluate(js.KEEP_START)
+        await self._paginate(page, inflight, out)
+        await self._cycle_tabs(page, inflight, out)
         for _ in range(3):  # opening one expander can reveal nested ones
             opened = await page.evaluate(js.OPEN_EXPANDERS)
             if not opened:
                 break
             out.interactions += opened
             await self._settle(page, inflight)
+        await page.evaluate(js.KEEP_FINISH)
         await page.evaluate(js.UNHIDE_PANELS)
         await page.evaluate(js.FLATTEN_SHADOW)
+        await self._inline_frames(page, job, served)
+        out.history_urls = await self._history(page)
         out.html = await self._serialise(page, out)
 
     async def _loaded(self, page, out: RenderOutcome) -> None:
@@ -600,10 +648,13 @@ class Renderer:
     async def _interact(self, page, inflight: dict, out: RenderOutcome) -> None:
         """Scroll to the end and click load-more controls until the page's text stops growing.
 
-        Each round scrolls every scroller to its end (scroll listeners, IntersectionObserver
-        sentinels) and clicks one visible control that promises more content (a button, an
-        `<a href="#">`, a `role=button`, in light DOM or an open shadow root); rounds go on while
-        either grew the text, within `max_scrolls` scrolls and `max_clicks` clicks.
+        The first round scrolls down a viewport at a time first (`js.SCROLL_THROUGH`: sections
+        mid-page that load when they come into view), bounded by `scroll_steps` and
+        `scroll_pass_ms` (at most a fifth of the page's budget). Each round scrolls every
+        scroller to its end (scroll listeners, IntersectionObserver sentinels) and clicks one
+        visible control that promises more content (a button, an `<a href="#">`, a
+        `role=button`, in light DOM or an open shadow root); rounds go on while either grew the
+        text, within `max_scrolls` scrolls and `max_clicks` clicks.
         """
         cfg = self.config
         phrases = [p.lower() for p in LOAD_MORE_TEXTS]
@@ -613,6 +664,9 @@ class Renderer:
             grew = False
             if scrolls < cfg.max_scrolls:
                 scrolls += 1
+                if scrolls == 1 and cfg.scroll_steps > 0:
+                    steps = [cfg.scroll_steps, min(cfg.scroll_pass_ms, self._fifth_ms()), 50]
+                    await page.evaluate(js.SCROLL_THROUGH, steps)
                 await page.evaluate(js.SCROLL_TO_END)
                 await self._settle(page, inflight)
                 now = await page.evaluate(js.CONTENT_SIZE)
@@ -628,6 +682,109 @@ class Renderer:
                     out.interactions, size, grew = out.interactions + 1, now, True
             if not grew:
                 return
+
+    def _fifth_ms(self) -> float:
+        """A fifth of the page's time budget, in ms: the most one extra interaction phase takes
+        (a probe's short budget keeps its phases short)."""
+        return self.config.page_timeout_s * 200
+
+    async def _paginate(self, page, inflight: dict, out: RenderOutcome) -> None:
+        """Click a client-side pager through its next states ("Next page", "›", "Older posts",
+        the next page number: `js.CLICK_NEXT_PAGE`), settling after each, while each click
+        changes the page's text, within `max_pager_states` clicks and `cycle_max_ms` (at most a
+        fifth of the page's budget). The list a click replaces is kept (`js.KEEP_START`), so
+        every state's items reach the DOM."""
+        cfg = self.config
+        deadline = time.monotonic() + min(cfg.cycle_max_ms, self._fifth_ms()) / 1000
+        args = [
+            js.NEXT_PAGE_PATTERN,
+            js.NEXT_WORD_PATTERN,
+            js.NEXT_PAGE_BOX,
+            js.NEXT_PAGE_LABEL,
+            PAGER_DENY_PATTERN,
+        ]
+        before = await page.evaluate(js.TEXT_PRINT)
+        for _ in range(cfg.max_pager_states):
+            if time.monotonic() >= deadline or not await page.evaluate(js.CLICK_NEXT_PAGE, args):
+                return
+            await self._settle(page, inflight)
+            now = await page.evaluate(js.TEXT_PRINT)
+            if now == before:
+                return  # the control changed nothing: the last page, or no pager after all
+            out.interactions, before = out.interactions + 1, now
+
+    async def _cycle_tabs(self, page, inflight: dict, out: RenderOutcome) -> None:
+        """Click each tab of each tab group (`js.TAB_GROUPS`) one at a time, settling after
+        each: a tab that fetches into one shared panel replaces the last tab's content, which is
+        kept (`js.KEEP_START`). Within `max_tab_clicks` clicks and `cycle_max_ms` (at most a
+        fifth of the page's budget); a group whose first two clicks neither fetched nor replaced
+        anything (panes that are only shown and hidden) is left to `js.OPEN_EXPANDERS`, which
+        clicks its other tabs at once."""
+        cfg = self.config
+        if cfg.max_tab_clicks <= 0:
+            return
+        deadline = time.monotonic() + min(cfg.cycle_max_ms, self._fifth_ms()) / 1000
+        clicks = 0
+        for ids in await page.evaluate(js.TAB_GROUPS, [6, 8]):
+            idle = 0
+            for tab in ids:
+                if clicks >= cfg.max_tab_clicks or time.monotonic() >= deadline:
+                    return
+                if idle >= 2:
+                    break
+                kept, asked = await page.evaluate(js.KEPT_COUNT), inflight["total"]
+                if not await page.evaluate(js.TAB_CLICK, tab):
+                    continue
+                clicks += 1
+                await self._settle(page, inflight)
+                if inflight["total"] > asked or await page.evaluate(js.KEPT_COUNT) > kept:
+                    out.interactions, idle = out.interactions + 1, 0
+                else:
+                    idle += 1
+
+    async def _inline_frames(self, page, job: RenderJob, served: dict) -> int:
+        """Put each same-origin framed document's content in its <iframe>'s place (innermost
+        first; `js.INLINE_FRAME`): only a frame whose document this render served itself
+        (`served["frames"]`: fetched through the downloader, so robots.txt, the SSRF guard and
+        training opt-outs were applied; a blocked frame never loaded and is left alone) and of
+        the page's own origin. At most 20 frames, none bigger than `max_dom_chars`."""
+        frames = served.get("frames") or set()
+        if not frames:
+            return 0
+        try:
+            origin = origin_of(job.url)
+        except ValueError:
+            return 0
+        done = 0
+
+        async def walk(frame, depth: int) -> None:
+            nonlocal done
+            for child in list(frame.child_frames):
+                if depth < 4:
+                    await walk(child, depth + 1)  # its own frames go into it first
+                if done >= 20 or child.is_detached() or child.url not in frames:
+                    continue
+                try:
+                    if origin_of(child.url) != origin:
+                        continue
+                    await child.evaluate(js.FLATTEN_SHADOW)
+                    html = await child.evaluate(js.FRAME_HTML)
+                    if len(html) > self.config.max_dom_chars:
+                        continue
+                    element = await child.frame_element()
+                    if await element.evaluate(js.INLINE_FRAME, [html, child.url]):
+                        done += 1
+                except Exception:  # noqa: BLE001 - a frame that went away stays as it was
+                    continue
+
+        await walk(page.main_frame, 0)
+        return done
+
+    @staticmethod
+    async def _history(page) -> list[str]:
+        """The same-origin URLs the page pushed or replaced into its history (interact.js)."""
+        urls = await page.evaluate(js.HISTORY_URLS)
+        return [u for u in urls or [] if isinstance(u, str)]
 
     async def _answer(self, route, request, page, job, out, captured, key, trusted, served) -> None:
         """Fulfil one intercepted request: the stored page, the archive, or the downloader."""
@@ -683,6 +840,8 @@ class Renderer:
             await route.fulfill(
                 status=stored.status, headers=browser_headers(stored.headers), body=stored.body
             )
+            if request.resource_type == "document":
+                served["frames"].add(url)
             return
         assert self.downloader is not None
         res = await self._fetch(url, request.resource_type, key, trusted)
@@ -708,6 +867,8 @@ class Renderer:
         await route.fulfill(
             status=res.status, headers=browser_headers(res.hops[-1].response_headers), body=res.body
         )
+        if request.resource_type == "document":
+            served["frames"].add(url)  # a framed document the page may show inlined
 
     def _training_opt_out(self, res, resource_type: str) -> str | None:
         """Why a fetched sub-resource opts out of training, or None: robots.txt for the training
