@@ -19,12 +19,11 @@ imported page (data never grants a fetch).
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import json
 import logging
-import math
 import sqlite3
-import time
 import zlib
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -38,7 +37,7 @@ from crawlers.crawl.routing import RENDER_SOURCE, hand_on, shard_root_of
 from crawlers.extract.crawl_io import crawl_shards, iter_crawl_records, iter_shard_records
 from crawlers.extract.decode import BadPage, decode_html
 from crawlers.render.archive import ArchiveLocation, read_page
-from crawlers.render.decide import RenderDecision, needs_render, probe_priority
+from crawlers.render.decide import ROBOTS_TOKENS, RenderDecision, needs_render
 from crawlers.render.session import RenderConfig, RenderJob, RenderOutcome, render_pages
 
 RENDER_MODES = ("auto", "never", "always")
@@ -128,10 +127,11 @@ def plan_renders(
     """One decision row per fetched HTML page (url, rendered, render_reason) and the jobs to render.
 
     With `probe` (what `render_crawl` does in mode auto), the pages whose static evidence is
-    ambiguous are settled by a short probe render in `config`'s browser (`_settle_ambiguous`);
-    without it they stay static. A job trusts its page's own private origin
-    (`RenderJob.trust_own_origin`) only when its shard's crawl ran with allow_private_networks
-    and the record is no import (`imported`)."""
+    ambiguous, and a page of each host's templates for the robots directives its scripts write,
+    are settled by short probe renders in `config`'s browser before anything is rendered
+    (`_settle_probes`); without it they stay as decided. A job trusts its page's own private
+    origin (`RenderJob.trust_own_origin`) only when its shard's crawl ran with
+    allow_private_networks and the record is no import (`imported`)."""
     plan = _plan(crawl_dir, mode, config, probe)
     return plan.decisions, plan.jobs
 
@@ -155,8 +155,9 @@ def _plan(
 ) -> _RenderPlan:
     if mode not in RENDER_MODES:
         raise ValueError(f"render mode {mode!r}: choose one of {', '.join(RENDER_MODES)}")
-    planned: list[tuple[dict, RenderJob | None, str, LinkSource | None]] = []
-    ambiguous: list[tuple[dict, RenderJob, RenderDecision]] = []
+    planned: list[tuple[dict, RenderJob | None, str, Callable[[], LinkSource | None] | None]] = []
+    probed: list[tuple[dict, RenderJob, RenderDecision]] = []
+    tokens = (config.robots_token, config.training_token) if config else ROBOTS_TOKENS
     seen = set()
     crawls: dict[str, tuple[bool, dict | None]] = {}  # pages file -> (trusted, its routing)
     for pages_file, warc_file in crawl_shards(crawl_dir):
@@ -168,17 +169,19 @@ def _plan(
             )
         told, crawl = crawls[pages_file]
         for rec in iter_shard_records(pages_file, warc_file):
-            row, job, decision = _plan_one(rec, mode, seen, told and not imported(rec))
+            row, job, decision = _plan_one(rec, mode, seen, told and not imported(rec), tokens)
             if row is None:
                 continue
             if job is None:
                 planned.append((row, None, "", None))
                 continue
-            planned.append((row, job, page_key(job, rec["body"]), _link_source(rec, crawl)))
-            if decision is not None and decision.ambiguous:
-                ambiguous.append((row, job, decision))
-    if probe and ambiguous:
-        _settle_ambiguous(ambiguous, config, len(planned))
+            # read only for a page that is rendered (a probe may leave it static)
+            source = functools.partial(_link_source, rec, crawl)
+            planned.append((row, job, page_key(job, rec["body"]), source))
+            if decision is not None and not decision.render:
+                probed.append((row, job, decision))
+    if probe and probed:
+        _settle_probes(probed, config, len(planned))
     plan = _RenderPlan([], [], [], {}, [])
     for row, job, key, source in planned:
         plan.decisions.append(row)
@@ -188,53 +191,39 @@ def _plan(
         if row["rendered"]:
             plan.jobs.append(job)
             plan.keys.append(key)
-            if source is not None:
-                plan.sources[job.url] = source
+            link_source = source() if source is not None else None
+            if link_source is not None:
+                plan.sources[job.url] = link_source
     return plan
 
 
 PROBE_BUDGET_S = 5.0  # seconds of one probe render (crawlers.render.probe.probe_config)
-# Probes per render: at most this share of the crawl's HTML pages, but at least PROBE_MIN_PAGES
-# (real static pages are often ambiguous: a probe of each would send most of them to Chromium).
-PROBE_MAX_SHARE = 0.04
-PROBE_MIN_PAGES = 20
 
 
-def _settle_ambiguous(
-    ambiguous: list[tuple[dict, RenderJob, RenderDecision]],
+def _settle_probes(
+    entries: list[tuple[dict, RenderJob, RenderDecision]],
     config: RenderConfig | None,
     pages: int,
     budget_s: float = PROBE_BUDGET_S,
 ) -> None:
-    """Probe the pages whose static evidence was weak (`RenderDecision.ambiguous`): a short
-    render each, no clicks, nothing archived (`crawlers.render.probe`), `pages_in_flight` at
-    once, `budget_s` each; a page scripts added text to is rendered. At most PROBE_MAX_SHARE of
-    the crawl's `pages` (at least PROBE_MIN_PAGES) are probed, thin pages first
-    (`probe_priority`), then in crawl order; the rest stay static and say so. Each row's
-    `rendered` and `render_reason` ("probe: scripts added N chars of text (ambiguous: ...)")
-    are set in place; the probes' time is logged."""
-    from crawlers.render.probe import probe_pages, settle
+    """Settle the pages that would stay static with short probe renders, before anything is
+    rendered (`crawlers.render.probe.settle_pages`: no clicks, nothing archived,
+    `pages_in_flight` at once, `budget_s` each): the ambiguous ones (`RenderDecision.ambiguous`;
+    at most PROBE_MAX_SHARE of the crawl's `pages`, at least PROBE_MIN_PAGES, thin pages first),
+    and a page of each host's templates (`RenderDecision.scripts`), whose scripts' robots
+    directives hold for every page of it. Each row's `rendered` and `render_reason` are set in
+    place; the probes' time is logged."""
+    from crawlers.render.probe import settle_pages
 
-    cap = max(PROBE_MIN_PAGES, math.ceil(PROBE_MAX_SHARE * pages))
-    order = sorted(range(len(ambiguous)), key=lambda i: (probe_priority(ambiguous[i][2]), i))
-    todo = [ambiguous[i] for i in order[:cap]]
-    start = time.monotonic()
-    results = probe_pages([job for _, job, _ in todo], config, budget_s)
-    for (row, _, decision), result in zip(todo, results, strict=True):
-        settled = settle(decision, result)
-        row["rendered"], row["render_reason"] = settled.render, settled.reason
-    log.info(
-        "render: probed %d of %d ambiguous page(s) in %.1f s (%.2f s of render each); %d to render",
-        len(todo),
-        len(ambiguous),
-        time.monotonic() - start,
-        sum(r.render_ms for r in results) / 1000 / len(results),
-        sum(1 for row, _, _ in todo if row["rendered"]),
+    settled = settle_pages(
+        [job for _, job, _ in entries],
+        [decision for _, _, decision in entries],
+        config,
+        pages=pages,
+        budget_s=budget_s,
     )
-    for i in order[cap:]:
-        ambiguous[i][0]["render_reason"] += (
-            f" (not probed: over the probe cap of {cap} pages, {PROBE_MAX_SHARE:.0%} of {pages})"
-        )
+    for (row, _, _), decision in zip(entries, settled, strict=True):
+        row["rendered"], row["render_reason"] = decision.render, decision.reason
 
 
 def page_key(job: RenderJob, body: bytes) -> str:
@@ -245,10 +234,15 @@ def page_key(job: RenderJob, body: bytes) -> str:
 
 
 def _plan_one(
-    rec: dict, mode: str, seen: set[str], trust_own_origin: bool
+    rec: dict,
+    mode: str,
+    seen: set[str],
+    trust_own_origin: bool,
+    tokens: tuple[str, str] = ROBOTS_TOKENS,
 ) -> tuple[dict | None, RenderJob | None, RenderDecision | None]:
-    """One record's decision row, its job (for a page to render, or an ambiguous one a probe may
-    settle) and, in mode auto, the decision (None, None, None: nothing to render or decide)."""
+    """One record's decision row, its job (for a page to render, or one a probe may settle: an
+    ambiguous page, a page that runs scripts) and, in mode auto, the decision (None, None, None:
+    nothing to render or decide). `tokens`: the crawl and training tokens (`needs_render`)."""
     if rec.get("body") is None or rec.get("status") != 200 or rec["url"] in seen:
         return None, None, None  # extraction rejects these with their reason; nothing to render
     seen.add(rec["url"])
@@ -262,11 +256,11 @@ def _plan_one(
     elif mode == "always":
         render, reason = True, "render mode always"
     else:
-        decision = needs_render(html)
+        decision = needs_render(html, tokens)
         render, reason = decision.render, decision.reason
     row = {"url": rec["url"], "rendered": render, "render_reason": reason}
-    if not render and not (decision is not None and decision.ambiguous):
-        return row, None, decision
+    if not render and not (decision is not None and (decision.ambiguous or decision.scripts)):
+        return row, None, decision  # no scripts: nothing a render would show
     consent = rec.get("training_allowed")
     consent = consent if isinstance(consent, bool) else None
     job = RenderJob(rec["url"], html, training_allowed=consent, trust_own_origin=trust_own_origin)

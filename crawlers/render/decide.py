@@ -27,6 +27,15 @@ load-more button with nothing to load into; little text) makes a decision `ambig
 rendered by `needs_render`, and settled by a short probe render (`crawlers.render.probe`; the
 render stage's `--render auto` probes them). Reasons name the evidence; static ones start
 "static".
+
+Consent is read the same way: robots directives a script writes (a `<meta name=robots
+content=noai>` it appends to the head) hold for the page as if its HTML stated them, and only a
+render shows them. An inline script that writes a `<meta>` naming robots, our tokens or a
+directive (noai, noimageai, noindex) sends its page to render, first of its evidence ("consent:
+..."). What external scripts write cannot be read here: each decision names its page's scripts
+(`RenderDecision.scripts`, the same for the pages of one template), and the probe renders a page
+of every template per host to learn whether those scripts write directives
+(`crawlers.render.probe.settle_pages`).
 """
 
 from __future__ import annotations
@@ -37,6 +46,7 @@ import re
 import unicodedata
 from collections import Counter
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 from lxml import etree
 from lxml import html as lxml_html
@@ -476,13 +486,16 @@ class RenderDecision:
     """Whether to render, the evidence for it (or why not), and whether the evidence was weak.
 
     `ambiguous` decisions are not rendered by `needs_render`; a probe render can settle them.
-    `evidence` names each piece found, strongest first.
+    `evidence` names each piece found, strongest first. `scripts` names the scripts the page runs
+    (`script_family`; '' when it runs none): pages of one host with the same `scripts` run the
+    same code, so a probe of one tells what the others' scripts write (robots directives).
     """
 
     render: bool
     reason: str
     ambiguous: bool = False
     evidence: tuple[str, ...] = field(default=(), compare=False)
+    scripts: str = field(default="", compare=False)
 
 
 # Weak evidence that names a place in the main content where script-made text would go.
@@ -1352,8 +1365,73 @@ def open_shadow_templates(tree):
     return tree
 
 
-def needs_render(html: str) -> RenderDecision:
-    """Decide from static HTML; the reason names every piece of evidence, strongest first."""
+# The crawl's default product tokens (crawlers.crawl.config.CrawlConfig agent, training_agent):
+# a <meta> named for either states robots directives for us, as name=robots does.
+ROBOTS_TOKENS = ("RefineryBot", "RefineryBot-Extended")
+# Where a script writes a <meta>: creates one, writes its markup (innerHTML, insertAdjacentHTML,
+# document.write, jQuery; also escaped as \x3c / \u003c), or looks one up to set its content.
+_META_WRITE = re.compile(
+    r"""createElement(?:NS)?\s*\([^)]{0,80}?['"`]meta['"`]\s*\)|(?:<|\\x3c|\\u003c)meta\b|"""
+    r"""['"`][^'"`\n]{0,40}\bmeta\s*\[|getElementsBy(?:TagName|Name)\s*\(""",
+    re.I,
+)
+# How near a <meta> write a robots word must stand to be what the script writes into it.
+ROBOTS_WRITE_WINDOW = 300
+
+
+@lru_cache(maxsize=16)
+def _robots_words(tokens: tuple[str, ...]) -> re.Pattern:
+    """Words that make a <meta> a robots directive for us: its name (robots, our tokens) or a
+    directive it states (noai, noimageai, noindex)."""
+    names = "".join(f"|{re.escape(t)}" for t in sorted(filter(None, tokens), key=len, reverse=True))
+    return re.compile(rf"(?<![\w-])(robots|noai|noimageai|noindex{names})(?!\w)", re.I)
+
+
+def _robots_writes(page: _Page, tokens: tuple[str, ...]) -> list[str]:
+    """The robots words (`_robots_words`) that stand within ROBOTS_WRITE_WINDOW characters of a
+    <meta> write (`_META_WRITE`) in an inline script or an event handler attribute: the page's
+    own scripts may write robots directives that its HTML does not state."""
+    sources = list(page.inline)
+    if page.handlers:
+        sources += [
+            v
+            for el in page.tree.iter()
+            if isinstance(el.tag, str)
+            for k, v in el.attrib.items()
+            if k.startswith("on")
+        ]
+    words = _robots_words(tokens)
+    found: list[str] = []
+    for src in sources:
+        for m in _META_WRITE.finditer(src):
+            window = src[max(0, m.start() - ROBOTS_WRITE_WINDOW) : m.end() + ROBOTS_WRITE_WINDOW]
+            found += [w.lower() for w in words.findall(window)]
+    return list(dict.fromkeys(found))
+
+
+_VERSIONED = re.compile(r"[^/._~-]*\d[^/._~-]*")  # a path piece with a digit: a hash, a version
+
+
+def _script_family(page: _Page) -> str:
+    """What scripts the page runs, alike for the pages of one template: its external scripts'
+    addresses without scheme, query and the pieces that carry a digit (build hashes, versions:
+    main.8f3c2a1e.js is main.~.js), sorted; 'inline' or 'handlers' for a page that runs only
+    inline scripts or only event handler attributes; '' for a page that runs none."""
+    srcs = set()
+    for src in page.external:
+        src = src.strip().split("#", 1)[0].split("?", 1)[0].lower()
+        src = re.sub(r"^https?:", "", src)
+        srcs.add(_VERSIONED.sub("~", src))
+    if srcs:
+        return " ".join(sorted(srcs))
+    return "inline" if page.inline else "handlers" if page.handlers else ""
+
+
+def needs_render(html: str, tokens: tuple[str, ...] = ROBOTS_TOKENS) -> RenderDecision:
+    """Decide from static HTML; the reason names every piece of evidence, strongest first.
+
+    `tokens` are the crawl's product tokens (crawl, training): a <meta> an inline script writes
+    under one of their names, as under name=robots, is robots directives only a render shows."""
     try:
         tree = open_shadow_templates(lxml_html.fromstring(html))
     except (etree.ParserError, ValueError):
@@ -1365,14 +1443,28 @@ def needs_render(html: str) -> RenderDecision:
     if not page.runs_scripts:  # a data blob alone renders nothing unless its page is empty
         strong = [s for s in strong if s.startswith("app shell")]
         weak = []
+    scripts = _script_family(page)
+    robots = _robots_writes(page, tokens) if page.runs_scripts else []
+    if robots:  # consent before content: what the script writes holds for the page
+        strong.insert(
+            0,
+            f"consent: an inline script writes a <meta> naming {', '.join(robots)} "
+            "(robots directives only a render shows)",
+        )
     if strong:
         ev = tuple(strong + weak + support)
-        return RenderDecision(True, "; ".join(ev), evidence=ev)
+        return RenderDecision(True, "; ".join(ev), evidence=ev, scripts=scripts)
     if weak:
         ev = tuple(weak + support)
         return RenderDecision(
-            False, f"static, ambiguous: {'; '.join(ev)}", ambiguous=True, evidence=ev
+            False,
+            f"static, ambiguous: {'; '.join(ev)}",
+            ambiguous=True,
+            evidence=ev,
+            scripts=scripts,
         )
     return RenderDecision(
-        False, f"static: {page.main_weight} chars of text, no evidence of script-made content"
+        False,
+        f"static: {page.main_weight} chars of text, no evidence of script-made content",
+        scripts=scripts,
     )
