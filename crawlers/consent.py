@@ -31,6 +31,10 @@ Rules (stated, and tested in tests/ops/test_consent.py):
   allows the token again gets a `true` row. The ledger can only take documents out: a document
   the crawl already marked not allowed (meta noai, X-Robots-Tag, robots at crawl time) stays out
   whatever the ledger says, because the mixture reads `training_allowed IS TRUE` first.
+- An archive's opt-out is not lifted by robots.txt: a row an import appends for an archived
+  capture's noai (`robots_kind = 'archived'`, `crawlers.imports.consent.append_archived`) is
+  the publisher's own word on that page, so a recheck never appends a `true` row for its URL,
+  whatever robots.txt says now (a robots.txt opt-out on it is still recorded).
 - An unreachable robots.txt at recheck time (network error, timeout, 5xx, 429, a refused address)
   is no evidence of a new opt-out: that host's documents keep their last state and the host is
   reported in `RecheckResult.unreachable`; the next recheck asks again. 4xx means "no
@@ -55,6 +59,9 @@ from typing import Any
 from common.consent import append_ledger, flag_true, latest_rows, ledger_files, ledger_version
 
 DOCUMENT_SOURCES = ("extract/documents.parquet", "filter/documents.parquet")
+# `robots_kind` of a ledger row that records an archived capture's opt-out (an import's, not a
+# robots.txt decision): no recheck re-allows its URL (`archived_optouts`).
+ARCHIVED = "archived"
 # The images stage's outputs in the lake (lake dataset image_pairs, one directory per shard):
 # every stored or refused image row with its `src` (crawlers/images/fetch.py, filters/images/).
 IMAGE_SOURCES = ("images/pairs/**/fetched.parquet", "images/pairs/**/pairs.parquet")
@@ -306,6 +313,20 @@ def _decide(doc: LakeDocument, verdicts: dict[str, Verdict]) -> Verdict | None:
     return None
 
 
+def archived_optouts(files: list[Path]) -> dict[str, set[str]]:
+    """{URL: the document ids} of the ledger rows in `files` that record an archived capture's
+    opt-out (`robots_kind = ARCHIVED`, training_allowed false)."""
+    import pyarrow.parquet as pq
+
+    held: dict[str, set[str]] = {}
+    cols = ["url", "doc_ids", "training_allowed", "robots_kind"]
+    for f in files:
+        for row in pq.read_table(f, columns=cols).to_pylist():
+            if row["robots_kind"] == ARCHIVED and row["training_allowed"] is False:
+                held.setdefault(row["url"], set()).update(row["doc_ids"] or ())
+    return held
+
+
 def _before(doc: LakeDocument, latest: dict[str, dict[str, Any]]) -> bool:
     """The last word on a document's training permission: its latest ledger row, else its
     state at crawl or fetch time."""
@@ -314,12 +335,17 @@ def _before(doc: LakeDocument, latest: dict[str, dict[str, Any]]) -> bool:
 
 
 def _change(
-    doc: LakeDocument, verdict: Verdict, latest: dict[str, dict[str, Any]], agent: str
+    doc: LakeDocument,
+    verdict: Verdict,
+    latest: dict[str, dict[str, Any]],
+    agent: str,
+    held: dict[str, set[str]] | None = None,
 ) -> dict[str, Any] | None:
     """The ledger row (without checked_at) when `verdict` differs from the last word on the
-    document (`_before`); None when it does not."""
+    document (`_before`); None when it does not, and when it would re-allow a URL an archive
+    opted out (`held`: `archived_optouts`)."""
     before = _before(doc, latest)
-    if verdict.allowed == before:
+    if verdict.allowed == before or (verdict.allowed and doc.url in (held or {})):
         return None
     return {
         "host": doc.host,
@@ -349,6 +375,7 @@ async def recheck_async(lake_root: str | Path, config: Any = None) -> RecheckRes
     docs = merge_urls(documents, images)
     files = ledger_files(lake_root)
     latest = latest_rows(files)
+    held = archived_optouts(files)  # opted out by an archive: never re-allowed here
     # (URL to judge, its document) per origin: a document's own URL, and each hop an image's
     # bytes came through (an opt-out on the CDN that served it is the image's too)
     by_origin: dict[str, list[tuple[str, LakeDocument]]] = {}
@@ -397,13 +424,14 @@ async def recheck_async(lake_root: str | Path, config: Any = None) -> RecheckRes
                 elif robots_verdict(robots, agent, hop)[0] != _before(doc, latest):
                     # the evidence (matched rule) is looked up for a change only
                     verdict = _verdict(origin, hop, robots, record, agent, sha)
-                    changes.append(_change(doc, verdict, latest, agent))
+                    if (row := _change(doc, verdict, latest, agent, held)) is not None:
+                        changes.append(row)
 
         # One lane per server (politeness key), so one server's many names cannot idle the rest.
         await per_server(d, sorted(by_origin), str, check)
     for doc in docs.values():
         if doc.hops and (verdict := _decide(doc, hop_verdicts.get(doc.url, {}))) is not None:
-            if (row := _change(doc, verdict, latest, agent)) is not None:
+            if (row := _change(doc, verdict, latest, agent, held)) is not None:
                 changes.append(row)
     checked_at = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
     result.unreachable = dict(sorted(unreachable.items()))

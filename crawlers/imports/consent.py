@@ -19,6 +19,10 @@ address) gives no consent: its rows are not allowed, `robots_training = 'unreach
 `consent_source` names the evidence that decided, `; `-separated, e.g.
 `robots.txt at import: allowed (fetched 2026-11-28T05:00:00Z, HTTP 200, sha256 ab12...)` or
 `archived headers: X-Robots-Tag noai; robots.txt at import: allowed (...)`.
+
+An archived noai is also appended to the lake's consent ledger (`append_archived`, one row per
+URL, `robots_kind = 'archived'`), so it holds for every copy of the page in the lake (another
+shard of the import, a crawl) and no robots.txt recheck lifts it (`crawlers.consent`).
 """
 
 from __future__ import annotations
@@ -339,3 +343,52 @@ def consent_rows(
         if row.get("url"):
             book.apply(row)
     return book.hosts()
+
+
+def append_archived(lake_root: Any, optouts: list[dict[str, Any]], agent: str) -> tuple[Any, int]:
+    """Append the archived opt-outs of an import (`optouts`: {url, host, doc_ids, rule}, one per
+    page kept whose capture, or another capture of its URL, said noai) to the lake's consent
+    ledger as `training_allowed = false` rows of `robots_kind = 'archived'`
+    (`crawlers.consent.ARCHIVED`: no robots.txt recheck re-allows them). A URL whose ids the
+    ledger already holds such a row for, and whose latest row is an opt-out, is not written
+    again (a re-run appends nothing). Returns (the file appended or None, rows appended)."""
+    from common.consent import append_ledger, latest_rows, ledger_files
+    from crawlers.consent import ARCHIVED, archived_optouts
+
+    if not optouts:
+        return None, 0
+    files = ledger_files(lake_root)
+    held = archived_optouts(files)
+    latest = latest_rows(files)
+    merged: dict[str, dict[str, Any]] = {}
+    for o in optouts:
+        m = merged.setdefault(o["url"], {**o, "doc_ids": set()})
+        m["doc_ids"] |= set(o["doc_ids"])
+    checked_at = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    rows = []
+    for url, o in sorted(merged.items()):
+        prev = latest.get(url)
+        if (
+            prev is not None
+            and prev["training_allowed"] is False
+            and o["doc_ids"] <= held.get(url, set())
+        ):
+            continue
+        rows.append(
+            {
+                "checked_at": checked_at,
+                "host": o["host"],
+                "url": url,
+                "doc_ids": sorted(o["doc_ids"] | held.get(url, set())),
+                "training_allowed": False,
+                "previous": None if prev is None else prev["training_allowed"],
+                "agent": agent,
+                "agent_group": None,
+                "rule": (o.get("rule") or "")[:1000] or None,
+                "robots_url": None,
+                "robots_status": None,
+                "robots_sha256": None,
+                "robots_kind": ARCHIVED,
+            }
+        )
+    return append_ledger(lake_root, rows), len(rows)

@@ -8,7 +8,10 @@ licence alone; with `url_field`, a row that lacks it (or has it empty) is looked
 for the same reason. A document without a URL carries the licence given and is consented by it
 (`consent_source: licence: <x>`); one without a URL and without a licence is not consented. A
 document with a URL goes through the same consent check as an imported page (today's
-robots.txt for both tokens, `crawlers.imports.consent`).
+robots.txt for both tokens, `crawlers.imports.consent`). A document keeps its URL as the corpus
+spells it; its id (when the corpus gives none), its host and the key its repeats and carried
+opt-outs are found by are made from the URL's canonical form (`crawlers.imports.warc.page_url`),
+so `HTTP://host/a` and `http://host/a#part` are one document (a repeat).
 A row's own consent is kept and can only say no (`source_consent`): when the row has
 `training_allowed`, at the top level or nested (`metadata.training_allowed`, `meta.`), each must
 be the boolean true (`common.consent.flag_true`), and a `noai` that is on takes the document
@@ -34,7 +37,7 @@ import pyarrow.parquet as pq
 
 from common.inputs import LONE_ESCAPE, lone_surrogate
 from crawlers.imports.run import expand
-from crawlers.imports.warc import open_source
+from crawlers.imports.warc import open_source, page_url
 from crawlers.imports.wet import Spool, _decide_and_write, _doc_host, _doc_id
 
 # Where corpora keep a document's URL, tried in order when --url-field is not given: FineWeb,
@@ -324,6 +327,7 @@ def _spool_file(
         text = field_value(row, text_field)
         found_text |= text is not _MISSING
         url, has_url = _url_of(row, url_field)
+        canon = page_url(url)[0] if url else None  # one id and host for every spelling
         found_url |= has_url
         if not isinstance(text, str) or not text.strip():
             what = "missing" if text is _MISSING else f"a {type(text).__name__}"
@@ -339,12 +343,12 @@ def _spool_file(
             continue
         ident = field_value(row, id_field) if id_field else None
         if ident is _MISSING or ident in (None, ""):
-            ident = _doc_id(url) if url else hashlib.sha256(text.encode()).hexdigest()[:16]
+            ident = _doc_id(canon) if canon else hashlib.sha256(text.encode()).hexdigest()[:16]
         doc = {
             **base,
             "id": str(ident),
             "url": url,
-            "host": _doc_host(url) if url else None,
+            "host": _doc_host(canon) if canon else None,
             "text": text.strip(),
             "title": row.get("title") if isinstance(row.get("title"), str) else None,
             "extraction_method": "corpus",

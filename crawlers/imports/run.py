@@ -7,8 +7,22 @@ their key columns (which rows are exact repeats; the URLs whose origins need rob
 whole rows, decided and written as they come. It holds hashes of the keys and each URL's
 robots.txt outcome, never the rows. An opt-out in any record of a URL (a later capture, a
 revisit, a repeat of the payload, a skipped response) is carried to the page kept (`Carried`);
-a URL is the scan's `warc.import_url` (scheme and host in lower case, no default port, no
-fragment), so `HTTP://Example.com:80/a#top` is another capture of `http://example.com/a`.
+a URL is the scan's `warc.page_url`: the crawler's canonical form (`crawlers.crawl.canon`: IDNA
+host, no trailing dot, default port or fragment, percent-encoding normalised), which the rows
+store, so `HTTP://Bücher.example.:80/caf%c3%a9#top` is another capture of
+`http://xn--bcher-kva.example/caf%C3%A9` (a URI with no canonical form is keyed as archived,
+`warc.import_url`, and a skip's `skip_detail` says why).
+
+Sharded imports (`shard`: `--shard K/N`, the Dagster partitions) are imports of their own: a URL
+captured in files of two shards is a page in each (nothing is de-duplicated across shards), and
+an opt-out is carried only within a shard. So every import appends the archived opt-outs of the
+pages it keeps (a capture's noai, its own or carried: `_optout`) to the lake's consent ledger
+(`crawlers.imports.consent.append_archived`, `archived_optouts_lake`): a row per URL,
+`training_allowed = false`, the document id `refinery extract` gives it, `robots_kind =
+'archived'`. Every consumer asks `common.consent.Consent`, which refuses every row of that URL
+or id, so the copy another shard allowed is refused whichever shard ran first; a robots.txt
+recheck never re-allows such a URL (`crawlers.consent`). An import outside a lake appends
+nothing (its summary's `consent_ledger` is null).
 
 Layout of the output directory (the crawl's contract, so `refinery extract --crawl DIR` runs
 unchanged on it):
@@ -163,8 +177,9 @@ SPLIT_BYTES = 256 << 20  # the byte range one scan reads of a large gzip-per-rec
 # What a part holds; a part written by an older scan is read again (2: a skipped response's
 # and a revisit's archived X-Robots-Tag opt-out are kept on their rows; 3: URLs as
 # `warc.import_url` keys them, repeated Content-Encoding lines joined, HTML sniffed past a
-# byte order mark, comments and an XML declaration).
-SCAN_VERSION = 3
+# byte order mark, comments and an XML declaration; 4: URLs in their canonical form,
+# `warc.page_url`).
+SCAN_VERSION = 4
 
 
 def unit_key(unit: Unit) -> str:
@@ -300,15 +315,24 @@ def _key(value: str) -> bytes:
     return hashlib.blake2b(value.encode("utf-8", "surrogatepass"), digest_size=16).digest()
 
 
+def _url_key(url: str) -> bytes:
+    """The key of a URL: the hash of its canonical form (`warc.page_url`; a URL with none: as
+    archived), so `HTTP://Host./a#x` and `http://host/a` are one key."""
+    from crawlers.imports.warc import page_url
+
+    return _key(page_url(url)[0])
+
+
 Carry = tuple[int, str, str]  # (code of the row that opts out, its words, its evidence)
 
 
 class Carried:
     """Opt-outs of rows an import does not keep (another capture of a URL, a repeat of a page
     or document, a revisit, a skipped response), carried to the row it keeps in their place:
-    an opt-out in any record wins. Noted by URL (every capture of it) and by the code of the
-    row a repeat repeats; `where(code)` names a row (`file@offset`). Held: the rows that opt
-    out, never the others."""
+    an opt-out in any record wins. Noted by URL (every capture of it, by the URL's canonical
+    form, `warc.page_url`: every spelling of a page is one key) and by the code of the row a
+    repeat repeats; `where(code)` names a row (`file@offset`). Held: the rows that opt out,
+    never the others."""
 
     def __init__(self, where: Callable[[int], str], label: str = "another capture"):
         self.where, self.label = where, label
@@ -322,22 +346,22 @@ class Carried:
         source's own no to training); `kept`: the code of the row it repeats, if any."""
         entry = (code, ",".join(sorted(words)), evidence)
         if url:
-            self.by_url.setdefault(_key(url), []).append(entry)
+            self.by_url.setdefault(_url_key(url), []).append(entry)
         if kept is not None:
             self.by_kept.setdefault(kept, []).append(entry)
 
-    def apply(self, row: dict[str, Any], code: int) -> None:
+    def apply(self, row: dict[str, Any], code: int) -> set[str]:
         """Carry the opt-outs noted for a kept row (`code`) or its URL into it (in place): noai
         and optout make `training_allowed` false, noai and noimageai set their flags;
-        `consent_source` names the rows they came from."""
+        `consent_source` names the rows they came from. Returns the words carried."""
         if not (self.by_url or self.by_kept):
-            return
+            return set()
         found = list(self.by_kept.get(code, ()))
         if row.get("url") and self.by_url:
-            found += self.by_url.get(_key(row["url"]), ())
+            found += self.by_url.get(_url_key(row["url"]), ())
         others = {c: (w, e) for c, w, e in found if c != code}
         if not others:
-            return
+            return set()
         words = {w for ws, _ in others.values() for w in ws.split(",")}
         if words & {"noai", "optout"}:
             row["training_allowed"] = False
@@ -348,6 +372,7 @@ class Carried:
         if len(said) > 3:
             said = [*said[:3], f"and {len(said) - 3} more that opt out"]
         row["consent_source"] = "; ".join(filter(None, [row.get("consent_source"), *said]))
+        return words
 
 
 def _archived_optout(row: dict[str, Any]) -> tuple[set[str], str]:
@@ -371,10 +396,11 @@ def _repeats(
     """The first pass over the parts, reading only their key columns, in file order: which rows
     are exact repeats, as {unit index: {row index: (reason, detail)}}, the URLs of the pages
     kept (for the robots.txt fetch) and the opt-outs of the rows not kept (`Carried`). A repeat
-    is a URL seen before (duplicate_url), a decoded body seen before (duplicate_payload, by the
-    sha256 the scan computed: an archive's WARC-Payload-Digest is not verified here, may use an
-    algorithm warcio does not know or be malformed, and archivers differ on what it covers, a
-    chunked body or not, so it never makes two different bodies one), a revisit whose
+    is a URL seen before (duplicate_url: by its canonical form, which the scan stores), a
+    decoded body seen before (duplicate_payload, by the sha256 the scan computed: an archive's
+    WARC-Payload-Digest is not verified here, may use an algorithm warcio does not know or be
+    malformed, and archivers differ on what it covers, a chunked body or not, so it never makes
+    two different bodies one), a revisit whose
     WARC-Payload-Digest is that of a page kept (revisit: the archive's own word on which
     capture it repeats) or of none (revisit_missing_original). Held: 16-byte hashes of the
     keys, never a row."""
@@ -399,7 +425,7 @@ def _repeats(
                 optout = _archived_optout(row)
                 kept = None  # the code of the row this one repeats
                 if row["kind"] == "page":
-                    ukey = _key(row["url"])
+                    ukey = _key(row["url"])  # canonical as scanned (`warc.page_url`)
                     body = _key(row["content_sha256"] or "")
                     first = seen_body.get(body)
                     if ukey in seen_url:
@@ -474,14 +500,18 @@ def _write_outputs(
     repeats: dict[int, dict[int, tuple]],
     book: Any,
     carried: Carried | None = None,
-) -> dict[str, int]:
+    ledger: Callable[[list[dict[str, Any]]], Any] | None = None,
+) -> dict[str, Any]:
     """The second pass: every part again, a batch of rows at a time, in file order: repeats
     become skips, pages take the opt-outs of the captures not kept (`Carried`), are decided
-    (`ConsentBook.apply`) and both are written as they come."""
+    (`ConsentBook.apply`) and both are written as they come. `ledger(optouts)` is given the
+    archived opt-outs of the pages kept (`_optout`) before pages.parquet is in place,
+    so no reader sees a page whose opt-out the lake's ledger does not hold yet."""
     pages = _Out(out_dir / "pages.parquet", pages_schema())
     skipped = _Out(out_dir / "skipped.parquet", skipped_schema())
     reasons: dict[str, int] = {}
     allowed = 0
+    optouts: list[dict[str, Any]] = []
     for fi, unit in enumerate(units):
         part = pq.ParquetFile(out_dir / "parts" / f"{unit_key(unit)}.parquet")
         mine = repeats.get(fi, {})
@@ -493,8 +523,10 @@ def _write_outputs(
                     row = _as_skip(row, *mine[i])
                 i += 1
                 if row["kind"] == "page":
+                    words = _archived_optout(row)[0]
                     if carried is not None:
-                        carried.apply(row, (fi << 40) | max(0, row.get("record_offset") or 0))
+                        code = (fi << 40) | max(0, row.get("record_offset") or 0)
+                        words |= carried.apply(row, code)
                     book.apply(row)
                     row.update(
                         host=_host(row["url"]),
@@ -505,16 +537,72 @@ def _write_outputs(
                         attempts=0,
                     )
                     allowed += row["training_allowed"] is True
+                    if "noai" in words:
+                        optouts.append(_optout(row))
                     kept.append(row)
                 else:
+                    why = _uncanonical(row.get("url"))
+                    if why:
+                        row["skip_detail"] = "; ".join(filter(None, [row.get("skip_detail"), why]))
                     row.update(host=_host(row.get("url")), depth=0, source="import:warc")
                     reasons[row["skip_reason"]] = reasons.get(row["skip_reason"], 0) + 1
                     skips.append(row)
             pages.write(kept)
             skipped.write(skips)
+    if ledger is not None:
+        ledger(optouts)
     pages.close()
     skipped.close()
-    return {"pages": pages.rows, "skipped": skipped.rows, "allowed": allowed, "reasons": reasons}
+    return {
+        "pages": pages.rows,
+        "skipped": skipped.rows,
+        "allowed": allowed,
+        "reasons": reasons,
+        "optouts": len(optouts),
+    }
+
+
+def _uncanonical(url: str | None) -> str | None:
+    """Why an http(s) URL is kept as archived (`warc.page_url` found no canonical form), or
+    None."""
+    if not url:
+        return None
+    from crawlers.imports.warc import page_url
+
+    why = page_url(url)[1]
+    return f"URL kept as archived, it has no canonical form ({why})"[:500] if why else None
+
+
+def _optout(row: dict[str, Any]) -> dict[str, Any]:
+    """A kept page's archived opt-out as `consent.append_archived` takes it: its URL, host, the
+    id `refinery extract` gives its document, and the evidence (its own archived noai and that
+    of the other captures carried to it)."""
+    from crawlers.extract.page import doc_id
+
+    parts = (row.get("consent_source") or "").split("; ")
+    said = [p for p in parts if p.startswith(("archived ", "another capture"))]
+    return {
+        "url": row["url"],
+        "host": row.get("host"),
+        "doc_ids": [doc_id(row["url"])],
+        "rule": "; ".join(said) or "archived noai",
+    }
+
+
+def archived_optouts_lake(out_dir: Path, lake_root: str | Path | None = None) -> Path | None:
+    """The lake whose consent ledger takes an import's archived opt-outs: `lake_root` when
+    given, else the lake `out_dir` is a crawl shard of (`<lake>/crawl/shard=.../`, where the
+    import writes by default), else the nearest directory above `out_dir` that holds a consent
+    ledger (`common.consent.lake_of`), else None (an import outside any lake: nothing is
+    appended, and the summary's `consent_ledger` says so)."""
+    from common.consent import lake_of
+
+    if lake_root is not None:
+        return Path(lake_root)
+    out = Path(out_dir).resolve()
+    if out.parent.name == "crawl" and out.name.startswith("shard="):
+        return out.parent.parent
+    return lake_of(out)
 
 
 def import_warc(
@@ -527,6 +615,7 @@ def import_warc(
     scanner: Scanner | None = None,
     split_bytes: int | None = SPLIT_BYTES,
     shard: tuple[int, int] = (0, 1),
+    lake_root: str | Path | None = None,
     log: Callable[[str], None] = lambda msg: None,
 ) -> dict[str, Any]:
     """Import WARC/ARC files into `out_dir` (see the module doc); returns the summary figures.
@@ -535,11 +624,14 @@ def import_warc(
     `scanner(units, out_dir, opts)` scans the units (files, or byte ranges of a large
     gzip-per-record file: `plan`) not yet done (default: in this process; the stage passes a
     Beam pipeline, one unit per element). `shard` (k, n): only the files of shard k of n
-    (`shard_of`), for n imports side by side into n directories.
+    (`shard_of`), for n imports side by side into n directories; the shards do not
+    de-duplicate against each other (a URL in files of two shards is a page in each), and an
+    archived opt-out reaches the other shards' copies through the lake's consent ledger
+    (`lake_root`, default `archived_optouts_lake`; see the module doc).
     """
     from common.manifest import manifest_path
     from crawlers.crawl.config import CrawlConfig
-    from crawlers.imports.consent import ConsentBook
+    from crawlers.imports.consent import ConsentBook, append_archived
 
     cfg = CrawlConfig.from_any(config)
     out_dir = Path(out_dir)
@@ -575,7 +667,14 @@ def import_warc(
     del urls
     consent_s = time.perf_counter() - t
     t = time.perf_counter()
-    out = _write_outputs(units, out_dir, repeats, book, carried)
+    lake = archived_optouts_lake(out_dir, lake_root)
+    appended: dict[str, Any] = {"file": None, "rows": 0}
+
+    def ledger(optouts: list[dict[str, Any]]) -> None:
+        if lake is not None:
+            appended["file"], appended["rows"] = append_archived(lake, optouts, cfg.training_agent)
+
+    out = _write_outputs(units, out_dir, repeats, book, carried, ledger)
     write_s = time.perf_counter() - t
     hosts = book.hosts()
     _write(_table(hosts, HOSTS_SCHEMA), out_dir / "hosts.parquet")
@@ -596,6 +695,10 @@ def import_warc(
         "hosts_unreachable": sum(1 for h in hosts if h["unreachable"]),
         "training_allowed": out["allowed"],
         "training_not_allowed": pages - out["allowed"],
+        "archived_optouts": out["optouts"],
+        "consent_ledger": None if lake is None else str(lake / "consent" / "ledger"),
+        "consent_ledger_appended": appended["file"] and str(appended["file"]),
+        "consent_ledger_rows": appended["rows"],
         "offline": offline,
         "scan_seconds": round(scan_s, 3),
         "dedup_seconds": round(dedup_s, 3),

@@ -10,6 +10,8 @@ goes on at the next record start it can find (`_resync`: a gzip member that open
 record, or a line that begins a WARC record of any version, or in an ARC file an ARC record).
 A response's archived X-Robots-Tag opt-out is kept on its row even when the record is a skip
 (a revisit, an HTTP 404), so the import can carry it to the capture of the URL it keeps.
+A row's `url` is the target URI's canonical form, as the crawler stores its pages (`page_url`):
+every spelling of one page is one URL.
 
 Where the bytes stay: a local file with one gzip member per record, or uncompressed, is referred
 to by absolute path and record offset (the crawl's `warc_file`/`warc_offset`/`warc_length`), so
@@ -33,7 +35,7 @@ import zlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import unquote, urlsplit, urlunsplit
 
 from warcio.archiveiterator import ArchiveIterator
 from warcio.bufferedreaders import ChunkedDataReader
@@ -459,12 +461,11 @@ def lower_scheme(url: str) -> str:
 
 
 def import_url(url: str) -> str:
-    """An archived target URI as an import stores it and keys its repeats and carried opt-outs
-    by: one page under one URL, as the crawler's frontier (`crawlers.crawl.canon`) makes it, for
-    the parts an archive's URIs differ in: the scheme and host in lower case, the default port
-    and the fragment dropped (`HTTP://Example.COM:80/a#top` is `http://example.com/a`). The
-    path and query stay as archived (their case, encoding and order may name another page), and
-    so does a URI that is not http(s) or does not parse."""
+    """An archived target URI tidied without judging it: the scheme and host in lower case,
+    the default port and the fragment dropped (`HTTP://Example.COM:80/a#top` is
+    `http://example.com/a`); the path and query as archived, and a URI that is not http(s) or
+    does not parse unchanged. What an import stores for a URI with no canonical form
+    (`page_url`, which stores and keys every other one canonical)."""
     url = lower_scheme(url.strip().strip("<>"))
     if not url.startswith(("http://", "https://")):
         return url
@@ -482,6 +483,45 @@ def import_url(url: str) -> str:
         host = host[:-1]
     path = parts.path or "/"  # an empty path is '/' (RFC 9110 4.2.3)
     return urlunsplit((parts.scheme, userinfo + at + host, path, parts.query, ""))
+
+
+# What a host may not hold once its percent escapes are decoded (WHATWG's forbidden host code
+# points that would move the host's end: a decoded '/' or '@' must not make another host).
+_HOST_BREAK = re.compile(r"[\x00-\x20/?#@:\[\]\\%<>^|\x7f]")
+
+
+def page_url(url: str) -> tuple[str, str | None]:
+    """(the URL an import stores and keys a record by, None) or (its `import_url`, why it has
+    no canonical form). The URL is the crawler's canonical form
+    (`crawlers.crawl.canon.canonicalize`: the crawler stores its pages under it, and consent
+    ledgers are matched by URL string), so every spelling of one page is one URL:
+    `http://bücher.example/a` and `http://XN--BCHER-KVA.EXAMPLE/a`, `http://example.org./c`,
+    `/caf%C3%A9` and `/café`, `/p%61ge` and `/page`, `HTTP://Host:80/a#top` and
+    `http://host/a`. A host with percent escapes (`%65xample.org`) is read decoded, as
+    browsers read it (WHATWG host parsing), when what it decodes to is a host name. A URL
+    canonicalize refuses (not http(s), a bad host or port, too long) is kept as `import_url`
+    makes it; the reason is returned (`None` for a URI that is not http(s) at all: a `dns:`
+    record's)."""
+    from crawlers.crawl.canon import UrlError, canonicalize
+
+    archived = import_url(url)
+    try:
+        return canonicalize(archived), None
+    except UrlError as exc:
+        why = str(exc)
+    if not archived.startswith(("http://", "https://")):
+        return archived, None
+    try:
+        parts = urlsplit(archived)
+        host, port = parts.hostname or "", parts.port
+        if "%" in host:
+            decoded = unquote(host, errors="strict")
+            if not _HOST_BREAK.search(decoded):
+                netloc = decoded if port is None else f"{decoded}:{port}"
+                return canonicalize(urlunsplit((parts.scheme, netloc, *parts[2:]))), None
+    except (UrlError, ValueError):  # UnicodeDecodeError is a ValueError
+        pass
+    return archived, why
 
 
 # Headers whose repeated lines are one comma-separated list (RFC 9110 5.3): every coding is
@@ -815,7 +855,7 @@ def _record_row(
     url = h.get_header("WARC-Target-URI") or (
         h.get_header("uri") if record.format != "warc" else None
     )
-    url = import_url(url) if url else url  # the URL every row of it is kept and keyed under
+    url = page_url(url)[0] if url else url  # the URL every row of it is kept and keyed under
     row: dict[str, Any] = {
         "source_file": source,
         "record_type": rec_type,

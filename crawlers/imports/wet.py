@@ -4,7 +4,9 @@ Rows are spooled to disk as they are read and decided a batch at a time (repeats
 consent), so neither import holds a corpus in memory.
 
 WET `conversion` records hold the text Common Crawl extracted: there is no HTML, so no
-extraction; `source` says `import:wet` and `extraction_method` says `cc-wet`. Every record read
+extraction; `source` says `import:wet` and `extraction_method` says `cc-wet`. A document's
+`url` is its target URI's canonical form (`crawlers.imports.warc.page_url`) and its `id` is
+made from that, so every spelling of one page is one document. Every record read
 is a document or a recorded skip (`warcinfo`, `record_type`: a record without WARC-Type,
 `missing_target_uri`, `decode_error`: text that is not of the charset its Content-Type
 declares (UTF-8 when none), `empty_text`, `duplicate_payload`, `malformed_record`: a damaged
@@ -150,7 +152,7 @@ def _wet_row(record, it, source: str) -> tuple[str, dict]:
     Content-Length (warcio stops quietly at a cut gzip member) or fails its WARC-Block-Digest
     is a skip (`short_record`, `digest_mismatch`: `crawlers.imports.warc.record_damage`), never a
     document of part of its text."""
-    from crawlers.imports.warc import import_url, record_damage
+    from crawlers.imports.warc import page_url, record_damage
 
     h = record.rec_headers
     url = h.get_header("WARC-Target-URI")
@@ -160,7 +162,7 @@ def _wet_row(record, it, source: str) -> tuple[str, dict]:
         "warc_record_id": h.get_header("WARC-Record-ID"),
         "capture_time": h.get_header("WARC-Date"),
         "import_mode": "text",
-        "url": (import_url(url) or None) if url else url,
+        "url": (page_url(url)[0] or None) if url else url,  # canonical: `warc.page_url`
         "payload_digest": h.get_header("WARC-Payload-Digest"),
     }
     raw = record.raw_stream.read(MAX_TEXT_BYTES + 1)

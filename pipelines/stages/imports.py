@@ -170,7 +170,8 @@ def listed_files(path: Path, prefix: str = "") -> list[str]:
 
 def import_warc(p: ImportWarcParams, lake: Lake) -> ImportSummary:
     """Import WARC/ARC files as a crawl (pages.parquet + records by file and offset), with
-    today's opt-outs applied."""
+    today's opt-outs applied; archived noai opt-outs are appended to the lake's consent ledger,
+    so they hold across import shards."""
     import time
 
     from crawlers.imports.run import import_warc as run_import
@@ -210,6 +211,9 @@ def import_warc(p: ImportWarcParams, lake: Lake) -> ImportSummary:
         scanner=scanner,
         split_bytes=p.split_bytes or None,
         shard=(k, n),
+        # archived noai opt-outs go to the lake's consent ledger: a shard's copy of a URL another
+        # shard's capture opted out is refused wherever consent is asked
+        lake_root=lake.root if (n > 1 or not p.out) else None,
         log=lake.log,
     )
     return _summary(s, {"imported_pages": str(out)}, time.perf_counter() - started)

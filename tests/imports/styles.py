@@ -416,7 +416,8 @@ def encodings(d: Path, at: At) -> tuple[Path, Expect]:
 
 def odd_uris(d: Path, at: At) -> tuple[Path, Expect]:
     """Target URIs as found: Latin-1 bytes (not UTF-8), an IDN host in Unicode and in
-    punycode, a space, and a relative one."""
+    punycode, a space, and a relative one. A page is stored under its URI's canonical form
+    (`crawlers.imports.warc.page_url`: IDNA host, non-ASCII as percent-encoded UTF-8)."""
     e = Expect()
     recs = []
     a = at(NO_ROBOTS)
@@ -428,9 +429,10 @@ def odd_uris(d: Path, at: At) -> tuple[Path, Expect]:
             raw_uri=f"{a}/caf".encode() + b"\xe9",
         )
     )
-    e.page(f"{a}/caf\xe9")
-    for host in ("bücher.example", "xn--bcher-kva.example"):
-        url = e.page(f"http://{host}/{host[:3]}")
+    e.page(f"{a}/caf%C3%A9")
+    for host, path in (("bücher.example", "b%C3%BCc"), ("xn--bcher-kva.example", "xn-")):
+        url = f"http://{host}/{host[:3]}"
+        e.page(f"http://xn--bcher-kva.example/{path}")
         recs.append(record("response", url, http("HTTP/1.1 200 OK", HTML, page(host))))
     url = f"{a}/with space"
     recs.append(record("response", url, http("HTTP/1.1 200 OK", HTML, page("Space"))))
