@@ -10,20 +10,24 @@ element per document or per LSH band.
 
 The steps (`dedup_steps`):
 
-1. `url_groups`, `content_keys`: each URL group (same canonical URL) keeps its best member by
-   `rank_key`; the others lose it, get a `url` edge to that best and join no content group.
+1. `url_groups`, `content_keys`: each URL group (same canonical URL) keeps its best member
+   (`filters.dedup.best_of` their standings); the others lose it, get a `url` edge to that best
+   and join no content group.
    Only then do the survivors send their exact and LSH keys to the keys' shards.
 2. `buckets`: content key groups (exact hash, LSH band) link each member to the group's
    smallest id (linear). Exact links are edges; LSH links are candidate pairs.
 3. `attach_signature`, `verify`: a candidate pair (a, b) collects a's MinHash signature in a's
    shard, then b's in b's shard, and becomes an edge if the estimated Jaccard passes.
 4. `build_state`, `propagate` x rounds, `check`: connected components by min-label propagation.
-   A node's label is its `rank_key`, so a finished component's label is its representative (a
-   URL group's loser ranks below the best it hangs off, so it never carries the label).
-   Edges whose ends still disagree after the rounds (components wider than `rounds` hops) go
-   to one task (`merge_leftover`); only those go there, and their number is reported.
-5. `relabel`, `components`: members grouped by final label; one row per clustered document
-   (`filters.dedup.cluster_rows`), and the duplicates addressed to their input chunk.
+   A node's label is its id, so a finished component's label is its smallest id, which names
+   the component's shard. Edges whose ends still disagree after the rounds (components wider
+   than `rounds` hops) go to one task (`merge_leftover`); only those go there, and their number
+   is reported.
+5. `relabel`, `components`: members grouped by final label, each with its standing; the
+   representative is `filters.dedup.representative` of the component (a cluster-wide choice:
+   near-equal scores are tied and broken by the members' URLs, sizes and shared host), then one
+   row per clustered document (`filters.dedup.cluster_rows`), and the duplicates addressed to
+   their input chunk.
 
 The result equals `filters.dedup.cluster` on the same candidates, for any number of shards and
 rounds.
@@ -46,7 +50,7 @@ URL = "url"
 ROUNDS = 4  # label-propagation rounds before leftover edges are merged in one task
 LEFTOVER = -1  # the shard of the one task that merges leftover edges
 
-Label = tuple[float, str]
+Label = dedup.Label
 Message = tuple[int, tuple[str, list]]
 Step = Callable[[int, Iterable[tuple[str, list]]], list]
 
@@ -57,19 +61,21 @@ def shard_of(key: str, shards: int) -> int:
 
 
 def canonical_label(x) -> Label:
-    """Labels cross the wire as tuples or lists; one canonical form (and no -0.0)."""
-    return (float(x[0]) + 0.0, str(x[1]))
+    """Labels (document ids) in one canonical form, whatever crossed the wire."""
+    return str(x)
+
+
+def canonical_standing(x) -> dedup.Standing:
+    """Standings cross the wire as tuples or lists; one canonical form (and no -0.0)."""
+    return (float(x[0]) + 0.0, int(x[1]), int(x[2]), str(x[3]))
 
 
 def doc_features(row: dict, cfg: DedupConfig, chunk: int = 0) -> tuple:
-    """(id, chunk, label, text hash, canonical URL, key groups, signature bytes or None)."""
+    """(id, chunk, standing, text hash, canonical URL, key groups, signature bytes or None)."""
     doc_id = row["id"]
     u = dedup.canonical_url(row.get("url") or "")
-    if cfg.near:
-        h, s = dedup.hash_and_signature(row["text"], row.get("lang") or "", cfg)
-    else:
-        h = dedup.text_hash(row["text"])
-    label = dedup.label_of(row["quality_score"], doc_id)
+    h, s, size = dedup.text_keys(row["text"], row.get("lang") or "", cfg)
+    standing = dedup.standing(row["quality_score"], u, size)
     groups, sig = [], None
     if cfg.exact:
         groups.append(("exact", h))
@@ -78,7 +84,7 @@ def doc_features(row: dict, cfg: DedupConfig, chunk: int = 0) -> tuple:
     if cfg.near:
         sig = s.tobytes()
         groups += [(NEAR, f"{band}:{bh}") for band, bh in dedup.band_keys(s, cfg)]
-    return doc_id, chunk, label, h, u, groups, sig
+    return doc_id, chunk, standing, h, u, groups, sig
 
 
 def chunk_features(rows: Iterable[dict], cfg: DedupConfig, chunk: int) -> list[tuple]:
@@ -106,27 +112,30 @@ def route(batch: tuple[int, Sequence[tuple]], shards: int) -> list[Message]:
     memberships to their keys' shards."""
     _, feats = batch
     box = _box()
-    for doc_id, chunk, label, h, _, groups, sig in feats:
+    for doc_id, chunk, standing, h, _, groups, sig in feats:
         content = [(kind, key) for kind, key in groups if kind != URL]
-        box[shard_of(doc_id, shards)]["node"].append((doc_id, chunk, label, h, sig, content))
+        node = (doc_id, chunk, doc_id, h, sig, content, standing)
+        box[shard_of(doc_id, shards)]["node"].append(node)
         for kind, key in groups:
             if kind == URL:
-                box[shard_of(f"{URL}\0{key}", shards)]["url"].append((key, doc_id, label))
+                box[shard_of(f"{URL}\0{key}", shards)]["url"].append((key, doc_id, standing))
     return _out(box)
 
 
 def url_groups(shard: int, payloads, shards: int) -> list[Message]:
-    """URL groups -> each member but the best (smallest label) loses it: a `url` edge to the
-    best, and a notice to its own shard."""
+    """URL groups -> each member but the best (`filters.dedup.best_of` their standings) loses
+    it: a `url` edge to the best, and a notice to its own shard."""
     got = _parts(payloads)
-    groups: dict[str, set] = defaultdict(set)
-    for u, doc_id, label in got["url"]:
-        groups[u].add((canonical_label(label), doc_id))
+    groups: dict[str, dict] = defaultdict(dict)
+    for u, doc_id, standing in got["url"]:
+        groups[u][doc_id] = canonical_standing(standing)
     box = _box()
     box[shard]["node"] = got["node"]
     for u in sorted(groups):
-        (_, best), *rest = sorted(groups[u])
-        for _, m in rest:
+        best = dedup.best_of(groups[u])
+        for m in sorted(groups[u]):
+            if m == best:
+                continue
             box[shard_of(m, shards)]["url_lost"].append(m)
             box[shard_of(m, shards)]["nbr"].append((m, best))
             box[shard_of(best, shards)]["nbr"].append((best, m))
@@ -140,9 +149,10 @@ def content_keys(shard: int, payloads, shards: int) -> list[Message]:
     lost = set(got["url_lost"])
     box = _box()
     box[shard]["nbr"] = got["nbr"]
-    for doc_id, chunk, label, h, sig, content in got["node"]:
+    for doc_id, chunk, label, h, sig, content, standing in got["node"]:
         url_lost = doc_id in lost
-        box[shard]["node"].append((doc_id, chunk, label, h, url_lost, None if url_lost else sig))
+        node = (doc_id, chunk, label, h, url_lost, standing, None if url_lost else sig)
+        box[shard]["node"].append(node)
         if not url_lost:
             for kind, key in content:
                 box[shard_of(f"{kind}\0{key}", shards)]["member"].append((kind, key, doc_id))
@@ -171,7 +181,7 @@ def buckets(shard: int, payloads, shards: int) -> list[Message]:
 def attach_signature(shard: int, payloads, shards: int) -> list[Message]:
     """Distinct candidate pairs (a, b) of this shard's ids pick up a's signature."""
     got = _parts(payloads)
-    sigs = {n[0]: n[5] for n in got["node"]}
+    sigs = {n[0]: n[6] for n in got["node"]}
     box = _box()
     box[shard]["node"] = got["node"]
     box[shard]["nbr"] = got["nbr"]
@@ -183,9 +193,9 @@ def attach_signature(shard: int, payloads, shards: int) -> list[Message]:
 def verify(shard: int, payloads, shards: int, threshold: float) -> list[Message]:
     """Candidate pairs whose estimated Jaccard passes become edges; signatures are dropped."""
     got = _parts(payloads)
-    sigs = {n[0]: n[5] for n in got["node"]}
+    sigs = {n[0]: n[6] for n in got["node"]}
     box = _box()
-    box[shard]["node"] = [n[:5] for n in got["node"]]
+    box[shard]["node"] = [n[:6] for n in got["node"]]
     box[shard]["nbr"] = got["nbr"]
     for a, b, sig_a in got["check"]:
         x = np.frombuffer(sig_a, dtype=np.uint32)
@@ -215,16 +225,17 @@ def _receive(got: dict[str, list]) -> tuple[dict, dict[str, set]]:
 
 
 def build_state(shard: int, payloads, shards: int) -> list[Message]:
-    """Nodes with at least one edge: (label, sorted neighbours, hash, URL group lost, chunk);
-    first send."""
+    """Nodes with at least one edge: (label, sorted neighbours, hash, URL group lost, chunk,
+    standing); first send."""
     got = _parts(payloads)
     nbrs: dict[str, set] = defaultdict(set)
     for v, u in got["nbr"]:
         nbrs[v].add(u)
     states = {}
-    for doc_id, chunk, label, h, url_lost in got["node"]:
+    for doc_id, chunk, label, h, url_lost, standing in got["node"]:
         if nbrs.get(doc_id):
-            states[doc_id] = (canonical_label(label), sorted(nbrs[doc_id]), h, url_lost, chunk)
+            state = (canonical_label(label), sorted(nbrs[doc_id]), h, url_lost, chunk, standing)
+            states[doc_id] = state
     return _send(shard, states, shards)
 
 
@@ -240,8 +251,8 @@ def check(shard: int, payloads, shards: int) -> list[Message]:
     """After the last round: members to their label's shard; edges not yet converged to one task."""
     states, received = _receive(_parts(payloads))
     box = _box()
-    for v, (own, _, h, url_lost, chunk) in states.items():
-        box[shard_of(own[1], shards)]["member"].append((own, v, h, url_lost, chunk))
+    for v, (own, _, h, url_lost, chunk, standing) in states.items():
+        box[shard_of(own, shards)]["member"].append((own, v, h, url_lost, chunk, standing))
         for other in sorted(received.get(v, set()) - {own}):
             box[LEFTOVER]["leftover"].append((own, other))
     return _out(box)
@@ -259,7 +270,7 @@ def merge_leftover(shard: int, payloads, shards: int) -> list[Message]:
         return _out(box)
     pairs = [(canonical_label(a), canonical_label(b)) for a, b in got["leftover"]]
     for old, new in dedup.merge_label_pairs(pairs).items():
-        box[shard_of(old[1], shards)]["map"].append((old, new))
+        box[shard_of(old, shards)]["map"].append((old, new))
     box[0]["leftover"] = [len(pairs)]
     return _out(box)
 
@@ -270,10 +281,10 @@ def relabel(shard: int, payloads, shards: int) -> list[Message]:
     mapping = {canonical_label(a): canonical_label(b) for a, b in got["map"]}
     box = _box()
     box[shard]["leftover"] = got["leftover"]
-    for label, v, h, url_lost, chunk in got["member"]:
+    for label, v, h, url_lost, chunk, standing in got["member"]:
         label = canonical_label(label)
         new = mapping.get(label, label)
-        box[shard_of(new[1], shards)]["member"].append((new, v, h, url_lost, chunk))
+        box[shard_of(new, shards)]["member"].append((new, v, h, url_lost, chunk, standing))
     return _out(box)
 
 
@@ -286,10 +297,14 @@ def components(shard: int, payloads) -> list[tuple[str, int, list]]:
     got = _parts(payloads)
     by_label: dict[str, list] = defaultdict(list)
     chunk_of = {}
-    for label, v, h, url_lost, chunk in got["member"]:
-        by_label[canonical_label(label)[1]].append((v, h, bool(url_lost)))
+    for label, v, h, url_lost, chunk, standing in got["member"]:
+        by_label[canonical_label(label)].append((v, h, bool(url_lost), standing))
         chunk_of[v] = chunk
-    rows = [r for rep in sorted(by_label) for r in dedup.cluster_rows(rep, by_label[rep])]
+    rows = []
+    for members in by_label.values():
+        rep = dedup.representative((v, canonical_standing(s), lost) for v, _, lost, s in members)
+        rows += dedup.cluster_rows(rep, [(v, h, lost) for v, h, lost, _ in members])
+    rows.sort(key=lambda r: (r["cluster_id"], r["id"]))
     dups: dict[int, list] = defaultdict(list)
     for r in rows:
         if r["duplicate_of"] is not None:

@@ -11,7 +11,7 @@ import pytest
 
 from filters import dedup_shards
 from filters.config import DedupConfig
-from filters.dedup import canonical_url, cluster, rank_key, text_hash
+from filters.dedup import best_of, canonical_url, cluster, standing, text_hash, text_keys
 
 X = (
     "The harbour town grew around a fishing fleet in the eighteenth century. Merchants built "
@@ -56,15 +56,15 @@ def _both(docs: list[dict]) -> list[tuple]:
 
 
 ABC = [
-    _doc("a", "http://127.0.0.1/page", X),
+    _doc("a", "http://127.0.0.1/page", X, 0.5),
     _doc("b", "https://127.0.0.1/page", Y),
     _doc("c", "http://127.0.0.1/other", Y + " Enjoy."),
 ]
 
 
 def test_a_url_duplicate_does_not_make_its_near_copy_a_near_duplicate_of_an_unrelated_text():
-    """b is the same page as a (http and https) and is dropped for it; c is b's text plus one
-    word and shares no text with a, so c stays: Y survives in c."""
+    """b is the same page as a (http and https) and is dropped for it (a has a score, b none);
+    c is b's text plus one word and shares no text with a, so c stays: Y survives in c."""
     assert _both(ABC) == [("a", "a", None, None), ("b", "a", "a", "url")]
 
 
@@ -169,7 +169,8 @@ def test_kept_rows_are_one_per_url_group_and_per_content_cluster(seed):
     best = {}
     for u, ids in groups.items():
         assert sum(i not in dropped for i in ids) <= 1, u
-        best[u] = min(ids, key=lambda i: rank_key(by_id[i]["quality_score"], i))
+        sizes = {i: text_keys(by_id[i]["text"], "en", DedupConfig())[2] for i in ids}
+        best[u] = best_of({i: standing(by_id[i]["quality_score"], u, sizes[i]) for i in ids})
     for r in dropped.values():
         assert r["duplicate_of"] == r["cluster_id"] and r["cluster_id"] not in dropped
         u = canonical_url(by_id[r["id"]]["url"] or "")
