@@ -19,9 +19,27 @@ out (`noai`/`noimageai` are carried to it); `consent_source` names it (`licence:
 source row: metadata.training_allowed is false`).
 Every row read is a document or a recorded skip (`malformed_row`: a line that is no JSON
 object, a Parquet row in a row group that cannot be read or with a string that is not UTF-8;
-`empty_text`, `duplicate_payload`, `duplicate_id`, `id_conflict`: a `--id-field` id that an
+`empty_text` (the detail says which: missing, null, not a string, empty, white space only),
+`too_large`: a text over `max_record_bytes` of UTF-8 (default `import wet`'s 8 MB),
+`duplicate_payload`, `duplicate_id`, `id_conflict`: a `--id-field` id that an
 earlier row gives to a different text). A repeat's own no to training is carried to the
-document kept in its place (`crawlers.imports.run.Carried`).
+document kept in its place (`crawlers.imports.run.Carried`). A file none of whose rows has the
+text field is one `no_text_field` skip naming the file, the field and the fix (RedPajama-V2's
+`--text-field raw_content`; the summary's `files_rejected`); when no file has it the import
+stops with that line.
+JSON Lines are UTF-8 (a byte order mark or none) or UTF-16/32 (by its byte order mark or, without
+one, its zero bytes: JSON's rule), split into lines on the decoded text. A document's `text` is
+the row's with each control character extraction turns into a space (C0 but tab, newline,
+carriage return: `crawlers.extract.decode.drop_controls`) so turned, then stripped;
+`content_sha256` is the hash of that stored text, so rows differing only in white space around
+the text are one document (`duplicate_payload`). The corpus's own fields are kept: its id
+(`--id-field`, else `id`: Dolma's, FineWeb's `<urn:uuid:...>`) as `source_id` (a string; `id`
+is made from the URL without `--id-field`), its language (`LANG_FIELDS`) as `lang_hint` (the
+base code, as `import wet` has it), the capture time (`FETCHED_FIELDS`: FineWeb's `date`, C4's
+`timestamp`) as `fetched_at` and the document's own date (`DATE_FIELDS`: Dolma's `created`) as
+`date`. Files are named by paths, globs, fsspec URLs or directories (`corpus_files`: a
+directory's corpus files, recursively; a directory or glob passes over `_SUCCESS`, hidden and
+`.crc` files and empty files, listed in the summary's `files_skipped`).
 """
 
 from __future__ import annotations
@@ -38,7 +56,7 @@ import pyarrow.parquet as pq
 from common.inputs import LONE_ESCAPE, lone_surrogate
 from crawlers.imports.run import expand
 from crawlers.imports.warc import open_source, page_url
-from crawlers.imports.wet import Spool, _decide_and_write, _doc_host, _doc_id
+from crawlers.imports.wet import MAX_TEXT_BYTES, Spool, _decide_and_write, _doc_host, _doc_id
 
 # Where corpora keep a document's URL, tried in order when --url-field is not given: FineWeb,
 # C4, RefinedWeb (`url`), Dolma (`metadata.url`), RedPajama (`meta.url`), OSCAR
@@ -58,7 +76,35 @@ FLAG = "training_allowed"
 # Where corpora nest a row's own fields (Dolma's `metadata`, RedPajama's `meta`): a consent
 # flag or opt-out there counts as one at the top level does.
 NESTED = ("metadata", "meta")
-CORPUS_FILES = "JSONL/Parquet corpus files, e.g. 'corpus/*.jsonl.gz' or 'data/*.parquet'"
+CORPUS_FILES = (
+    "JSONL/Parquet corpus files, e.g. 'corpus/*.jsonl.gz', 'data/*.parquet' or a directory"
+)
+# What a directory's corpus files are named (`corpus_files`), each also compressed.
+CORPUS_SUFFIXES = (".jsonl", ".json", ".ndjson", ".jsonlines", ".parquet")
+COMPRESSIONS = (".gz", ".zst", ".zstd", ".bz2", ".xz")
+# The corpus's own id of a row, kept as `source_id` (Dolma's, datatrove's and FineWeb's `id`,
+# `<urn:uuid:...>`) when --id-field does not name another.
+ID_FIELDS = ("id",)
+# The row's language (`lang_hint`, its base code): FineWeb's and RedPajama-V2's `language`,
+# datatrove's `metadata.language`.
+LANG_FIELDS = ("language", "lang", "metadata.language", "meta.language", "metadata.lang")
+# When the page was fetched (`fetched_at`, as for `import wet` the capture's WARC-Date):
+# FineWeb's `date` and C4's `timestamp` are the Common Crawl capture's, RedPajama-V2's
+# `date_download` too.
+FETCHED_FIELDS = (
+    "date",
+    "timestamp",
+    "date_download",
+    "metadata.date",
+    "metadata.timestamp",
+    "meta.timestamp",
+    "metadata.warc_date",
+)
+# The document's own date (`date`, as extraction's page date): Dolma's `created`, when the
+# original document was created (`added` is when Dolma took it in).
+DATE_FIELDS = ("created", "metadata.created")
+# Where corpora without `text` keep it (the fix a file without --text-field's field is given).
+TEXT_FIELDS = ("raw_content", "content", "contents", "body", "document")
 
 
 def field_value(row: dict, path: str) -> object:
@@ -164,41 +210,72 @@ def _corpus_rows(
     with open_source(source, allow_private) as raw:
         fh = _decompressed(raw, name)
         try:
-            head = fh.peek(64)[:64].removeprefix(b"\xef\xbb\xbf").lstrip()
+            peeked = fh.peek(64)[:64]
         except Exception as exc:  # not the compression its name says (gzip, zstd, bz2, lzma errors)
             yield 0, None, f"unreadable: {type(exc).__name__}: {exc}"
             return
+        # UTF-8 (a byte order mark or none), or UTF-16/32 by its byte order mark or, without
+        # one, its zero bytes (JSON's own rule: `json.detect_encoding`)
+        encoding = json.detect_encoding(peeked) if peeked else "utf-8"
+        wide = not encoding.startswith("utf-8")
+        if wide:
+            head = peeked.decode(encoding, "ignore").lstrip("\ufeff").lstrip().encode()
+        else:
+            head = peeked.removeprefix(b"\xef\xbb\xbf").lstrip()
         if head.startswith(b"["):  # a JSON array of objects, not JSON Lines
             yield from _json_array(fh, source)
             return
-        i = -1
-        lines = iter(fh)
-        while True:
-            try:
-                line = next(lines)
-            except StopIteration:
-                break
-            except Exception as exc:  # a truncated or damaged stream (each codec its own error)
-                yield i + 1, None, f"after line {i + 1}: unreadable ({type(exc).__name__}: {exc})"
-                return
-            i += 1
-            if i == 0:
-                line = line.removeprefix(b"\xef\xbb\xbf")  # a UTF-8 byte order mark
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except ValueError as exc:
-                yield i, None, f"line {i + 1}: not JSON ({exc})"
-                continue
-            if not isinstance(row, dict):
-                yield i, None, f"line {i + 1}: a JSON {type(row).__name__}, not an object"
-                continue
-            bad = lone_surrogate(row) if LONE_ESCAPE.search(line) else None
-            if bad:
-                yield i, None, f"line {i + 1}: {bad}"
-                continue
-            yield i, row, None
+        if wide:  # split on the decoded text's newlines, never on a byte of a 2-byte character
+            yield from _lines(_text_lines(fh, encoding), source)
+        else:
+            yield from _lines(fh, source)
+
+
+def _text_lines(fh, encoding: str) -> Iterable[str]:
+    """The lines of a UTF-16/32 file, decoded (its byte order mark dropped). A lone surrogate is
+    let through, to reject its row alone (`_lines`), not the rest of the file."""
+    import io
+
+    text = io.TextIOWrapper(fh, encoding=encoding, errors="surrogatepass", newline="\n")
+    first = True
+    for line in text:
+        yield line.removeprefix("\ufeff") if first else line
+        first = False
+
+
+def _lines(lines_in: Iterable[bytes] | Iterable[str], source: str):
+    """(row number, row or None, why it is unreadable) of each line of a JSON Lines file, bytes
+    (UTF-8) or text (a UTF-16/32 file, decoded): a blank line is no row."""
+    i = -1
+    lines = iter(lines_in)
+    while True:
+        try:
+            line = next(lines)
+        except StopIteration:
+            break
+        except Exception as exc:  # a truncated or damaged stream (each codec its own error)
+            yield i + 1, None, f"after line {i + 1}: unreadable ({type(exc).__name__}: {exc})"
+            return
+        i += 1
+        text = isinstance(line, str)
+        if i == 0 and not text:
+            line = line.removeprefix(b"\xef\xbb\xbf")  # a UTF-8 byte order mark
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except ValueError as exc:
+            yield i, None, f"line {i + 1}: not JSON ({exc})"
+            continue
+        if not isinstance(row, dict):
+            yield i, None, f"line {i + 1}: a JSON {type(row).__name__}, not an object"
+            continue
+        # a lone surrogate: escaped (\ud800) in UTF-8, or raw in text decoded from UTF-16/32
+        bad = lone_surrogate(row) if text or LONE_ESCAPE.search(line) else None
+        if bad:
+            yield i, None, f"line {i + 1}: {bad}"
+            continue
+        yield i, row, None
 
 
 def _parquet_rows(pf: pq.ParquetFile, source: str) -> Iterable[tuple[int, dict | None, str | None]]:
@@ -305,6 +382,78 @@ def _json_array(fh, source: str) -> Iterable[tuple[int, dict | None, str | None]
             yield i, None, f"item {i}: a JSON {type(row).__name__}, not an object"
 
 
+def _first_value(row: dict, paths: Iterable[str]) -> str | None:
+    """The first of `paths` the row holds a string (or a date, a time: ISO 8601) in, as text."""
+    import datetime
+
+    for path in paths:
+        value = field_value(row, path)
+        if isinstance(value, (datetime.date, datetime.datetime)):
+            return value.isoformat()
+        if isinstance(value, str) and value.strip():
+            return value.strip()
+    return None
+
+
+def _lang_hint(row: dict) -> str | None:
+    """The base language code (`lang_hint`, as `import wet` and crawled pages have it) of the
+    row's `LANG_FIELDS`: FineWeb's `en`, FineWeb-2's `fra_Latn` (`fr`), ISO 639-3 `spa` (`es`)."""
+    import re
+
+    from crawlers.imports.wet import base_language
+
+    value = _first_value(row, LANG_FIELDS)
+    return base_language(re.split(r"[_\-]", value)[0]) if value else None
+
+
+def _source_id(row: dict, id_field: str | None) -> str | None:
+    """The corpus's own id of the row (`--id-field`, else `ID_FIELDS`), as a string."""
+    for path in (id_field,) if id_field else ID_FIELDS:
+        value = field_value(row, path)
+        if value is not _MISSING and value not in (None, ""):
+            return str(value)
+    return None
+
+
+def _empty_reason(text: object, text_field: str) -> str:
+    """Why a row's text is no document, in words (`empty_text`)."""
+    if text is _MISSING:
+        return f"field {text_field!r} is missing (--text-field names the field holding the text)"
+    if text is None:
+        return f"field {text_field!r} is null"
+    if not isinstance(text, str):
+        kind = type(text).__name__
+        article = "an" if kind[0] in "aeiou" else "a"
+        return f"field {text_field!r} is {article} {kind}, not a string (--text-field)"
+    if not text:
+        return f"field {text_field!r} is empty"
+    if not text.strip():
+        return f"field {text_field!r} is white space only"
+    return f"field {text_field!r} holds only control characters and white space"
+
+
+def _text_guess(row: dict) -> str | None:
+    """The field a row most likely holds its text in: the first of `TEXT_FIELDS` holding a
+    string, else the top-level field with the longest string."""
+    for path in TEXT_FIELDS:
+        if isinstance(field_value(row, path), str):
+            return path
+    strings = [(len(v), k) for k, v in row.items() if isinstance(v, str)]
+    return max(strings)[1] if strings else None
+
+
+def _no_text_field(source: str, text_field: str, rows: int, first: dict) -> str:
+    """One line: the file, the field no row of it has, and the fix (`--text-field` naming the
+    field its rows hold their text in, RedPajama-V2's `raw_content`)."""
+    guess = _text_guess(first)
+    fields = ", ".join(sorted(first)[:8]) + (", ..." if len(first) > 8 else "")
+    fix = f"--text-field {guess}" if guess else "--text-field FIELD"
+    return (
+        f"{source}: no row has the field {text_field!r} ({rows} row{'s' * (rows != 1)}, with "
+        f"{fields}); name the field holding the text: {fix}"
+    )
+
+
 def _spool_file(
     spool: Spool,
     source: str,
@@ -313,10 +462,17 @@ def _spool_file(
     url_field: str | None,
     license: str | None,
     allow_private: bool,
-) -> None:
-    """Every row of one corpus file into the spool: a document or a recorded skip."""
+    max_bytes: int = MAX_TEXT_BYTES,
+) -> tuple[bool, str | None]:
+    """Every row of one corpus file into the spool: a document or a recorded skip. Returns
+    (whether a row has the text field, why the file is rejected whole or None): a file none of
+    whose rows has `text_field` is one `no_text_field` skip naming the file, the field and the
+    fix. The rows without it that come before the first row with it wait unspooled (the file
+    is read again up to that row to record them), so a file is decided without holding rows."""
     found_text = found_url = False
     objects = 0  # rows of this file read as objects
+    waiting = 0  # rows without the text field before the first with it
+    first: dict | None = None
     for i, row, bad in _corpus_rows(source, allow_private):
         base = {"source_file": source, "record_offset": i, "record_type": "corpus_row"}
         base["import_mode"] = "text"
@@ -324,59 +480,22 @@ def _spool_file(
             spool.add("skip", {**base, "skip_reason": "malformed_row", "skip_detail": bad})
             continue
         objects += 1
+        first = first if first is not None else row
         text = field_value(row, text_field)
-        found_text |= text is not _MISSING
         url, has_url = _url_of(row, url_field)
-        canon = page_url(url)[0] if url else None  # one id and host for every spelling
         found_url |= has_url
-        if not isinstance(text, str) or not text.strip():
-            what = "missing" if text is _MISSING else f"a {type(text).__name__}"
-            spool.add(
-                "skip",
-                {
-                    **base,
-                    "url": url,
-                    "skip_reason": "empty_text",
-                    "skip_detail": f"field {text_field!r} is {what} (--text-field)",
-                },
-            )
+        if text is _MISSING and not found_text:
+            waiting += 1  # a skip if the file has the field after all, else the file's reject
             continue
-        ident = field_value(row, id_field) if id_field else None
-        if ident is _MISSING or ident in (None, ""):
-            ident = _doc_id(canon) if canon else hashlib.sha256(text.encode()).hexdigest()[:16]
-        doc = {
-            **base,
-            "id": str(ident),
-            "url": url,
-            "host": _doc_host(canon) if canon else None,
-            "text": text.strip(),
-            "title": row.get("title") if isinstance(row.get("title"), str) else None,
-            "extraction_method": "corpus",
-            "source": f"import:docs:{os.path.basename(source)}",
-            "license": license,
-            "content_sha256": hashlib.sha256(text.encode("utf-8")).hexdigest(),
-            "rendered": False,
-        }
-        # The row's own consent (training_allowed, noai) is kept: the licence or today's
-        # robots.txt can only add a no to it, never lift one.
-        source_ok, flags, evidence = source_consent(row)
-        doc.update(flags)
-        if url is None:
-            if license:
-                why, allowed = f"licence: {license}", source_ok
-            else:
-                why, allowed = "no URL and no licence (--license): no consent", False
-            doc.update(training_allowed=allowed, consent_source="; ".join([why, *evidence]))
-        else:  # decided by robots.txt (crawlers.imports.consent.decide), which keeps these
-            doc["consent_source"] = "; ".join(evidence) or None
-            if not source_ok:
-                doc["training_allowed"] = False
-        spool.add("doc", doc)
-    if objects and not found_text and spool.counts["doc"] == 0:
-        spool.discard()
-        raise KeyError(
-            f"{source}: no row has the field {text_field!r}; name the text field with --text-field"
-        )
+        if not found_text and waiting:
+            _spool_waiting(spool, source, text_field, url_field, allow_private, before=i)
+        found_text = True
+        _spool_row(spool, base, row, text, url, text_field, id_field, license, max_bytes)
+    if objects and not found_text:
+        why = _no_text_field(source, text_field, objects, first or {})
+        skip = {"source_file": source, "record_type": "corpus_file", "import_mode": "text"}
+        spool.add("skip", {**skip, "skip_reason": "no_text_field", "skip_detail": why})
+        return False, why
     if url_field and not found_url and objects:
         spool.discard()
         raise KeyError(
@@ -384,6 +503,187 @@ def _spool_file(
             "that holds each document's URL (a dotted path reaches into objects: "
             "metadata.url), or leave the flag out to look in the usual places"
         )
+    return found_text, None
+
+
+def _spool_waiting(
+    spool: Spool,
+    source: str,
+    text_field: str,
+    url_field: str | None,
+    allow_private: bool,
+    before: int,
+) -> None:
+    """The `empty_text` skips of the rows before row `before` that lack the text field, read
+    again (the first row with the field came after them)."""
+    for i, row, _ in _corpus_rows(source, allow_private):
+        if i >= before:
+            break
+        if row is not None and field_value(row, text_field) is _MISSING:
+            base = {"source_file": source, "record_offset": i, "record_type": "corpus_row"}
+            detail = _empty_reason(_MISSING, text_field)
+            url = _url_of(row, url_field)[0]
+            skip = {**base, "import_mode": "text", "url": url, "skip_reason": "empty_text"}
+            spool.add("skip", {**skip, "skip_detail": detail})
+
+
+def _spool_row(
+    spool: Spool,
+    base: dict,
+    row: dict,
+    text: object,
+    url: str | None,
+    text_field: str,
+    id_field: str | None,
+    license: str | None,
+    max_bytes: int,
+) -> None:
+    """One corpus row (that is an object) into the spool: a document or a recorded skip."""
+    from crawlers.extract.decode import drop_controls
+
+    canon = page_url(url)[0] if url else None  # one id and host for every spelling
+    # what is stored, and hashed: the text with the control characters extraction turns into
+    # spaces (C0 but tab, newline, carriage return) so turned, then stripped
+    stored = drop_controls(text).strip() if isinstance(text, str) else ""
+    if not stored:
+        detail = _empty_reason(text, text_field)
+        spool.add("skip", {**base, "url": url, "skip_reason": "empty_text", "skip_detail": detail})
+        return
+    data = stored.encode("utf-8")
+    if len(data) > max_bytes:
+        detail = (
+            f"{base['source_file']}@{base['record_offset']}: field {text_field!r} is {len(data)} "
+            f"bytes of UTF-8, over the cap of {max_bytes} (max_record_bytes)"
+        )
+        spool.add("skip", {**base, "url": url, "skip_reason": "too_large", "skip_detail": detail})
+        return
+    source_id = _source_id(row, id_field)
+    ident = source_id if id_field else None
+    if ident is None:
+        ident = _doc_id(canon) if canon else hashlib.sha256(data).hexdigest()[:16]
+    title = row.get("title")
+    doc = {
+        **base,
+        "id": ident,
+        "source_id": source_id,
+        "url": url,
+        "host": _doc_host(canon) if canon else None,
+        "text": stored,
+        "title": drop_controls(title) if isinstance(title, str) else None,
+        "lang_hint": _lang_hint(row),
+        "date": _first_value(row, DATE_FIELDS),
+        "fetched_at": _first_value(row, FETCHED_FIELDS),
+        "extraction_method": "corpus",
+        "source": f"import:docs:{os.path.basename(base['source_file'])}",
+        "license": license,
+        "content_sha256": hashlib.sha256(data).hexdigest(),
+        "rendered": False,
+    }
+    # The row's own consent (training_allowed, noai) is kept: the licence or today's
+    # robots.txt can only add a no to it, never lift one.
+    source_ok, flags, evidence = source_consent(row)
+    doc.update(flags)
+    if url is None:
+        if license:
+            why, allowed = f"licence: {license}", source_ok
+        else:
+            why, allowed = "no URL and no licence (--license): no consent", False
+        doc.update(training_allowed=allowed, consent_source="; ".join([why, *evidence]))
+    else:  # decided by robots.txt (crawlers.imports.consent.decide), which keeps these
+        doc["consent_source"] = "; ".join(evidence) or None
+        if not source_ok:
+            doc["training_allowed"] = False
+    spool.add("doc", doc)
+
+
+def _not_data(name: str) -> str | None:
+    """Why a file a directory or a glob names is no corpus file (a bookkeeping file an export
+    writes beside its data: `_SUCCESS`, `_metadata`, `.part-0.crc`), or None."""
+    if name.startswith("_"):
+        return "a bookkeeping file (its name starts with '_', as _SUCCESS)"
+    if name.startswith("."):
+        return "a hidden file"
+    if name.endswith(".crc"):
+        return "a checksum file (.crc)"
+    return None
+
+
+def _corpus_name(name: str) -> bool:
+    """A JSONL/JSON/Parquet file by its name, compressed or not."""
+    base = name.lower()
+    for ext in COMPRESSIONS:
+        if ext and base.endswith(ext):
+            base = base[: -len(ext)]
+            break
+    return base.endswith(CORPUS_SUFFIXES)
+
+
+def corpus_files(
+    patterns: Iterable[str], allow_private: bool = False
+) -> tuple[list[str], list[dict[str, str]]]:
+    """(the corpus files, the files passed over with why) named by paths, globs, fsspec URLs
+    and directories. A directory: its JSONL/Parquet files (`CORPUS_SUFFIXES`, compressed or
+    not), recursively, sorted. A directory or a glob passes over the bookkeeping files exports
+    write beside the data (`_SUCCESS`, hidden files, `.crc`; directories starting with `_` or
+    `.`) and empty files; a file named by itself is read whatever its name."""
+    import glob as globs
+
+    from crawlers.imports.sources import is_remote, local_path
+
+    files: list[str] = []
+    passed: list[dict[str, str]] = []
+    for pattern in map(str, patterns):
+        path = local_path(pattern)
+        if not is_remote(pattern) and os.path.isdir(path):
+            found = _walk(path, passed)
+            if not found:
+                raise FileNotFoundError(
+                    f"{pattern}: a directory with no corpus file in it ({CORPUS_FILES})"
+                )
+        else:
+            found = expand([pattern], allow_private, what=CORPUS_FILES)
+            if (is_remote(pattern) and "*" in pattern) or (
+                not is_remote(pattern) and globs.has_magic(path)
+            ):
+                found = [f for f in found if not _passed_over(f, is_remote(f), passed)]
+                if not found:
+                    raise FileNotFoundError(
+                        f"{pattern}: matches no corpus file, only files passed over "
+                        f"({passed[-1]['reason']}: {passed[-1]['file']}; {CORPUS_FILES})"
+                    )
+        files += [f for f in found if f not in files]
+    return files, passed
+
+
+def _passed_over(path: str, remote: bool, passed: list[dict[str, str]]) -> bool:
+    why = _not_data(path.rstrip("/").rsplit("/", 1)[-1])
+    if why is None and not remote and os.path.getsize(path) == 0:
+        why = "an empty file (0 bytes)"
+    if why is not None:
+        passed.append({"file": path, "reason": why})
+    return why is not None
+
+
+def _walk(top: str, passed: list[dict[str, str]]) -> list[str]:
+    """The corpus files under a directory, recursively, sorted (see `corpus_files`)."""
+    found = []
+    for root, dirs, names in os.walk(top):
+        for d in sorted(dirs):
+            why = _not_data(d)
+            if why is not None:
+                dirs.remove(d)  # not walked: an export's _temporary/, .git/, ...
+                passed.append({"file": str(Path(root, d).resolve()) + "/", "reason": why})
+        for name in names:
+            path = str(Path(root, name).resolve())
+            if _passed_over(path, False, passed):
+                continue
+            if not _corpus_name(name):
+                why = f"not a corpus file by its name ({CORPUS_FILES})"
+                passed.append({"file": path, "reason": why})
+                continue
+            found.append(path)
+    passed.sort(key=lambda p: p["file"])
+    return sorted(found)
 
 
 def import_docs(
@@ -394,19 +694,38 @@ def import_docs(
     id_field: str | None = None,
     url_field: str | None = None,
     license: str | None = None,
+    max_record_bytes: int | None = None,
     config: Any = None,
     offline: bool = False,
     log: Callable[[str], None] = lambda msg: None,
 ) -> dict[str, Any]:
-    """A JSONL/Parquet corpus -> `out_dir/documents.parquet`, fields mapped by the flags."""
+    """A JSONL/Parquet corpus -> `out_dir/documents.parquet`, fields mapped by the flags.
+    `patterns`: files, globs, fsspec URLs or directories (`corpus_files`). A document's text
+    over `max_record_bytes` of UTF-8 (default `MAX_TEXT_BYTES`, `import wet`'s cap) is a
+    `too_large` skip. A file none of whose rows has `text_field` is a `no_text_field` skip
+    (the summary's `files_rejected`), unless no file has it: then KeyError, that line."""
     from crawlers.crawl.config import CrawlConfig
 
     allow_private = CrawlConfig.from_any(config).allow_private_networks
-    files = expand(patterns, allow_private, what=CORPUS_FILES)
+    cap = MAX_TEXT_BYTES if max_record_bytes is None else int(max_record_bytes)
+    files, passed = corpus_files(patterns, allow_private)
+    for p in passed:
+        log(f"import docs: passed over {p['file']}: {p['reason']}")
     spool = Spool(Path(out_dir))
+    rejected: list[str] = []
+    has_text = False
     try:
         for source in files:
-            _spool_file(spool, source, text_field, id_field, url_field, license, allow_private)
+            found, why = _spool_file(
+                spool, source, text_field, id_field, url_field, license, allow_private, cap
+            )
+            has_text |= found
+            if why:
+                rejected.append(why)
+                log(f"import docs: {why}")
+        if rejected and not has_text:  # no file has the field: the flag is wrong, not a file
+            more = f" (and {len(rejected) - 1} more files)" if len(rejected) > 1 else ""
+            raise KeyError(rejected[0] + more)
     except BaseException:
         spool.discard()  # the error is one line; no _parts/ is left behind
         raise
@@ -419,4 +738,5 @@ def import_docs(
         files=files,
         kind="docs",
         ids_given=id_field is not None,
+        extra={"files_skipped": passed, "files_rejected": rejected},
     )

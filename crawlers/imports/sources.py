@@ -1,7 +1,8 @@
 """Where an archive's bytes come from: a local path (a `.wacz` member: a window onto the zip),
 an fsspec URL (`remote_fs`: only the schemes of `STORE_SCHEMES`, http(s) through the crawler's
-SSRF guard, every hop), and the streams that decompress a whole file as it is read (one gzip
-stream, zstd with or without a dictionary)."""
+SSRF guard, every hop; an object store needs its optional package, s3fs for s3://, else one
+line names it: `MissingStore`), and the streams that decompress a whole file as it is read (one
+gzip stream, zstd with or without a dictionary)."""
 
 from __future__ import annotations
 
@@ -78,8 +79,38 @@ def remote_fs(url: str, allow_private: bool = False) -> tuple[Any, str]:
 
         client = functools.partial(_guarded_client, allow_private)
         return HTTPFileSystem(get_client=client, skip_instance_cache=True), url
-    fs, path = url_to_fs(url)
+    try:
+        fs, path = url_to_fs(url)
+    except ImportError:  # fsspec's "Install s3fs to access S3": the store's package is missing
+        raise MissingStore(_missing_store(url)) from None
     return fs, path
+
+
+class MissingStore(ValueError):
+    """An object store URL whose fsspec implementation (an optional extra) is not installed."""
+
+
+# The package fsspec reads each object store with: an optional extra, not installed by default.
+STORE_PACKAGES = {
+    "s3": "s3fs",
+    "s3a": "s3fs",
+    "gs": "gcsfs",
+    "gcs": "gcsfs",
+    "az": "adlfs",
+    "abfs": "adlfs",
+    "abfss": "adlfs",
+    "hf": "huggingface_hub",
+}
+
+
+def _missing_store(url: str) -> str:
+    """One line: the URL, the package its scheme needs, and the fix."""
+    scheme = url.split("://", 1)[0].strip().lower()
+    package = STORE_PACKAGES.get(scheme, f"the fsspec implementation of {scheme}://")
+    return (
+        f"{url[:300]}: reading {scheme}:// needs the optional package {package}, which is not "
+        f"installed; install it (pip install {package}) or copy the files to a local path"
+    )
 
 
 def list_remote(pattern: str, allow_private: bool = False) -> list[str]:

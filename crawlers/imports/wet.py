@@ -11,6 +11,11 @@ is a document or a recorded skip (`warcinfo`, `record_type`: a record without WA
 `missing_target_uri`, `decode_error`: text that is not of the charset its Content-Type
 declares (UTF-8 when none), `empty_text`, `duplicate_payload`, `malformed_record`: a damaged
 stretch, after which reading goes on at the next record, ...).
+A document's `text` is the record's text with each control character extraction turns into a
+space (C0 controls but tab, newline and carriage return: `crawlers.extract.decode.drop_controls`)
+so turned, stripped; `content_sha256` is the hash of that stored text (UTF-8), so records whose
+text differs only in white space around it, or in such control characters, are one document
+(`duplicate_payload`); `import docs` stores and hashes a corpus row's text the same way.
 """
 
 from __future__ import annotations
@@ -42,6 +47,9 @@ PAYLOAD_DIGEST = ("payload_digest", pa.string())
 EXTRA_COLUMNS = [
     ("source", pa.string()),
     ("license", pa.string()),
+    # `import docs`: the corpus's own id of the row (Dolma's `id`, FineWeb's `<urn:uuid:...>`),
+    # kept when `id` is one made from the URL; null for WET records and rows without one
+    ("source_id", pa.string()),
     *PROVENANCE,
     PAYLOAD_DIGEST,
     ("consent_source", pa.string()),
@@ -152,6 +160,7 @@ def _wet_row(record, it, source: str) -> tuple[str, dict]:
     Content-Length (warcio stops quietly at a cut gzip member) or fails its WARC-Block-Digest
     is a skip (`short_record`, `digest_mismatch`: `crawlers.imports.warc.record_damage`), never a
     document of part of its text."""
+    from crawlers.extract.decode import drop_controls
     from crawlers.imports.warc import page_url, record_damage
 
     h = record.rec_headers
@@ -193,11 +202,15 @@ def _wet_row(record, it, source: str) -> tuple[str, dict]:
     text, why = decode_text(raw, h.get_header("Content-Type"))
     if text is None:
         return skip("decode_error", f"{source}@{row['record_offset']}: {why}")
-    text = text.strip()
+    # what is stored, and hashed (`content_sha256`: two records whose stored text is the same
+    # are one document): the control characters extraction turns into spaces (C0 but tab,
+    # newline, carriage return) so turned, then stripped
+    text = drop_controls(text).strip()
     if not text:
         return skip(
             "empty_text",
-            f"{source}@{row['record_offset']}: the record's text is empty or whitespace only",
+            f"{source}@{row['record_offset']}: the record's text is empty, or white space and "
+            "control characters only",
         )
     return (
         "doc",
@@ -210,7 +223,7 @@ def _wet_row(record, it, source: str) -> tuple[str, dict]:
             "extraction_method": "cc-wet",
             "source": "import:wet",
             "status": 200,
-            "content_sha256": hashlib.sha256(raw).hexdigest(),
+            "content_sha256": hashlib.sha256(text.encode("utf-8")).hexdigest(),
             "fetched_at": row["capture_time"],
             "rendered": False,
         },
@@ -383,10 +396,12 @@ def _decide_and_write(
     files: list[str],
     kind: str,
     ids_given: bool = False,
+    extra: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The spooled rows decided and written: repeats become skips (`_repeats`; `ids_given`:
     the ids are the corpus's own), documents take the opt-outs of the rows not kept and are
-    decided (`ConsentBook.apply`); then the summary and the manifests."""
+    decided (`ConsentBook.apply`); then the summary (with `extra`'s figures) and the
+    manifests."""
     import shutil
 
     from common.manifest import write_manifest
@@ -449,6 +464,7 @@ def _decide_and_write(
         "training_not_allowed": kept.rows - allowed,
         "offline": offline,
         "consent_seconds": round(time.perf_counter() - t, 3),
+        **(extra or {}),
     }
     if records != kept.rows + skipped.rows:
         raise RuntimeError(f"import {kind}: {records} records != {kept.rows} + {skipped.rows}")

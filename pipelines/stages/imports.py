@@ -239,7 +239,11 @@ def import_wet(p: ImportWetParams, lake: Lake) -> ImportSummary:
 
 
 class ImportDocsParams(ImportOptions):
-    files: list[str] = param(argument=True, help="JSONL (.jsonl, .jsonl.gz) or Parquet corpora.")
+    files: list[str] = param(
+        argument=True,
+        help="JSONL (.jsonl, .jsonl.gz) or Parquet corpora, globs or directories (read "
+        "recursively, _SUCCESS, hidden and empty files passed over).",
+    )
     out: Path | None = param(
         None, output=True, help="Output directory (default: the lake's imports/docs)."
     )
@@ -254,6 +258,11 @@ class ImportDocsParams(ImportOptions):
     )
     license: str | None = param(
         None, help="The corpus licence: documents without a URL are consented by it."
+    )
+    max_record_bytes: int | None = param(
+        None,
+        help="Skip (as too_large) a document whose text is over this many bytes of UTF-8 "
+        "(default: 8 MB, as import wet).",
     )
 
 
@@ -272,6 +281,7 @@ def import_docs(p: ImportDocsParams, lake: Lake) -> ImportSummary:
         id_field=p.id_field,
         url_field=p.url_field,
         license=p.license,
+        max_record_bytes=p.max_record_bytes,
         config=p.config(),
         offline=p.offline,
         log=lake.log,
