@@ -1126,7 +1126,9 @@ def undrawn_glyphs(data: dict, stderr: str) -> list[str]:
 
 def _decoded_png(data: bytes) -> tuple[bytes | None, str]:
     """(the PNG re-encoded, "ok") or (None, why): the sandbox's output decoded on the host with a
-    pixel cap read from the header before any pixel is, then written anew (nothing but pixels)."""
+    pixel cap read from the header before any pixel is, then written anew from its pixels alone:
+    a new image (RGB, RGBA, L or LA; anything else, or a colour-key transparency, becomes RGBA)
+    with no info, so no ICC profile, text, EXIF, gamma or dpi chunk the code chose survives."""
     try:
         with Image.open(io.BytesIO(data), formats=["PNG"]) as im:
             width, height = im.size
@@ -1136,8 +1138,13 @@ def _decoded_png(data: bytes) -> tuple[bytes | None, str]:
                     f"MAX_CHART_PIXELS={MAX_CHART_PIXELS}"
                 )
             im.load()
+            keep = im.mode in ("RGB", "RGBA", "L", "LA") and "transparency" not in im.info
+            pixels = im if keep else im.convert("RGBA")
+            clean = Image.new(pixels.mode, pixels.size)
+            clean.paste(pixels)
+            del pixels
             buf = io.BytesIO()
-            im.save(buf, format="PNG")
+            clean.save(buf, format="PNG")
     except Exception as exc:  # noqa: BLE001 - Pillow raises many kinds on a bad file
         return None, f"chart.png does not decode: {type(exc).__name__}: {str(exc)[:200]}"
     return buf.getvalue(), "ok"

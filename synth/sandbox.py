@@ -4,9 +4,15 @@
     r = run_python(code, inputs={"data.json": b"..."}, timeout_s=30.0)
     r.ok, r.outputs, r.error, r.stdout
 
-The boundary is Debian's bubblewrap (`bwrap`); the code runs in a fresh process with:
+The boundary is Debian's bubblewrap (`bwrap`, one with `--size`: 0.8 on Debian 12); the code
+runs in a fresh process with:
 
-- every namespace unshared (network included: no interfaces but a downed loopback), `--die-with-parent`;
+- every namespace unshared (network included: no interfaces but a downed loopback),
+  `--die-with-parent`. Where this process is not root, the user namespace maps the code to uid
+  65534. Where it is root (CI), a user namespace would map the code to host root, where
+  RLIMIT_NPROC does not bind: so bwrap unshares all but the user namespace, and the launcher, holding only CAP_CHOWN, CAP_SETUID and
+  CAP_SETGID, drops to a host uid of the run's own (HOST_UID_BASE + a number no other run of this
+  process holds; no supplementary groups, no capabilities) before it does anything else;
 - a read-only view of only the Python runtime (interpreter, libpython, stdlib), the system shared
   libraries (`/usr/lib/<multiarch>`), the directories that hold the system's fonts (matplotlib's
   `font_manager.findSystemFonts`: fontconfig's list and the usual font directories) and the
@@ -16,21 +22,35 @@ The boundary is Debian's bubblewrap (`bwrap`); the code runs in a fresh process 
   `matplotlibrc` whose `font.family` is the default sans-serif (DejaVu Sans) followed by the
   installed families that draw what it cannot (CJK, Arabic, ...: `font_fallback()`), so text in
   any script an installed font covers is drawn, not shown as boxes;
-- a fresh temporary working directory (`/sandbox/work`) as the only writable place; `inputs` are
-  written there first and `outputs` are the regular files the code left there (symlinks, FIFOs and
-  anything over the caps are not read);
-- an empty environment but `PATH`, `HOME`, `MPLBACKEND=Agg`, `MPLCONFIGDIR` and single-threaded BLAS;
-- rlimits on CPU time, address space, processes, open files and file size, set by a tiny launcher
-  inside the sandbox before the code runs, plus a seccomp filter the launcher installs: no new
-  processes (threads only), no `execve`, no `ptrace`, no sockets but AF_UNIX. `RLIMIT_NPROC` does
-  not bind a process whose user is root outside the user namespace, so the filter is what stops a
-  fork bomb when this runs as root;
+- a working directory (`/sandbox/work`) that is a tmpfs of the sandbox's own, WORKDIR_BYTES at
+  most, as the only writable place: the bound counts nameless (O_TMPFILE) and unlinked-but-open
+  files too, and nothing the code writes reaches the host's disk (its pages are memory, shared
+  memory outside RLIMIT_AS, up to WORKDIR_BYTES). The launcher copies `inputs` there and hands the
+  host a descriptor of it before the code runs; `outputs` are the regular files the code left
+  there, read through that descriptor (symlinks, FIFOs and anything over the caps are not read);
+- an empty environment but `PATH`, `HOME`, `MPLBACKEND=Agg`, `MPLCONFIGDIR` and single-threaded BLAS
+  (OpenBLAS, OpenMP, MKL);
+- rlimits on CPU time, address space, processes (NPROC, threads included: it binds as root too,
+  as above, and runs at once never share it), open files (NOFILE) and file size, set by a tiny
+  launcher inside the sandbox before the code runs, plus a seccomp filter the launcher installs:
+  no new processes (threads only), no `execve`, no `ptrace`, no `memfd_create` (memory outside
+  RLIMIT_AS), no sockets but AF_UNIX;
+- every unpickler in the sandbox refusing globals (`pickle`, `_pickle`, pandas' `pickle_compat`,
+  so `pd.read_pickle` and `np.load(allow_pickle=True)` too): a pickle naming `builtins.exec` would
+  run code the AST check never saw;
 - a wall-clock limit: the whole process group (and with it the sandbox's PID namespace) is killed
-  with SIGKILL at `timeout_s`, or as soon as the working directory grows past its cap.
+  with SIGKILL at `timeout_s`, or as soon as the working directory is full or past its caps in
+  entries and depth; a run that leaves it full fails so too.
 
-An AST check (import allow-list, no dunder attribute escapes, no `eval`/`exec`/`__import__`) runs
-first as defence in depth; the sandbox is the boundary. Where bwrap is missing or cannot start the
-sandbox, nothing runs: `ok` is False and `error` names bwrap and the fix.
+Limits that remain: memory is RLIMIT_AS per run plus the working directory's tmpfs and kernel
+buffers (pipes, at most NOFILE of them); entries and depth are checked every POLL_S, so a burst of
+empty files or directories between two checks (and at the end) is only bounded by the rate it
+is made at.
+
+An AST check (import allow-list, no dunder attribute escapes, no `eval`/`exec`/`__import__`, no
+unpickling: `read_pickle`, `to_pickle`, `allow_pickle`) runs first as defence in depth; the
+sandbox is the boundary. Where bwrap is missing or cannot start the sandbox, nothing runs: `ok`
+is False and `error` names bwrap and the fix.
 
 Errors (`r.error`): "timeout", "memory", "killed", "exit code N", "blocked: <why>", and
 "sandbox failure: <why>" where this side failed (run_python never raises). "memory" comes from
@@ -47,8 +67,10 @@ import json
 import os
 import platform
 import re
+import secrets
 import shutil
 import signal
+import socket
 import stat
 import struct
 import subprocess
@@ -58,6 +80,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -66,15 +89,17 @@ from pathlib import Path
 CPU_SECONDS = 60  # RLIMIT_CPU; the wall clock (timeout_s) usually fires first
 MEMORY_BYTES = 2 * 1024**3  # RLIMIT_AS
 FILE_BYTES = 16 * 1024**2  # RLIMIT_FSIZE: the largest single file (stdout/stderr included)
-WORKDIR_BYTES = 64 * 1024**2  # the working directory as a whole (watched from outside)
+WORKDIR_BYTES = 64 * 1024**2  # the working directory as a whole (its tmpfs's size)
 WORKDIR_FILES = 2000  # entries in the working directory
 WORKDIR_DEPTH = 32  # directory levels in the working directory
 CODE_CHARS = 200_000  # the longest code the AST check parses (deep nesting exhausts the parser)
 MEMORY_EXIT = 109  # the launcher's exit status for a MemoryError that ended the code
 OUTPUT_BYTES = 32 * 1024**2  # the most that comes back as outputs
 STDOUT_CHARS = 1_000_000  # the most stdout that comes back
-NPROC = 64  # RLIMIT_NPROC (threads count); binds where the caller is not root
-NOFILE = 256  # RLIMIT_NOFILE
+NPROC = 64  # RLIMIT_NPROC (threads count); binds as root too (the code runs as a uid of its own)
+# RLIMIT_NOFILE: matplotlib holds each font it draws with open (DejaVu, up to FONT_FALLBACK_MAX
+# fallback families, the mathtext fonts), so not much lower; it bounds pipe buffers too
+NOFILE = 128
 POLL_S = 0.02  # how often the working directory is measured while the code runs
 
 # Packages the code may use, and the distributions bound into the sandbox for them.
@@ -183,6 +208,13 @@ DENIED_NAMES = frozenset(
         "sysconfig",
     }
 )
+# Names that unpickle (a pickle can name builtins.exec and run code this check never saw):
+# refused as names, attributes, keywords (np.load(allow_pickle=True)) and as a string that is
+# nothing but a dotted name (operator.attrgetter("read_pickle")). The launcher also makes every
+# unpickler in the sandbox refuse globals; the sandbox holds without either.
+PICKLE_NAMES = frozenset(
+    {"read_pickle", "to_pickle", "allow_pickle", "pickle_compat", "pickle", "cPickle", "dill"}
+)
 ALLOWED_DUNDERS = frozenset({"__name__", "__doc__", "__init__", "__len__", "__version__"})
 
 SANDBOX = "/sandbox"
@@ -193,8 +225,9 @@ MPLCONFIG = ".mplconfig"  # inside the working directory; not an output
 FONT_FALLBACK_MAX = 40  # families after the default one in font.family (each is loaded per run)
 
 BWRAP_FIX = (
-    "install bubblewrap (`apt-get install bubblewrap`) and make sure user namespaces are "
-    "allowed (sysctl user.max_user_namespaces > 0); code is never run unsandboxed"
+    "install bubblewrap (`apt-get install bubblewrap`; one that has --size, as Debian 12's 0.8 "
+    "does) and make sure user namespaces are allowed (sysctl user.max_user_namespaces > 0); code is never run "
+    "unsandboxed"
 )
 
 
@@ -276,13 +309,24 @@ def check_code(code: str) -> str | None:
                 return f"blocked: dunder attribute {node.attr!r} at line {line}"
             if node.attr in DENIED_NAMES:  # matplotlib.os, np.ctypeslib
                 return f"blocked: attribute {node.attr!r} at line {line} names a module"
+            if node.attr in PICKLE_NAMES:  # pd.read_pickle, df.to_pickle
+                return f"blocked: attribute {node.attr!r} at line {line} unpickles"
         elif isinstance(node, ast.Name):
             if node.id in BLOCKED_NAMES or (_is_dunder(node.id) and node.id not in ALLOWED_DUNDERS):
                 return f"blocked: name {node.id!r} at line {line}"
+            if node.id in PICKLE_NAMES:  # from pandas import read_pickle
+                return f"blocked: name {node.id!r} at line {line} unpickles"
+        elif isinstance(node, ast.keyword) and node.arg in PICKLE_NAMES:
+            return f"blocked: keyword {node.arg!r} at line {getattr(node, 'lineno', '?')}"
+        elif isinstance(node, ast.alias) and node.name.split(".")[-1] in PICKLE_NAMES:
+            return f"blocked: import of {node.name!r} at line {getattr(node, 'lineno', '?')}"
         elif isinstance(node, ast.Constant) and isinstance(node.value, str):
             hit = re.search(r"__[A-Za-z0-9_]+__", node.value)
             if hit and hit.group(0) not in ALLOWED_DUNDERS:
                 return f"blocked: string naming {hit.group(0)!r} at line {line}"
+            if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*", node.value):
+                if PICKLE_NAMES.intersection(node.value.split(".")):
+                    return f"blocked: string naming {node.value!r} at line {line} unpickles"
     return None
 
 
@@ -320,6 +364,8 @@ _SYSCALLS = {
             "keyctl": 250,
             "perf_event_open": 298,
             "userfaultfd": 323,
+            "memfd_create": 319,
+            "memfd_secret": 447,
         },
     ),
     "aarch64": (
@@ -346,6 +392,8 @@ _SYSCALLS = {
             "keyctl": 219,
             "perf_event_open": 241,
             "userfaultfd": 282,
+            "memfd_create": 279,
+            "memfd_secret": 447,
         },
     ),
 }
@@ -363,7 +411,8 @@ def seccomp_program(machine: str | None = None) -> bytes:
     No new processes (clone without CLONE_THREAD, fork, vfork: EPERM; clone3: ENOSYS so that
     glibc falls back to clone for threads), no execve/execveat, ptrace, unshare, setns, mount,
     bpf, process_vm_*, io_uring (it could open sockets without socket()), keyrings,
-    perf_event_open, userfaultfd; sockets only AF_UNIX. Other architectures are killed outright.
+    perf_event_open, userfaultfd, memfd_create and memfd_secret (memory outside RLIMIT_AS);
+    sockets only AF_UNIX. Other architectures are killed outright.
     """
     machine = machine or platform.machine()
     if machine not in _SYSCALLS:
@@ -405,6 +454,8 @@ def seccomp_program(machine: str | None = None) -> bytes:
             "keyctl",
             "perf_event_open",
             "userfaultfd",
+            "memfd_create",
+            "memfd_secret",
         )
         if name in nr
     ]
@@ -429,12 +480,38 @@ def seccomp_program(machine: str | None = None) -> bytes:
     return b"".join(struct.pack("=HBBI", *ins) for ins in prog)
 
 
-# The launcher runs inside the sandbox before the code: closes inherited descriptors, sets the
-# rlimits, installs the seccomp filter, puts the bound site-packages on sys.path and runs main.py.
+# The launcher runs inside the sandbox before the code: where bwrap ran as root, gives the
+# working directory to the run's host uid and drops to it (cfg["uid"]); copies the inputs into
+# the working directory (this sandbox's own tmpfs) and hands the host a descriptor of it over the socket in
+# cfg["chan"] (the host reads the outputs through it, even once the sandbox is gone), closes
+# inherited descriptors, sets the rlimits, installs the seccomp filter, makes unpickling refuse
+# every global (a pickle naming builtins.exec would run code the AST check never saw), puts the
+# bound site-packages on sys.path and runs main.py.
 LAUNCHER = r"""
-import ctypes, json, os, resource, sys
-os.closerange(3, 65536)
+import ctypes, json, os, resource, socket, sys
 cfg = json.loads(sys.argv[1])
+uid = cfg["uid"]
+if uid is not None:  # bwrap ran as root: from here on the run's own unprivileged host uid
+    os.chown(cfg["work"], uid, uid)
+    os.setgroups([])
+    os.setresgid(uid, uid, uid)
+    os.setresuid(uid, uid, uid)  # clears every capability
+    if os.getresuid() != (uid,) * 3 or os.getresgid() != (uid,) * 3 or os.getgroups():
+        sys.exit("sandbox launcher: could not drop to uid %d" % uid)
+for top, dirs, files in os.walk(cfg["inputs"]):
+    dest = os.path.join(cfg["work"], os.path.relpath(top, cfg["inputs"]))
+    os.makedirs(dest, exist_ok=True)
+    for name in files:
+        with open(os.path.join(top, name), "rb") as src, open(os.path.join(dest, name), "wb") as dst:
+            dst.write(src.read())
+work = os.open(cfg["work"], os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+chan = socket.socket(fileno=cfg["chan"])
+socket.send_fds(chan, [b"w"], [work])
+chan.close()
+os.close(work)
+del chan, work, socket
+sys.modules.pop("socket", None)
+os.closerange(3, 65536)
 for name, value in cfg["rlimits"].items():
     resource.setrlimit(getattr(resource, name), (value, value))
 libc = ctypes.CDLL(None, use_errno=True)
@@ -450,6 +527,34 @@ if prog:
     del fprog, SockFprog
 del libc, prog, ctypes
 sys.modules.pop("ctypes", None)
+
+
+def refuse_unpickling_globals():
+    import io, pickle, _pickle
+
+    def refuse_global(self, module, name):
+        raise pickle.UnpicklingError(
+            "sandbox: unpickling refuses every global (%s.%s): pickles may not name callables"
+            % (module, name)
+        )
+
+    class Unpickler(_pickle.Unpickler):
+        find_class = refuse_global
+
+    def load(file, **kwargs):
+        return Unpickler(file, **kwargs).load()
+
+    def loads(data, /, **kwargs):
+        return Unpickler(io.BytesIO(data), **kwargs).load()
+
+    pickle._Unpickler.find_class = refuse_global  # the pure-Python one (pandas' pickle_compat)
+    for module in (pickle, _pickle):
+        module.Unpickler, module.load, module.loads = Unpickler, load, loads
+    pickle._load, pickle._loads = load, loads
+
+
+refuse_unpickling_globals()
+del refuse_unpickling_globals
 sys.path[:] = [cfg["site"]] + [p for p in sys.path if p and not p.startswith(cfg["run"])]
 sys.argv = ["main.py"]
 import runpy
@@ -549,22 +654,39 @@ def _system_libdir() -> str:
     return path if path and os.path.isdir(path) else "/usr/lib"
 
 
-def _bwrap_args(bwrap: str, workdir: Path, rundir: Path, status_fd: int) -> list[str]:
+def _bwrap_args(bwrap: str, rundir: Path, status_fd: int, privileged: bool) -> list[str]:
+    """bwrap's command line. `privileged` (this process is root): no user namespace, whose
+    uid would map to host root, but the launcher gets CAP_CHOWN, CAP_SETUID and CAP_SETGID to
+    give the working directory to the run's own host uid and drop to it before anything else."""
+    if privileged:
+        unshare = [
+            "--unshare-ipc",
+            "--unshare-pid",
+            "--unshare-net",
+            "--unshare-uts",
+            "--unshare-cgroup-try",
+            "--cap-add",
+            "CAP_CHOWN,CAP_SETUID,CAP_SETGID",
+        ]
+    else:
+        unshare = ["--unshare-all", "--unshare-net", "--uid", "65534", "--gid", "65534"]
     args = [
         bwrap,
-        "--unshare-all",
-        "--unshare-net",
+        *unshare,
         "--die-with-parent",
         "--new-session",
         "--clearenv",
         "--json-status-fd",
         str(status_fd),
-        "--uid",
-        "65534",
-        "--gid",
-        "65534",
         "--hostname",
         "sandbox",
+    ]
+    # the directories above each bind, made here world-searchable: bwrap would make those of
+    # a path under /root as closed as the host's, and the code's uid could not pass them
+    dests = [_system_libdir(), "/usr/lib64", *(d for _, d in _runtime_binds()), *_font_dirs()]
+    for parent in _parents([*dests, SITE, RUN, WORK]):
+        args += ["--perms", "0755", "--dir", parent]
+    args += [
         "--ro-bind",
         _system_libdir(),
         _system_libdir(),
@@ -591,7 +713,10 @@ def _bwrap_args(bwrap: str, workdir: Path, rundir: Path, status_fd: int) -> list
     args += ["--dir", SITE]
     for host, name in _site_entries():
         args += ["--ro-bind", host, f"{SITE}/{name}"]
-    args += ["--ro-bind", str(rundir), RUN, "--bind", str(workdir), WORK]
+    args += ["--ro-bind", str(rundir), RUN]
+    # the working directory is a tmpfs of its own, WORKDIR_BYTES at most: the bound holds for
+    # nameless (O_TMPFILE) and unlinked-but-open files too, and nothing reaches the host's disk
+    args += ["--perms", "0700", "--size", str(WORKDIR_BYTES), "--tmpfs", WORK]
     # the sandbox's root and /dev are tmpfs bwrap built: read-only too, so the workdir is the
     # one writable place (device nodes such as /dev/null still accept writes)
     args += ["--remount-ro", "/", "--remount-ro", "/dev", "--chdir", WORK]
@@ -609,6 +734,20 @@ def _bwrap_args(bwrap: str, workdir: Path, rundir: Path, status_fd: int) -> list
     for k, v in env.items():
         args += ["--setenv", k, v]
     return args
+
+
+def _parents(dests: list[str]) -> list[str]:
+    """Every directory above the paths in dests, shallowest first, leaving out those that are
+    one of dests or lie inside one (they come from the host with the bind)."""
+    inside = [d.rstrip("/") + "/" for d in dests]
+    found: set[str] = set()
+    for dest in dests:
+        parts = Path(dest).parts
+        for i in range(2, len(parts)):
+            parent = str(Path(*parts[:i]))
+            if not any((parent + "/").startswith(d) for d in inside):
+                found.add(parent)
+    return sorted(found, key=lambda d: (d.count("/"), d))
 
 
 # --------------------------------------------------------------------------- running
@@ -678,19 +817,63 @@ def _run_once(
                 False,
                 error=f"blocked: input name {name!r} must be a relative path without '..'",
             )
-    tmp = tempfile.mkdtemp(prefix="refinery-sandbox-")
+    with _host_uid(os.geteuid() == 0) as uid:
+        tmp = tempfile.mkdtemp(prefix="refinery-sandbox-")
+        try:
+            return _run_in(
+                tmp, t0, bwrap, uid, seccomp, code, inputs, timeout_s, harvest_fonts, seccomp_filter
+            )
+        finally:
+            _remove_tree(tmp)  # the code may leave a tree deeper than shutil.rmtree can recurse
+
+
+# Host uids the code runs as when this process is root, one per run at a time: RLIMIT_NPROC
+# binds no process whose user is root on the host (whatever uid it has inside a user namespace),
+# and a uid of its own keeps one run's threads from counting against another's.
+HOST_UID_BASE = 0x74000000  # above the ranges systemd and subordinate-uid allocation hand out
+HOST_UID_COUNT = 65536
+_UIDS_IN_USE: set[int] = set()
+_UID_LOCK = threading.Lock()
+
+
+@contextmanager
+def _host_uid(needed: bool) -> Iterator[int | None]:
+    """A host uid from HOST_UID_BASE.. that no other run of this process holds (None where not
+    needed)."""
+    if not needed:
+        yield None
+        return
+    with _UID_LOCK:
+        while True:
+            uid = HOST_UID_BASE + secrets.randbelow(HOST_UID_COUNT)
+            if uid not in _UIDS_IN_USE:
+                _UIDS_IN_USE.add(uid)
+                break
     try:
-        return _run_in(
-            tmp, t0, bwrap, seccomp, code, inputs, timeout_s, harvest_fonts, seccomp_filter
-        )
+        yield uid
     finally:
-        _remove_tree(tmp)  # the code may leave a tree deeper than shutil.rmtree can recurse
+        with _UID_LOCK:
+            _UIDS_IN_USE.discard(uid)
+
+
+def _share_with(path: Path, gid: int) -> None:
+    """Make the files under path readable by group gid (the code's host uid) and no one else."""
+    os.chown(path, 0, gid)
+    os.chmod(path, 0o750)
+    for top, dirs, files in os.walk(path):
+        for name in dirs:
+            os.chown(os.path.join(top, name), 0, gid)
+            os.chmod(os.path.join(top, name), 0o750)
+        for name in files:
+            os.chown(os.path.join(top, name), 0, gid)
+            os.chmod(os.path.join(top, name), 0o640)
 
 
 def _run_in(
     tmp: str,
     t0: float,
     bwrap: str,
+    uid: int | None,
     seccomp: bytes,
     code: str,
     inputs: dict[str, bytes],
@@ -699,21 +882,24 @@ def _run_in(
     seccomp_filter: bool,
 ) -> SandboxResult:
     tmp_path = Path(tmp)
-    workdir, rundir = tmp_path / "work", tmp_path / "run"
-    workdir.mkdir()
+    rundir = tmp_path / "run"
+    indir = rundir / "in"  # copied into the working directory by the launcher
     rundir.mkdir()
     (rundir / "empty").mkdir()
-    (workdir / MPLCONFIG).mkdir()
+    (indir / MPLCONFIG).mkdir(parents=True)
     for name, data in _FONT_CACHE.items():
-        (workdir / MPLCONFIG / name).write_bytes(data)
+        (indir / MPLCONFIG / name).write_bytes(data)
     if _FONT_FALLBACK:
-        (workdir / MPLCONFIG / "matplotlibrc").write_text(_matplotlibrc(_FONT_FALLBACK))
+        (indir / MPLCONFIG / "matplotlibrc").write_text(_matplotlibrc(_FONT_FALLBACK))
     for name, data in inputs.items():
-        target = workdir / name
+        target = indir / name
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_bytes(data)
     (rundir / "launch.py").write_text(LAUNCHER)
     (rundir / "main.py").write_text(code)
+    if uid is not None:  # main.py and the inputs are read after the launcher drops to uid
+        _share_with(rundir, uid)
+    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
     cfg = {
         "rlimits": {
             "RLIMIT_CPU": CPU_SECONDS,
@@ -727,9 +913,13 @@ def _run_in(
         "site": SITE,
         "run": RUN,
         "main": f"{RUN}/main.py",
+        "inputs": f"{RUN}/in",
+        "work": WORK,
+        "chan": theirs.fileno(),
+        "uid": uid,
     }
     status_r, status_w = os.pipe()
-    cmd = _bwrap_args(bwrap, workdir, rundir, status_w)
+    cmd = _bwrap_args(bwrap, rundir, status_w, privileged=uid is not None)
     cmd += [
         os.path.realpath(sys.executable),
         "-I",
@@ -738,39 +928,67 @@ def _run_in(
         f"{RUN}/launch.py",
         json.dumps(cfg),
     ]
+    workdir: list[int] = []  # the descriptor of the sandbox's working directory, once sent
     with (
+        ours,
+        theirs,
         open(tmp_path / "stdout", "w+b") as out,
         open(tmp_path / "stderr", "w+b") as err,
     ):
         try:
-            proc = subprocess.Popen(
-                cmd,
-                stdin=subprocess.DEVNULL,
-                stdout=out,
-                stderr=err,
-                env={"PATH": "/usr/bin:/bin"},
-                pass_fds=(status_w,),
-                start_new_session=True,
-                cwd=tmp,
+            try:
+                proc = subprocess.Popen(
+                    cmd,
+                    stdin=subprocess.DEVNULL,
+                    stdout=out,
+                    stderr=err,
+                    env={"PATH": "/usr/bin:/bin"},
+                    pass_fds=(status_w, theirs.fileno()),
+                    start_new_session=True,
+                    cwd=tmp,
+                )
+            except OSError as e:
+                os.close(status_r)
+                return SandboxResult(
+                    False,
+                    error=f"blocked: bubblewrap ({bwrap}) could not start: {e}; {BWRAP_FIX}",
+                )
+            finally:
+                os.close(status_w)
+                theirs.close()
+            try:
+                killed_for = _watch(proc, ours, workdir, timeout_s)
+            finally:  # whatever happened here, nothing of the sandbox outlives this call
+                if proc.poll() is None:
+                    _kill_group(proc)
+                status = _read_status(status_r)
+                _reap_namespace(status.get("pid-namespace"))
+            if not workdir:  # sent just before the launcher exited: still in the socket
+                _receive_workdir(ours, workdir)
+            return _result(
+                t0, bwrap, proc, status, killed_for, workdir, inputs, harvest_fonts, out, err
             )
-        except OSError as e:
-            os.close(status_r)
-            os.close(status_w)
-            return SandboxResult(
-                False, error=f"blocked: bubblewrap ({bwrap}) could not start: {e}; {BWRAP_FIX}"
-            )
-        os.close(status_w)
-        try:
-            killed_for = _watch(proc, workdir, timeout_s)
-        finally:  # whatever happened here, nothing of the sandbox outlives this call
-            if proc.poll() is None:
-                _kill_group(proc)
-            status = _read_status(status_r)
-            _reap_namespace(status.get("pid-namespace"))
-        out.seek(0)
-        stdout = out.read(STDOUT_CHARS).decode("utf-8", "replace")
-        err.seek(0)
-        stderr = err.read(STDOUT_CHARS).decode("utf-8", "replace")
+        finally:
+            for fd in workdir:
+                os.close(fd)
+
+
+def _result(
+    t0: float,
+    bwrap: str,
+    proc: subprocess.Popen,
+    status: dict[str, int],
+    killed_for: str | None,
+    workdir: list[int],
+    inputs: dict[str, bytes],
+    harvest_fonts: bool,
+    out,
+    err,
+) -> SandboxResult:
+    out.seek(0)
+    stdout = out.read(STDOUT_CHARS).decode("utf-8", "replace")
+    err.seek(0)
+    stderr = err.read(STDOUT_CHARS).decode("utf-8", "replace")
     seconds = time.monotonic() - t0
     if "child-pid" not in status:
         msg = stderr.strip().splitlines()[-1] if stderr.strip() else "no output"
@@ -780,12 +998,15 @@ def _run_in(
             stderr=stderr,
             seconds=seconds,
         )
-    error = killed_for or _exit_reason(proc.returncode, status.get("exit-code"), stderr)
-    outputs, too_big = _collect(workdir, inputs)
+    error = killed_for
+    if error is None and workdir:  # what the code left at the end, however fast it wrote it
+        error = _over_caps(workdir[0])
+    error = error or _exit_reason(proc.returncode, status.get("exit-code"), stderr)
+    outputs, too_big = _collect(workdir[0], inputs) if workdir else ({}, None)
+    if error is None and not workdir:
+        error = "sandbox failure: the launcher never sent the working directory"
     if harvest_fonts and error is None:
-        for font_list in (workdir / MPLCONFIG).glob("fontlist-*.json"):
-            if font_list.is_file() and not font_list.is_symlink():
-                _FONT_CACHE[font_list.name] = font_list.read_bytes()
+        _FONT_CACHE.update(_font_lists(workdir[0]))
     if error is None and too_big:
         error = too_big
     return SandboxResult(
@@ -796,6 +1017,43 @@ def _run_in(
         stderr=stderr,
         seconds=seconds,
     )
+
+
+def _receive_workdir(chan: socket.socket, workdir: list[int]) -> None:
+    """Take the launcher's descriptor of the working directory from chan if it is there."""
+    chan.setblocking(False)
+    try:
+        _, fds, _, _ = socket.recv_fds(chan, 16, 4)
+    except (BlockingIOError, InterruptedError):
+        return
+    for fd in fds:
+        if not workdir and stat.S_ISDIR(os.fstat(fd).st_mode):
+            workdir.append(fd)
+        else:
+            os.close(fd)
+
+
+def _font_lists(workdir: int) -> dict[str, bytes]:
+    """The fontlist-*.json files matplotlib left in MPLCONFIG (regular files only)."""
+    found: dict[str, bytes] = {}
+    try:
+        conf = os.open(MPLCONFIG, _DIR_FLAGS, dir_fd=workdir)
+    except OSError:
+        return found
+    try:
+        for name in _listdir(conf, WORKDIR_FILES):
+            if not (name.startswith("fontlist-") and name.endswith(".json")):
+                continue
+            try:
+                fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=conf)
+            except OSError:
+                continue
+            with os.fdopen(fd, "rb") as f:
+                if stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+                    found[name] = f.read(OUTPUT_BYTES)
+    finally:
+        os.close(conf)
+    return found
 
 
 # matplotlib's font list, built once per process by our own code in the sandbox (matplotlib
@@ -879,8 +1137,12 @@ def _safe_name(name: str) -> bool:
     )
 
 
-def _watch(proc: subprocess.Popen, workdir: Path, timeout_s: float) -> str | None:
-    """Wait for proc; kill its process group on the wall clock or an oversized workdir."""
+def _watch(
+    proc: subprocess.Popen, chan: socket.socket, workdir: list[int], timeout_s: float
+) -> str | None:
+    """Wait for proc; kill its process group on the wall clock or a working directory over its
+    caps. The working directory's descriptor arrives on chan (into `workdir`) once the launcher
+    has copied the inputs; it is measured from then on."""
     deadline = time.monotonic() + timeout_s
     reason = None
     while True:
@@ -889,15 +1151,27 @@ def _watch(proc: subprocess.Popen, workdir: Path, timeout_s: float) -> str | Non
             break
         except subprocess.TimeoutExpired:
             pass
+        if not workdir:
+            _receive_workdir(chan, workdir)
         if time.monotonic() >= deadline:
             reason = "timeout"
-        else:
-            size, count, reason = _measure(workdir)
-            if size > WORKDIR_BYTES:
-                reason = f"blocked: working directory over {WORKDIR_BYTES} bytes"
+        elif workdir:
+            reason = _over_caps(workdir[0])
         if reason:
             _kill_group(proc)
             break
+    return reason
+
+
+def _over_caps(workdir: int) -> str | None:
+    """Why the working directory is over its caps ("blocked: ..."), or None. The tmpfs holds
+    the bytes to WORKDIR_BYTES (nameless and unlinked files included); a full one is over."""
+    vfs = os.fstatvfs(workdir)
+    if (vfs.f_blocks - vfs.f_bavail) * vfs.f_frsize >= WORKDIR_BYTES:
+        return f"blocked: working directory over {WORKDIR_BYTES} bytes"
+    size, count, reason = _measure(workdir)
+    if size > WORKDIR_BYTES:
+        reason = f"blocked: working directory over {WORKDIR_BYTES} bytes"
     return reason
 
 
@@ -909,7 +1183,7 @@ def _kill_group(proc: subprocess.Popen) -> None:
     proc.wait()
 
 
-def _measure(workdir: Path) -> tuple[int, int, str | None]:
+def _measure(workdir: int) -> tuple[int, int, str | None]:
     """(bytes, entries, why the walk stopped or None) of the working directory, as it is now."""
     size = count = 0
 
@@ -936,9 +1210,10 @@ def _listdir(fd: int, limit: int) -> list[str]:
 
 
 def _walk(
-    workdir: Path, visit: Callable[[int, str, str, os.stat_result], None], skip_top: str = ""
+    workdir: int, visit: Callable[[int, str, str, os.stat_result], None], skip_top: str = ""
 ) -> str | None:
-    """Call visit(dir_fd, relative path, name, lstat) for each entry under workdir, depth first.
+    """Call visit(dir_fd, relative path, name, lstat) for each entry under the directory whose
+    descriptor is workdir, depth first.
 
     No recursion and no path longer than one name (each directory is opened relative to its
     parent's descriptor, never following links), so a tree the code made as deep or as long as
@@ -947,7 +1222,7 @@ def _walk(
     top-level entry that is not walked.
     """
     total = 0
-    root = os.open(workdir, _DIR_FLAGS)
+    root = os.open(".", _DIR_FLAGS, dir_fd=workdir)  # its own offset: walks never share one
     stack: list[tuple[int, str, Iterator[str]]] = []
     try:
         stack.append((root, "", iter(_listdir(root, WORKDIR_FILES))))
@@ -1148,7 +1423,7 @@ def _exit_reason(returncode: int | None, code: int | None, stderr: str = "") -> 
     return f"exit code {code}"
 
 
-def _collect(workdir: Path, inputs: dict[str, bytes]) -> tuple[dict[str, bytes], str | None]:
+def _collect(workdir: int, inputs: dict[str, bytes]) -> tuple[dict[str, bytes], str | None]:
     """Regular files the code left in workdir (never following links), within OUTPUT_BYTES."""
     outputs: dict[str, bytes] = {}
     total = 0
