@@ -14,8 +14,6 @@ from common import yamlio
 
 # Languages written without spaces between words: lengths and shingles count characters.
 CHAR_LANGS = frozenset({"zh", "ja", "th", "lo", "km", "my", "bo", "wuu", "yue"})
-# The longest n of the Gopher n-gram rules (`HeuristicsConfig.max_top_ngram_frac`, ...).
-MAX_RULE_NGRAM = 10
 
 
 class _Strict(BaseModel):
@@ -36,34 +34,6 @@ class HeuristicsConfig(_Strict):
     # U+FFFD replacement characters; above it the document is dropped as `encoding_errors`.
     max_mojibake_ratio: float = Field(0.01, ge=0, le=1)
     max_boilerplate_line_frac: float = Field(0.6, ge=0, le=1)
-    # Gopher's repetition rules (Rae et al. 2021, table A1, as datatrove's
-    # GopherRepetitionFilter), on the boilerplate-stripped text; each is its own drop reason, null
-    # turns one off. Paragraphs are the text's blank-line-separated blocks, lines its lines:
-    # the share of duplicate paragraphs / lines (`dup_para_frac`, `dup_line_frac`) and of the
-    # characters in them (`dup_para_char_frac`, `dup_line_char_frac`).
-    max_dup_para_frac: float | None = Field(0.30, ge=0, le=1)
-    max_dup_para_char_frac: float | None = Field(0.20, ge=0, le=1)
-    max_dup_line_count_frac: float | None = Field(0.30, ge=0, le=1)
-    max_dup_line_char_frac: float | None = Field(0.20, ge=0, le=1)
-    # n -> limit on the share of token characters in the most frequent n-gram (`top_<n>_gram`)
-    # and in every repeat of an n-gram seen before (`dup_<n>_gram`). Tokens are words, or in
-    # CJK-like languages characters, whose n-grams are `char_ngram_scale` times as long.
-    max_top_ngram_frac: dict[int, float] = Field(
-        default_factory=lambda: {2: 0.20, 3: 0.18, 4: 0.16}
-    )
-    max_dup_ngram_frac_by_n: dict[int, float] = Field(
-        default_factory=lambda: {5: 0.15, 6: 0.14, 7: 0.13, 8: 0.12, 9: 0.11, 10: 0.10}
-    )
-    char_ngram_scale: int = Field(2, ge=1, le=4)
-    # FineWeb's line rules (Penedo et al. 2024, datatrove's FineWebQualityFilter): under this
-    # share of lines ending in terminal punctuation -> `line_punct_ratio` (not in the
-    # `no_sentences_exempt` languages); over `max_short_line_frac` of lines at most
-    # `short_line_chars` wide (a CJK character is two) -> `short_line_ratio`; over
-    # `max_dup_line_chars_ratio` of the characters in repeated lines -> `char_dup_ratio`.
-    min_line_punct_frac: float | None = Field(0.12, ge=0, le=1)
-    short_line_chars: int = Field(30, ge=1)
-    max_short_line_frac: float | None = Field(0.67, ge=0, le=1)
-    max_dup_line_chars_ratio: float | None = Field(0.10, ge=0, le=1)
     # A document of at least this many lines (Markdown table rows not counted) none of which ends
     # a sentence (., !, ?, 。, ！, ？, ।, ؟, ... or a closing quote or bracket after one) is a
     # keyword list, not text: dropped as `no_sentences` (FineWeb's line-punctuation rule, at its
@@ -84,16 +54,6 @@ class HeuristicsConfig(_Strict):
             r"^©",
         ]
     )
-
-    @field_validator("max_top_ngram_frac", "max_dup_ngram_frac_by_n")
-    @classmethod
-    def _ngram_limits(cls, v: dict[int, float]) -> dict[int, float]:
-        for n, limit in v.items():
-            if not 1 <= n <= MAX_RULE_NGRAM:
-                raise ValueError(f"n-gram length {n} must be in 1..{MAX_RULE_NGRAM}")
-            if not 0 <= limit <= 1:
-                raise ValueError(f"limit of the {n}-grams must be in [0, 1], got {limit}")
-        return v
 
 
 class SafetyConfig(_Strict):
@@ -140,23 +100,11 @@ class Threshold(_Strict):
 # - boilerplate (the page is mostly chrome), encoding_errors (damaged text), too_long.
 # Any of them may be listed in quality.rescue_reasons.
 RESCUABLE_REASONS = ("too_short", "symbol_ratio")
-# Gopher's repetition rules and FineWeb's line rules (filters.heuristics.check).
-REPETITION_REASONS = (
-    "dup_para_frac",
-    "dup_para_char_frac",
-    "dup_line_frac",
-    "dup_line_char_frac",
-    *(f"top_{n}_gram" for n in range(1, MAX_RULE_NGRAM + 1)),
-    *(f"dup_{n}_gram" for n in range(1, MAX_RULE_NGRAM + 1)),
-)
-LINE_REASONS = ("line_punct_ratio", "short_line_ratio", "char_dup_ratio")
 HEURISTIC_REASONS = frozenset(
     {
         *RESCUABLE_REASONS,
         "repeated_lines",
         "repeated_ngrams",
-        *REPETITION_REASONS,
-        *LINE_REASONS,
         "boilerplate",
         "encoding_errors",
         "too_long",

@@ -1,5 +1,4 @@
-"""Relaxed, per-language text heuristics, then Gopher's repetition rules and FineWeb's line
-rules (`check`); each rule has its own drop reason.
+"""Relaxed, per-language text heuristics; each rule has its own drop reason.
 
 Line-level boilerplate (cookie banners, copyright lines, navigation words) is removed from the
 text first; a document that is mostly boilerplate is dropped with reason `boilerplate`.
@@ -155,157 +154,8 @@ def top_ngram_frac(toks: list[str], n: int) -> float:
     return min(1.0, count * sum(len(t) for t in gram) / max(1, total))
 
 
-def _duplicates(items: list[str]) -> tuple[int, int]:
-    """(items that repeat an earlier item, their characters): datatrove's find_duplicates."""
-    seen: set[str] = set()
-    count = chars = 0
-    for s in items:
-        if s in seen:
-            count += 1
-            chars += len(s)
-        else:
-            seen.add(s)
-    return count, chars
-
-
-def dup_ngram_chars(toks: list[str], n: int) -> int:
-    """Token characters inside n-grams that repeat an earlier n-gram (Gopher's duplicate
-    n-grams): a token in several such n-grams counts once, an n-gram's first occurrence not at
-    all."""
-    if len(toks) <= n:
-        return 0
-    seen: set[tuple[str, ...]] = set()
-    dup = bytearray(len(toks))
-    for i, gram in enumerate(zip(*(toks[k:] for k in range(n)), strict=False)):
-        if gram in seen:
-            dup[i : i + n] = b"\x01" * n
-        else:
-            seen.add(gram)
-    return sum(len(t) for t, d in zip(toks, dup, strict=True) if d)
-
-
-def top_ngram_chars(toks: list[str], n: int, sep: int = 1) -> int:
-    """Characters of every occurrence of the most frequent n-gram, `sep` characters between its
-    tokens (datatrove's find_top_duplicate of space-joined n-grams); 0 when no n-gram repeats."""
-    if len(toks) <= n:
-        return 0
-    gram, count = Counter(zip(*(toks[i:] for i in range(n)), strict=False)).most_common(1)[0]
-    if count < 2:
-        return 0
-    return count * (sum(len(t) for t in gram) + sep * (n - 1))
-
-
-_PARAGRAPH_BREAK = re.compile(r"\n[^\S\n]*\n\s*")
-
-
-def paragraphs(text: str, cfg: HeuristicsConfig, lang: str | None = None) -> list[str]:
-    """The blank-line-separated blocks of `text`, each without its boilerplate lines
-    (`strip_boilerplate`); blocks left empty are gone. Extraction writes one paragraph per line
-    and no blank lines: such a text is one paragraph."""
-    blocks = _PARAGRAPH_BREAK.split(text.strip())
-    if len(blocks) < 2:
-        return [strip_boilerplate(text, cfg, lang)[0]]
-    out = [strip_boilerplate(b, cfg, lang)[0] for b in blocks]
-    return [b for b in out if b]
-
-
-def repetition_reason(
-    paras: list[str],
-    lines: list[str],
-    toks: list[str],
-    chars: int,
-    *,
-    para_frac: float | None,
-    para_char_frac: float | None,
-    line_frac: float | None,
-    line_char_frac: float | None,
-    top_ngrams: dict[int, float],
-    dup_ngrams: dict[int, float],
-    scale: int = 1,
-) -> str | None:
-    """Gopher's repetition rules as datatrove's GopherRepetitionFilter, in its order, the first
-    that fires (None: none): the share of duplicate paragraphs and lines, and of the characters
-    in them; the characters of the top n-gram and of the duplicate n-grams of `toks` over n x
-    `scale` tokens (space-joined, unless `scale` > 1: characters). Character shares are of
-    `chars`, the text's length; limits of None are off; a share must exceed its limit."""
-    if not chars:
-        return None
-    for items, frac, char_frac, name in (
-        (paras, para_frac, para_char_frac, "para"),
-        (lines, line_frac, line_char_frac, "line"),
-    ):
-        if len(items) < 2:
-            continue
-        count, dup_chars = _duplicates(items)
-        if frac is not None and count / len(items) > frac:
-            return f"dup_{name}_frac"
-        if char_frac is not None and dup_chars / chars > char_frac:
-            return f"dup_{name}_char_frac"
-    sep = 1 if scale == 1 else 0
-    for n, limit in sorted(top_ngrams.items()):
-        if top_ngram_chars(toks, n * scale, sep) / chars > limit:
-            return f"top_{n}_gram"
-    for n, limit in sorted(dup_ngrams.items()):
-        if dup_ngram_chars(toks, n * scale) / chars > limit:
-            return f"dup_{n}_gram"
-    return None
-
-
-# FineWeb's line-ending rule counts a line ending in ".", "!", "?" or a quote (its first
-# version's stop characters; later ones take Unicode's sentence terminals): here the sentence
-# terminals of the common scripts (Latin, CJK full and half width, Devanagari, Arabic and Urdu,
-# Armenian, Ethiopic, Burmese, Tibetan, Khmer, the ellipsis) and closing quotes, after which
-# closing brackets may follow. Thai, Lao and Khmer prose ends sentences with a space
-# (`no_sentences_exempt`): that rule never judges them.
-_LINE_END = re.compile(
-    "[.!?\u2026\u3002\uff01\uff1f\uff0e\uff61\u0964\u0965\u061f\u06d4\u0589\u1362\u104b"
-    "\u0f0d\u17d4\u17d5\"'\u2019\u201d\u00bb\u300d\u300f][)\\]\uff09\u3011\u300b]*$"
-)
-
-
-def line_width(line: str) -> int:
-    """Characters of a line, a CJK one (kana, ideograph, hangul) counting two."""
-    return len(line) + len(_WIDE.findall(line))
-
-
-def _ends_sentence(line: str) -> bool:
-    """A line ending in terminal punctuation (`_LINE_END`), or a paragraph (`_PROSE_LINE` wide)
-    with two sentence ends inside: one that closes on a citation or a parenthesis is prose."""
-    if _LINE_END.search(line):
-        return True
-    return line_width(line) >= _PROSE_LINE and len(_INNER_END.findall(line)) >= 2
-
-
-def line_reason(lines: list[str], lang: str, cfg: HeuristicsConfig) -> str | None:
-    """FineWeb's line rules on the non-empty, stripped lines: `line_punct_ratio`,
-    `short_line_ratio` (both with Markdown table rows set aside, as `no_sentences` does; a
-    paragraph whose last sentence ends in a parenthesis still ends sentences; both left to
-    `no_sentences` when it holds) and `char_dup_ratio` (see HeuristicsConfig), the first that
-    fires."""
-    text_lines = [s for s in lines if not (s.startswith("|") and s.endswith("|"))]
-    if no_sentences("\n".join(lines), lang, cfg):
-        # Not one sentence: `no_sentences` drops it after the safety step (a list of unsafe
-        # words stays `unsafe_content`).
-        text_lines = []
-    if text_lines and cfg.min_line_punct_frac is not None and lang not in cfg.no_sentences_exempt:
-        ended = sum(1 for s in text_lines if _ends_sentence(s))
-        if ended / len(text_lines) < cfg.min_line_punct_frac:
-            return "line_punct_ratio"
-    if text_lines and cfg.max_short_line_frac is not None:
-        short = sum(1 for s in text_lines if line_width(s) <= cfg.short_line_chars)
-        if short / len(text_lines) > cfg.max_short_line_frac:
-            return "short_line_ratio"
-    total = sum(len(s) for s in lines)
-    if cfg.max_dup_line_chars_ratio is not None and total:
-        if _duplicates(lines)[1] / total > cfg.max_dup_line_chars_ratio:
-            return "char_dup_ratio"
-    return None
-
-
 def check(text: str, lang: str, cfg: HeuristicsConfig) -> tuple[str, str | None]:
-    """Apply the rules to one document; return (boilerplate-stripped text, drop reason or None).
-    The relaxed rules first, then Gopher's repetition rules (`repetition_reason`), then
-    FineWeb's line rules (`line_reason`)."""
+    """Apply the rules to one document; return (boilerplate-stripped text, drop reason or None)."""
     clean, kept_lines, removed = strip_boilerplate(text, cfg, lang)
     if kept_lines + removed and removed / (kept_lines + removed) > cfg.max_boilerplate_line_frac:
         return clean, "boilerplate"
@@ -326,21 +176,7 @@ def check(text: str, lang: str, cfg: HeuristicsConfig) -> tuple[str, str | None]
     n = cfg.dup_ngram_n if not is_char_lang(lang) else cfg.dup_ngram_n + 2
     if top_ngram_frac(toks, n) > cfg.max_dup_ngram_frac:
         return clean, "repeated_ngrams"
-    lines = clean.splitlines()
-    reason = repetition_reason(
-        paragraphs(text, cfg, lang),
-        lines,
-        toks,
-        len(clean),
-        para_frac=cfg.max_dup_para_frac,
-        para_char_frac=cfg.max_dup_para_char_frac,
-        line_frac=cfg.max_dup_line_count_frac,
-        line_char_frac=cfg.max_dup_line_char_frac,
-        top_ngrams=cfg.max_top_ngram_frac,
-        dup_ngrams=cfg.max_dup_ngram_frac_by_n,
-        scale=cfg.char_ngram_scale if is_char_lang(lang) else 1,
-    )
-    return clean, reason or line_reason(lines, lang, cfg)
+    return clean, None
 
 
 # The end of a sentence: terminal punctuation of the common scripts (Latin and Cyrillic, CJK full
@@ -386,16 +222,15 @@ def no_sentences(text: str, lang: str, cfg: HeuristicsConfig) -> bool:
 
 
 def gopher_baseline(text: str, lang: str = "en") -> str | None:
-    """Strict Gopher-style rules (Rae et al. 2021): the heuristics-only baseline in bench. The
-    repetition rules are all of Gopher's (`GOPHER_REPETITION`: duplicate paragraphs and lines,
-    top 2- to 4-grams, duplicate 5- to 10-grams), reason `gopher_<rule>`."""
+    """Strict Gopher-style rules (Rae et al. 2021): the heuristics-only baseline in bench."""
     if is_char_lang(lang):
-        # Gopher has no CJK rules; apply its length and repetition rules over characters
-        # (n-grams of 2n characters).
+        # Gopher has no CJK rules; apply its length and repetition rules over characters.
         chars = tokens(text, lang)
         if len(chars) < 100:
             return "gopher_length"
-        return _gopher_repetition(text, chars, scale=2)
+        if dup_line_frac(text) > 0.2:
+            return "gopher_dup_lines"
+        return "gopher_top_ngram" if top_ngram_frac(chars, 4) > 0.2 else None
     words = WORD.findall(text)
     n = len(words)
     if n < 50 or n > 100_000:
@@ -414,23 +249,9 @@ def gopher_baseline(text: str, lang: str = "en") -> str | None:
     stop = {"the", "be", "to", "of", "and", "that", "have", "with"}
     if lang == "en" and sum(1 for w in words if w.lower() in stop) < 2:
         return "gopher_stop_words"
-    return _gopher_repetition(text, [w.lower() for w in words])
-
-
-# Gopher's repetition limits (Rae et al. 2021, table A1).
-GOPHER_REPETITION = {
-    "para_frac": 0.30,
-    "para_char_frac": 0.20,
-    "line_frac": 0.30,
-    "line_char_frac": 0.20,
-    "top_ngrams": {2: 0.20, 3: 0.18, 4: 0.16},
-    "dup_ngrams": {5: 0.15, 6: 0.14, 7: 0.13, 8: 0.12, 9: 0.11, 10: 0.10},
-}
-
-
-def _gopher_repetition(text: str, toks: list[str], scale: int = 1) -> str | None:
-    """`repetition_reason` with Gopher's limits on the whole text: `gopher_<rule>`."""
-    paras = [p.strip() for p in _PARAGRAPH_BREAK.split(text.strip()) if p.strip()]
-    lines = [s for s in (x.strip() for x in text.splitlines()) if s]
-    reason = repetition_reason(paras, lines, toks, len(text), scale=scale, **GOPHER_REPETITION)
-    return f"gopher_{reason}" if reason else None
+    if dup_line_frac(text) > 0.2:
+        return "gopher_dup_lines"
+    toks = [w.lower() for w in words]
+    if top_ngram_frac(toks, 2) > 0.2 or top_ngram_frac(toks, 3) > 0.18:
+        return "gopher_top_ngram"
+    return None

@@ -23,7 +23,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from filters.config import CHAR_LANGS, LINE_REASONS, REPETITION_REASONS
+from filters.config import CHAR_LANGS
 
 TOKENIZER = (
     "whitespace words (runs of characters that are not Unicode white space); in "
@@ -51,8 +51,6 @@ STEPS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "symbol_ratio",
             "repeated_lines",
             "repeated_ngrams",
-            *REPETITION_REASONS,
-            *LINE_REASONS,
         ),
     ),
     ("safety", ("toxic", "nsfw", "unsafe_content")),

@@ -26,10 +26,9 @@ def test_short_text_is_dropped_as_too_short():
 
 
 def test_cjk_length_counts_characters():
-    # Two different sentences: one sentence twice is a duplicated text (Gopher's dup_5_gram).
     zh = (
         "这座古老的石桥横跨河流最窄的地方，水流湍急。工程师在洪水之后重建了中央拱门，使用了附近采石场的花岗岩。"
-        "如今这座桥只供行人和骑自行车的人通行，汽车则走下游一座较新的桥。当地的历史学家保存着每一次维修的记录。"
+        * 2
     )
     assert check(zh, "zh", CFG)[1] is None
     assert check(zh[:30], "zh", CFG)[1] == "too_short"

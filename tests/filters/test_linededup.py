@@ -319,18 +319,6 @@ CHROME = {
     ],
 }
 NOUNS = "orchard ferry library bakery harbour chapel meadow quarry school garden".split()
-SENTENCES = [
-    "The {0} by the {1} opened again on {2}, the owners said.",
-    "Repairs to the old {0} took most of the winter and cost far more than planned.",
-    "Visitors asked whether the {0} would reopen before the summer fair on {2}.",
-    "A volunteer group painted the fence around the {0} and planted roses near the {1}.",
-    "Council members will vote next month on new parking rules for streets near the {1}.",
-    "Heavy rain flooded the path between the {0} and the {1} for most of {2}.",
-    "Children from the local club raised money to buy benches for the {0}.",
-    "The night bus now stops outside the {1}, a change many older residents wanted.",
-    "An exhibition of photographs of the {0} in the nineteenth century opens on {2}.",
-    "Two new shops selling bread and cheese have opened beside the {1} this season.",
-]
 
 
 def _two_sites() -> list[dict]:
@@ -344,11 +332,11 @@ def _two_sites() -> list[dict]:
             if i == 0:
                 body = ARTICLE if site == "a" else ARTICLE.replace("students", "pupils")
             else:
-                # three of SENTENCES, each once (one sentence thrice is a repeated text:
-                # Gopher's dup_5_gram drops it), so pages differ beyond a few words
                 body = " ".join(
-                    t.format(*rng.sample(NOUNS, 2), rng.choice(["Monday", "Friday", "Sunday"]))
-                    for t in rng.sample(SENTENCES, 3)
+                    f"The {rng.choice(NOUNS)} by the {rng.choice(NOUNS)} opened again on "
+                    f"{rng.choice(['Monday', 'Friday', 'Sunday'])}, and the {rng.choice(NOUNS)} "
+                    f"next to it will follow soon, the owners said."
+                    for _ in range(3)
                 )
             text = "\n".join([CHROME[site][0], body, *CHROME[site][1:]])
             rows.append({"id": f"{site}-{i:02d}", "url": f"http://10.0.1.{ip}/n/{i}", "text": text})
@@ -389,7 +377,7 @@ def test_both_executors_write_the_same_bytes_with_lines_removed(tmp_path):
     # Without its site's chrome, the article's copy on the other site is a near duplicate. The
     # copies tie (no quality model here) and b-00's text is the shorter ("pupils", "students").
     assert (ann["a-00"]["drop_reason"], ann["a-00"]["duplicate_of"]) == ("near_duplicate", "b-00")
-    assert [ann[f"{s}-{i:02d}"]["drop_reason"] for s in "ab" for i in range(1, 10)] == [None] * 18
+    assert all(ann[f"{s}-{i:02d}"]["drop_reason"] is None for s in "ab" for i in range(1, 10))
     assert local["line_dedup_threshold"] == 10  # 42 rows: the floor
     assert "repeated_boilerplate" in (tmp_path / "local" / "funnel.md").read_text()
 

@@ -210,67 +210,56 @@ PROSE = (
     "The city council met on Tuesday evening to discuss the budget for the new library, the "
     "opening hours of the swimming pool and the repairs to the bridge over the river. "
 )
-# Other paragraphs, so no test text repeats one (Gopher's repetition rules drop a repeated text)
-PROSE_B = (
-    "Volunteers from the neighbourhood association will paint the fence around the playground "
-    "next weekend, and the bakery on the corner has offered coffee and rolls for everyone. "
-)
-PROSE_C = (
-    "Residents who want to comment on the plans can write to the town hall before the end of "
-    "the month or come to the open meeting in the school gymnasium on Thursday. "
-)
 DE_PROSE = (
     "Der Stadtrat hat am Dienstagabend über den Haushalt der neuen Bibliothek beraten. Die "
     "Öffnungszeiten des Schwimmbads sollen im Sommer verlängert werden, und die Brücke über "
     "den Fluss wird ab März repariert. Anwohner können ihre Fragen bis Ende des Monats per Post "
     "oder im Rathaus einreichen; die Verwaltung beantwortet sie in der nächsten Sitzung."
 )
-# three different sentences (one sentence thrice is a repeated text: Gopher's top n-gram rule)
-JA_PROSE = (
-    "今日は市議会が図書館の予算と橋の修理について話し合いました。"
-    "駅前の商店街では来月から夜間の照明が新しくなる予定です。"
-    "地元の高校生たちは川沿いの清掃活動に毎週参加しています。"
-)
+JA_PROSE = "今日は市議会が図書館の予算と橋の修理について話し合いました。" * 3
 HATE = "I hate all immigrants, they are filthy vermin and should be thrown out of this country. "
 OBSCENE = "that bitch sucked my dick last night lmao wanna see my pussy? dm me for nudes "
 
 
 def test_scores_are_columns_null_where_no_model_applies():
     a = _annotator()
-    en = a.annotate(_row(PROSE + PROSE_B + PROSE_C))
+    en = a.annotate(_row(PROSE * 3))
     assert 0 <= en["toxicity_score"] < CUT and 0 <= en["nsfw_score"] < CUT
     assert en["safety_model"].startswith("toxicity.en:") and "nsfw.en:" in en["safety_model"]
     assert "wordlist:en" in en["safety_model"]  # no cut set: the word list still judges
-    de = a.annotate(_row(DE_PROSE))
+    de = a.annotate(_row("Der Stadtrat hat am Dienstag über den Haushalt gesprochen. " * 8))
     assert de["lang"] == "de" and de["toxicity_score"] is not None and de["nsfw_score"] is None
-    ja = a.annotate(_row(JA_PROSE))
+    ja = a.annotate(_row("今日は市議会が図書館の予算と橋の修理について話し合いました。" * 8))
     assert ja["lang"] == "ja" and ja["toxicity_score"] is None and ja["nsfw_score"] is None
     assert ja["safety_model"] == "wordlist:ja"
 
 
 def test_without_a_cut_the_scores_annotate_and_drop_nothing():
-    row = _annotator().annotate(_row(PROSE + HATE + PROSE_B))
+    row = _annotator().annotate(_row(PROSE + HATE + PROSE))
     assert row["toxicity_score"] >= CUT and row["drop_reason"] is None
 
 
 def test_a_configured_cut_drops_with_its_reason():
     a = _annotator(max_toxicity=0.5, max_nsfw=0.5)
-    toxic = a.annotate(_row(PROSE + HATE + PROSE_B))
+    toxic = a.annotate(_row(PROSE + HATE + PROSE))
     assert toxic["drop_reason"] == "toxic"
-    obscene = a.annotate(_row(PROSE + OBSCENE + PROSE_B, 1))
+    obscene = a.annotate(_row(PROSE + OBSCENE + PROSE, 1))
     assert obscene["drop_reason"] in ("toxic", "nsfw") and obscene["nsfw_score"] >= 0.5
-    assert a.annotate(_row(PROSE + PROSE_B + PROSE_C, 2))["drop_reason"] is None
-    only_nsfw = _annotator(max_nsfw=0.5).annotate(_row(PROSE + OBSCENE + PROSE_B, 1))
+    assert a.annotate(_row(PROSE * 3, 2))["drop_reason"] is None
+    only_nsfw = _annotator(max_nsfw=0.5).annotate(_row(PROSE + OBSCENE + PROSE, 1))
     assert only_nsfw["drop_reason"] == "nsfw"
 
 
 def test_word_lists_judge_only_where_the_classifiers_do_not_decide():
-    dense = PROSE + "fuck shit porn xxx fuck shit porn " + PROSE_B
+    dense = PROSE + "fuck shit porn xxx fuck shit porn " + PROSE
     decided = _annotator(max_toxicity=0.99, max_nsfw=0.99)
     row = decided.annotate(_row(dense))
     assert "wordlist" not in row["safety_model"] and row["drop_reason"] != "unsafe_content"
     # Japanese has no classifier: its word list still drops.
-    ja = JA_PROSE + "エロ動画 アダルト 無修正 エロ動画 アダルト"
+    ja = (
+        "今日は市議会が図書館の予算について話し合いました。" * 6
+        + "エロ動画 アダルト 無修正 エロ動画 アダルト"
+    )
     assert decided.annotate(_row(ja, 1))["drop_reason"] == "unsafe_content"
     assert _annotator(max_toxicity=0.99, max_nsfw=0.99, wordlists="always").annotate(_row(dense))[
         "drop_reason"
@@ -293,9 +282,9 @@ def test_bad_safety_config_names_the_field(tmp_path):
 def test_beam_and_in_process_give_the_same_scores_and_drops(tmp_path):
     from pipelines.stages.filter import run_filter
 
-    texts = [PROSE + PROSE_B + PROSE_C, PROSE + HATE + PROSE_B, PROSE + OBSCENE + PROSE_B]
+    texts = [PROSE * 3, PROSE + HATE + PROSE, PROSE + OBSCENE + PROSE]
     texts += [DE_PROSE]
-    texts += [JA_PROSE]
+    texts += ["今日は市議会が図書館の予算と橋の修理について話し合いました。" * 8]
     pq.write_table(
         pa.Table.from_pylist([_row(t, i) for i, t in enumerate(texts)]),
         tmp_path / "documents.parquet",
