@@ -1033,6 +1033,20 @@ def _receive_workdir(chan: socket.socket, workdir: list[int]) -> None:
             os.close(fd)
 
 
+def _open_regular(dir_fd: int, name: str):
+    """`name` in `dir_fd` opened for reading without following a link or blocking on a FIFO,
+    or None when it cannot be opened or is no regular file once open."""
+    try:
+        fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=dir_fd)
+    except OSError:
+        return None
+    f = os.fdopen(fd, "rb")
+    if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+        f.close()
+        return None
+    return f
+
+
 def _font_lists(workdir: int) -> dict[str, bytes]:
     """The fontlist-*.json files matplotlib left in MPLCONFIG (regular files only)."""
     found: dict[str, bytes] = {}
@@ -1044,12 +1058,9 @@ def _font_lists(workdir: int) -> dict[str, bytes]:
         for name in _listdir(conf, WORKDIR_FILES):
             if not (name.startswith("fontlist-") and name.endswith(".json")):
                 continue
-            try:
-                fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=conf)
-            except OSError:
-                continue
-            with os.fdopen(fd, "rb") as f:
-                if stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+            f = _open_regular(conf, name)
+            if f is not None:
+                with f:
                     found[name] = f.read(OUTPUT_BYTES)
     finally:
         os.close(conf)
@@ -1433,14 +1444,11 @@ def _collect(workdir: int, inputs: dict[str, bytes]) -> tuple[dict[str, bytes], 
         nonlocal total, too_big
         if not stat.S_ISREG(st.st_mode):
             return
-        try:
-            fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=dir_fd)
-        except OSError:
+        f = _open_regular(dir_fd, name)
+        if f is None:
             return
-        with os.fdopen(fd, "rb") as f:
+        with f:
             fst = os.fstat(f.fileno())
-            if not stat.S_ISREG(fst.st_mode):
-                return
             if total + fst.st_size > OUTPUT_BYTES:
                 too_big = f"blocked: outputs over {OUTPUT_BYTES} bytes"
                 return

@@ -17,6 +17,7 @@ import pytest
 from filters import dedup, dedup_shards
 from filters.config import DedupConfig
 from filters.dedup import QUALITY_TIE, TRACKING_PARAMS, best_of, canonical_url, cluster
+from tests.filters.test_dedup_url_edges import _doc
 
 # --- canonical URLs ---------------------------------------------------------------------------
 
@@ -113,17 +114,6 @@ def _article(seed: int) -> str:
     return "\n".join(
         " ".join(rng.choice(WORDS) + str(rng.randrange(40)) for _ in range(60)) for _ in range(5)
     )
-
-
-def _doc(doc_id: str, url: str, text: str, q: float | None) -> dict:
-    return {
-        "id": doc_id,
-        "url": url,
-        "text": text,
-        "lang": "en",
-        "quality_score": q,
-        "drop_reason": None,
-    }
 
 
 def _family(name: str, seed: int, scores: dict[str, float]) -> list[dict]:
