@@ -410,8 +410,9 @@ def compare_checkpoints(
     from training.tokenizer import load_tokenizer
 
     tok = load_tokenizer(tokenizer_path)
-    longest = max(len(tok.encode(d.text, add_special_tokens=False).ids) for d in docs)
     control = [without_facts(d, control_seed) for d in docs]
+    # the control's re-drawn values may take more tokens than the document's own
+    longest = max(len(tok.encode(d.text, add_special_tokens=False).ids) for d in docs + control)
     out = {}
     for name, ckpt in checkpoints.items():
         model, path = load_model_for_eval(ckpt, max_seq_len=longest, tokenizer=tokenizer_path)
