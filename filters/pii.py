@@ -1,7 +1,10 @@
 """PII scrubbing: emails, phone numbers, IP addresses, payment cards, IBANs and credentials (API
 keys and tokens of well-known shapes, private keys, a URL's user:password) become typed
-placeholders. Every candidate is validated (Luhn, mod-97, libphonenumber, `ipaddress`) so
-version numbers, dates, prices, ISBNs and UUIDs are left alone.
+placeholders. Every candidate is validated (Luhn, mod-97, libphonenumber, `ipaddress`, an
+address's top-level domain against the root zone's list in tlds.txt) so version numbers, dates,
+prices, ISBNs, UUIDs and file names ("logo@2x.png") are left alone. Addresses written to keep
+harvesters off count too: "john [at] example [dot] com", "info(at)firma.de", "jane AT gmail DOT
+com", "john dot doe at example dot com", "john&#64;example.com".
 
 Works in every script: boundaries are ASCII-only (Python's ``\\w`` counts CJK, Thai, Arabic...
 letters as word characters, so ``邮件至zhang.wei@example.com联系`` would otherwise hide the
@@ -19,6 +22,7 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import cache
+from pathlib import Path
 
 import phonenumbers
 from phonenumbers import PhoneMetadata
@@ -200,7 +204,8 @@ _EAI = "A-Za-z0-9\u00c0-\u00d6\u00d8-\u00f6\u00f8-\u024f\u0370-\u03ff\u0400-\u04
 # characters "'&!#$*=?^~" ("o'brien@", "bill&ted@"). "/", "|", "{}" and "`" are atext too but
 # delimit paths, table cells and code in web text ("medium.com/@jane.doe" is a handle, not an
 # address). A match starts only where a run of these characters starts (so a scan is linear);
-# find_pii drops what comes before the run's first letter, digit or "_" (a quote, a dot).
+# _emails drops what comes before the run's first letter, digit or "_" (a quote, a dot), and
+# ends the domain after its last label that is a top-level domain (_domain_end, _TLDS below).
 _ATEXT = f"{_EAI}_.%+!#$&'*=?^~-"
 _LOCAL_LEAD = re.compile(f"[^{_EAI}_@]*")
 _EMAIL = re.compile(
@@ -234,12 +239,13 @@ _EMAIL_DELIM = (
 # the ASCII run, as above).
 _WIDE_LOCAL = f"{_EAI}{_WIDE}_.%+#$&*=^~-"
 # IDN top-level domains of those scripts (IANA root zone): country codes, then common generic
-# ones. Cyrillic TLDs (рф, укр, срб...) are read as any Cyrillic label.
+# ones. A Cyrillic label is read as a TLD if it is one of the root zone's (рф, укр, срб...;
+# _TLDS below).
 _IDN_TLDS = (
     "中国 中國 香港 台湾 台灣 新加坡 澳門 澳门 한국 ไทย "
     "السعودية امارات مصر قطر الاردن الجزائر المغرب تونس سورية عمان البحرين فلسطين عراق "
-    "ایران پاکستان السودان اليمن موريتانيا مليسيا بھارت ڀارت ישראל भारत भारतम् भारोत "
-    "公司 网络 網絡 在线 中文网 网址 网店 网站 商城 商店 商标 集团 移动 手机 游戏 企业 政务 公益 "
+    "ایران پاکستان سودان اليمن موريتانيا مليسيا بھارت ڀارت ישראל भारत भारतम् भारोत "
+    "公司 网络 在线 中文网 网址 网店 网站 商城 商店 商标 集团 移动 手机 游戏 企业 政务 公益 "
     "信息 世界 我爱你 八卦 时尚 微博 健康 招聘 购物 娱乐 みんな コム クラウド ストア ポイント "
     "セール ファッション 닷컴 닷넷 삼성 คอม شبكة موقع عرب كوم بيتك ابوظبي همراه بازار कॉम नेट संगठन"
 ).split()
@@ -251,6 +257,106 @@ _EMAIL_WIDE = re.compile(
     rf"(?:(?:[A-Za-z]{{2,24}}|[\u0400-\u04ff]{{2,24}}|xn--[a-z0-9-]{{2,59}})(?![{_EAI}-])"
     rf"|(?:{_IDN_TLD})(?![{_EAI}{_WIDE}-]))"
 )
+
+# Top-level domains: the root zone's (tlds.txt, with its source and date), in punycode and in
+# Unicode, plus the names of private networks an address can live in (RFC 6762's .local,
+# ICANN's .internal, .lan, .corp, .home...). An address's domain must end in one: "logo@2x.png",
+# "sunset@beach.jpg" are files. RFC 2606's .example, .test, .invalid and .localhost are in
+# neither: an address there is no one's.
+_TLD_FILE = Path(__file__).with_name("tlds.txt")
+_PRIVATE_TLDS = frozenset({"local", "internal", "lan", "localdomain", "corp", "home", "intranet"})
+
+
+def _read_tlds() -> frozenset[str]:
+    try:
+        lines = _TLD_FILE.read_text(encoding="utf-8").splitlines()
+    except OSError as e:
+        raise RuntimeError(
+            f"{_TLD_FILE}: top-level domain list unreadable ({e.strerror}); "
+            "restore filters/tlds.txt from git (or reinstall refinery)"
+        ) from e
+    names = {line.strip().lower() for line in lines if line.strip() and line[0] != "#"}
+    names |= {n[4:].encode("ascii").decode("punycode") for n in names if n.startswith("xn--")}
+    return frozenset(names | _PRIVATE_TLDS)
+
+
+_TLDS = _read_tlds()
+# A domain whose name is an image's pixel density is a file: "logo@2x.zip", "icon@1.5x.mov"
+# (.zip and .mov are TLDs).
+_DENSITY = re.compile(r"\d{1,2}(?:\.\d{1,2})?[xX]")
+_DOT = re.compile(r"\.")
+# An address's domain, as _EMAIL reads it (for the quoted local parts below).
+_DOMAIN = (
+    rf"(?:[{_EAI}-]+\.)+(?:[A-Za-z]{{2,24}}|[\u0400-\u04ff]{{2,24}}|xn--[a-z0-9-]{{2,59}})"
+    rf"(?![{_EAI}-])"
+)
+# A quoted local part (RFC 5322): '"john.doe"@example.com'; no white space inside ('"a" and
+# "b"@x.org' is quotes in prose).
+_EMAIL_QUOTED = re.compile(rf'(?<!["{_ATEXT}])"[^"\s\\@]{{1,64}}"@{_DOMAIN}')
+# Obfuscated addresses, as pages write them to keep harvesters off: "john [at] example [dot]
+# com", "info(at)firma.de" (German imprints), "jane.smith AT gmail DOT com", "john.doe&#64;
+# example.com". The at sign is a word in brackets (also "(ät)", "[arroba]", "(arobase)",
+# "(chiocciola)", "[собака]", "(małpa)", "(zavináč)", "(kukac)", "(snabel-a)", "[@]"), an
+# upper-case " AT " or a character reference (&#64; &#x40; &commat;); each dot is ".", a word
+# in brackets ("[dot]", "(punkt)", "[point]", "(punto)", "[.]"...), " DOT ", &#46; or &period;.
+_BR_OPEN, _BR_CLOSE = r"[\[({<]", r"[\])}>]"
+_AT_WORD = r"at|ät|@|arroba|arobase|chiocciola|snabel-?a|kukac|ma[łl]pa|zavin[aá][čc]|собака"
+_DOT_WORD = r"dot|\.|punkt|point|punto|ponto|pont|kropka|te[čc]ka|piste|prikk|punt|точка"
+_OBF_AT = (
+    rf"[ \t]*{_BR_OPEN}[ \t]*(?i:{_AT_WORD})[ \t]*{_BR_CLOSE}[ \t]*|[ \t]+AT[ \t]+"
+    r"|&#0*64;|&#[xX]0*40;|&commat;"
+)
+_OBF_DOT = (
+    rf"[ \t]*{_BR_OPEN}[ \t]*(?i:{_DOT_WORD})[ \t]*{_BR_CLOSE}[ \t]*|[ \t]+DOT[ \t]+"
+    r"|&#0*46;|&period;"
+)
+_OBF_SEP = re.compile(rf"{_OBF_DOT}|\.")
+_DNS_LABEL = rf"[{_EAI}](?:[{_EAI}-]*[{_EAI}])?"
+_EMAIL_OBFUSCATED = re.compile(
+    rf"(?<![{_ATEXT}])[{_ATEXT}]+(?:(?:{_OBF_DOT})[{_ATEXT}]+)*(?P<at>{_OBF_AT})"
+    rf"{_DNS_LABEL}(?:(?:{_OBF_DOT}|\.){_DNS_LABEL})+(?![{_EAI}-])"
+)
+# What an obfuscated address needs in the text: its scan is skipped without one.
+_OBF_HINT = re.compile(
+    rf"{_BR_OPEN}[ \t]*(?i:{_AT_WORD})[ \t]*{_BR_CLOSE}|[ \t]AT[ \t]|&#0*64;|&#[xX]0*40;|&commat;"
+)
+# Addresses spelled out in lower case: "john dot doe at example dot com", "juan arroba correo
+# punto es". Prose says "look at the dot com bubble" and "available at amazon dot com", so the
+# domain ends in a TLD after a spelled dot (a "." after a spelled "at" is prose: "at
+# amazon.com"), no word of it is a function word ("the", "this"...), and the local part looks
+# like one: a dot, digit, "_", "-" or "+" in it, a role's name ("info", "sales"), or an e-mail's
+# cue just before ("Email:", "write to", "contact").
+_SPELLED = (("at", "dot|punkt"), ("arroba|arobase|chiocciola", "punto|point|ponto|dot"))
+_EMAIL_SPELLED = tuple(
+    (
+        re.compile(
+            rf"(?<![{_ATEXT}])[{_ATEXT}]+(?:[ \t]+(?:{dot})[ \t]+[{_ATEXT}]+)*[ \t]+(?:{at})[ \t]+"
+            rf"{_DNS_LABEL}(?:[ \t]+(?:{dot})[ \t]+{_DNS_LABEL})+(?![{_EAI}-])"
+        ),
+        re.compile(rf"[ \t]+(?:{dot})[ \t]+"),
+        re.compile(rf"[ \t]+(?:{at})[ \t]+"),
+    )
+    for at, dot in _SPELLED
+)
+_SPELLED_HINT = re.compile(r"[ \t](?:at|arroba|arobase|chiocciola)[ \t]")
+_PROSE_WORDS = frozenset(
+    "a an the this that these those my your our his her their its it us me him them you we he "
+    "she they i one all any some each every no not and or but of to in on for with by from as "
+    "so if than very more most least what which who where when there here just only also "
+    "el la los las un una unos unas lo le les des du de del da do dos das mi tu su sus il gli "
+    "mon ma mes ton ta ses notre votre leur ce cet cette ces que qui y e o et ou".split()
+)
+_ROLES = frozenset(
+    "info contact support sales admin office webmaster hello help mail press jobs team service "
+    "enquiries inquiries kontakt postmaster billing feedback editor news marketing careers "
+    "redaktion contacto contato".split()
+)
+_EMAIL_CUE = re.compile(
+    r"(?i)(?:e-?mail|mail|contact|kontakt|write|reach|courriel|correo|adresse?|address|escrib"
+    r"|[ée]cri|scriv|schreib)\w*"
+    r"\W{0,3}(?:\w+\W{1,3}){0,2}$"
+)
+_LOCAL_SHAPE = re.compile(r"[\d._+-]")
 # Grouped by spaces or dashes, upper or lower case ("de89 3704 ...", "GB82-WEST-1234-...").
 _IBAN = re.compile(
     r"(?<![A-Za-z0-9])[A-Za-z]{2}\d{2}(?:[ -]?[A-Za-z0-9]{4}){2,7}(?:[ -]?[A-Za-z0-9]{1,4})?"
@@ -275,9 +381,11 @@ _IPV4 = re.compile(r"(?<![A-Za-z0-9_.])(?:\d{1,3}\.){3}\d{1,3}(?![A-Za-z0-9_]|\.
 # anyone's machine.
 _SECTION = re.compile(r"\d\.\d\.\d\.\d")
 # An IPv4-mapped or -embedded address ("::ffff:203.0.113.77") ends in a dotted quad: one span.
+# A scoped address's zone id goes with it: "fe80::1%eth0", "fe80::1%25eth0" in a URL.
 _IPV6 = re.compile(
     r"(?<![A-Za-z0-9_:])(?:[0-9A-Fa-f]{0,4}:){2,7}"
-    r"(?:(?:\d{1,3}\.){3}\d{1,3}(?!\.\d)|[0-9A-Fa-f]{0,4})(?![A-Za-z0-9_:])"
+    r"(?:(?:\d{1,3}\.){3}\d{1,3}(?!\.\d)|[0-9A-Fa-f]{0,4})"
+    r"(?:%[0-9A-Za-z_~-]+(?:\.[0-9A-Za-z_~-]+)*)?(?![A-Za-z0-9_:])"
 )
 _IBAN_HEAD = re.compile(r"(?<![A-Za-z0-9])[A-Za-z]{2}\d{2}[ -]?$")
 # A preceding "version"/"v"/"ISBN"/"build" word (in many languages) means the digits are not PII.
@@ -583,6 +691,87 @@ def _secrets(view: str) -> list[tuple[int, int]]:
     return out
 
 
+def _labels(view: str, start: int, end: int, sep: re.Pattern[str]) -> list[tuple[int, int]]:
+    """Spans of the labels of the domain view[start:end], whose dots `sep` matches."""
+    out, pos = [], start
+    for m in sep.finditer(view, start, end):
+        out.append((pos, m.start()))
+        pos = m.end()
+    out.append((pos, end))
+    return out
+
+
+def _domain_end(view: str, labels: list[tuple[int, int]]) -> int | None:
+    """Where an address's domain ends: after its last label that is a top-level domain, with a
+    name before it ("kontakt@firma.de.Weitere" ends at ".de"); None without one, or when the
+    name is an image's pixel density ("logo@2x.zip")."""
+    for k in range(len(labels) - 1, 0, -1):
+        if view[labels[k][0] : labels[k][1]].lower() in _TLDS:
+            if _DENSITY.fullmatch(view, labels[0][0], labels[k - 1][1]):
+                return None
+            return labels[k][1]
+    return None
+
+
+def _emails(view: str) -> list[tuple[int, int]]:
+    """Spans of addresses: plain, with a quoted local part, obfuscated, spelled out."""
+    out: list[tuple[int, int]] = []
+    if "@" in view:
+        for m in _EMAIL.finditer(view):
+            start = _LOCAL_LEAD.match(view, m.start()).end()
+            if view[start] == "@":  # a local part of punctuation alone ("'@x.org") is none
+                continue
+            at = view.index("@", start)
+            end = _domain_end(view, _labels(view, at + 1, m.end(), _DOT))
+            # "git@github.com:user/repo.git", an SSH remote: the host's shared account.
+            if end is None or (view[start:at] == "git" and view.startswith(":", end)):
+                continue
+            out.append((start, end))
+        if '"@' in view:
+            for m in _EMAIL_QUOTED.finditer(view):
+                at = view.index('"@', m.start()) + 1
+                if (end := _domain_end(view, _labels(view, at + 1, m.end(), _DOT))) is not None:
+                    out.append((m.start(), end))
+    if _OBF_HINT.search(view):
+        for m in _EMAIL_OBFUSCATED.finditer(view):
+            start = _LOCAL_LEAD.match(view, m.start()).end()
+            end = _domain_end(view, _labels(view, m.end("at"), m.end(), _OBF_SEP))
+            if start >= m.start("at") or end is None:
+                continue
+            # An upper-case "AT" between upper-case words is a shouted sentence; before a domain
+            # with real dots it needs a local part that looks like one ("jane.doe AT x.org",
+            # "jane AT x.org", not "Sales AT Amazon.com").
+            if m.group("at").strip() == "AT":
+                local, domain = view[start : m.start("at")], view[m.end("at") : end]
+                if not any(c.islower() for c in view[start:end]) or (
+                    "DOT" not in domain and not (_LOCAL_SHAPE.search(local) or local.islower())
+                ):
+                    continue
+            out.append((start, end))
+    if _SPELLED_HINT.search(view):
+        for pattern, sep, at_word in _EMAIL_SPELLED:
+            for m in pattern.finditer(view):
+                at = at_word.search(view, m.start(), m.end())
+                labels = _labels(view, at.end(), m.end(), sep)
+                end = _domain_end(view, labels)
+                if end is None or not view[end - 1].islower():  # "... at example dot COM"
+                    continue
+                local = view[m.start() : at.start()]
+                local_words = sep.split(local)
+                words = local_words + [view[s:e] for s, e in labels if e < end]
+                if any(w.lower() in _PROSE_WORDS for w in words):
+                    continue
+                if not (
+                    _LOCAL_SHAPE.search(local)
+                    or len(local_words) > 1  # "john dot doe"
+                    or local.lower() in _ROLES
+                    or _EMAIL_CUE.search(view, max(0, m.start() - 40), m.start())
+                ):
+                    continue
+                out.append((m.start(), end))
+    return out
+
+
 def find_pii(text: str, lang: str = "en", *, regions: Sequence[str] | None = None) -> list[Span]:
     """All validated PII spans of a text, non-overlapping, in text order.
 
@@ -603,17 +792,16 @@ def find_pii(text: str, lang: str = "en", *, regions: Sequence[str] | None = Non
 
     for start, end in _secrets(view):
         add("secret", start, end)
-    for m in _EMAIL.finditer(view) if "@" in view else ():
-        start = _LOCAL_LEAD.match(view, m.start()).end()
-        if view[start] != "@":  # a local part of punctuation alone ("'@x.org") is none
-            add("email", start, m.end())
+    for start, end in _emails(view):
+        add("email", start, end)
     if "@" in view and _WIDE_CHAR.search(view):  # _non_overlapping drops what both find
         for m in _EMAIL_WIDE.finditer(view):
             start = _WIDE_LEAD.match(view, m.start()).end()
             at = view.index("@", start)
+            end = _domain_end(view, _labels(view, at + 1, m.end(), _DOT))
             # A local part is at most 64 octets (RFC 5321): a longer run is a clause, not a name.
-            if start < at and len(text[start:at].encode()) <= 64:
-                add("email", start, m.end())
+            if start < at and end is not None and len(text[start:at].encode()) <= 64:
+                add("email", start, end)
     for m in _IBAN.finditer(view) if has_digit else ():
         # Written in one case: "de89 3704 ..." is an IBAN, "Mo12 Abcd ..." is words.
         letters = re.sub(r"[^A-Za-z]", "", m.group())
