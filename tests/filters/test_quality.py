@@ -18,6 +18,7 @@ from filters.quality import (
     roc_auc,
     train_model,
 )
+from filters.quality import default as qdefault
 
 
 def test_roc_auc_matches_pairwise_definition():
@@ -55,7 +56,8 @@ def test_model_metadata_is_complete_and_threshold_is_out_of_fold(
         "calibration_quantiles",
     ):
         assert key in meta
-    assert meta["label_source"] == "reference+shuffled" and meta["fasttext"]["dim"] <= 32
+    assert meta["label_source"] == qdefault.recipe_for(languages[0])
+    assert meta["fasttext"]["dim"] <= 32
     model = QualityModel(models_dir / f"{languages[0]}.bin")
     # Default cut: the lower of the OOF keep-rate cut and the OOF positive-recall cut.
     assert meta["calibration_quantiles_source"] == "oof" and meta["oof"]["available"]
@@ -68,8 +70,17 @@ def test_model_metadata_is_complete_and_threshold_is_out_of_fold(
     # and its quantiles are stored so a config can ask for a positive recall at annotation time.
     assert meta["oof"]["positive_units"] == "groups"
     # ... of the training split: the held-out split (`metrics`) keeps whole documents apart.
-    n_ref = sum(1 for d in labelled_docs if d["lang"] == languages[0] and d["is_reference"])
-    assert 0 < meta["oof"]["n_positive"] < n_ref
+    # The positives are the reference pages, or under a graded recipe the pages graded high.
+    graded = meta["label_source"].startswith("graded")
+    n_ref = sum(
+        1
+        for d in labelled_docs
+        if d["lang"] == languages[0]
+        and (d.get("quality") == "high" if graded else d["is_reference"])
+    )
+    # a `+layout` recipe counts each positive document as written and relaid (two units)
+    units = 2 if meta["label_source"].endswith("+layout") else 1
+    assert 0 < meta["oof"]["n_positive"] < units * n_ref
     assert model.score_for_positive_recall(0.5) >= model.score_for_positive_recall(0.98)
 
 

@@ -68,7 +68,8 @@ def test_the_default_english_model_learns_from_grades(models_dir, labelled_docs)
     hand-extracted main content against the rest of the page, bench/ablate_quality.py) it
     separated them worse. The other languages keep `reference+shuffled`."""
     assert qdefault.recipe_for("en") == "graded+shuffled"
-    assert qdefault.recipe_for("de") == qdefault.recipe_for("xx") == "reference+shuffled"
+    assert qdefault.recipe_for("de") == "graded+layout"
+    assert qdefault.recipe_for("xx") == "reference+shuffled"
     meta = json.loads((models_dir / "en.json").read_text())
     assert meta["label_source"] == "graded+shuffled"
     # The set's English model scores every good crawl page (graded high, not a reference page)
