@@ -20,6 +20,7 @@ from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from common.manifest import manifest_path
 from common.urlblock import load_blocklist
@@ -95,6 +96,17 @@ def _failure(exc: BaseException) -> str:
     frames = [f for f in traceback.extract_tb(exc.__traceback__) if "/crawlers/" in f.filename]
     where = f" at {Path(frames[-1].filename).name}:{frames[-1].lineno}" if frames else ""
     return " ".join(f"crawler-error: {type(exc).__name__}: {exc}{where}".split())[:500]
+
+
+def _carried(url: str, clean: str, found: tuple[str, ...]) -> tuple[str, ...]:
+    """The spellings a variant was found under that its document's address `clean` inherits for
+    robots.txt: all of them while the path is the same but for a trailing slash (dropped
+    parameters, another origin); none when a learned path alias moved it (`/en/latest/x` ->
+    `/en/stable/x`): the page fetched is another path, judged as requested, and the variant's
+    own path is never fetched."""
+    if urlsplit(url).path.rstrip("/") == urlsplit(clean).path.rstrip("/"):
+        return found
+    return ()
 
 
 def _unusable(url: str) -> str | None:
@@ -438,12 +450,14 @@ class Crawler:
         found: tuple[str, ...] = (),
     ) -> str:
         """Discover an outlink by its canonical address (`TrapDetector.canonical`, or as given): a
-        URL that only re-presents a document (session id, sort/view parameter) is recorded as
-        skipped with the reason and the document's own address is discovered instead."""
+        URL that only re-presents a document (session id, sort/view parameter, a path alias) is
+        recorded as skipped with the reason and the document's own address is discovered
+        instead."""
         clean, why = canonical or self.traps.canonical(url)
         if clean != url:
             if url not in self.known:
                 self._skip_variant(url, depth, parent, anchor, parent_topic, clean, why or "")
+            found = _carried(url, clean, found)
             url = clean
         return self._discover(url, depth, "link", parent, anchor, parent_topic, found=found)
 
@@ -855,7 +869,7 @@ class Crawler:
                         row["parent"],
                         row["anchor"] or "",
                         row["topic"] or "other",
-                        found=(url, *self._found_spellings(url)),
+                        found=_carried(url, clean, (url, *self._found_spellings(url))),
                     )
                 self.stats["skipped"] += 1
                 self._finished.append(url)

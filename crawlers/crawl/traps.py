@@ -21,7 +21,10 @@ trap is instead recognised by what makes a URL space unbounded and worthless:
   `min_words`+ words: a few words are too little to judge) are look-alikes. A page that led to
   new URLs of another shape (an index listing articles) is never a look-alike; links to its own
   path with its parameters re-valued or added (`own_variant`: its next page, its sort orders)
-  lead nowhere new.
+  lead nowhere new. A listing's next pages are not followed from a page that led nowhere new
+  with the same text as another such page of its listing, a text none of its pages that led
+  somewhere new had (a pager linking pages past the end, as Dawn's does: empty pages one after
+  the other).
 
 `check(url, parent)` is asked once per new URL and returns None (the URL is counted) or a
 `trap: ...` reason naming the family and its evidence; `observe(url, text, links)` feeds each
@@ -347,6 +350,55 @@ def own_variant(url: str, page: str) -> bool:
     if (host, path) != (p_host, p_path) or not p_pairs:
         return False
     return {k for k, _ in p_pairs} <= {k for k, _ in pairs}
+
+
+# Parameters that number a listing's pages, and the values that name its first page: the first
+# page under its number (`?page=1`, `?start=0`) is the bare listing by design.
+PAGE_PARAMS = {
+    "page": ("1",),
+    "p": ("1",),
+    "pg": ("0", "1"),
+    "paged": ("1",),
+    "pagenum": ("1",),
+    "page_num": ("1",),
+    "pageno": ("1",),
+    "pn": ("1",),
+    "pagina": ("1",),
+    "seite": ("1",),
+    "start": ("0",),
+    "offset": ("0",),
+    "skip": ("0",),
+    "from": ("0",),
+    "startrow": ("0",),
+}
+
+
+def first_page_variant(a: str, b: str) -> bool:
+    """Whether two URLs of a host differ only in one page-number parameter (`PAGE_PARAMS`) that
+    one of them carries with its first page's value (`?page=1`, `?p=1`, `?pg=0`, `?start=0`,
+    `?offset=0`) and the other lacks or carries with another first-page value: the first page of a
+    listing under its number is a copy of the bare listing by design, not a copy that says
+    anything about the links that lead to it."""
+    host, path, pairs = _split(a)
+    b_host, b_path, b_pairs = _split(b)
+    if (host, path) != (b_host, b_path):
+        return False
+    mine, theirs = dict(pairs), dict(b_pairs)
+    if len(mine) != len(pairs) or len(theirs) != len(b_pairs):
+        return False  # a repeated key: not one page number
+    changed = {k for k in mine.keys() | theirs.keys() if mine.get(k) != theirs.get(k)}
+    if len(changed) != 1:
+        return False
+    key = next(iter(changed))
+    first = PAGE_PARAMS.get(key.lower())
+    if first is None:
+        return False
+    values = {mine.get(key), theirs.get(key)}
+    return values <= {None, *first} and values != {None}
+
+
+def _is_first_page(key: str, value: str) -> bool:
+    return value in PAGE_PARAMS.get(key.lower(), ())
 
 
 def _variants(a: str, b: str) -> bool:
@@ -746,6 +798,20 @@ class TrapDetector:
         self.served_origins: set[str] = set()  # origins that answered a page of their own
         self.self_canonical: set[str] = set()  # fetched URLs that name themselves canonical
         self.facet_keys: dict[tuple[str, str, str], str] = {}  # (host, path, key) -> evidence
+        # (scope, parameter) -> fetched pages whose rel=canonical drops its numeric value
+        self.canonical_numbers: Counter[tuple[str, str]] = Counter()
+        # listing (URL without its numbers) -> main-text hashes of its pages that led somewhere
+        # new, and of those that did not
+        self.listing_texts: dict[str, tuple[set[int], set[int]]] = {}
+        self.empty_run: dict[str, int] = {}  # a page past the end of its listing -> evidence
+        # (scope, parameter) -> fetched variants whose main text differed from the first one
+        self.param_differs: Counter[tuple[str, str]] = Counter()
+        # (scope, parameter) -> fetched variants with a word value near-identical to another
+        self.word_same: Counter[tuple[str, str]] = Counter()
+        self.min_canonical_numbers = 3
+        # host -> (prefix template, replacement) -> evidence (`_learn_path_alias`)
+        self.path_aliases: dict[str, dict[tuple[tuple[str, ...], tuple[str, ...]], dict]] = {}
+        self.min_path_alias = 3
 
     # --- canonical addresses -----------------------------------------------------------
     @staticmethod
@@ -797,11 +863,13 @@ class TrapDetector:
         return urlunsplit((scheme, netloc, parts.path, parts.query, "")), why
 
     def rewrite(self, url: str) -> tuple[str, str | None]:
-        """`aliased`, then `slashed`: the address a redirect would lead to, learned from this
-        crawl's redirects; (url, None) when nothing applies."""
+        """`aliased`, `path_aliased`, then `slashed`: the address a redirect would lead to, or the
+        page's rel=canonical would name, learned from this crawl's redirects and canonical links;
+        (url, None) when nothing applies."""
         url, alias = self.aliased(url)
+        url, moved = self.path_aliased(url)
         url, slash = self.slashed(url)
-        why = "; ".join(w for w in (alias, slash) if w)
+        why = "; ".join(w for w in (alias, moved, slash) if w)
         return url, why or None
 
     def slashed(self, url: str) -> tuple[str, str | None]:
@@ -827,9 +895,11 @@ class TrapDetector:
         (url, None) when it has none. Dropped: session ids (by name, as `;name=` path parameters,
         or a random token this host has put on many unrelated links), sort/comment-order/print
         and other view parameters (by name; view-like keys only with presentation values), and
-        parameters fetched pages of this URL's shape showed not to change the main content; and
-        the trailing slash the host always adds, on the origin its origin always redirects to
-        (`rewrite`)."""
+        parameters fetched pages of this URL's shape (or path) showed not to change the main
+        content or whose rel=canonical drops them (a number only after `min_canonical_numbers`
+        pages, never a page number); and the trailing slash the host always adds, on the origin
+        its origin always redirects to, under the path prefix its canonical links name for this
+        one (`rewrite`)."""
         url, slash = self.rewrite(url)
         parts = urlsplit(url)
         path, why = parts.path, [slash] if slash else []
@@ -876,15 +946,34 @@ class TrapDetector:
             return f"sort/order/view parameter {name!r} (re-presents the same document)"
         if low in PRESENTATION_KEYS and value.lower() in PRESENTATION_VALUES:
             return f"sort/order/view parameter {name}={value} (a presentation of the document)"
-        if value.isdigit():
-            return None  # ids and page numbers: a few look-alike pages never erase an id space
         scope = _scope(host, path, [n for n in names if n != name])
-        same, different = self.param_votes.get((scope, name), (0, 0))
-        if same >= 3 and same >= 4 * different:
-            return (
-                f"parameter {name!r} that does not change the main content of {scope} ({same} "
-                f"fetched variants near-identical, {different} different)"
-            )
+        for where in (scope, _scope(host, path, [])):
+            same, different = self.param_votes.get((where, name), (0, 0))
+            if value.isdigit():
+                # ids and page numbers: a few look-alike pages never erase an id space; pages
+                # whose rel=canonical drops the number do (`min_canonical_numbers` of them), and
+                # a name shown neutral under word values is neutral under a number too (a random
+                # hex id that happens to be all digits)
+                named = self.canonical_numbers.get((where, name), 0)
+                differs = self.param_differs.get((where, name), 0)
+                if named >= self.min_canonical_numbers and named >= 4 * differs:
+                    return (
+                        f"parameter {name!r} that does not select the document of {where} "
+                        f"({named} fetched pages name the URL without it canonical, {differs} "
+                        "variants had other text)"
+                    )
+                worded = self.word_same.get((where, name), 0)
+                if worded >= 3 and worded >= 4 * differs and low not in PAGE_PARAMS:
+                    return (
+                        f"parameter {name!r} that does not change the main content of {where} "
+                        f"under any value ({worded} fetched variants with word values "
+                        f"near-identical, {differs} with other text)"
+                    )
+            elif same >= 3 and same >= 4 * different:
+                return (
+                    f"parameter {name!r} that does not change the main content of {where} "
+                    f"({same} fetched variants near-identical, {different} different)"
+                )
         return None
 
     def _learn_tokens(self, host: str, links: list[str] | tuple[str, ...]) -> None:
@@ -940,9 +1029,12 @@ class TrapDetector:
     def _learn_from_canonical(self, url: str, canonical: str) -> None:
         """A page whose `<link rel=canonical>` is its own path without some parameters says those
         parameters do not select its document (`?replytocom=`, `?relatedposts_hit=..&..`, a
-        tracking tag): each counts as fetched variants that were near-identical, in the scope
-        of this URL's shape. Numeric values are never judged so (sites point page 2 of a listing
-        at page 1), and a canonical elsewhere says nothing about parameters."""
+        tracking tag, Shopify's `?variant=N` and `?pr_rec_pid=N`): each counts as fetched variants
+        that were near-identical, in the scope of this URL's shape and in that of its path alone
+        (the name, whatever other parameters ride along). One page is enough for a parameter with
+        a word or token value; a number takes `min_canonical_numbers` pages, and a page-number
+        parameter (`PAGE_PARAMS`) never counts (sites point page 2 of a listing at page 1). A
+        canonical elsewhere says nothing about parameters."""
         host, path, pairs = _split(url)
         c_host, c_path, c_pairs = _split(canonical)
         if not pairs or (c_host, c_path) != (host, path) or not set(c_pairs) < set(pairs):
@@ -950,11 +1042,130 @@ class TrapDetector:
         dropped = [(k, v) for k, v in pairs if (k, v) not in set(c_pairs)]
         names = [k for k, _ in pairs]
         for k, v in dropped:
-            if v.isdigit():
+            numeric = v.isdigit()
+            if k.lower() in PAGE_PARAMS and (numeric or _is_first_page(k, v)):
                 continue
-            scope = _scope(host, path, [n for n in names if n != k])
-            votes = self.param_votes[(scope, k)]
-            votes[0] = max(votes[0], 3 + 4 * votes[1])
+            for scope in {_scope(host, path, [n for n in names if n != k]), _scope(host, path, [])}:
+                if numeric:
+                    if len(self.canonical_numbers) < 100_000:
+                        self.canonical_numbers[(scope, k)] += 1
+                    continue
+                votes = self.param_votes[(scope, k)]
+                votes[0] = max(votes[0], 3 + 4 * votes[1])
+                self.word_same[(scope, k)] = max(self.word_same[(scope, k)], 3)
+
+    def _learn_path_alias(self, url: str, canonical: str) -> None:
+        """A page whose rel=canonical is its own path under another prefix, with the same query
+        (`/collections/shirts/products/x` -> `/products/x`, `/en/latest/a/b.html` ->
+        `/en/stable/a/b.html`), is evidence that the prefix is an alias: the rule (prefix ->
+        replacement) counts a confirmation as written, and with one prefix segment that is not
+        carried over generalised (`/collections/*` -> ``, `/en/*` -> `/en/stable`). A page the
+        rule matches whose canonical names another URL (itself, where the rule would move it)
+        contradicts it. `path_aliased` applies the rules that earned their evidence."""
+        host, path, pairs = _split(url)
+        _, c_path, c_pairs = _split(canonical)
+        rules = (
+            self.path_aliases.setdefault(host, {})
+            if host in self.path_aliases or len(self.path_aliases) < 10_000
+            else None
+        )
+        if rules is None:
+            return
+        segs = [x for x in path.split("/") if x]
+        for rule, ev in rules.items():  # what the rules already say about this page
+            target = self._alias_target(segs, path, rule, ev, active=False)
+            if target is not None and target != c_path and canonical != url:
+                ev["bad"] += 1
+            elif target is not None and canonical == url and target != path:
+                ev["bad"] += 1
+        if path == c_path or sorted(pairs) != sorted(c_pairs):
+            return
+        c_segs = [x for x in c_path.split("/") if x]
+        k = 0
+        while k < min(len(segs), len(c_segs)) and segs[-1 - k] == c_segs[-1 - k]:
+            k += 1
+        prefix, repl, rest = segs[: len(segs) - k], c_segs[: len(c_segs) - k], segs[len(segs) - k :]
+        if not k or not prefix or len(prefix) > 4 or len(repl) > 4:
+            return
+        if path.endswith("/") != c_path.endswith("/"):
+            return
+        shape = tuple(_shape_segment(x.lower()) for x in rest)
+        templates = [(tuple(prefix), None)]
+        templates += [
+            (tuple(prefix[:i]) + ("*",) + tuple(prefix[i + 1 :]), prefix[i])
+            for i in range(len(prefix))
+            if prefix[i] not in repl
+        ]
+        for tpl, value in templates:
+            key = (tpl, tuple(repl))
+            ev = rules.get(key)
+            if ev is None:
+                if len(rules) >= 256:
+                    continue
+                ev = rules[key] = {
+                    "n": 0,
+                    "bad": 0,
+                    "values": set(),
+                    "shapes": set(),
+                    "lens": set(),
+                }
+            ev["n"] += 1
+            if value is not None and len(ev["values"]) < 16:
+                ev["values"].add(value)
+            if len(ev["shapes"]) < 16:
+                ev["shapes"].add(shape)
+            ev["lens"].add(len(rest))
+
+    def _alias_target(
+        self,
+        segs: list[str],
+        path: str,
+        rule: tuple[tuple[str, ...], tuple[str, ...]],
+        ev: dict,
+        active: bool = True,
+    ) -> str | None:
+        """The path `rule` moves `segs` to, or None when it does not match: the prefix, then a
+        rest of the path of a shape the rule was confirmed on (or of a confirmed length once it
+        was confirmed on 2+ shapes); `active`, the rule must also have earned its evidence:
+        `min_path_alias` confirmations, none contradicting, 2+ values for a generalised
+        segment."""
+        tpl, repl = rule
+        if len(segs) <= len(tpl):
+            return None
+        if any(t != "*" and t != x for t, x in zip(tpl, segs, strict=False)):
+            return None
+        rest = segs[len(tpl) :]
+        shape = tuple(_shape_segment(x.lower()) for x in rest)
+        if shape not in ev["shapes"] and (len(ev["shapes"]) < 2 or len(rest) not in ev["lens"]):
+            return None  # another kind of page under the prefix (a collection's tag filter)
+        if active:
+            if ev["n"] < self.min_path_alias or ev["bad"]:
+                return None
+            if "*" in tpl and len(ev["values"]) < 2:
+                return None
+        return "/" + "/".join([*repl, *rest]) + ("/" if path.endswith("/") else "")
+
+    def path_aliased(self, url: str) -> tuple[str, str | None]:
+        """(the URL under the path prefix this host's rel=canonical links name for its prefix,
+        why) -- or (url, None). Learned by `_learn_path_alias`: Shopify's product pages under
+        each collection (`/collections/*/products/x` -> `/products/x`), a docs host's versions
+        (`/en/latest/...` -> `/en/stable/...`). A URL that named itself canonical is kept."""
+        host, path, _ = _split(url)
+        rules = self.path_aliases.get(host)
+        if not rules or url in self.self_canonical:
+            return url, None
+        segs = [x for x in path.split("/") if x]
+        for rule, ev in rules.items():
+            target = self._alias_target(segs, path, rule, ev)
+            if target is not None and target != path:
+                parts = urlsplit(url)
+                tpl, repl = rule
+                why = (
+                    f"path alias: {ev['n']} fetched pages under /{'/'.join(tpl)}/ named the same "
+                    f"path under /{'/'.join(repl)}{'/' if repl else ''} canonical"
+                )
+                return urlunsplit((parts.scheme, parts.netloc, target, parts.query, "")), why
+        return url, None
 
     def _rotating(self, host: str, key: str, value: str, path: str) -> None:
         """Random tokens under one key that change from link to link across many documents of
@@ -1070,6 +1281,12 @@ class TrapDetector:
         if reason:
             return reason
         shape = shape_of(url)
+        if parent in self.empty_run and pagination_step(url, parent):
+            return (
+                f"trap: pages past the end of a listing: linked from {parent[:160]}, which had "
+                "the same text as another page of its listing and, like it, led to no new page, "
+                f"after {self.empty_run[parent]} pages of other text that did"
+            )
         if parent is not None and shape_of(parent) == shape:
             run = self.run.get(parent, 0)
             if run >= self.max_dup_run:
@@ -1253,7 +1470,13 @@ class TrapDetector:
         (10+ words) is one this host already served under another URL, returns the URL that is
         the copy (print, AMP, view or session variant): the longer of the two. A page with a
         shorter main text (a sign-in form, a list of names as links) is judged so by its whole
-        visible text (`visible_text` of `body`, 10+ words), which must be the same."""
+        visible text (`visible_text` of `body`, 10+ words), which must be the same. The first page
+        of a listing under its number (`?page=1`, `?start=0`: `first_page_variant`) is never
+        returned as a copy of the bare listing, nor the reverse: that copy is by design.
+
+        A `<link rel=canonical>` naming another URL of the host teaches which parameters do not
+        select the document (`_learn_from_canonical`) and which path prefixes are aliases of
+        another (`_learn_path_alias`)."""
         host, path, pairs = _split(url)
         self._learn_tokens(host, links)
         self._learn_return_addresses(url, links)
@@ -1263,6 +1486,8 @@ class TrapDetector:
             self._learn_from_canonical(url, canonical)
             if len(self.canonical_of) < 200_000:
                 self.canonical_of[url] = canonical
+        if canonical and _split(canonical)[0] == host:
+            self._learn_path_alias(url, canonical)
         links = [self.canonical(link)[0] for link in links]  # as they will be queued
         fp, n_words = fingerprint(self._own_blocks(host, text))
         # A page of a few words ('link to 7 link to 8') is too short to judge near-identity by
@@ -1305,8 +1530,8 @@ class TrapDetector:
         if judged or short:
             self.variant_prints.setdefault(own, fp)
         for k, v in pairs if judged or short else ():
-            if short and v.isdigit():
-                continue
+            if (short and v.isdigit()) or _is_first_page(k, v):
+                continue  # `?page=1` is the bare listing by design: no vote about `page`
             rest = [p for p in pairs if p != (k, v)]
             base = hash(_key(host, path, rest))
             first = self.variant_prints.get(base)
@@ -1317,10 +1542,32 @@ class TrapDetector:
                 same = hamming(first, fp) <= limit and not productive
                 scope = _scope(host, path, [p[0] for p in rest])
                 self.param_votes[(scope, k)][0 if same else 1] += 1
+                if hamming(first, fp) > limit and len(self.param_differs) < 100_000:
+                    self.param_differs[(scope, k)] += 1
+                if same and not v.isdigit() and len(self.word_same) < 100_000:
+                    self.word_same[(scope, k)] += 1
         # Runs: a page near-identical to the page of the same shape it was reached from (pages of
         # a few words must be identical: one changed word is a different short page). Per shape,
         # the share of such pages among those reached from a page of the shape (judged pages).
         parent = self.shape_parent.pop(url, None)
+        # Pages past a listing's end: a pager that links pages ahead (Dawn's `?page=N+2`) walks on
+        # through empty pages, each the same text as the one before and leading nowhere new.
+        # Its pages with content led somewhere new; pages past the end share one other text and
+        # lead nowhere (a listing that repeats its first page's text is a loop: runs cut it).
+        listing = _key(host, path, [p for p in pairs if not p[1].isdigit()])
+        texts = self.listing_texts.get(listing)
+        if texts is None and len(self.listing_texts) < 100_000:
+            texts = self.listing_texts[listing] = (set(), set())
+        if texts is not None:
+            full, empty = texts
+            mine = hash(text)
+            if productive:
+                if len(full) < 64:
+                    full.add(mine)
+            elif mine in empty and full and mine not in full:
+                self.empty_run[url] = len(full)
+            elif len(empty) < 64:
+                empty.add(mine)
         if parent is not None and parent in self.page_prints:
             near = not productive and hamming(fp, self.page_prints[parent]) <= (
                 self.near_limit(n_words) if judged else 0
@@ -1356,6 +1603,12 @@ class TrapDetector:
             return None  # the same page fetched again
         if first is None:
             if len(prints) < 200_000:
+                prints[whole] = url
+            return None
+        if first_page_variant(first, url):
+            # `?page=1` and the bare listing: one page under its two expected addresses, no
+            # evidence against the links (numbered pager links) that lead to either
+            if len(url) < len(first):
                 prints[whole] = url
             return None
         # The copy is the page that names the other one canonical, or names none where the other
