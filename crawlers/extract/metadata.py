@@ -2,28 +2,40 @@
 
 `page_metadata` follows `trafilatura.metadata.extract_metadata` step for step for the fields a
 document keeps (same values), and leaves out what no column holds: categories, tags and the
-license link search (a third of the metadata time on real pages).
+license link search (a third of the metadata time on real pages). One difference: trafilatura
+unescapes HTML entities in every value at the end, though the parser has decoded the page's
+markup already, so a page whose title reads `&amp;#8217;` (the text "&#8217;") got "’". Here a
+value read from the parsed tree is not unescaped again; only one read from a JSON-LD text that
+trafilatura left raw is (`_json_ld`), once.
 """
 
 from __future__ import annotations
 
+import json
 from copy import deepcopy
+from html import unescape
 
 from courlan import extract_domain
 from lxml.etree import XPath
 from trafilatura.htmlprocessing import prune_unwanted_nodes
-from trafilatura.json_metadata import normalize_authors
+from trafilatura.json_metadata import (
+    extract_json,
+    extract_json_parse_error,
+    normalize_authors,
+    normalize_json,
+)
 from trafilatura.metadata import (
+    JSON_MINIFY,
     META_URL,
     examine_meta,
     extract_author,
-    extract_meta_json,
     extract_metainfo,
     extract_sitename,
     extract_title,
     extract_url,
 )
 from trafilatura.settings import Document, set_date_params
+from trafilatura.utils import LINES_TRIMMING, remove_control_characters, trim
 
 from crawlers.extract.runs import SHARED
 
@@ -126,18 +138,64 @@ def _author(tree) -> str | None:
     return normalize_authors(None, author) if author else None
 
 
+_JSON_LD = XPath('.//script[@type="application/ld+json" or @type="application/settings+json"]')
+_JSON_FIELDS = ("title", "sitename")  # JSON-LD authors are unescaped by normalize_authors
+_MAX_CHARS = 10000
+
+
+def _json_ld(tree, metadata: Document) -> set[str]:
+    """trafilatura's extract_meta_json(tree, metadata), in place (a bug in its reader costs the
+    fields of the rest of the JSON-LD only, as in trafilatura); the fields whose value comes
+    from a JSON text still HTML-escaped: normalize_json unescapes only a text with a
+    backslash (an escaped "/" or a "\\u" escape), and the parser leaves a <script>'s text raw."""
+    raw: set[str] = set()
+    for elem in _JSON_LD(tree):
+        if not elem.text:
+            continue
+        before = {name: getattr(metadata, name) for name in _JSON_FIELDS}
+        text = JSON_MINIFY.sub(r"\1", elem.text)
+        failed = False
+        try:
+            element_text = normalize_json(text)
+            try:
+                schema = json.loads(element_text, strict=False)
+                extract_json(schema, metadata)
+            except json.JSONDecodeError:
+                extract_json_parse_error(element_text, metadata)
+        except Exception:
+            failed = True
+        changed = {name for name in _JSON_FIELDS if getattr(metadata, name) != before[name]}
+        raw = (raw - changed) if "\\" in text else (raw | changed)
+        if failed:
+            break
+    return raw
+
+
+def _clean_and_trim(metadata: Document, raw: set[str]) -> None:
+    """Document.clean_and_trim without decoding the values again: each string value cut to
+    `_MAX_CHARS`, its control characters removed and its spaces trimmed (None when nothing is
+    left); a field of `raw` (JSON-LD text still escaped) is HTML-unescaped first, once."""
+    for name in metadata.__slots__:
+        value = getattr(metadata, name, None)
+        if not isinstance(value, str):
+            continue
+        if len(value) > _MAX_CHARS:
+            value = value[: _MAX_CHARS - 1] + "…"
+        if name in raw:
+            value = unescape(value)
+        value = trim(LINES_TRIMMING.sub(" ", remove_control_characters(value)))
+        setattr(metadata, name, value or None)
+
+
 def page_metadata(tree, url: str | None) -> Document:
-    """Title, author, date and sitename of a parsed page (trafilatura's values); the tree is
-    left as it was."""
+    """Title, author, date and sitename of a parsed page (trafilatura's values, but entities
+    decoded once: `_clean_and_trim`); the tree is left as it was."""
     from htmldate import find_date
 
     metadata = examine_meta(tree)
     if metadata.author and " " not in metadata.author:
         metadata.author = None
-    try:
-        metadata = extract_meta_json(tree, metadata)
-    except Exception:  # as trafilatura: a bug in its JSON-LD reader costs the JSON-LD fields only
-        pass
+    raw = _json_ld(tree, metadata)
     if not metadata.title:
         metadata.title = extract_title(tree)
     if not metadata.author:
@@ -165,5 +223,5 @@ def page_metadata(tree, url: str | None) -> Document:
         if match:
             metadata.sitename = match[1]
     metadata.filedate = date_config.get("max_date")
-    metadata.clean_and_trim()
+    _clean_and_trim(metadata, raw)
     return metadata

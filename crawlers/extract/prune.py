@@ -1,4 +1,4 @@
-"""The page's tree made ready for trafilatura: forum and wiki chrome removed, posts made paragraphs.
+"""The page's tree made ready for trafilatura: chrome removed, posts made paragraphs.
 
 Normalisations of the parsed HTML before main-content extraction, all in place:
 
@@ -6,6 +6,12 @@ Normalisations of the parsed HTML before main-content extraction, all in place:
   and wiki software (phpBB, vBulletin, SMF, MyBB, XenForo signatures and poster profiles;
   MediaWiki edit-section links, tables of contents, jump links, `noprint` and navigation boxes).
   trafilatura keeps them otherwise: a signature or a "Contents" box looks like a paragraph.
+* `drop_heading_permalinks` removes the permalink beside a heading (Sphinx's and MkDocs' "¶",
+  Docusaurus' zero-width `hash-link`, GitHub's octicon `anchor`, VitePress' "#", ...): as text
+  it ends every heading, and the title read from the <h1>, with its symbol.
+* `prune_shop_chrome` removes a shop's recommendation blocks ("You may also like": Shopify,
+  WooCommerce, Magento), and on a product page any other grid of product cards (price, link,
+  "Add to cart"); a page of products (a collection) keeps its grid as it is.
 * `unmark_repeated_frames` takes a content-frame class (`content`, `post`, `entry`) from
   elements that repeat it side by side: trafilatura takes the first element of such a class for
   the page's main content, which on a forum (phpBB's `div.content`) is the first post alone.
@@ -16,6 +22,9 @@ Normalisations of the parsed HTML before main-content extraction, all in place:
 """
 
 from __future__ import annotations
+
+import re
+from urllib.parse import unquote
 
 from lxml.etree import XPath, strip_elements
 
@@ -75,13 +84,16 @@ def _is_chrome(el) -> bool:
 def prune_chrome(tree) -> int:
     """Remove from `tree` (in place) the boilerplate blocks `CHROME_CLASSES` and `CHROME_IDS`
     name, their tails kept; how many were removed (nested ones included)."""
-    pruned = [el for el in _CANDIDATES(tree) if _is_chrome(el)]
-    if not pruned:
-        return 0
-    for el in pruned:
-        el.tag = _PRUNED
-    strip_elements(tree, _PRUNED, with_tail=False)
-    return len(pruned)
+    return _remove(tree, [el for el in _CANDIDATES(tree) if _is_chrome(el)])
+
+
+def _remove(tree, elements: list) -> int:
+    """Remove `elements` from `tree` (in place), their tails kept; how many there were."""
+    if elements:
+        for el in elements:
+            el.tag = _PRUNED
+        strip_elements(tree, _PRUNED, with_tail=False)
+    return len(elements)
 
 
 # Elements that start a block of their own: loose text beside one of them is a paragraph.
@@ -179,9 +191,273 @@ def unmark_repeated_frames(tree) -> int:
     return renamed
 
 
+# Heading permalinks: the "¶" (Sphinx, MkDocs, Jupyter, python-markdown's toc), "#" (VitePress,
+# Hugo and Jekyll themes), "§" (rustdoc), "🔗" (Zola), zero-width (Docusaurus) or icon-only
+# (GitHub's octicon, anchor.js, Docsy) link of a heading to itself. As text each glues its
+# symbol to its heading, and to the title read from the <h1>.
+PERMALINK_CLASSES = frozenset(
+    {
+        "headerlink",  # Sphinx (headings, definitions, captions), MkDocs, python-markdown's toc
+        "hash-link",  # Docusaurus
+        "anchor",  # GitHub (octicon), rustdoc, Gatsby's autolink-headers
+        "anchorjs-link",  # anchor.js
+        "anchor-link",  # Jupyter nbconvert, Starlight, Hugo themes
+        "heading-anchor",
+        "header-anchor",  # VitePress, VuePress, markdown-it-anchor
+        "anchor-heading",  # Just the Docs (Jekyll)
+        "doc-anchor",  # rustdoc
+        "td-heading-self-link",  # Docsy (Hugo)
+        "zola-anchor",  # Zola
+    }
+)
+_HEADINGS = ("h1", "h2", "h3", "h4", "h5", "h6")
+# Screen-reader-only text of a permalink ("Section titled ...", "Permalink") is not shown.
+_SR_ONLY = frozenset({"sr-only", "screen-reader-text", "visually-hidden", "visuallyhidden"})
+# Characters of no width that permalinks use as their text (Docusaurus: U+200B).
+_INVISIBLE = dict.fromkeys(map(ord, "\u200b\u200c\u200d\u2060\ufeff\ufe0e\ufe0f"), None)
+_LINKS = XPath("//a[@class or starts-with(@href, '#')]")
+_MEDIA = ("img", "picture", "video", "audio", "iframe", "object")
+
+
+def _classes(el) -> set[str]:
+    return set((el.get("class") or "").split())
+
+
+def _shown_text(el) -> str:
+    """`el`'s text but that of screen-reader-only elements, without characters of no width."""
+    parts = [el.text or ""]
+    for child in el:
+        if isinstance(child.tag, str) and not _classes(child) & _SR_ONLY:
+            parts.append(_shown_text(child))
+        parts.append(child.tail or "")
+    return "".join(parts).translate(_INVISIBLE).strip()
+
+
+def _is_permalink(a) -> bool:
+    """A link showing no letter or digit (a symbol, an icon, nothing) and no media that is a
+    permalink: of a class of `PERMALINK_CLASSES`, or, inside h1-h6, to `#id` of the heading,
+    of an element around or inside it, or of the link itself."""
+    marked = bool(_classes(a) & PERMALINK_CLASSES)
+    target = (a.get("href") or "").strip()[1:] if (a.get("href") or "").startswith("#") else ""
+    heading = None if marked or not target else next(a.iterancestors(*_HEADINGS), None)
+    if not marked and heading is None:
+        return False
+    if any(c.isalnum() for c in _shown_text(a)) or next(a.iter(*_MEDIA), None) is not None:
+        return False
+    targets = {target, unquote(target)}  # a fragment may be percent-encoded, its id not
+    if marked or a.get("id") in targets or a.get("name") in targets:
+        return True
+    around = (heading, *heading.iterancestors(), *heading.iterdescendants())
+    return any(x.get("id") in targets for x in around if isinstance(x.tag, str))
+
+
+def drop_heading_permalinks(tree) -> int:
+    """Remove from `tree` (in place) the permalinks of headings (and of Sphinx's definitions
+    and captions, `_is_permalink`), their tails kept; how many were removed."""
+    return _remove(tree, [a for a in _LINKS(tree) if _is_permalink(a)])
+
+
+# Shop pages: what a product page shows beside its product. Recommendation blocks (Shopify's
+# `<product-recommendations>` and its classes, WooCommerce's related products and upsells,
+# Magento's related, upsell and cross-sell blocks) list other products, each a name, a price
+# and an "Add to cart" button. (A theme's tax note, Shopify's "Tax included. Shipping calculated
+# at checkout." in the shop's language, stays: without it a short product page falls below
+# trafilatura's length threshold and its fallback takes the announcement bar instead.)
+SHOP_CHROME_TAGS = frozenset({"product-recommendations"})  # Shopify's custom element
+SHOP_CHROME_CLASSES = frozenset(
+    {
+        "product-recommendations",  # Shopify (Debut and many themes)
+        "related-products",  # Shopify Dawn
+        "complementary-products",  # Shopify Dawn ("Pairs well with")
+        "upsells",  # WooCommerce ("You may also like…")
+        "up-sells",
+        "cross-sells",  # WooCommerce's cart
+    }
+)
+# Class tokens that mark a block only together: WooCommerce's `section.related.products`,
+# Magento's `div.block.related`, `.block.upsell`, `.block.crosssell`.
+SHOP_CHROME_CLASS_PAIRS = (
+    frozenset({"related", "products"}),
+    frozenset({"block", "related"}),
+    frozenset({"block", "upsell"}),
+    frozenset({"block", "crosssell"}),
+)
+_SHOP_MARKERS = ("recommendations", "related", "complementary-products", "upsell", "up-sells")
+_SHOP_MARKERS += ("cross-sells", "crosssell")
+_SHOP_CANDIDATES = XPath(
+    "//product-recommendations | "
+    + " | ".join(f"//@class[contains(., '{c}')]/.." for c in _SHOP_MARKERS)
+)
+
+
+def _is_shop_chrome(el) -> bool:
+    if not isinstance(el.tag, str) or el.tag in ("html", "body", "main"):
+        return False
+    classes = _classes(el)
+    if not (
+        el.tag in SHOP_CHROME_TAGS
+        or classes & SHOP_CHROME_CLASSES
+        or any(pair <= classes for pair in SHOP_CHROME_CLASS_PAIRS)
+    ):
+        return False
+    return next(el.iter("h1"), None) is None  # never a wrapper around the product itself
+
+
+# An "Add to cart" control: a link adding to the cart (Shopify and Magento `/cart/add`,
+# WooCommerce `?add-to-cart=`) or an element of a cart button class, with a short label.
+_CART_HREFS = ("/cart/add", "add-to-cart=")
+CART_CONTROL_CLASSES = frozenset(
+    {
+        "add_to_cart_button",  # WooCommerce
+        "ajax_add_to_cart",
+        "single_add_to_cart_button",
+        "quick-add__submit",  # Shopify Dawn
+        "tocart",  # Magento
+        "add-to-cart",
+        "btn-add-to-cart",
+        "add-to-cart-button",
+    }
+)
+_CART_LABEL_WORDS = 5
+_CART_CLASS_PARTS = ("add_to_cart", "quick-add", "tocart", "add-to-cart")
+_CART_CONTROLS = XPath(
+    " | ".join(f"//a[contains(@href, '{h}')]" for h in _CART_HREFS)
+    + " | "
+    + " | ".join(f"//@class[contains(., '{c}')]/.." for c in _CART_CLASS_PARTS)
+)
+# What the searches need, read in one pass each (a page of none of them, most pages, costs two
+# attribute reads): every class value and every link's href, each joined in one string.
+_CLASS_VALUES = XPath("//@class", smart_strings=False)
+_HREF_VALUES = XPath("//a/@href", smart_strings=False)
+# A form adding a product to the cart: Shopify's `/cart/add`, WooCommerce's (its `add-to-cart`
+# button or field), Magento's #product_addtocart_form.
+_CART_FORMS = XPath(
+    "//form[contains(@action, '/cart/add') or contains(@action, 'add-to-cart') or "
+    "@id='product_addtocart_form' or .//*[@name='add-to-cart']]"
+)
+_OG_PRODUCT = XPath(
+    "//meta[@property='og:type'][normalize-space(@content) = 'product' or "
+    "normalize-space(@content) = 'product.item' or normalize-space(@content) = 'og:product']"
+)
+# A price: a currency sign or code beside a number.
+_CURRENCY = r"(?:[$€£¥₹₩₽₺₴]|R\$|\b(?:USD|EUR|GBP|CAD|AUD|NZD|JPY|CHF|SEK|NOK|DKK|PLN|CZK|INR)\b)"
+_PRICE = re.compile(rf"{_CURRENCY}\s?\d|\d(?:[\d.,]*\d)?\s?{_CURRENCY}")
+_CARD_CHARS = 300  # a product card: a name, a price, a label or two; no paragraph
+
+
+def _is_cart_control(el) -> bool:
+    if not isinstance(el.tag, str):
+        return False
+    href = (el.get("href") or "") if el.tag == "a" else ""
+    if not (any(h in href for h in _CART_HREFS) or _classes(el) & CART_CONTROL_CLASSES):
+        return False
+    return len(el.text_content().split()) <= _CART_LABEL_WORDS
+
+
+def _is_card(el, controls: set) -> bool:
+    """A product card: a short block with a price, a link other than the cart's and an
+    "Add to cart" control."""
+    if not isinstance(el.tag, str):
+        return False
+    text = " ".join(el.text_content().split())
+    if len(text) > _CARD_CHARS or not _PRICE.search(text):
+        return False
+    if not any(x in controls for x in el.iter()):
+        return False
+    return any(a not in controls and a.get("href") for a in el.iter("a"))
+
+
+def _card_grids(tree, controls: set) -> list:
+    """The elements of two or more children that are all product cards (`_is_card`; children
+    of no text aside), but <main>, <body> and any holding an <h1>; none inside another."""
+    parents = {}
+    for control in controls:
+        for anc in control.iterancestors():
+            parents.setdefault(anc, None)
+    grids = []
+    for el in parents:
+        if el.tag in ("html", "body", "main") or next(el.iter("h1"), None) is not None:
+            continue  # never the page, nor the block of the page's own product
+        kids = [c for c in el if isinstance(c.tag, str) and c.text_content().strip()]
+        if len(kids) >= 2 and all(_is_card(c, controls) for c in kids):
+            grids.append(el)
+    found = set(grids)
+    return [g for g in grids if not any(a in found for a in g.iterancestors())]
+
+
+def _is_product_page(tree, grids: list) -> bool:
+    """Whether the page is about one product: its Open Graph type says so, or a cart form
+    outside the grids shares a block (not <main>, <body>) with the page's first <h1>, as the
+    product's title and its "Add to cart" do; on a page with no <h1>, any such form."""
+    if _OG_PRODUCT(tree):
+        return True
+    h1 = next(tree.iter("h1"), None)
+    for form in _CART_FORMS(tree):
+        around = set(form.iterancestors())
+        if any(g in around for g in grids):
+            continue
+        if h1 is None:
+            return True
+        common = next((a for a in h1.iterancestors() if a in around), None)
+        if common is not None and common.tag not in ("main", "body", "html"):
+            return True
+    return False
+
+
+def _with_heading(grid):
+    """The grid with the block around it that holds only it and headings ("You may also
+    like"), as far out as such blocks go (never <main> or <body>)."""
+    el = grid
+    while True:
+        parent = el.getparent()
+        if parent is None or parent.tag in ("main", "body", "html") or (parent.text or "").strip():
+            return el
+        others = [c for c in parent if c is not el and isinstance(c.tag, str)]
+        if any(c.tag not in _HEADINGS and c.text_content().strip() for c in others):
+            return el
+        if any((c.tail or "").strip() for c in parent) or next(parent.iter("h1"), None) is not None:
+            return el
+        el = parent
+
+
+def prune_shop_chrome(tree) -> int:
+    """Remove from `tree` (in place) a shop's recommendation blocks (`SHOP_CHROME_TAGS`,
+    `SHOP_CHROME_CLASSES`, `SHOP_CHROME_CLASS_PAIRS`) and, on a product page
+    (`_is_product_page`), any other grid of product cards (each a short block with a price, a
+    product link and an "Add to cart" control) with its headings; how many blocks were
+    removed (nested ones included). A page without a product of its own (a collection, a
+    category, a search) is a list of products: its grids stay as they are, "Add to cart"
+    labels too (without them a short collection falls below trafilatura's length threshold,
+    and its fallback takes the whole page, menus and filters included)."""
+    classes = " ".join(_CLASS_VALUES(tree))
+    tokens = set(classes.split())  # of all elements together: a superset of any one's
+    pruned = []
+    if (
+        tokens & SHOP_CHROME_CLASSES
+        or any(pair <= tokens for pair in SHOP_CHROME_CLASS_PAIRS)
+        or next(tree.iter(*SHOP_CHROME_TAGS), None) is not None
+    ):
+        pruned = [el for el in _SHOP_CANDIDATES(tree) if _is_shop_chrome(el)]
+    _remove(tree, pruned)
+    hrefs = "\0".join(_HREF_VALUES(tree))
+    if not any(c in classes for c in _CART_CLASS_PARTS) and not any(
+        h in hrefs for h in _CART_HREFS
+    ):
+        return len(pruned)
+    controls = {el for el in _CART_CONTROLS(tree) if _is_cart_control(el)}
+    if not controls:
+        return len(pruned)
+    grids = _card_grids(tree, controls)
+    if not grids or not _is_product_page(tree, grids):
+        return len(pruned)
+    return len(pruned) + _remove(tree, [_with_heading(g) for g in grids])
+
+
 def prepare_tree(tree) -> None:
     """The normalisations in order: chrome first (a signature's text is no paragraph to wrap),
-    then repeated frames and loose text."""
+    heading permalinks and shop chrome, then repeated frames and loose text."""
     prune_chrome(tree)
+    drop_heading_permalinks(tree)
+    prune_shop_chrome(tree)
     unmark_repeated_frames(tree)
     wrap_loose_text(tree)
