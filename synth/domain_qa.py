@@ -307,8 +307,30 @@ def read_pairs(pairs_dirs: Iterable[str | os.PathLike]) -> dict[str, dict[str, A
                     image = resolve_image(r["image_path"], f.parent)
                 except BadImagePath:
                     image = None  # recorded per row as no_image
-                out.setdefault(r["id"], {**r, "image": image})
+                rec = {**r, "image": image}
+                out[r["id"]] = _merge_pair(out[r["id"]], rec) if r["id"] in out else rec
     return out
+
+
+def _merge_pair(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
+    """One pair id recorded twice (two image-stage runs, two shards), as the mixture merges it
+    (training/mixture/images.py `_merge`): allowed only when every record allows it (an opt-out
+    anywhere wins: the record whose flag is not the boolean true gives the flag), whatever order
+    the files come in; the image is the record with the smallest (sha256, path) of those that
+    have one; every record's ids and URLs stay for the consent ledger (`also`)."""
+    from common.consent import flag_true
+
+    def rank(p: dict[str, Any]) -> tuple:
+        return (p["image"] is None, p.get("image_sha256") or "", str(p["image"] or ""))
+
+    first, second = sorted((a, b), key=rank)
+    merged = {**first, "also": [*first.get("also", ()), second, *second.get("also", ())]}
+    flags = [first.get("training_allowed"), second.get("training_allowed")]
+    # False before any other non-true value (None, "true"), so the reason names an opt-out
+    refused = sorted((f for f in flags if not flag_true(f)), key=lambda f: f is not False)
+    if refused:
+        merged["training_allowed"] = refused[0]
+    return merged
 
 
 def _image_for_teacher(path: Path) -> tuple[bytes, str]:
@@ -478,7 +500,8 @@ def _consent(row: dict[str, Any], pair: dict[str, Any] | None, rule: Any = None)
             f"no_consent_evidence: training_allowed is missing in {where}; not sent to the "
             "teacher (carry the source's consent through `images build`)"
         )
-    for what in (row, pair):
+    also = pair.get("also", ()) if pair is not None else ()
+    for what in (row, pair, *also):  # every record of the pair id (`_merge_pair`)
         why = (rule or NO_LEDGER).why_not(what) if what is not None else None
         if why is not None:
             return f"opted_out: {why}; not sent to the teacher"

@@ -20,7 +20,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from common.consent import FLAG, flag_true
+from common.consent import FLAG, NO_LEDGER, flag_true
 from common.schemas import BLOCK, INTERLEAVED
 from filters.images.config import InterleavedConfig
 
@@ -87,16 +87,21 @@ class PairIndex:
 
 
 def filter_document(
-    doc: Mapping, pairs: Mapping[int, Mapping], cfg: InterleavedConfig | None = None
+    doc: Mapping,
+    pairs: Mapping[int, Mapping],
+    cfg: InterleavedConfig | None = None,
+    consent: Any = None,
 ) -> tuple[dict, dict]:
     """One interleaved document to (document with kept blocks, report row).
 
-    An image block stays when its pairs row (`pairs[block_index]`) has no `drop_reason` (and,
-    when the row carries `training_allowed`, that flag is the boolean true); it then
+    An image block stays when its pairs row (`pairs[block_index]`) has no `drop_reason` and the
+    one consent rule allows it (`consent`, with the lake's ledger; None: the flags alone):
+    `training_allowed` the boolean true (a row without the flag is no consent); it then
     gets the row's `id` as `pair_id` and its `clip_score`. An image block without a pairs row is
     dropped (it was never fetched). Text blocks and the order of all kept blocks are unchanged.
     The report's `drop_reason` is the first document rule that fails, or None."""
     cfg = cfg or InterleavedConfig()
+    rule = consent if consent is not None else NO_LEDGER
     blocks_in = list(doc.get("blocks") or [])
     kept_blocks: list[dict] = []
     n_images_in = 0
@@ -109,7 +114,7 @@ def filter_document(
             row = pairs.get(i)
             if row is None or row.get("drop_reason") is not None:
                 continue
-            if FLAG in row and not flag_true(row[FLAG]):  # a pair the consent rule refuses
+            if not rule.allows(row):  # a pair the consent rule (or the ledger) refuses
                 continue
             out["pair_id"] = row["id"]
             score = row.get("clip_score")
@@ -140,9 +145,13 @@ def filter_document(
 
 
 def filter_documents(
-    docs: Iterable[Mapping], pairs: Iterable[Mapping], cfg: InterleavedConfig | None = None
+    docs: Iterable[Mapping],
+    pairs: Iterable[Mapping],
+    cfg: InterleavedConfig | None = None,
+    consent: Any = None,
 ) -> tuple[list[dict], list[dict]]:
-    """Interleaved rows and pairs rows to (kept documents, one report row per input document).
+    """Interleaved rows and pairs rows to (kept documents, one report row per input document);
+    `consent`: the consent rule with the lake's ledger (`filter_document`).
 
     Kept documents have INTERLEAVED_OUT's shape, in input order; the report has DOC_REPORT's."""
     index = PairIndex.build(pairs)
@@ -150,7 +159,8 @@ def filter_documents(
     report: list[dict] = []
     for doc in docs:
         blocks = list(doc.get("blocks") or [])
-        document, row = filter_document(doc, index.for_document(doc["doc_id"], blocks), cfg)
+        pairs_of = index.for_document(doc["doc_id"], blocks)
+        document, row = filter_document(doc, pairs_of, cfg, consent)
         report.append(row)
         if row["drop_reason"] is None:
             kept.append(document)
@@ -207,7 +217,7 @@ def write_interleaved(
     need = {"id": "string", **PAIRS_COLUMNS}
     pairs = [r for _, rows in settled_rows(pair_files, consent, required=need) for r in rows]
     docs_rows = read_rows(source, required=INTERLEAVED_COLUMNS, fix=fix)
-    kept, report = filter_documents(docs_rows, pairs, cfg.interleaved)
+    kept, report = filter_documents(docs_rows, pairs, cfg.interleaved, consent)
     table = documents_table(kept)
     table = table.append_column(
         "text", pa.array([interleaved_text(d["blocks"]) for d in kept], pa.string())

@@ -41,6 +41,7 @@ def _doc(doc_id: str, blocks: list[dict], allowed: bool = True) -> dict:
 
 def _pair(pid: str, doc_id: str, src: str, reason=None, score=None, position=None) -> dict:
     row = {"id": pid, "doc_id": doc_id, "src": src, "drop_reason": reason, "clip_score": score}
+    row["training_allowed"] = True  # as every `images build` pairs row carries it
     if position is not None:
         row["position"] = position
     return row
@@ -211,3 +212,30 @@ def test_real_extract_output_round_trips_through_arrow():
     assert table.schema.names == INTERLEAVED.names  # same columns as extract's
     assert table.to_pylist() == kept
     assert report_table(report).num_rows == 1
+
+
+def test_pairs_the_ledger_opted_out_or_without_a_flag_leave_the_document(tmp_path):
+    # The consent ledger opts image 1 out by its URL after the pairs were built; pair 3's row
+    # has no training_allowed at all (no consent evidence): neither keeps its image slot.
+    from common.consent import Consent, append_ledger
+
+    blocks = [
+        _text("A" + TEXT),
+        _image("http://a.test/1.png", "one"),
+        _text("B" + TEXT),
+        _image("http://a.test/2.png", "two"),
+        _text("C" + TEXT),
+        _image("http://a.test/3.png", "three"),
+    ]
+    pairs = [_pair(f"P{i}", "D1", f"http://a.test/{i}.png", position=2 * i - 1) for i in (1, 2, 3)]
+    del pairs[2]["training_allowed"]
+    lake = tmp_path / "lake"
+    append_ledger(
+        lake,
+        [{"url": "http://a.test/1.png", "doc_ids": ["P1"], "training_allowed": False}],
+    )
+    cfg = InterleavedConfig(min_images=1, min_text_chars=10)
+    kept, _ = filter_documents([_doc("D1", blocks)], pairs, cfg, Consent.load(lake))
+    assert [b["pair_id"] for b in kept[0]["blocks"] if b["kind"] == "image"] == ["P2"]
+    kept, _ = filter_documents([_doc("D1", blocks)], pairs, cfg)  # the flags alone
+    assert [b["pair_id"] for b in kept[0]["blocks"] if b["kind"] == "image"] == ["P1", "P2"]

@@ -682,3 +682,41 @@ def test_a_decompression_bomb_is_that_rows_unsupported_image(tmp_path):
     assert out["a"]["status"].startswith("unsupported_image: ") and "decode" in out["a"]["status"]
     assert out["c"]["status"].startswith("no_image: ")  # never opened: it would block
     assert out["b"]["status"] == NO_TEACHER and s["rows"] == 3
+
+
+@pytest.mark.parametrize("order", ["allowed first", "opted out first"])
+def test_a_pair_id_recorded_twice_is_allowed_only_when_both_records_allow(order, tmp_path):
+    # Two image runs (or shards) record pair P1: one allows it, one opted it out. Whatever the
+    # order of the --pairs directories, the opt-out wins and nothing reaches the teacher.
+    buf = io.BytesIO()
+    Image.new("RGB", (64, 64), "red").save(buf, "PNG")
+    dirs = []
+    for name, flag in (("a", True), ("b", False)):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "i.png").write_bytes(buf.getvalue())
+        row = {"id": "P1", "doc_id": "D1", "image_path": "i.png", "image_sha256": "s"}
+        pq.write_table(
+            pa.Table.from_pylist([{**row, "training_allowed": flag}]),
+            tmp_path / name / "pairs.parquet",
+        )
+        dirs.append(tmp_path / name)
+    if order == "opted out first":
+        dirs.reverse()
+    (tmp_path / "dom").mkdir()
+    selected = {"id": "P1", "domain": "charts", "selected": True, "training_allowed": True}
+    pq.write_table(pa.Table.from_pylist([selected]), tmp_path / "dom" / "domain_images.parquet")
+
+    class Recorder:
+        model = "recorder"
+        sent: list = []
+
+        def chat_json(self, messages, schema, items=(), **kw):
+            self.sent.append(list(items))
+            raise RuntimeError("must not be asked")
+
+    teacher = Recorder()
+    make_domain_qa(tmp_path / "dom", dirs, tmp_path / "out", teacher, workers=1)
+    assert teacher.sent == []
+    (row,) = pq.read_table(tmp_path / "out" / "domain_qa.parquet").to_pylist()
+    assert row["status"].startswith("opted_out: training_allowed is false in pairs")
+    assert row["training_allowed"] is not True
