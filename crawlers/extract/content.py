@@ -40,7 +40,7 @@ from crawlers.extract.img_sources import (
 from crawlers.extract.md_tables import body_markdown
 from crawlers.extract.metadata import page_metadata
 from crawlers.extract.runs import RawTree, main_run, sequence
-from crawlers.extract.tables import ignore_oversized_spans
+from crawlers.extract.tables import flatten_nested_tables, ignore_oversized_spans
 from crawlers.render.decide import UNHIDDEN_PANEL_CLASSES, UNHIDDEN_PANEL_ROLES
 
 # What trafilatura's comment XPaths (trafilatura.xpaths.COMMENTS_XPATH) need, on the raw tree:
@@ -67,6 +67,11 @@ def _may_have_comments(tree) -> bool:
 
 # trafilatura's plain text ends each table row "| " (`| Ochre star | 14 | 9 | `).
 _ROW_END = re.compile(r"\| +$", re.MULTILINE)
+# A code fence of our Markdown (trafilatura writes ``` around a <pre>; ~~~ is CommonMark's other),
+# maybe after a list item's marker; and a list item's line as trafilatura writes it: two spaces
+# per nesting level, then "- " or "N. ".
+_FENCE = re.compile(r"(?:(?:[-*+]|\d{1,9}[.)]) +)?(`{3,}|~{3,})")
+_LIST_ITEM = re.compile(r"( *)([-*+]|\d{1,9}[.)]) ")
 SHORT_PAGE_CHARS = 600  # main text below this may be trafilatura's baseline fallback
 _MIN_COMMENT_LABEL = 50  # a single comment line shorter than this is the section's label
 _TEXT_TAGS = {"p", "head", "list", "quote", "code", "table", "item"}
@@ -360,6 +365,63 @@ def _cell_of(row, last: bool):
     return cells[-1 if last else 0] if cells else SubElement(row, "cell")
 
 
+# A teaser's block: the nearest element around an image's link that holds text, at most this many
+# levels up (a card: the link, its figure or wrapper, the card).
+_TEASER_LEVELS = 4
+_MIN_EVIDENCE = 12  # a teaser's text piece this long tells its block apart from the main text
+_LINKED_IMGS = XPath("//a[@href]//img")
+
+
+def _words(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _titled(block, href: str) -> bool:
+    """Whether a link to `href` in `block` has words: the teaser's title (a photo's caption
+    or a gallery's text links elsewhere, or nowhere)."""
+    return any(
+        (a.get("href") or "").strip() == href and any(c.isalnum() for c in a.text_content())
+        for a in block.iter("a")
+    )
+
+
+def teaser_sources(tree, main_text: str) -> set[str]:
+    """The sources (each attribute trafilatura reads one from) of the page's teaser thumbnails:
+    images inside a link to a page (not to an image file: a linked photo is the article's)
+    whose teaser block, the nearest element around the link holding text, has none of its
+    text in `main_text` (a related-stories card, a sidebar's "Today on ..." entries, a
+    call to action). trafilatura's image run keeps their images but not their titles, so
+    the placer would hang them on the main block before them. An image in a <figure> with a
+    caption is kept: the main run drops captions, so its text is never main text."""
+    main = _words(main_text)
+    found: set[str] = set()
+    outside: dict = {}  # teaser block: whether none of its text is main text (a gallery's cards
+    # share one)
+    for img in _LINKED_IMGS(tree):
+        link = next(img.iterancestors("a"))
+        href = (link.get("href") or "").strip()
+        if not href or href.startswith("#") or is_image_file(href.split("?")[0]):
+            continue
+        if any(f.find(".//figcaption") is not None for f in img.iterancestors("figure")):
+            continue
+        block, pieces = link, []
+        for _ in range(_TEASER_LEVELS):
+            block = block.getparent()
+            if block is None:
+                break
+            pieces = [_words(x) for x in block.itertext() if any(c.isalnum() for c in x)]
+            if pieces:
+                break
+        if not pieces or not _titled(block, href):
+            continue
+        if block not in outside:
+            evidence = [x for x in pieces if len(x) >= _MIN_EVIDENCE] or pieces
+            outside[block] = not any(x in main for x in evidence)
+        if outside[block]:
+            found.update(v for k, v in img.attrib.items() if k == "src" or k.startswith("data-src"))
+    return found
+
+
 def _put_after(anchor, image) -> None:
     """Put `image` right after `anchor` of the main content: at the end of a list item or table
     cell (a row's last cell), after any other element."""
@@ -389,8 +451,9 @@ class _Placer:
     """place_images' walk over the image run: the main blocks by text, and where the next image
     goes (after `anchor`, or, none, before the next main block found)."""
 
-    def __init__(self, out):
+    def __init__(self, out, teasers=frozenset()):
         self.out = out
+        self.teasers = teasers  # sources of images not to place (`teaser_sources`)
         self.texts: dict = {}  # block texts of `out`, until a change inside them
         self.index: dict[str, list] = {}
         self.key_of: dict = {}  # each main block's text, as it is before images go in
@@ -424,6 +487,8 @@ class _Placer:
                 self.visit(child)
 
     def image(self, graphic) -> None:
+        if graphic.get("src") in self.teasers:
+            return
         image = copy.deepcopy(graphic)
         image.tail = None
         if self.anchor is None:
@@ -526,7 +591,7 @@ class _Placer:
             self.waiting = []
 
 
-def place_images(body, imaged):
+def place_images(body, imaged, teasers=frozenset()):
     """A copy of `body` (the main content) with the images of `imaged` (the same page extracted
     with images) placed where they are there: a text block holding images replaces its equal in
     `body` (images inline); an image between blocks (or alone in a block of its own, as
@@ -536,11 +601,12 @@ def place_images(body, imaged):
     cells, nested blocks), so an image in it goes after the nearest main text before it. Images
     after the last main block are dropped, and so is the caption text trafilatura hangs on
     images, and an image whose source is still a placeholder (`is_stand_in`); sources lose the
-    mark `img_sources.mark_image` set."""
+    mark `img_sources.mark_image` set. An image whose source is in `teasers` (`teaser_sources`:
+    a related-content card's thumbnail) is not placed."""
     out = copy.deepcopy(body)
     if imaged is None or imaged.find(".//graphic") is None:
         return out
-    placer = _Placer(out)
+    placer = _Placer(out, teasers)
     for child in imaged:
         placer.visit(child)
     for graphic in list(out.iter("graphic")):
@@ -550,6 +616,47 @@ def place_images(body, imaged):
         elif src is not None:
             graphic.set("src", src)
     return out
+
+
+def unindent_markdown(markdown: str) -> str:
+    """`markdown` without the page source's indentation at its line starts: a paragraph, heading
+    or image line that a template indented (the tail text after a <pre>, a line of a paragraph
+    broken in the source) would otherwise be indented four spaces or more, which Markdown reads
+    as a code block. Lines inside code fences stay as they are, and so does the indentation of
+    list nesting that trafilatura writes (a nested item's "  - ", the parent item's text after
+    a sublist): a line keeps its indentation only up to the content column of the list item
+    open above it (none once a blank line and an unindented block close the list); tabs are
+    never ours."""
+    out: list[str] = []
+    fence = None  # the open fence's marker
+    column = 0  # content column of the open list item; 0: none open
+    blank = False  # the line before was blank
+    for line in markdown.split("\n"):
+        stripped = line.lstrip()
+        if fence is not None:
+            out.append(line)
+            if stripped.rstrip().startswith(fence) and not stripped.rstrip().strip(fence[0]):
+                fence = None
+            continue
+        if not stripped:
+            out.append("")
+            blank = True
+            continue
+        indent = line[: len(line) - len(stripped)]
+        width = len(indent) if "\t" not in indent else column + 1  # a tab: the source's
+        keep = width if width <= column else 0
+        item = _LIST_ITEM.match(" " * keep + stripped)
+        if item is not None:
+            column = keep + len(item.group(2)) + 1
+        elif keep == 0 and blank:
+            column = 0  # an unindented block after a blank line: the list is over
+        blank = False
+        out.append(" " * keep + stripped)
+        opening = _FENCE.match(stripped)
+        # a backtick fence's info string has no backtick: "```x```" is inline code
+        if opening is not None and "`" not in stripped[opening.end() :]:
+            fence = opening.group(1)
+    return "\n".join(out)
 
 
 def comments_text(tree, url: str, main_text: str = "") -> str:
@@ -628,7 +735,8 @@ def extract_content(html: str, url: str, *, favor: str = "balanced", tree=None) 
     """Run trafilatura and derive every output from its XML tree; None if it finds no content.
     `tree`: the page as `parse_html` parsed it, when the caller has it. It is changed in place:
     what a browser never renders is removed (`drop_unrendered`), a table whose spans would blow
-    it up loses them (`tables.ignore_oversized_spans`), a lazily loaded <img> gets the
+    it up loses them (`tables.ignore_oversized_spans`), a small table nested in a data table's
+    cell becomes that cell's text (`tables.flatten_nested_tables`), a lazily loaded <img> gets the
     `data-src` its browser would load and every image source is made absolute against the
     page's base URL, or removed when it is no http(s) URL (`img_sources`)."""
     if tree is None:
@@ -638,6 +746,7 @@ def extract_content(html: str, url: str, *, favor: str = "balanced", tree=None) 
     base = document_base(tree, url)
     drop_unrendered(tree)
     ignore_oversized_spans(tree)
+    flatten_nested_tables(tree)
     resolve_lazy_images(tree)
     absolute_image_sources(tree, base)
     raw = RawTree(tree)
@@ -658,11 +767,11 @@ def extract_content(html: str, url: str, *, favor: str = "balanced", tree=None) 
             if imaged is not None and imaged.find(".//graphic") is not None:
                 break
             imaged = _image_body(raw, url, mode, fast=False)
-        body = place_images(body, imaged)
+        body = place_images(body, imaged, teaser_sources(tree, text))
         drop_sourceless_images(body, base)
     # Plain text leaves images out; Markdown keeps them as ![alt](src) in place, and its
     # tables are written by `md_tables` (layout tables unwrapped; `body` is left as it is).
-    markdown = body_markdown(body).strip()
+    markdown = unindent_markdown(body_markdown(body)).strip()
     text = _ROW_END.sub("|", normalize_unicode(text))
     meta = page_metadata(tree, url)
     return Content(

@@ -6,7 +6,8 @@ without <th> has no delimiter row (it reads as a paragraph) and one with <th> in
 gets a delimiter after each. Here a layout table (`tables.layout_table`) is unwrapped into the
 ordinary blocks its cells hold, and a data table is a GitHub-flavoured Markdown table with one
 delimiter row, below its first row (its header, or its first row when the page marks none);
-a cell's paragraphs and line breaks are `<br>` and its pipes escaped, so a row stays one line.
+a cell's paragraphs and line breaks are `<br>` and its pipes escaped, so a row stays one line;
+a small table nested in a cell is the cell's text, its rows parted by "; ".
 """
 
 from __future__ import annotations
@@ -135,13 +136,20 @@ def _cells_markdown(rows: list[list]) -> list[list[str]]:
         for cell in row:
             SubElement(holder, "p").text = _CELL_MARK
             for block in _cell_blocks(cell):  # the table is replaced after
-                holder.append(block)
+                holder.append(_flat_table(block) if block.tag == "table" else block)
     chunks = xmltotxt(holder, include_formatting=True).split(_CELL_MARK)[1:]
     texts = iter(
         "<br>".join(line.strip() for line in chunk.splitlines() if line.strip()).replace("|", "\\|")
         for chunk in chunks
     )
     return [[next(texts, "") for _ in row] for row in rows]
+
+
+def _flat_table(table):
+    """A small table nested in a data table's cell (`tables.layout_table` lets no other one
+    through) as a paragraph of the cell: a row's cells parted by a space, rows by "; "."""
+    lines = [" ".join(t for c in row if (t := _text(c))) for row in _rows(table)]
+    return _paragraph("; ".join(line for line in lines if line))
 
 
 def _table_markdown(rows: list[list]) -> str:

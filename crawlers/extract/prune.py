@@ -15,6 +15,7 @@ Normalisations of the parsed HTML before main-content extraction, all in place:
 * `unmark_repeated_frames` takes a content-frame class (`content`, `post`, `entry`) from
   elements that repeat it side by side: trafilatura takes the first element of such a class for
   the page's main content, which on a forum (phpBB's `div.content`) is the first post alone.
+  The sections of one article (eHow's steps: no poster, date or post id each) keep it.
 * `wrap_loose_text` puts each run of loose text beside block elements (a forum reply written
   after its `</blockquote>` right inside the post's div, with its <br>s) into a block of its
   own, and the text of each repeated frame into paragraphs: trafilatura keeps the blocks of such
@@ -172,11 +173,79 @@ _FRAMES = XPath(
 REPEATED_CLASS = "refinery-repeated"
 
 
+# Marks of a post (a forum's, a blog index's) in the block that repeats a frame: its author, its
+# date, a post id, a link to the poster's profile. The steps or sections of one article (eHow's
+# `div.content` per step) carry none: the article has them once, above its sections.
+_POST_MARKS = XPath(
+    "descendant-or-self::*[self::time or @datetime or @rel='author' or @itemprop='author'"
+    " or @data-author or @data-post-id]"
+)
+_POST_CLASS = re.compile(r"author|username|poster|byline|postdate|permalink|(?:^|[\s_-])date\b")
+_POST_ID = re.compile(r"\d{3,}")  # phpBB's p1234, vBulletin's post_1234, SMF's msg1234
+_PROFILE_HREF = re.compile(r"memberlist\.php|/members?/|/users?/|/u/|profile", re.I)
+_HEADINGS_BELOW_H1 = ("h2", "h3", "h4", "h5", "h6")
+
+
+def _common_ancestor(els):
+    """The lowest element holding all of `els` (none of them inside another)."""
+    common = list(els[0].iterancestors())
+    for el in els[1:]:
+        ancestors = set(el.iterancestors())
+        common = [a for a in common if a in ancestors]
+    return common[0]
+
+
+def _has_post_marks(block) -> bool:
+    if _POST_MARKS(block):
+        return True
+    for el in block.iter():
+        if not isinstance(el.tag, str):
+            continue
+        if _POST_CLASS.search(el.get("class") or "") or _POST_ID.search(el.get("id") or ""):
+            return True
+        if el.tag == "a" and _PROFILE_HREF.search(el.get("href") or ""):
+            return True
+    return False
+
+
+def _sections_of_one_article(els) -> bool:
+    """Whether the frames `els` are sections of one article, not posts: no block that repeats
+    a frame (the frame up to the child of their common ancestor) carries a post's marks, and
+    they sit in one article -- an <article> or `articleBody` around them all, the page's only
+    <h1> above them in their common ancestor (eHow: the title, then a `div.content` per step),
+    or a heading opening each."""
+    common = _common_ancestor(els)
+    blocks = []
+    for el in els:
+        block = el
+        while block.getparent() is not common:
+            block = block.getparent()
+        blocks.append(block)
+    if any(_has_post_marks(b) for b in blocks):
+        return False
+    if any(
+        a.tag == "article" or a.get("itemprop") == "articleBody"
+        for a in (common, *common.iterancestors())
+    ):
+        return True
+    h1s = common.getroottree().getroot().findall(".//h1")
+    if len(h1s) == 1 and common in h1s[0].iterancestors():
+        return True
+    return all(
+        (first := next((c for c in el if isinstance(c.tag, str)), None)) is not None
+        and first.tag in _HEADINGS_BELOW_H1
+        for el in els
+    )
+
+
 def unmark_repeated_frames(tree) -> int:
     """Rename (in place) the class of elements that share one of `FRAME_CLASSES` with others
     beside them (none inside another): on a forum each post is a `div.content` (phpBB), and
     trafilatura would take the first post for the whole page. Without the class it finds the
-    posts' common frame as on any page; how many elements were renamed."""
+    posts' common frame as on any page; how many elements were renamed. Frames that are the
+    sections of one article (`_sections_of_one_article`) keep their class: trafilatura reads an
+    article's sections in its frame, and without it took another frame and lost some (eHow's
+    "What You'll Need" list)."""
     groups: dict[str, list] = {}
     for el in _FRAMES(tree):
         groups.setdefault(el.get("class"), []).append(el)
@@ -184,6 +253,8 @@ def unmark_repeated_frames(tree) -> int:
     for els in groups.values():
         members = set(els)
         if len(els) < 2 or any(a in members for el in els for a in el.iterancestors()):
+            continue
+        if _sections_of_one_article(els):
             continue
         for el in els:
             el.set("class", REPEATED_CLASS)

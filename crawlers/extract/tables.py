@@ -1,13 +1,15 @@
 """HTML tables as grids: merged cells expanded, a header row when the page marks one, Markdown.
 
 Only data tables: a layout table (the page's columns, a code sample beside its line numbers,
-a menu, a navigation box) is told apart by its structure (`layout_table`); the data tables
-nested in one are read on their own."""
+a menu, a navigation box, a grid of links) is told apart by its structure (`layout_table`); the
+data tables nested in one are read on their own. A small flat table nested in a data table's
+cell is that cell's text, flattened (`flat_table_text`)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from heapq import heappop, heappush
+from itertools import islice
 
 from lxml import html as lxml_html
 from lxml.etree import XPath
@@ -83,11 +85,23 @@ def _cell_text(cell) -> str:
             if child.tail:
                 stack.append(child.tail)
             if isinstance(child.tag, str) and child.tag not in _UNSHOWN:
-                if child.tag in _LINE_BREAKING:
+                if child.tag == "table":  # its rows, not its cells' words run together
+                    stack.append(f" {flat_table_text(child)} ")
+                elif child.tag in _LINE_BREAKING:
                     stack.extend((" ", child, " "))
                 else:
                     stack.append(child)
     return " ".join("".join(parts).split())
+
+
+def flat_table_text(table) -> str:
+    """A nested table's text on one line, as the cell of the table around it: its caption, then
+    its rows, a row's cells parted by a space and rows by "; " ("math 90; art 80")."""
+    rows = [[c for c in tr if c.tag in ("td", "th")] for tr in _own_rows(table)]
+    lines = [" ".join(t for c in row if (t := _cell_text(c))) for row in rows]
+    caption = " ".join(_cell_text(c) for c in table if c.tag == "caption").strip()
+    flat = "; ".join(line for line in lines if line)
+    return f"{caption}: {flat}" if caption and flat else caption or flat
 
 
 def _own_rows(table) -> list:
@@ -106,27 +120,79 @@ def layout_table(
     rows: list[list], text, *, sections: set[str], blocks: set[str], paragraphs: set[str], link: str
 ) -> bool:
     """Whether a table whose rows hold the cells `rows` (elements; `text(cell)` their text) lays
-    out a page rather than data: one column; a cell holding a nested table or a heading (a tag
-    of `sections`); a single row holding block content (`blocks`, `paragraphs`) or links only
+    out a page rather than data: one column; a cell holding a heading (a tag of `sections`) or
+    a nested table that is no small flat one (`_small_nested`), nested tables in half of its
+    cells or more or alone in their row; a single row holding block content (`blocks`, `paragraphs`) or links only
     (the page's two columns, a code sample beside its line numbers, a menu); half of its cells
     or more holding block content (`blocks`: lists, quotes, code; a navigation box's labels
-    beside their link lists). A paragraph is no block content in a table of several rows
-    (office suites write one in every cell; trafilatura makes one of a cell's <br>)."""
+    beside their link lists); every column (nearly) all links (site navigation set out as a
+    grid; a data table's column of names linking to their pages sits beside a column of
+    text). A paragraph is no block content in a table of several rows (office suites write one
+    in every cell; trafilatura makes one of a cell's <br>). A small flat table nested in a cell
+    (a score broken down by subject) is that cell's content."""
     # first, as it reads no text: a page nested in layout tables is not read once per level
-    if any(next(c.iter(*sections), None) is not None for row in rows for c in row):
-        return True
-    filled = [[(c, t) for c in row if (t := text(c))] for row in rows]
+    nested = set()  # the cells holding a small flat table
+    for row in rows:
+        for c in row:
+            for inner in c.iter(*sections):
+                if inner.tag != "table" or not _small_nested(inner, sections | blocks):
+                    return True
+                nested.add(c)
+    # (column, cell, text) of each cell with text
+    filled = [[(i, c, t) for i, c in enumerate(row) if (t := text(c))] for row in rows]
     filled = [row for row in filled if row]
     if len(filled) > 1 and len(filled[0]) == 1:
         filled = filled[1:]  # a title row above the table's columns
     if max((len(row) for row in filled), default=0) < 2:
         return True
-    cells = [c for row in filled for c, _ in row]
+    cells = [c for row in filled for _, c, _ in row]
+    if 2 * len(nested) >= len(cells) or any(
+        len(row) == 1 and row[0][1] in nested for row in filled
+    ):
+        return True  # a nested table standing alone in its row is a part of the page
     if len(filled) == 1:
         return any(next(c.iter(*blocks, *paragraphs), None) is not None for c in cells) or all(
-            _links_only(c, t, text, link) for c, t in filled[0]
+            _links_only(c, t, text, link) for _, c, t in filled[0]
         )
-    return 2 * sum(next(c.iter(*blocks), None) is not None for c in cells) >= len(cells)
+    if 2 * sum(next(c.iter(*blocks), None) is not None for c in cells) >= len(cells):
+        return True
+    return _link_grid(filled, text, link)
+
+
+# A nested table past this many elements is a page's own layout, not a cell's content.
+_MAX_NESTED_ELEMENTS = 200
+
+
+def _small_nested(table, tags: set[str]) -> bool:
+    """Whether a table nested in a cell is small and flat (none of `tags` in it: no table,
+    heading, list, quote or code): a cell's content, not a part of the page laid out in the
+    table around it."""
+    # counted no further than the limit: a page-sized nested table is not walked in full
+    if next(islice(table.iter(), _MAX_NESTED_ELEMENTS, None), None) is not None:
+        return False
+    return next((el for el in table.iter(*tags) if el is not table), None) is None
+
+
+# A navigation grid's filled cells hold a link and nothing else, this share or more of them (a
+# stray label such as "More:" aside), and so do half of each column's or more.
+_LINK_GRID_SHARE = 0.8
+
+
+def _link_grid(filled: list[list[tuple]], text, link: str) -> bool:
+    """Whether a table of several rows, its cells with text as (column, cell, text), is (nearly)
+    all cells that hold a link and no other text, in every column: site navigation set out as
+    a grid ("Weekly edition | Kernel | Security" above "Archives | Calendar | Subscribe"). A
+    data table has a column of its own text (a product's price beside its linked name), and
+    its header cells are no links."""
+    links: dict[int, int] = {}
+    counts: dict[int, int] = {}
+    for row in filled:
+        for i, c, t in row:
+            counts[i] = counts.get(i, 0) + 1
+            links[i] = links.get(i, 0) + _links_only(c, t, text, link)
+    return sum(links.values()) >= _LINK_GRID_SHARE * sum(counts.values()) and all(
+        2 * links.get(i, 0) >= n for i, n in counts.items()
+    )
 
 
 def _links_only(cell, cell_text: str, text, link: str) -> bool:
@@ -289,24 +355,58 @@ def to_markdown(cells: list[list[str]], has_header: bool) -> str:
     return "\n".join([line(header), "|" + "---|" * width, *(line(r) for r in body)])
 
 
+def _layout_rows(table) -> bool:
+    """`layout_table` of an HTML table."""
+    rows = [[c for c in tr if c.tag in ("td", "th")] for tr in _own_rows(table)]
+    return layout_table(
+        rows,
+        _cell_text,
+        sections=HTML_SECTIONS,
+        blocks=HTML_BLOCKS,
+        paragraphs=HTML_PARAGRAPHS,
+        link="a",
+    )
+
+
+def flatten_nested_tables(tree) -> int:
+    """Replace (in place) each table nested in a data table's cell by its text on one line
+    (`flat_table_text`, in a <span>); how many. trafilatura moves a nested table out, after
+    the table around it, and leaves its cell empty: flattened, the cell keeps its content in
+    the document's text and Markdown as in the tables dataset. A table nested in a layout table
+    is left to be read on its own."""
+    outer_data: dict = {}  # outer table -> whether a data table (lxml elements hash by identity)
+    n = 0
+    for el in list(tree.iter("table")):
+        outer = _nearest_table(el)
+        if outer is None or el.getparent() is None:
+            continue
+        if outer not in outer_data:
+            outer_data[outer] = not (
+                any(a.tag in _CHROME for a in outer.iterancestors())
+                or outer.get("role") == "presentation"
+                or _layout_rows(outer)
+            )
+        if outer_data[outer]:
+            span = lxml_html.Element("span")
+            span.text = f" {flat_table_text(el)} "
+            span.tail = el.tail
+            el.getparent().replace(el, span)
+            n += 1
+    return n
+
+
 def extract_tables(tree: lxml_html.HtmlElement) -> list[Table]:
     """Every data table of a parsed page, in document order: a layout table (`layout_table`)
-    is left out, the data tables nested in it are read on their own."""
+    is left out, the data tables nested in it are read on their own; a table nested in a data
+    table's cell is that cell's text (`flat_table_text`), no table of its own."""
     tables: list[Table] = []
+    kept: set = set()  # the data tables' elements (lxml elements hash by identity)
     for el in tree.iter("table"):
-        if any(a.tag in _CHROME for a in el.iterancestors()):
+        if any(a.tag in _CHROME or a in kept for a in el.iterancestors()):
             continue
         if el.get("role") == "presentation":
             continue
-        rows = [[c for c in tr if c.tag in ("td", "th")] for tr in _own_rows(el)]
-        if layout_table(
-            rows,
-            _cell_text,
-            sections=HTML_SECTIONS,
-            blocks=HTML_BLOCKS,
-            paragraphs=HTML_PARAGRAPHS,
-            link="a",
-        ):
+        if _layout_rows(el):
             continue
         caption, cells, has_header = read_grid(el)
         if not cells or all(not any(row) for row in cells) or _calendar(cells):
@@ -316,4 +416,5 @@ def extract_tables(tree: lxml_html.HtmlElement) -> list[Table]:
         if caption:
             markdown = f"{caption}\n\n{markdown}"
         tables.append(Table(len(tables), header, cells, markdown))
+        kept.add(el)
     return tables
