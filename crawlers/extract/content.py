@@ -37,6 +37,7 @@ from crawlers.extract.img_sources import (
     resolve_lazy_images,
     unmark_image,
 )
+from crawlers.extract.math_tex import formulas_as_tex
 from crawlers.extract.md_tables import body_markdown
 from crawlers.extract.metadata import page_metadata
 from crawlers.extract.runs import RawTree, main_run, sequence
@@ -734,7 +735,8 @@ def parse_html(html: str):
 def extract_content(html: str, url: str, *, favor: str = "balanced", tree=None) -> Content | None:
     """Run trafilatura and derive every output from its XML tree; None if it finds no content.
     `tree`: the page as `parse_html` parsed it, when the caller has it. It is changed in place:
-    what a browser never renders is removed (`drop_unrendered`), a table whose spans would blow
+    what a browser never renders is removed (`drop_unrendered`), a formula whose TeX source the
+    page carries becomes that source (`math_tex.formulas_as_tex`), a table whose spans would blow
     it up loses them (`tables.ignore_oversized_spans`), a small table nested in a data table's
     cell becomes that cell's text (`tables.flatten_nested_tables`), a lazily loaded <img> gets the
     `data-src` its browser would load and every image source is made absolute against the
@@ -745,6 +747,7 @@ def extract_content(html: str, url: str, *, favor: str = "balanced", tree=None) 
         return None
     base = document_base(tree, url)
     drop_unrendered(tree)
+    formulas_as_tex(tree)
     ignore_oversized_spans(tree)
     flatten_nested_tables(tree)
     resolve_lazy_images(tree)
