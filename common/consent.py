@@ -77,6 +77,22 @@ def flag_of(row: Any, key: str = FLAG) -> Any:
     return getattr(row, key, None)
 
 
+def _has_key(row: Any, key: str) -> bool:
+    return key in row if isinstance(row, Mapping) else hasattr(row, key)
+
+
+_ROW_SUFFIX = re.compile(r"-[0-9]+$")
+
+
+def document_ids(row_id: str) -> tuple[str, ...]:
+    """The row id and the ids of the document it names, as the mixture's SQL reads them
+    (training/mixture/sources.py `_ledger_sql`) for a row without a `doc_id`: a pair id
+    `<doc>-<n>`, a table pair `<doc>#t<n>`, a QA row `<pair>#<domain>`."""
+    head = row_id.split("#", 1)[0]
+    doc = _ROW_SUFFIX.sub("", head)
+    return tuple(dict.fromkeys((row_id, head, doc)))
+
+
 def describe_flag(value: Any) -> str:
     """Why a flag value is not consent, in a few words."""
     if value is None:
@@ -310,10 +326,15 @@ class Consent:
         if not flag_true(value):
             return describe_flag(value)
         if self.ids:
+            derive = not _has_key(row, "doc_id")  # as the mixture's SQL: only without a doc_id
             for key in self.id_keys:
                 v = flag_of(row, key)
-                if v is not None and str(v) in self.ids:
-                    return f"the consent ledger opted out {key}={v}"
+                if v is None:
+                    continue
+                for doc in document_ids(str(v)) if derive else (str(v),):
+                    if doc in self.ids:
+                        named = f" (its document {doc})" if doc != str(v) else ""
+                        return f"the consent ledger opted out {key}={v}{named}"
         if self.urls:
             for key in self.url_keys:
                 v = flag_of(row, key)

@@ -59,6 +59,13 @@ from typing import Any
 from common.consent import append_ledger, flag_true, latest_rows, ledger_files, ledger_version
 
 DOCUMENT_SOURCES = ("extract/documents.parquet", "filter/documents.parquet")
+# Any other documents file of the lake: imports (`imports/wet/`, `imports/docs/`), a filter or
+# extract run written elsewhere under the lake (`--out lake/filter-wet`): a mixture may read any.
+# One without a `url` column has no web origin to ask (synthetic data) and is passed over.
+DOCUMENT_GLOBS = ("**/documents.parquet", "**/annotated.parquet")
+# The render stage's outputs: the sub-resources (fetch, XHR, frames, scripts) a rendered page's
+# text came through, each judged by its own origin's robots.txt as the render did.
+RENDERED_GLOB = "**/rendered.parquet"
 # `robots_kind` of a ledger row that records an archived capture's opt-out (an import's, not a
 # robots.txt decision): no recheck re-allows its URL (`archived_optouts`).
 ARCHIVED = "archived"
@@ -92,18 +99,38 @@ def _web_host(url: Any) -> tuple[bool, str]:
         return str(url).lower().startswith(("http:", "https:")), ""
 
 
+def _document_files(root: Path) -> list[tuple[Path, bool]]:
+    """(documents file, whether it must have a `url` column): `DOCUMENT_SOURCES` first, then
+    every other file `DOCUMENT_GLOBS` finds in the lake, each once, in a stable order."""
+    seen: set[Path] = set()
+    out: list[tuple[Path, bool]] = []
+    for rel in DOCUMENT_SOURCES:
+        path = root / rel
+        if path.exists():
+            seen.add(path.resolve())
+            out.append((path, True))
+    found = {p for pattern in DOCUMENT_GLOBS for p in root.glob(pattern) if p.is_file()}
+    for path in sorted(found):
+        if path.resolve() not in seen:
+            seen.add(path.resolve())
+            out.append((path, False))
+    return out
+
+
 def lake_documents(lake_root: str | Path) -> dict[str, LakeDocument]:
-    """Every http(s) document URL in the lake's extract/filter outputs, with its document ids."""
+    """Every http(s) document URL in the lake's documents files (extract, filter, imports, and
+    any other run's under the lake: `_document_files`), with its document ids; a page the
+    render stage rendered gets, as `hops`, the sub-resources its text came through
+    (`rendered_hops`)."""
     from common.inputs import read_parquet, read_schema
 
     docs: dict[str, LakeDocument] = {}
-    for rel in DOCUMENT_SOURCES:
-        path = Path(lake_root) / rel
-        if not path.exists():
-            continue
+    for path, known in _document_files(Path(lake_root)):
         fix = "the consent recheck needs document URLs: re-run `refinery extract`/`filter`"
         names = read_schema(path, fix).names  # empty, truncated, not Parquet: one line
         if "url" not in names:
+            if not known:
+                continue  # no web document (synthetic data): no robots.txt governs it
             raise ValueError(f"{path}: no url column; the consent recheck needs document URLs")
         cols = [c for c in ("id", "url", "robots_training", "training_allowed") if c in names]
         for row in read_parquet(path, cols, required={"url": "string"}, fix=fix).to_pylist():
@@ -120,7 +147,34 @@ def lake_documents(lake_root: str | Path) -> dict[str, LakeDocument]:
                 doc = docs[url] = LakeDocument(url, host, allowed_at_crawl=before)
             if row.get("id"):
                 doc.ids.add(str(row["id"]))
+    for url, hops in rendered_hops(lake_root).items():
+        doc = docs.get(url)
+        if doc is not None:
+            doc.hops += [h for h in hops if h != url and h not in doc.hops]
     return docs
+
+
+def rendered_hops(lake_root: str | Path) -> dict[str, list[str]]:
+    """Page URL -> the http(s) sub-resources its rendered text came through (every type but
+    images, media and fonts, as the render judged them: `crawlers.render.session`), from each
+    `rendered.parquet` of the lake."""
+    from common.inputs import read_parquet, read_schema
+    from crawlers.render.session import TEXTLESS_TYPES
+
+    out: dict[str, list[str]] = {}
+    for path in sorted(Path(lake_root).glob(RENDERED_GLOB)):
+        fix = "the consent recheck reads rendered pages' sub-resources: re-run `refinery extract`"
+        if not {"url", "subresources"} <= set(read_schema(path, fix).names):
+            continue  # no render output (another dataset of that name)
+        for row in read_parquet(path, ["url", "subresources"], fix=fix).to_pylist():
+            hops = out.setdefault(row["url"], [])
+            for sub in row.get("subresources") or []:
+                url = (sub or {}).get("url")
+                if (sub or {}).get("resource_type") in TEXTLESS_TYPES or not _web_host(url)[0]:
+                    continue
+                if url not in hops:
+                    hops.append(url)
+    return out
 
 
 def lake_images(lake_root: str | Path) -> dict[str, LakeDocument]:
