@@ -77,7 +77,9 @@ def test_robots_5xx_past_give_up_gets_nothing_and_is_reported(tmp_path):
         down_pages = [h for h in fs.hits_for(down.ip) if h.path != "/robots.txt"]
     pages = _pages(tmp_path)
     assert down_pages == []  # not one request but robots.txt
-    assert robots[-1].start - robots[0].start <= 1.5 and len(robots) >= 4
+    # retried (0.1 s, 0.2 s, 0.4 s ... apart) until the give-up; how many fit in 1.5 s depends
+    # on the machine's load (3 on a loaded CI machine running three workers, 4-5 unloaded)
+    assert robots[-1].start - robots[0].start <= 1.5 and len(robots) >= 3
     origin = fs.url(down.ip, "").rstrip("/")
     assert list(summary["robots_gave_up"]) == [origin]
     assert "HTTP 503" in summary["robots_gave_up"][origin]
