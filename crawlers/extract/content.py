@@ -660,6 +660,28 @@ def unindent_markdown(markdown: str) -> str:
     return "\n".join(out)
 
 
+def unindent_text(text: str, body) -> str:
+    """`text` without the page source's indentation at its line starts (a template's tabs and
+    spaces before a caption, the text after a <pre>), which a model would learn as part of
+    prose: a line keeps it only when it is a line of one of `body`'s code blocks (code is
+    indented on purpose) or a list item (a nested item's indentation is its depth)."""
+    if "\n " not in text and "\n\t" not in text and not text.startswith((" ", "\t")):
+        return text
+    code = {
+        line.strip()
+        for el in body.iter("code")
+        for line in "".join(el.itertext()).split("\n")
+        if line.strip()
+    }
+    out = []
+    for line in text.split("\n"):
+        stripped = line.lstrip()
+        if stripped != line and stripped.rstrip() not in code and not _LIST_ITEM.match(stripped):
+            line = stripped
+        out.append(line)
+    return "\n".join(out)
+
+
 def comments_text(tree, url: str, main_text: str = "") -> str:
     """Plain text of the page's reader comments (trafilatura's comment sections), without lines
     already in the main text (a forum's posts are its main content); "" if there are none."""
@@ -775,7 +797,7 @@ def extract_content(html: str, url: str, *, favor: str = "balanced", tree=None) 
     # Plain text leaves images out; Markdown keeps them as ![alt](src) in place, and its
     # tables are written by `md_tables` (layout tables unwrapped; `body` is left as it is).
     markdown = unindent_markdown(body_markdown(body)).strip()
-    text = _ROW_END.sub("|", normalize_unicode(text))
+    text = unindent_text(_ROW_END.sub("|", normalize_unicode(text)), body)
     meta = page_metadata(tree, url)
     return Content(
         text=text,

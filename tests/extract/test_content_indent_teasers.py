@@ -60,6 +60,28 @@ def test_template_indentation_does_not_make_code_blocks_but_pre_keeps_its_own():
     assert "\n    12 pods\n" in markdown
 
 
+def test_plain_text_loses_template_indentation_but_code_keeps_its_own():
+    pad = "\n" + "\t" * 5
+    html = (
+        "<html><head><title>Whales</title></head><body><nav><a href='/'>Home</a></nav>"
+        "<article>"
+        f"{pad}<p>{_PARAGRAPHS[0]}</p>"
+        f"{pad}<figure><img src='/w.jpg'><figcaption>{pad}A grey whale off Baja.</figcaption>"
+        "</figure>"
+        f"{pad}<pre>def count(pods):\n    return sum(len(p) for p in pods)</pre>"
+        f"{pad}<p>{_PARAGRAPHS[1]}{pad}The lagoons are quiet again by April.</p>"
+        f"{pad}<p>{_PARAGRAPHS[2]}</p>"
+        f"{pad}</article></body></html>"
+    )
+    result = extract_page({"url": "http://fakehost/w/", "status": 200, "body": html.encode()})
+    text = result.document["text"]
+    assert "\n    return sum(len(p) for p in pods)" in text  # code keeps its indentation
+    for line in text.split("\n"):
+        if "return sum" not in line:
+            assert line == line.lstrip(), repr(line)
+    assert "The lagoons are quiet again by April." in text
+
+
 def test_nested_list_indentation_survives():
     html = (
         "<html><body><article><h1>Whale facts</h1>"
