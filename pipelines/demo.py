@@ -27,6 +27,8 @@ PROJECT_ROOT = Path(__file__).resolve().parents[1]
 # The sample web is on loopback: a short delay keeps the demo quick; robots and Crawl-delay apply.
 DEMO_CRAWL_DELAY_S = 0.1
 DEMO_ROBOTS_GIVE_UP_S = 15.0
+# Where a demo run records the port it served the sample web on (`_serve_on_the_lakes_port`).
+DEMO_PORT_FILE = Path("logs") / "demo-sample-web.port"
 # Enough steps for each run's held-out loss to fall clearly (what its check judges) and for the
 # multimodal run's image evidence, and no more: training is most of the demo's time (a step of
 # the tiny model is about 0.43 s on 2 cores). On the sixth fresh demo's lake, 150 pretraining
@@ -164,9 +166,10 @@ def demo_config(
             "seeds": seeds,
             "delay": DEMO_CRAWL_DELAY_S,
             "allow_private_networks": True,
-            # The sample web is served by this process, on a new port each run: a host whose
-            # robots.txt does not answer (a URL a killed run queued, on that run's port) is not
-            # coming back, so it is given up after DEMO_ROBOTS_GIVE_UP_S, not the default hour.
+            # The sample web is served by this process, on the port the lake's last run used
+            # when it is free: when it was not, a host whose robots.txt does not answer (a URL a
+            # killed run queued, on that run's port) is not coming back, so it is given up
+            # after DEMO_ROBOTS_GIVE_UP_S, not the default hour.
             "extra": {"robots_give_up_s": DEMO_ROBOTS_GIVE_UP_S},
         },
         "long_context_model": {"retrieval_eval_docs": DEMO_RETRIEVAL_EVAL_DOCS},
@@ -363,9 +366,33 @@ def run_demo(
         )
 
 
+def _serve_on_the_lakes_port(web, root):
+    """The sample web served on the port this lake's last demo run served it on, when that
+    port is free (else a new one, recorded for the next run): a killed demo's crawl resumes
+    with the URLs it queued still answering, instead of retrying a dead port's pages and
+    tripping the circuit breaker of their server, which is the live port's too (the resumed
+    crawl of a shard took 300 s, not 5)."""
+    from sampleweb import serve
+
+    record = Path(root) / DEMO_PORT_FILE
+    try:
+        port = int(record.read_text())
+    except (OSError, ValueError):  # none yet, or a write a kill cut short
+        port = 0
+    served = None
+    if 0 < port < 65536:
+        with contextlib.suppress(OSError):  # taken by another process meanwhile
+            served = serve(web, port=port)
+    if served is None:
+        served = serve(web)
+    record.parent.mkdir(parents=True, exist_ok=True)
+    record.write_text(f"{served.port}\n")
+    return served
+
+
 def _run_demo(root, console, train_steps, dagster_home, asset_config, log_path):
     from common.urlblock import write_lists
-    from sampleweb import build_web, serve
+    from sampleweb import build_web
     from sampleweb.blocklist import blocklist_entries
 
     steps = dict(DEMO_TRAIN_STEPS)
@@ -376,7 +403,7 @@ def _run_demo(root, console, train_steps, dagster_home, asset_config, log_path):
         steps.update(zip(names, train_steps, strict=True))
     started = time.perf_counter()
     web = build_web()
-    with serve(web) as served:
+    with _serve_on_the_lakes_port(web, root) as served:
         console.print(
             f"[bold]Refinery demo[/] lake={root}  sample web: {len(served.seeds())} sites on "
             "loopback; materializing the asset graph with Dagster"
